@@ -1,0 +1,152 @@
+# hvdrun and libhvd. `make` builds build/bin/hvdrun and build/lib/libhvd.{so,a};
+# `make test` runs every test suite; `make deps` installs what they need.
+VERSION    := 0.1.0
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+            -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
+BASE     := -std=c11 -D_GNU_SOURCE -fPIC -pthread -DHVD_VERSION='"$(VERSION)"'
+SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer \
+            -fno-sanitize-recover=undefined
+
+# Dependency direction: cmd -> lib -> core/include. core includes nothing
+# of lib/ or cmd/.
+CORE_INC := -Icore/include -Icore
+LIB_INC  := -Ilib -Icore/include
+CMD_INC  := -Icmd -Ilib -Icore/include
+
+CORE_SRC := $(wildcard core/*.c)
+LIB_SRC  := $(wildcard lib/*.c)
+CMD_SRC  := $(wildcard cmd/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+EX_SRC   := $(wildcard examples/*.c)
+
+B        := build
+LIBS     := -linih
+CORE_LIBS := -pthread
+
+# Two flavours of objects: plain, and with sanitizers for the unit tests.
+obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
+sobj = $(patsubst %.c,$(B)/san/%.o,$(1))
+
+CORE_OBJ := $(call obj,$(CORE_SRC))
+LIB_OBJ  := $(call obj,$(LIB_SRC))
+CMD_OBJ  := $(call obj,$(CMD_SRC))
+UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+SAN_BIN  := $(patsubst tests/unit/%.c,$(B)/tests/san/%,$(UNIT_SRC))
+EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
+
+.SECONDARY:
+
+.PHONY: all deps test unit-test cli-test demo bench install uninstall clean \
+        checkstyle format
+
+all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN)
+
+inc_for = $(if $(filter core/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(if $(filter lib/%,$(1)),$(LIB_INC),$(if $(filter cmd/%,$(1)),$(CMD_INC),$(LIB_INC) -Itests/unit)))
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(WARN) $(CFLAGS) $(call inc_for,$<) -MMD -MP -c $< -o $@
+
+$(B)/san/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(WARN) -O1 -g $(SAN) $(call inc_for,$<) -MMD -MP -c $< -o $@
+
+$(B)/bin/hvdrun: $(CMD_OBJ) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS)
+
+$(B)/lib/libhvd.so: $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libhvd.so.0 -o $@.$(VERSION) $^ $(CORE_LIBS)
+	ln -sf libhvd.so.$(VERSION) $(B)/lib/libhvd.so.0
+	ln -sf libhvd.so.0 $@
+
+$(B)/lib/libhvd.a: $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/examples/%: examples/%.c $(B)/lib/libhvd.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(WARN) $(CFLAGS) -Icore/include -o $@ $< \
+	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd -lm
+
+$(B)/tests/%: $(B)/obj/tests/unit/%.o $(LIB_OBJ) $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS)
+
+$(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(LIB_SRC) $(CORE_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS)
+
+# Debian packages the build, the tests and the benchmarks need.
+DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libopenmpi-dev \
+            openmpi-bin bats bats-assert bats-support openssh-server \
+            iproute2 procps util-linux clang-format
+
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+	    grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "installing:" $$missing; \
+	    SUDO=$$([ $$(id -u) -eq 0 ] || echo sudo); \
+	    $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	        --no-install-recommends $$missing; \
+	else echo "all dependencies are installed"; fi
+
+test: all $(UNIT_BIN) $(SAN_BIN)
+	@tests/run
+
+demo: all
+	$(B)/bin/hvdrun -np 4 -H localhost:4 $(B)/examples/hello
+
+bench: all
+	@tests/bench/launch
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5
+	install -m 755 $(B)/bin/hvdrun $(DESTDIR)$(BINDIR)/hvdrun
+	install -m 755 $(B)/lib/libhvd.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhvd.so.$(VERSION)
+	ln -sf libhvd.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhvd.so.0
+	ln -sf libhvd.so.0 $(DESTDIR)$(LIBDIR)/libhvd.so
+	install -m 644 $(B)/lib/libhvd.a $(DESTDIR)$(LIBDIR)/libhvd.a
+	install -m 644 core/include/hvd.h $(DESTDIR)$(INCLUDEDIR)/hvd.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    libhvd.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libhvd.pc
+	install -m 644 man/hvdrun.1 $(DESTDIR)$(MANDIR)/man1/hvdrun.1
+	install -m 644 man/hvd.3 $(DESTDIR)$(MANDIR)/man3/hvd.3
+	install -m 644 man/hvdrun.ini.5 $(DESTDIR)$(MANDIR)/man5/hvdrun.ini.5
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/hvdrun $(DESTDIR)$(LIBDIR)/libhvd.* \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/libhvd.pc $(DESTDIR)$(INCLUDEDIR)/hvd.h \
+	    $(DESTDIR)$(MANDIR)/man1/hvdrun.1 $(DESTDIR)$(MANDIR)/man3/hvd.3 \
+	    $(DESTDIR)$(MANDIR)/man5/hvdrun.ini.5
+
+STYLE_SRC = $(CORE_SRC) $(LIB_SRC) $(CMD_SRC) $(UNIT_SRC) $(EX_SRC) \
+            $(wildcard core/*.h core/include/*.h lib/*.h cmd/*.h tests/unit/*.h)
+
+checkstyle:
+	clang-format --dry-run --Werror $(STYLE_SRC)
+
+format:
+	clang-format -i $(STYLE_SRC)
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,202 @@
+/* main.c: hvdrun's main: options, then config file, then defaults; host
+ * list; rank plan; environment; launch. The only place that prints errors
+ * and chooses exit codes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "env.h"
+#include "hosts.h"
+#include "hvdrun.h"
+#include "launch.h"
+#include "opts.h"
+#include "plan.h"
+
+static int exit_for(int rc)
+{
+	switch (rc) {
+	case HL_ENOENT:
+		return EXIT_NOTFOUND;
+	case HL_ENOEXEC:
+		return EXIT_NOEXEC;
+	case HL_EINVAL:
+		return EXIT_USAGE;
+	default:
+		return EXIT_START;
+	}
+}
+
+static int die(int rc, const char *cause)
+{
+	fprintf(stderr, "hvdrun: %s\n", cause ? cause : "out of memory");
+	if (rc == HL_EINVAL)
+		fprintf(stderr, "Try 'hvdrun --help' for more information.\n");
+	return exit_for(rc);
+}
+
+static void print_warnings(const struct hl_strvec *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		fprintf(stderr, "hvdrun: warning: %s\n", w->v[i]);
+}
+
+/* The host list: -H or --hostfile from the command line, else from the
+ * config file, else localhost with one slot per worker. */
+static int load_hosts(struct hl_hostlist *hosts, char **cause)
+{
+	const struct hl_opts *o = &cmd_args.opts;
+	bool cli = cmd_args.from_cli[HL_K_HOSTS] ||
+		   cmd_args.from_cli[HL_K_HOSTFILE];
+	bool use_list = o->v[HL_K_HOSTS].set &&
+			(!cli || cmd_args.from_cli[HL_K_HOSTS]);
+	bool use_file = o->v[HL_K_HOSTFILE].set &&
+			(!cli || cmd_args.from_cli[HL_K_HOSTFILE]);
+	char local[64];
+
+	if (use_list && use_file)
+		return hl_fail(cause, HL_EINVAL,
+			       "%s: give hosts or hostfile in [job], not both",
+			       cmd_args.config_file);
+	if (use_list)
+		return hl_hosts_parse_list(o->v[HL_K_HOSTS].s, hosts, cause);
+	if (use_file)
+		return hl_hosts_parse_file(o->v[HL_K_HOSTFILE].s, hosts, cause);
+	if (!o->v[HL_K_NP].set)
+		return hl_fail(cause, HL_EINVAL,
+			       "give -np N, or hosts with -H or --hostfile");
+	snprintf(local, sizeof(local), "localhost:%ld", o->v[HL_K_NP].i);
+	return hl_hosts_parse_list(local, hosts, cause);
+}
+
+/* Resolve the command where local workers will look for it. */
+static int resolve(const struct hl_plan *plan, const struct hl_hostlist *hosts,
+		   const struct hl_envspec *es, char **path, char **cause)
+{
+	const char *search = getenv("PATH");
+	size_t i;
+	int r;
+
+	*path = NULL;
+	for (r = 0; r < plan->size; r++)
+		if (hosts->v[plan->ranks[r].host].local)
+			break;
+	if (r == plan->size)
+		return HL_OK;
+	for (i = 0; i < es->set.n; i++)
+		if (strncmp(es->set.v[i], "PATH=", 5) == 0)
+			search = es->set.v[i] + 5;
+	return hl_resolve_command(cmd_args.command[0], search, path, cause);
+}
+
+static void print_verbose(const struct hl_plan *plan,
+			  const struct hl_hostlist *hosts)
+{
+	char **a;
+
+	fprintf(stderr, "hvdrun: %d workers on %zu hosts:", plan->size,
+		plan->nhosts_used);
+	for (a = cmd_args.command; *a != NULL; a++)
+		fprintf(stderr, " %s", *a);
+	fputc('\n', stderr);
+	hl_plan_print(plan, hosts, stderr);
+}
+
+static int run(int *code, char **cause)
+{
+	struct hl_opts *o = &cmd_args.opts;
+	struct hl_hostlist hosts;
+	struct hl_plan plan = {0};
+	struct hl_envspec es;
+	struct hl_strvec warnings;
+	struct hl_launch l;
+	int rc;
+	long np;
+
+	hl_hostlist_init(&hosts);
+	hl_strvec_init(&warnings);
+	memset(&es, 0, sizeof(es));
+	memset(&l, 0, sizeof(l));
+	rc = load_hosts(&hosts, cause);
+	if (rc != HL_OK)
+		goto out;
+	print_warnings(&hosts.warnings);
+	np = o->v[HL_K_NP].set ? o->v[HL_K_NP].i : hl_hosts_total_slots(&hosts);
+	rc = hl_plan_init(&plan, &hosts, np, cause);
+	if (rc != HL_OK)
+		goto out;
+	if (cmd_args.dry_run) {
+		hl_plan_print(&plan, &hosts, stdout);
+		goto out;
+	}
+	if (cmd_args.command[0] == NULL) {
+		rc = hl_fail(cause, HL_EINVAL, "no command to run");
+		goto out;
+	}
+	rc = hl_envspec_init(&es, o, &warnings, cause);
+	if (rc != HL_OK)
+		goto out;
+	print_warnings(&warnings);
+	rc = resolve(&plan, &hosts, &es, &l.exec_path, cause);
+	if (rc == HL_OK && hosts.v[plan.ranks[0].host].local)
+		rc = hl_free_port(&es.master_port, cause);
+	if (rc != HL_OK)
+		goto out;
+	if (o->v[HL_K_VERBOSE].b)
+		print_verbose(&plan, &hosts);
+	l.hosts = &hosts;
+	l.plan = &plan;
+	l.argv = cmd_args.command;
+	l.env = &es;
+	l.output_dir = o->v[HL_K_OUTPUT_FILENAME].s;
+	l.timestamps = o->v[HL_K_PREFIX_TIMESTAMP].b;
+	l.verbose = o->v[HL_K_VERBOSE].b;
+	l.grace_ms = 3000;
+	fflush(stdout);
+	fflush(stderr);
+	rc = hl_launch_run(&l, code, cause);
+out:
+	free(l.exec_path);
+	hl_envspec_close(&es);
+	hl_plan_close(&plan);
+	hl_hostlist_close(&hosts);
+	hl_strvec_close(&warnings);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	char *cause = NULL;
+	int rc, code;
+
+	rc = cmd_parse_args(argc, argv, &cause);
+	if (rc == HL_OK && cmd_args.help) {
+		cmd_usage();
+		code = 0;
+		goto out;
+	}
+	if (rc == HL_OK && cmd_args.version) {
+		printf("hvdrun %s\n", HVD_VERSION);
+		code = 0;
+		goto out;
+	}
+	if (rc == HL_OK && cmd_args.config_file != NULL)
+		rc = hl_config_load(cmd_args.config_file, &cmd_args.opts,
+				    &cause);
+	if (rc == HL_OK)
+		rc = hl_opts_finish(&cmd_args.opts, &cause);
+	if (rc != HL_OK) {
+		code = die(rc, cause);
+		goto out;
+	}
+	code = 0;
+	rc = run(&code, &cause);
+	if (rc != HL_OK)
+		code = die(rc, cause);
+out:
+	free(cause);
+	hl_opts_close(&cmd_args.opts);
+	return code;
+}

@@ -1,0 +1,165 @@
+/* hvd.c: libhvd's life cycle and rank queries. hvd_init() reads the rank
+ * environment that hvdrun sets (DESIGN.md); without it the process is the
+ * only rank of a job of one. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+struct hvd__state hvd__g = {
+	.rank = -1,
+	.size = -1,
+	.local_rank = -1,
+	.local_size = -1,
+	.cross_rank = -1,
+	.cross_size = -1,
+};
+
+int hvd__env_int(const char *name, long def, long min, long max, long *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	long x;
+
+	if (v == NULL || *v == '\0') {
+		*out = def;
+		return HVD_OK;
+	}
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno != 0 || *end != '\0' || x < min || x > max) {
+		hvd__error("%s='%s' is not an integer from %ld to %ld", name, v,
+			   min, max);
+		return HVD_EINVAL;
+	}
+	*out = x;
+	return HVD_OK;
+}
+
+/* Read and check the rank variables; all or nothing. */
+static int read_ranks(struct hvd__state *st)
+{
+	long rank, size, lrank, lsize, crank, csize;
+	int rc;
+
+	if (getenv("HOROVOD_RANK") == NULL) {
+		st->rank = st->local_rank = st->cross_rank = 0;
+		st->size = st->local_size = st->cross_size = 1;
+		return HVD_OK;
+	}
+	rc = hvd__env_int("HOROVOD_SIZE", -1, 1, 1 << 24, &size);
+	if (rc == HVD_OK && size < 0) {
+		hvd__error("HOROVOD_RANK is set but HOROVOD_SIZE is not");
+		rc = HVD_EINVAL;
+	}
+	if (rc == HVD_OK)
+		rc = hvd__env_int("HOROVOD_RANK", 0, 0, size - 1, &rank);
+	if (rc == HVD_OK)
+		rc = hvd__env_int("HOROVOD_LOCAL_SIZE", size, 1, size, &lsize);
+	if (rc == HVD_OK)
+		rc = hvd__env_int("HOROVOD_LOCAL_RANK", rank, 0, lsize - 1,
+				  &lrank);
+	if (rc == HVD_OK)
+		rc = hvd__env_int("HOROVOD_CROSS_SIZE", 1, 1, size, &csize);
+	if (rc == HVD_OK)
+		rc = hvd__env_int("HOROVOD_CROSS_RANK", 0, 0, csize - 1,
+				  &crank);
+	if (rc != HVD_OK)
+		return rc;
+	st->rank = (int)rank;
+	st->size = (int)size;
+	st->local_rank = (int)lrank;
+	st->local_size = (int)lsize;
+	st->cross_rank = (int)crank;
+	st->cross_size = (int)csize;
+	return HVD_OK;
+}
+
+HVD_EXPORT int hvd_init(void)
+{
+	struct hvd__state st = hvd__g;
+	int rc;
+
+	if (hvd__g.initialized)
+		return HVD_EALREADY;
+	rc = read_ranks(&st);
+	if (rc != HVD_OK)
+		return rc;
+	st.initialized = true;
+	hvd__g = st;
+	hvd__debug("rank %d of %d (local %d of %d, cross %d of %d)", st.rank,
+		   st.size, st.local_rank, st.local_size, st.cross_rank,
+		   st.cross_size);
+	return HVD_OK;
+}
+
+HVD_EXPORT void hvd_shutdown(void)
+{
+	struct hvd__state fresh = {
+		.rank = -1,
+		.size = -1,
+		.local_rank = -1,
+		.local_size = -1,
+		.cross_rank = -1,
+		.cross_size = -1,
+	};
+
+	hvd__g = fresh;
+}
+
+HVD_EXPORT int hvd_initialized(void)
+{
+	return hvd__g.initialized;
+}
+
+HVD_EXPORT int hvd_rank(void)
+{
+	return hvd__g.rank;
+}
+
+HVD_EXPORT int hvd_size(void)
+{
+	return hvd__g.size;
+}
+
+HVD_EXPORT int hvd_local_rank(void)
+{
+	return hvd__g.local_rank;
+}
+
+HVD_EXPORT int hvd_local_size(void)
+{
+	return hvd__g.local_size;
+}
+
+HVD_EXPORT int hvd_cross_rank(void)
+{
+	return hvd__g.cross_rank;
+}
+
+HVD_EXPORT int hvd_cross_size(void)
+{
+	return hvd__g.cross_size;
+}
+
+HVD_EXPORT const char *hvd_strerror(int err)
+{
+	static const char *const names[] = {
+		[0] = "success",
+		[-HVD_EINVAL] = "invalid argument or environment value",
+		[-HVD_ENOMEM] = "out of memory",
+		[-HVD_ENOTINIT] = "libhvd is not initialised (call hvd_init)",
+		[-HVD_EALREADY] = "libhvd is already initialised",
+		[-HVD_ESYS] = "system call failed",
+	};
+
+	if (err > 0 || -err >= (int)(sizeof(names) / sizeof(names[0])) ||
+	    names[-err] == NULL)
+		return "unknown error";
+	return names[-err];
+}
+
+HVD_EXPORT const char *hvd_version(void)
+{
+	return HVD_VERSION;
+}

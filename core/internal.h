@@ -1,0 +1,39 @@
+/* internal.h: what libhvd's files share and nothing outside libhvd sees:
+ * the one state struct, the environment helper and the log module. */
+#ifndef HVD_INTERNAL_H
+#define HVD_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "hvd.h"
+
+enum hvd__log_level {
+	HVD__LOG_TRACE,
+	HVD__LOG_DEBUG,
+	HVD__LOG_INFO,
+	HVD__LOG_WARNING,
+	HVD__LOG_ERROR,
+	HVD__LOG_FATAL,
+};
+
+/* The library's one mutable global: the job as hvd_init() found it. */
+struct hvd__state {
+	bool initialized;
+	int rank, size;
+	int local_rank, local_size;
+	int cross_rank, cross_size;
+};
+
+extern struct hvd__state hvd__g;
+
+/* Read an integer knob from the environment. Unset: *out = def. Set but
+ * not an integer in [min, max]: HVD_EINVAL, logged with its name. */
+int hvd__env_int(const char *name, long def, long min, long max, long *out);
+
+void hvd__log(enum hvd__log_level level, const char *func, const char *fmt,
+	      ...) __attribute__((format(printf, 3, 4)));
+#define hvd__warn(...) hvd__log(HVD__LOG_WARNING, __func__, __VA_ARGS__)
+#define hvd__error(...) hvd__log(HVD__LOG_ERROR, __func__, __VA_ARGS__)
+#define hvd__debug(...) hvd__log(HVD__LOG_DEBUG, __func__, __VA_ARGS__)
+
+#endif

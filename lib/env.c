@@ -1,0 +1,148 @@
+/* env.c: the worker environment contract (DESIGN.md): Horovod's rank
+ * variables, torchrun's names for the same facts, and the tuning knobs. */
+#include "env.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
+		    struct hl_strvec *warnings, char **cause)
+{
+	size_t i;
+	int rc = HL_OK;
+
+	hl_strvec_init(&es->set);
+	hl_strvec_init(&es->forward);
+	es->master_addr = NULL;
+	es->master_port = 0;
+	for (i = 0; i < o->nenv && rc == HL_OK; i++) {
+		const struct hl_envitem *it = &o->env[i];
+
+		if (it->value != NULL) {
+			rc = hl_strvec_pushf(&es->set, "%s=%s", it->name,
+					     it->value);
+			continue;
+		}
+		rc = hl_strvec_push(&es->forward, it->name);
+		if (rc == HL_OK && getenv(it->name) == NULL)
+			rc = hl_strvec_pushf(warnings,
+					     "-x %s: not set in hvdrun's environment; not forwarded",
+					     it->name);
+	}
+	if (rc == HL_OK)
+		rc = hl_opts_export(o, &es->set);
+	if (rc != HL_OK) {
+		hl_envspec_close(es);
+		return hl_fail(cause, rc, "out of memory");
+	}
+	return HL_OK;
+}
+
+void hl_envspec_close(struct hl_envspec *es)
+{
+	hl_strvec_close(&es->set);
+	hl_strvec_close(&es->forward);
+	free(es->master_addr);
+	es->master_addr = NULL;
+}
+
+static int env_put(struct hl_strvec *env, char *entry)
+{
+	const char *eq;
+	size_t i, n;
+
+	if (entry == NULL)
+		return HL_ENOMEM;
+	eq = strchr(entry, '=');
+	n = eq ? (size_t)(eq - entry) : strlen(entry);
+	for (i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], entry, n) == 0 && env->v[i][n] == '=') {
+			free(env->v[i]);
+			env->v[i] = entry;
+			return HL_OK;
+		}
+	}
+	return hl_strvec_push_owned(env, entry);
+}
+
+int hl_env_set(struct hl_strvec *env, const char *name, const char *value)
+{
+	return env_put(env, hl_asprintf("%s=%s", name, value));
+}
+
+int hl_env_rank_vars(const struct hl_plan *plan,
+		     const struct hl_hostlist *hosts, int rank,
+		     const struct hl_envspec *es, struct hl_strvec *out)
+{
+	const struct hl_rank *r = &plan->ranks[rank];
+	const char *host = hosts->v[r->host].name;
+	int rc = HL_OK;
+
+#define PUT(...)                                                   \
+	do {                                                       \
+		if (rc == HL_OK)                                   \
+			rc = env_put(out, hl_asprintf(__VA_ARGS__)); \
+	} while (0)
+	PUT("HOROVOD_RANK=%d", r->rank);
+	PUT("HOROVOD_SIZE=%d", plan->size);
+	PUT("HOROVOD_LOCAL_RANK=%d", r->local_rank);
+	PUT("HOROVOD_LOCAL_SIZE=%d", r->local_size);
+	PUT("HOROVOD_CROSS_RANK=%d", r->cross_rank);
+	PUT("HOROVOD_CROSS_SIZE=%d", r->cross_size);
+	PUT("HOROVOD_HOSTNAME=%s", host);
+	PUT("RANK=%d", r->rank);
+	PUT("WORLD_SIZE=%d", plan->size);
+	PUT("LOCAL_RANK=%d", r->local_rank);
+	PUT("LOCAL_WORLD_SIZE=%d", r->local_size);
+	PUT("MASTER_ADDR=%s", es->master_addr ? es->master_addr
+					       : hosts->v[plan->ranks[0].host].name);
+	PUT("MASTER_PORT=%d", es->master_port);
+#undef PUT
+	return rc;
+}
+
+int hl_env_build(char *const *base, const struct hl_envspec *es,
+		 const struct hl_plan *plan, const struct hl_hostlist *hosts,
+		 int rank, struct hl_strvec *out)
+{
+	size_t i;
+	int rc = HL_OK;
+
+	hl_strvec_init(out);
+	for (i = 0; base != NULL && base[i] != NULL && rc == HL_OK; i++)
+		if (strchr(base[i], '=') != NULL)
+			rc = env_put(out, hl_strdup(base[i]));
+	for (i = 0; i < es->set.n && rc == HL_OK; i++)
+		rc = env_put(out, hl_strdup(es->set.v[i]));
+	if (rc == HL_OK)
+		rc = hl_env_rank_vars(plan, hosts, rank, es, out);
+	if (rc != HL_OK)
+		hl_strvec_close(out);
+	return rc;
+}
+
+int hl_free_port(int *port, char **cause)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int fd, rc = HL_OK;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return hl_fail(cause, HL_ESYS, "socket: %s", strerror(errno));
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
+		rc = hl_fail(cause, HL_ESYS, "cannot find a free port: %s",
+			     strerror(errno));
+	else
+		*port = ntohs(sa.sin_port);
+	close(fd);
+	return rc;
+}

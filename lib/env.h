@@ -1,0 +1,38 @@
+/* env.h: builds each worker's environment: the launcher's own (for local
+ * workers), then -x and [env] entries, then the tuning variables, then the
+ * rank variables, each layer replacing what came before. */
+#ifndef HL_ENV_H
+#define HL_ENV_H
+
+#include "opts.h"
+#include "plan.h"
+
+struct hl_envspec {
+	struct hl_strvec set;     /* "NAME=VALUE" applied to every worker */
+	struct hl_strvec forward; /* names forwarded from the launcher */
+	char *master_addr;
+	int master_port;
+};
+
+/* Collect the shared layers from the options. Names forwarded with -x but
+ * unset in the launcher are appended to warnings. */
+int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
+		    struct hl_strvec *warnings, char **cause);
+void hl_envspec_close(struct hl_envspec *es);
+
+/* Set NAME=VALUE in an envp vector, replacing an existing NAME. */
+int hl_env_set(struct hl_strvec *env, const char *name, const char *value);
+/* The rank variables of one worker, as "NAME=VALUE" entries. */
+int hl_env_rank_vars(const struct hl_plan *plan,
+		     const struct hl_hostlist *hosts, int rank,
+		     const struct hl_envspec *es, struct hl_strvec *out);
+/* The whole environment of a local worker: base (the launcher's environ),
+ * then the shared layers, then the rank variables. */
+int hl_env_build(char *const *base, const struct hl_envspec *es,
+		 const struct hl_plan *plan, const struct hl_hostlist *hosts,
+		 int rank, struct hl_strvec *out);
+
+/* A TCP port that is free on this machine now. */
+int hl_free_port(int *port, char **cause);
+
+#endif

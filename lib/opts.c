@@ -1,0 +1,390 @@
+/* opts.c: the option table and the one setter shared by the command line
+ * and the config file. */
+#include "opts.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hosts.h"
+
+static const char *const log_levels[] = {"trace", "debug",  "info", "warning",
+					 "error", "fatal", NULL};
+static const char *const host_key_policies[] = {"yes", "accept-new", "no",
+						NULL};
+
+/* Keep man/hvdrun.1, man/hvdrun.ini.5 and config/hvdrun.ini in step. */
+const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
+	[HL_K_NP] = {"job", "np", "num-proc", NULL, HL_T_INT, 1, 1 << 20, NULL,
+		     NULL, NULL, HL_X_NONE, "number of workers"},
+	[HL_K_HOSTS] = {"job", "hosts", "hosts", NULL, HL_T_HOSTS, 0, 0, NULL,
+			NULL, NULL, HL_X_NONE, "host[:slots],..."},
+	[HL_K_HOSTFILE] = {"job", "hostfile", "hostfile", NULL, HL_T_PATH, 0, 0,
+			   NULL, NULL, NULL, HL_X_NONE,
+			   "file of 'host slots=N' lines"},
+	[HL_K_OUTPUT_FILENAME] = {"job", "output_filename", "output-filename",
+				  NULL, HL_T_STRING, 0, 0, NULL, NULL, NULL,
+				  HL_X_NONE,
+				  "also write DIR/rank.N/stdout and stderr"},
+	[HL_K_PREFIX_TIMESTAMP] = {"job", "prefix_output_with_timestamp",
+				   "prefix-output-with-timestamp", "true",
+				   HL_T_BOOL, 0, 0, NULL, "false", NULL,
+				   HL_X_NONE, "timestamp every output line"},
+	[HL_K_VERBOSE] = {"job", "verbose", "verbose", "true", HL_T_BOOL, 0, 0,
+			  NULL, "false", NULL, HL_X_NONE,
+			  "say what hvdrun does"},
+	[HL_K_START_TIMEOUT] = {"job", "start_timeout", "start-timeout", NULL,
+				HL_T_INT, 1, 86400, NULL, "30", NULL,
+				HL_X_NONE, "seconds to start every worker"},
+	[HL_K_FUSION_THRESHOLD_MB] = {"tuning", "fusion_threshold_mb",
+				      "fusion-threshold-mb", NULL, HL_T_INT, 0,
+				      1 << 20, NULL, "128",
+				      "HOROVOD_FUSION_THRESHOLD", HL_X_MIB,
+				      "fusion buffer size in MiB"},
+	[HL_K_CYCLE_TIME_MS] = {"tuning", "cycle_time_ms", "cycle-time-ms", NULL,
+				HL_T_DOUBLE, 0, 10000, NULL, "1",
+				"HOROVOD_CYCLE_TIME", HL_X_VALUE,
+				"background cycle in milliseconds"},
+	[HL_K_CACHE_CAPACITY] = {"tuning", "cache_capacity", "cache-capacity",
+				 NULL, HL_T_INT, 0, 1 << 24, NULL, "1024",
+				 "HOROVOD_CACHE_CAPACITY", HL_X_VALUE,
+				 "response cache entries"},
+	[HL_K_TIMELINE_FILENAME] = {"timeline", "filename", "timeline-filename",
+				    NULL, HL_T_STRING, 0, 0, NULL, NULL,
+				    "HOROVOD_TIMELINE", HL_X_VALUE,
+				    "write a Chrome trace to FILE"},
+	[HL_K_TIMELINE_MARK_CYCLES] = {"timeline", "mark_cycles",
+				       "timeline-mark-cycles", "true",
+				       HL_T_BOOL, 0, 0, NULL, "false",
+				       "HOROVOD_TIMELINE_MARK_CYCLES", HL_X_BOOL,
+				       "mark cycles in the timeline"},
+	[HL_K_STALL_CHECK] = {"stall_check", "enabled", "no-stall-check",
+			      "false", HL_T_BOOL, 0, 0, NULL, "true",
+			      "HOROVOD_STALL_CHECK_DISABLE", HL_X_BOOL_NOT,
+			      "turn the stall check off"},
+	[HL_K_STALL_WARNING_S] = {"stall_check", "warning_time_seconds",
+				  "stall-check-warning-time-seconds", NULL,
+				  HL_T_INT, 1, 86400 * 7, NULL, "60",
+				  "HOROVOD_STALL_CHECK_TIME_SECONDS", HL_X_VALUE,
+				  "seconds before a stall is reported"},
+	[HL_K_STALL_SHUTDOWN_S] = {"stall_check", "shutdown_time_seconds",
+				   "stall-check-shutdown-time-seconds", NULL,
+				   HL_T_INT, 0, 86400 * 7, NULL, "0",
+				   "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
+				   HL_X_VALUE,
+				   "seconds before a stall fails the job"},
+	[HL_K_LOG_LEVEL] = {"logging", "level", "log-level", NULL, HL_T_ENUM, 0,
+			    0, log_levels, "warning", "HOROVOD_LOG_LEVEL",
+			    HL_X_VALUE, "libhvd log level"},
+	[HL_K_SSH_PORT] = {"ssh", "port", NULL, NULL, HL_T_INT, 1, 65535, NULL,
+			   "22", NULL, HL_X_NONE, "SSH port"},
+	[HL_K_SSH_USER] = {"ssh", "user", NULL, NULL, HL_T_USER, 0, 0, NULL,
+			   NULL, NULL, HL_X_NONE, "SSH user"},
+	[HL_K_SSH_IDENTITY] = {"ssh", "identity_file", NULL, NULL, HL_T_PATH, 0,
+			       0, NULL, NULL, NULL, HL_X_NONE,
+			       "SSH private key"},
+	[HL_K_SSH_HOST_KEY_CHECKING] = {"ssh", "host_key_checking", NULL, NULL,
+					HL_T_ENUM, 0, 0, host_key_policies,
+					"accept-new", NULL, HL_X_NONE,
+					"host key policy"},
+	[HL_K_SSH_CONNECT_TIMEOUT] = {"ssh", "connect_timeout", NULL, NULL,
+				      HL_T_INT, 1, 3600, NULL, "30", NULL,
+				      HL_X_NONE,
+				      "seconds to connect and authenticate"},
+};
+
+/* Variables hvdrun sets for each worker: -x and [env] may not set them. */
+static const char *const reserved_env[] = {
+	"HOROVOD_RANK",	      "HOROVOD_SIZE",	    "HOROVOD_LOCAL_RANK",
+	"HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
+	"HOROVOD_HOSTNAME",   "RANK",		    "WORLD_SIZE",
+	"LOCAL_RANK",	      "LOCAL_WORLD_SIZE",   "MASTER_ADDR",
+	"MASTER_PORT",	      NULL,
+};
+
+void hl_opts_init(struct hl_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+}
+
+void hl_opts_close(struct hl_opts *o)
+{
+	size_t i;
+
+	for (i = 0; i < HL_K_COUNT; i++)
+		free(o->v[i].s);
+	for (i = 0; i < o->nenv; i++) {
+		free(o->env[i].name);
+		free(o->env[i].value);
+	}
+	free(o->env);
+	memset(o, 0, sizeof(*o));
+}
+
+const char *hl_opts_display(enum hl_key k, bool cli, char *buf, size_t len)
+{
+	const struct hl_keyinfo *ki = &hl_keys[k];
+
+	if (cli && ki->longopt != NULL)
+		snprintf(buf, len, "--%s", ki->longopt);
+	else
+		snprintf(buf, len, "'%s' in [%s]", ki->name, ki->section);
+	return buf;
+}
+
+static int bad_value(enum hl_key k, const char *text, const char *where,
+		     char **cause)
+{
+	const struct hl_keyinfo *ki = &hl_keys[k];
+	bool cli = where[0] == '\0';
+	char name[96], want[256] = "";
+	size_t i, off;
+
+	switch (ki->type) {
+	case HL_T_INT:
+		snprintf(want, sizeof(want), "an integer from %.0f to %.0f",
+			 ki->min, ki->max);
+		break;
+	case HL_T_DOUBLE:
+		snprintf(want, sizeof(want), "a number from %g to %g", ki->min,
+			 ki->max);
+		break;
+	case HL_T_BOOL:
+		snprintf(want, sizeof(want), "true or false");
+		break;
+	case HL_T_ENUM:
+		off = (size_t)snprintf(want, sizeof(want), "one of");
+		for (i = 0; ki->choices[i] != NULL && off < sizeof(want); i++)
+			off += (size_t)snprintf(want + off, sizeof(want) - off,
+						"%s %s", i ? "," : "",
+						ki->choices[i]);
+		break;
+	case HL_T_USER:
+		snprintf(want, sizeof(want), "a user name");
+		break;
+	default:
+		snprintf(want, sizeof(want), "a non-empty value");
+		break;
+	}
+	return hl_fail(cause, HL_EINVAL, "%sbad value '%s' for %s (want %s)",
+		       where, text, hl_opts_display(k, cli, name, sizeof(name)),
+		       want);
+}
+
+static char *resolve_path(const char *text, const char *base_dir)
+{
+	if (base_dir == NULL || text[0] == '/' || text[0] == '~')
+		return hl_strdup(text);
+	return hl_asprintf("%s/%s", base_dir, text);
+}
+
+int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
+		const char *where, const char *base_dir, char **cause)
+{
+	const struct hl_keyinfo *ki = &hl_keys[k];
+	struct hl_value nv = {0};
+	size_t i;
+
+	nv.set = true;
+	switch (ki->type) {
+	case HL_T_INT:
+		if (!hl_parse_long(text, (long)ki->min, (long)ki->max, &nv.i))
+			return bad_value(k, text, where, cause);
+		nv.d = (double)nv.i;
+		break;
+	case HL_T_DOUBLE:
+		if (!hl_parse_double(text, ki->min, ki->max, &nv.d))
+			return bad_value(k, text, where, cause);
+		break;
+	case HL_T_BOOL:
+		if (!hl_parse_bool(text, &nv.b))
+			return bad_value(k, text, where, cause);
+		break;
+	case HL_T_ENUM:
+		for (i = 0; ki->choices[i] != NULL; i++)
+			if (strcmp(text, ki->choices[i]) == 0)
+				break;
+		if (ki->choices[i] == NULL)
+			return bad_value(k, text, where, cause);
+		nv.i = (long)i;
+		break;
+	case HL_T_HOSTS: {
+		struct hl_hostlist hl;
+		char *why = NULL;
+		int rc;
+
+		hl_hostlist_init(&hl);
+		rc = hl_hosts_parse_list(text, &hl, &why);
+		hl_hostlist_close(&hl);
+		if (rc != HL_OK) {
+			rc = hl_fail(cause, rc, "%s%s", where,
+				     why ? why : "out of memory");
+			free(why);
+			return rc;
+		}
+		break;
+	}
+	case HL_T_USER:
+		if (text[0] == '\0' || text[0] == '-' ||
+		    strpbrk(text, " \t@:/") != NULL)
+			return bad_value(k, text, where, cause);
+		break;
+	case HL_T_STRING:
+	case HL_T_PATH:
+		if (text[0] == '\0')
+			return bad_value(k, text, where, cause);
+		break;
+	}
+	if (o->v[k].set)
+		return HL_OK; /* the first source wins */
+	nv.s = ki->type == HL_T_PATH ? resolve_path(text, base_dir)
+				     : hl_strdup(text);
+	if (nv.s == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	o->v[k] = nv;
+	return HL_OK;
+}
+
+bool hl_env_reserved(const char *name)
+{
+	size_t i;
+
+	for (i = 0; reserved_env[i] != NULL; i++)
+		if (strcmp(name, reserved_env[i]) == 0)
+			return true;
+	return false;
+}
+
+int hl_opts_add_env_pair(struct hl_opts *o, const char *name,
+			 const char *value, const char *where, char **cause)
+{
+	struct hl_envitem *v;
+	size_t i;
+
+	if (!hl_env_name_valid(name, strlen(name)))
+		return hl_fail(cause, HL_EINVAL,
+			       "%sbad environment variable name '%s'", where,
+			       name);
+	if (hl_env_reserved(name))
+		return hl_fail(cause, HL_EINVAL,
+			       "%s%s is set by hvdrun for each worker and cannot be overridden",
+			       where, name);
+	for (i = 0; i < o->nenv; i++)
+		if (strcmp(o->env[i].name, name) == 0)
+			return HL_OK; /* the first source wins */
+	v = realloc(o->env, (o->nenv + 1) * sizeof(*v));
+	if (v == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	o->env = v;
+	v[o->nenv].name = hl_strdup(name);
+	v[o->nenv].value = value ? hl_strdup(value) : NULL;
+	if (v[o->nenv].name == NULL || (value && v[o->nenv].value == NULL)) {
+		free(v[o->nenv].name);
+		free(v[o->nenv].value);
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	}
+	o->nenv++;
+	return HL_OK;
+}
+
+int hl_opts_add_env(struct hl_opts *o, const char *spec, const char *where,
+		    char **cause)
+{
+	const char *eq = strchr(spec, '=');
+	char *name;
+	int rc;
+
+	if (eq == NULL)
+		return hl_opts_add_env_pair(o, spec, NULL, where, cause);
+	name = hl_strndup(spec, (size_t)(eq - spec));
+	if (name == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	if (!hl_env_name_valid(name, strlen(name)))
+		rc = hl_fail(cause, HL_EINVAL,
+			     "%sbad environment variable in '-x %s'", where,
+			     spec);
+	else
+		rc = hl_opts_add_env_pair(o, name, eq + 1, where, cause);
+	free(name);
+	return rc;
+}
+
+int hl_opts_finish(struct hl_opts *o, char **cause)
+{
+	size_t k;
+	int rc;
+
+	for (k = 0; k < HL_K_COUNT; k++) {
+		if (o->v[k].set || hl_keys[k].def == NULL)
+			continue;
+		rc = hl_opts_set(o, (enum hl_key)k, hl_keys[k].def, "default: ",
+				 NULL, cause);
+		if (rc != HL_OK)
+			return rc;
+		o->v[k].set = false; /* a default is not exported */
+	}
+	return HL_OK;
+}
+
+int hl_opts_find(const char *section, const char *name)
+{
+	size_t k;
+
+	for (k = 0; k < HL_K_COUNT; k++)
+		if (strcmp(hl_keys[k].section, section) == 0 &&
+		    strcmp(hl_keys[k].name, name) == 0)
+			return (int)k;
+	return -1;
+}
+
+bool hl_opts_section_known(const char *section)
+{
+	size_t k;
+
+	if (strcmp(section, "env") == 0)
+		return true;
+	for (k = 0; k < HL_K_COUNT; k++)
+		if (strcmp(hl_keys[k].section, section) == 0)
+			return true;
+	return false;
+}
+
+int hl_opts_export(const struct hl_opts *o, struct hl_strvec *env)
+{
+	size_t k;
+	int rc = HL_OK;
+
+	for (k = 0; k < HL_K_COUNT && rc == HL_OK; k++) {
+		const struct hl_keyinfo *ki = &hl_keys[k];
+		const struct hl_value *v = &o->v[k];
+
+		if (!v->set || ki->export == HL_X_NONE)
+			continue;
+		switch (ki->export) {
+		case HL_X_MIB:
+			rc = hl_strvec_pushf(env, "%s=%lld", ki->envvar,
+					     (long long)v->i * 1048576LL);
+			break;
+		case HL_X_BOOL:
+			rc = hl_strvec_pushf(env, "%s=%d", ki->envvar, v->b);
+			break;
+		case HL_X_BOOL_NOT:
+			rc = hl_strvec_pushf(env, "%s=%d", ki->envvar, !v->b);
+			break;
+		case HL_X_VALUE:
+			if (ki->type == HL_T_DOUBLE)
+				rc = hl_strvec_pushf(env, "%s=%g", ki->envvar,
+						     v->d);
+			else if (ki->type == HL_T_INT)
+				rc = hl_strvec_pushf(env, "%s=%ld", ki->envvar,
+						     v->i);
+			else
+				rc = hl_strvec_pushf(env, "%s=%s", ki->envvar,
+						     v->s);
+			break;
+		case HL_X_NONE:
+			break;
+		}
+	}
+	return rc;
+}

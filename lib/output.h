@@ -1,0 +1,32 @@
+/* output.h: turns a worker's byte stream into whole prefixed lines
+ * ("[R]<stdout>:line") on hvdrun's own stdout or stderr, and optionally
+ * copies the raw bytes to a per-rank file. */
+#ifndef HL_OUTPUT_H
+#define HL_OUTPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A line longer than this is cut into pieces of this size, so that a
+ * worker that never writes a newline cannot grow hvdrun without bound. */
+#define HL_OUT_LINE_MAX (64 * 1024)
+
+struct hl_outstream {
+	int rank;
+	int which;     /* 1: stdout, 2: stderr */
+	int sink_fd;   /* hvdrun's fd the lines go to */
+	int tee_fd;    /* the per-rank file, or -1 */
+	bool timestamps;
+	char *buf;
+	size_t len;
+};
+
+void hl_out_init(struct hl_outstream *os, int rank, int which, int sink_fd,
+		 bool timestamps);
+/* Take n bytes from the worker; emit every complete line. */
+void hl_out_feed(struct hl_outstream *os, const char *data, size_t n);
+/* End of stream: emit a last partial line with a newline added. */
+void hl_out_flush(struct hl_outstream *os);
+void hl_out_close(struct hl_outstream *os);
+
+#endif

@@ -1,0 +1,172 @@
+/* spawn_local.c: starts a worker on this machine with fork and execve, in
+ * a process group of its own, with its output on two pipes. An exec
+ * failure is reported back through a close-on-exec pipe, so the launcher
+ * knows at once whether the worker really started. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "launch.h"
+
+extern char **environ;
+
+static int check_exec(const char *file, char **cause, const char *cmd)
+{
+	struct stat st;
+
+	if (stat(file, &st) != 0)
+		return hl_fail(cause, HL_ENOENT, "command not found: '%s'", cmd);
+	if (S_ISDIR(st.st_mode))
+		return hl_fail(cause, HL_ENOEXEC,
+			       "cannot execute '%s': is a directory", cmd);
+	if (access(file, X_OK) != 0)
+		return hl_fail(cause, HL_ENOEXEC, "cannot execute '%s': %s", cmd,
+			       strerror(errno));
+	return HL_OK;
+}
+
+int hl_resolve_command(const char *cmd, const char *path, char **resolved,
+		       char **cause)
+{
+	const char *p;
+	int rc = HL_ENOENT, first_noexec = HL_OK;
+
+	*resolved = NULL;
+	if (cmd[0] == '\0')
+		return hl_fail(cause, HL_ENOENT, "command not found: ''");
+	if (strchr(cmd, '/') != NULL) {
+		rc = check_exec(cmd, cause, cmd);
+		if (rc == HL_OK && (*resolved = hl_strdup(cmd)) == NULL)
+			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
+		return rc;
+	}
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path;; p++) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		char *file = n ? hl_asprintf("%.*s/%s", (int)n, p, cmd)
+			       : hl_asprintf("./%s", cmd);
+
+		if (file == NULL)
+			return hl_fail(cause, HL_ENOMEM, "out of memory");
+		rc = check_exec(file, NULL, cmd);
+		if (rc == HL_OK) {
+			*resolved = file;
+			return HL_OK;
+		}
+		if (rc == HL_ENOEXEC && first_noexec == HL_OK)
+			first_noexec = HL_ENOEXEC;
+		free(file);
+		if (colon == NULL)
+			break;
+		p = colon;
+	}
+	if (first_noexec != HL_OK)
+		return hl_fail(cause, HL_ENOEXEC,
+			       "cannot execute '%s': permission denied", cmd);
+	return hl_fail(cause, HL_ENOENT, "command not found: '%s'", cmd);
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
+		  pid_t parent, char **envp)
+{
+	sigset_t none;
+	int null_fd, e;
+
+	setpgid(0, 0);
+	/* If hvdrun dies, the worker hears of it at once; the watchdog then
+	 * ends the worker's whole group. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(127);
+	null_fd = open("/dev/null", O_RDONLY);
+	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_w, 1) < 0 ||
+	    dup2(err_w, 2) < 0)
+		goto fail;
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(l->exec_path, l->argv, envp);
+fail:
+	e = errno;
+	(void)!write(errp, &e, sizeof(e));
+	_exit(127);
+}
+
+static int local_start(const struct hl_launch *l, struct hl_worker *w,
+		       char **cause)
+{
+	struct hl_strvec envp;
+	int out[2] = {-1, -1}, err[2] = {-1, -1}, ep[2] = {-1, -1};
+	int rc, e = 0;
+	ssize_t n;
+	pid_t pid, self = getpid();
+
+	rc = hl_env_build(environ, l->env, l->plan, l->hosts, w->rank, &envp);
+	if (rc != HL_OK)
+		return hl_fail(cause, rc, "out of memory");
+	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+	    pipe2(ep, O_CLOEXEC) != 0) {
+		rc = hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
+		goto out_close;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = hl_fail(cause, HL_ESYS, "fork: %s", strerror(errno));
+		goto out_close;
+	}
+	if (pid == 0)
+		child(l, out[1], err[1], ep[1], self, envp.v);
+	setpgid(pid, pid); /* also here: no race with a signal to the group */
+	w->pid = pid;
+	close(ep[1]);
+	ep[1] = -1;
+	do
+		n = read(ep[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		rc = hl_fail(cause, e == ENOENT ? HL_ENOENT : HL_ENOEXEC,
+			     "cannot execute '%s': %s", l->argv[0],
+			     strerror(e));
+		goto out_close; /* the child has exited; the supervisor reaps it */
+	}
+	w->fd[0] = out[0];
+	w->fd[1] = err[0];
+	out[0] = err[0] = -1;
+	fcntl(w->fd[0], F_SETFL, O_NONBLOCK);
+	fcntl(w->fd[1], F_SETFL, O_NONBLOCK);
+out_close:
+	for (n = 0; n < 2; n++) {
+		if (out[n] >= 0)
+			close(out[n]);
+		if (err[n] >= 0)
+			close(err[n]);
+		if (ep[n] >= 0)
+			close(ep[n]);
+	}
+	hl_strvec_close(&envp);
+	return rc;
+}
+
+static int local_signal(struct hl_worker *w, int sig)
+{
+	if (w->pid <= 0)
+		return HL_OK;
+	/* The group outlives its leader while the worker's children run. */
+	if (kill(-w->pid, sig) != 0 && errno != ESRCH)
+		return HL_ESYS;
+	return HL_OK;
+}
+
+const struct hl_spawner_ops hl_spawn_local = {
+	.name = "local",
+	.start = local_start,
+	.signal = local_signal,
+};

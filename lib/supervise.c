@@ -1,0 +1,430 @@
+/* supervise.c: starts the workers and watches them until the job ends.
+ * One poll loop over a signalfd (SIGCHLD and the signals hvdrun forwards)
+ * and every worker's output. The first worker to fail decides the exit
+ * status; the others get SIGTERM, then SIGKILL after a grace period.
+ * hvdrun is a child subreaper, so a worker's children that outlive it
+ * become hvdrun's and are ended too: nothing of the job outlives hvdrun. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "watchdog.h"
+
+enum phase {
+	PH_RUNNING,     /* all is well */
+	PH_TERMINATING, /* SIGTERM sent; SIGKILL at the deadline */
+	PH_KILLED,      /* SIGKILL sent; give up waiting at the deadline */
+};
+
+struct sup {
+	const struct hl_launch *l;
+	const struct hl_spawner_ops *ops;
+	struct hl_worker *w;
+	int n;
+	int sfd;
+	enum phase phase;
+	long long deadline;
+	struct hl_watchdog wd;
+	int exit_code;
+	bool failed;   /* a worker failed: exit_code is its code */
+	int signal;    /* a signal hvdrun received, 0 if none */
+};
+
+/* Signal every direct child that is not a live worker: a worker's
+ * children that were re-parented to us. Returns how many were found. */
+static int signal_orphans(const struct sup *s, int sig)
+{
+	char path[64], buf[512];
+	struct dirent *de;
+	pid_t self = getpid();
+	int found = 0, i;
+	DIR *d = opendir("/proc");
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		long pid, ppid;
+		char *rp;
+		ssize_t n;
+		int fd;
+		bool worker = false;
+
+		if (!hl_parse_long(de->d_name, 1, 1L << 30, &pid))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "pid (comm) state ppid ...": comm may hold spaces. */
+		rp = strrchr(buf, ')');
+		if (rp == NULL || sscanf(rp + 1, " %*c %ld", &ppid) != 1 ||
+		    ppid != self)
+			continue;
+		for (i = 0; i < s->n; i++)
+			if (s->w[i].pid == pid && !s->w[i].exited)
+				worker = true;
+		if (worker)
+			continue;
+		kill((pid_t)pid, sig);
+		found++;
+	}
+	closedir(d);
+	return found;
+}
+
+static void signal_all(struct sup *s, int sig)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		s->ops->signal(&s->w[i], sig);
+	signal_orphans(s, sig);
+}
+
+static void terminate(struct sup *s, int sig)
+{
+	if (s->phase != PH_RUNNING)
+		return;
+	signal_all(s, sig);
+	s->phase = PH_TERMINATING;
+	s->deadline = hl_now_ms() + s->l->grace_ms;
+}
+
+static void kill_now(struct sup *s)
+{
+	signal_all(s, SIGKILL);
+	s->phase = PH_KILLED;
+	s->deadline = hl_now_ms() + 2000;
+}
+
+static void describe_status(int status, char *buf, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, len, "was killed by signal %d (%s)",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
+}
+
+static void worker_exited(struct sup *s, struct hl_worker *w, int status)
+{
+	const struct hl_launch *l = s->l;
+	const char *host = l->hosts->v[l->plan->ranks[w->rank].host].name;
+	char how[128];
+
+	w->exited = true;
+	w->status = status;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return;
+	if (s->failed || s->signal != 0)
+		return; /* ended by us, or after the job had already failed */
+	s->failed = true;
+	s->exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+					   : WEXITSTATUS(status);
+	describe_status(status, how, sizeof(how));
+	fprintf(stderr, "hvdrun: rank %d on %s %s; stopping the job\n",
+		w->rank, host, how);
+	terminate(s, SIGTERM);
+}
+
+static void reap(struct sup *s)
+{
+	int status, i;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (i = 0; i < s->n; i++) {
+			if (s->w[i].pid == pid && !s->w[i].exited) {
+				worker_exited(s, &s->w[i], status);
+				break;
+			}
+		}
+	}
+}
+
+static void on_signal(struct sup *s)
+{
+	struct signalfd_siginfo si;
+
+	while (read(s->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+
+		if (sig == SIGCHLD) {
+			reap(s);
+			continue;
+		}
+		if (s->signal == 0 && !s->failed) {
+			s->signal = sig;
+			if (s->l->verbose)
+				fprintf(stderr,
+					"hvdrun: received %s; forwarding it to every worker\n",
+					strsignal(sig));
+			terminate(s, sig);
+			continue;
+		}
+		if (s->signal == 0)
+			s->signal = sig;
+		/* A second signal: no more waiting. */
+		kill_now(s);
+	}
+}
+
+static void close_stream(struct hl_worker *w, int j)
+{
+	hl_out_flush(&w->out[j]);
+	close(w->fd[j]);
+	w->fd[j] = -1;
+}
+
+/* Read what is there; close the stream at end of file. */
+static void drain(struct hl_worker *w, int j)
+{
+	char buf[65536];
+	int rounds;
+
+	for (rounds = 0; rounds < 64 && w->fd[j] >= 0; rounds++) {
+		ssize_t n = read(w->fd[j], buf, sizeof(buf));
+
+		if (n > 0) {
+			hl_out_feed(&w->out[j], buf, (size_t)n);
+			continue;
+		}
+		if (n < 0 && (errno == EINTR))
+			continue;
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			close_stream(w, j);
+		break;
+	}
+}
+
+static bool all_exited(const struct sup *s)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		if (!s->w[i].exited)
+			return false;
+	return true;
+}
+
+static bool any_stream_open(const struct sup *s)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->w[i].fd[0] >= 0 || s->w[i].fd[1] >= 0)
+			return true;
+	return false;
+}
+
+static bool have_children(void)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	/* WNOWAIT: only look; reap() collects. ECHILD: none left. */
+	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+static void supervise(struct sup *s)
+{
+	struct pollfd *pf = calloc((size_t)s->n * 2 + 1, sizeof(*pf));
+	int i, j;
+
+	if (pf == NULL) {
+		kill_now(s);
+		return;
+	}
+	for (;;) {
+		long long now = hl_now_ms();
+		int nfds = 0, timeout = -1;
+
+		if (all_exited(s)) {
+			/* A worker's last writes are in its pipes before it
+			 * exits: read them now. A stream still open after
+			 * that is held by a child of the worker. */
+			for (i = 0; i < s->n; i++)
+				for (j = 0; j < 2; j++)
+					if (s->w[i].fd[j] >= 0)
+						drain(&s->w[i], j);
+			if (any_stream_open(s) || signal_orphans(s, 0) > 0)
+				terminate(s, SIGTERM);
+			else if (!have_children())
+				break;
+		}
+		if (s->phase == PH_TERMINATING && now >= s->deadline)
+			kill_now(s);
+		else if (s->phase == PH_KILLED && now >= s->deadline)
+			break;
+		if (s->phase != PH_RUNNING)
+			timeout = (int)(s->deadline > now ? s->deadline - now : 0);
+		if (all_exited(s) && (timeout < 0 || timeout > 50))
+			timeout = 50; /* poll for children leaving */
+		pf[nfds].fd = s->sfd;
+		pf[nfds++].events = POLLIN;
+		for (i = 0; i < s->n; i++)
+			for (j = 0; j < 2; j++)
+				if (s->w[i].fd[j] >= 0) {
+					pf[nfds].fd = s->w[i].fd[j];
+					pf[nfds++].events = POLLIN;
+				}
+		if (poll(pf, (nfds_t)nfds, timeout) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			on_signal(s);
+		for (i = 0; i < s->n; i++)
+			for (j = 0; j < 2; j++)
+				if (s->w[i].fd[j] >= 0)
+					drain(&s->w[i], j);
+		reap(s);
+	}
+	free(pf);
+}
+
+static int open_output_files(const struct hl_launch *l, struct hl_worker *w,
+			     char **cause)
+{
+	static const char *const names[2] = {"stdout", "stderr"};
+	char *dir;
+	int j, rc = HL_OK;
+
+	dir = hl_asprintf("%s/rank.%d", l->output_dir, w->rank);
+	if (dir == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	if (mkdir(l->output_dir, 0777) != 0 && errno != EEXIST)
+		rc = hl_fail(cause, HL_EINVAL, "cannot create '%s': %s",
+			     l->output_dir, strerror(errno));
+	else if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+		rc = hl_fail(cause, HL_EINVAL, "cannot create '%s': %s", dir,
+			     strerror(errno));
+	for (j = 0; j < 2 && rc == HL_OK; j++) {
+		char *file = hl_asprintf("%s/%s", dir, names[j]);
+
+		if (file == NULL) {
+			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
+			break;
+		}
+		w->out[j].tee_fd =
+			open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			     0666);
+		if (w->out[j].tee_fd < 0)
+			rc = hl_fail(cause, HL_EINVAL, "cannot create '%s': %s",
+				     file, strerror(errno));
+		free(file);
+	}
+	free(dir);
+	return rc;
+}
+
+static void workers_close(struct hl_worker *w, int n)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < 2; j++) {
+			if (w[i].fd[j] >= 0)
+				close(w[i].fd[j]);
+			if (w[i].out[j].tee_fd >= 0)
+				close(w[i].out[j].tee_fd);
+			hl_out_close(&w[i].out[j]);
+		}
+	free(w);
+}
+
+int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
+{
+	struct sup s;
+	sigset_t mask, old;
+	int i, j, rc = HL_OK;
+
+	memset(&s, 0, sizeof(s));
+	s.l = l;
+	s.ops = &hl_spawn_local;
+	s.n = l->plan->size;
+	s.w = calloc((size_t)s.n, sizeof(*s.w));
+	if (s.w == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	for (i = 0; i < s.n; i++) {
+		s.w[i].rank = i;
+		for (j = 0; j < 2; j++) {
+			s.w[i].fd[j] = -1;
+			hl_out_init(&s.w[i].out[j], i, j + 1, j + 1,
+				    l->timestamps);
+		}
+	}
+	/* Per-rank files first: a bad directory starts nothing. */
+	for (i = 0; i < s.n && l->output_dir != NULL && rc == HL_OK; i++)
+		rc = open_output_files(l, &s.w[i], cause);
+	if (rc != HL_OK)
+		goto out_free;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	s.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (s.sfd < 0) {
+		rc = hl_fail(cause, HL_ESYS, "signalfd: %s", strerror(errno));
+		goto out_mask;
+	}
+	/* The watchdog first: it must not be a child of the subreaper. */
+	rc = hl_watchdog_start(&s.wd, l->grace_ms, cause);
+	if (rc != HL_OK)
+		goto out_sfd;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	signal(SIGPIPE, SIG_IGN);
+
+	for (i = 0; i < s.n && rc == HL_OK; i++) {
+		const struct hl_rank *r = &l->plan->ranks[i];
+
+		if (!l->hosts->v[r->host].local) {
+			rc = hl_fail(cause, HL_ESTART,
+				     "cannot start rank %d on '%s': remote hosts need SSH, which this build of hvdrun does not have yet",
+				     i, l->hosts->v[r->host].name);
+			break;
+		}
+		if (l->verbose)
+			fprintf(stderr, "hvdrun: starting rank %d on %s (%s)\n",
+				i, l->hosts->v[r->host].name, s.ops->name);
+		rc = s.ops->start(l, &s.w[i], cause);
+		if (s.w[i].pid > 0)
+			hl_watchdog_add(&s.wd, s.w[i].pid);
+	}
+	if (rc != HL_OK) {
+		/* Take down what was started; report the start failure. */
+		s.failed = true;
+		terminate(&s, SIGKILL);
+		kill_now(&s);
+	}
+	for (i = 0; i < s.n; i++)
+		if (s.w[i].pid <= 0)
+			s.w[i].exited = true; /* never started */
+	supervise(&s);
+	hl_watchdog_done(&s.wd);
+	*exit_code = s.failed ? s.exit_code : s.signal ? 128 + s.signal : 0;
+out_sfd:
+	close(s.sfd);
+out_mask:
+	sigprocmask(SIG_SETMASK, &old, NULL);
+out_free:
+	workers_close(s.w, s.n);
+	return rc;
+}

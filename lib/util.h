@@ -1,0 +1,59 @@
+/* util.h: small helpers shared by the launcher's modules: result codes, the
+ * one-line "cause" messages every parser fills, strict number parsing and a
+ * growable string vector. */
+#ifndef HL_UTIL_H
+#define HL_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Results of lib/ actions: 0 or one of these. cmd/ maps them to exit codes. */
+enum hl_result {
+	HL_OK = 0,
+	HL_EINVAL = -1,   /* bad user input: options, host lists, files */
+	HL_ENOMEM = -2,   /* out of memory */
+	HL_ESYS = -3,     /* a system call failed */
+	HL_ENOENT = -4,   /* the command to run was not found */
+	HL_ENOEXEC = -5,  /* the command exists but cannot be executed */
+	HL_ESTART = -6,   /* a worker or host could not be started */
+};
+
+/* Replace *cause (if cause is not NULL) with a formatted one-line message.
+ * Returns code, so that callers can write `return hl_fail(cause, ...)`. */
+int hl_fail(char **cause, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Parse all of s as a base-10 integer in [min, max]. */
+bool hl_parse_long(const char *s, long min, long max, long *out);
+/* Parse all of s as a finite decimal number in [min, max]. */
+bool hl_parse_double(const char *s, double min, double max, double *out);
+/* true/false, yes/no, on/off, 1/0 (any case). */
+bool hl_parse_bool(const char *s, bool *out);
+/* A valid environment variable name: [A-Za-z_][A-Za-z0-9_]*. */
+bool hl_env_name_valid(const char *s, size_t len);
+
+/* A NULL-terminated vector of owned strings (argv/envp shaped). */
+struct hl_strvec {
+	char **v;
+	size_t n;
+	size_t cap;
+};
+
+void hl_strvec_init(struct hl_strvec *sv);
+void hl_strvec_close(struct hl_strvec *sv);
+int hl_strvec_push(struct hl_strvec *sv, const char *s);
+int hl_strvec_push_owned(struct hl_strvec *sv, char *s);
+int hl_strvec_pushf(struct hl_strvec *sv, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+char *hl_strdup(const char *s);
+char *hl_strndup(const char *s, size_t n);
+char *hl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Write all of buf to fd, retrying on EINTR and short writes. */
+int hl_write_all(int fd, const void *buf, size_t len);
+
+/* Monotonic clock in milliseconds. */
+long long hl_now_ms(void);
+
+#endif

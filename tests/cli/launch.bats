@@ -1,0 +1,136 @@
+#!/usr/bin/env bats
+# Local launches: each worker's environment, and output multiplexing.
+bats_require_minimum_version 1.5.0
+load helper
+
+@test "make demo's job: hvdrun -np 4 -H localhost:4 over the example" {
+	run "$HVDRUN" -np 4 -H localhost:4 "$HELLO"
+	assert_success
+	[ "${#lines[@]}" -eq 4 ]
+	assert_output --regexp '\[3\]<stdout>:rank 3 of 4 on localhost \(pid [0-9]+\): local 3 of 4, cross 0 of 1, master localhost:[0-9]+'
+}
+
+@test "each worker gets Horovod's and torchrun's rank variables" {
+	run "$HVDRUN" -np 3 -H localhost:3 "$WORKERS/env.sh"
+	assert_success
+	local r
+	for r in 0 1 2; do
+		assert_line "[$r]<stdout>:HOROVOD_RANK=$r"
+		assert_line "[$r]<stdout>:HOROVOD_SIZE=3"
+		assert_line "[$r]<stdout>:HOROVOD_LOCAL_RANK=$r"
+		assert_line "[$r]<stdout>:HOROVOD_LOCAL_SIZE=3"
+		assert_line "[$r]<stdout>:HOROVOD_CROSS_RANK=0"
+		assert_line "[$r]<stdout>:HOROVOD_CROSS_SIZE=1"
+		assert_line "[$r]<stdout>:HOROVOD_HOSTNAME=localhost"
+		assert_line "[$r]<stdout>:RANK=$r"
+		assert_line "[$r]<stdout>:WORLD_SIZE=3"
+		assert_line "[$r]<stdout>:LOCAL_RANK=$r"
+		assert_line "[$r]<stdout>:LOCAL_WORLD_SIZE=3"
+		assert_line "[$r]<stdout>:MASTER_ADDR=localhost"
+	done
+	# One MASTER_PORT for the whole job, a real port number.
+	ports=$(printf '%s\n' "${lines[@]}" | sed -n 's/.*MASTER_PORT=//p' | sort -u)
+	[ "$(echo "$ports" | wc -l)" -eq 1 ]
+	[ "$ports" -gt 0 ] && [ "$ports" -lt 65536 ]
+}
+
+@test "-np below the slots starts exactly -np workers" {
+	run "$HVDRUN" -np 2 -H localhost:8 "$WORKERS/env.sh"
+	assert_success
+	assert_line "[1]<stdout>:HOROVOD_SIZE=2"
+	assert_line "[1]<stdout>:HOROVOD_LOCAL_SIZE=2"
+	refute_output --partial "[2]<stdout>"
+}
+
+@test "-x sets and forwards; the launcher's environment is passed as is" {
+	export FORWARD_ME="a b  'c' \$d"
+	export PASSED_THROUGH=yes
+	run "$HVDRUN" -np 2 -x "SET_ME=x=y z" -x FORWARD_ME -x NOT_SET_ANYWHERE \
+		"$WORKERS/env.sh" SET_ME FORWARD_ME PASSED_THROUGH
+	assert_success
+	assert_line "[0]<stdout>:SET_ME=x=y z"
+	assert_line "[1]<stdout>:FORWARD_ME=a b  'c' \$d"
+	assert_line "[1]<stdout>:PASSED_THROUGH=yes"
+	assert_line "hvdrun: warning: -x NOT_SET_ANYWHERE: not set in hvdrun's environment; not forwarded"
+}
+
+@test "tuning options become Horovod's variables, and only those set" {
+	run "$HVDRUN" -np 1 --fusion-threshold-mb 32 --cycle-time-ms 0.5 \
+		--cache-capacity 0 --timeline-filename /tmp/tl.json --timeline-mark-cycles \
+		--no-stall-check --stall-check-warning-time-seconds 30 \
+		--stall-check-shutdown-time-seconds 90 --log-level debug \
+		"$WORKERS/env.sh" HOROVOD_FUSION_THRESHOLD HOROVOD_CYCLE_TIME \
+		HOROVOD_CACHE_CAPACITY HOROVOD_TIMELINE HOROVOD_TIMELINE_MARK_CYCLES \
+		HOROVOD_STALL_CHECK_DISABLE HOROVOD_STALL_CHECK_TIME_SECONDS \
+		HOROVOD_STALL_SHUTDOWN_TIME_SECONDS HOROVOD_LOG_LEVEL
+	assert_success
+	assert_line "[0]<stdout>:HOROVOD_FUSION_THRESHOLD=33554432"
+	assert_line "[0]<stdout>:HOROVOD_CYCLE_TIME=0.5"
+	assert_line "[0]<stdout>:HOROVOD_CACHE_CAPACITY=0"
+	assert_line "[0]<stdout>:HOROVOD_TIMELINE=/tmp/tl.json"
+	assert_line "[0]<stdout>:HOROVOD_TIMELINE_MARK_CYCLES=1"
+	assert_line "[0]<stdout>:HOROVOD_STALL_CHECK_DISABLE=1"
+	assert_line "[0]<stdout>:HOROVOD_STALL_CHECK_TIME_SECONDS=30"
+	assert_line "[0]<stdout>:HOROVOD_STALL_SHUTDOWN_TIME_SECONDS=90"
+	assert_line "[0]<stdout>:HOROVOD_LOG_LEVEL=debug"
+	run env -u HOROVOD_CYCLE_TIME "$HVDRUN" -np 1 "$WORKERS/env.sh" HOROVOD_CYCLE_TIME
+	assert_line "[0]<stdout>:HOROVOD_CYCLE_TIME=<unset>"
+}
+
+@test "output: whole prefixed lines from concurrent partial writes" {
+	run --separate-stderr "$HVDRUN" -np 4 "$WORKERS/chatter.sh"
+	assert_success
+	local r i
+	for r in 0 1 2 3; do
+		for i in 1 2 3 4 5; do
+			assert_line "[$r]<stdout>:rank$r-line$i-end"
+		done
+		assert_line "[$r]<stdout>:no newline at the end"
+	done
+	[ "${#lines[@]}" -eq 24 ]
+	# Every stdout line has the form, nothing torn.
+	local l
+	for l in "${lines[@]}"; do
+		[[ $l == "["[0-3]"]<stdout>:"* ]]
+	done
+	[ "$(grep -c '^\[[0-3]\]<stderr>:err[1-5]$' <<<"$stderr")" -eq 20 ]
+}
+
+@test "output: any bytes pass through" {
+	run "$HVDRUN" -np 1 printf 'tab\there\001\377\n'
+	assert_success
+	[ "$output" = "$(printf '[0]<stdout>:tab\there\001\377')" ]
+}
+
+@test "--output-filename writes each rank's raw output to DIR/rank.N" {
+	run "$HVDRUN" -np 2 --output-filename "$BATS_TEST_TMPDIR/logs" "$WORKERS/chatter.sh"
+	assert_success
+	[ "$(head -1 "$BATS_TEST_TMPDIR/logs/rank.1/stdout")" = "rank1-line1-end" ]
+	[ "$(tail -c 21 "$BATS_TEST_TMPDIR/logs/rank.0/stdout")" = "no newline at the end" ]
+	[ "$(cat "$BATS_TEST_TMPDIR/logs/rank.1/stderr" | wc -l)" -eq 5 ]
+	# A folder that cannot be made starts nothing.
+	touch "$BATS_TEST_TMPDIR/file"
+	run "$HVDRUN" -np 1 --output-filename "$BATS_TEST_TMPDIR/file/sub" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_output --partial "cannot create '$BATS_TEST_TMPDIR/file/sub'"
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+}
+
+@test "--prefix-output-with-timestamp" {
+	run "$HVDRUN" -np 1 --prefix-output-with-timestamp echo hi
+	assert_success
+	assert_output --regexp '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z\[0\]<stdout>:hi$'
+}
+
+@test "workers read end of file on stdin" {
+	run timeout 10 "$HVDRUN" -np 2 cat
+	assert_success
+	assert_output ""
+}
+
+@test "--verbose shows the plan and each start" {
+	run "$HVDRUN" -np 2 --verbose true
+	assert_success
+	assert_line "hvdrun: 2 workers on 1 hosts: true"
+	assert_line "hvdrun: starting rank 1 on localhost (local)"
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bats
+# Supervision: one failure ends the job with the failing worker's code;
+# signals to hvdrun reach every worker; nothing is left behind.
+bats_require_minimum_version 1.5.0
+load helper
+
+@test "all workers succeed: exit 0" {
+	run "$HVDRUN" -np 4 true
+	assert_success
+	assert_output ""
+}
+
+@test "a failing rank ends the job with its code and names it" {
+	SECONDS=0
+	run "$HVDRUN" -np 4 "$WORKERS/fail.sh" 2 3
+	assert_failure 3
+	assert_line "hvdrun: rank 2 on localhost exited with code 3; stopping the job"
+	[ "$SECONDS" -lt 8 ]
+	assert_no_leftovers
+}
+
+@test "a rank killed by a signal: exit 128+N" {
+	run "$HVDRUN" -np 3 "$WORKERS/fail.sh" 0 -KILL
+	assert_failure 137
+	assert_line "hvdrun: rank 0 on localhost was killed by signal 9 (Killed); stopping the job"
+	assert_no_leftovers
+}
+
+@test "workers that ignore SIGTERM get SIGKILL after the grace period" {
+	SECONDS=0
+	run "$HVDRUN" -np 3 "$WORKERS/fail.sh" 1 5 ignore-term
+	assert_failure 5
+	[ "$SECONDS" -ge 3 ] && [ "$SECONDS" -lt 10 ]
+	assert_no_leftovers
+}
+
+@test "children and setsid grandchildren of a failed job are ended" {
+	"$HVDRUN" -np 2 "$WORKERS/family.sh" &
+	local pid=$!
+	wait_pids 6
+	kill -KILL "$(cat "$PIDDIR/rank1")"
+	local status=0
+	wait $pid || status=$?
+	[ "$status" -eq 137 ]
+	sleep 0.2
+	assert_no_leftovers
+}
+
+@test "workers that succeed but leave children behind: children ended" {
+	SECONDS=0
+	run "$HVDRUN" -np 2 "$WORKERS/family.sh" exit
+	assert_success
+	[ "$SECONDS" -lt 8 ]
+	[ -e "$PIDDIR/setsid1" ]
+	assert_no_leftovers
+}
+
+signal_test() {
+	local sig=$1 code=$2
+	"$HVDRUN" -np 3 "$WORKERS/family.sh" >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	local pid=$!
+	wait_pids 9
+	kill -"$sig" $pid
+	local status=0
+	wait $pid || status=$?
+	[ "$status" -eq "$code" ]
+	sleep 0.2
+	assert_no_leftovers
+}
+
+@test "SIGINT (Ctrl-C) is forwarded; exit 130; nothing left" {
+	signal_test INT 130
+}
+
+@test "SIGTERM is forwarded to every worker; exit 143" {
+	signal_test TERM 143
+	run cat "$BATS_TEST_TMPDIR/out"
+	assert_line "[0]<stdout>:rank 0 got TERM"
+	assert_line "[2]<stdout>:rank 2 got TERM"
+}
+
+@test "SIGHUP is forwarded; exit 129" {
+	signal_test HUP 129
+	run cat "$BATS_TEST_TMPDIR/out"
+	assert_line "[1]<stdout>:rank 1 got HUP"
+}
+
+@test "SIGKILL of hvdrun still ends its local workers and their children" {
+	"$HVDRUN" -np 2 "$WORKERS/family.sh" >/dev/null 2>&1 &
+	local pid=$!
+	wait_pids 6
+	rm "$PIDDIR"/setsid* # left their session: out of any group's reach
+	kill -KILL $pid
+	wait $pid || true
+	# The watchdog ends the workers' groups, SIGKILL after its grace.
+	local i
+	for i in $(seq 1 50); do
+		assert_no_leftovers >/dev/null && break
+		sleep 0.1
+	done
+	assert_no_leftovers
+}

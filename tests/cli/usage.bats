@@ -1,0 +1,202 @@
+#!/usr/bin/env bats
+# The command line, the config file and bad input: one line naming the bad
+# text, exit status 2 (127/126 for the command), nothing started.
+bats_require_minimum_version 1.5.0
+load helper
+
+@test "--help is short, true and exits 0" {
+	run "$HVDRUN" --help
+	assert_success
+	assert_line --index 0 "Usage: hvdrun [options] command [args...]"
+	assert_output --partial "-np, --num-proc N"
+	assert_output --partial "--config-file FILE"
+	[ "${#lines[@]}" -lt 40 ]
+	run "$HVDRUN" -h
+	assert_success
+}
+
+@test "--version" {
+	run "$HVDRUN" --version
+	assert_success
+	assert_output --regexp '^hvdrun [0-9]+\.[0-9]+\.[0-9]+$'
+}
+
+@test "--dry-run prints Horovod's plan, one exact line per rank" {
+	run "$HVDRUN" -np 5 -H a:2,b:1,c:3 --dry-run
+	assert_success
+	assert_output "rank=0 host=a local_rank=0 local_size=2 cross_rank=0 cross_size=3
+rank=1 host=a local_rank=1 local_size=2 cross_rank=0 cross_size=2
+rank=2 host=b local_rank=0 local_size=1 cross_rank=1 cross_size=3
+rank=3 host=c local_rank=0 local_size=2 cross_rank=2 cross_size=3
+rank=4 host=c local_rank=1 local_size=2 cross_rank=1 cross_size=2"
+}
+
+@test "without hosts, -np N runs on localhost:N; without -np, every slot" {
+	run "$HVDRUN" -np 3 --dry-run
+	assert_success
+	assert_line --index 2 "rank=2 host=localhost local_rank=2 local_size=3 cross_rank=0 cross_size=1"
+	run "$HVDRUN" -H x:2,y:2 --dry-run
+	assert_success
+	[ "${#lines[@]}" -eq 4 ]
+	run "$HVDRUN" --dry-run
+	assert_failure 2
+	assert_output --partial "give -np N, or hosts with -H or --hostfile"
+}
+
+@test "--num-proc and the single-dash -np are the same option" {
+	run "$HVDRUN" --num-proc 2 --dry-run
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+}
+
+@test "hostfile: comments, blank lines, max_slots ignored with a warning" {
+	printf '# cluster\n\nn1 slots=2 max_slots=4\nn2   # one slot\n' >"$BATS_TEST_TMPDIR/hosts"
+	run "$HVDRUN" --hostfile "$BATS_TEST_TMPDIR/hosts" --dry-run
+	assert_success
+	assert_line "hvdrun: warning: $BATS_TEST_TMPDIR/hosts:3: 'max_slots=4' is ignored (hvdrun starts one worker per slot)"
+	assert_line "rank=2 host=n2 local_rank=0 local_size=1 cross_rank=1 cross_size=2"
+}
+
+@test "-np above the slots names both numbers and starts nothing" {
+	run "$HVDRUN" -np 5 -H localhost:4 touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: -np 5 is more than the 4 slots of the host list"
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+}
+
+@test "malformed host lists: exit 2, the bad entry named" {
+	local bad
+	for bad in "a,,b" "a:0" "a:x" ":2" "a b" "[::1" "a:2,a:1" "" "a:-1" "a::2"; do
+		run "$HVDRUN" -H "$bad" touch "$BATS_TEST_TMPDIR/started"
+		assert_failure 2
+		[ "${#lines[@]}" -eq 2 ]
+		assert_line --index 1 "Try 'hvdrun --help' for more information."
+	done
+	run "$HVDRUN" -H "node1:4,node2:four" true
+	assert_line --index 0 "hvdrun: bad slot count (want 1..4096) in host list entry 'node2:four'"
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+}
+
+@test "malformed hostfile: file and line named" {
+	printf 'n1 slots=2\nn2 slots=two\n' >"$BATS_TEST_TMPDIR/hosts"
+	run "$HVDRUN" --hostfile "$BATS_TEST_TMPDIR/hosts" true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/hosts:2: bad slot count 'slots=two' (want 1..4096)"
+	run "$HVDRUN" --hostfile "$BATS_TEST_TMPDIR/nope" true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: cannot read hostfile '$BATS_TEST_TMPDIR/nope': No such file or directory"
+}
+
+@test "bad option values, unknown options, missing values" {
+	run "$HVDRUN" -np many true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: bad value 'many' for --num-proc (want an integer from 1 to 1048576)"
+	run "$HVDRUN" --cycle-time-ms fast -np 1 true
+	assert_failure 2
+	assert_line --index 0 --partial "bad value 'fast' for --cycle-time-ms"
+	run "$HVDRUN" --log-level loud -np 1 true
+	assert_line --index 0 --partial "(want one of trace, debug, info, warning, error, fatal)"
+	run "$HVDRUN" --frobnicate -np 1 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: unknown option '--frobnicate'"
+	run "$HVDRUN" -q -np 1 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: unknown option '-q'"
+	run "$HVDRUN" -np
+	assert_failure 2
+	assert_line --index 0 "hvdrun: option '-np' needs a value"
+	run "$HVDRUN" -H a --hostfile f true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: give -H or --hostfile, not both"
+	run "$HVDRUN" -np 1
+	assert_failure 2
+	assert_line --index 0 "hvdrun: no command to run"
+}
+
+@test "-x: bad names and hvdrun's own variables are refused" {
+	run "$HVDRUN" -np 1 -x 2BAD=1 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: bad environment variable in '-x 2BAD=1'"
+	run "$HVDRUN" -np 1 -x HOROVOD_RANK=3 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: HOROVOD_RANK is set by hvdrun for each worker and cannot be overridden"
+}
+
+@test "a command that is not found exits 127; one that cannot run, 126" {
+	run -127 "$HVDRUN" -np 2 no-such-command-xyz
+	assert_failure 127
+	assert_output "hvdrun: command not found: 'no-such-command-xyz'"
+	run -127 "$HVDRUN" -np 2 ./no/such/path
+	assert_failure 127
+	printf 'echo hi\n' >"$BATS_TEST_TMPDIR/noexec"
+	run "$HVDRUN" -np 2 "$BATS_TEST_TMPDIR/noexec"
+	assert_failure 126
+	assert_output --partial "cannot execute '$BATS_TEST_TMPDIR/noexec': Permission denied"
+	run "$HVDRUN" -np 2 "$BATS_TEST_TMPDIR"
+	assert_failure 126
+	assert_output --partial "is a directory"
+}
+
+@test "the command's PATH from -x PATH= is where it is looked up" {
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	printf '#!/bin/sh\necho found me\n' >"$BATS_TEST_TMPDIR/bin/only-here"
+	chmod +x "$BATS_TEST_TMPDIR/bin/only-here"
+	run "$HVDRUN" -np 1 -x PATH="$BATS_TEST_TMPDIR/bin:/usr/bin:/bin" only-here
+	assert_success
+	assert_output "[0]<stdout>:found me"
+}
+
+@test "config file: settings, precedence, and hosts from the file" {
+	cat >"$BATS_TEST_TMPDIR/job.ini" <<-'INI'
+	[job]
+	np = 3
+	hosts = h1:2,h2:2
+	[env]
+	FROM_FILE = file value
+	SHARED = from file
+	[tuning]
+	cycle_time_ms = 5
+	INI
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" --dry-run
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	assert_line --index 2 "rank=2 host=h2 local_rank=0 local_size=1 cross_rank=1 cross_size=2"
+	# The command line wins: -np and -H replace the file's.
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" -np 2 -H localhost:2 \
+		-x SHARED=cli --cycle-time-ms 2 "$WORKERS/env.sh" FROM_FILE SHARED HOROVOD_CYCLE_TIME
+	assert_success
+	assert_line "[1]<stdout>:FROM_FILE=file value"
+	assert_line "[1]<stdout>:SHARED=cli"
+	assert_line "[0]<stdout>:HOROVOD_CYCLE_TIME=2"
+}
+
+@test "config file errors name file:line and the bad text" {
+	printf '[job]\nnp = 2\n[tuning]\nfusion_threshold_mb = huge\n' >"$BATS_TEST_TMPDIR/a.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/a.ini" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/a.ini:4: bad value 'huge' for 'fusion_threshold_mb' in [tuning] (want an integer from 0 to 1048576)"
+	printf '[job]\nnp = 2\n[jbo]\n' >"$BATS_TEST_TMPDIR/b.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/b.ini" true
+	assert_failure 2
+	assert_line --index 0 --partial "b.ini:3: unknown section '[jbo]'"
+	printf '[job]\nnum = 2\n' >"$BATS_TEST_TMPDIR/c.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/c.ini" true
+	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/c.ini:2: unknown key 'num' in [job]"
+	printf '[job]\nhosts = %0300d\n' 1 >"$BATS_TEST_TMPDIR/d.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/d.ini" true
+	assert_failure 2
+	assert_line --index 0 --partial "d.ini:2: line too long (308 characters, at most 197)"
+	printf '[job]\nhosts = a\nhostfile = b\n' >"$BATS_TEST_TMPDIR/e.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/e.ini" true
+	assert_failure 2
+	assert_line --index 0 --partial "e.ini: give hosts or hostfile in [job], not both"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/none.ini" true
+	assert_failure 2
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+}
+
+@test "the shipped example config loads" {
+	run "$HVDRUN" --config-file "$ROOT/config/hvdrun.ini" -np 2 --dry-run
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+}

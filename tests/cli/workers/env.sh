@@ -1,0 +1,7 @@
+#!/bin/sh
+# Print the rank environment, one NAME=VALUE per line.
+for v in HOROVOD_RANK HOROVOD_SIZE HOROVOD_LOCAL_RANK HOROVOD_LOCAL_SIZE \
+	HOROVOD_CROSS_RANK HOROVOD_CROSS_SIZE HOROVOD_HOSTNAME RANK WORLD_SIZE \
+	LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT "$@"; do
+	eval "printf '%s=%s\n' $v \"\${$v-<unset>}\""
+done

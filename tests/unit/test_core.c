@@ -1,0 +1,79 @@
+/* test_core.c: libhvd's start-up from the rank environment. */
+#include <stdlib.h>
+
+#include "hvd.h"
+#include "tap.h"
+
+static void clear_env(void)
+{
+	static const char *const names[] = {
+		"HOROVOD_RANK",	      "HOROVOD_SIZE",	    "HOROVOD_LOCAL_RANK",
+		"HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE"};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unsetenv(names[i]);
+}
+
+static void test_single_rank(void)
+{
+	clear_env();
+	CHECK(hvd_rank() == -1);
+	CHECK(hvd_init() == HVD_OK);
+	CHECK(hvd_init() == HVD_EALREADY);
+	CHECK(hvd_rank() == 0 && hvd_size() == 1);
+	CHECK(hvd_local_rank() == 0 && hvd_local_size() == 1);
+	CHECK(hvd_cross_rank() == 0 && hvd_cross_size() == 1);
+	hvd_shutdown();
+	CHECK(!hvd_initialized() && hvd_size() == -1);
+}
+
+static void test_from_env(void)
+{
+	clear_env();
+	setenv("HOROVOD_RANK", "5", 1);
+	setenv("HOROVOD_SIZE", "8", 1);
+	setenv("HOROVOD_LOCAL_RANK", "1", 1);
+	setenv("HOROVOD_LOCAL_SIZE", "4", 1);
+	setenv("HOROVOD_CROSS_RANK", "1", 1);
+	setenv("HOROVOD_CROSS_SIZE", "2", 1);
+	CHECK(hvd_init() == HVD_OK);
+	CHECK(hvd_rank() == 5 && hvd_size() == 8);
+	CHECK(hvd_local_rank() == 1 && hvd_local_size() == 4);
+	CHECK(hvd_cross_rank() == 1 && hvd_cross_size() == 2);
+	hvd_shutdown();
+}
+
+static void test_bad_env(void)
+{
+	clear_env();
+	setenv("HOROVOD_RANK", "8", 1);
+	setenv("HOROVOD_SIZE", "8", 1);
+	CHECK(hvd_init() == HVD_EINVAL);
+	CHECK(!hvd_initialized() && hvd_rank() == -1);
+	setenv("HOROVOD_RANK", "x", 1);
+	CHECK(hvd_init() == HVD_EINVAL);
+	unsetenv("HOROVOD_SIZE");
+	setenv("HOROVOD_RANK", "0", 1);
+	CHECK(hvd_init() == HVD_EINVAL);
+	clear_env();
+}
+
+static void test_strerror(void)
+{
+	CHECK_STR(hvd_strerror(HVD_OK), "success");
+	CHECK_STR(hvd_strerror(HVD_EINVAL), "invalid argument or environment value");
+	CHECK_STR(hvd_strerror(-999), "unknown error");
+	CHECK_STR(hvd_strerror(7), "unknown error");
+	CHECK_STR(hvd_version(), HVD_VERSION);
+}
+
+int main(void)
+{
+	setenv("HOROVOD_LOG_LEVEL", "fatal", 1); /* quiet the expected errors */
+	RUN(test_single_rank);
+	RUN(test_from_env);
+	RUN(test_bad_env);
+	RUN(test_strerror);
+	return tap_done();
+}

@@ -1,0 +1,223 @@
+/* test_hosts.c: the -H and hostfile parsers, well-formed and malformed. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "hosts.h"
+#include "tap.h"
+
+static int parse(const char *list, struct hl_hostlist *hl, char **cause)
+{
+	hl_hostlist_init(hl);
+	return hl_hosts_parse_list(list, hl, cause);
+}
+
+static void test_list_valid(void)
+{
+	struct hl_hostlist hl;
+	char *cause = NULL;
+
+	CHECK(parse("server1:4,server2:2,server3", &hl, &cause) == HL_OK);
+	CHECK(hl.n == 3);
+	CHECK_STR(hl.v[0].name, "server1");
+	CHECK(hl.v[0].slots == 4);
+	CHECK(hl.v[1].slots == 2);
+	CHECK(hl.v[2].slots == 1);
+	CHECK(hl_hosts_total_slots(&hl) == 7);
+	CHECK(!hl.v[0].local);
+	hl_hostlist_close(&hl);
+
+	CHECK(parse("alice@node-1.example.com:8,[::1]:2,[fe80::1],10.0.0.1:3",
+		    &hl, &cause) == HL_OK);
+	CHECK(hl.n == 4);
+	CHECK_STR(hl.v[0].user, "alice");
+	CHECK_STR(hl.v[0].name, "node-1.example.com");
+	CHECK(hl.v[0].slots == 8);
+	CHECK_STR(hl.v[1].name, "::1");
+	CHECK(hl.v[1].slots == 2);
+	CHECK(hl.v[1].local);
+	CHECK_STR(hl.v[2].name, "fe80::1");
+	CHECK(hl.v[2].slots == 1);
+	CHECK(hl.v[3].slots == 3);
+	hl_hostlist_close(&hl);
+	free(cause);
+}
+
+static void test_list_local(void)
+{
+	struct hl_hostlist hl;
+	char self[256];
+
+	CHECK(parse("localhost:2,127.0.0.1", &hl, NULL) == HL_OK);
+	CHECK(hl.v[0].local && hl.v[1].local);
+	hl_hostlist_close(&hl);
+	CHECK(gethostname(self, sizeof(self)) == 0);
+	CHECK(hl_host_is_local(self));
+	CHECK(!hl_host_is_local("no-such-host.invalid"));
+	CHECK(!hl_host_is_local("127.0.0.2"));
+}
+
+static void test_list_malformed(void)
+{
+	static const struct {
+		const char *list, *expect;
+	} bad[] = {
+		{"", "empty host list"},
+		{",", "empty entry"},
+		{"a,,b", "empty entry in host list 'a,,b'"},
+		{"a,", "empty entry"},
+		{",a", "empty entry"},
+		{"a:0", "bad slot count (want 1..4096) in host list entry 'a:0'"},
+		{"a:-1", "bad slot count"},
+		{"a:", "in host list entry 'a:'"},
+		{"a:x", "'a:x'"},
+		{"a:2x", "'a:2x'"},
+		{"a: 2", "'a: 2'"},
+		{"a:99999", "bad slot count (want 1..4096)"},
+		{"a:4096000000000000000000", "bad slot count"},
+		{":4", "missing host name in host list entry ':4'"},
+		{"a b:2", "bad host name in host list entry 'a b:2'"},
+		{"-a:2", "bad host name"},
+		{".a", "bad host name"},
+		{"a/b", "bad host name"},
+		{"a::2", "bad host name"},
+		{"fe80::1:2", "write IPv6 addresses as [addr]:slots) in host list entry 'fe80::1:2'"},
+		{"[::1", "bad IPv6 address in host list entry '[::1'"},
+		{"[zz]:2", "bad IPv6 address"},
+		{"[::1]x", "unexpected text after ']'"},
+		{"[::1]:0", "bad slot count"},
+		{"@a", "bad user name in host list entry '@a'"},
+		{"a@", "missing host name"},
+		{"-u@a", "bad user name"},
+		{"a:2,b:1,a:3", "host 'a' is listed twice"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct hl_hostlist hl;
+		char *cause = NULL;
+
+		CHECK(parse(bad[i].list, &hl, &cause) == HL_EINVAL);
+		CHECK_HAS(cause, bad[i].expect);
+		hl_hostlist_close(&hl);
+		free(cause);
+	}
+}
+
+static char *write_tmp(const char *text)
+{
+	char *path = hl_strdup("/tmp/hvdrun-test-XXXXXX");
+	int fd = mkstemp(path);
+	size_t len = strlen(text);
+
+	CHECK(fd >= 0);
+	CHECK(write(fd, text, len) == (ssize_t)len);
+	close(fd);
+	return path;
+}
+
+static void test_hostfile_valid(void)
+{
+	char *path = write_tmp("# the cluster\n"
+			       "\n"
+			       "server1 slots=4   # four GPUs\n"
+			       "  server2\tslots=2 max_slots=8\r\n"
+			       "bob@server3 slots=1 port=2222\n"
+			       "server4 user=carol\n");
+	struct hl_hostlist hl;
+	char *cause = NULL;
+
+	hl_hostlist_init(&hl);
+	CHECK(hl_hosts_parse_file(path, &hl, &cause) == HL_OK);
+	CHECK(hl.n == 4);
+	CHECK(hl.v[0].slots == 4 && hl.v[0].line == 3);
+	CHECK(hl.v[1].slots == 2);
+	CHECK_STR(hl.v[2].user, "bob");
+	CHECK(hl.v[2].port == 2222);
+	CHECK_STR(hl.v[3].user, "carol");
+	CHECK(hl.v[3].slots == 1);
+	CHECK(hl.warnings.n == 1);
+	CHECK_HAS(hl.warnings.v[0], ":4: 'max_slots=8' is ignored");
+	hl_hostlist_close(&hl);
+	unlink(path);
+	free(path);
+	free(cause);
+}
+
+static void test_hostfile_malformed(void)
+{
+	static const struct {
+		const char *text, *expect;
+	} bad[] = {
+		{"a slots=x\n", ":1: bad slot count 'slots=x'"},
+		{"a slots=0\n", ":1: bad slot count 'slots=0'"},
+		{"a\nb slots=\n", ":2: bad slot count 'slots='"},
+		{"a slots=2 gpus=4\n", ":1: unknown key 'gpus'"},
+		{"a 4\n", ":1: expected KEY=VALUE, got '4'"},
+		{"a:4\n", ":1: use slots=N, not host:N, in 'a:4'"},
+		{"a port=70000\n", ":1: bad port 'port=70000'"},
+		{"a user=-x\n", ":1: bad user name 'user=-x'"},
+		{"a max_slots=no\n", ":1: bad value 'max_slots=no'"},
+		{"a\n# c\nb\na slots=2\n", ":4: host 'a' is listed twice (first at line 1)"},
+		{"bad/host slots=1\n", ":1: bad host name in 'bad/host'"},
+		{"# only comments\n\n", "no hosts in hostfile"},
+		{"", "no hosts in hostfile"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *path = write_tmp(bad[i].text);
+		struct hl_hostlist hl;
+		char *cause = NULL;
+
+		hl_hostlist_init(&hl);
+		CHECK(hl_hosts_parse_file(path, &hl, &cause) == HL_EINVAL);
+		CHECK_HAS(cause, bad[i].expect);
+		CHECK_HAS(cause, path);
+		hl_hostlist_close(&hl);
+		unlink(path);
+		free(path);
+		free(cause);
+	}
+}
+
+static void test_hostfile_missing(void)
+{
+	struct hl_hostlist hl;
+	char *cause = NULL;
+
+	hl_hostlist_init(&hl);
+	CHECK(hl_hosts_parse_file("/nonexistent/hosts", &hl, &cause) ==
+	      HL_EINVAL);
+	CHECK_HAS(cause, "cannot read hostfile '/nonexistent/hosts'");
+	hl_hostlist_close(&hl);
+	free(cause);
+}
+
+static void test_hostfile_nul(void)
+{
+	char path[] = "/tmp/hvdrun-test-XXXXXX";
+	int fd = mkstemp(path);
+	struct hl_hostlist hl;
+	char *cause = NULL;
+
+	CHECK(write(fd, "a\nb\0c\n", 6) == 6);
+	close(fd);
+	hl_hostlist_init(&hl);
+	CHECK(hl_hosts_parse_file(path, &hl, &cause) == HL_EINVAL);
+	CHECK_HAS(cause, ":2: NUL byte");
+	hl_hostlist_close(&hl);
+	unlink(path);
+	free(cause);
+}
+
+int main(void)
+{
+	RUN(test_list_valid);
+	RUN(test_list_local);
+	RUN(test_list_malformed);
+	RUN(test_hostfile_valid);
+	RUN(test_hostfile_malformed);
+	RUN(test_hostfile_missing);
+	RUN(test_hostfile_nul);
+	return tap_done();
+}
