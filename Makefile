@@ -105,13 +105,16 @@ deps:
 	        --no-install-recommends $$missing; \
 	else echo "all dependencies are installed"; fi
 
-test: all $(UNIT_BIN) $(SAN_BIN)
+test: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(SAN_BIN)
 	@tests/run
 
-demo: all
+demo: deps
+	@$(MAKE) --no-print-directory all
 	$(B)/bin/hvdrun -np 4 -H localhost:4 $(B)/examples/hello
 
-bench: all
+bench: deps
+	@$(MAKE) --no-print-directory all
 	@tests/bench/launch
 
 install: all

@@ -47,8 +47,8 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 		if (hl_keys[k].longopt == NULL)
 			continue;
 		longopts[n].name = hl_keys[k].longopt;
-		longopts[n].has_arg = hl_keys[k].flag ? no_argument
-						      : required_argument;
+		longopts[n].has_arg =
+			hl_keys[k].flag ? no_argument : required_argument;
 		longopts[n].val = OPT_KEY_BASE + (int)k;
 		n++;
 	}
@@ -56,9 +56,8 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 	hl_opts_init(&cmd_args.opts);
 	opterr = 0;
 	optind = 1;
-	while (rc == HL_OK &&
-	       (c = getopt_long_only(argc, argv, "+:H:x:h", longopts, NULL)) !=
-		       -1) {
+	while (rc == HL_OK && (c = getopt_long_only(argc, argv, "+:H:x:h",
+						    longopts, NULL)) != -1) {
 		const char *bad = argv[optind - 1];
 
 		switch (c) {

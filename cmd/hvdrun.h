@@ -8,10 +8,10 @@
 #include "opts.h"
 
 enum {
-	EXIT_USAGE = 2,        /* bad options, host list, hostfile or config */
-	EXIT_START = 125,      /* the job could not be started */
-	EXIT_NOEXEC = 126,     /* the command cannot be executed */
-	EXIT_NOTFOUND = 127,   /* the command was not found */
+	EXIT_USAGE = 2,	     /* bad options, host list, hostfile or config */
+	EXIT_START = 125,    /* the job could not be started */
+	EXIT_NOEXEC = 126,   /* the command cannot be executed */
+	EXIT_NOTFOUND = 127, /* the command was not found */
 };
 
 /* The options struct of cmd/: the one mutable global of hvdrun. */
@@ -22,7 +22,7 @@ struct cmd_args {
 	bool dry_run;
 	bool help;
 	bool version;
-	char **command;   /* argv of the workers, NULL-terminated */
+	char **command; /* argv of the workers, NULL-terminated */
 };
 
 extern struct cmd_args cmd_args;

@@ -50,8 +50,8 @@ static int load_hosts(struct hl_hostlist *hosts, char **cause)
 	const struct hl_opts *o = &cmd_args.opts;
 	bool cli = cmd_args.from_cli[HL_K_HOSTS] ||
 		   cmd_args.from_cli[HL_K_HOSTFILE];
-	bool use_list = o->v[HL_K_HOSTS].set &&
-			(!cli || cmd_args.from_cli[HL_K_HOSTS]);
+	bool use_list =
+		o->v[HL_K_HOSTS].set && (!cli || cmd_args.from_cli[HL_K_HOSTS]);
 	bool use_file = o->v[HL_K_HOSTFILE].set &&
 			(!cli || cmd_args.from_cli[HL_K_HOSTFILE]);
 	char local[64];

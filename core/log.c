@@ -9,7 +9,7 @@
 
 #include "internal.h"
 
-static const char *const level_names[] = {"trace", "debug", "info",
+static const char *const level_names[] = {"trace",   "debug", "info",
 					  "warning", "error", "fatal"};
 
 static pthread_once_t level_once = PTHREAD_ONCE_INIT;
@@ -27,8 +27,7 @@ static void read_level(void)
 			level_min = (enum hvd__log_level)i;
 }
 
-void hvd__log(enum hvd__log_level level, const char *func, const char *fmt,
-	      ...)
+void hvd__log(enum hvd__log_level level, const char *func, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;

@@ -19,11 +19,11 @@ struct cfg_ctx {
 	FILE *f;
 	struct hl_opts *opts;
 	int lineno;
-	int first_line[HL_K_COUNT];   /* where each key was set in this file */
-	struct hl_strvec env_names;   /* [env] names seen, for duplicates */
+	int first_line[HL_K_COUNT]; /* where each key was set in this file */
+	struct hl_strvec env_names; /* [env] names seen, for duplicates */
 	char *cause;
 	int rc;
-	int err_line;  /* the line of the first error */
+	int err_line; /* the line of the first error */
 	char *buf;
 	size_t cap;
 };
@@ -68,16 +68,17 @@ static void check_section(struct cfg_ctx *c, const char *line)
 		return; /* inih reports the syntax error */
 	n = (size_t)(rb - line - 1);
 	if (n >= sizeof(name)) {
-		cfg_error(c, HL_EINVAL, "%s:%d: unknown section '%.*s'", c->path,
-			  c->lineno, (int)(rb - line + 1), line);
+		cfg_error(c, HL_EINVAL, "%s:%d: unknown section '%.*s'",
+			  c->path, c->lineno, (int)(rb - line + 1), line);
 		return;
 	}
 	memcpy(name, line + 1, n);
 	name[n] = '\0';
 	if (!hl_opts_section_known(name))
-		cfg_error(c, HL_EINVAL,
-			  "%s:%d: unknown section '[%s]' (want job, env, tuning, timeline, stall_check, logging or ssh)",
-			  c->path, c->lineno, name);
+		cfg_error(
+			c, HL_EINVAL,
+			"%s:%d: unknown section '[%s]' (want job, env, tuning, timeline, stall_check, logging or ssh)",
+			c->path, c->lineno, name);
 }
 
 static char *cfg_reader(char *str, int num, void *stream)
@@ -105,9 +106,10 @@ static char *cfg_reader(char *str, int num, void *stream)
 	/* inih needs room for the text, "\r\n" and the NUL. */
 	if (num < 4 || plen + 3 > (size_t)num) {
 		rstrip(p);
-		cfg_error(c, HL_EINVAL,
-			  "%s:%d: line too long (%zu characters, at most %d): '%.40s...'",
-			  c->path, c->lineno, strlen(p), num - 3, p);
+		cfg_error(
+			c, HL_EINVAL,
+			"%s:%d: line too long (%zu characters, at most %d): '%.40s...'",
+			c->path, c->lineno, strlen(p), num - 3, p);
 		return NULL;
 	}
 	if (*p == '[')
@@ -153,19 +155,20 @@ static int cfg_handler(void *user, const char *section, const char *name,
 		return 0;
 	if (section[0] == '\0')
 		return cfg_error(c, HL_EINVAL,
-				 "%s:%d: '%s' is outside any [section]", c->path,
-				 c->lineno, name);
+				 "%s:%d: '%s' is outside any [section]",
+				 c->path, c->lineno, name);
 	if (strcmp(section, "env") == 0)
 		return handle_env(c, name, value);
 	k = hl_opts_find(section, name);
 	if (k < 0)
-		return cfg_error(c, HL_EINVAL, "%s:%d: unknown key '%s' in [%s]",
-				 c->path, c->lineno, name, section);
-	if (c->first_line[k] != 0)
 		return cfg_error(c, HL_EINVAL,
-				 "%s:%d: '%s' in [%s] is set twice (first at line %d)",
-				 c->path, c->lineno, name, section,
-				 c->first_line[k]);
+				 "%s:%d: unknown key '%s' in [%s]", c->path,
+				 c->lineno, name, section);
+	if (c->first_line[k] != 0)
+		return cfg_error(
+			c, HL_EINVAL,
+			"%s:%d: '%s' in [%s] is set twice (first at line %d)",
+			c->path, c->lineno, name, section, c->first_line[k]);
 	c->first_line[k] = c->lineno;
 	where = hl_asprintf("%s:%d: ", c->path, c->lineno);
 	if (where == NULL)
@@ -215,8 +218,9 @@ int hl_config_load(const char *path, struct hl_opts *o, char **cause)
 	hl_strvec_init(&c.env_names);
 	c.f = fopen(path, "r");
 	if (c.f == NULL)
-		return hl_fail(cause, HL_EINVAL, "cannot read config file '%s': %s",
-			       path, strerror(errno));
+		return hl_fail(cause, HL_EINVAL,
+			       "cannot read config file '%s': %s", path,
+			       strerror(errno));
 	tmp = hl_strdup(path);
 	c.dir = tmp ? hl_strdup(dirname(tmp)) : NULL;
 	free(tmp);
@@ -234,9 +238,10 @@ int hl_config_load(const char *path, struct hl_opts *o, char **cause)
 	} else if (ret > 0) {
 		char *text = line_text(path, ret);
 
-		ret = hl_fail(cause, HL_EINVAL,
-			      "%s:%d: syntax error: '%s' (want [section] or key = value)",
-			      path, ret, text ? text : "");
+		ret = hl_fail(
+			cause, HL_EINVAL,
+			"%s:%d: syntax error: '%s' (want [section] or key = value)",
+			path, ret, text ? text : "");
 		free(text);
 	} else if (ret != 0 || ferror(c.f)) {
 		ret = hl_fail(cause, HL_EINVAL, "cannot read config file '%s'",

@@ -29,9 +29,10 @@ int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 		}
 		rc = hl_strvec_push(&es->forward, it->name);
 		if (rc == HL_OK && getenv(it->name) == NULL)
-			rc = hl_strvec_pushf(warnings,
-					     "-x %s: not set in hvdrun's environment; not forwarded",
-					     it->name);
+			rc = hl_strvec_pushf(
+				warnings,
+				"-x %s: not set in hvdrun's environment; not forwarded",
+				it->name);
 	}
 	if (rc == HL_OK)
 		rc = hl_opts_export(o, &es->set);
@@ -82,10 +83,10 @@ int hl_env_rank_vars(const struct hl_plan *plan,
 	const char *host = hosts->v[r->host].name;
 	int rc = HL_OK;
 
-#define PUT(...)                                                   \
-	do {                                                       \
-		if (rc == HL_OK)                                   \
-			rc = env_put(out, hl_asprintf(__VA_ARGS__)); \
+#define PUT(...)                                                               \
+	do {                                                                   \
+		if (rc == HL_OK)                                               \
+			rc = env_put(out, hl_asprintf(__VA_ARGS__));           \
 	} while (0)
 	PUT("HOROVOD_RANK=%d", r->rank);
 	PUT("HOROVOD_SIZE=%d", plan->size);
@@ -98,8 +99,9 @@ int hl_env_rank_vars(const struct hl_plan *plan,
 	PUT("WORLD_SIZE=%d", plan->size);
 	PUT("LOCAL_RANK=%d", r->local_rank);
 	PUT("LOCAL_WORLD_SIZE=%d", r->local_size);
-	PUT("MASTER_ADDR=%s", es->master_addr ? es->master_addr
-					       : hosts->v[plan->ranks[0].host].name);
+	PUT("MASTER_ADDR=%s", es->master_addr
+				      ? es->master_addr
+				      : hosts->v[plan->ranks[0].host].name);
 	PUT("MASTER_PORT=%d", es->master_port);
 #undef PUT
 	return rc;

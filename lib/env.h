@@ -8,7 +8,7 @@
 #include "plan.h"
 
 struct hl_envspec {
-	struct hl_strvec set;     /* "NAME=VALUE" applied to every worker */
+	struct hl_strvec set;	  /* "NAME=VALUE" applied to every worker */
 	struct hl_strvec forward; /* names forwarded from the launcher */
 	char *master_addr;
 	int master_port;

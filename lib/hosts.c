@@ -103,15 +103,16 @@ static int parse_entry(const char *s, size_t len, bool allow_slots,
 
 	if (at != NULL) {
 		if (!user_valid(s, (size_t)(at - s)))
-			return hl_fail(cause, HL_EINVAL, "%sbad user name in %s",
-				       where, what);
+			return hl_fail(cause, HL_EINVAL,
+				       "%sbad user name in %s", where, what);
 		h->user = hl_strndup(s, (size_t)(at - s));
 		host = at + 1;
 	}
 	if (host < end && *host == '[') {
 		const char *rb = memchr(host, ']', (size_t)(end - host));
 
-		if (rb == NULL || !ipv6_valid(host + 1, (size_t)(rb - host - 1)))
+		if (rb == NULL ||
+		    !ipv6_valid(host + 1, (size_t)(rb - host - 1)))
 			problem = "bad IPv6 address";
 		else if (rb + 1 < end && rb[1] != ':')
 			problem = "unexpected text after ']'";
@@ -123,7 +124,8 @@ static int parse_entry(const char *s, size_t len, bool allow_slots,
 		colon = memchr(host, ':', (size_t)(end - host));
 		hlen = (size_t)((colon ? colon : end) - host);
 		if (colon && memchr(colon + 1, ':', (size_t)(end - colon - 1)))
-			problem = "bad host name (write IPv6 addresses as [addr]:slots)";
+			problem =
+				"bad host name (write IPv6 addresses as [addr]:slots)";
 		else if (hlen == 0)
 			problem = "missing host name";
 		else if (!hostname_valid(host, hlen))
@@ -168,11 +170,12 @@ static int hostlist_append(struct hl_hostlist *hl, struct hl_host *h,
 		if (strcmp(hl->v[i].name, h->name) != 0)
 			continue;
 		if (hl->v[i].line > 0)
-			return hl_fail(cause, HL_EINVAL,
-				       "%shost '%s' is listed twice (first at line %d)",
-				       where, h->name, hl->v[i].line);
-		return hl_fail(cause, HL_EINVAL,
-			       "%shost '%s' is listed twice", where, h->name);
+			return hl_fail(
+				cause, HL_EINVAL,
+				"%shost '%s' is listed twice (first at line %d)",
+				where, h->name, hl->v[i].line);
+		return hl_fail(cause, HL_EINVAL, "%shost '%s' is listed twice",
+			       where, h->name);
 	}
 	v = realloc(hl->v, (hl->n + 1) * sizeof(*v));
 	if (v == NULL)
@@ -191,8 +194,7 @@ static void host_free_fields(struct hl_host *h)
 	memset(h, 0, sizeof(*h));
 }
 
-int hl_hosts_parse_list(const char *list, struct hl_hostlist *out,
-			char **cause)
+int hl_hosts_parse_list(const char *list, struct hl_hostlist *out, char **cause)
 {
 	const char *p = list;
 	int rc = HL_OK;
@@ -240,18 +242,20 @@ static int hostfile_key(const char *tok, struct hl_host *h, const char *path,
 			       lineno, tok);
 	if (strncmp(tok, "slots=", 6) == 0) {
 		if (!hl_parse_long(eq + 1, 1, HL_MAX_SLOTS, &v))
-			return hl_fail(cause, HL_EINVAL,
-				       "%s:%d: bad slot count '%s' (want 1..%d)",
-				       path, lineno, tok, HL_MAX_SLOTS);
+			return hl_fail(
+				cause, HL_EINVAL,
+				"%s:%d: bad slot count '%s' (want 1..%d)", path,
+				lineno, tok, HL_MAX_SLOTS);
 		h->slots = (int)v;
 	} else if (strncmp(tok, "max_slots=", 10) == 0) {
 		if (!hl_parse_long(eq + 1, 1, HL_MAX_SLOTS, &v))
 			return hl_fail(cause, HL_EINVAL,
 				       "%s:%d: bad value '%s' (want 1..%d)",
 				       path, lineno, tok, HL_MAX_SLOTS);
-		if (hl_strvec_pushf(&out->warnings,
-				    "%s:%d: '%s' is ignored (hvdrun starts one worker per slot)",
-				    path, lineno, tok) != HL_OK)
+		if (hl_strvec_pushf(
+			    &out->warnings,
+			    "%s:%d: '%s' is ignored (hvdrun starts one worker per slot)",
+			    path, lineno, tok) != HL_OK)
 			return hl_fail(cause, HL_ENOMEM, "out of memory");
 	} else if (strncmp(tok, "port=", 5) == 0) {
 		if (!hl_parse_long(eq + 1, 1, 65535, &v))
@@ -262,14 +266,15 @@ static int hostfile_key(const char *tok, struct hl_host *h, const char *path,
 	} else if (strncmp(tok, "user=", 5) == 0) {
 		if (!user_valid(eq + 1, strlen(eq + 1)))
 			return hl_fail(cause, HL_EINVAL,
-				       "%s:%d: bad user name '%s'", path, lineno,
-				       tok);
+				       "%s:%d: bad user name '%s'", path,
+				       lineno, tok);
 		free(h->user);
 		h->user = hl_strdup(eq + 1);
 	} else {
-		return hl_fail(cause, HL_EINVAL,
-			       "%s:%d: unknown key '%.*s' (want slots, max_slots, port or user)",
-			       path, lineno, (int)(eq - tok), tok);
+		return hl_fail(
+			cause, HL_EINVAL,
+			"%s:%d: unknown key '%.*s' (want slots, max_slots, port or user)",
+			path, lineno, (int)(eq - tok), tok);
 	}
 	return HL_OK;
 }
@@ -303,8 +308,7 @@ static int hostfile_line(char *line, const char *path, int lineno,
 	return rc;
 }
 
-int hl_hosts_parse_file(const char *path, struct hl_hostlist *out,
-			char **cause)
+int hl_hosts_parse_file(const char *path, struct hl_hostlist *out, char **cause)
 {
 	FILE *f = fopen(path, "r");
 	char *line = NULL;
@@ -313,8 +317,9 @@ int hl_hosts_parse_file(const char *path, struct hl_hostlist *out,
 	int lineno = 0, rc = HL_OK;
 
 	if (f == NULL)
-		return hl_fail(cause, HL_EINVAL, "cannot read hostfile '%s': %s",
-			       path, strerror(errno));
+		return hl_fail(cause, HL_EINVAL,
+			       "cannot read hostfile '%s': %s", path,
+			       strerror(errno));
 	while ((len = getline(&line, &cap, f)) >= 0) {
 		lineno++;
 		if (memchr(line, '\0', (size_t)len) != NULL) {
@@ -330,7 +335,8 @@ int hl_hosts_parse_file(const char *path, struct hl_hostlist *out,
 		rc = hl_fail(cause, HL_EINVAL, "cannot read hostfile '%s': %s",
 			     path, strerror(errno));
 	if (rc == HL_OK && out->n == 0)
-		rc = hl_fail(cause, HL_EINVAL, "%s: no hosts in hostfile", path);
+		rc = hl_fail(cause, HL_EINVAL, "%s: no hosts in hostfile",
+			     path);
 	free(line);
 	fclose(f);
 	return rc;
@@ -357,11 +363,13 @@ static bool is_interface_address(const char *name)
 			continue;
 		if (!v6 && ifa->ifa_addr->sa_family == AF_INET) {
 			const struct sockaddr_in *s =
-				(const struct sockaddr_in *)(void *)ifa->ifa_addr;
+				(const struct sockaddr_in *)(void *)
+					ifa->ifa_addr;
 			found = s->sin_addr.s_addr == a4.s_addr;
 		} else if (v6 && ifa->ifa_addr->sa_family == AF_INET6) {
 			const struct sockaddr_in6 *s =
-				(const struct sockaddr_in6 *)(void *)ifa->ifa_addr;
+				(const struct sockaddr_in6 *)(void *)
+					ifa->ifa_addr;
 			found = memcmp(&s->sin6_addr, &a6, sizeof(a6)) == 0;
 		}
 	}

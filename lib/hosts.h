@@ -19,12 +19,12 @@
 #define HL_MAX_HOSTNAME 253
 
 struct hl_host {
-	char *name;   /* as the user wrote it, without user@ and brackets */
-	char *user;   /* NULL: the default user */
-	int port;     /* 0: the default SSH port */
+	char *name; /* as the user wrote it, without user@ and brackets */
+	char *user; /* NULL: the default user */
+	int port;   /* 0: the default SSH port */
 	int slots;
-	bool local;   /* this machine: started without SSH */
-	int line;     /* hostfile line, 0 for -H */
+	bool local; /* this machine: started without SSH */
+	int line;   /* hostfile line, 0 for -H */
 };
 
 struct hl_hostlist {

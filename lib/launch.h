@@ -16,22 +16,22 @@
 struct hl_launch {
 	const struct hl_hostlist *hosts;
 	const struct hl_plan *plan;
-	char *const *argv;           /* the command and its arguments */
-	char *exec_path;             /* argv[0] resolved for local starts */
+	char *const *argv; /* the command and its arguments */
+	char *exec_path;   /* argv[0] resolved for local starts */
 	const struct hl_envspec *env;
-	const char *output_dir;      /* NULL: no per-rank files */
+	const char *output_dir; /* NULL: no per-rank files */
 	bool timestamps;
 	bool verbose;
-	int grace_ms;                /* SIGTERM to SIGKILL */
+	int grace_ms; /* SIGTERM to SIGKILL */
 };
 
 struct hl_worker {
 	int rank;
-	pid_t pid;        /* local: the worker, leader of its process group */
-	int fd[2];        /* its stdout and stderr, -1 once at end of file */
+	pid_t pid; /* local: the worker, leader of its process group */
+	int fd[2]; /* its stdout and stderr, -1 once at end of file */
 	struct hl_outstream out[2];
 	bool exited;
-	int status;       /* wait(2) status */
+	int status; /* wait(2) status */
 };
 
 /* A way of starting workers (pdsh's rcmd modules): start fills the

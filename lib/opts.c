@@ -8,7 +8,7 @@
 
 #include "hosts.h"
 
-static const char *const log_levels[] = {"trace", "debug",  "info", "warning",
+static const char *const log_levels[] = {"trace", "debug", "info", "warning",
 					 "error", "fatal", NULL};
 static const char *const host_key_policies[] = {"yes", "accept-new", "no",
 						NULL};
@@ -34,15 +34,15 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 			  NULL, "false", NULL, HL_X_NONE,
 			  "say what hvdrun does"},
 	[HL_K_START_TIMEOUT] = {"job", "start_timeout", "start-timeout", NULL,
-				HL_T_INT, 1, 86400, NULL, "30", NULL,
-				HL_X_NONE, "seconds to start every worker"},
+				HL_T_INT, 1, 86400, NULL, "30", NULL, HL_X_NONE,
+				"seconds to start every worker"},
 	[HL_K_FUSION_THRESHOLD_MB] = {"tuning", "fusion_threshold_mb",
 				      "fusion-threshold-mb", NULL, HL_T_INT, 0,
 				      1 << 20, NULL, "128",
 				      "HOROVOD_FUSION_THRESHOLD", HL_X_MIB,
 				      "fusion buffer size in MiB"},
-	[HL_K_CYCLE_TIME_MS] = {"tuning", "cycle_time_ms", "cycle-time-ms", NULL,
-				HL_T_DOUBLE, 0, 10000, NULL, "1",
+	[HL_K_CYCLE_TIME_MS] = {"tuning", "cycle_time_ms", "cycle-time-ms",
+				NULL, HL_T_DOUBLE, 0, 10000, NULL, "1",
 				"HOROVOD_CYCLE_TIME", HL_X_VALUE,
 				"background cycle in milliseconds"},
 	[HL_K_CACHE_CAPACITY] = {"tuning", "cache_capacity", "cache-capacity",
@@ -56,7 +56,8 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 	[HL_K_TIMELINE_MARK_CYCLES] = {"timeline", "mark_cycles",
 				       "timeline-mark-cycles", "true",
 				       HL_T_BOOL, 0, 0, NULL, "false",
-				       "HOROVOD_TIMELINE_MARK_CYCLES", HL_X_BOOL,
+				       "HOROVOD_TIMELINE_MARK_CYCLES",
+				       HL_X_BOOL,
 				       "mark cycles in the timeline"},
 	[HL_K_STALL_CHECK] = {"stall_check", "enabled", "no-stall-check",
 			      "false", HL_T_BOOL, 0, 0, NULL, "true",
@@ -65,7 +66,8 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 	[HL_K_STALL_WARNING_S] = {"stall_check", "warning_time_seconds",
 				  "stall-check-warning-time-seconds", NULL,
 				  HL_T_INT, 1, 86400 * 7, NULL, "60",
-				  "HOROVOD_STALL_CHECK_TIME_SECONDS", HL_X_VALUE,
+				  "HOROVOD_STALL_CHECK_TIME_SECONDS",
+				  HL_X_VALUE,
 				  "seconds before a stall is reported"},
 	[HL_K_STALL_SHUTDOWN_S] = {"stall_check", "shutdown_time_seconds",
 				   "stall-check-shutdown-time-seconds", NULL,
@@ -95,10 +97,12 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 
 /* Variables hvdrun sets for each worker: -x and [env] may not set them. */
 static const char *const reserved_env[] = {
-	"HOROVOD_RANK",	      "HOROVOD_SIZE",	    "HOROVOD_LOCAL_RANK",
-	"HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
-	"HOROVOD_HOSTNAME",   "RANK",		    "WORLD_SIZE",
-	"LOCAL_RANK",	      "LOCAL_WORLD_SIZE",   "MASTER_ADDR",
+	"HOROVOD_RANK",	      "HOROVOD_SIZE",
+	"HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
+	"HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
+	"HOROVOD_HOSTNAME",   "RANK",
+	"WORLD_SIZE",	      "LOCAL_RANK",
+	"LOCAL_WORLD_SIZE",   "MASTER_ADDR",
 	"MASTER_PORT",	      NULL,
 };
 
@@ -255,8 +259,8 @@ bool hl_env_reserved(const char *name)
 	return false;
 }
 
-int hl_opts_add_env_pair(struct hl_opts *o, const char *name,
-			 const char *value, const char *where, char **cause)
+int hl_opts_add_env_pair(struct hl_opts *o, const char *name, const char *value,
+			 const char *where, char **cause)
 {
 	struct hl_envitem *v;
 	size_t i;
@@ -266,9 +270,10 @@ int hl_opts_add_env_pair(struct hl_opts *o, const char *name,
 			       "%sbad environment variable name '%s'", where,
 			       name);
 	if (hl_env_reserved(name))
-		return hl_fail(cause, HL_EINVAL,
-			       "%s%s is set by hvdrun for each worker and cannot be overridden",
-			       where, name);
+		return hl_fail(
+			cause, HL_EINVAL,
+			"%s%s is set by hvdrun for each worker and cannot be overridden",
+			where, name);
 	for (i = 0; i < o->nenv; i++)
 		if (strcmp(o->env[i].name, name) == 0)
 			return HL_OK; /* the first source wins */
@@ -317,8 +322,8 @@ int hl_opts_finish(struct hl_opts *o, char **cause)
 	for (k = 0; k < HL_K_COUNT; k++) {
 		if (o->v[k].set || hl_keys[k].def == NULL)
 			continue;
-		rc = hl_opts_set(o, (enum hl_key)k, hl_keys[k].def, "default: ",
-				 NULL, cause);
+		rc = hl_opts_set(o, (enum hl_key)k, hl_keys[k].def,
+				 "default: ", NULL, cause);
 		if (rc != HL_OK)
 			return rc;
 		o->v[k].set = false; /* a default is not exported */

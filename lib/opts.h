@@ -50,22 +50,22 @@ enum hl_type {
 /* How a value becomes a worker environment variable. */
 enum hl_export {
 	HL_X_NONE,
-	HL_X_VALUE,     /* the value as written (numbers normalised) */
-	HL_X_MIB,       /* an integer of MiB, exported in bytes */
-	HL_X_BOOL,      /* "1" or "0" */
-	HL_X_BOOL_NOT,  /* "1" when false: a DISABLE variable */
+	HL_X_VALUE,    /* the value as written (numbers normalised) */
+	HL_X_MIB,      /* an integer of MiB, exported in bytes */
+	HL_X_BOOL,     /* "1" or "0" */
+	HL_X_BOOL_NOT, /* "1" when false: a DISABLE variable */
 };
 
 struct hl_keyinfo {
 	const char *section;
 	const char *name;
-	const char *longopt;   /* NULL: config file only */
-	const char *flag;      /* non-NULL: the option takes no argument and
+	const char *longopt; /* NULL: config file only */
+	const char *flag;    /* non-NULL: the option takes no argument and
 				  sets this value */
 	enum hl_type type;
 	double min, max;
 	const char *const *choices; /* HL_T_ENUM, NULL-terminated */
-	const char *def;            /* default, NULL: none */
+	const char *def;	    /* default, NULL: none */
 	const char *envvar;
 	enum hl_export export;
 	const char *help;
@@ -104,8 +104,8 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 /* Add a "NAME" or "NAME=VALUE" entry; a name already present is kept. */
 int hl_opts_add_env(struct hl_opts *o, const char *spec, const char *where,
 		    char **cause);
-int hl_opts_add_env_pair(struct hl_opts *o, const char *name,
-			 const char *value, const char *where, char **cause);
+int hl_opts_add_env_pair(struct hl_opts *o, const char *name, const char *value,
+			 const char *where, char **cause);
 /* Fill the defaults of every unset key. */
 int hl_opts_finish(struct hl_opts *o, char **cause);
 /* Look up a key by config section and name; -1 if unknown. */

@@ -13,9 +13,9 @@
 
 struct hl_outstream {
 	int rank;
-	int which;     /* 1: stdout, 2: stderr */
-	int sink_fd;   /* hvdrun's fd the lines go to */
-	int tee_fd;    /* the per-rank file, or -1 */
+	int which;   /* 1: stdout, 2: stderr */
+	int sink_fd; /* hvdrun's fd the lines go to */
+	int tee_fd;  /* the per-rank file, or -1 */
 	bool timestamps;
 	char *buf;
 	size_t len;

@@ -4,8 +4,8 @@
 
 #include <stdlib.h>
 
-int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts,
-		 long np, char **cause)
+int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
+		 char **cause)
 {
 	long total = hl_hosts_total_slots(hosts);
 	int *used = NULL;
@@ -18,9 +18,10 @@ int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts,
 	if (np < 1)
 		return hl_fail(cause, HL_EINVAL, "-np must be at least 1");
 	if (np > total)
-		return hl_fail(cause, HL_EINVAL,
-			       "-np %ld is more than the %ld slots of the host list",
-			       np, total);
+		return hl_fail(
+			cause, HL_EINVAL,
+			"-np %ld is more than the %ld slots of the host list",
+			np, total);
 	plan->ranks = calloc((size_t)np, sizeof(*plan->ranks));
 	used = calloc(hosts->n, sizeof(*used));
 	if (plan->ranks == NULL || used == NULL) {

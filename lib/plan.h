@@ -12,7 +12,7 @@
 
 struct hl_rank {
 	int rank;
-	size_t host;       /* index into the host list */
+	size_t host; /* index into the host list */
 	int local_rank;
 	int local_size;
 	int cross_rank;
@@ -26,8 +26,8 @@ struct hl_plan {
 };
 
 /* Plan np workers over hosts. np must be 1..total slots. */
-int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts,
-		 long np, char **cause);
+int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
+		 char **cause);
 void hl_plan_close(struct hl_plan *plan);
 /* The --dry-run form: one line per rank. */
 void hl_plan_print(const struct hl_plan *plan, const struct hl_hostlist *hosts,

@@ -20,13 +20,14 @@ static int check_exec(const char *file, char **cause, const char *cmd)
 	struct stat st;
 
 	if (stat(file, &st) != 0)
-		return hl_fail(cause, HL_ENOENT, "command not found: '%s'", cmd);
+		return hl_fail(cause, HL_ENOENT, "command not found: '%s'",
+			       cmd);
 	if (S_ISDIR(st.st_mode))
 		return hl_fail(cause, HL_ENOEXEC,
 			       "cannot execute '%s': is a directory", cmd);
 	if (access(file, X_OK) != 0)
-		return hl_fail(cause, HL_ENOEXEC, "cannot execute '%s': %s", cmd,
-			       strerror(errno));
+		return hl_fail(cause, HL_ENOEXEC, "cannot execute '%s': %s",
+			       cmd, strerror(errno));
 	return HL_OK;
 }
 
@@ -90,6 +91,15 @@ static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_w, 1) < 0 ||
 	    dup2(err_w, 2) < 0)
 		goto fail;
+	/* The worker gets stdin, stdout and stderr, none of hvdrun's
+	 * other descriptors (its caller's pipes, sockets, the watchdog);
+	 * the exec-error pipe moves to 3 and closes on exec. */
+	if (errp != 3) {
+		if (dup3(errp, 3, O_CLOEXEC) < 0)
+			goto fail;
+		errp = 3;
+	}
+	close_range(4, ~0U, 0);
 	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

@@ -22,9 +22,9 @@
 #include "watchdog.h"
 
 enum phase {
-	PH_RUNNING,     /* all is well */
+	PH_RUNNING,	/* all is well */
 	PH_TERMINATING, /* SIGTERM sent; SIGKILL at the deadline */
-	PH_KILLED,      /* SIGKILL sent; give up waiting at the deadline */
+	PH_KILLED,	/* SIGKILL sent; give up waiting at the deadline */
 };
 
 struct sup {
@@ -36,14 +36,33 @@ struct sup {
 	enum phase phase;
 	long long deadline;
 	struct hl_watchdog wd;
+	pid_t *termed; /* orphans already sent SIGTERM */
+	size_t ntermed;
 	int exit_code;
-	bool failed;   /* a worker failed: exit_code is its code */
-	int signal;    /* a signal hvdrun received, 0 if none */
+	bool failed; /* a worker failed: exit_code is its code */
+	int signal;  /* a signal hvdrun received, 0 if none */
 };
 
+static bool already_termed(struct sup *s, pid_t pid)
+{
+	pid_t *t;
+	size_t i;
+
+	for (i = 0; i < s->ntermed; i++)
+		if (s->termed[i] == pid)
+			return true;
+	t = realloc(s->termed, (s->ntermed + 1) * sizeof(*t));
+	if (t != NULL) {
+		s->termed = t;
+		s->termed[s->ntermed++] = pid;
+	}
+	return false;
+}
+
 /* Signal every direct child that is not a live worker: a worker's
- * children that were re-parented to us. Returns how many were found. */
-static int signal_orphans(const struct sup *s, int sig)
+ * children that were re-parented to us. SIGTERM reaches each one once.
+ * Returns how many were found. */
+static int signal_orphans(struct sup *s, int sig)
 {
 	char path[64], buf[512];
 	struct dirent *de;
@@ -81,8 +100,10 @@ static int signal_orphans(const struct sup *s, int sig)
 				worker = true;
 		if (worker)
 			continue;
-		kill((pid_t)pid, sig);
 		found++;
+		if (sig == SIGTERM && already_termed(s, (pid_t)pid))
+			continue;
+		kill((pid_t)pid, sig);
 	}
 	closedir(d);
 	return found;
@@ -138,8 +159,8 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status)
 	s->exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 					   : WEXITSTATUS(status);
 	describe_status(status, how, sizeof(how));
-	fprintf(stderr, "hvdrun: rank %d on %s %s; stopping the job\n",
-		w->rank, host, how);
+	fprintf(stderr, "hvdrun: rank %d on %s %s; stopping the job\n", w->rank,
+		host, how);
 	terminate(s, SIGTERM);
 }
 
@@ -272,8 +293,15 @@ static void supervise(struct sup *s)
 			kill_now(s);
 		else if (s->phase == PH_KILLED && now >= s->deadline)
 			break;
+		/* Children adopted since the last look: a worker that died
+		 * after the first signal leaves its children to us. */
+		if (s->phase == PH_TERMINATING)
+			signal_orphans(s, SIGTERM);
+		else if (s->phase == PH_KILLED)
+			signal_orphans(s, SIGKILL);
 		if (s->phase != PH_RUNNING)
-			timeout = (int)(s->deadline > now ? s->deadline - now : 0);
+			timeout = (int)(s->deadline > now ? s->deadline - now
+							  : 0);
 		if (all_exited(s) && (timeout < 0 || timeout > 50))
 			timeout = 50; /* poll for children leaving */
 		pf[nfds].fd = s->sfd;
@@ -320,9 +348,8 @@ static int open_output_files(const struct hl_launch *l, struct hl_worker *w,
 			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
 			break;
 		}
-		w->out[j].tee_fd =
-			open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			     0666);
+		w->out[j].tee_fd = open(
+			file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 		if (w->out[j].tee_fd < 0)
 			rc = hl_fail(cause, HL_EINVAL, "cannot create '%s': %s",
 				     file, strerror(errno));
@@ -376,9 +403,16 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
+	for (i = 0; i < 3; i++) {
+		static const int fwd[3] = {SIGINT, SIGTERM, SIGHUP};
+		struct sigaction sa;
+
+		/* A signal ignored when hvdrun started (nohup, a background
+		 * job of a script) stays ignored, for hvdrun and workers. */
+		if (sigaction(fwd[i], NULL, &sa) == 0 &&
+		    sa.sa_handler != SIG_IGN)
+			sigaddset(&mask, fwd[i]);
+	}
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	s.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (s.sfd < 0) {
@@ -396,9 +430,10 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 		const struct hl_rank *r = &l->plan->ranks[i];
 
 		if (!l->hosts->v[r->host].local) {
-			rc = hl_fail(cause, HL_ESTART,
-				     "cannot start rank %d on '%s': remote hosts need SSH, which this build of hvdrun does not have yet",
-				     i, l->hosts->v[r->host].name);
+			rc = hl_fail(
+				cause, HL_ESTART,
+				"cannot start rank %d on '%s': remote hosts need SSH, which this build of hvdrun does not have yet",
+				i, l->hosts->v[r->host].name);
 			break;
 		}
 		if (l->verbose)
@@ -425,6 +460,7 @@ out_sfd:
 out_mask:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out_free:
+	free(s.termed);
 	workers_close(s.w, s.n);
 	return rc;
 }

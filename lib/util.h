@@ -10,12 +10,12 @@
 /* Results of lib/ actions: 0 or one of these. cmd/ maps them to exit codes. */
 enum hl_result {
 	HL_OK = 0,
-	HL_EINVAL = -1,   /* bad user input: options, host lists, files */
-	HL_ENOMEM = -2,   /* out of memory */
-	HL_ESYS = -3,     /* a system call failed */
-	HL_ENOENT = -4,   /* the command to run was not found */
-	HL_ENOEXEC = -5,  /* the command exists but cannot be executed */
-	HL_ESTART = -6,   /* a worker or host could not be started */
+	HL_EINVAL = -1,	 /* bad user input: options, host lists, files */
+	HL_ENOMEM = -2,	 /* out of memory */
+	HL_ESYS = -3,	 /* a system call failed */
+	HL_ENOENT = -4,	 /* the command to run was not found */
+	HL_ENOEXEC = -5, /* the command exists but cannot be executed */
+	HL_ESTART = -6,	 /* a worker or host could not be started */
 };
 
 /* Replace *cause (if cause is not NULL) with a formatted one-line message.

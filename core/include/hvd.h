@@ -23,11 +23,11 @@ extern "C" {
 
 enum hvd_error {
 	HVD_OK = 0,
-	HVD_EINVAL = -1,     /* a bad argument or environment value */
-	HVD_ENOMEM = -2,     /* out of memory */
-	HVD_ENOTINIT = -3,   /* hvd_init() has not succeeded */
-	HVD_EALREADY = -4,   /* hvd_init() was already called */
-	HVD_ESYS = -5,       /* a system call failed */
+	HVD_EINVAL = -1,   /* a bad argument or environment value */
+	HVD_ENOMEM = -2,   /* out of memory */
+	HVD_ENOTINIT = -3, /* hvd_init() has not succeeded */
+	HVD_EALREADY = -4, /* hvd_init() was already called */
+	HVD_ESYS = -5,	   /* a system call failed */
 };
 
 /* Read the rank environment set by hvdrun and start libhvd. Without it,

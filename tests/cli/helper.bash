@@ -23,7 +23,7 @@ assert_no_leftovers() {
 		pid=$(cat "$f")
 		# A zombie has ended; only its parent has yet to reap it.
 		if [ -d "/proc/$pid" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$pid/stat" 2>/dev/null; then
-			left="$left $pid($(tr '\0' ' ' <"/proc/$pid/cmdline"))"
+			left="$left $pid($(tr '\0' ' ' <"/proc/$pid/cmdline"| head -c 60), $(cut -d' ' -f3,4 "/proc/$pid/stat"))"
 		fi
 	done
 	if [ -n "$left" ]; then

@@ -46,6 +46,17 @@ load helper
 	assert_no_leftovers
 }
 
+@test "children adopted only when SIGKILL ends their parent are ended too" {
+	# Ranks 1 and 2 ignore SIGTERM: they die at SIGKILL, after the first
+	# sweep of orphans, and leave their setsid children to hvdrun.
+	run "$HVDRUN" -np 3 sh -c \
+		'[ $HOROVOD_RANK = 0 ] && { sleep 0.5; exit 3; }; exec "$0" ignore-term' \
+		"$WORKERS/family.sh"
+	assert_failure 3
+	[ -e "$PIDDIR/setsid2" ]
+	assert_no_leftovers
+}
+
 @test "workers that succeed but leave children behind: children ended" {
 	SECONDS=0
 	run "$HVDRUN" -np 2 "$WORKERS/family.sh" exit
@@ -55,9 +66,11 @@ load helper
 	assert_no_leftovers
 }
 
+# A job started with `&` from a script has SIGINT ignored; start hvdrun
+# with the signal at its default, as from a terminal.
 signal_test() {
 	local sig=$1 code=$2
-	"$HVDRUN" -np 3 "$WORKERS/family.sh" >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	env --default-signal=INT,TERM,HUP "$HVDRUN" -np 3 "$WORKERS/family.sh" >"$BATS_TEST_TMPDIR/out" 2>&1 &
 	local pid=$!
 	wait_pids 9
 	kill -"$sig" $pid
@@ -89,7 +102,11 @@ signal_test() {
 	"$HVDRUN" -np 2 "$WORKERS/family.sh" >/dev/null 2>&1 &
 	local pid=$!
 	wait_pids 6
-	rm "$PIDDIR"/setsid* # left their session: out of any group's reach
+	# The setsid grandchildren left every group: out of the watchdog's
+	# reach. The test ends them itself, after the check.
+	local escaped
+	escaped=$(cat "$PIDDIR"/setsid*)
+	rm "$PIDDIR"/setsid*
 	kill -KILL $pid
 	wait $pid || true
 	# The watchdog ends the workers' groups, SIGKILL after its grace.
@@ -98,5 +115,19 @@ signal_test() {
 		assert_no_leftovers >/dev/null && break
 		sleep 0.1
 	done
+	kill $escaped
 	assert_no_leftovers
+}
+
+@test "a signal ignored when hvdrun starts (nohup) stays ignored" {
+	nohup "$HVDRUN" -np 2 sh -c 'echo $$ >"$PIDDIR/rank$HOROVOD_RANK"; sleep 1; echo survived' \
+		>"$BATS_TEST_TMPDIR/out" 2>&1 &
+	local pid=$! status=0
+	wait_pids 2
+	kill -HUP $pid
+	wait $pid || status=$?
+	[ "$status" -eq 0 ]
+	run cat "$BATS_TEST_TMPDIR/out"
+	assert_line "[0]<stdout>:survived"
+	assert_line "[1]<stdout>:survived"
 }

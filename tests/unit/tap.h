@@ -8,35 +8,36 @@
 
 static int tap_n, tap_failed, tap_case_failed;
 
-#define CHECK(cond)                                                       \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			printf("#   %s:%d: CHECK(%s) failed\n", __FILE__, \
-			       __LINE__, #cond);                          \
-			tap_case_failed = 1;                              \
-		}                                                         \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			printf("#   %s:%d: CHECK(%s) failed\n", __FILE__,      \
+			       __LINE__, #cond);                               \
+			tap_case_failed = 1;                                   \
+		}                                                              \
 	} while (0)
 
-#define CHECK_STR(a, b)                                                      \
-	do {                                                                 \
-		const char *a_ = (a), *b_ = (b);                             \
-		if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0) {       \
-			printf("#   %s:%d: '%s' != '%s'\n", __FILE__, __LINE__, \
-			       a_ ? a_ : "(null)", b_ ? b_ : "(null)");      \
-			tap_case_failed = 1;                                 \
-		}                                                            \
+#define CHECK_STR(a, b)                                                        \
+	do {                                                                   \
+		const char *a_ = (a), *b_ = (b);                               \
+		if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0) {         \
+			printf("#   %s:%d: '%s' != '%s'\n", __FILE__,          \
+			       __LINE__, a_ ? a_ : "(null)",                   \
+			       b_ ? b_ : "(null)");                            \
+			tap_case_failed = 1;                                   \
+		}                                                              \
 	} while (0)
 
 /* The cause contains the text: errors must name what was wrong. */
-#define CHECK_HAS(hay, needle)                                             \
-	do {                                                               \
-		const char *h_ = (hay);                                    \
-		if (h_ == NULL || strstr(h_, (needle)) == NULL) {          \
-			printf("#   %s:%d: '%s' does not contain '%s'\n",  \
-			       __FILE__, __LINE__, h_ ? h_ : "(null)",     \
-			       (needle));                                  \
-			tap_case_failed = 1;                               \
-		}                                                          \
+#define CHECK_HAS(hay, needle)                                                 \
+	do {                                                                   \
+		const char *h_ = (hay);                                        \
+		if (h_ == NULL || strstr(h_, (needle)) == NULL) {              \
+			printf("#   %s:%d: '%s' does not contain '%s'\n",      \
+			       __FILE__, __LINE__, h_ ? h_ : "(null)",         \
+			       (needle));                                      \
+			tap_case_failed = 1;                                   \
+		}                                                              \
 	} while (0)
 
 static inline void tap_run(const char *name, void (*fn)(void))

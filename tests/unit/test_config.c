@@ -50,7 +50,8 @@ static void test_bad_values(void)
 		enum hl_key k;
 		const char *v, *expect;
 	} bad[] = {
-		{HL_K_NP, "0", "bad value '0' for --num-proc (want an integer from 1"},
+		{HL_K_NP, "0",
+		 "bad value '0' for --num-proc (want an integer from 1"},
 		{HL_K_NP, "-3", "'-3'"},
 		{HL_K_NP, "4x", "'4x'"},
 		{HL_K_NP, " 4", "' 4'"},
@@ -59,12 +60,14 @@ static void test_bad_values(void)
 		{HL_K_CYCLE_TIME_MS, "nan", "want a number from 0 to 10000"},
 		{HL_K_CYCLE_TIME_MS, "-1", "'-1'"},
 		{HL_K_CACHE_CAPACITY, "lots", "--cache-capacity"},
-		{HL_K_LOG_LEVEL, "loud", "want one of trace, debug, info, warning, error, fatal"},
+		{HL_K_LOG_LEVEL, "loud",
+		 "want one of trace, debug, info, warning, error, fatal"},
 		{HL_K_PREFIX_TIMESTAMP, "maybe", "want true or false"},
 		{HL_K_HOSTS, "a,,b", "empty entry in host list 'a,,b'"},
 		{HL_K_SSH_PORT, "65536", "'port' in [ssh]"},
 		{HL_K_SSH_USER, "a b", "bad value 'a b'"},
-		{HL_K_SSH_HOST_KEY_CHECKING, "ask", "one of yes, accept-new, no"},
+		{HL_K_SSH_HOST_KEY_CHECKING, "ask",
+		 "one of yes, accept-new, no"},
 		{HL_K_TIMELINE_FILENAME, "", "bad value ''"},
 	};
 	size_t i;
@@ -143,24 +146,25 @@ static void test_export(void)
 
 static void test_config_valid(void)
 {
-	char *path = write_tmp("; hvdrun config\n"
-			       "[job]\n"
-			       "np = 4\n"
-			       "  hostfile = hosts.txt   ; relative to this file\n"
-			       "verbose = yes\n"
-			       "[env]\n"
-			       "NCCL_DEBUG = INFO\n"
-			       "EMPTY =\n"
-			       "[tuning]\n"
-			       "fusion_threshold_mb=32\n"
-			       "cycle_time_ms : 2\n"
-			       "[stall_check]\n"
-			       "enabled = false\n"
-			       "[ssh]\n"
-			       "port = 2222\n"
-			       "host_key_checking = no\n"
-			       "[job]\n"
-			       "start_timeout = 10\n");
+	char *path =
+		write_tmp("; hvdrun config\n"
+			  "[job]\n"
+			  "np = 4\n"
+			  "  hostfile = hosts.txt   ; relative to this file\n"
+			  "verbose = yes\n"
+			  "[env]\n"
+			  "NCCL_DEBUG = INFO\n"
+			  "EMPTY =\n"
+			  "[tuning]\n"
+			  "fusion_threshold_mb=32\n"
+			  "cycle_time_ms : 2\n"
+			  "[stall_check]\n"
+			  "enabled = false\n"
+			  "[ssh]\n"
+			  "port = 2222\n"
+			  "host_key_checking = no\n"
+			  "[job]\n"
+			  "start_timeout = 10\n");
 	struct hl_opts o;
 	char *cause = NULL;
 
@@ -192,22 +196,30 @@ static void test_config_malformed(void)
 	static const struct {
 		const char *text, *expect;
 	} bad[] = {
-		{"[job]\nnp = many\n", ":2: bad value 'many' for 'np' in [job]"},
+		{"[job]\nnp = many\n",
+		 ":2: bad value 'many' for 'np' in [job]"},
 		{"[job]\nnp = 0\n", ":2: bad value '0'"},
 		{"[jobs]\nnp = 2\n", ":1: unknown section '[jobs]'"},
-		{"[job]\n[empty_unknown]\n", ":2: unknown section '[empty_unknown]'"},
+		{"[job]\n[empty_unknown]\n",
+		 ":2: unknown section '[empty_unknown]'"},
 		{"[job]\nnpp = 2\n", ":2: unknown key 'npp' in [job]"},
 		{"np = 2\n", ":1: 'np' is outside any [section]"},
 		{"[job]\nnp 2\n", ":2: syntax error: 'np 2'"},
 		{"[job\nnp = 2\n", ":1: syntax error: '[job'"},
-		{"[job]\nnp = 2\nnp = 3\n", ":3: 'np' in [job] is set twice (first at line 2)"},
-		{"[job]\nhosts = a:2,,b\n", ":2: empty entry in host list 'a:2,,b'"},
-		{"[tuning]\ncycle_time_ms = fast\n", ":2: bad value 'fast' for 'cycle_time_ms' in [tuning]"},
-		{"[logging]\nlevel = loud\n", ":2: bad value 'loud' for 'level' in [logging]"},
+		{"[job]\nnp = 2\nnp = 3\n",
+		 ":3: 'np' in [job] is set twice (first at line 2)"},
+		{"[job]\nhosts = a:2,,b\n",
+		 ":2: empty entry in host list 'a:2,,b'"},
+		{"[tuning]\ncycle_time_ms = fast\n",
+		 ":2: bad value 'fast' for 'cycle_time_ms' in [tuning]"},
+		{"[logging]\nlevel = loud\n",
+		 ":2: bad value 'loud' for 'level' in [logging]"},
 		{"[ssh]\nport = 0\n", ":2: bad value '0' for 'port' in [ssh]"},
 		{"[ssh]\nhost_key_checking = maybe\n", ":2: bad value 'maybe'"},
-		{"[env]\n1BAD = x\n", ":2: bad environment variable name '1BAD'"},
-		{"[env]\nHOROVOD_SIZE = 3\n", ":2: HOROVOD_SIZE is set by hvdrun"},
+		{"[env]\n1BAD = x\n",
+		 ":2: bad environment variable name '1BAD'"},
+		{"[env]\nHOROVOD_SIZE = 3\n",
+		 ":2: HOROVOD_SIZE is set by hvdrun"},
 		{"[env]\nA = 1\nA = 2\n", ":3: 'A' in [env] is set twice"},
 	};
 	size_t i;

@@ -7,8 +7,9 @@
 static void clear_env(void)
 {
 	static const char *const names[] = {
-		"HOROVOD_RANK",	      "HOROVOD_SIZE",	    "HOROVOD_LOCAL_RANK",
-		"HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE"};
+		"HOROVOD_RANK",	      "HOROVOD_SIZE",
+		"HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
+		"HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE"};
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -62,7 +63,8 @@ static void test_bad_env(void)
 static void test_strerror(void)
 {
 	CHECK_STR(hvd_strerror(HVD_OK), "success");
-	CHECK_STR(hvd_strerror(HVD_EINVAL), "invalid argument or environment value");
+	CHECK_STR(hvd_strerror(HVD_EINVAL),
+		  "invalid argument or environment value");
 	CHECK_STR(hvd_strerror(-999), "unknown error");
 	CHECK_STR(hvd_strerror(7), "unknown error");
 	CHECK_STR(hvd_version(), HVD_VERSION);

@@ -65,7 +65,8 @@ static void test_binary_and_empty(void)
 	const char *out = capture(binary, 1, 1, false);
 
 	CHECK(memcmp(out, "[1]<stdout>:a", 13) == 0);
-	CHECK(out[13] == '\0' && out[14] == 'b' && (unsigned char)out[15] == 0xff);
+	CHECK(out[13] == '\0' && out[14] == 'b' &&
+	      (unsigned char)out[15] == 0xff);
 	CHECK_STR(out + 16, "\n[1]<stdout>:\n");
 }
 
@@ -99,13 +100,15 @@ static void test_timestamp(void)
 
 	/* 2026-11-21T11:42:07.123Z[2]<stdout>:stamped */
 	CHECK(strlen(out) == 24 + 20);
-	CHECK(out[4] == '-' && out[10] == 'T' && out[19] == '.' && out[23] == 'Z');
+	CHECK(out[4] == '-' && out[10] == 'T' && out[19] == '.' &&
+	      out[23] == 'Z');
 	CHECK_STR(out + 24, "[2]<stdout>:stamped\n");
 }
 
 static void test_tee(void)
 {
-	char path[] = "/tmp/hvdrun-tee-XXXXXX", sink[] = "/tmp/hvdrun-snk-XXXXXX";
+	char path[] = "/tmp/hvdrun-tee-XXXXXX",
+	     sink[] = "/tmp/hvdrun-snk-XXXXXX";
 	struct hl_outstream os;
 	char buf[64];
 	ssize_t n;
@@ -144,13 +147,21 @@ static void test_rank_env(void)
 	es.master_port = 29500;
 	CHECK(hl_env_build(base, &es, &p, &hl, 3, &env) == HL_OK);
 	for (i = 0; i < env.n; i++) {
-		static const char *const want[] = {
-			"PATH=/bin", "RANK=3", "KEEP=2", "HOROVOD_RANK=3",
-			"HOROVOD_SIZE=4", "HOROVOD_LOCAL_RANK=1",
-			"HOROVOD_LOCAL_SIZE=2", "HOROVOD_CROSS_RANK=1",
-			"HOROVOD_CROSS_SIZE=2", "HOROVOD_HOSTNAME=n2",
-			"WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
-			"MASTER_ADDR=n1", "MASTER_PORT=29500"};
+		static const char *const want[] = {"PATH=/bin",
+						   "RANK=3",
+						   "KEEP=2",
+						   "HOROVOD_RANK=3",
+						   "HOROVOD_SIZE=4",
+						   "HOROVOD_LOCAL_RANK=1",
+						   "HOROVOD_LOCAL_SIZE=2",
+						   "HOROVOD_CROSS_RANK=1",
+						   "HOROVOD_CROSS_SIZE=2",
+						   "HOROVOD_HOSTNAME=n2",
+						   "WORLD_SIZE=4",
+						   "LOCAL_RANK=1",
+						   "LOCAL_WORLD_SIZE=2",
+						   "MASTER_ADDR=n1",
+						   "MASTER_PORT=29500"};
 		size_t j;
 
 		for (j = 0; j < sizeof(want) / sizeof(want[0]); j++)

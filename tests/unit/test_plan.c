@@ -12,12 +12,12 @@ static void plan_of(const char *list, long np, struct hl_hostlist *hl,
 	CHECK(hl_plan_init(p, hl, np, NULL) == HL_OK);
 }
 
-#define EXPECT(p, r, h, lr, ls, cr, cs)                                    \
-	do {                                                               \
-		const struct hl_rank *x_ = &(p).ranks[r];                  \
-		CHECK(x_->rank == (r) && x_->host == (h));                 \
-		CHECK(x_->local_rank == (lr) && x_->local_size == (ls));   \
-		CHECK(x_->cross_rank == (cr) && x_->cross_size == (cs));   \
+#define EXPECT(p, r, h, lr, ls, cr, cs)                                        \
+	do {                                                                   \
+		const struct hl_rank *x_ = &(p).ranks[r];                      \
+		CHECK(x_->rank == (r) && x_->host == (h));                     \
+		CHECK(x_->local_rank == (lr) && x_->local_size == (ls));       \
+		CHECK(x_->cross_rank == (cr) && x_->cross_size == (cs));       \
 	} while (0)
 
 static void test_even(void)

@@ -10,7 +10,11 @@ i=0
 while [ ! -s "$PIDDIR/setsid$HOROVOD_RANK" ] && [ $i -lt 100 ]; do
 	sleep 0.02; i=$((i + 1))
 done
-trap 'echo "rank $HOROVOD_RANK got TERM"; exit 143' TERM
+if [ "${1-}" = ignore-term ]; then
+	trap '' TERM
+else
+	trap 'echo "rank $HOROVOD_RANK got TERM"; exit 143' TERM
+fi
 trap 'echo "rank $HOROVOD_RANK got HUP"; exit 129' HUP
 case ${1-wait} in
 exit) exit 0 ;;
