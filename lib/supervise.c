@@ -98,7 +98,7 @@ static int signal_orphans(struct sup *s, int sig)
 		for (i = 0; i < s->n; i++)
 			if (s->w[i].pid == pid && !s->w[i].exited)
 				worker = true;
-		if (worker)
+		if (worker || pid == s->wd.pid)
 			continue;
 		found++;
 		if (sig == SIGTERM && already_termed(s, (pid_t)pid))
@@ -254,15 +254,6 @@ static bool any_stream_open(const struct sup *s)
 	return false;
 }
 
-static bool have_children(void)
-{
-	siginfo_t si;
-
-	memset(&si, 0, sizeof(si));
-	/* WNOWAIT: only look; reap() collects. ECHILD: none left. */
-	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
-}
-
 static void supervise(struct sup *s)
 {
 	struct pollfd *pf = calloc((size_t)s->n * 2 + 1, sizeof(*pf));
@@ -284,10 +275,11 @@ static void supervise(struct sup *s)
 				for (j = 0; j < 2; j++)
 					if (s->w[i].fd[j] >= 0)
 						drain(&s->w[i], j);
-			if (any_stream_open(s) || signal_orphans(s, 0) > 0)
-				terminate(s, SIGTERM);
-			else if (!have_children())
+			/* Children not yet reaped count too: they are gone
+			 * only once reap() has collected them. */
+			if (!any_stream_open(s) && signal_orphans(s, 0) == 0)
 				break;
+			terminate(s, SIGTERM);
 		}
 		if (s->phase == PH_TERMINATING && now >= s->deadline)
 			kill_now(s);
@@ -419,7 +411,6 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 		rc = hl_fail(cause, HL_ESYS, "signalfd: %s", strerror(errno));
 		goto out_mask;
 	}
-	/* The watchdog first: it must not be a child of the subreaper. */
 	rc = hl_watchdog_start(&s.wd, l->grace_ms, cause);
 	if (rc != HL_OK)
 		goto out_sfd;

@@ -1,6 +1,6 @@
-/* watchdog.c: see watchdog.h. The watchdog is double-forked into a session
- * of its own with its stdio on /dev/null, so that it holds none of the
- * job's pipes or terminal and no group signal meant for hvdrun reaches it. */
+/* watchdog.c: see watchdog.h. The watchdog runs in a session of its own
+ * with its stdio on /dev/null, so that it holds none of the job's pipes or
+ * terminal and no group signal meant for hvdrun reaches it. */
 #include "watchdog.h"
 
 #include <errno.h>
@@ -87,10 +87,11 @@ static void watchdog_main(int rfd, int grace_ms)
 
 int hl_watchdog_start(struct hl_watchdog *wd, int grace_ms, char **cause)
 {
-	int p[2], status;
+	int p[2];
 	pid_t pid;
 
 	wd->fd = -1;
+	wd->pid = -1;
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
 	pid = fork();
@@ -102,25 +103,18 @@ int hl_watchdog_start(struct hl_watchdog *wd, int grace_ms, char **cause)
 	if (pid == 0) {
 		sigset_t none;
 
-		close(p[1]);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		setsid();
-		if (fork() == 0) {
-			/* Close everything but our end of the pipe. */
-			int fd, maxfd = (int)sysconf(_SC_OPEN_MAX);
-
-			for (fd = 3; fd < maxfd && fd < 65536; fd++)
-				if (fd != p[0])
-					close(fd);
-			watchdog_main(p[0], grace_ms);
-		}
-		_exit(0);
+		if (dup3(p[0], 3, O_CLOEXEC) < 0)
+			_exit(1);
+		/* Only our end of the pipe stays open. */
+		close_range(4, ~0U, 0);
+		watchdog_main(3, grace_ms);
 	}
 	close(p[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
 	wd->fd = p[1];
+	wd->pid = pid;
 	return HL_OK;
 }
 
@@ -141,4 +135,7 @@ void hl_watchdog_done(struct hl_watchdog *wd)
 	(void)hl_write_all(wd->fd, &word, sizeof(word));
 	close(wd->fd);
 	wd->fd = -1;
+	while (waitpid(wd->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	wd->pid = -1;
 }

@@ -8,15 +8,16 @@
 #include <sys/types.h>
 
 struct hl_watchdog {
-	int fd; /* write end of the pipe, -1 when there is no watchdog */
+	int fd;	   /* write end of the pipe, -1 when there is no watchdog */
+	pid_t pid; /* hvdrun's child, in a session of its own */
 };
 
-/* Start it. Call before hvdrun becomes a child subreaper: the watchdog
- * must not be hvdrun's child. */
+/* Start it. */
 int hl_watchdog_start(struct hl_watchdog *wd, int grace_ms, char **cause);
 /* Watch one more process group. */
 void hl_watchdog_add(struct hl_watchdog *wd, pid_t pgid);
-/* The job has ended cleanly: the watchdog exits without acting. */
+/* The job has ended cleanly: the watchdog exits without acting, and is
+ * reaped. */
 void hl_watchdog_done(struct hl_watchdog *wd);
 
 #endif
