@@ -29,7 +29,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 EX_SRC   := $(wildcard examples/*.c)
 
 B        := build
-LIBS     := -linih
+LIBS     := -linih -lssh
 CORE_LIBS := -pthread
 
 # Two flavours of objects: plain, and with sanitizers for the unit tests.

@@ -56,13 +56,19 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 	hl_opts_init(&cmd_args.opts);
 	opterr = 0;
 	optind = 1;
-	while (rc == HL_OK && (c = getopt_long_only(argc, argv, "+:H:x:h",
+	while (rc == HL_OK && (c = getopt_long_only(argc, argv, "+:H:x:hp:i:",
 						    longopts, NULL)) != -1) {
 		const char *bad = argv[optind - 1];
 
 		switch (c) {
 		case 'H':
 			rc = set_key(HL_K_HOSTS, optarg, cause);
+			break;
+		case 'p':
+			rc = set_key(HL_K_SSH_PORT, optarg, cause);
+			break;
+		case 'i':
+			rc = set_key(HL_K_SSH_IDENTITY, optarg, cause);
 			break;
 		case OPT_NP:
 			rc = set_key(HL_K_NP, optarg, cause);

@@ -1,10 +1,13 @@
 /* main.c: hvdrun's main: options, then config file, then defaults; host
  * list; rank plan; environment; launch. The only place that prints errors
  * and chooses exit codes. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "agent.h"
 #include "config.h"
 #include "env.h"
 #include "hosts.h"
@@ -72,16 +75,17 @@ static int load_hosts(struct hl_hostlist *hosts, char **cause)
 }
 
 /* Resolve the command where local workers will look for it. */
-static int resolve(const struct hl_plan *plan, const struct hl_hostlist *hosts,
-		   const struct hl_envspec *es, char **path, char **cause)
+static int resolve(const struct hl_launch *l, char **path, char **cause)
 {
+	const struct hl_plan *plan = l->plan;
+	const struct hl_envspec *es = l->env;
 	const char *search = getenv("PATH");
 	size_t i;
 	int r;
 
 	*path = NULL;
 	for (r = 0; r < plan->size; r++)
-		if (hosts->v[plan->ranks[r].host].local)
+		if (!hl_worker_remote(l, plan->ranks[r].host))
 			break;
 	if (r == plan->size)
 		return HL_OK;
@@ -89,6 +93,51 @@ static int resolve(const struct hl_plan *plan, const struct hl_hostlist *hosts,
 		if (strncmp(es->set.v[i], "PATH=", 5) == 0)
 			search = es->set.v[i] + 5;
 	return hl_resolve_command(cmd_args.command[0], search, path, cause);
+}
+
+/* "~/x" is "$HOME/x", as ssh -F takes it. */
+static char *expand_home(const char *path)
+{
+	const char *home = getenv("HOME");
+
+	if (path == NULL)
+		return NULL;
+	if (path[0] == '~' && path[1] == '/' && home != NULL)
+		return hl_asprintf("%s%s", home, path + 1);
+	return hl_strdup(path);
+}
+
+/* The SSH side of the options; the agent is this very binary. */
+static int ssh_opts_init(struct hl_ssh_opts *so, char **cause)
+{
+	const struct hl_opts *o = &cmd_args.opts;
+	static char self[PATH_MAX], cwd[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n < 0 || getcwd(cwd, sizeof(cwd)) == NULL)
+		return hl_fail(cause, HL_ESYS,
+			       "cannot find hvdrun's own path or folder");
+	self[n] = '\0';
+	memset(so, 0, sizeof(*so));
+	so->config_file = expand_home(o->v[HL_K_SSH_CONFIG].s);
+	so->identity =
+		o->v[HL_K_SSH_IDENTITY].set ? o->v[HL_K_SSH_IDENTITY].s : NULL;
+	so->user = o->v[HL_K_SSH_USER].set ? o->v[HL_K_SSH_USER].s : NULL;
+	so->port = o->v[HL_K_SSH_PORT].set ? (int)o->v[HL_K_SSH_PORT].i : 0;
+	so->host_key_checking =
+		(enum hl_host_key_policy)o->v[HL_K_SSH_HOST_KEY_CHECKING].i;
+	so->start_timeout_s = (int)o->v[HL_K_START_TIMEOUT].i;
+	so->connect_timeout_s =
+		o->v[HL_K_SSH_CONNECT_TIMEOUT].set &&
+				o->v[HL_K_SSH_CONNECT_TIMEOUT].i <
+					so->start_timeout_s
+			? o->v[HL_K_SSH_CONNECT_TIMEOUT].i
+			: so->start_timeout_s;
+	so->concurrency = (int)o->v[HL_K_SSH_CONCURRENCY].i;
+	so->force = o->v[HL_K_SSH_FORCE].b;
+	so->agent_path = self;
+	so->cwd = cwd;
+	return HL_OK;
 }
 
 static void print_verbose(const struct hl_plan *plan,
@@ -112,6 +161,7 @@ static int run(int *code, char **cause)
 	struct hl_envspec es;
 	struct hl_strvec warnings;
 	struct hl_launch l;
+	struct hl_ssh_opts so = {0};
 	int rc;
 	long np;
 
@@ -139,17 +189,22 @@ static int run(int *code, char **cause)
 	if (rc != HL_OK)
 		goto out;
 	print_warnings(&warnings);
-	rc = resolve(&plan, &hosts, &es, &l.exec_path, cause);
-	if (rc == HL_OK && hosts.v[plan.ranks[0].host].local)
+	rc = ssh_opts_init(&so, cause);
+	if (rc != HL_OK)
+		goto out;
+	l.hosts = &hosts;
+	l.plan = &plan;
+	l.env = &es;
+	l.ssh = &so;
+	rc = resolve(&l, &l.exec_path, cause);
+	/* A remote rank 0's port is found on its host, at connect time. */
+	if (rc == HL_OK && !hl_worker_remote(&l, plan.ranks[0].host))
 		rc = hl_free_port(&es.master_port, cause);
 	if (rc != HL_OK)
 		goto out;
 	if (o->v[HL_K_VERBOSE].b)
 		print_verbose(&plan, &hosts);
-	l.hosts = &hosts;
-	l.plan = &plan;
 	l.argv = cmd_args.command;
-	l.env = &es;
 	l.output_dir = o->v[HL_K_OUTPUT_FILENAME].s;
 	l.timestamps = o->v[HL_K_PREFIX_TIMESTAMP].b;
 	l.verbose = o->v[HL_K_VERBOSE].b;
@@ -158,6 +213,7 @@ static int run(int *code, char **cause)
 	fflush(stderr);
 	rc = hl_launch_run(&l, code, cause);
 out:
+	free((char *)so.config_file);
 	free(l.exec_path);
 	hl_envspec_close(&es);
 	hl_plan_close(&plan);
@@ -171,6 +227,11 @@ int main(int argc, char **argv)
 	char *cause = NULL;
 	int rc, code;
 
+	/* The remote end of an SSH start (agent.h): not for people. */
+	if (argc == 2 && strcmp(argv[1], "--agent") == 0)
+		return hl_agent_main();
+	if (argc == 2 && strcmp(argv[1], "--free-port") == 0)
+		return hl_agent_free_port_main();
 	rc = cmd_parse_args(argc, argv, &cause);
 	if (rc == HL_OK && cmd_args.help) {
 		cmd_usage();

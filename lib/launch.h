@@ -13,12 +13,35 @@
 #include "output.h"
 #include "plan.h"
 
+enum hl_host_key_policy {
+	HL_HOSTKEY_YES,	       /* known hosts only */
+	HL_HOSTKEY_ACCEPT_NEW, /* record unknown hosts, refuse changed keys */
+	HL_HOSTKEY_NO,	       /* do not check */
+};
+
+/* How to reach remote hosts. Unset fields (0, NULL) leave the choice to
+ * the SSH config files and libssh's defaults. */
+struct hl_ssh_opts {
+	const char *config_file; /* NULL: ~/.ssh/config */
+	const char *identity;
+	const char *user;
+	int port;
+	enum hl_host_key_policy host_key_checking;
+	long connect_timeout_s;
+	int start_timeout_s;
+	int concurrency;	/* sessions connecting at once */
+	bool force;		/* SSH even to this machine */
+	const char *agent_path; /* this hvdrun, at the same path there */
+	const char *cwd;	/* where remote workers start */
+};
+
 struct hl_launch {
 	const struct hl_hostlist *hosts;
 	const struct hl_plan *plan;
-	char *const *argv; /* the command and its arguments */
-	char *exec_path;   /* argv[0] resolved for local starts */
-	const struct hl_envspec *env;
+	char *const *argv;	/* the command and its arguments */
+	char *exec_path;	/* argv[0] resolved for local starts */
+	struct hl_envspec *env; /* MASTER_PORT may be set at start */
+	const struct hl_ssh_opts *ssh;
 	const char *output_dir; /* NULL: no per-rank files */
 	bool timestamps;
 	bool verbose;
@@ -27,24 +50,36 @@ struct hl_launch {
 
 struct hl_worker {
 	int rank;
-	pid_t pid; /* local: the worker, leader of its process group */
-	int fd[2]; /* its stdout and stderr, -1 once at end of file */
+	bool remote; /* started by the SSH spawner */
+	pid_t pid;   /* local: the worker, leader of its process group */
+	int fd[2];   /* its stdout and stderr, -1 once at end of file */
 	struct hl_outstream out[2];
 	bool exited;
 	int status; /* wait(2) status */
 };
 
-/* A way of starting workers (pdsh's rcmd modules): start fills the
- * worker's pid and output fds; signal reaches the worker and its
- * children. */
+/* A way of starting workers (pdsh's rcmd modules). open gets ready to
+ * start the ranks the spawner owns (SSH: connect and authenticate every
+ * host), start starts them and fills each worker's output fds, signal
+ * reaches a worker and its children, close releases everything. A local
+ * worker's exit arrives as SIGCHLD; a remote one's as a note on the
+ * notify fd (hl_ssh_read_note). */
 struct hl_spawner_ops {
 	const char *name;
-	int (*start)(const struct hl_launch *l, struct hl_worker *w,
-		     char **cause);
-	int (*signal)(struct hl_worker *w, int sig);
+	int (*open)(void **ctx, const struct hl_launch *l, struct hl_worker *w,
+		    int notify_fd, char **cause);
+	int (*start)(void *ctx, char **cause);
+	int (*signal)(void *ctx, struct hl_worker *w, int sig);
+	void (*close)(void *ctx);
 };
 
 extern const struct hl_spawner_ops hl_spawn_local;
+extern const struct hl_spawner_ops hl_spawn_ssh;
+
+/* Whether host hi of the launch is started over SSH. */
+bool hl_worker_remote(const struct hl_launch *l, size_t hi);
+/* Read one exit note of the SSH spawner. */
+int hl_ssh_read_note(int fd, int *rank, int *status, bool *lost);
 
 /* Find cmd like execvp would, in path (a PATH value). HL_ENOENT when it is
  * not found, HL_ENOEXEC when it is found but cannot be executed. */

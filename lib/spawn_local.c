@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -110,8 +111,8 @@ fail:
 	_exit(127);
 }
 
-static int local_start(const struct hl_launch *l, struct hl_worker *w,
-		       char **cause)
+static int start_one(const struct hl_launch *l, struct hl_worker *w,
+		     char **cause)
 {
 	struct hl_strvec envp;
 	int out[2] = {-1, -1}, err[2] = {-1, -1}, ep[2] = {-1, -1};
@@ -165,8 +166,44 @@ out_close:
 	return rc;
 }
 
-static int local_signal(struct hl_worker *w, int sig)
+struct local_ctx {
+	const struct hl_launch *l;
+	struct hl_worker *w;
+};
+
+static int local_open(void **ctx, const struct hl_launch *l,
+		      struct hl_worker *w, int notify_fd, char **cause)
 {
+	struct local_ctx *c = malloc(sizeof(*c));
+
+	(void)notify_fd;
+	*ctx = c;
+	if (c == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	c->l = l;
+	c->w = w;
+	return HL_OK;
+}
+
+static int local_start(void *ctx, char **cause)
+{
+	struct local_ctx *c = ctx;
+	int r, rc = HL_OK;
+
+	for (r = 0; r < c->l->plan->size && rc == HL_OK; r++) {
+		if (c->w[r].remote)
+			continue;
+		if (c->l->verbose)
+			fprintf(stderr, "hvdrun: starting rank %d on %s\n", r,
+				c->l->hosts->v[c->l->plan->ranks[r].host].name);
+		rc = start_one(c->l, &c->w[r], cause);
+	}
+	return rc;
+}
+
+static int local_signal(void *ctx, struct hl_worker *w, int sig)
+{
+	(void)ctx;
 	if (w->pid <= 0)
 		return HL_OK;
 	/* The group outlives its leader while the worker's children run. */
@@ -175,8 +212,20 @@ static int local_signal(struct hl_worker *w, int sig)
 	return HL_OK;
 }
 
+static void local_close(void *ctx)
+{
+	free(ctx);
+}
+
+bool hl_worker_remote(const struct hl_launch *l, size_t hi)
+{
+	return l->ssh->force || !l->hosts->v[hi].local;
+}
+
 const struct hl_spawner_ops hl_spawn_local = {
 	.name = "local",
+	.open = local_open,
 	.start = local_start,
 	.signal = local_signal,
+	.close = local_close,
 };

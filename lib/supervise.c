@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "launch.h"
+#include "proc.h"
 #include "watchdog.h"
 
 enum phase {
@@ -29,7 +30,9 @@ enum phase {
 
 struct sup {
 	const struct hl_launch *l;
-	const struct hl_spawner_ops *ops;
+	const struct hl_spawner_ops *ops[2]; /* local, ssh */
+	void *ctx[2];
+	int notify[2]; /* SSH exit notes */
 	struct hl_worker *w;
 	int n;
 	int sfd;
@@ -64,48 +67,26 @@ static bool already_termed(struct sup *s, pid_t pid)
  * Returns how many were found. */
 static int signal_orphans(struct sup *s, int sig)
 {
-	char path[64], buf[512];
-	struct dirent *de;
-	pid_t self = getpid();
+	pid_t *kids;
+	size_t nkids, k;
 	int found = 0, i;
-	DIR *d = opendir("/proc");
 
-	if (d == NULL)
+	if (hl_children(&kids, &nkids) != HL_OK)
 		return 0;
-	while ((de = readdir(d)) != NULL) {
-		long pid, ppid;
-		char *rp;
-		ssize_t n;
-		int fd;
-		bool worker = false;
+	for (k = 0; k < nkids; k++) {
+		bool worker = kids[k] == s->wd.pid;
 
-		if (!hl_parse_long(de->d_name, 1, 1L << 30, &pid))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		/* "pid (comm) state ppid ...": comm may hold spaces. */
-		rp = strrchr(buf, ')');
-		if (rp == NULL || sscanf(rp + 1, " %*c %ld", &ppid) != 1 ||
-		    ppid != self)
-			continue;
-		for (i = 0; i < s->n; i++)
-			if (s->w[i].pid == pid && !s->w[i].exited)
-				worker = true;
-		if (worker || pid == s->wd.pid)
+		for (i = 0; i < s->n && !worker; i++)
+			worker = !s->w[i].remote && s->w[i].pid == kids[k] &&
+				 !s->w[i].exited;
+		if (worker)
 			continue;
 		found++;
-		if (sig == SIGTERM && already_termed(s, (pid_t)pid))
+		if (sig == SIGTERM && already_termed(s, kids[k]))
 			continue;
-		kill((pid_t)pid, sig);
+		kill(kids[k], sig);
 	}
-	closedir(d);
+	free(kids);
 	return found;
 }
 
@@ -113,8 +94,14 @@ static void signal_all(struct sup *s, int sig)
 {
 	int i;
 
-	for (i = 0; i < s->n; i++)
-		s->ops->signal(&s->w[i], sig);
+	for (i = 0; i < s->n; i++) {
+		struct hl_worker *w = &s->w[i];
+
+		/* A local group may outlive its leader; a remote worker
+		 * that has exited has taken its group along. */
+		if (s->ctx[w->remote] != NULL && (!w->remote || !w->exited))
+			s->ops[w->remote]->signal(s->ctx[w->remote], w, sig);
+	}
 	signal_orphans(s, sig);
 }
 
@@ -143,7 +130,8 @@ static void describe_status(int status, char *buf, size_t len)
 		snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
 }
 
-static void worker_exited(struct sup *s, struct hl_worker *w, int status)
+static void worker_exited(struct sup *s, struct hl_worker *w, int status,
+			  bool lost)
 {
 	const struct hl_launch *l = s->l;
 	const char *host = l->hosts->v[l->plan->ranks[w->rank].host].name;
@@ -158,7 +146,10 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status)
 	s->failed = true;
 	s->exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 					   : WEXITSTATUS(status);
-	describe_status(status, how, sizeof(how));
+	if (lost)
+		snprintf(how, sizeof(how), "lost its connection to the host");
+	else
+		describe_status(status, how, sizeof(how));
 	fprintf(stderr, "hvdrun: rank %d on %s %s; stopping the job\n", w->rank,
 		host, how);
 	terminate(s, SIGTERM);
@@ -171,8 +162,9 @@ static void reap(struct sup *s)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		for (i = 0; i < s->n; i++) {
-			if (s->w[i].pid == pid && !s->w[i].exited) {
-				worker_exited(s, &s->w[i], status);
+			if (!s->w[i].remote && s->w[i].pid == pid &&
+			    !s->w[i].exited) {
+				worker_exited(s, &s->w[i], status, false);
 				break;
 			}
 		}
@@ -204,6 +196,17 @@ static void on_signal(struct sup *s)
 		/* A second signal: no more waiting. */
 		kill_now(s);
 	}
+}
+
+/* Exits of remote workers, from the SSH spawner. */
+static void on_notes(struct sup *s)
+{
+	int rank, status;
+	bool lost;
+
+	while (hl_ssh_read_note(s->notify[0], &rank, &status, &lost) == 0)
+		if (rank >= 0 && rank < s->n && !s->w[rank].exited)
+			worker_exited(s, &s->w[rank], status, lost);
 }
 
 static void close_stream(struct hl_worker *w, int j)
@@ -256,7 +259,7 @@ static bool any_stream_open(const struct sup *s)
 
 static void supervise(struct sup *s)
 {
-	struct pollfd *pf = calloc((size_t)s->n * 2 + 1, sizeof(*pf));
+	struct pollfd *pf = calloc((size_t)s->n * 2 + 2, sizeof(*pf));
 	int i, j;
 
 	if (pf == NULL) {
@@ -294,9 +297,12 @@ static void supervise(struct sup *s)
 		if (s->phase != PH_RUNNING)
 			timeout = (int)(s->deadline > now ? s->deadline - now
 							  : 0);
-		if (all_exited(s) && (timeout < 0 || timeout > 50))
-			timeout = 50; /* poll for children leaving */
+		if ((all_exited(s) || s->phase != PH_RUNNING) &&
+		    (timeout < 0 || timeout > 50))
+			timeout = 50; /* look for adopted children */
 		pf[nfds].fd = s->sfd;
+		pf[nfds++].events = POLLIN;
+		pf[nfds].fd = s->notify[0];
 		pf[nfds++].events = POLLIN;
 		for (i = 0; i < s->n; i++)
 			for (j = 0; j < 2; j++)
@@ -308,6 +314,8 @@ static void supervise(struct sup *s)
 			break;
 		if (pf[0].revents)
 			on_signal(s);
+		if (pf[1].revents)
+			on_notes(s);
 		for (i = 0; i < s->n; i++)
 			for (j = 0; j < 2; j++)
 				if (s->w[i].fd[j] >= 0)
@@ -374,7 +382,6 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 
 	memset(&s, 0, sizeof(s));
 	s.l = l;
-	s.ops = &hl_spawn_local;
 	s.n = l->plan->size;
 	s.w = calloc((size_t)s.n, sizeof(*s.w));
 	if (s.w == NULL)
@@ -416,36 +423,55 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 		goto out_sfd;
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	signal(SIGPIPE, SIG_IGN);
-
-	for (i = 0; i < s.n && rc == HL_OK; i++) {
-		const struct hl_rank *r = &l->plan->ranks[i];
-
-		if (!l->hosts->v[r->host].local) {
-			rc = hl_fail(
-				cause, HL_ESTART,
-				"cannot start rank %d on '%s': remote hosts need SSH, which this build of hvdrun does not have yet",
-				i, l->hosts->v[r->host].name);
-			break;
-		}
-		if (l->verbose)
-			fprintf(stderr, "hvdrun: starting rank %d on %s (%s)\n",
-				i, l->hosts->v[r->host].name, s.ops->name);
-		rc = s.ops->start(l, &s.w[i], cause);
-		if (s.w[i].pid > 0)
-			hl_watchdog_add(&s.wd, s.w[i].pid);
+	if (pipe2(s.notify, O_CLOEXEC | O_NONBLOCK) != 0) {
+		rc = hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
+		goto out_watchdog;
 	}
+	for (i = 0; i < s.n; i++)
+		s.w[i].remote = hl_worker_remote(l, l->plan->ranks[i].host);
+	/* Connect to every remote host before anything starts: a host that
+	 * cannot be reached starts nothing anywhere. */
+	s.ops[0] = &hl_spawn_local;
+	s.ops[1] = &hl_spawn_ssh;
+	for (j = 0; j < 2 && rc == HL_OK; j++) {
+		for (i = 0; i < s.n && s.w[i].remote != j; i++)
+			;
+		if (i < s.n)
+			rc = s.ops[j]->open(&s.ctx[j], l, s.w, s.notify[1],
+					    cause);
+	}
+	for (j = 0; j < 2 && rc == HL_OK; j++)
+		if (s.ctx[j] != NULL)
+			rc = s.ops[j]->start(s.ctx[j], cause);
+	for (i = 0; i < s.n; i++)
+		if (!s.w[i].remote && s.w[i].pid > 0)
+			hl_watchdog_add(&s.wd, s.w[i].pid);
 	if (rc != HL_OK) {
 		/* Take down what was started; report the start failure. */
 		s.failed = true;
-		terminate(&s, SIGKILL);
 		kill_now(&s);
+		for (i = 0; i < s.n; i++)
+			if (s.w[i].remote)
+				s.w[i].exited = true;
 	}
 	for (i = 0; i < s.n; i++)
-		if (s.w[i].pid <= 0)
+		if (!s.w[i].remote && s.w[i].pid <= 0)
 			s.w[i].exited = true; /* never started */
 	supervise(&s);
-	hl_watchdog_done(&s.wd);
 	*exit_code = s.failed ? s.exit_code : s.signal ? 128 + s.signal : 0;
+	/* Nobody reads the output any more: a pump blocked on a full pipe
+	 * must see EPIPE, not wait for us. */
+	for (i = 0; i < s.n; i++)
+		for (j = 0; j < 2; j++)
+			if (s.w[i].fd[j] >= 0)
+				close_stream(&s.w[i], j);
+	for (j = 0; j < 2; j++)
+		if (s.ctx[j] != NULL)
+			s.ops[j]->close(s.ctx[j]);
+	close(s.notify[0]);
+	close(s.notify[1]);
+out_watchdog:
+	hl_watchdog_done(&s.wd);
 out_sfd:
 	close(s.sfd);
 out_mask:

@@ -6,7 +6,7 @@ load /usr/lib/bats/bats-assert/load
 ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 HVDRUN=$ROOT/build/bin/hvdrun
 HELLO=$ROOT/build/examples/hello
-WORKERS=$BATS_TEST_DIRNAME/workers
+WORKERS=$ROOT/tests/cli/workers
 
 # Every worker script records its pid (and its children's) here.
 setup() {

@@ -132,5 +132,5 @@ load helper
 	run "$HVDRUN" -np 2 --verbose true
 	assert_success
 	assert_line "hvdrun: 2 workers on 1 hosts: true"
-	assert_line "hvdrun: starting rank 1 on localhost (local)"
+	assert_line "hvdrun: starting rank 1 on localhost"
 }

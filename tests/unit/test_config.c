@@ -64,7 +64,7 @@ static void test_bad_values(void)
 		 "want one of trace, debug, info, warning, error, fatal"},
 		{HL_K_PREFIX_TIMESTAMP, "maybe", "want true or false"},
 		{HL_K_HOSTS, "a,,b", "empty entry in host list 'a,,b'"},
-		{HL_K_SSH_PORT, "65536", "'port' in [ssh]"},
+		{HL_K_SSH_PORT, "65536", "--ssh-port"},
 		{HL_K_SSH_USER, "a b", "bad value 'a b'"},
 		{HL_K_SSH_HOST_KEY_CHECKING, "ask",
 		 "one of yes, accept-new, no"},

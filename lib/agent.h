@@ -1,0 +1,16 @@
+/* agent.h: the remote end of an SSH start. hvdrun runs itself on each
+ * remote host as `hvdrun --agent` (one per rank, over one exec channel),
+ * and sends the working directory, environment and command on the
+ * channel's stdin (proto.h). The agent starts the worker in a process
+ * group of its own, forwards signals, and when the channel closes (hvdrun
+ * gone, connection lost) ends the worker and its children. It exits with
+ * the worker's status, or dies of the worker's signal. */
+#ifndef HL_AGENT_H
+#define HL_AGENT_H
+
+/* Run the agent on stdin/stdout/stderr; returns the exit status. */
+int hl_agent_main(void);
+/* `hvdrun --free-port`: print a TCP port free on this host. */
+int hl_agent_free_port_main(void);
+
+#endif

@@ -1,0 +1,254 @@
+#!/usr/bin/env bats
+# hvdrun over SSH against real sshd servers on loopback addresses (rig.bash):
+# plan, hostnames and environment per rank, failures, signals, hvdrun
+# killed, hosts down or frozen, keys, users, folders, awkward values.
+bats_require_minimum_version 1.5.0
+load ../cli/helper
+load rig
+
+setup_file() {
+	[ "$(id -u)" -eq 0 ] || skip "the rig needs root (unshare, sshd)"
+	rig_up 3
+	export RIG RIG_PORT
+}
+
+teardown_file() {
+	rig_down
+}
+
+setup() {
+	[ -n "${RIG-}" ] || skip "no rig"
+	export PIDDIR=$BATS_TEST_TMPDIR/pids
+	mkdir -p "$PIDDIR"
+	# Only the rig's keys: no agent, no keys of the machine's own user.
+	unset SSH_AUTH_SOCK
+	export HOME=$BATS_TEST_TMPDIR
+	# Remote workers get the job's environment only: -x PIDDIR.
+	SSH=(--ssh-config "$RIG/ssh_config" -x PIDDIR)
+}
+
+wait_gone() {
+	local i
+	for i in $(seq 1 60); do
+		assert_no_leftovers >/dev/null && return 0
+		sleep 0.1
+	done
+	assert_no_leftovers
+}
+
+@test "ranks, hostnames and environment per rank across hosts" {
+	run "$HVDRUN" "${SSH[@]}" -H node1:2,node2:2,node3:1 sh -c \
+		'echo "$(hostname) $HOROVOD_RANK/$HOROVOD_SIZE $HOROVOD_HOSTNAME l=$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE c=$HOROVOD_CROSS_RANK/$HOROVOD_CROSS_SIZE $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $(pwd)"'
+	assert_success
+	assert_line "[0]<stdout>:node1 0/5 node1 l=0/2 c=0/3 0 5 0 2 node1 $PWD"
+	assert_line "[1]<stdout>:node1 1/5 node1 l=1/2 c=0/2 1 5 1 2 node1 $PWD"
+	assert_line "[3]<stdout>:node2 3/5 node2 l=1/2 c=1/2 3 5 1 2 node1 $PWD"
+	assert_line "[4]<stdout>:node3 4/5 node3 l=0/1 c=2/3 4 5 0 1 node1 $PWD"
+	# The host keys were recorded (accept-new).
+	[ "$(grep -c . "$RIG/known_hosts")" -ge 3 ]
+}
+
+@test "MASTER_PORT is one port for the job, found on rank 0's host" {
+	run "$HVDRUN" "${SSH[@]}" -H node2:1,node1:2 sh -c 'echo $MASTER_ADDR:$MASTER_PORT'
+	assert_success
+	[ "$(printf '%s\n' "${lines[@]}" | sed 's/^.*://' | sort -u | wc -l)" -eq 1 ]
+	assert_line --regexp '^\[0\]<stdout>:node2:[0-9]+$'
+}
+
+@test "-x values and the tuning options reach remote workers" {
+	run "$HVDRUN" "${SSH[@]}" -H node1 -x FOO=bar --cycle-time-ms 3 \
+		"$WORKERS/env.sh" FOO HOROVOD_CYCLE_TIME
+	assert_success
+	assert_line "[0]<stdout>:FOO=bar"
+	assert_line "[0]<stdout>:HOROVOD_CYCLE_TIME=3"
+}
+
+@test "an environment value with every awkward byte arrives byte for byte and in no command line" {
+	local value
+	value=$(printf 'sp ace\t"dq" %s $HOME `id` $(id) \\ ; | & * ? [x] ~ #\nline2 \001\177\377 end' "'sq'")
+	printf '%s' "$value" >"$BATS_TEST_TMPDIR/expected"
+	printf 'line2 \001\177' >"$BATS_TEST_TMPDIR/needle"
+	export AWKWARD=$value
+	"$HVDRUN" "${SSH[@]}" -H node1:1,node2:1 -x AWKWARD -x "SECOND=$value" sh -c \
+		'printf "%s" "$AWKWARD" >"$PIDDIR/got$HOROVOD_RANK"; printf "%s" "$SECOND" >"$PIDDIR/second$HOROVOD_RANK"; echo $$ >"$PIDDIR/rank$HOROVOD_RANK"; sleep 1' &
+	local pid=$!
+	wait_pids 6
+	# No process on any host shows the value in its command line.
+	local f
+	for f in $(grep -lF -f "$BATS_TEST_TMPDIR/needle" /proc/[0-9]*/cmdline); do
+		# hvdrun's own -x argument, typed by the user, is fine.
+		tr '\0' ' ' <"$f" | grep -q "^$HVDRUN " && continue
+		echo "in a command line: $(tr '\0' ' ' <"$f" | head -c 200)"
+		return 1
+	done
+	wait $pid
+	cmp "$BATS_TEST_TMPDIR/expected" "$PIDDIR/got0"
+	cmp "$BATS_TEST_TMPDIR/expected" "$PIDDIR/got1"
+	cmp "$BATS_TEST_TMPDIR/expected" "$PIDDIR/second1"
+	rm "$PIDDIR"/got* "$PIDDIR"/second*
+}
+
+@test "a worker failing on a remote host ends the job with its code" {
+	SECONDS=0
+	run "$HVDRUN" "${SSH[@]}" -H node1:2,node2:2 "$WORKERS/fail.sh" 3 7
+	assert_failure 7
+	assert_line "hvdrun: rank 3 on node2 exited with code 7; stopping the job"
+	[ "$SECONDS" -lt 8 ]
+	wait_gone
+}
+
+@test "a remote worker killed by a signal: 128+N" {
+	run "$HVDRUN" "${SSH[@]}" -H node1:1,node3:1 "$WORKERS/fail.sh" 1 -KILL
+	assert_failure 137
+	assert_line "hvdrun: rank 1 on node3 was killed by signal 9 (Killed); stopping the job"
+	wait_gone
+}
+
+@test "Ctrl-C ends every worker on every host, children included" {
+	env --default-signal=INT "$HVDRUN" "${SSH[@]}" -H node1:2,node2:1,node3:1 \
+		"$WORKERS/family.sh" >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	local pid=$! status=0
+	wait_pids 12
+	SECONDS=0
+	kill -INT $pid
+	wait $pid || status=$?
+	[ "$status" -eq 130 ]
+	[ "$SECONDS" -lt 6 ]
+	wait_gone
+}
+
+@test "SIGTERM is forwarded to remote workers" {
+	env --default-signal=TERM "$HVDRUN" "${SSH[@]}" -H node2:2 \
+		"$WORKERS/family.sh" >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	local pid=$! status=0
+	wait_pids 6
+	kill -TERM $pid
+	wait $pid || status=$?
+	[ "$status" -eq 143 ]
+	run cat "$BATS_TEST_TMPDIR/out"
+	assert_line "[1]<stdout>:rank 1 got TERM"
+	wait_gone
+}
+
+@test "SIGKILL of hvdrun: remote workers and their children end within 5 s" {
+	"$HVDRUN" "${SSH[@]}" -H node1:1,node2:2 "$WORKERS/family.sh" >/dev/null 2>&1 &
+	local pid=$!
+	wait_pids 9
+	kill -KILL $pid
+	wait $pid || true
+	SECONDS=0
+	wait_gone
+	[ "$SECONDS" -le 5 ]
+}
+
+@test "a host whose sshd is down: one line naming it, nothing started" {
+	local p
+	p=$(rig_sshd_pid 3)
+	kill "$p"
+	wait "$p" 2>/dev/null || true
+	run "$HVDRUN" "${SSH[@]}" -H node1:1,node2:1,node3:1 \
+		sh -c 'echo $$ >"$PIDDIR/rank$HOROVOD_RANK"; sleep 5'
+	rig_start_sshd 3
+	rig_wait_port 127.0.0.4
+	assert_failure 125
+	assert_output --regexp "^hvdrun: cannot connect to host 'node3': .*(refused|Connection)"
+	[ "${#lines[@]}" -eq 1 ]
+	[ -z "$(ls "$PIDDIR")" ]
+}
+
+@test "a frozen sshd (SIGSTOP) mid-start: the start timeout names it" {
+	local p
+	p=$(rig_sshd_pid 2)
+	kill -STOP "$p"
+	SECONDS=0
+	run "$HVDRUN" "${SSH[@]}" --start-timeout 2 -H node1:1,node2:1 \
+		sh -c 'echo $$ >"$PIDDIR/rank$HOROVOD_RANK"; sleep 5'
+	kill -CONT "$p"
+	assert_failure 125
+	assert_output --partial "node2"
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$SECONDS" -lt 6 ]
+	[ -z "$(ls "$PIDDIR")" ]
+}
+
+@test "a wrong key is refused with the host and user named" {
+	grep -v IdentityFile "$RIG/ssh_config" >"$BATS_TEST_TMPDIR/ssh_config"
+	run "$HVDRUN" --ssh-config "$BATS_TEST_TMPDIR/ssh_config" -i "$RIG/wrong_key" -H node1 true
+	assert_failure 125
+	assert_output "hvdrun: cannot log in to host 'node1' as 'root': no key was accepted (tried the ssh agent, the identity file and the default keys)"
+	# The right one, given with -i, works.
+	run "$HVDRUN" --ssh-config "$BATS_TEST_TMPDIR/ssh_config" -i "$RIG/id_ed25519" -H node1 hostname
+	assert_success
+	assert_output "[0]<stdout>:node1"
+}
+
+@test "an unknown user is refused" {
+	run "$HVDRUN" "${SSH[@]}" -H nosuchuser@node2 true
+	assert_failure 125
+	assert_output --partial "cannot log in to host 'node2' as 'nosuchuser'"
+}
+
+@test "a changed host key is refused, naming the host and the new fingerprint" {
+	cp "$RIG/known_hosts" "$BATS_TEST_TMPDIR/saved"
+	# Record another key for node1's address.
+	printf '[127.0.0.2]:%s %s\n' "$RIG_PORT" "$(cut -d' ' -f1,2 "$RIG/wrong_key.pub")" >"$RIG/known_hosts"
+	run "$HVDRUN" "${SSH[@]}" -H node1 true
+	cp "$BATS_TEST_TMPDIR/saved" "$RIG/known_hosts"
+	assert_failure 125
+	assert_output --regexp "^hvdrun: host 'node1': the host key has changed \(now SHA256:[A-Za-z0-9+/]+\); refusing to connect"
+}
+
+@test "--ssh-host-key-checking yes refuses an unknown host; no skips the check" {
+	: >"$BATS_TEST_TMPDIR/empty_known"
+	sed "s|$RIG/known_hosts|$BATS_TEST_TMPDIR/empty_known|" "$RIG/ssh_config" >"$BATS_TEST_TMPDIR/ssh_config"
+	run "$HVDRUN" --ssh-config "$BATS_TEST_TMPDIR/ssh_config" --ssh-host-key-checking yes -H node3 true
+	assert_failure 125
+	assert_output --regexp "host 'node3' is not in .*empty_known \(key SHA256:"
+	run "$HVDRUN" --ssh-config "$BATS_TEST_TMPDIR/ssh_config" --ssh-host-key-checking no -H node3 true
+	assert_success
+	[ ! -s "$BATS_TEST_TMPDIR/empty_known" ]
+}
+
+@test "a working directory missing on the remote host is an error naming both" {
+	mkdir -p "$RIG/hidden/job"
+	cd "$RIG/hidden/job"
+	run "$HVDRUN" "${SSH[@]}" -H node2 true
+	assert_failure 125
+	assert_line "[0]<stderr>:hvdrun: on node2: cannot use the working directory '$RIG/hidden/job': No such file or directory"
+	assert_line "hvdrun: rank 0 on node2 exited with code 125; stopping the job"
+}
+
+@test "a command missing on the remote host: 127, named" {
+	run -127 "$HVDRUN" "${SSH[@]}" -H node1 no-such-command-xyz
+	assert_failure 127
+	assert_line "[0]<stderr>:hvdrun: on node1: command not found: 'no-such-command-xyz'"
+}
+
+@test "--force-ssh starts even this machine's workers over SSH" {
+	# libssh matches later Host lines against the HostName set so far:
+	# the alias's HostName comes last, as in the rig's own config.
+	{ sed 's/^Host node\*$/Host node* localhost/' "$RIG/ssh_config"
+	  echo "Host localhost"; echo "  HostName 127.0.0.3"; } >"$BATS_TEST_TMPDIR/ssh_config"
+	run "$HVDRUN" --ssh-config "$BATS_TEST_TMPDIR/ssh_config" --force-ssh -H localhost:2 hostname
+	assert_success
+	assert_line "[0]<stdout>:node2"
+	assert_line "[1]<stdout>:node2"
+	run "$HVDRUN" --ssh-config "$BATS_TEST_TMPDIR/ssh_config" -H localhost:1 hostname
+	assert_line "[0]<stdout>:$(hostname)"
+}
+
+@test "local and remote workers in one job" {
+	run "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 hostname
+	assert_success
+	assert_line "[0]<stdout>:$(hostname)"
+	assert_line "[1]<stdout>:node1"
+}
+
+@test "output of remote workers: whole prefixed lines, last line kept" {
+	run --separate-stderr "$HVDRUN" "${SSH[@]}" -H node1:2,node2:2 "$WORKERS/chatter.sh"
+	assert_success
+	[ "${#lines[@]}" -eq 24 ]
+	assert_line "[3]<stdout>:rank3-line5-end"
+	assert_line "[2]<stdout>:no newline at the end"
+	[ "$(grep -c '^\[[0-3]\]<stderr>:err[1-5]$' <<<"$stderr")" -eq 20 ]
+}
