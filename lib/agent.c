@@ -212,9 +212,10 @@ static int supervise_worker(pid_t pid, struct hl_buf *b, int sfd)
 			if (n > 0) {
 				hl_buf_append(b, chunk, (size_t)n);
 			} else if (n == 0 || errno != EINTR) {
-				/* hvdrun is gone: end the worker. */
-				pf[0].fd = -1;
+				/* hvdrun is gone: end the worker and its
+				 * children, and go; nobody waits for a status. */
 				end_family(pid, SIGTERM);
+				return W_EXITCODE(125, 0);
 			}
 		}
 		if (pf[1].revents)

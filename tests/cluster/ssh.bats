@@ -27,6 +27,19 @@ setup() {
 	SSH=(--ssh-config "$RIG/ssh_config" -x PIDDIR)
 }
 
+# Every test ends with no agent left on any host (within 5 s).
+teardown() {
+	local i left
+	for i in $(seq 1 50); do
+		left=$(pgrep -f -- "^$HVDRUN --agent" || true)
+		[ -z "$left" ] && return 0
+		sleep 0.1
+	done
+	echo "agents left behind: $left"
+	kill $left
+	return 1
+}
+
 wait_gone() {
 	local i
 	for i in $(seq 1 60); do
