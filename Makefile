@@ -116,6 +116,7 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@tests/bench/launch
+	@tests/bench/launch-ssh
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \

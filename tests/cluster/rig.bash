@@ -98,5 +98,104 @@ rig_down() {
 		wait "$pid" 2>/dev/null
 	done <"$RIG/sshd.pids"
 	umount "$RIG/hidden" 2>/dev/null
+	if [ -f "$RIG/netns.tag" ]; then
+		local tag ns
+		tag=$(cat "$RIG/netns.tag")
+		# Deleting a namespace deletes its end of every veth pair.
+		for ns in $(ip netns list | awk '{print $1}' | grep "^$tag"); do
+			ip netns del "$ns"
+		done
+	fi
 	rm -rf "$RIG"
+}
+
+# rig_ns_up N: N namespace hosts ns1..nsN, each a network namespace with
+# eth0 (10.251.0.(10+k)/24) joined by veth to a bridge that lives in a
+# namespace of its own, and a client namespace (10.251.0.2) to run hvdrun
+# from: `rig_ns_exec CMD...`. ns1 and ns2 also have eth1 (10.252.k.1/24), a
+# veth into a namespace of its own: it routes to none of the other hosts. Each host runs an sshd in its own UTS
+# namespace; "Host nsK" entries are added to $RIG/ssh_config. These
+# addresses exist only inside the namespaces: talk to them from inside one.
+# Call after rig_up; rig_down tears everything down.
+rig_ns_up() {
+	local n=$1 k tag
+	tag=$(basename "$RIG" | tr -cd 'A-Za-z0-9' | tail -c 6)
+	RIG_NS=hvd$tag
+	export RIG_NS
+	echo "$RIG_NS" >"$RIG/netns.tag"
+	ip netns add "${RIG_NS}br"
+	ip -n "${RIG_NS}br" link add br0 type bridge
+	ip -n "${RIG_NS}br" link set br0 up
+	for k in c $(seq 1 "$n"); do
+		local ns=$RIG_NS$k addr
+		[ "$k" = c ] && addr=10.251.0.2 || addr=10.251.0.$((10 + k))
+		ip netns add "$ns"
+		ip -n "$ns" link set lo up
+		ip link add "v${RIG_NS}$k" type veth peer name "b${RIG_NS}$k"
+		ip link set "v${RIG_NS}$k" netns "$ns"
+		ip link set "b${RIG_NS}$k" netns "${RIG_NS}br"
+		ip -n "$ns" link set "v${RIG_NS}$k" name eth0
+		ip -n "$ns" addr add "$addr/24" dev eth0
+		ip -n "$ns" link set eth0 up
+		ip -n "${RIG_NS}br" link set "b${RIG_NS}$k" master br0
+		ip -n "${RIG_NS}br" link set "b${RIG_NS}$k" up
+		if [ "$k" = 1 ] || [ "$k" = 2 ]; then
+			# eth1 leads to a namespace of its own, and no further.
+			ip netns add "${RIG_NS}x$k"
+			ip link add "x${RIG_NS}$k" type veth peer name "y${RIG_NS}$k"
+			ip link set "x${RIG_NS}$k" netns "$ns"
+			ip link set "y${RIG_NS}$k" netns "${RIG_NS}x$k"
+			ip -n "$ns" link set "x${RIG_NS}$k" name eth1
+			ip -n "$ns" addr add "10.252.$k.1/24" dev eth1
+			ip -n "$ns" link set eth1 up
+			ip -n "${RIG_NS}x$k" addr add "10.252.$k.2/24" dev "y${RIG_NS}$k"
+			ip -n "${RIG_NS}x$k" link set "y${RIG_NS}$k" up
+		fi
+	done
+	{
+		echo "Host ns*"
+		echo "  Port $RIG_PORT"
+		echo "  User root"
+		echo "  IdentityFile $RIG/id_ed25519"
+		echo "  UserKnownHostsFile $RIG/known_hosts"
+		for k in $(seq 1 "$n"); do
+			echo "Host ns$k"
+			echo "  HostName 10.251.0.$((10 + k))"
+		done
+	} >>"$RIG/ssh_config"
+	for k in $(seq 1 "$n"); do
+		rig_start_ns_sshd "$k"
+	done
+	for k in $(seq 1 "$n"); do
+		rig_ns_wait_port "10.251.0.$((10 + k))" || return 1
+	done
+}
+
+rig_start_ns_sshd() {
+	local k=$1
+	ssh-keygen -q -t ed25519 -N '' -f "$RIG/ns_host_key$k" -C "ns$k" </dev/null
+	sed -e "s|^ListenAddress .*|ListenAddress 0.0.0.0:$RIG_PORT|" \
+		-e "s|^HostKey .*|HostKey $RIG/ns_host_key$k|" \
+		"$RIG/sshd_config1" >"$RIG/ns_sshd_config$k"
+	ip netns exec "$RIG_NS$k" unshare --uts --mount --propagation private sh -c \
+		"hostname ns$k && mount -t tmpfs none '$RIG/hidden' && exec /usr/sbin/sshd -D -e -f '$RIG/ns_sshd_config$k'" \
+		2>>"$RIG/ns_sshd$k.log" &
+	echo "ns$k $!" >>"$RIG/sshd.pids"
+}
+
+rig_ns_exec() {
+	ip netns exec "${RIG_NS}c" "$@"
+}
+
+rig_ns_wait_port() {
+	local t
+	for t in $(seq 1 100); do
+		if rig_ns_exec bash -c "exec 3<>/dev/tcp/$1/$RIG_PORT" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "sshd on $1:$RIG_PORT did not come up" >&2
+	cat "$RIG"/ns_sshd*.log >&2
+	return 1
 }

@@ -1,0 +1,66 @@
+#!/usr/bin/env bats
+# hvdrun across the rig's namespace hosts (rig.bash, rig_ns_up): real
+# network namespaces on a bridge, reached from the client namespace.
+bats_require_minimum_version 1.5.0
+load ../cli/helper
+load rig
+
+setup_file() {
+	[ "$(id -u)" -eq 0 ] || skip "the rig needs root (ip netns, unshare, sshd)"
+	rig_up 1
+	rig_ns_up 3
+	export RIG RIG_PORT RIG_NS
+}
+
+teardown_file() {
+	rig_down
+}
+
+setup() {
+	[ -n "${RIG_NS-}" ] || skip "no rig"
+	export PIDDIR=$BATS_TEST_TMPDIR/pids
+	mkdir -p "$PIDDIR"
+	unset SSH_AUTH_SOCK
+	export HOME=$BATS_TEST_TMPDIR
+	SSH=(--ssh-config "$RIG/ssh_config" -x PIDDIR)
+}
+
+@test "the rig: eth1 of ns1 and ns2 routes to no other host" {
+	run ip netns exec "${RIG_NS}3" timeout 3 bash -c "exec 3<>/dev/tcp/10.252.1.1/$RIG_PORT"
+	assert_failure
+	run ip netns exec "${RIG_NS}2" timeout 3 bash -c "exec 3<>/dev/tcp/10.252.1.1/$RIG_PORT"
+	assert_failure
+	run ip netns exec "${RIG_NS}3" timeout 3 bash -c "exec 3<>/dev/tcp/10.251.0.11/$RIG_PORT"
+	assert_success
+}
+
+@test "a job across namespace hosts, from the client namespace" {
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2,ns3:1 sh -c \
+		'echo "$(hostname) $HOROVOD_RANK $HOROVOD_LOCAL_RANK $HOROVOD_CROSS_RANK/$HOROVOD_CROSS_SIZE $MASTER_ADDR"'
+	assert_success
+	assert_line "[0]<stdout>:ns1 0 0 0/3 ns1"
+	assert_line "[3]<stdout>:ns2 3 1 1/2 ns1"
+	assert_line "[4]<stdout>:ns3 4 0 2/3 ns1"
+}
+
+@test "a failure on a namespace host ends the job; nothing is left" {
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:1,ns2:1,ns3:1 "$WORKERS/fail.sh" 2 4
+	assert_failure 4
+	assert_line "hvdrun: rank 2 on ns3 exited with code 4; stopping the job"
+	assert_no_leftovers
+}
+
+@test "hvdrun killed in the client namespace: the workers end" {
+	# ip netns exec execs: $! is hvdrun itself.
+	ip netns exec "${RIG_NS}c" "$HVDRUN" "${SSH[@]}" -H ns1:1,ns2:1,ns3:1 \
+		"$WORKERS/family.sh" >/dev/null 2>&1 &
+	local pid=$! i
+	wait_pids 9
+	kill -KILL $pid
+	wait $pid || true
+	for i in $(seq 1 60); do
+		assert_no_leftovers >/dev/null && break
+		sleep 0.1
+	done
+	assert_no_leftovers
+}
