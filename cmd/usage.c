@@ -14,6 +14,12 @@ void cmd_usage(void)
 	      "  --hostfile FILE            lines of 'host slots=N'\n"
 	      "  --config-file FILE         read options from an INI file (hvdrun.ini(5))\n"
 	      "  -x VAR[=VALUE]             set or forward an environment variable\n"
+	      "SSH (hosts that are not this machine):\n"
+	      "  -p, --ssh-port PORT  -i, --ssh-identity-file FILE\n"
+	      "  --ssh-config FILE          like ssh -F (default ~/.ssh/config)\n"
+	      "  --ssh-host-key-checking yes|accept-new|no  (default accept-new)\n"
+	      "  --force-ssh                SSH even to this machine\n"
+	      "  --ssh-concurrency N        connections opened at once (default 64)\n"
 	      "Output:\n"
 	      "  --output-filename DIR      also write DIR/rank.N/stdout and stderr\n"
 	      "  --prefix-output-with-timestamp\n"
@@ -30,7 +36,8 @@ void cmd_usage(void)
 	      "  -h, --help  --version\n"
 	      "\n"
 	      "Exit status: the first failing worker's code (128+N for signal N),\n"
-	      "2 for bad usage, 125 if the job could not start, 126/127 if the\n"
-	      "command cannot be executed / was not found. See hvdrun(1).\n",
+	      "2 for bad usage, 125 if the job could not start (a host down, a key\n"
+	      "refused), 126/127 if the command cannot be executed / was not\n"
+	      "found. See hvdrun(1).\n",
 	      stdout);
 }
