@@ -84,6 +84,11 @@ $(B)/tests/%: $(B)/obj/tests/unit/%.o $(LIB_OBJ) $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS)
 
+# hvdrun itself under the sanitizers, for the CLI and cluster tests.
+$(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS)
+
 $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(LIB_SRC) $(CORE_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS)
@@ -106,7 +111,7 @@ deps:
 	else echo "all dependencies are installed"; fi
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(SAN_BIN)
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun
 	@tests/run
 
 demo: deps

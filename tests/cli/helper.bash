@@ -4,7 +4,7 @@ load /usr/lib/bats/bats-support/load
 load /usr/lib/bats/bats-assert/load
 
 ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-HVDRUN=$ROOT/build/bin/hvdrun
+HVDRUN=${HVDRUN_BIN:-$ROOT/build/bin/hvdrun}
 HELLO=$ROOT/build/examples/hello
 WORKERS=$ROOT/tests/cli/workers
 
