@@ -6,14 +6,15 @@
 
 #include "internal.h"
 
-struct hvd__state hvd__g = {
-	.rank = -1,
-	.size = -1,
-	.local_rank = -1,
-	.local_size = -1,
-	.cross_rank = -1,
-	.cross_size = -1,
-};
+/* Before hvd_init() and after hvd_shutdown(). */
+#define FRESH_STATE                                                            \
+	{                                                                      \
+		.rank = -1, .size = -1, .local_rank = -1, .local_size = -1,    \
+		.cross_rank = -1, .cross_size = -1,                            \
+	}
+
+static const struct hvd__state fresh_state = FRESH_STATE;
+struct hvd__state hvd__g = FRESH_STATE;
 
 int hvd__env_int(const char *name, long def, long min, long max, long *out)
 {
@@ -95,16 +96,7 @@ HVD_EXPORT int hvd_init(void)
 
 HVD_EXPORT void hvd_shutdown(void)
 {
-	struct hvd__state fresh = {
-		.rank = -1,
-		.size = -1,
-		.local_rank = -1,
-		.local_size = -1,
-		.cross_rank = -1,
-		.cross_size = -1,
-	};
-
-	hvd__g = fresh;
+	hvd__g = fresh_state;
 }
 
 HVD_EXPORT int hvd_initialized(void)

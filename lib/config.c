@@ -24,6 +24,7 @@ struct cfg_ctx {
 	char *cause;
 	int rc;
 	int err_line; /* the line of the first error */
+	char *where;  /* "FILE:LINE: " of the line being read */
 	char *buf;
 	size_t cap;
 };
@@ -34,16 +35,23 @@ static int cfg_error(struct cfg_ctx *c, int code, const char *fmt, ...)
 static int cfg_error(struct cfg_ctx *c, int code, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg = NULL;
 
 	if (c->rc != HL_OK)
 		return 0; /* keep the first error */
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	c->cause = hl_vasprintf(fmt, ap);
 	va_end(ap);
-	c->cause = msg;
 	c->rc = code;
+	c->err_line = c->lineno;
+	return 0;
+}
+
+/* An inih handler's answer for a setter's result (its cause is set). */
+static int cfg_result(struct cfg_ctx *c, int rc)
+{
+	if (rc == HL_OK)
+		return 1;
+	c->rc = rc;
 	c->err_line = c->lineno;
 	return 0;
 }
@@ -94,6 +102,12 @@ static char *cfg_reader(char *str, int num, void *stream)
 	if (len < 0)
 		return NULL;
 	c->lineno++;
+	free(c->where);
+	c->where = hl_asprintf("%s:%d: ", c->path, c->lineno);
+	if (c->where == NULL) {
+		cfg_error(c, HL_ENOMEM, "out of memory");
+		return NULL;
+	}
 	if (memchr(c->buf, '\0', (size_t)len) != NULL) {
 		cfg_error(c, HL_EINVAL, "%s:%d: NUL byte in line", c->path,
 			  c->lineno);
@@ -120,9 +134,7 @@ static char *cfg_reader(char *str, int num, void *stream)
 
 static int handle_env(struct cfg_ctx *c, const char *name, const char *value)
 {
-	char *where = NULL;
 	size_t i;
-	int rc;
 
 	for (i = 0; i < c->env_names.n; i++)
 		if (strcmp(c->env_names.v[i], name) == 0)
@@ -131,25 +143,15 @@ static int handle_env(struct cfg_ctx *c, const char *name, const char *value)
 					 c->path, c->lineno, name);
 	if (hl_strvec_push(&c->env_names, name) != HL_OK)
 		return cfg_error(c, HL_ENOMEM, "out of memory");
-	where = hl_asprintf("%s:%d: ", c->path, c->lineno);
-	if (where == NULL)
-		return cfg_error(c, HL_ENOMEM, "out of memory");
-	rc = hl_opts_add_env_pair(c->opts, name, value, where, &c->cause);
-	free(where);
-	if (rc != HL_OK) {
-		c->rc = rc;
-		c->err_line = c->lineno;
-		return 0;
-	}
-	return 1;
+	return cfg_result(c, hl_opts_add_env_pair(c->opts, name, value,
+						  c->where, &c->cause));
 }
 
 static int cfg_handler(void *user, const char *section, const char *name,
 		       const char *value)
 {
 	struct cfg_ctx *c = user;
-	char *where;
-	int k, rc;
+	int k;
 
 	if (c->rc != HL_OK)
 		return 0;
@@ -170,18 +172,8 @@ static int cfg_handler(void *user, const char *section, const char *name,
 			"%s:%d: '%s' in [%s] is set twice (first at line %d)",
 			c->path, c->lineno, name, section, c->first_line[k]);
 	c->first_line[k] = c->lineno;
-	where = hl_asprintf("%s:%d: ", c->path, c->lineno);
-	if (where == NULL)
-		return cfg_error(c, HL_ENOMEM, "out of memory");
-	rc = hl_opts_set(c->opts, (enum hl_key)k, value, where, c->dir,
-			 &c->cause);
-	free(where);
-	if (rc != HL_OK) {
-		c->rc = rc;
-		c->err_line = c->lineno;
-		return 0;
-	}
-	return 1;
+	return cfg_result(c, hl_opts_set(c->opts, (enum hl_key)k, value,
+					 c->where, c->dir, &c->cause));
 }
 
 /* The text of line n, for inih's syntax errors. */
@@ -248,6 +240,7 @@ int hl_config_load(const char *path, struct hl_opts *o, char **cause)
 			      path);
 	}
 out_close:
+	free(c.where);
 	free(c.cause);
 	free(c.buf);
 	free(c.dir);

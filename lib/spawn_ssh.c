@@ -77,11 +77,10 @@ static void host_fail(struct ssh_host *h, const char *fmt, ...)
 static void host_fail(struct ssh_host *h, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg = NULL;
+	char *msg;
 
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	msg = hl_vasprintf(fmt, ap);
 	va_end(ap);
 	pthread_mutex_lock(&h->g->lock);
 	if (!h->failed) {

@@ -13,19 +13,25 @@
 #include <time.h>
 #include <unistd.h>
 
+char *hl_vasprintf(const char *fmt, va_list ap)
+{
+	char *s = NULL;
+
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	return s;
+}
+
 int hl_fail(char **cause, int code, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg = NULL;
 
 	if (cause == NULL)
 		return code;
-	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
-	va_end(ap);
 	free(*cause);
-	*cause = msg;
+	va_start(ap, fmt);
+	*cause = hl_vasprintf(fmt, ap);
+	va_end(ap);
 	return code;
 }
 
@@ -135,11 +141,10 @@ int hl_strvec_push(struct hl_strvec *sv, const char *s)
 int hl_strvec_pushf(struct hl_strvec *sv, const char *fmt, ...)
 {
 	va_list ap;
-	char *s = NULL;
+	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	s = hl_vasprintf(fmt, ap);
 	va_end(ap);
 	return hl_strvec_push_owned(sv, s);
 }
@@ -157,11 +162,10 @@ char *hl_strndup(const char *s, size_t n)
 char *hl_asprintf(const char *fmt, ...)
 {
 	va_list ap;
-	char *s = NULL;
+	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	s = hl_vasprintf(fmt, ap);
 	va_end(ap);
 	return s;
 }

@@ -4,6 +4,7 @@
 #ifndef HL_UTIL_H
 #define HL_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -46,6 +47,8 @@ int hl_strvec_push_owned(struct hl_strvec *sv, char *s);
 int hl_strvec_pushf(struct hl_strvec *sv, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+char *hl_vasprintf(const char *fmt, va_list ap)
+	__attribute__((format(printf, 1, 0)));
 char *hl_strdup(const char *s);
 char *hl_strndup(const char *s, size_t n);
 char *hl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -4,7 +4,9 @@
 #define TAP_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int tap_n, tap_failed, tap_case_failed;
 
@@ -52,6 +54,21 @@ static inline void tap_run(const char *name, void (*fn)(void))
 }
 
 #define RUN(fn) tap_run(#fn, fn)
+
+/* A temporary file holding text; the caller unlinks and frees it. */
+static inline char *tap_write_tmp(const char *text)
+{
+	char *path = strdup("/tmp/hvdrun-test-XXXXXX");
+	int fd = path ? mkstemp(path) : -1;
+	size_t len = strlen(text);
+
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		CHECK(write(fd, text, len) == (ssize_t)len);
+		close(fd);
+	}
+	return path;
+}
 
 static inline int tap_done(void)
 {

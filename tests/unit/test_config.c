@@ -7,18 +7,6 @@
 #include "env.h"
 #include "tap.h"
 
-static char *write_tmp(const char *text)
-{
-	char *path = hl_strdup("/tmp/hvdrun-cfg-XXXXXX");
-	int fd = mkstemp(path);
-	size_t len = strlen(text);
-
-	CHECK(fd >= 0);
-	CHECK(write(fd, text, len) == (ssize_t)len);
-	close(fd);
-	return path;
-}
-
 static void test_set_values(void)
 {
 	struct hl_opts o;
@@ -146,25 +134,25 @@ static void test_export(void)
 
 static void test_config_valid(void)
 {
-	char *path =
-		write_tmp("; hvdrun config\n"
-			  "[job]\n"
-			  "np = 4\n"
-			  "  hostfile = hosts.txt   ; relative to this file\n"
-			  "verbose = yes\n"
-			  "[env]\n"
-			  "NCCL_DEBUG = INFO\n"
-			  "EMPTY =\n"
-			  "[tuning]\n"
-			  "fusion_threshold_mb=32\n"
-			  "cycle_time_ms : 2\n"
-			  "[stall_check]\n"
-			  "enabled = false\n"
-			  "[ssh]\n"
-			  "port = 2222\n"
-			  "host_key_checking = no\n"
-			  "[job]\n"
-			  "start_timeout = 10\n");
+	char *path = tap_write_tmp(
+		"; hvdrun config\n"
+		"[job]\n"
+		"np = 4\n"
+		"  hostfile = hosts.txt   ; relative to this file\n"
+		"verbose = yes\n"
+		"[env]\n"
+		"NCCL_DEBUG = INFO\n"
+		"EMPTY =\n"
+		"[tuning]\n"
+		"fusion_threshold_mb=32\n"
+		"cycle_time_ms : 2\n"
+		"[stall_check]\n"
+		"enabled = false\n"
+		"[ssh]\n"
+		"port = 2222\n"
+		"host_key_checking = no\n"
+		"[job]\n"
+		"start_timeout = 10\n");
 	struct hl_opts o;
 	char *cause = NULL;
 
@@ -225,7 +213,7 @@ static void test_config_malformed(void)
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *path = write_tmp(bad[i].text);
+		char *path = tap_write_tmp(bad[i].text);
 		struct hl_opts o;
 		char *cause = NULL;
 
@@ -244,7 +232,7 @@ static void test_config_malformed(void)
 	longline[sizeof(longline) - 2] = '\n';
 	longline[sizeof(longline) - 1] = '\0';
 	{
-		char *path = write_tmp(longline);
+		char *path = tap_write_tmp(longline);
 		struct hl_opts o;
 		char *cause = NULL;
 

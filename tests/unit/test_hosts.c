@@ -105,26 +105,14 @@ static void test_list_malformed(void)
 	}
 }
 
-static char *write_tmp(const char *text)
-{
-	char *path = hl_strdup("/tmp/hvdrun-test-XXXXXX");
-	int fd = mkstemp(path);
-	size_t len = strlen(text);
-
-	CHECK(fd >= 0);
-	CHECK(write(fd, text, len) == (ssize_t)len);
-	close(fd);
-	return path;
-}
-
 static void test_hostfile_valid(void)
 {
-	char *path = write_tmp("# the cluster\n"
-			       "\n"
-			       "server1 slots=4   # four GPUs\n"
-			       "  server2\tslots=2 max_slots=8\r\n"
-			       "bob@server3 slots=1 port=2222\n"
-			       "server4 user=carol\n");
+	char *path = tap_write_tmp("# the cluster\n"
+				   "\n"
+				   "server1 slots=4   # four GPUs\n"
+				   "  server2\tslots=2 max_slots=8\r\n"
+				   "bob@server3 slots=1 port=2222\n"
+				   "server4 user=carol\n");
 	struct hl_hostlist hl;
 	char *cause = NULL;
 
@@ -168,7 +156,7 @@ static void test_hostfile_malformed(void)
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *path = write_tmp(bad[i].text);
+		char *path = tap_write_tmp(bad[i].text);
 		struct hl_hostlist hl;
 		char *cause = NULL;
 
