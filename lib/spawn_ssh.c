@@ -177,20 +177,25 @@ static int set_options(struct ssh_host *h)
 	int nodelay = 1, port = host->port ? host->port : o->port;
 	const char *user = host->user ? host->user : o->user;
 
-	/* What the user set explicitly wins over the SSH config files. */
-	if (ssh_options_set(h->s, SSH_OPTIONS_HOST, host->name) < 0 ||
-	    (port && ssh_options_set(h->s, SSH_OPTIONS_PORT, &port) < 0) ||
-	    (user && ssh_options_set(h->s, SSH_OPTIONS_USER, user) < 0) ||
-	    (o->identity &&
-	     ssh_options_set(h->s, SSH_OPTIONS_IDENTITY, o->identity) < 0) ||
-	    ssh_options_set(h->s, SSH_OPTIONS_TIMEOUT, &timeout) < 0 ||
-	    ssh_options_set(h->s, SSH_OPTIONS_NODELAY, &nodelay) < 0) {
+	/* The host first (the config's Host lines match it), then the
+	 * config, then what the user set explicitly, which wins: libssh's
+	 * config parser overrides options set before it. */
+	if (ssh_options_set(h->s, SSH_OPTIONS_HOST, host->name) < 0) {
 		host_fail(h, "host '%s': %s", host->name, ssh_get_error(h->s));
 		return -1;
 	}
 	if (ssh_options_parse_config(h->s, o->config_file) < 0) {
 		host_fail(h, "host '%s': cannot read the SSH config %s",
 			  host->name, o->config_file ? o->config_file : "");
+		return -1;
+	}
+	if ((port && ssh_options_set(h->s, SSH_OPTIONS_PORT, &port) < 0) ||
+	    (user && ssh_options_set(h->s, SSH_OPTIONS_USER, user) < 0) ||
+	    (o->identity &&
+	     ssh_options_set(h->s, SSH_OPTIONS_IDENTITY, o->identity) < 0) ||
+	    ssh_options_set(h->s, SSH_OPTIONS_TIMEOUT, &timeout) < 0 ||
+	    ssh_options_set(h->s, SSH_OPTIONS_NODELAY, &nodelay) < 0) {
+		host_fail(h, "host '%s': %s", host->name, ssh_get_error(h->s));
 		return -1;
 	}
 	return 0;

@@ -195,6 +195,21 @@ wait_gone() {
 	assert_output "[0]<stdout>:node1"
 }
 
+@test "-p, a hostfile's port= and user@ win over the SSH config" {
+	run "$HVDRUN" "${SSH[@]}" -p 9 -H node1 true
+	assert_failure 125
+	assert_output --regexp "cannot connect to host 'node1': .*(refused|Connection)"
+	printf 'node1 port=9\n' >"$BATS_TEST_TMPDIR/hosts"
+	run "$HVDRUN" "${SSH[@]}" --hostfile "$BATS_TEST_TMPDIR/hosts" true
+	assert_failure 125
+	assert_output --partial "cannot connect to host 'node1'"
+	# The hostfile's port wins over -p.
+	printf 'node1 port=%s\n' "$RIG_PORT" >"$BATS_TEST_TMPDIR/hosts"
+	run "$HVDRUN" "${SSH[@]}" -p 9 --hostfile "$BATS_TEST_TMPDIR/hosts" hostname
+	assert_success
+	assert_output "[0]<stdout>:node1"
+}
+
 @test "an unknown user is refused" {
 	run "$HVDRUN" "${SSH[@]}" -H nosuchuser@node2 true
 	assert_failure 125
