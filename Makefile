@@ -50,7 +50,7 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 
 all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN)
 
-inc_for = $(if $(filter core/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(if $(filter lib/%,$(1)),$(LIB_INC),$(if $(filter cmd/%,$(1)),$(CMD_INC),$(LIB_INC) -Itests/unit)))
+inc_for = $(if $(filter core/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(if $(filter lib/%,$(1)),$(LIB_INC),$(if $(filter cmd/%,$(1)),$(CMD_INC),$(LIB_INC) -Icore -Itests/unit)))
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -82,7 +82,7 @@ $(B)/examples/%: examples/%.c $(B)/lib/libhvd.so
 
 $(B)/tests/%: $(B)/obj/tests/unit/%.o $(LIB_OBJ) $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS)
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lm
 
 # hvdrun itself under the sanitizers, for the CLI and cluster tests.
 $(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
@@ -91,7 +91,7 @@ $(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
 
 $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(LIB_SRC) $(CORE_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS)
+	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS) -lm
 
 # Debian packages the build, the tests and the benchmarks need.
 DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libopenmpi-dev \

@@ -143,6 +143,9 @@ HVD_EXPORT const char *hvd_strerror(int err)
 		[-HVD_ENOTINIT] = "libhvd is not initialised (call hvd_init)",
 		[-HVD_EALREADY] = "libhvd is already initialised",
 		[-HVD_ESYS] = "system call failed",
+		[-HVD_ECONN] = "a peer closed its connection or died",
+		[-HVD_ETIMEDOUT] = "a peer did not answer in time",
+		[-HVD_EPROTO] = "a peer sent something unexpected",
 	};
 
 	if (err > 0 || -err >= (int)(sizeof(names) / sizeof(names[0])) ||

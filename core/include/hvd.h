@@ -23,12 +23,30 @@ extern "C" {
 
 enum hvd_error {
 	HVD_OK = 0,
-	HVD_EINVAL = -1,   /* a bad argument or environment value */
-	HVD_ENOMEM = -2,   /* out of memory */
-	HVD_ENOTINIT = -3, /* hvd_init() has not succeeded */
-	HVD_EALREADY = -4, /* hvd_init() was already called */
-	HVD_ESYS = -5,	   /* a system call failed */
+	HVD_EINVAL = -1,    /* a bad argument or environment value */
+	HVD_ENOMEM = -2,    /* out of memory */
+	HVD_ENOTINIT = -3,  /* hvd_init() has not succeeded */
+	HVD_EALREADY = -4,  /* hvd_init() was already called */
+	HVD_ESYS = -5,	    /* a system call failed */
+	HVD_ECONN = -6,	    /* a peer closed its connection or died */
+	HVD_ETIMEDOUT = -7, /* a peer did not answer in time */
+	HVD_EPROTO = -8,    /* a peer sent something unexpected */
 };
+
+/* Element types and reduction operations of the collectives. float16 and
+ * bfloat16 are reduced in float32. */
+enum hvd_dtype {
+	HVD_UINT8,
+	HVD_INT8,
+	HVD_INT32,
+	HVD_INT64,
+	HVD_FLOAT16,
+	HVD_BFLOAT16,
+	HVD_FLOAT32,
+	HVD_FLOAT64
+};
+
+enum hvd_op { HVD_SUM, HVD_AVERAGE, HVD_MIN, HVD_MAX, HVD_PRODUCT };
 
 /* Read the rank environment set by hvdrun and start libhvd. Without it,
  * the process runs as the only rank of a job of size 1. */

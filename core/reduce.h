@@ -1,0 +1,30 @@
+/* reduce.h: element-wise reduction kernels for every dtype and op.
+ * float16 and bfloat16 are reduced in float32 and rounded back (to
+ * nearest, ties to even). AVERAGE reduces as SUM; the caller divides
+ * once at the end with hvd__scale(). */
+#ifndef HVD_REDUCE_H
+#define HVD_REDUCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hvd.h"
+
+size_t hvd__dtype_size(enum hvd_dtype t);
+bool hvd__dtype_valid(int t);
+bool hvd__op_valid(int op);
+const char *hvd__dtype_name(enum hvd_dtype t);
+
+/* dst[i] = op(dst[i], src[i]) for i < n. */
+void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
+		 enum hvd_op op);
+/* buf[i] /= divisor (integers: truncating division). */
+void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor);
+
+float hvd__half_to_float(uint16_t h);
+uint16_t hvd__float_to_half(float f);
+float hvd__bf16_to_float(uint16_t b);
+uint16_t hvd__float_to_bf16(float f);
+
+#endif

@@ -1,0 +1,164 @@
+/* ring.c: the ring algorithms, explained in ring.h. */
+#include "ring.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce.h"
+
+#define BCAST_SEGMENT (256 * 1024)
+
+/* Chunk i of count elements split in n: sizes differ by at most one. */
+static void chunk(size_t count, int n, int i, size_t *start, size_t *len)
+{
+	size_t base = count / (size_t)n, extra = count % (size_t)n;
+	size_t ui = (size_t)i;
+
+	*start = ui * base + (ui < extra ? ui : extra);
+	*len = base + (ui < extra ? 1 : 0);
+}
+
+struct reduce_arg {
+	char *dst;	 /* where the received elements are reduced into */
+	const char *src; /* the receive buffer */
+	size_t esize;
+	size_t done; /* bytes already reduced */
+	enum hvd_dtype t;
+	enum hvd_op op;
+};
+
+/* Reduce every whole element that has arrived. */
+static void reduce_progress(void *arg, size_t received)
+{
+	struct reduce_arg *a = arg;
+	size_t upto = received - received % a->esize;
+
+	if (upto > a->done) {
+		hvd__reduce(a->dst + a->done, a->src + a->done,
+			    (upto - a->done) / a->esize, a->t, a->op);
+		a->done = upto;
+	}
+}
+
+static int mod(int a, int n)
+{
+	return ((a % n) + n) % n;
+}
+
+int hvd__ring_allreduce(const struct hvd__comm *c, void *buf, size_t count,
+			enum hvd_dtype t, enum hvd_op op)
+{
+	size_t esize = hvd__dtype_size(t), maxlen, st, ln, sst, sln;
+	int n = c->size, right = mod(c->rank + 1, n),
+	    left = mod(c->rank - 1, n);
+	char *b = buf, *tmp;
+	int s, rc = HVD_OK;
+
+	if (n == 1 || count == 0)
+		return HVD_OK;
+	chunk(count, n, 0, &st, &maxlen);
+	tmp = malloc(maxlen * esize + 1);
+	if (tmp == NULL)
+		return HVD_ENOMEM;
+	for (s = 0; s < n - 1 && rc == HVD_OK; s++) {
+		struct reduce_arg a = {0};
+
+		chunk(count, n, mod(c->rank - s, n), &sst, &sln);
+		chunk(count, n, mod(c->rank - s - 1, n), &st, &ln);
+		a.dst = b + st * esize;
+		a.src = tmp;
+		a.esize = esize;
+		a.t = t;
+		a.op = op;
+		rc = c->ops->sendrecv(c->t, right, b + sst * esize, sln * esize,
+				      left, tmp, ln * esize, reduce_progress,
+				      &a);
+	}
+	/* This rank's complete chunk: average it once, then pass it on. */
+	chunk(count, n, mod(c->rank + 1, n), &st, &ln);
+	if (rc == HVD_OK && op == HVD_AVERAGE)
+		hvd__divide(b + st * esize, ln, t, n);
+	for (s = 0; s < n - 1 && rc == HVD_OK; s++) {
+		chunk(count, n, mod(c->rank + 1 - s, n), &sst, &sln);
+		chunk(count, n, mod(c->rank - s, n), &st, &ln);
+		rc = c->ops->sendrecv(c->t, right, b + sst * esize, sln * esize,
+				      left, b + st * esize, ln * esize, NULL,
+				      NULL);
+	}
+	free(tmp);
+	return rc;
+}
+
+int hvd__ring_broadcast(const struct hvd__comm *c, void *buf, size_t len,
+			int root)
+{
+	int n = c->size, pos = mod(c->rank - root, n);
+	int next = mod(c->rank + 1, n), prev = mod(c->rank - 1, n);
+	size_t nseg = (len + BCAST_SEGMENT - 1) / BCAST_SEGMENT, k;
+	char *b = buf;
+	int rc = HVD_OK;
+
+	if (n == 1 || len == 0)
+		return HVD_OK;
+	/* Step k: receive segment k, forward segment k-1 (chain: the last
+	 * rank forwards nothing, the root receives nothing). */
+	for (k = 0; k <= nseg && rc == HVD_OK; k++) {
+		size_t soff = (k - 1) * BCAST_SEGMENT, roff = k * BCAST_SEGMENT;
+		size_t slen = 0, rlen = 0;
+
+		if (k >= 1 && pos != n - 1)
+			slen = len - soff < BCAST_SEGMENT ? len - soff
+							  : BCAST_SEGMENT;
+		if (k < nseg && pos != 0)
+			rlen = len - roff < BCAST_SEGMENT ? len - roff
+							  : BCAST_SEGMENT;
+		if (slen == 0 && rlen == 0)
+			continue;
+		rc = c->ops->sendrecv(c->t, next, b + (slen ? soff : 0), slen,
+				      prev, b + (rlen ? roff : 0), rlen, NULL,
+				      NULL);
+	}
+	return rc;
+}
+
+int hvd__ring_allgatherv(const struct hvd__comm *c, void *out,
+			 const size_t *len)
+{
+	int n = c->size, right = mod(c->rank + 1, n),
+	    left = mod(c->rank - 1, n);
+	size_t *off;
+	char *o = out;
+	int s, r, rc = HVD_OK;
+
+	if (n == 1)
+		return HVD_OK;
+	off = malloc((size_t)n * sizeof(*off));
+	if (off == NULL)
+		return HVD_ENOMEM;
+	off[0] = 0;
+	for (r = 1; r < n; r++)
+		off[r] = off[r - 1] + len[r - 1];
+	for (s = 0; s < n - 1 && rc == HVD_OK; s++) {
+		int sb = mod(c->rank - s, n), rb = mod(c->rank - s - 1, n);
+
+		rc = c->ops->sendrecv(c->t, right, o + off[sb], len[sb], left,
+				      o + off[rb], len[rb], NULL, NULL);
+	}
+	free(off);
+	return rc;
+}
+
+int hvd__ring_barrier(const struct hvd__comm *c)
+{
+	/* One byte per chunk: every step moves a byte, so no rank leaves
+	 * before every rank has entered. */
+	uint8_t *b = calloc((size_t)c->size, 1);
+	int rc;
+
+	if (b == NULL)
+		return HVD_ENOMEM;
+	rc = hvd__ring_allreduce(c, b, (size_t)c->size, HVD_UINT8, HVD_MAX);
+	free(b);
+	return rc;
+}

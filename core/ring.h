@@ -1,0 +1,41 @@
+/* ring.h: bandwidth-optimal collectives over any transport (transport.h).
+ *
+ * Allreduce is a ring reduce-scatter followed by a ring allgather. The
+ * buffer is cut into `size` chunks. In step s of the reduce-scatter, each
+ * rank sends chunk (rank - s) to its right neighbour and receives chunk
+ * (rank - s - 1) from its left one, reducing it into its own copy as the
+ * bytes arrive (the transport reports progress, so reducing overlaps the
+ * transfer of the rest). After size-1 steps, rank r holds the complete
+ * chunk (r + 1); the allgather passes the complete chunks around the ring
+ * in size-1 more steps. Each rank sends and receives 2(N-1)/N of the
+ * buffer, the lower bound.
+ *
+ * Broadcast is a pipelined chain from the root: the buffer is cut into
+ * segments, and in each step every rank forwards the segment it received
+ * in the step before while receiving the next one, so the chain streams.
+ *
+ * Allgather (each rank's block may have a different size) passes the
+ * blocks around the ring: N-1 steps, each rank sends and receives every
+ * block but its own once. */
+#ifndef HVD_RING_H
+#define HVD_RING_H
+
+#include <stddef.h>
+
+#include "hvd.h"
+#include "transport.h"
+
+/* buf (count elements) becomes op of every rank's buf, in place. */
+int hvd__ring_allreduce(const struct hvd__comm *c, void *buf, size_t count,
+			enum hvd_dtype t, enum hvd_op op);
+/* root's buf (len bytes) is copied to every rank's buf. */
+int hvd__ring_broadcast(const struct hvd__comm *c, void *buf, size_t len,
+			int root);
+/* out gets every rank's block in rank order: rank r's len[r] bytes at
+ * offset sum(len[0..r-1]). This rank's block must already be in place. */
+int hvd__ring_allgatherv(const struct hvd__comm *c, void *out,
+			 const size_t *len);
+/* Returns when every rank has called it. */
+int hvd__ring_barrier(const struct hvd__comm *c);
+
+#endif

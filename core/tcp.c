@@ -1,0 +1,308 @@
+/* tcp.c: see tcp.h. */
+#include "tcp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define SOCKBUF (4 << 20)
+#define PROGRESS_STEP (64 * 1024) /* report received bytes this often */
+
+struct hvd__tcp {
+	int listen_fd;
+	int rank, size;
+	int *fd; /* fd[r]: the connection to rank r, -1 for self */
+	int timeout_ms;
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void tune(int fd)
+{
+	int one = 1, buf = SOCKBUF;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,
+		 size_t addr_len)
+{
+	struct hvd__tcp *t = calloc(1, sizeof(*t));
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	char ip[INET_ADDRSTRLEN];
+
+	*out = NULL;
+	if (t == NULL)
+		return HVD_ENOMEM;
+	t->timeout_ms = 30000;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	if (bind_addr == NULL)
+		sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	else if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
+		free(t);
+		return HVD_EINVAL;
+	}
+	t->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (t->listen_fd < 0 ||
+	    bind(t->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(t->listen_fd, 1024) != 0 ||
+	    getsockname(t->listen_fd, (struct sockaddr *)&sa, &sl) != 0) {
+		hvd__error("cannot listen: %s", strerror(errno));
+		if (t->listen_fd >= 0)
+			close(t->listen_fd);
+		free(t);
+		return HVD_ESYS;
+	}
+	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+	snprintf(addr_out, addr_len, "%s:%d", ip, ntohs(sa.sin_port));
+	*out = t;
+	return HVD_OK;
+}
+
+void hvd__tcp_set_timeout(struct hvd__tcp *t, int timeout_ms)
+{
+	t->timeout_ms = timeout_ms;
+}
+
+/* Blocking-style full transfer on a non-blocking fd, until deadline. */
+static int xfer(int fd, void *buf, size_t len, bool sending, long long deadline)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL)
+				    : recv(fd, p, len, 0);
+		struct pollfd pf = {fd, sending ? POLLOUT : POLLIN, 0};
+		long long left;
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return HVD_ECONN;
+		if (errno != EAGAIN && errno != EINTR)
+			return HVD_ECONN;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return HVD_ETIMEDOUT;
+		poll(&pf, 1, (int)left);
+	}
+	return HVD_OK;
+}
+
+static int connect_to(const char *addr, long long deadline)
+{
+	char host[64];
+	const char *colon = strrchr(addr, ':');
+	struct sockaddr_in sa;
+	int fd;
+
+	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
+		return -1;
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return -1;
+	/* The peer may not listen yet: retry until the deadline. */
+	while (now_ms() < deadline) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -1;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return fd;
+		close(fd);
+		poll(NULL, 0, 20);
+	}
+	return -1;
+}
+
+int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
+		     const uint8_t token[HVD__TOKEN_LEN], int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	uint8_t hello[4 + HVD__TOKEN_LEN];
+	int r, accepted = 0, rc = HVD_OK;
+
+	t->rank = rank;
+	t->size = size;
+	t->fd = malloc((size_t)size * sizeof(*t->fd));
+	if (t->fd == NULL)
+		return HVD_ENOMEM;
+	for (r = 0; r < size; r++)
+		t->fd[r] = -1;
+	/* Connect down. */
+	for (r = 0; r < rank && rc == HVD_OK; r++) {
+		int fd = connect_to(addrs[r], deadline);
+
+		if (fd < 0) {
+			hvd__error("cannot connect to rank %d at %s", r,
+				   addrs[r]);
+			rc = HVD_ECONN;
+			break;
+		}
+		tune(fd);
+		hello[0] = (uint8_t)(rank >> 24);
+		hello[1] = (uint8_t)(rank >> 16);
+		hello[2] = (uint8_t)(rank >> 8);
+		hello[3] = (uint8_t)rank;
+		memcpy(hello + 4, token, HVD__TOKEN_LEN);
+		rc = xfer(fd, hello, sizeof(hello), true, deadline);
+		t->fd[r] = fd;
+	}
+	/* Accept up; a connection without our token is closed. */
+	while (rc == HVD_OK && accepted < size - 1 - rank) {
+		struct pollfd pf = {t->listen_fd, POLLIN, 0};
+		long long left = deadline - now_ms();
+		int fd, from;
+
+		if (left <= 0) {
+			hvd__error("%d of %d peers never connected",
+				   size - 1 - rank - accepted, size - 1 - rank);
+			rc = HVD_ETIMEDOUT;
+			break;
+		}
+		if (poll(&pf, 1, (int)left) <= 0)
+			continue;
+		fd = accept4(t->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		tune(fd);
+		if (xfer(fd, hello, sizeof(hello), false, now_ms() + 2000) !=
+			    HVD_OK ||
+		    memcmp(hello + 4, token, HVD__TOKEN_LEN) != 0) {
+			close(fd);
+			continue;
+		}
+		from = (int)((uint32_t)hello[0] << 24 |
+			     (uint32_t)hello[1] << 16 |
+			     (uint32_t)hello[2] << 8 | hello[3]);
+		if (from <= rank || from >= size || t->fd[from] >= 0) {
+			close(fd);
+			continue;
+		}
+		t->fd[from] = fd;
+		accepted++;
+	}
+	return rc;
+}
+
+void hvd__tcp_free(struct hvd__tcp *t)
+{
+	int r;
+
+	if (t == NULL)
+		return;
+	for (r = 0; t->fd != NULL && r < t->size; r++)
+		if (t->fd[r] >= 0)
+			close(t->fd[r]);
+	if (t->listen_fd >= 0)
+		close(t->listen_fd);
+	free(t->fd);
+	free(t);
+}
+
+static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
+			int from, void *rbuf, size_t rlen,
+			hvd__recv_progress progress, void *arg)
+{
+	struct hvd__tcp *t = tp;
+	const char *s = sbuf;
+	char *rb = rbuf;
+	size_t sent = 0, got = 0, reported = 0;
+	int sfd = slen ? t->fd[to] : -1, rfd = rlen ? t->fd[from] : -1;
+	long long deadline = now_ms() + t->timeout_ms;
+
+	if ((slen && sfd < 0) || (rlen && rfd < 0))
+		return HVD_ECONN;
+	while (sent < slen || got < rlen) {
+		struct pollfd pf[2];
+		int n = 0, i;
+		long long left;
+
+		if (sent < slen) {
+			pf[n].fd = sfd;
+			pf[n].events = POLLOUT;
+			n++;
+		}
+		if (got < rlen) {
+			if (n == 1 && pf[0].fd == rfd) {
+				pf[0].events |= POLLIN;
+			} else {
+				pf[n].fd = rfd;
+				pf[n].events = POLLIN;
+				n++;
+			}
+		}
+		left = deadline - now_ms();
+		if (left <= 0)
+			return HVD_ETIMEDOUT;
+		if (poll(pf, (nfds_t)n, (int)left) < 0 && errno != EINTR)
+			return HVD_ESYS;
+		for (i = 0; i < n; i++) {
+			if (pf[i].revents & (POLLERR | POLLNVAL))
+				return HVD_ECONN;
+			if ((pf[i].revents & POLLOUT) && sent < slen) {
+				ssize_t w = send(sfd, s + sent, slen - sent,
+						 MSG_NOSIGNAL);
+
+				if (w > 0)
+					sent += (size_t)w;
+				else if (w < 0 && errno != EAGAIN &&
+					 errno != EINTR)
+					return HVD_ECONN;
+			}
+			if ((pf[i].revents & (POLLIN | POLLHUP)) &&
+			    got < rlen) {
+				ssize_t r = recv(rfd, rb + got, rlen - got, 0);
+
+				if (r == 0)
+					return HVD_ECONN;
+				if (r > 0)
+					got += (size_t)r;
+				else if (errno != EAGAIN && errno != EINTR)
+					return HVD_ECONN;
+			}
+		}
+		if (progress != NULL &&
+		    (got - reported >= PROGRESS_STEP || got == rlen) &&
+		    got > reported) {
+			progress(arg, got);
+			reported = got;
+		}
+		/* Progress resets the clock: only silence times out. */
+		deadline = now_ms() + t->timeout_ms;
+	}
+	return HVD_OK;
+}
+
+const struct hvd__transport_ops hvd__tcp_ops = {
+	.name = "tcp",
+	.sendrecv = tcp_sendrecv,
+};

@@ -1,0 +1,31 @@
+/* tcp.h: libhvd's own TCP transport. One connection per peer, made once:
+ * rank i connects to every rank below it and accepts every rank above it;
+ * each connection opens with a hello (the rank and the job's token), so a
+ * stray connection is refused. TCP_NODELAY, large socket buffers, and
+ * send and receive at once through poll(). */
+#ifndef HVD_TCP_H
+#define HVD_TCP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport.h"
+
+#define HVD__TOKEN_LEN 32
+
+struct hvd__tcp;
+
+extern const struct hvd__transport_ops hvd__tcp_ops;
+
+/* Listen on bind_addr (an IPv4 address; NULL: any) on a free port; write
+ * "ADDR:PORT" for the peers to addr_out. */
+int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,
+		 size_t addr_len);
+/* Connect to every peer. addrs[r] is rank r's "ADDR:PORT". */
+int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
+		     const uint8_t token[HVD__TOKEN_LEN], int timeout_ms);
+/* An operation that waits longer than this for a peer fails. */
+void hvd__tcp_set_timeout(struct hvd__tcp *t, int timeout_ms);
+void hvd__tcp_free(struct hvd__tcp *t);
+
+#endif

@@ -1,0 +1,31 @@
+/* transport.h: how ranks move bytes. A transport is a struct of
+ * operations (NCCL's and gloo's shape); the ring algorithms (ring.h) use
+ * nothing else, so they run unchanged over TCP, MPI or a test double. */
+#ifndef HVD_TRANSPORT_H
+#define HVD_TRANSPORT_H
+
+#include <stddef.h>
+
+/* Called as received bytes arrive: `done` bytes of the receive buffer are
+ * complete. Lets the caller reduce what has arrived while the rest of the
+ * message is still in flight. */
+typedef void (*hvd__recv_progress)(void *arg, size_t done);
+
+struct hvd__transport_ops {
+	const char *name;
+	/* Send slen bytes to rank `to` and receive rlen bytes from rank
+	 * `from`, both at once (full duplex). Either length may be 0. */
+	int (*sendrecv)(void *t, int to, const void *sbuf, size_t slen,
+			int from, void *rbuf, size_t rlen,
+			hvd__recv_progress progress, void *arg);
+};
+
+/* A group of ranks and the transport between them. */
+struct hvd__comm {
+	int rank;
+	int size;
+	const struct hvd__transport_ops *ops;
+	void *t;
+};
+
+#endif

@@ -1,0 +1,444 @@
+/* test_ring.c: the ring algorithms over the TCP transport, ranks as
+ * threads of this process on 127.0.0.1 (gloo's way): every dtype and op
+ * against a serial reference, counts 0, 1, primes and several MiB,
+ * broadcast from every root, allgather of uneven blocks, a barrier, and a
+ * peer that dies. Also the float16/bfloat16 conversions. */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "reduce.h"
+#include "ring.h"
+#include "tap.h"
+#include "tcp.h"
+
+#define MAXN 4
+
+struct world {
+	int n;
+	char addr[MAXN][64];
+	char *addrs[MAXN];
+	pthread_barrier_t ready;
+	void (*body)(const struct hvd__comm *c, void *arg);
+	void *arg;
+	int dead_rank; /* -1: none; else this rank leaves at once */
+};
+
+struct thr {
+	struct world *w;
+	int rank;
+	int failures;
+};
+
+static const uint8_t token[HVD__TOKEN_LEN] = "a token for the ring tests....";
+
+static void *rank_main(void *p)
+{
+	struct thr *th = p;
+	struct world *w = th->w;
+	struct hvd__tcp *t = NULL;
+	struct hvd__comm c;
+
+	if (hvd__tcp_new(&t, "127.0.0.1", w->addr[th->rank],
+			 sizeof(w->addr[0])) != HVD_OK)
+		th->failures++;
+	pthread_barrier_wait(&w->ready);
+	if (t == NULL)
+		return NULL;
+	if (hvd__tcp_connect(t, th->rank, w->n, w->addrs, token, 10000) !=
+	    HVD_OK) {
+		th->failures++;
+		hvd__tcp_free(t);
+		return NULL;
+	}
+	if (th->rank == w->dead_rank) {
+		hvd__tcp_free(t); /* a peer that dies */
+		return NULL;
+	}
+	hvd__tcp_set_timeout(t, 5000);
+	c.rank = th->rank;
+	c.size = w->n;
+	c.ops = &hvd__tcp_ops;
+	c.t = t;
+	w->body(&c, w->arg);
+	hvd__tcp_free(t);
+	return NULL;
+}
+
+/* Run body on n ranks. */
+static void run_world(int n, void (*body)(const struct hvd__comm *, void *),
+		      void *arg, int dead_rank)
+{
+	struct world w;
+	struct thr th[MAXN];
+	pthread_t tid[MAXN];
+	int r;
+
+	memset(&w, 0, sizeof(w));
+	w.n = n;
+	w.body = body;
+	w.arg = arg;
+	w.dead_rank = dead_rank;
+	for (r = 0; r < n; r++)
+		w.addrs[r] = w.addr[r];
+	pthread_barrier_init(&w.ready, NULL, (unsigned)n);
+	for (r = 0; r < n; r++) {
+		th[r].w = &w;
+		th[r].rank = r;
+		th[r].failures = 0;
+		pthread_create(&tid[r], NULL, rank_main, &th[r]);
+	}
+	for (r = 0; r < n; r++) {
+		pthread_join(tid[r], NULL);
+		CHECK(th[r].failures == 0);
+	}
+	pthread_barrier_destroy(&w.ready);
+}
+
+/* The value rank r contributes at i: small, so that sums and products of
+ * up to 4 ranks are exact in every dtype. */
+static double value(int r, size_t i, enum hvd_dtype t, enum hvd_op op)
+{
+	static const double prod_vals[] = {1, 2, -1, -2, 1, 1, 2};
+	size_t k = i * 7 + (size_t)r * 13;
+
+	if (op == HVD_PRODUCT)
+		return t == HVD_UINT8 ? (double)(1 + k % 2) : prod_vals[k % 7];
+	if (t == HVD_UINT8)
+		return (double)(k % 9);
+	return (double)((long)(k % 17) - 8);
+}
+
+static void store(void *buf, size_t i, enum hvd_dtype t, double v)
+{
+	switch (t) {
+	case HVD_UINT8:
+		((uint8_t *)buf)[i] = (uint8_t)v;
+		break;
+	case HVD_INT8:
+		((int8_t *)buf)[i] = (int8_t)v;
+		break;
+	case HVD_INT32:
+		((int32_t *)buf)[i] = (int32_t)v;
+		break;
+	case HVD_INT64:
+		((int64_t *)buf)[i] = (int64_t)v;
+		break;
+	case HVD_FLOAT16:
+		((uint16_t *)buf)[i] = hvd__float_to_half((float)v);
+		break;
+	case HVD_BFLOAT16:
+		((uint16_t *)buf)[i] = hvd__float_to_bf16((float)v);
+		break;
+	case HVD_FLOAT32:
+		((float *)buf)[i] = (float)v;
+		break;
+	case HVD_FLOAT64:
+		((double *)buf)[i] = v;
+		break;
+	}
+}
+
+static double load(const void *buf, size_t i, enum hvd_dtype t)
+{
+	switch (t) {
+	case HVD_UINT8:
+		return ((const uint8_t *)buf)[i];
+	case HVD_INT8:
+		return ((const int8_t *)buf)[i];
+	case HVD_INT32:
+		return ((const int32_t *)buf)[i];
+	case HVD_INT64:
+		return (double)((const int64_t *)buf)[i];
+	case HVD_FLOAT16:
+		return hvd__half_to_float(((const uint16_t *)buf)[i]);
+	case HVD_BFLOAT16:
+		return hvd__bf16_to_float(((const uint16_t *)buf)[i]);
+	case HVD_FLOAT32:
+		return ((const float *)buf)[i];
+	case HVD_FLOAT64:
+		return ((const double *)buf)[i];
+	}
+	return 0;
+}
+
+static double reference(int n, size_t i, enum hvd_dtype t, enum hvd_op op)
+{
+	double acc = value(0, i, t, op);
+	int r;
+
+	for (r = 1; r < n; r++) {
+		double v = value(r, i, t, op);
+
+		if (op == HVD_SUM || op == HVD_AVERAGE)
+			acc += v;
+		else if (op == HVD_PRODUCT)
+			acc *= v;
+		else if (op == HVD_MIN)
+			acc = v < acc ? v : acc;
+		else
+			acc = v > acc ? v : acc;
+	}
+	if (op == HVD_AVERAGE)
+		acc = t <= HVD_INT64 ? trunc(acc / n) : acc / n;
+	return acc;
+}
+
+struct ar_case {
+	enum hvd_dtype t;
+	enum hvd_op op;
+	size_t count;
+	int bad[MAXN]; /* per rank: wrong elements, or -1 for an error */
+};
+
+static void ar_body(const struct hvd__comm *c, void *arg)
+{
+	struct ar_case *k = arg;
+	size_t es = hvd__dtype_size(k->t), i;
+	char *buf = malloc(k->count * es + 1);
+	int rc;
+
+	for (i = 0; i < k->count; i++)
+		store(buf, i, k->t, value(c->rank, i, k->t, k->op));
+	rc = hvd__ring_allreduce(c, buf, k->count, k->t, k->op);
+	if (rc != HVD_OK) {
+		k->bad[c->rank] = -1;
+	} else {
+		double tol = k->t == HVD_FLOAT16    ? 2e-3
+			     : k->t == HVD_BFLOAT16 ? 1e-2
+			     : k->t == HVD_FLOAT32  ? 1e-6
+						    : 1e-12;
+
+		for (i = 0; i < k->count; i++) {
+			double want = reference(c->size, i, k->t, k->op);
+			double got = load(buf, i, k->t);
+			bool exact = k->t <= HVD_INT64 || k->op != HVD_AVERAGE;
+
+			if (exact ? got != want
+				  : fabs(got - want) >
+					    tol * fmax(1, fabs(want)))
+				k->bad[c->rank]++;
+		}
+	}
+	free(buf);
+}
+
+static void test_allreduce_every_dtype_and_op(void)
+{
+	static const size_t counts[] = {0, 1, 2, 7, 10007};
+	int n, t, op;
+	size_t ci;
+
+	for (n = 1; n <= MAXN; n++)
+		for (t = HVD_UINT8; t <= HVD_FLOAT64; t++)
+			for (op = HVD_SUM; op <= HVD_PRODUCT; op++)
+				for (ci = 0; ci < 5; ci++) {
+					struct ar_case k = {(enum hvd_dtype)t,
+							    (enum hvd_op)op,
+							    counts[ci],
+							    {0}};
+					int r;
+
+					run_world(n, ar_body, &k, -1);
+					for (r = 0; r < n; r++)
+						if (k.bad[r] != 0) {
+							printf("# n=%d %s op=%d count=%zu rank %d: %d wrong\n",
+							       n,
+							       hvd__dtype_name(
+								       k.t),
+							       op, k.count, r,
+							       k.bad[r]);
+							CHECK(0);
+						}
+				}
+}
+
+static void test_allreduce_several_mib(void)
+{
+	static const enum hvd_dtype types[] = {HVD_FLOAT32, HVD_INT32,
+					       HVD_FLOAT16, HVD_FLOAT64};
+	size_t i;
+	int r;
+
+	for (i = 0; i < 4; i++) {
+		/* 1.5 M elements: 6 MiB of float32, not a multiple of 4. */
+		struct ar_case k = {types[i], HVD_SUM, 1536 * 1024 + 3, {0}};
+
+		run_world(4, ar_body, &k, -1);
+		for (r = 0; r < 4; r++)
+			CHECK(k.bad[r] == 0);
+	}
+	{
+		struct ar_case k = {HVD_FLOAT32, HVD_AVERAGE, 1048573, {0}};
+
+		run_world(3, ar_body, &k, -1);
+		for (r = 0; r < 3; r++)
+			CHECK(k.bad[r] == 0);
+	}
+}
+
+struct bc_case {
+	size_t len;
+	int root;
+	int bad[MAXN];
+};
+
+static void bc_body(const struct hvd__comm *c, void *arg)
+{
+	struct bc_case *k = arg;
+	unsigned char *buf = malloc(k->len + 1);
+	size_t i;
+
+	for (i = 0; i < k->len; i++)
+		buf[i] = c->rank == k->root ? (unsigned char)(i * 31 + 7) : 0;
+	if (hvd__ring_broadcast(c, buf, k->len, k->root) != HVD_OK)
+		k->bad[c->rank] = -1;
+	for (i = 0; i < k->len; i++)
+		if (buf[i] != (unsigned char)(i * 31 + 7))
+			k->bad[c->rank]++;
+	free(buf);
+}
+
+static void test_broadcast_every_root(void)
+{
+	static const size_t lens[] = {0, 1, 1000003, 3 * 1024 * 1024};
+	int n, root, r;
+	size_t li;
+
+	for (n = 1; n <= MAXN; n++)
+		for (root = 0; root < n; root++)
+			for (li = 0; li < 4; li++) {
+				struct bc_case k = {lens[li], root, {0}};
+
+				run_world(n, bc_body, &k, -1);
+				for (r = 0; r < n; r++)
+					CHECK(k.bad[r] == 0);
+			}
+}
+
+struct ag_case {
+	size_t len[MAXN];
+	int bad[MAXN];
+};
+
+static void ag_body(const struct hvd__comm *c, void *arg)
+{
+	struct ag_case *k = arg;
+	size_t total = 0, off = 0, i;
+	unsigned char *out;
+	int r;
+
+	for (r = 0; r < c->size; r++)
+		total += k->len[r];
+	out = calloc(total + 1, 1);
+	for (r = 0; r < c->rank; r++)
+		off += k->len[r];
+	for (i = 0; i < k->len[c->rank]; i++)
+		out[off + i] = (unsigned char)(c->rank * 50 + i);
+	if (hvd__ring_allgatherv(c, out, k->len) != HVD_OK)
+		k->bad[c->rank] = -1;
+	off = 0;
+	for (r = 0; r < c->size; r++) {
+		for (i = 0; i < k->len[r]; i++)
+			if (out[off + i] != (unsigned char)(r * 50 + i))
+				k->bad[c->rank]++;
+		off += k->len[r];
+	}
+	free(out);
+}
+
+static void test_allgather_uneven(void)
+{
+	struct ag_case k1 = {{3, 0, 70001, 1}, {0}};
+	struct ag_case k2 = {{0, 0, 0, 0}, {0}};
+	struct ag_case k3 = {{2000000, 5, 0, 0}, {0}};
+	int r;
+
+	run_world(4, ag_body, &k1, -1);
+	run_world(4, ag_body, &k2, -1);
+	run_world(2, ag_body, &k3, -1);
+	for (r = 0; r < 4; r++)
+		CHECK(k1.bad[r] == 0 && k2.bad[r] == 0);
+	CHECK(k3.bad[0] == 0 && k3.bad[1] == 0);
+}
+
+static void barrier_body(const struct hvd__comm *c, void *arg)
+{
+	int *bad = arg;
+
+	if (hvd__ring_barrier(c) != HVD_OK)
+		bad[c->rank] = 1;
+}
+
+static void test_barrier(void)
+{
+	int bad[MAXN] = {0}, r, n;
+
+	for (n = 1; n <= MAXN; n++) {
+		run_world(n, barrier_body, bad, -1);
+		for (r = 0; r < n; r++)
+			CHECK(bad[r] == 0);
+	}
+}
+
+static void test_peer_dies(void)
+{
+	struct ar_case k = {HVD_FLOAT32, HVD_SUM, 100000, {0}};
+	long long t0;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec;
+	/* Rank 2 leaves right after connecting: the others get an error,
+	 * not a hang. */
+	run_world(3, ar_body, &k, 2);
+	CHECK(k.bad[0] == -1 && k.bad[1] == -1);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	CHECK(ts.tv_sec - t0 < 6);
+}
+
+static void test_half_conversions(void)
+{
+	uint32_t h;
+	int bad = 0;
+
+	/* Every finite half survives a round trip through float. */
+	for (h = 0; h < 0x10000; h++) {
+		uint16_t x = (uint16_t)h;
+		float f = hvd__half_to_float(x);
+
+		if ((x & 0x7c00) == 0x7c00 && (x & 0x3ff))
+			continue; /* nan */
+		if (hvd__float_to_half(f) != x)
+			bad++;
+	}
+	CHECK(bad == 0);
+	CHECK(hvd__half_to_float(0x3c00) == 1.0f);
+	CHECK(hvd__half_to_float(0xc000) == -2.0f);
+	CHECK(hvd__half_to_float(0x0001) == 0x1p-24f);
+	CHECK(hvd__float_to_half(65504.0f) == 0x7bff);
+	CHECK(hvd__float_to_half(65520.0f) == 0x7c00); /* rounds to inf */
+	CHECK(hvd__float_to_half(1.0f + 0x1p-11f) == 0x3c00); /* tie: even */
+	CHECK(hvd__float_to_half(1.0f + 0x1p-11f + 0x1p-20f) == 0x3c01);
+	CHECK(isnan(hvd__half_to_float(hvd__float_to_half(NAN))));
+	CHECK(hvd__float_to_bf16(1.0f) == 0x3f80);
+	CHECK(hvd__bf16_to_float(0x3f80) == 1.0f);
+	CHECK(hvd__float_to_bf16(1.0f + 0x1p-8f) == 0x3f80); /* tie: even */
+	CHECK(hvd__float_to_bf16(1.0f + 0x1p-8f + 0x1p-12f) == 0x3f81);
+	CHECK(isnan(hvd__bf16_to_float(hvd__float_to_bf16(NAN))));
+}
+
+int main(void)
+{
+	setenv("HOROVOD_LOG_LEVEL", "fatal", 1);
+	RUN(test_half_conversions);
+	RUN(test_allreduce_every_dtype_and_op);
+	RUN(test_allreduce_several_mib);
+	RUN(test_broadcast_every_root);
+	RUN(test_allgather_uneven);
+	RUN(test_barrier);
+	RUN(test_peer_dies);
+	return tap_done();
+}
