@@ -134,6 +134,7 @@ static int ssh_opts_init(struct hl_ssh_opts *so, char **cause)
 			? o->v[HL_K_SSH_CONNECT_TIMEOUT].i
 			: so->start_timeout_s;
 	so->concurrency = (int)o->v[HL_K_SSH_CONCURRENCY].i;
+	so->channels_per_session = (int)o->v[HL_K_SSH_CHANNELS].i;
 	so->force = o->v[HL_K_SSH_FORCE].b;
 	so->agent_path = self;
 	so->cwd = cwd;

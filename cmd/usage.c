@@ -20,6 +20,7 @@ void cmd_usage(void)
 	      "  --ssh-host-key-checking yes|accept-new|no  (default accept-new)\n"
 	      "  --force-ssh                SSH even to this machine\n"
 	      "  --ssh-concurrency N        connections opened at once (default 64)\n"
+	      "  --ssh-channels-per-session N  ranks per session (default 10)\n"
 	      "Output:\n"
 	      "  --output-filename DIR      also write DIR/rank.N/stdout and stderr\n"
 	      "  --prefix-output-with-timestamp\n"

@@ -29,10 +29,11 @@ struct hl_ssh_opts {
 	enum hl_host_key_policy host_key_checking;
 	long connect_timeout_s;
 	int start_timeout_s;
-	int concurrency;	/* sessions connecting at once */
-	bool force;		/* SSH even to this machine */
-	const char *agent_path; /* this hvdrun, at the same path there */
-	const char *cwd;	/* where remote workers start */
+	int concurrency;	  /* sessions connecting at once */
+	int channels_per_session; /* ranks per session (sshd MaxSessions) */
+	bool force;		  /* SSH even to this machine */
+	const char *agent_path;	  /* this hvdrun, at the same path there */
+	const char *cwd;	  /* where remote workers start */
 };
 
 struct hl_launch {

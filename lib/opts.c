@@ -103,6 +103,10 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 	[HL_K_SSH_CONCURRENCY] = {"ssh", "concurrency", "ssh-concurrency", NULL,
 				  HL_T_INT, 1, 1024, NULL, "64", NULL,
 				  HL_X_NONE, "SSH connections opened at once"},
+	[HL_K_SSH_CHANNELS] = {"ssh", "channels_per_session",
+			       "ssh-channels-per-session", NULL, HL_T_INT, 1,
+			       1024, NULL, "10", NULL, HL_X_NONE,
+			       "ranks per SSH session (sshd's MaxSessions)"},
 };
 
 /* Variables hvdrun sets for each worker: -x and [env] may not set them. */

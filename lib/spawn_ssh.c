@@ -1,6 +1,7 @@
 /* spawn_ssh.c: starts remote workers over SSH with libssh. One session per
- * host, opened to every host in parallel (at most `concurrency` at once),
- * with TCP_NODELAY; one exec channel per rank on it, running `hvdrun
+ * host (or per `channels_per_session` ranks of a host: sshd's MaxSessions
+ * bounds the channels of one session), opened to every host in parallel (at
+ * most `concurrency` at once), with TCP_NODELAY; one exec channel per rank, running `hvdrun
  * --agent` (agent.h), which receives the working directory, environment
  * and command on the channel's stdin. Each host has a thread that owns its
  * session: it connects, authenticates, checks the host key, starts its
@@ -608,6 +609,7 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		    int notify_fd, char **cause)
 {
 	struct ssh_group *g = calloc(1, sizeof(*g));
+	int cps = l->ssh->channels_per_session;
 	size_t i, hi;
 	int r;
 
@@ -620,48 +622,52 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	sem_init(&g->slots, 0, (unsigned)l->ssh->concurrency);
-	g->hosts = calloc(l->hosts->n, sizeof(*g->hosts));
+	/* At most one session per rank: the upper bound. */
+	g->hosts = calloc((size_t)l->plan->size, sizeof(*g->hosts));
 	if (g->hosts == NULL)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
-	/* One entry per remote host that has ranks. */
+	/* One session per remote host that has ranks; more where the host
+	 * has more ranks than sshd lets one session hold (MaxSessions). */
 	for (hi = 0; hi < l->hosts->n; hi++) {
-		struct ssh_host *h = &g->hosts[g->nhosts];
+		struct ssh_host *h = NULL;
+		bool first = true;
 
 		if (!hl_worker_remote(l, hi))
 			continue;
-		h->g = g;
-		h->index = hi;
-		h->ctl[0] = h->ctl[1] = -1;
-		for (r = 0; r < l->plan->size; r++)
-			if (l->plan->ranks[r].host == hi)
-				h->nranks++;
-		if (h->nranks == 0)
-			continue;
-		h->ranks = calloc(h->nranks, sizeof(*h->ranks));
-		if (h->ranks == NULL || pipe2(h->ctl, O_CLOEXEC) != 0)
-			return hl_fail(cause, HL_ESYS, "out of resources");
-		fcntl(h->ctl[0], F_SETFL, O_NONBLOCK);
-		h->want_port = l->plan->ranks[0].host == hi;
-		i = 0;
 		for (r = 0; r < l->plan->size; r++) {
 			int p[2][2];
 
 			if (l->plan->ranks[r].host != hi)
 				continue;
+			if (h == NULL || h->nranks == (size_t)cps) {
+				h = &g->hosts[g->nhosts++];
+				h->g = g;
+				h->index = hi;
+				h->ctl[0] = h->ctl[1] = -1;
+				h->ranks =
+					calloc((size_t)cps, sizeof(*h->ranks));
+				if (h->ranks == NULL ||
+				    pipe2(h->ctl, O_CLOEXEC) != 0)
+					return hl_fail(cause, HL_ESYS,
+						       "out of resources");
+				fcntl(h->ctl[0], F_SETFL, O_NONBLOCK);
+				h->want_port =
+					first && l->plan->ranks[0].host == hi;
+				first = false;
+			}
 			if (pipe2(p[0], O_CLOEXEC) != 0 ||
 			    pipe2(p[1], O_CLOEXEC) != 0)
 				return hl_fail(cause, HL_ESYS, "pipe: %s",
 					       strerror(errno));
-			h->ranks[i].w = &w[r];
-			h->ranks[i].out_w = p[0][1];
-			h->ranks[i].err_w = p[1][1];
+			h->ranks[h->nranks].w = &w[r];
+			h->ranks[h->nranks].out_w = p[0][1];
+			h->ranks[h->nranks].err_w = p[1][1];
+			h->nranks++;
 			w[r].fd[0] = p[0][0];
 			w[r].fd[1] = p[1][0];
 			fcntl(w[r].fd[0], F_SETFL, O_NONBLOCK);
 			fcntl(w[r].fd[1], F_SETFL, O_NONBLOCK);
-			i++;
 		}
-		g->nhosts++;
 	}
 	for (i = 0; i < g->nhosts; i++) {
 		if (pthread_create(&g->hosts[i].thread, NULL, host_main,

@@ -57,7 +57,6 @@ rig_start_sshd() {
 	UsePAM no
 	PermitUserEnvironment yes
 	MaxStartups 200
-	MaxSessions 200
 	UseDNS no
 	LogLevel ERROR
 	CFG

@@ -265,6 +265,19 @@ wait_gone() {
 	assert_line "[0]<stdout>:$(hostname)"
 }
 
+@test "more ranks on a host than sshd's MaxSessions (10): more sessions" {
+	run "$HVDRUN" "${SSH[@]}" -H node1:23,node2:1 sh -c 'echo "$(hostname) $HOROVOD_LOCAL_RANK"'
+	assert_success
+	[ "${#lines[@]}" -eq 24 ]
+	assert_line "[22]<stdout>:node1 22"
+	assert_line "[23]<stdout>:node2 0"
+	# One session that asks for more channels than sshd allows fails,
+	# naming the host.
+	run "$HVDRUN" "${SSH[@]}" --ssh-channels-per-session 12 -H node1:12 true
+	assert_failure 125
+	assert_output --partial "host 'node1'"
+}
+
 @test "local and remote workers in one job" {
 	run "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 hostname
 	assert_success

@@ -318,8 +318,28 @@ static void test_shipped_example(void)
 	free(cause);
 }
 
+/* Every key of the table is defined: a hole would be a zeroed entry. */
+static void test_table_complete(void)
+{
+	size_t k;
+
+	for (k = 0; k < HL_K_COUNT; k++) {
+		const struct hl_keyinfo *ki = &hl_keys[k];
+
+		CHECK(ki->section != NULL && ki->name != NULL &&
+		      ki->help != NULL);
+		if (ki->type == HL_T_INT || ki->type == HL_T_DOUBLE)
+			CHECK(ki->max > ki->min);
+		if (ki->type == HL_T_ENUM)
+			CHECK(ki->choices != NULL);
+		if (ki->export != HL_X_NONE)
+			CHECK(ki->envvar != NULL);
+	}
+}
+
 int main(void)
 {
+	RUN(test_table_complete);
 	RUN(test_set_values);
 	RUN(test_bad_values);
 	RUN(test_env_specs);
