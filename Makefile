@@ -22,15 +22,15 @@ CORE_INC := -Icore/include -Icore
 LIB_INC  := -Ilib -Icore/include
 CMD_INC  := -Icmd -Ilib -Icore/include
 
-CORE_SRC := $(wildcard core/*.c)
-LIB_SRC  := $(wildcard lib/*.c)
+CORE_SRC := $(wildcard core/*.c) $(wildcard proto/*.c)
+LIB_SRC  := $(wildcard lib/*.c) $(wildcard proto/*.c)
 CMD_SRC  := $(wildcard cmd/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 EX_SRC   := $(wildcard examples/*.c)
 
 B        := build
-LIBS     := -linih -lssh
-CORE_LIBS := -pthread
+LIBS     := -linih -lssh -lcrypto
+CORE_LIBS := -pthread -lcrypto
 
 # Two flavours of objects: plain, and with sanitizers for the unit tests.
 obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
@@ -50,7 +50,7 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 
 all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN)
 
-inc_for = $(if $(filter core/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(if $(filter lib/%,$(1)),$(LIB_INC),$(if $(filter cmd/%,$(1)),$(CMD_INC),$(LIB_INC) -Icore -Itests/unit)))
+inc_for = $(if $(filter core/% proto/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(if $(filter lib/%,$(1)),$(LIB_INC),$(if $(filter cmd/%,$(1)),$(CMD_INC),$(LIB_INC) -Icore -Itests/unit)))
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -80,7 +80,7 @@ $(B)/examples/%: examples/%.c $(B)/lib/libhvd.so
 	$(CC) $(BASE) $(WARN) $(CFLAGS) -Icore/include -o $@ $< \
 	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd -lm
 
-$(B)/tests/%: $(B)/obj/tests/unit/%.o $(LIB_OBJ) $(CORE_OBJ)
+$(B)/tests/%: $(B)/obj/tests/unit/%.o $(sort $(LIB_OBJ) $(CORE_OBJ))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lm
 
@@ -89,12 +89,13 @@ $(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS)
 
-$(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(LIB_SRC) $(CORE_SRC))
+$(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_SRC)))
 	@mkdir -p $(dir $@)
 	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS) -lm
 
 # Debian packages the build, the tests and the benchmarks need.
-DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libopenmpi-dev \
+DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libssl-dev \
+            libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
             iproute2 procps util-linux clang-format
 

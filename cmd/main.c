@@ -1,6 +1,8 @@
 /* main.c: hvdrun's main: options, then config file, then defaults; host
  * list; rank plan; environment; launch. The only place that prints errors
  * and chooses exit codes. */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "launch.h"
 #include "opts.h"
 #include "plan.h"
+#include "rendezvous.h"
 
 static int exit_for(int rc)
 {
@@ -163,6 +166,8 @@ static int run(int *code, char **cause)
 	struct hl_strvec warnings;
 	struct hl_launch l;
 	struct hl_ssh_opts so = {0};
+	struct hl_rdv *rdv = NULL;
+	int report[2] = {-1, -1};
 	int rc;
 	long np;
 
@@ -203,6 +208,18 @@ static int run(int *code, char **cause)
 		rc = hl_free_port(&es.master_port, cause);
 	if (rc != HL_OK)
 		goto out;
+	/* The workers' rendezvous: libhvd finds its peers through it. */
+	if (pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) {
+		rc = hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	rc = hl_rdv_start(&rdv, plan.size, (int)o->v[HL_K_START_TIMEOUT].i,
+			  report[1], cause);
+	if (rc == HL_OK)
+		rc = hl_rdv_export(rdv, &es);
+	if (rc != HL_OK)
+		goto out;
+	l.report_fd = report[0];
 	if (o->v[HL_K_VERBOSE].b)
 		print_verbose(&plan, &hosts);
 	l.argv = cmd_args.command;
@@ -214,6 +231,11 @@ static int run(int *code, char **cause)
 	fflush(stderr);
 	rc = hl_launch_run(&l, code, cause);
 out:
+	hl_rdv_stop(rdv);
+	if (report[0] >= 0) {
+		close(report[0]);
+		close(report[1]);
+	}
 	free((char *)so.config_file);
 	free(l.exec_path);
 	hl_envspec_close(&es);

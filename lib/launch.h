@@ -46,7 +46,8 @@ struct hl_launch {
 	const char *output_dir; /* NULL: no per-rank files */
 	bool timestamps;
 	bool verbose;
-	int grace_ms; /* SIGTERM to SIGKILL */
+	int grace_ms;  /* SIGTERM to SIGKILL */
+	int report_fd; /* failures of the rendezvous, or -1 */
 };
 
 struct hl_worker {

@@ -111,13 +111,23 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 
 /* Variables hvdrun sets for each worker: -x and [env] may not set them. */
 static const char *const reserved_env[] = {
-	"HOROVOD_RANK",	      "HOROVOD_SIZE",
-	"HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
-	"HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
-	"HOROVOD_HOSTNAME",   "RANK",
-	"WORLD_SIZE",	      "LOCAL_RANK",
-	"LOCAL_WORLD_SIZE",   "MASTER_ADDR",
-	"MASTER_PORT",	      NULL,
+	"HOROVOD_RANK",
+	"HOROVOD_SIZE",
+	"HOROVOD_LOCAL_RANK",
+	"HOROVOD_LOCAL_SIZE",
+	"HOROVOD_CROSS_RANK",
+	"HOROVOD_CROSS_SIZE",
+	"HOROVOD_HOSTNAME",
+	"RANK",
+	"WORLD_SIZE",
+	"LOCAL_RANK",
+	"LOCAL_WORLD_SIZE",
+	"MASTER_ADDR",
+	"MASTER_PORT",
+	"HVD_RENDEZVOUS",
+	"HVD_SECRET",
+	"HVD_START_TIMEOUT",
+	NULL,
 };
 
 void hl_opts_init(struct hl_opts *o)

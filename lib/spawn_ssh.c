@@ -670,8 +670,8 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		}
 	}
 	for (i = 0; i < g->nhosts; i++) {
-		if (pthread_create(&g->hosts[i].thread, NULL, host_main,
-				   &g->hosts[i]) != 0)
+		if (hl_thread_create(&g->hosts[i].thread, host_main,
+				     &g->hosts[i]) != HL_OK)
 			return hl_fail(cause, HL_ESYS, "cannot start a thread");
 		g->hosts[i].thread_started = true;
 	}

@@ -198,6 +198,23 @@ static void on_signal(struct sup *s)
 	}
 }
 
+/* A failure of the rendezvous ends the job: it could not start. */
+static void on_report(struct sup *s)
+{
+	char msg[1024];
+	ssize_t n = read(s->l->report_fd, msg, sizeof(msg) - 1);
+
+	if (n <= 0)
+		return;
+	msg[n] = '\0';
+	if (s->failed || s->signal != 0)
+		return;
+	fprintf(stderr, "hvdrun: %s; stopping the job\n", msg);
+	s->failed = true;
+	s->exit_code = 125;
+	terminate(s, SIGTERM);
+}
+
 /* Exits of remote workers, from the SSH spawner. */
 static void on_notes(struct sup *s)
 {
@@ -259,7 +276,7 @@ static bool any_stream_open(const struct sup *s)
 
 static void supervise(struct sup *s)
 {
-	struct pollfd *pf = calloc((size_t)s->n * 2 + 2, sizeof(*pf));
+	struct pollfd *pf = calloc((size_t)s->n * 2 + 3, sizeof(*pf));
 	int i, j;
 
 	if (pf == NULL) {
@@ -304,6 +321,8 @@ static void supervise(struct sup *s)
 		pf[nfds++].events = POLLIN;
 		pf[nfds].fd = s->notify[0];
 		pf[nfds++].events = POLLIN;
+		pf[nfds].fd = s->l->report_fd;
+		pf[nfds++].events = POLLIN;
 		for (i = 0; i < s->n; i++)
 			for (j = 0; j < 2; j++)
 				if (s->w[i].fd[j] >= 0) {
@@ -316,6 +335,8 @@ static void supervise(struct sup *s)
 			on_signal(s);
 		if (pf[1].revents)
 			on_notes(s);
+		if (pf[2].revents)
+			on_report(s);
 		for (i = 0; i < s->n; i++)
 			for (j = 0; j < 2; j++)
 				if (s->w[i].fd[j] >= 0)

@@ -4,6 +4,7 @@
 #ifndef HL_UTIL_H
 #define HL_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -55,6 +56,10 @@ char *hl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Write all of buf to fd, retrying on EINTR and short writes. */
 int hl_write_all(int fd, const void *buf, size_t len);
+
+/* pthread_create with every signal blocked in the new thread: signals
+ * are for the main thread's signalfd, never a helper's. */
+int hl_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* Monotonic clock in milliseconds. */
 long long hl_now_ms(void);

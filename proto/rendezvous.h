@@ -1,0 +1,82 @@
+/* rendezvous.h: the one definition of the rendezvous between hvdrun and
+ * its workers, spoken by hvdrun (lib/rendezvous.c) and libhvd
+ * (core/join.c). Pure encoders and decoders: each side does its own I/O.
+ *
+ * hvdrun gives each worker HVD_RENDEZVOUS (addresses to try, "IP:PORT,...")
+ * and HVD_SECRET (the job's random 32-byte secret, in hex), never on a
+ * command line. The secret never crosses the wire: both sides prove they
+ * know it with HMAC-SHA256 over fresh nonces.
+ *
+ *   hvdrun -> worker  HELLO    "HVDR" version(1) server_nonce(32)
+ *   worker -> hvdrun  REGISTER rank(4) size(4) worker_nonce(32)
+ *                              addr_len(2) addr mac(32)
+ *       mac = HMAC(secret, "hvd-register" server_nonce rank size addr)
+ *   hvdrun -> worker  WELCOME  mac(32) = HMAC(secret, "hvd-welcome"
+ *                              worker_nonce rank)
+ *   ... once every rank has registered ...
+ *   hvdrun -> worker  PEERS    size(4) { addr_len(2) addr } * size
+ *                              mac(32) = HMAC(secret, "hvd-peers"
+ *                              worker_nonce the bytes before the mac)
+ *
+ * Integers are big-endian. addr is where the worker's transport listens,
+ * "IP:PORT". The workers' mesh token is HMAC(secret, "hvd-mesh"). */
+#ifndef HVD_PROTO_RENDEZVOUS_H
+#define HVD_PROTO_RENDEZVOUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RDV_VERSION 1
+#define RDV_SECRET_LEN 32
+#define RDV_NONCE_LEN 32
+#define RDV_MAC_LEN 32
+#define RDV_ADDR_MAX 255
+#define RDV_HELLO_LEN (4 + 1 + RDV_NONCE_LEN)
+#define RDV_MAX_SIZE (1 << 20)
+
+struct rdv_register {
+	uint32_t rank, size;
+	uint8_t nonce[RDV_NONCE_LEN];
+	char addr[RDV_ADDR_MAX + 1];
+	uint8_t mac[RDV_MAC_LEN];
+};
+
+/* Fill buf with n random bytes. 0 or -1. */
+int rdv_random(uint8_t *buf, size_t n);
+/* Hex of the secret (2 * RDV_SECRET_LEN + 1 bytes), and back. */
+void rdv_secret_to_hex(const uint8_t *secret, char *hex);
+bool rdv_secret_from_hex(const char *hex, uint8_t *secret);
+/* Constant-time comparison of two MACs. */
+bool rdv_mac_equal(const uint8_t *a, const uint8_t *b);
+
+void rdv_hello_encode(const uint8_t *nonce, uint8_t *out);
+bool rdv_hello_decode(const uint8_t *in, uint8_t *nonce);
+
+/* The worker's side: fill r (rank, size, addr) and compute its mac. Returns
+ * the encoded length in out (at most rdv_register_max()). */
+size_t rdv_register_max(void);
+size_t rdv_register_encode(struct rdv_register *r, const uint8_t *secret,
+			   const uint8_t *server_nonce, uint8_t *out);
+/* hvdrun's side: decode one REGISTER from in[0..len). Returns its length,
+ * 0 if more bytes are needed, -1 if malformed. */
+long rdv_register_decode(const uint8_t *in, size_t len,
+			 struct rdv_register *r);
+bool rdv_register_verify(const struct rdv_register *r,
+			 const uint8_t *secret, const uint8_t *server_nonce);
+
+void rdv_welcome_mac(const uint8_t *secret, const uint8_t *worker_nonce,
+		     uint32_t rank, uint8_t *mac);
+
+/* PEERS: encode into a malloc'ed buffer; decode checks the mac and fills
+ * addrs (size entries, each RDV_ADDR_MAX + 1 bytes). */
+uint8_t *rdv_peers_encode(char *const *addrs, uint32_t size,
+			  const uint8_t *secret, const uint8_t *worker_nonce,
+			  size_t *len);
+/* 1 done, 0 more bytes needed, -1 malformed or a bad mac. */
+int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
+		     const uint8_t *worker_nonce, uint32_t size, char *addrs);
+
+void rdv_mesh_token(const uint8_t *secret, uint8_t *token);
+
+#endif
