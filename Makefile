@@ -80,6 +80,17 @@ $(B)/examples/%: examples/%.c $(B)/lib/libhvd.so
 	$(CC) $(BASE) $(WARN) $(CFLAGS) -Icore/include -o $@ $< \
 	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd -lm
 
+# Programs that run inside jobs started by the CLI tests.
+$(B)/tests/hvd_selftest: tests/cli/workers/hvd_selftest.c $(B)/lib/libhvd.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Wall -Wextra -Werror $(CFLAGS) -Icore/include -o $@ $< \
+	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd -lm -pthread
+
+$(B)/tests/san/hvd_selftest: tests/cli/workers/hvd_selftest.c $(call sobj,$(CORE_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
+	    -lm -pthread -lcrypto
+
 $(B)/tests/%: $(B)/obj/tests/unit/%.o $(sort $(LIB_OBJ) $(CORE_OBJ))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lm
@@ -112,7 +123,8 @@ deps:
 	else echo "all dependencies are installed"; fi
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
+	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest
 	@tests/run
 
 demo: deps

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "runtime.h"
 
 /* Before hvd_init() and after hvd_shutdown(). */
 #define FRESH_STATE                                                            \
@@ -86,8 +87,16 @@ HVD_EXPORT int hvd_init(void)
 	rc = read_ranks(&st);
 	if (rc != HVD_OK)
 		return rc;
+	/* Under hvdrun (a rendezvous to join) or a job of one. */
 	st.initialized = true;
 	hvd__g = st;
+	rc = hvd__runtime_start(st.rank, st.size,
+				getenv("HVD_RENDEZVOUS") != NULL);
+	if (rc != HVD_OK) {
+		hvd__runtime_stop();
+		hvd__g = fresh_state;
+		return rc;
+	}
 	hvd__debug("rank %d of %d (local %d of %d, cross %d of %d)", st.rank,
 		   st.size, st.local_rank, st.local_size, st.cross_rank,
 		   st.cross_size);
@@ -96,7 +105,19 @@ HVD_EXPORT int hvd_init(void)
 
 HVD_EXPORT void hvd_shutdown(void)
 {
+	if (hvd__g.initialized)
+		hvd__runtime_stop();
 	hvd__g = fresh_state;
+}
+
+int hvd__transport_timeout_ms(void)
+{
+	long ms;
+
+	if (hvd__env_int("HVD_TRANSPORT_TIMEOUT_MS", 10000, 100, 86400000,
+			 &ms) != HVD_OK)
+		ms = 10000;
+	return (int)ms;
 }
 
 HVD_EXPORT int hvd_initialized(void)
@@ -146,6 +167,9 @@ HVD_EXPORT const char *hvd_strerror(int err)
 		[-HVD_ECONN] = "a peer closed its connection or died",
 		[-HVD_ETIMEDOUT] = "a peer did not answer in time",
 		[-HVD_EPROTO] = "a peer sent something unexpected",
+		[-HVD_EMISMATCH] = "ranks disagree on a tensor",
+		[-HVD_ESHUTDOWN] = "libhvd was shut down",
+		[-HVD_ESTALL] = "some ranks never submitted the tensor",
 	};
 
 	if (err > 0 || -err >= (int)(sizeof(names) / sizeof(names[0])) ||

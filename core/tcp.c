@@ -213,6 +213,15 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 	return rc;
 }
 
+void hvd__tcp_abort(struct hvd__tcp *t)
+{
+	int r;
+
+	for (r = 0; t->fd != NULL && r < t->size; r++)
+		if (t->fd[r] >= 0)
+			shutdown(t->fd[r], SHUT_RDWR);
+}
+
 void hvd__tcp_free(struct hvd__tcp *t)
 {
 	int r;

@@ -26,6 +26,8 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		     const uint8_t token[HVD__TOKEN_LEN], int timeout_ms);
 /* An operation that waits longer than this for a peer fails. */
 void hvd__tcp_set_timeout(struct hvd__tcp *t, int timeout_ms);
+/* Shut every connection down: the peers see it at once, and fail too. */
+void hvd__tcp_abort(struct hvd__tcp *t);
 void hvd__tcp_free(struct hvd__tcp *t);
 
 #endif

@@ -23,14 +23,17 @@ extern "C" {
 
 enum hvd_error {
 	HVD_OK = 0,
-	HVD_EINVAL = -1,    /* a bad argument or environment value */
-	HVD_ENOMEM = -2,    /* out of memory */
-	HVD_ENOTINIT = -3,  /* hvd_init() has not succeeded */
-	HVD_EALREADY = -4,  /* hvd_init() was already called */
-	HVD_ESYS = -5,	    /* a system call failed */
-	HVD_ECONN = -6,	    /* a peer closed its connection or died */
-	HVD_ETIMEDOUT = -7, /* a peer did not answer in time */
-	HVD_EPROTO = -8,    /* a peer sent something unexpected */
+	HVD_EINVAL = -1,     /* a bad argument or environment value */
+	HVD_ENOMEM = -2,     /* out of memory */
+	HVD_ENOTINIT = -3,   /* hvd_init() has not succeeded */
+	HVD_EALREADY = -4,   /* hvd_init() was already called */
+	HVD_ESYS = -5,	     /* a system call failed */
+	HVD_ECONN = -6,	     /* a peer closed its connection or died */
+	HVD_ETIMEDOUT = -7,  /* a peer did not answer in time */
+	HVD_EPROTO = -8,     /* a peer sent something unexpected */
+	HVD_EMISMATCH = -9,  /* ranks disagree on a tensor */
+	HVD_ESHUTDOWN = -10, /* libhvd was shut down */
+	HVD_ESTALL = -11,    /* some ranks never submitted the tensor */
 };
 
 /* Element types and reduction operations of the collectives. float16 and
@@ -62,7 +65,47 @@ HVD_EXPORT int hvd_local_size(void);
 HVD_EXPORT int hvd_cross_rank(void);
 HVD_EXPORT int hvd_cross_size(void);
 
+/* Collectives. Every rank calls each one with the same name (a tensor's
+ * name is unique while it is in flight on a rank), the same dtype, count
+ * (allreduce, broadcast), op and root. An *_async call returns at once;
+ * hvd_wait() waits, frees the handle and returns the operation's status.
+ * sendbuf == recvbuf is in place. A disagreement between ranks fails the
+ * operation on every rank (HVD_EMISMATCH), a peer that dies fails every
+ * pending and later one (HVD_ECONN); hvd_error_message() says more. */
+typedef struct hvd_handle hvd_handle;
+
+HVD_EXPORT int hvd_allreduce_async(const char *name, const void *sendbuf,
+				   void *recvbuf, size_t count,
+				   enum hvd_dtype dtype, enum hvd_op op,
+				   hvd_handle **out);
+HVD_EXPORT int hvd_broadcast_async(const char *name, void *buf, size_t count,
+				   enum hvd_dtype dtype, int root,
+				   hvd_handle **out);
+/* Each rank gives count elements (counts may differ); every rank gets all
+ * of them in rank order in *recvbuf (malloc'ed: free() it) and their
+ * number in *recvcount. */
+HVD_EXPORT int hvd_allgather_async(const char *name, const void *sendbuf,
+				   size_t count, enum hvd_dtype dtype,
+				   void **recvbuf, size_t *recvcount,
+				   hvd_handle **out);
+HVD_EXPORT int hvd_wait(hvd_handle *h);
+/* 1 if the operation is done (hvd_wait() then returns at once), else 0. */
+HVD_EXPORT int hvd_poll(hvd_handle *h);
+
+HVD_EXPORT int hvd_allreduce(const char *name, const void *sendbuf,
+			     void *recvbuf, size_t count, enum hvd_dtype dtype,
+			     enum hvd_op op);
+HVD_EXPORT int hvd_broadcast(const char *name, void *buf, size_t count,
+			     enum hvd_dtype dtype, int root);
+HVD_EXPORT int hvd_allgather(const char *name, const void *sendbuf,
+			     size_t count, enum hvd_dtype dtype, void **recvbuf,
+			     size_t *recvcount);
+/* Returns when every rank has called it. */
+HVD_EXPORT int hvd_barrier(void);
+
 HVD_EXPORT const char *hvd_strerror(int err);
+/* The calling thread's last failure, in words ("" if none). */
+HVD_EXPORT const char *hvd_error_message(void);
 HVD_EXPORT const char *hvd_version(void);
 
 #ifdef __cplusplus

@@ -1,0 +1,254 @@
+/* join.c: see join.h. The worker tries each address hvdrun announced, in
+ * order; an address that is not hvdrun's (another machine's loopback, a
+ * stale port) fails the proof of the secret and the next one is tried. The
+ * worker announces the address it reached hvdrun from: that interface
+ * routes towards the job. */
+#include "join.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../proto/rendezvous.h"
+#include "internal.h"
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int read_full(int fd, void *buf, size_t len, long long deadline)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		struct pollfd pf = {fd, POLLIN, 0};
+		long long left = deadline - now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			return HVD_ETIMEDOUT;
+		if (poll(&pf, 1, (int)left) <= 0)
+			continue;
+		n = recv(fd, p, len, 0);
+		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+			return HVD_ECONN;
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		}
+	}
+	return HVD_OK;
+}
+
+static int connect_addr(const char *addr, int timeout_ms)
+{
+	char host[64];
+	const char *colon = strrchr(addr, ':');
+	struct sockaddr_in sa;
+	struct pollfd pf;
+	int fd, err = 0;
+	socklen_t el = sizeof(err);
+
+	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
+		return -1;
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 &&
+	    errno != EINPROGRESS)
+		goto fail;
+	pf.fd = fd;
+	pf.events = POLLOUT;
+	if (poll(&pf, 1, timeout_ms) != 1 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0)
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+/* Register at one address; on success *fd stays open for PEERS. */
+static int try_register(const char *addr, int rank, int size, int port,
+			const uint8_t *secret, struct rdv_register *reg,
+			long long deadline, int *fd_out)
+{
+	uint8_t hello[RDV_HELLO_LEN], snonce[RDV_NONCE_LEN], mac[RDV_MAC_LEN],
+		want[RDV_MAC_LEN];
+	uint8_t *msg = malloc(rdv_register_max());
+	struct sockaddr_in me;
+	socklen_t ml = sizeof(me);
+	char ip[INET_ADDRSTRLEN];
+	size_t len;
+	int fd, rc = HVD_ECONN;
+
+	if (msg == NULL)
+		return HVD_ENOMEM;
+	fd = connect_addr(addr, 2000);
+	if (fd < 0)
+		goto out;
+	if (read_full(fd, hello, sizeof(hello), now_ms() + 3000) != HVD_OK ||
+	    !rdv_hello_decode(hello, snonce))
+		goto out_close;
+	/* Peers reach us on the interface that reached hvdrun. */
+	getsockname(fd, (struct sockaddr *)&me, &ml);
+	inet_ntop(AF_INET, &me.sin_addr, ip, sizeof(ip));
+	reg->rank = (uint32_t)rank;
+	reg->size = (uint32_t)size;
+	snprintf(reg->addr, sizeof(reg->addr), "%s:%d", ip, port);
+	if (rdv_random(reg->nonce, sizeof(reg->nonce)) != 0)
+		goto out_close;
+	len = rdv_register_encode(reg, secret, snonce, msg);
+	if (send(fd, msg, len, MSG_NOSIGNAL) != (ssize_t)len)
+		goto out_close;
+	/* hvdrun proves it knows the secret too. */
+	if (read_full(fd, mac, sizeof(mac), deadline) != HVD_OK)
+		goto out_close;
+	rdv_welcome_mac(secret, reg->nonce, (uint32_t)rank, want);
+	if (!rdv_mac_equal(mac, want)) {
+		hvd__warn("%s answered, but not as this job's hvdrun", addr);
+		goto out_close;
+	}
+	*fd_out = fd;
+	rc = HVD_OK;
+	goto out;
+out_close:
+	close(fd);
+out:
+	free(msg);
+	return rc;
+}
+
+static int read_peers(int fd, int size, const uint8_t *secret,
+		      const uint8_t *nonce, char *addrs, long long deadline)
+{
+	size_t cap = 4096, len = 0;
+	uint8_t *buf = malloc(cap);
+	int rc = HVD_ETIMEDOUT;
+
+	while (buf != NULL) {
+		struct pollfd pf = {fd, POLLIN, 0};
+		long long left = deadline - now_ms();
+		ssize_t n;
+		int d = rdv_peers_decode(buf, len, secret, nonce,
+					 (uint32_t)size, addrs);
+
+		if (d != 0) {
+			rc = d == 1 ? HVD_OK : HVD_EPROTO;
+			break;
+		}
+		if (left <= 0)
+			break;
+		if (len == cap) {
+			uint8_t *nb = realloc(buf, cap * 2);
+
+			if (nb == NULL)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		if (poll(&pf, 1, (int)left) <= 0)
+			continue;
+		n = recv(fd, buf + len, cap - len, 0);
+		if (n == 0) {
+			/* hvdrun gave up on the job: it said why. */
+			rc = HVD_ECONN;
+			break;
+		}
+		if (n > 0)
+			len += (size_t)n;
+	}
+	free(buf);
+	return rc;
+}
+
+int hvd__join(int rank, int size, struct hvd__tcp **out)
+{
+	const char *list = getenv("HVD_RENDEZVOUS");
+	uint8_t secret[RDV_SECRET_LEN], token[RDV_SECRET_LEN];
+	char self[64], *copy = NULL, *save = NULL, *a, *addrs = NULL;
+	char **addrv = NULL;
+	struct rdv_register reg;
+	struct hvd__tcp *t = NULL;
+	long timeout_s;
+	long long deadline;
+	int fd = -1, rc, r, port;
+
+	*out = NULL;
+	if (list == NULL ||
+	    !rdv_secret_from_hex(getenv("HVD_SECRET"), secret)) {
+		hvd__error(
+			"HVD_RENDEZVOUS and HVD_SECRET are not set: start the job with hvdrun");
+		return HVD_EINVAL;
+	}
+	rc = hvd__env_int("HVD_START_TIMEOUT", 30, 1, 86400, &timeout_s);
+	if (rc != HVD_OK)
+		return rc;
+	deadline = now_ms() + timeout_s * 1000 + 5000;
+	rc = hvd__tcp_new(&t, NULL, self, sizeof(self));
+	if (rc != HVD_OK)
+		return rc;
+	port = atoi(strrchr(self, ':') + 1);
+	copy = strdup(list);
+	rc = HVD_ECONN;
+	for (a = copy ? strtok_r(copy, ",", &save) : NULL; a != NULL;
+	     a = strtok_r(NULL, ",", &save)) {
+		rc = try_register(a, rank, size, port, secret, &reg, deadline,
+				  &fd);
+		if (rc == HVD_OK)
+			break;
+	}
+	if (rc != HVD_OK) {
+		hvd__error("rank %d cannot reach hvdrun's rendezvous at %s",
+			   rank, list);
+		goto out;
+	}
+	addrs = malloc((size_t)size * (RDV_ADDR_MAX + 1));
+	addrv = malloc((size_t)size * sizeof(*addrv));
+	if (addrs == NULL || addrv == NULL) {
+		rc = HVD_ENOMEM;
+		goto out;
+	}
+	rc = read_peers(fd, size, secret, reg.nonce, addrs, deadline);
+	if (rc != HVD_OK) {
+		hvd__error(
+			"rank %d: the job did not start: not every rank joined (%s)",
+			rank, hvd_strerror(rc));
+		goto out;
+	}
+	for (r = 0; r < size; r++)
+		addrv[r] = addrs + (size_t)r * (RDV_ADDR_MAX + 1);
+	rdv_mesh_token(secret, token);
+	rc = hvd__tcp_connect(t, rank, size, addrv, token,
+			      (int)(deadline - now_ms()));
+out:
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	free(addrs);
+	free(addrv);
+	if (rc != HVD_OK) {
+		hvd__tcp_free(t);
+		t = NULL;
+	}
+	*out = t;
+	return rc;
+}

@@ -1,0 +1,20 @@
+/* runtime.h: the engine behind the collectives (runtime.c): its start and
+ * stop, called by hvd_init() and hvd_shutdown(). */
+#ifndef HVD_RUNTIME_H
+#define HVD_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "join.h"
+
+/* Start the background thread; joined: connect to the peers through
+ * hvdrun's rendezvous (else a job of one, without transport). */
+int hvd__runtime_start(int rank, int size, bool joined);
+void hvd__runtime_stop(void);
+/* Batches of more than one tensor reduced through the fusion buffer. */
+uint64_t hvd__fused_batches(void);
+/* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
+int hvd__transport_timeout_ms(void);
+
+#endif

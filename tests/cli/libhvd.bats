@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# libhvd in jobs started by hvdrun on this host: the collectives, 1 to 4
+# ranks (hvd_selftest), many tensors from many threads, fusion seen in the
+# timeline, ranks that disagree, a rank killed mid-allreduce, a stall,
+# and the rendezvous refusing strangers.
+bats_require_minimum_version 1.5.0
+load helper
+
+SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
+
+@test "every dtype and op, counts 0/1/prime/MiB, broadcast, allgather: 1 to 4 ranks" {
+	local n r
+	for n in 1 2 3 4; do
+		run "$HVDRUN" -np "$n" "$SELFTEST" all
+		assert_success
+		for ((r = 0; r < n; r++)); do
+			assert_line "[$r]<stdout>:rank $r: ok"
+		done
+	done
+}
+
+@test "a program run without hvdrun is a job of one" {
+	run "$SELFTEST" all
+	assert_success
+	assert_output "rank 0: ok"
+}
+
+@test "many tensors in flight at once from several threads" {
+	run "$HVDRUN" -np 4 "$SELFTEST" threads
+	assert_success
+	refute_output --partial FAIL
+}
+
+@test "small tensors are fused: the timeline shows it, and is valid JSON" {
+	run "$HVDRUN" -np 3 --timeline-filename "$BATS_TEST_TMPDIR/tl.json" \
+		--timeline-mark-cycles "$SELFTEST" fusion
+	assert_success
+	python3 -m json.tool "$BATS_TEST_TMPDIR/tl.json" >/dev/null
+	[ "$(grep -c MEMCPY_IN_FUSION_BUFFER "$BATS_TEST_TMPDIR/tl.json")" -ge 64 ]
+	grep -q '"NEGOTIATE"' "$BATS_TEST_TMPDIR/tl.json"
+	grep -q '"RING_ALLREDUCE"' "$BATS_TEST_TMPDIR/tl.json"
+	grep -q '"CYCLE_START"' "$BATS_TEST_TMPDIR/tl.json"
+	grep -q '"args":{"name":"grad.63"}' "$BATS_TEST_TMPDIR/tl.json"
+}
+
+@test "ranks that disagree get an error on every rank, naming the tensor and ranks" {
+	run "$HVDRUN" -np 3 "$SELFTEST" mismatch
+	assert_success
+	refute_output --partial FAIL
+	assert_output --partial "ranks disagree on tensor 'count': rank 0 asked for allreduce of 10 float32 op sum, rank 1 for allreduce of 12 float32 op sum"
+	assert_output --partial "tensor 'root': rank 0 asked for broadcast of 4 float32 from root 0, rank 1 for broadcast of 4 float32 from root 1"
+}
+
+@test "a rank killed mid-allreduce: every other rank gets an error within a second" {
+	run "$HVDRUN" -np 4 "$SELFTEST" kill
+	# The survivors see the death so fast that one of them may exit (3)
+	# before hvdrun reaps rank 1: the first failure hvdrun sees decides.
+	[ "$status" -eq 137 ] || [ "$status" -eq 3 ]
+	local r ms
+	for r in 0 2 3; do
+		ms=$(printf '%s\n' "${lines[@]}" | sed -n "s/^\[$r\]<stdout>:rank $r: error after \([0-9]*\) ms: .*/\1/p")
+		[ -n "$ms" ] && [ "$ms" -lt 1000 ]
+		assert_line "[$r]<stdout>:rank $r: later: a peer closed its connection or died"
+	done
+}
+
+@test "a stall is reported with the missing ranks, then fails the tensor" {
+	run "$HVDRUN" -np 3 --stall-check-warning-time-seconds 1 \
+		--stall-check-shutdown-time-seconds 2 "$SELFTEST" stall
+	assert_success
+	assert_output --partial "stall: tensor 'lonely' was submitted by 1 of 3 ranks"
+	assert_output --partial "missing: ranks 1, 2"
+	assert_line "[0]<stdout>:rank 0: stalled: tensor 'lonely' was never submitted by ranks 1, 2"
+}
+
+@test "a rank that never joins: hvdrun names it and stops the job" {
+	run "$HVDRUN" -np 3 --start-timeout 2 sh -c \
+		'[ $HOROVOD_RANK = 2 ] && exec sleep 30; exec "$0" all' "$SELFTEST"
+	assert_failure 125
+	assert_output --partial "hvdrun: rendezvous: 1 of 3 ranks never joined within 2 s (start timeout): 2; stopping the job"
+}
+
+@test "the rendezvous admits only workers that know the job's secret" {
+	# A worker with a forged secret is refused; the real ones still run.
+	run "$HVDRUN" -np 2 --start-timeout 3 sh -c \
+		'[ $HOROVOD_RANK = 1 ] && export HVD_SECRET=$(printf "%064d" 7); exec "$0" all' "$SELFTEST"
+	assert_failure
+	assert_output --partial "cannot reach hvdrun's rendezvous"
+}
