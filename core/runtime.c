@@ -1071,6 +1071,12 @@ int hvd__runtime_start(int rank, int size, bool joined)
 	if (rc != HVD_OK)
 		return rc;
 	E.tcp = NULL;
+	if (!joined && size > 1) {
+		hvd__error(
+			"rank %d of %d, but no rendezvous (HVD_RENDEZVOUS): start the job with hvdrun",
+			rank, size);
+		return HVD_EINVAL;
+	}
 	if (joined && size > 1) {
 		rc = hvd__join(rank, size, &E.tcp);
 		if (rc != HVD_OK)

@@ -38,10 +38,19 @@ static void test_from_env(void)
 	setenv("HOROVOD_LOCAL_SIZE", "4", 1);
 	setenv("HOROVOD_CROSS_RANK", "1", 1);
 	setenv("HOROVOD_CROSS_SIZE", "2", 1);
+	/* A rank of a larger job needs hvdrun's rendezvous to find its
+	 * peers (the rank values themselves are checked under hvdrun, in
+	 * tests/cli/libhvd.bats). */
+	CHECK(hvd_init() == HVD_EINVAL);
+	CHECK(!hvd_initialized() && hvd_rank() == -1);
+	setenv("HOROVOD_SIZE", "1", 1);
+	setenv("HOROVOD_RANK", "0", 1);
+	setenv("HOROVOD_LOCAL_SIZE", "1", 1);
+	setenv("HOROVOD_LOCAL_RANK", "0", 1);
+	setenv("HOROVOD_CROSS_SIZE", "1", 1);
+	setenv("HOROVOD_CROSS_RANK", "0", 1);
 	CHECK(hvd_init() == HVD_OK);
-	CHECK(hvd_rank() == 5 && hvd_size() == 8);
-	CHECK(hvd_local_rank() == 1 && hvd_local_size() == 4);
-	CHECK(hvd_cross_rank() == 1 && hvd_cross_size() == 2);
+	CHECK(hvd_rank() == 0 && hvd_size() == 1);
 	hvd_shutdown();
 }
 
