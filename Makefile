@@ -129,7 +129,7 @@ test: deps
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	$(B)/bin/hvdrun -np 4 -H localhost:4 $(B)/examples/hello
+	$(B)/bin/hvdrun -np 4 -H localhost:4 $(B)/examples/iris_mlp examples/data/iris.csv
 
 bench: deps
 	@$(MAKE) --no-print-directory all

@@ -87,3 +87,17 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	assert_failure
 	assert_output --partial "cannot reach hvdrun's rendezvous"
 }
+
+@test "the Iris example trains: 1, 2 and 4 ranks end with the same weights" {
+	local n
+	for n in 1 2 4; do
+		run "$HVDRUN" -np "$n" "$ROOT/build/examples/iris_mlp" \
+			"$ROOT/examples/data/iris.csv" --save "$BATS_TEST_TMPDIR/w$n"
+		assert_success
+		assert_line --regexp "^\[0\]<stdout>:epoch 300  loss 0\.0[0-9]+  accuracy (9[5-9]|100)\.[0-9]% \($n ranks\)$"
+	done
+	# Only the order of floating-point sums differs.
+	paste "$BATS_TEST_TMPDIR/w1" "$BATS_TEST_TMPDIR/w2" "$BATS_TEST_TMPDIR/w4" | awk '
+		{ for (i = 2; i <= 3; i++) { d = $i - $1; if (d < 0) d = -d; if (d > m) m = d } }
+		END { print "max difference", m; exit !(NR == 131 && m < 1e-9) }'
+}

@@ -64,3 +64,10 @@ setup() {
 	done
 	assert_no_leftovers
 }
+
+@test "libhvd across namespace hosts: peers meet on the routed interface" {
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:1,ns2:1,ns3:1 "$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	assert_line "[0]<stdout>:rank 0: ok"
+	assert_line "[2]<stdout>:rank 2: ok"
+}

@@ -278,6 +278,17 @@ wait_gone() {
 	assert_output --partial "host 'node1'"
 }
 
+@test "libhvd across hosts: collectives and the Iris example over SSH" {
+	run "$HVDRUN" "${SSH[@]}" -H node1:2,node2:1,localhost:1 "$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	assert_line "[2]<stdout>:rank 2: ok"
+	assert_line "[3]<stdout>:rank 3: ok"
+	run "$HVDRUN" "${SSH[@]}" -H node1:2,node3:2 "$ROOT/build/examples/iris_mlp" \
+		"$ROOT/examples/data/iris.csv" --epochs 50
+	assert_success
+	assert_line --regexp '^\[0\]<stdout>:epoch  50  loss .* \(4 ranks\)$'
+}
+
 @test "local and remote workers in one job" {
 	run "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 hostname
 	assert_success
