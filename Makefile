@@ -52,6 +52,9 @@ all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN)
 
 inc_for = $(if $(filter core/% proto/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(if $(filter lib/%,$(1)),$(LIB_INC),$(if $(filter cmd/%,$(1)),$(CMD_INC),$(LIB_INC) -Icore -Itests/unit)))
 
+# The reduction kernels are loops the compiler vectorises at -O3.
+$(B)/obj/core/reduce.o: CFLAGS += -O3
+
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(WARN) $(CFLAGS) $(call inc_for,$<) -MMD -MP -c $< -o $@
@@ -131,10 +134,22 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/bin/hvdrun -np 4 -H localhost:4 $(B)/examples/iris_mlp examples/data/iris.csv
 
+BENCH_BIN := $(B)/bench/hvd_bench $(B)/bench/mpi_bench
+
+$(B)/bench/hvd_bench: tests/bench/hvd_bench.c tests/bench/resnet50.h $(B)/lib/libhvd.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(WARN) -O2 -Icore/include -o $@ $< \
+	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd
+
+$(B)/bench/mpi_bench: tests/bench/mpi_bench.c tests/bench/resnet50.h
+	@mkdir -p $(dir $@)
+	mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -o $@ $<
+
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@tests/bench/launch
 	@tests/bench/launch-ssh
+	@tests/bench/allreduce
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \

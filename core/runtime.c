@@ -128,6 +128,7 @@ static struct {
 	char *fusion;
 	size_t fusion_cap;
 	uint64_t fused_batches; /* batches of more than one tensor */
+	size_t segment;		/* bytes reduced at a time (cache-sized) */
 	long long last_stall_us;
 	struct req *inflight; /* lock: every request not yet completed, by
 				 its inflight_next link */
@@ -618,64 +619,111 @@ static void timeline_span(const char *name, const char *what, long long t0)
 		hvd__timeline_span(E.tl, name, what, t0, hvd__now_us() - t0);
 }
 
+/* Allreduce buf in segments of E.segment bytes: each segment's ring
+ * passes, reductions and copies run while it is still in cache. */
+static int allreduce_segments(char *buf, size_t count, enum hvd_dtype t,
+			      enum hvd_op op)
+{
+	size_t es = hvd__dtype_size(t), per = E.segment / es, off;
+	int rc = HVD_OK;
+
+	if (per == 0)
+		per = 1;
+	for (off = 0; off < count && rc == HVD_OK; off += per)
+		rc = hvd__ring_allreduce(&E.comm, buf + off * es,
+					 count - off < per ? count - off : per,
+					 t, op);
+	return rc;
+}
+
+/* The tensors of one fused batch, laid end to end, are reduced one
+ * segment at a time through a fusion buffer of one segment: copy in the
+ * parts of the tensors the segment covers, reduce, copy out. */
 static int run_allreduce_batch(struct req **batch, size_t n)
 {
 	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
 	enum hvd_op op = (enum hvd_op)batch[0]->m.op;
-	size_t es = hvd__dtype_size(t), total = 0, off, i;
-	long long t0;
-	int rc;
+	size_t es = hvd__dtype_size(t), total = 0, seg, pos, i;
+	long long t0, t_in = 0, t_ring = 0, t_out = 0, t1;
+	int rc = HVD_OK;
 
 	for (i = 0; i < n; i++)
-		total += (size_t)batch[i]->m.count;
+		total += (size_t)batch[i]->m.count * es;
 	if (n == 1) {
 		/* One tensor: reduce in place, no copies. */
 		struct req *r = batch[0];
 
-		if (r->recvbuf != r->sendbuf && r->m.count > 0)
-			memcpy(r->recvbuf, r->sendbuf, (size_t)r->m.count * es);
+		if (r->recvbuf != r->sendbuf && total > 0)
+			memcpy(r->recvbuf, r->sendbuf, total);
 		t0 = hvd__now_us();
-		rc = hvd__ring_allreduce(&E.comm, r->recvbuf,
-					 (size_t)r->m.count, t, op);
+		rc = allreduce_segments(r->recvbuf, (size_t)r->m.count, t, op);
 		timeline_span(r->name, "RING_ALLREDUCE", t0);
 		return rc;
 	}
-	if (total * es > E.fusion_cap) {
-		char *f = realloc(E.fusion, total * es);
+	seg = E.segment - E.segment % es;
+	if (seg == 0)
+		seg = es;
+	if (E.fusion_cap < seg) {
+		char *f = realloc(E.fusion, seg);
 
 		if (f == NULL)
 			return HVD_ENOMEM;
 		E.fusion = f;
-		E.fusion_cap = total * es;
+		E.fusion_cap = seg;
 	}
 	t0 = hvd__now_us();
-	for (i = 0, off = 0; i < n; i++) {
-		size_t bytes = (size_t)batch[i]->m.count * es;
+	for (pos = 0; pos < total && rc == HVD_OK; pos += seg) {
+		size_t len = total - pos < seg ? total - pos : seg, at;
 
-		if (bytes)
-			memcpy(E.fusion + off, batch[i]->sendbuf, bytes);
-		off += bytes;
-	}
-	for (i = 0; i < n; i++)
-		timeline_span(batch[i]->name, "MEMCPY_IN_FUSION_BUFFER", t0);
-	t0 = hvd__now_us();
-	rc = hvd__ring_allreduce(&E.comm, E.fusion, total, t, op);
-	for (i = 0; i < n; i++)
-		timeline_span(batch[i]->name, "RING_ALLREDUCE", t0);
-	if (rc != HVD_OK)
-		return rc;
-	t0 = hvd__now_us();
-	for (i = 0, off = 0; i < n; i++) {
-		size_t bytes = (size_t)batch[i]->m.count * es;
+		/* Copy in every tensor's part of [pos, pos + len). */
+		t1 = hvd__now_us();
+		for (i = 0, at = 0; i < n && at < pos + len; i++) {
+			size_t b = (size_t)batch[i]->m.count * es, lo, hi;
 
-		if (bytes)
-			memcpy(batch[i]->recvbuf, E.fusion + off, bytes);
-		off += bytes;
+			if (at + b > pos) {
+				lo = pos > at ? pos - at : 0;
+				hi = pos + len - at < b ? pos + len - at : b;
+				memcpy(E.fusion + (at + lo - pos),
+				       (const char *)batch[i]->sendbuf + lo,
+				       hi - lo);
+			}
+			at += b;
+		}
+		t_in += hvd__now_us() - t1;
+		t1 = hvd__now_us();
+		rc = hvd__ring_allreduce(&E.comm, E.fusion, len / es, t, op);
+		t_ring += hvd__now_us() - t1;
+		if (rc != HVD_OK)
+			break;
+		t1 = hvd__now_us();
+		for (i = 0, at = 0; i < n && at < pos + len; i++) {
+			size_t b = (size_t)batch[i]->m.count * es, lo, hi;
+
+			if (at + b > pos) {
+				lo = pos > at ? pos - at : 0;
+				hi = pos + len - at < b ? pos + len - at : b;
+				memcpy((char *)batch[i]->recvbuf + lo,
+				       E.fusion + (at + lo - pos), hi - lo);
+			}
+			at += b;
+		}
+		t_out += hvd__now_us() - t1;
 	}
-	for (i = 0; i < n; i++)
-		timeline_span(batch[i]->name, "MEMCPY_OUT_FUSION_BUFFER", t0);
-	E.fused_batches++;
-	return HVD_OK;
+	if (E.tl != NULL)
+		for (i = 0; i < n; i++) {
+			/* One row per tensor: the time the batch spent in each
+			 * phase, laid out in order. */
+			hvd__timeline_span(E.tl, batch[i]->name,
+					   "MEMCPY_IN_FUSION_BUFFER", t0, t_in);
+			hvd__timeline_span(E.tl, batch[i]->name,
+					   "RING_ALLREDUCE", t0 + t_in, t_ring);
+			hvd__timeline_span(E.tl, batch[i]->name,
+					   "MEMCPY_OUT_FUSION_BUFFER",
+					   t0 + t_in + t_ring, t_out);
+		}
+	if (rc == HVD_OK)
+		E.fused_batches++;
+	return rc;
 }
 
 static int run_allgather(struct req *r)
@@ -1048,6 +1096,19 @@ static int read_knobs(void)
 	E.stall_shutdown_s = shut;
 	E.stall_check = !disable;
 	E.mark_cycles = mark != 0;
+	{
+		long seg;
+
+		/* Each ring chunk of a segment about 512 KiB: in cache, yet
+		 * large enough that a step is not all latency. */
+		rc = hvd__env_int("HVD_SEGMENT_BYTES",
+				  (512L << 10) *
+					  (hvd__g.size > 1 ? hvd__g.size : 2),
+				  4096, 1L << 30, &seg);
+		if (rc != HVD_OK)
+			return rc;
+		E.segment = (size_t)seg;
+	}
 	return HVD_OK;
 }
 

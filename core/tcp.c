@@ -237,13 +237,29 @@ void hvd__tcp_free(struct hvd__tcp *t)
 	free(t);
 }
 
+/* One non-blocking attempt in one direction: bytes moved, 0 if it would
+ * block, or a negative error. */
+static ssize_t try_io(int fd, char *p, size_t len, bool sending)
+{
+	ssize_t n =
+		sending ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+
+	if (n > 0)
+		return n;
+	if (n == 0)
+		return sending ? 0 : HVD_ECONN;
+	return errno == EAGAIN || errno == EINTR ? 0 : HVD_ECONN;
+}
+
+/* Send and receive at once. The syscalls come first; poll() only when
+ * both directions would block, so a fast transfer costs two syscalls a
+ * round, not three. */
 static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
 			int from, void *rbuf, size_t rlen,
 			hvd__recv_progress progress, void *arg)
 {
 	struct hvd__tcp *t = tp;
-	const char *s = sbuf;
-	char *rb = rbuf;
+	char *s = (char *)sbuf, *rb = rbuf;
 	size_t sent = 0, got = 0, reported = 0;
 	int sfd = slen ? t->fd[to] : -1, rfd = rlen ? t->fd[from] : -1;
 	long long deadline = now_ms() + t->timeout_ms;
@@ -251,62 +267,57 @@ static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
 	if ((slen && sfd < 0) || (rlen && rfd < 0))
 		return HVD_ECONN;
 	while (sent < slen || got < rlen) {
-		struct pollfd pf[2];
-		int n = 0, i;
-		long long left;
+		bool moved = false;
 
 		if (sent < slen) {
-			pf[n].fd = sfd;
-			pf[n].events = POLLOUT;
-			n++;
+			ssize_t n = try_io(sfd, s + sent, slen - sent, true);
+
+			if (n < 0)
+				return (int)n;
+			sent += (size_t)n;
+			moved |= n > 0;
 		}
 		if (got < rlen) {
-			if (n == 1 && pf[0].fd == rfd) {
-				pf[0].events |= POLLIN;
-			} else {
-				pf[n].fd = rfd;
-				pf[n].events = POLLIN;
-				n++;
-			}
-		}
-		left = deadline - now_ms();
-		if (left <= 0)
-			return HVD_ETIMEDOUT;
-		if (poll(pf, (nfds_t)n, (int)left) < 0 && errno != EINTR)
-			return HVD_ESYS;
-		for (i = 0; i < n; i++) {
-			if (pf[i].revents & (POLLERR | POLLNVAL))
-				return HVD_ECONN;
-			if ((pf[i].revents & POLLOUT) && sent < slen) {
-				ssize_t w = send(sfd, s + sent, slen - sent,
-						 MSG_NOSIGNAL);
+			ssize_t n = try_io(rfd, rb + got, rlen - got, false);
 
-				if (w > 0)
-					sent += (size_t)w;
-				else if (w < 0 && errno != EAGAIN &&
-					 errno != EINTR)
-					return HVD_ECONN;
-			}
-			if ((pf[i].revents & (POLLIN | POLLHUP)) &&
-			    got < rlen) {
-				ssize_t r = recv(rfd, rb + got, rlen - got, 0);
-
-				if (r == 0)
-					return HVD_ECONN;
-				if (r > 0)
-					got += (size_t)r;
-				else if (errno != EAGAIN && errno != EINTR)
-					return HVD_ECONN;
-			}
+			if (n < 0)
+				return (int)n;
+			got += (size_t)n;
+			moved |= n > 0;
 		}
-		if (progress != NULL &&
-		    (got - reported >= PROGRESS_STEP || got == rlen) &&
-		    got > reported) {
+		if (progress != NULL && got > reported &&
+		    (got - reported >= PROGRESS_STEP || got == rlen)) {
 			progress(arg, got);
 			reported = got;
 		}
-		/* Progress resets the clock: only silence times out. */
-		deadline = now_ms() + t->timeout_ms;
+		if (moved) {
+			/* Progress resets the clock: only silence times out. */
+			deadline = now_ms() + t->timeout_ms;
+			continue;
+		}
+		{
+			struct pollfd pf[2];
+			int n = 0, i;
+			long long left = deadline - now_ms();
+
+			if (left <= 0)
+				return HVD_ETIMEDOUT;
+			if (sent < slen)
+				pf[n++] = (struct pollfd){sfd, POLLOUT, 0};
+			if (got < rlen) {
+				if (n == 1 && pf[0].fd == rfd)
+					pf[0].events |= POLLIN;
+				else
+					pf[n++] =
+						(struct pollfd){rfd, POLLIN, 0};
+			}
+			if (poll(pf, (nfds_t)n, (int)left) < 0 &&
+			    errno != EINTR)
+				return HVD_ESYS;
+			for (i = 0; i < n; i++)
+				if (pf[i].revents & (POLLERR | POLLNVAL))
+					return HVD_ECONN;
+		}
 	}
 	return HVD_OK;
 }

@@ -1,0 +1,121 @@
+/* hvd_bench.c: libhvd's allreduce timed, for tests/bench/allreduce.
+ *   hvd_bench sizes   float32 sum, 4 KiB to 64 MiB: "bytes seconds" lines
+ *   hvd_bench resnet  the 161 gradient tensors of ResNet-50 submitted at
+ *                     once, then waited for: "step seconds" per step
+ * Each figure is the median of the repetitions; rank 0 prints. */
+#include <hvd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "resnet50.h"
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int run_sizes(void)
+{
+	size_t bytes;
+	float *buf = calloc((64u << 20) / 4, 4);
+
+	for (bytes = 4096; bytes <= (64u << 20); bytes *= 4) {
+		double t[21];
+		int reps = bytes >= (16u << 20) ? 7 : 21, i;
+
+		for (i = -2; i < reps; i++) { /* two to warm up */
+			double t0;
+
+			hvd_barrier();
+			t0 = now();
+			if (hvd_allreduce("bench", buf, buf, bytes / 4,
+					  HVD_FLOAT32, HVD_SUM) != 0)
+				return 1;
+			if (i >= 0)
+				t[i] = now() - t0;
+		}
+		/* The slowest rank decides. */
+		{
+			double m = median(t, reps);
+
+			hvd_allreduce("bench.t", &m, &m, 1, HVD_FLOAT64, HVD_MAX);
+			if (hvd_rank() == 0)
+				printf("%zu %.9f\n", bytes, m);
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+static int run_resnet(void)
+{
+	size_t sizes[RESNET50_TENSORS], total = 0, off;
+	size_t n = resnet50_sizes(sizes), k;
+	float *grads;
+	hvd_handle *h[RESNET50_TENSORS];
+	double t[11];
+	int i;
+
+	for (k = 0; k < n; k++)
+		total += sizes[k];
+	grads = calloc(total, sizeof(float));
+	for (i = -2; i < 11; i++) {
+		double t0;
+
+		hvd_barrier();
+		t0 = now();
+		for (k = 0, off = 0; k < n; k++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "resnet.%zu", k);
+			hvd_allreduce_async(name, grads + off, grads + off,
+					    sizes[k], HVD_FLOAT32, HVD_AVERAGE,
+					    &h[k]);
+			off += sizes[k];
+		}
+		for (k = 0; k < n; k++)
+			if (hvd_wait(h[k]) != 0)
+				return 1;
+		if (i >= 0)
+			t[i] = now() - t0;
+	}
+	{
+		double m = median(t, 11);
+
+		hvd_allreduce("bench.t", &m, &m, 1, HVD_FLOAT64, HVD_MAX);
+		if (hvd_rank() == 0)
+			printf("resnet50 %zu %zu %.9f\n", n, total, m);
+	}
+	free(grads);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+
+	if (hvd_init() != 0)
+		return 1;
+	rc = argc > 1 && strcmp(argv[1], "resnet") == 0 ? run_resnet()
+							: run_sizes();
+	hvd_shutdown();
+	return rc;
+}

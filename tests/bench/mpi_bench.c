@@ -1,0 +1,94 @@
+/* mpi_bench.c: Open MPI's MPI_Allreduce timed the same way as hvd_bench.c.
+ *   mpi_bench sizes    float32 sum, 4 KiB to 64 MiB
+ *   mpi_bench resnet   ResNet-50's 161 tensors: one MPI_Allreduce per
+ *                      tensor ("per-tensor"), and one of their total
+ *                      ("total") */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resnet50.h"
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void report(const char *label, size_t a, double m, int rank)
+{
+	MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0)
+		printf("%s%zu %.9f\n", label, a, m);
+}
+
+int main(int argc, char **argv)
+{
+	int rank, i;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	if (argc > 1 && strcmp(argv[1], "resnet") == 0) {
+		size_t sizes[RESNET50_TENSORS], total = 0, n, k, off;
+		double tp[11], tt[11];
+		float *g;
+
+		n = resnet50_sizes(sizes);
+		for (k = 0; k < n; k++)
+			total += sizes[k];
+		g = calloc(total, sizeof(float));
+		for (i = -2; i < 11; i++) {
+			double t0;
+
+			MPI_Barrier(MPI_COMM_WORLD);
+			t0 = MPI_Wtime();
+			for (k = 0, off = 0; k < n; k++) {
+				MPI_Allreduce(MPI_IN_PLACE, g + off, (int)sizes[k],
+					      MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+				off += sizes[k];
+			}
+			if (i >= 0)
+				tp[i] = MPI_Wtime() - t0;
+			MPI_Barrier(MPI_COMM_WORLD);
+			t0 = MPI_Wtime();
+			MPI_Allreduce(MPI_IN_PLACE, g, (int)total, MPI_FLOAT,
+				      MPI_SUM, MPI_COMM_WORLD);
+			if (i >= 0)
+				tt[i] = MPI_Wtime() - t0;
+		}
+		report("per-tensor ", n, median(tp, 11), rank);
+		report("total ", total, median(tt, 11), rank);
+		free(g);
+	} else {
+		size_t bytes;
+		float *buf = calloc((64u << 20) / 4, 4);
+
+		for (bytes = 4096; bytes <= (64u << 20); bytes *= 4) {
+			double t[21];
+			int reps = bytes >= (16u << 20) ? 7 : 21;
+
+			for (i = -2; i < reps; i++) {
+				double t0;
+
+				MPI_Barrier(MPI_COMM_WORLD);
+				t0 = MPI_Wtime();
+				MPI_Allreduce(MPI_IN_PLACE, buf, (int)(bytes / 4),
+					      MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+				if (i >= 0)
+					t[i] = MPI_Wtime() - t0;
+			}
+			report("", bytes, median(t, reps), rank);
+		}
+		free(buf);
+	}
+	MPI_Finalize();
+	return 0;
+}

@@ -1,0 +1,48 @@
+/* resnet50.h: the sizes of ResNet-50's 161 gradient tensors (25,557,032
+ * float32 parameters), from its architecture: a 7x7 stem, bottleneck
+ * blocks [3, 4, 6, 3] of widths [64, 128, 256, 512] (expansion 4, a
+ * projection on each stage's first block), batch norm scale and shift
+ * after every convolution, and a 1000-way classifier. */
+#ifndef BENCH_RESNET50_H
+#define BENCH_RESNET50_H
+
+#include <stddef.h>
+
+#define RESNET50_TENSORS 161
+
+static inline size_t resnet50_sizes(size_t *out)
+{
+	static const int blocks[4] = {3, 4, 6, 3}, width[4] = {64, 128, 256, 512};
+	size_t n = 0, in = 64;
+	int s, b;
+
+	out[n++] = 64 * 3 * 7 * 7;
+	out[n++] = 64;
+	out[n++] = 64;
+	for (s = 0; s < 4; s++) {
+		size_t w = (size_t)width[s];
+
+		for (b = 0; b < blocks[s]; b++) {
+			out[n++] = w * in;        /* 1x1 */
+			out[n++] = w;
+			out[n++] = w;
+			out[n++] = w * w * 9;     /* 3x3 */
+			out[n++] = w;
+			out[n++] = w;
+			out[n++] = 4 * w * w;     /* 1x1, expand */
+			out[n++] = 4 * w;
+			out[n++] = 4 * w;
+			if (b == 0) {             /* projection */
+				out[n++] = 4 * w * in;
+				out[n++] = 4 * w;
+				out[n++] = 4 * w;
+			}
+			in = 4 * w;
+		}
+	}
+	out[n++] = 1000 * 2048;
+	out[n++] = 1000;
+	return n;
+}
+
+#endif
