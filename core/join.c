@@ -53,21 +53,12 @@ static int read_full(int fd, void *buf, size_t len, long long deadline)
 
 static int connect_addr(const char *addr, int timeout_ms)
 {
-	char host[64];
-	const char *colon = strrchr(addr, ':');
 	struct sockaddr_in sa;
 	struct pollfd pf;
 	int fd, err = 0;
 	socklen_t el = sizeof(err);
 
-	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
-		return -1;
-	memcpy(host, addr, (size_t)(colon - addr));
-	host[colon - addr] = '\0';
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)atoi(colon + 1));
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+	if (hvd__parse_addr(addr, &sa) != HVD_OK)
 		return -1;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)

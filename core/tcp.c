@@ -114,21 +114,33 @@ static int xfer(int fd, void *buf, size_t len, bool sending, long long deadline)
 	return HVD_OK;
 }
 
-static int connect_to(const char *addr, long long deadline)
+int hvd__parse_addr(const char *addr, struct sockaddr_in *sa)
 {
 	char host[64];
 	const char *colon = strrchr(addr, ':');
+	char *end;
+	long port;
+
+	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
+		return HVD_EINVAL;
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	port = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || port < 1 || port > 65535)
+		return HVD_EINVAL;
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? HVD_OK
+							    : HVD_EINVAL;
+}
+
+static int connect_to(const char *addr, long long deadline)
+{
 	struct sockaddr_in sa;
 	int fd;
 
-	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
-		return -1;
-	memcpy(host, addr, (size_t)(colon - addr));
-	host[colon - addr] = '\0';
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)atoi(colon + 1));
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+	if (hvd__parse_addr(addr, &sa) != HVD_OK)
 		return -1;
 	/* The peer may not listen yet: retry until the deadline. */
 	while (now_ms() < deadline) {

@@ -17,6 +17,11 @@ struct hvd__tcp;
 
 extern const struct hvd__transport_ops hvd__tcp_ops;
 
+struct sockaddr_in;
+
+/* Parse "IPv4:PORT" into sa. */
+int hvd__parse_addr(const char *addr, struct sockaddr_in *sa);
+
 /* Listen on bind_addr (an IPv4 address; NULL: any) on a free port; write
  * "ADDR:PORT" for the peers to addr_out. */
 int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,

@@ -19,19 +19,6 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int run_sizes(void)
 {
 	size_t bytes;
@@ -54,7 +41,7 @@ static int run_sizes(void)
 		}
 		/* The slowest rank decides. */
 		{
-			double m = median(t, reps);
+			double m = bench_median(t, reps);
 
 			hvd_allreduce("bench.t", &m, &m, 1, HVD_FLOAT64, HVD_MAX);
 			if (hvd_rank() == 0)
@@ -98,7 +85,7 @@ static int run_resnet(void)
 			t[i] = now() - t0;
 	}
 	{
-		double m = median(t, 11);
+		double m = bench_median(t, 11);
 
 		hvd_allreduce("bench.t", &m, &m, 1, HVD_FLOAT64, HVD_MAX);
 		if (hvd_rank() == 0)

@@ -10,19 +10,6 @@
 
 #include "resnet50.h"
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void report(const char *label, size_t a, double m, int rank)
 {
 	MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -64,8 +51,8 @@ int main(int argc, char **argv)
 			if (i >= 0)
 				tt[i] = MPI_Wtime() - t0;
 		}
-		report("per-tensor ", n, median(tp, 11), rank);
-		report("total ", total, median(tt, 11), rank);
+		report("per-tensor ", n, bench_median(tp, 11), rank);
+		report("total ", total, bench_median(tt, 11), rank);
 		free(g);
 	} else {
 		size_t bytes;
@@ -85,7 +72,7 @@ int main(int argc, char **argv)
 				if (i >= 0)
 					t[i] = MPI_Wtime() - t0;
 			}
-			report("", bytes, median(t, reps), rank);
+			report("", bytes, bench_median(t, reps), rank);
 		}
 		free(buf);
 	}

@@ -1,4 +1,5 @@
-/* resnet50.h: the sizes of ResNet-50's 161 gradient tensors (25,557,032
+/* resnet50.h: what both benchmark programs share: the median of timings,
+ * and the sizes of ResNet-50's 161 gradient tensors (25,557,032
  * float32 parameters), from its architecture: a 7x7 stem, bottleneck
  * blocks [3, 4, 6, 3] of widths [64, 128, 256, 512] (expansion 4, a
  * projection on each stage's first block), batch norm scale and shift
@@ -7,6 +8,21 @@
 #define BENCH_RESNET50_H
 
 #include <stddef.h>
+#include <stdlib.h>
+
+static inline int bench_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of n timings (sorts them). */
+static inline double bench_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 #define RESNET50_TENSORS 161
 
