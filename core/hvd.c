@@ -114,9 +114,11 @@ int hvd__transport_timeout_ms(void)
 {
 	long ms;
 
-	if (hvd__env_int("HVD_TRANSPORT_TIMEOUT_MS", 10000, 100, 86400000,
+	/* Every cycle moves bytes between all ranks, even when idle: two
+	 * seconds of silence mean a peer or its link is gone. */
+	if (hvd__env_int("HVD_TRANSPORT_TIMEOUT_MS", 2000, 100, 86400000,
 			 &ms) != HVD_OK)
-		ms = 10000;
+		ms = 2000;
 	return (int)ms;
 }
 

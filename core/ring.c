@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "reduce.h"
 
@@ -46,9 +47,25 @@ static int mod(int a, int n)
 	return ((a % n) + n) % n;
 }
 
+static long long mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 int hvd__ring_allreduce(const struct hvd__comm *c, void *buf, size_t count,
 			enum hvd_dtype t, enum hvd_op op)
 {
+	return hvd__ring_allreduce_timed(c, buf, count, t, op, NULL);
+}
+
+int hvd__ring_allreduce_timed(const struct hvd__comm *c, void *buf,
+			      size_t count, enum hvd_dtype t, enum hvd_op op,
+			      struct hvd__ring_times *times)
+{
+	long long t0 = times ? mono_us() : 0;
 	size_t esize = hvd__dtype_size(t), maxlen, st, ln, sst, sln;
 	int n = c->size, right = mod(c->rank + 1, n),
 	    left = mod(c->rank - 1, n);
@@ -75,6 +92,12 @@ int hvd__ring_allreduce(const struct hvd__comm *c, void *buf, size_t count,
 				      left, tmp, ln * esize, reduce_progress,
 				      &a);
 	}
+	if (times != NULL) {
+		long long t1 = mono_us();
+
+		times->reduce_scatter_us += t1 - t0;
+		t0 = t1;
+	}
 	/* This rank's complete chunk: average it once, then pass it on. */
 	chunk(count, n, mod(c->rank + 1, n), &st, &ln);
 	if (rc == HVD_OK && op == HVD_AVERAGE)
@@ -86,6 +109,8 @@ int hvd__ring_allreduce(const struct hvd__comm *c, void *buf, size_t count,
 				      left, b + st * esize, ln * esize, NULL,
 				      NULL);
 	}
+	if (times != NULL)
+		times->allgather_us += mono_us() - t0;
 	free(tmp);
 	return rc;
 }

@@ -25,7 +25,17 @@
 #include "hvd.h"
 #include "transport.h"
 
-/* buf (count elements) becomes op of every rank's buf, in place. */
+/* Microseconds spent in each phase of allreduces, added up. */
+struct hvd__ring_times {
+	long long reduce_scatter_us;
+	long long allgather_us;
+};
+
+/* buf (count elements) becomes op of every rank's buf, in place. times,
+ * if not NULL, accumulates how long each phase took. */
+int hvd__ring_allreduce_timed(const struct hvd__comm *c, void *buf,
+			      size_t count, enum hvd_dtype t, enum hvd_op op,
+			      struct hvd__ring_times *times);
 int hvd__ring_allreduce(const struct hvd__comm *c, void *buf, size_t count,
 			enum hvd_dtype t, enum hvd_op op);
 /* root's buf (len bytes) is copied to every rank's buf. */

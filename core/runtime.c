@@ -129,6 +129,7 @@ static struct {
 	size_t fusion_cap;
 	uint64_t fused_batches; /* batches of more than one tensor */
 	size_t segment;		/* bytes reduced at a time (cache-sized) */
+	long long decided_us;	/* when this cycle's responses were known */
 	long long last_stall_us;
 	struct req *inflight; /* lock: every request not yet completed, by
 				 its inflight_next link */
@@ -622,7 +623,7 @@ static void timeline_span(const char *name, const char *what, long long t0)
 /* Allreduce buf in segments of E.segment bytes: each segment's ring
  * passes, reductions and copies run while it is still in cache. */
 static int allreduce_segments(char *buf, size_t count, enum hvd_dtype t,
-			      enum hvd_op op)
+			      enum hvd_op op, struct hvd__ring_times *times)
 {
 	size_t es = hvd__dtype_size(t), per = E.segment / es, off;
 	int rc = HVD_OK;
@@ -630,9 +631,9 @@ static int allreduce_segments(char *buf, size_t count, enum hvd_dtype t,
 	if (per == 0)
 		per = 1;
 	for (off = 0; off < count && rc == HVD_OK; off += per)
-		rc = hvd__ring_allreduce(&E.comm, buf + off * es,
-					 count - off < per ? count - off : per,
-					 t, op);
+		rc = hvd__ring_allreduce_timed(
+			&E.comm, buf + off * es,
+			count - off < per ? count - off : per, t, op, times);
 	return rc;
 }
 
@@ -644,7 +645,8 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
 	enum hvd_op op = (enum hvd_op)batch[0]->m.op;
 	size_t es = hvd__dtype_size(t), total = 0, seg, pos, i;
-	long long t0, t_in = 0, t_ring = 0, t_out = 0, t1;
+	long long t0, t_in = 0, t_out = 0, t1;
+	struct hvd__ring_times rt = {0, 0};
 	int rc = HVD_OK;
 
 	for (i = 0; i < n; i++)
@@ -656,8 +658,15 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 		if (r->recvbuf != r->sendbuf && total > 0)
 			memcpy(r->recvbuf, r->sendbuf, total);
 		t0 = hvd__now_us();
-		rc = allreduce_segments(r->recvbuf, (size_t)r->m.count, t, op);
-		timeline_span(r->name, "RING_ALLREDUCE", t0);
+		rc = allreduce_segments(r->recvbuf, (size_t)r->m.count, t, op,
+					&rt);
+		if (E.tl != NULL) {
+			hvd__timeline_span(E.tl, r->name, "REDUCE_SCATTER", t0,
+					   rt.reduce_scatter_us);
+			hvd__timeline_span(E.tl, r->name, "ALLGATHER",
+					   t0 + rt.reduce_scatter_us,
+					   rt.allgather_us);
+		}
 		return rc;
 	}
 	seg = E.segment - E.segment % es;
@@ -690,9 +699,8 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 			at += b;
 		}
 		t_in += hvd__now_us() - t1;
-		t1 = hvd__now_us();
-		rc = hvd__ring_allreduce(&E.comm, E.fusion, len / es, t, op);
-		t_ring += hvd__now_us() - t1;
+		rc = hvd__ring_allreduce_timed(&E.comm, E.fusion, len / es, t,
+					       op, &rt);
 		if (rc != HVD_OK)
 			break;
 		t1 = hvd__now_us();
@@ -713,13 +721,21 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 		for (i = 0; i < n; i++) {
 			/* One row per tensor: the time the batch spent in each
 			 * phase, laid out in order. */
+			long long at = t0;
+
 			hvd__timeline_span(E.tl, batch[i]->name,
-					   "MEMCPY_IN_FUSION_BUFFER", t0, t_in);
+					   "MEMCPY_IN_FUSION_BUFFER", at, t_in);
+			at += t_in;
 			hvd__timeline_span(E.tl, batch[i]->name,
-					   "RING_ALLREDUCE", t0 + t_in, t_ring);
+					   "REDUCE_SCATTER", at,
+					   rt.reduce_scatter_us);
+			at += rt.reduce_scatter_us;
+			hvd__timeline_span(E.tl, batch[i]->name, "ALLGATHER",
+					   at, rt.allgather_us);
+			at += rt.allgather_us;
 			hvd__timeline_span(E.tl, batch[i]->name,
-					   "MEMCPY_OUT_FUSION_BUFFER",
-					   t0 + t_in + t_ring, t_out);
+					   "MEMCPY_OUT_FUSION_BUFFER", at,
+					   t_out);
 		}
 	if (rc == HVD_OK)
 		E.fused_batches++;
@@ -824,10 +840,17 @@ static int execute(struct resp *v, size_t n)
 			i++;
 			continue;
 		}
-		if (E.tl != NULL)
+		if (E.tl != NULL) {
+			long long now = hvd__now_us();
+
+			/* Negotiation until the cycle decided; then the wait
+			 * behind the operations run before it. */
 			hvd__timeline_span(E.tl, r->name, "NEGOTIATE",
 					   r->enqueued_us,
-					   hvd__now_us() - r->enqueued_us);
+					   E.decided_us - r->enqueued_us);
+			hvd__timeline_span(E.tl, r->name, "QUEUE", E.decided_us,
+					   now - E.decided_us);
+		}
 		if (r->m.type != REQ_ALLREDUCE) {
 			int s = rc == HVD_OK ? run_one(r) : rc;
 
@@ -971,6 +994,7 @@ static int cycle(bool shutdown_local)
 			goto out;
 		cache_record(resp, nresp);
 	}
+	E.decided_us = hvd__now_us();
 	rc = execute(cached, ncached);
 	if (rc == HVD_OK)
 		rc = execute(resp, nresp);

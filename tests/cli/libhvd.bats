@@ -38,7 +38,10 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	python3 -m json.tool "$BATS_TEST_TMPDIR/tl.json" >/dev/null
 	[ "$(grep -c MEMCPY_IN_FUSION_BUFFER "$BATS_TEST_TMPDIR/tl.json")" -ge 64 ]
 	grep -q '"NEGOTIATE"' "$BATS_TEST_TMPDIR/tl.json"
-	grep -q '"RING_ALLREDUCE"' "$BATS_TEST_TMPDIR/tl.json"
+	grep -q '"QUEUE"' "$BATS_TEST_TMPDIR/tl.json"
+	grep -q '"REDUCE_SCATTER"' "$BATS_TEST_TMPDIR/tl.json"
+	grep -q '"ALLGATHER"' "$BATS_TEST_TMPDIR/tl.json"
+	grep -q '"MEMCPY_OUT_FUSION_BUFFER"' "$BATS_TEST_TMPDIR/tl.json"
 	grep -q '"CYCLE_START"' "$BATS_TEST_TMPDIR/tl.json"
 	grep -q '"args":{"name":"grad.63"}' "$BATS_TEST_TMPDIR/tl.json"
 }

@@ -71,3 +71,31 @@ setup() {
 	assert_line "[0]<stdout>:rank 0: ok"
 	assert_line "[2]<stdout>:rank 2: ok"
 }
+
+@test "a link that goes down mid-job: every rank gets an error within seconds" {
+	ip netns exec "${RIG_NS}c" "$HVDRUN" "${SSH[@]}" -H ns1:1,ns2:1,ns3:1 \
+		"$ROOT/build/tests/hvd_selftest" drop >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	local pid=$! i job_status=0
+	for i in $(seq 1 100); do
+		[ "$(ls "$PIDDIR" | grep -c looping)" -ge 3 ] && break
+		sleep 0.05
+	done
+	[ "$(ls "$PIDDIR" | grep -c looping)" -ge 3 ]
+	# ns2 drops off the network: no FIN, no RST, only silence.
+	ip -n "${RIG_NS}2" link set "v${RIG_NS}2" down 2>/dev/null ||
+		ip -n "${RIG_NS}2" link set eth0 down
+	for i in $(seq 1 100); do
+		grep -q "rank 0: error" "$BATS_TEST_TMPDIR/out" &&
+			grep -q "rank 2: error" "$BATS_TEST_TMPDIR/out" && break
+		sleep 0.1
+	done
+	ip -n "${RIG_NS}2" link set eth0 up
+	wait $pid || job_status=$?
+	local r ms
+	for r in 0 2; do
+		ms=$(sed -n "s/^\[$r\]<stdout>:rank $r: error \([0-9]*\) ms after the last success: .*/\1/p" "$BATS_TEST_TMPDIR/out")
+		echo "rank $r: $ms ms"
+		[ -n "$ms" ] && [ "$ms" -lt 4000 ]
+	done
+	[ "$job_status" -eq 3 ]
+}

@@ -408,6 +408,35 @@ static void mode_kill(void)
 	exit(3);
 }
 
+/* Allreduce until an error; report how long after the last success it
+ * came. A file in $PIDDIR says the loop runs. */
+static void mode_drop(void)
+{
+	float buf[4096] = {0};
+	long long last = ms_now();
+	char path[512];
+	int i, rc = 0;
+	FILE *f;
+
+	signal(SIGTERM, SIG_IGN);
+	snprintf(path, sizeof(path), "%s/looping%d",
+		 getenv("PIDDIR") ? getenv("PIDDIR") : "/tmp", hvd_rank());
+	for (i = 0; i < 300000 && rc == 0; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "drop.%d", i % 8);
+		rc = hvd_allreduce(name, buf, buf, 4096, HVD_FLOAT32, HVD_SUM);
+		if (rc == 0)
+			last = ms_now();
+		if (i == 100 && (f = fopen(path, "w")) != NULL)
+			fclose(f);
+	}
+	printf("rank %d: error %lld ms after the last success: %s\n",
+	       hvd_rank(), ms_now() - last, hvd_strerror(rc));
+	fflush(stdout);
+	exit(3);
+}
+
 static void mode_stall(void)
 {
 	float x = 1;
@@ -445,6 +474,8 @@ int main(int argc, char **argv)
 		mode_kill();
 	else if (strcmp(mode, "stall") == 0)
 		mode_stall();
+	else if (strcmp(mode, "drop") == 0)
+		mode_drop();
 	else {
 		fprintf(stderr, "unknown mode '%s'\n", mode);
 		return 2;
