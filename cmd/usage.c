@@ -8,7 +8,7 @@ void cmd_usage(void)
 	fputs("Usage: hvdrun [options] command [args...]\n"
 	      "Run command as a data-parallel job, one worker per slot.\n"
 	      "\n"
-	      "Where:\n"
+	      "Hosts:\n"
 	      "  -np, --num-proc N          workers to start (default: all slots)\n"
 	      "  -H, --hosts LIST           host[:slots],... (default: localhost:N)\n"
 	      "  --hostfile FILE            lines of 'host slots=N'\n"
