@@ -86,26 +86,30 @@ rig_wait_port() {
 	return 1
 }
 
+# Every step may find its part gone already: none fails the caller (a
+# script under set -e that calls this from its EXIT trap).
 rig_down() {
 	local i pid
 	[ -n "${RIG-}" ] && [ -d "$RIG" ] || return 0
 	while read -r i pid; do
-		kill -CONT "$pid" 2>/dev/null
-		kill "$pid" 2>/dev/null
+		kill -CONT "$pid" 2>/dev/null || true
+		kill "$pid" 2>/dev/null || true
 	done <"$RIG/sshd.pids"
 	while read -r i pid; do
-		wait "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null || true
 	done <"$RIG/sshd.pids"
-	umount "$RIG/hidden" 2>/dev/null
+	# The tmpfs is mounted inside the sshds' namespaces only.
+	umount "$RIG/hidden" 2>/dev/null || true
 	if [ -f "$RIG/netns.tag" ]; then
 		local tag ns
 		tag=$(cat "$RIG/netns.tag")
 		# Deleting a namespace deletes its end of every veth pair.
-		for ns in $(ip netns list | awk '{print $1}' | grep "^$tag"); do
-			ip netns del "$ns"
+		for ns in $(ip netns list | awk '{print $1}' | grep "^$tag" || true); do
+			ip netns del "$ns" || true
 		done
 	fi
 	rm -rf "$RIG"
+	return 0
 }
 
 # rig_ns_up N: N namespace hosts ns1..nsN, each a network namespace with
