@@ -93,6 +93,9 @@ rig_down() {
 	[ -n "${RIG-}" ] && [ -d "$RIG" ] || return 0
 	while read -r i pid; do
 		kill -CONT "$pid" 2>/dev/null || true
+		# Its sessions first: an orphaned session waiting on a dead
+		# peer would outlive the rig.
+		pkill -KILL -P "$pid" 2>/dev/null || true
 		kill "$pid" 2>/dev/null || true
 	done <"$RIG/sshd.pids"
 	while read -r i pid; do
@@ -105,6 +108,9 @@ rig_down() {
 		tag=$(cat "$RIG/netns.tag")
 		# Deleting a namespace deletes its end of every veth pair.
 		for ns in $(ip netns list | awk '{print $1}' | grep "^$tag" || true); do
+			# Whatever still runs in it (a session cut off by a
+			# test) would keep the namespace alive.
+			ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
 			ip netns del "$ns" || true
 		done
 	fi
