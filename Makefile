@@ -111,7 +111,7 @@ $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_S
 DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libssl-dev \
             libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
-            iproute2 procps util-linux clang-format
+            iproute2 procps util-linux clang-format jq
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -149,6 +149,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@tests/bench/launch
 	@tests/bench/launch-ssh
+	@tests/bench/check
 	@tests/bench/allreduce
 
 install: all

@@ -18,6 +18,7 @@ enum {
 	OPT_DRY_RUN,
 	OPT_VERSION,
 	OPT_NP,
+	OPT_JSON,
 };
 
 static const struct option extra_options[] = {
@@ -25,6 +26,7 @@ static const struct option extra_options[] = {
 	{"config-file", required_argument, NULL, OPT_CONFIG},
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 	{"version", no_argument, NULL, OPT_VERSION},
+	{"json", no_argument, NULL, OPT_JSON},
 	{"help", no_argument, NULL, 'h'},
 };
 
@@ -32,6 +34,25 @@ static const struct option extra_options[] = {
 
 static int set_key(enum hl_key k, const char *value, char **cause)
 {
+	struct hl_value *v = &cmd_args.opts.v[k];
+	struct hl_opts one;
+	char *joined;
+	int rc;
+
+	/* --network-interface may be repeated: the names add up. */
+	if (hl_keys[k].type == HL_T_IFACES && cmd_args.from_cli[k]) {
+		hl_opts_init(&one);
+		rc = hl_opts_set(&one, k, value, "", NULL, cause);
+		hl_opts_close(&one);
+		if (rc != HL_OK)
+			return rc;
+		joined = hl_asprintf("%s,%s", v->s, value);
+		if (joined == NULL)
+			return hl_fail(cause, HL_ENOMEM, "out of memory");
+		free(v->s);
+		v->s = joined;
+		return HL_OK;
+	}
 	cmd_args.from_cli[k] = true;
 	return hl_opts_set(&cmd_args.opts, k, value, "", NULL, cause);
 }
@@ -88,6 +109,13 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 		case OPT_VERSION:
 			cmd_args.version = true;
 			break;
+		case OPT_JSON:
+			if (!cmd_args.check)
+				rc = hl_fail(
+					cause, HL_EINVAL,
+					"--json is an option of 'hvdrun check'");
+			cmd_args.json = true;
+			break;
 		case ':':
 			rc = hl_fail(cause, HL_EINVAL,
 				     "option '%s' needs a value", bad);
@@ -118,5 +146,9 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 		rc = hl_fail(cause, HL_EINVAL,
 			     "give -H or --hostfile, not both");
 	cmd_args.command = &argv[optind];
+	if (rc == HL_OK && cmd_args.check && argv[optind] != NULL)
+		rc = hl_fail(cause, HL_EINVAL,
+			     "'hvdrun check' runs no command: '%s'",
+			     argv[optind]);
 	return rc;
 }

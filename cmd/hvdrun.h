@@ -22,6 +22,8 @@ struct cmd_args {
 	bool dry_run;
 	bool help;
 	bool version;
+	bool check;	/* `hvdrun check`: the preflight, no command */
+	bool json;	/* its report as JSON */
 	char **command; /* argv of the workers, NULL-terminated */
 };
 
@@ -30,5 +32,19 @@ extern struct cmd_args cmd_args;
 /* Parse argv into cmd_args. 0, or HL_EINVAL with *cause set. */
 int cmd_parse_args(int argc, char **argv, char **cause);
 void cmd_usage(void);
+
+struct hl_hostlist;
+struct hl_ssh_opts;
+/* The host list: -H or --hostfile, else the config file's, else
+ * localhost with -np slots. */
+int cmd_load_hosts(struct hl_hostlist *hosts, char **cause);
+/* The SSH side of the options; the agent is this very binary. Free
+ * so->config_file after use. */
+int cmd_ssh_opts(struct hl_ssh_opts *so, char **cause);
+/* `hvdrun check`: sets *code (0: every host usable, 1: not). */
+int cmd_check(int *code, char **cause);
+/* Print a check's report for people (stdout) or as JSON. */
+struct hl_netcheck;
+void cmd_check_print(const struct hl_netcheck *nc, bool json);
 
 #endif

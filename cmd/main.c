@@ -15,8 +15,10 @@
 #include "hosts.h"
 #include "hvdrun.h"
 #include "launch.h"
+#include "netcheck.h"
 #include "opts.h"
 #include "plan.h"
+#include "probe.h"
 #include "rendezvous.h"
 
 static int exit_for(int rc)
@@ -51,7 +53,7 @@ static void print_warnings(const struct hl_strvec *w)
 
 /* The host list: -H or --hostfile from the command line, else from the
  * config file, else localhost with one slot per worker. */
-static int load_hosts(struct hl_hostlist *hosts, char **cause)
+int cmd_load_hosts(struct hl_hostlist *hosts, char **cause)
 {
 	const struct hl_opts *o = &cmd_args.opts;
 	bool cli = cmd_args.from_cli[HL_K_HOSTS] ||
@@ -111,7 +113,7 @@ static char *expand_home(const char *path)
 }
 
 /* The SSH side of the options; the agent is this very binary. */
-static int ssh_opts_init(struct hl_ssh_opts *so, char **cause)
+int cmd_ssh_opts(struct hl_ssh_opts *so, char **cause)
 {
 	const struct hl_opts *o = &cmd_args.opts;
 	static char self[PATH_MAX], cwd[PATH_MAX];
@@ -144,6 +146,90 @@ static int ssh_opts_init(struct hl_ssh_opts *so, char **cause)
 	return HL_OK;
 }
 
+/* The interfaces each host's workers use: --network-interface for every
+ * host, or what the network check selects on each (netcheck.h), or none
+ * (*out NULL: libhvd uses the interface it reaches hvdrun from). */
+static int choose_interfaces(const struct hl_hostlist *hosts,
+			     const struct hl_plan *plan,
+			     const struct hl_ssh_opts *so, char ***out,
+			     char **cause)
+{
+	const struct hl_opts *o = &cmd_args.opts;
+	struct hl_netcheck nc;
+	bool *use;
+	char **v;
+	size_t i, k, h;
+	int r, rc;
+
+	*out = NULL;
+	if (!o->v[HL_K_NETWORK_INTERFACES].set && !o->v[HL_K_NETWORK_CHECK].b)
+		return HL_OK;
+	v = calloc(hosts->n, sizeof(*v));
+	use = calloc(hosts->n, sizeof(*use));
+	if (v == NULL || use == NULL) {
+		free(v);
+		free(use);
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	}
+	*out = v;
+	if (o->v[HL_K_NETWORK_INTERFACES].set) {
+		for (r = 0; r < plan->size; r++)
+			if (v[plan->ranks[r].host] == NULL)
+				v[plan->ranks[r].host] = hl_strdup(
+					o->v[HL_K_NETWORK_INTERFACES].s);
+		free(use);
+		return HL_OK;
+	}
+	for (r = 0; r < plan->size; r++)
+		use[plan->ranks[r].host] = true;
+	rc = hl_netcheck_run(&nc, hosts, use, so,
+			     (int)(o->v[HL_K_NETWORK_TIMEOUT].d * 1000), NULL,
+			     NULL, cause);
+	free(use);
+	if (rc != HL_OK)
+		return rc;
+	for (i = 0; i < nc.n && rc == HL_OK; i++)
+		if (!nc.h[i].usable)
+			rc = hl_fail(
+				cause, HL_ESTART,
+				"network check: %s (see 'hvdrun check' with the same hosts)",
+				nc.h[i].error ? nc.h[i].error : "failed");
+	for (i = 0; i < nc.n && rc == HL_OK; i++) {
+		struct hl_strvec *sel = &nc.h[i].selected;
+		size_t len = 1;
+		char *j;
+
+		h = (size_t)(nc.h[i].host - hosts->v);
+		for (k = 0; k < sel->n; k++)
+			len += strlen(sel->v[k]) + 1;
+		j = calloc(1, len);
+		if (j == NULL) {
+			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
+			break;
+		}
+		for (k = 0; k < sel->n; k++) {
+			if (k)
+				strcat(j, ",");
+			strcat(j, sel->v[k]);
+		}
+		v[h] = j;
+		/* Nothing selected on a single host: no constraint. */
+		if (sel->n == 0) {
+			free(j);
+			v[h] = NULL;
+		}
+		if (o->v[HL_K_VERBOSE].b)
+			fprintf(stderr,
+				"hvdrun: network check: host '%s' uses %s\n",
+				nc.h[i].host->name, v[h] ? v[h] : "any");
+	}
+	if (o->v[HL_K_VERBOSE].b)
+		fprintf(stderr, "hvdrun: network check took %.2f s\n",
+			nc.seconds);
+	hl_netcheck_close(&nc);
+	return rc;
+}
+
 static void print_verbose(const struct hl_plan *plan,
 			  const struct hl_hostlist *hosts)
 {
@@ -168,6 +254,8 @@ static int run(int *code, char **cause)
 	struct hl_ssh_opts so = {0};
 	struct hl_rdv *rdv = NULL;
 	int report[2] = {-1, -1};
+	char **ifaces = NULL;
+	size_t i;
 	int rc;
 	long np;
 
@@ -175,7 +263,7 @@ static int run(int *code, char **cause)
 	hl_strvec_init(&warnings);
 	memset(&es, 0, sizeof(es));
 	memset(&l, 0, sizeof(l));
-	rc = load_hosts(&hosts, cause);
+	rc = cmd_load_hosts(&hosts, cause);
 	if (rc != HL_OK)
 		goto out;
 	print_warnings(&hosts.warnings);
@@ -195,9 +283,13 @@ static int run(int *code, char **cause)
 	if (rc != HL_OK)
 		goto out;
 	print_warnings(&warnings);
-	rc = ssh_opts_init(&so, cause);
+	rc = cmd_ssh_opts(&so, cause);
 	if (rc != HL_OK)
 		goto out;
+	rc = choose_interfaces(&hosts, &plan, &so, &ifaces, cause);
+	if (rc != HL_OK)
+		goto out;
+	es.host_ifaces = ifaces;
 	l.hosts = &hosts;
 	l.plan = &plan;
 	l.env = &es;
@@ -238,6 +330,9 @@ out:
 	}
 	free((char *)so.config_file);
 	free(l.exec_path);
+	for (i = 0; ifaces != NULL && i < hosts.n; i++)
+		free(ifaces[i]);
+	free(ifaces);
 	hl_envspec_close(&es);
 	hl_plan_close(&plan);
 	hl_hostlist_close(&hosts);
@@ -255,6 +350,14 @@ int main(int argc, char **argv)
 		return hl_agent_main();
 	if (argc == 2 && strcmp(argv[1], "--free-port") == 0)
 		return hl_agent_free_port_main();
+	if (argc == 2 && strcmp(argv[1], "--probe") == 0)
+		return hl_probe_main();
+	/* `hvdrun check [options]`: the preflight. */
+	if (argc >= 2 && strcmp(argv[1], "check") == 0) {
+		cmd_args.check = true;
+		argc--;
+		argv++;
+	}
 	rc = cmd_parse_args(argc, argv, &cause);
 	if (rc == HL_OK && cmd_args.help) {
 		cmd_usage();
@@ -276,7 +379,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	code = 0;
-	rc = run(&code, &cause);
+	rc = cmd_args.check ? cmd_check(&code, &cause) : run(&code, &cause);
 	if (rc != HL_OK)
 		code = die(rc, cause);
 out:

@@ -6,7 +6,9 @@
 void cmd_usage(void)
 {
 	fputs("Usage: hvdrun [options] command [args...]\n"
-	      "Run command as a data-parallel job, one worker per slot.\n"
+	      "       hvdrun check [options] [--json]\n"
+	      "Run command as a data-parallel job, one worker per slot; or check the\n"
+	      "hosts: SSH, the interfaces that route between them, GPUs (--json).\n"
 	      "\n"
 	      "Hosts:\n"
 	      "  -np, --num-proc N          workers to start (default: all slots)\n"
@@ -21,6 +23,10 @@ void cmd_usage(void)
 	      "  --force-ssh                SSH even to this machine\n"
 	      "  --ssh-concurrency N        connections opened at once (default 64)\n"
 	      "  --ssh-channels-per-session N  ranks per session (default 10)\n"
+	      "Network:\n"
+	      "  --network-check            check the hosts first; use the interfaces that route\n"
+	      "  --network-check-timeout S  per connection test (default 2)\n"
+	      "  --network-interface NAME   use NAME on every host, no check (repeatable)\n"
 	      "Output:\n"
 	      "  --output-filename DIR      also write DIR/rank.N/stdout and stderr\n"
 	      "  --prefix-output-with-timestamp\n"
@@ -38,7 +44,7 @@ void cmd_usage(void)
 	      "\n"
 	      "Exit status: the first failing worker's code (128+N for signal N),\n"
 	      "2 for bad usage, 125 if the job could not start (a host down, a key\n"
-	      "refused), 126/127 if the command cannot be executed / was not\n"
-	      "found. See hvdrun(1).\n",
+	      "refused), 126/127 if the command cannot be executed / was not found;\n"
+	      "hvdrun check: 1 if a host is not usable. See hvdrun(1).\n",
 	      stdout);
 }

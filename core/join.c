@@ -7,6 +7,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -78,9 +80,10 @@ fail:
 }
 
 /* Register at one address; on success *fd stays open for PEERS. */
-static int try_register(const char *addr, int rank, int size, int port,
-			const uint8_t *secret, struct rdv_register *reg,
-			long long deadline, int *fd_out)
+static int try_register(const char *addr, const char *bind_ip, int rank,
+			int size, int port, const uint8_t *secret,
+			struct rdv_register *reg, long long deadline,
+			int *fd_out)
 {
 	uint8_t hello[RDV_HELLO_LEN], snonce[RDV_NONCE_LEN], mac[RDV_MAC_LEN],
 		want[RDV_MAC_LEN];
@@ -99,9 +102,12 @@ static int try_register(const char *addr, int rank, int size, int port,
 	if (read_full(fd, hello, sizeof(hello), now_ms() + 3000) != HVD_OK ||
 	    !rdv_hello_decode(hello, snonce))
 		goto out_close;
-	/* Peers reach us on the interface that reached hvdrun. */
+	/* Peers reach us on the chosen interface, or else on the one that
+	 * reached hvdrun. */
 	getsockname(fd, (struct sockaddr *)&me, &ml);
 	inet_ntop(AF_INET, &me.sin_addr, ip, sizeof(ip));
+	if (bind_ip != NULL)
+		snprintf(ip, sizeof(ip), "%s", bind_ip);
 	reg->rank = (uint32_t)rank;
 	reg->size = (uint32_t)size;
 	snprintf(reg->addr, sizeof(reg->addr), "%s:%d", ip, port);
@@ -171,8 +177,43 @@ static int read_peers(int fd, int size, const uint8_t *secret,
 	return rc;
 }
 
+/* The IPv4 address of the first interface of list ("eth0,eth2") that
+ * has one. */
+static int iface_addr(const char *list, char *ip, size_t len)
+{
+	struct ifaddrs *ifs, *ifa;
+	char *copy = strdup(list), *save = NULL, *name;
+	int rc = HVD_EINVAL;
+
+	if (copy == NULL)
+		return HVD_ENOMEM;
+	if (getifaddrs(&ifs) != 0) {
+		free(copy);
+		return HVD_ESYS;
+	}
+	for (name = strtok_r(copy, ",", &save); name && rc != HVD_OK;
+	     name = strtok_r(NULL, ",", &save))
+		for (ifa = ifs; ifa != NULL && rc != HVD_OK;
+		     ifa = ifa->ifa_next)
+			if (ifa->ifa_addr != NULL &&
+			    ifa->ifa_addr->sa_family == AF_INET &&
+			    (ifa->ifa_flags & IFF_UP) &&
+			    strcmp(ifa->ifa_name, name) == 0 &&
+			    inet_ntop(AF_INET,
+				      &((struct sockaddr_in *)(void *)
+						ifa->ifa_addr)
+					       ->sin_addr,
+				      ip, (socklen_t)len) != NULL)
+				rc = HVD_OK;
+	freeifaddrs(ifs);
+	free(copy);
+	return rc;
+}
+
 int hvd__join(int rank, int size, struct hvd__tcp **out)
 {
+	const char *ifaces = getenv("HVD_NETWORK_INTERFACES");
+	char bind_ip[INET_ADDRSTRLEN];
 	const char *list = getenv("HVD_RENDEZVOUS");
 	uint8_t secret[RDV_SECRET_LEN], token[RDV_SECRET_LEN];
 	char self[64], *copy = NULL, *save = NULL, *a, *addrs = NULL;
@@ -194,7 +235,17 @@ int hvd__join(int rank, int size, struct hvd__tcp **out)
 	if (rc != HVD_OK)
 		return rc;
 	deadline = now_ms() + timeout_s * 1000 + 5000;
-	rc = hvd__tcp_new(&t, NULL, self, sizeof(self));
+	if (ifaces != NULL && *ifaces != '\0') {
+		rc = iface_addr(ifaces, bind_ip, sizeof(bind_ip));
+		if (rc != HVD_OK) {
+			hvd__error(
+				"rank %d: no interface of HVD_NETWORK_INTERFACES=%s has an IPv4 address here",
+				rank, ifaces);
+			return rc;
+		}
+	}
+	rc = hvd__tcp_new(&t, ifaces && *ifaces ? bind_ip : NULL, self,
+			  sizeof(self));
 	if (rc != HVD_OK)
 		return rc;
 	port = atoi(strrchr(self, ':') + 1);
@@ -202,8 +253,8 @@ int hvd__join(int rank, int size, struct hvd__tcp **out)
 	rc = HVD_ECONN;
 	for (a = copy ? strtok_r(copy, ",", &save) : NULL; a != NULL;
 	     a = strtok_r(NULL, ",", &save)) {
-		rc = try_register(a, rank, size, port, secret, &reg, deadline,
-				  &fd);
+		rc = try_register(a, ifaces && *ifaces ? bind_ip : NULL, rank,
+				  size, port, secret, &reg, deadline, &fd);
 		if (rc == HVD_OK)
 			break;
 	}

@@ -20,6 +20,8 @@
 
 struct hvd__tcp {
 	int listen_fd;
+	bool bound;		/* connect from src too */
+	struct sockaddr_in src; /* the listener's address, port 0 */
 	int rank, size;
 	int *fd; /* fd[r]: the connection to rank r, -1 for self */
 	int timeout_ms;
@@ -78,6 +80,11 @@ int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,
 	}
 	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
 	snprintf(addr_out, addr_len, "%s:%d", ip, ntohs(sa.sin_port));
+	if (bind_addr != NULL) {
+		t->bound = true;
+		t->src = sa;
+		t->src.sin_port = 0;
+	}
 	*out = t;
 	return HVD_OK;
 }
@@ -136,7 +143,8 @@ int hvd__parse_addr(const char *addr, struct sockaddr_in *sa)
 							    : HVD_EINVAL;
 }
 
-static int connect_to(const char *addr, long long deadline)
+static int connect_to(const struct hvd__tcp *t, const char *addr,
+		      long long deadline)
 {
 	struct sockaddr_in sa;
 	int fd;
@@ -148,6 +156,12 @@ static int connect_to(const char *addr, long long deadline)
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -1;
+		/* Leave by the chosen interface, not by the routing table's. */
+		if (t->bound && bind(fd, (const struct sockaddr *)&t->src,
+				     sizeof(t->src)) != 0) {
+			close(fd);
+			return -1;
+		}
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 			return fd;
 		close(fd);
@@ -172,7 +186,7 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		t->fd[r] = -1;
 	/* Connect down. */
 	for (r = 0; r < rank && rc == HVD_OK; r++) {
-		int fd = connect_to(addrs[r], deadline);
+		int fd = connect_to(t, addrs[r], deadline);
 
 		if (fd < 0) {
 			hvd__error("cannot connect to rank %d at %s", r,

@@ -75,6 +75,20 @@ int hl_env_set(struct hl_strvec *env, const char *name, const char *value)
 	return env_put(env, hl_asprintf("%s=%s", name, value));
 }
 
+/* Whether -x or [env] sets or forwards name. */
+static bool user_sets(const struct hl_envspec *es, const char *name)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < es->set.n; i++)
+		if (!strncmp(es->set.v[i], name, n) && es->set.v[i][n] == '=')
+			return true;
+	for (i = 0; i < es->forward.n; i++)
+		if (!strcmp(es->forward.v[i], name))
+			return true;
+	return false;
+}
+
 int hl_env_rank_vars(const struct hl_plan *plan,
 		     const struct hl_hostlist *hosts, int rank,
 		     const struct hl_envspec *es, struct hl_strvec *out)
@@ -103,6 +117,13 @@ int hl_env_rank_vars(const struct hl_plan *plan,
 				      ? es->master_addr
 				      : hosts->v[plan->ranks[0].host].name);
 	PUT("MASTER_PORT=%d", es->master_port);
+	if (es->host_ifaces != NULL && es->host_ifaces[r->host] != NULL) {
+		const char *ifs = es->host_ifaces[r->host];
+
+		PUT("HVD_NETWORK_INTERFACES=%s", ifs);
+		if (!user_sets(es, "NCCL_SOCKET_IFNAME"))
+			PUT("NCCL_SOCKET_IFNAME=%s", ifs);
+	}
 #undef PUT
 	return rc;
 }

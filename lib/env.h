@@ -12,6 +12,11 @@ struct hl_envspec {
 	struct hl_strvec forward; /* names forwarded from the launcher */
 	char *master_addr;
 	int master_port;
+	/* Per host of the list: the network interfaces its workers use
+	 * ("eth0,eth2"; from --network-interface or the network check), or
+	 * NULL. Exported as HVD_NETWORK_INTERFACES (libhvd's transport) and
+	 * NCCL_SOCKET_IFNAME, unless -x or [env] sets the latter. */
+	char **host_ifaces;
 };
 
 /* Collect the shared layers from the options. Names forwarded with -x but

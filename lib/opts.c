@@ -107,7 +107,41 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 			       "ssh-channels-per-session", NULL, HL_T_INT, 1,
 			       1024, NULL, "10", NULL, HL_X_NONE,
 			       "ranks per SSH session (sshd's MaxSessions)"},
+	[HL_K_NETWORK_CHECK] =
+		{"network", "check", "network-check", "true", HL_T_BOOL, 0,
+		 0, NULL, "false", NULL, HL_X_NONE,
+		 "probe the hosts first; use the interfaces that route"},
+	[HL_K_NETWORK_TIMEOUT] = {"network", "check_timeout",
+				  "network-check-timeout", NULL, HL_T_DOUBLE,
+				  0.05, 60, NULL, "2", NULL, HL_X_NONE,
+				  "seconds per connection test of the check"},
+	[HL_K_NETWORK_INTERFACES] = {"network", "interfaces",
+				     "network-interface", NULL, HL_T_IFACES, 0,
+				     0, NULL, NULL, NULL, HL_X_NONE,
+				     "use these interfaces; no probe"},
 };
+
+/* NAME[,NAME...], each a Linux interface name (at most 15 bytes, no '/',
+ * no white space). */
+static bool ifaces_valid(const char *s)
+{
+	size_t n = 0;
+
+	for (;; s++) {
+		if (*s == ',' || *s == '\0') {
+			if (n == 0 || n > 15)
+				return false;
+			if (*s == '\0')
+				return true;
+			n = 0;
+			continue;
+		}
+		if (*s == '/' || *s == ':' || (unsigned char)*s <= ' ' ||
+		    (unsigned char)*s >= 127)
+			return false;
+		n++;
+	}
+}
 
 /* Variables hvdrun sets for each worker: -x and [env] may not set them. */
 static const char *const reserved_env[] = {
@@ -127,6 +161,7 @@ static const char *const reserved_env[] = {
 	"HVD_RENDEZVOUS",
 	"HVD_SECRET",
 	"HVD_START_TIMEOUT",
+	"HVD_NETWORK_INTERFACES",
 	NULL,
 };
 
@@ -189,6 +224,9 @@ static int bad_value(enum hl_key k, const char *text, const char *where,
 		break;
 	case HL_T_USER:
 		snprintf(want, sizeof(want), "a user name");
+		break;
+	case HL_T_IFACES:
+		snprintf(want, sizeof(want), "interface names, NAME[,NAME...]");
 		break;
 	default:
 		snprintf(want, sizeof(want), "a non-empty value");
@@ -255,6 +293,10 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 	case HL_T_USER:
 		if (text[0] == '\0' || text[0] == '-' ||
 		    strpbrk(text, " \t@:/") != NULL)
+			return bad_value(k, text, where, cause);
+		break;
+	case HL_T_IFACES:
+		if (!ifaces_valid(text))
 			return bad_value(k, text, where, cause);
 		break;
 	case HL_T_STRING:

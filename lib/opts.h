@@ -37,6 +37,9 @@ enum hl_key {
 	HL_K_SSH_FORCE,
 	HL_K_SSH_CONCURRENCY,
 	HL_K_SSH_CHANNELS,
+	HL_K_NETWORK_CHECK,
+	HL_K_NETWORK_TIMEOUT,
+	HL_K_NETWORK_INTERFACES,
 	HL_K_COUNT
 };
 
@@ -45,10 +48,12 @@ enum hl_type {
 	HL_T_DOUBLE,
 	HL_T_BOOL,
 	HL_T_STRING,
-	HL_T_PATH,  /* a string; in a config file, relative to the file */
-	HL_T_ENUM,  /* one of choices */
-	HL_T_HOSTS, /* a -H host list */
-	HL_T_USER,  /* a user name */
+	HL_T_PATH,   /* a string; in a config file, relative to the file */
+	HL_T_ENUM,   /* one of choices */
+	HL_T_HOSTS,  /* a -H host list */
+	HL_T_USER,   /* a user name */
+	HL_T_IFACES, /* network interface names, NAME[,NAME...]; on the
+			command line the option may be repeated */
 };
 
 /* How a value becomes a worker environment variable. */

@@ -8,6 +8,27 @@
  *   'A' arg     one argument of the command, in order
  *   'G'         start the worker
  *   'S' sig     (4 bytes) signal the worker's process group
+ *
+ * The network check's probe (`hvdrun --probe`, probe.h) speaks the same
+ * records, text fields separated by tabs. The probe first describes its
+ * host on stdout:
+ *
+ *   'N' hostname
+ *   'M' machine    boot id and network namespace: equal on one machine
+ *   'K' token      32 hex digits its listener sends to whoever connects
+ *   'P' port       its listener's TCP port (every address)
+ *   'I' ifname TAB address TAB L|-   an interface address that is up (L:
+ *                  loopback)
+ *   'U' key TAB value...             a GPU fact (gpucheck.h)
+ *   'R'            end of the description
+ *
+ * hvdrun then sends on stdin the addresses to try and the go:
+ *
+ *   'T' id TAB address TAB port TAB token
+ *   'G' timeout    milliseconds per connection
+ *
+ * and the probe answers one 'C' id TAB 1|0 TAB microseconds TAB error per
+ * 'T', then 'F'. It keeps its listener open until its stdin closes.
  */
 #ifndef HL_PROTO_H
 #define HL_PROTO_H

@@ -24,6 +24,7 @@
 
 #include "launch.h"
 #include "proto.h"
+#include "sshconn.h"
 
 struct rank_ch {
 	struct hl_worker *w;
@@ -100,108 +101,6 @@ static const struct hl_host *host_of(const struct ssh_host *h)
 	return &h->g->l->hosts->v[h->index];
 }
 
-static char *fingerprint(ssh_session s)
-{
-	ssh_key key = NULL;
-	unsigned char *hash = NULL;
-	size_t hlen = 0;
-	char *fp = NULL;
-
-	if (ssh_get_server_publickey(s, &key) == SSH_OK &&
-	    ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash,
-				   &hlen) == SSH_OK)
-		fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash,
-					      hlen);
-	ssh_clean_pubkey_hash(&hash);
-	ssh_key_free(key);
-	return fp;
-}
-
-static int check_host_key(struct ssh_host *h)
-{
-	const char *name = host_of(h)->name;
-	enum hl_host_key_policy pol = h->g->l->ssh->host_key_checking;
-	enum ssh_known_hosts_e st;
-	char *fp, *file = NULL;
-	int rc = -1;
-
-	if (pol == HL_HOSTKEY_NO)
-		return 0;
-	st = ssh_session_is_known_server(h->s);
-	fp = fingerprint(h->s);
-	ssh_options_get(h->s, SSH_OPTIONS_KNOWNHOSTS, &file);
-	switch (st) {
-	case SSH_KNOWN_HOSTS_OK:
-		rc = 0;
-		break;
-	case SSH_KNOWN_HOSTS_CHANGED:
-	case SSH_KNOWN_HOSTS_OTHER:
-		host_fail(
-			h,
-			"host '%s': the host key has changed (now %s); refusing to connect: if the change is expected, remove the host from %s",
-			name, fp ? fp : "?", file ? file : "known_hosts");
-		break;
-	case SSH_KNOWN_HOSTS_NOT_FOUND:
-	case SSH_KNOWN_HOSTS_UNKNOWN:
-		if (pol == HL_HOSTKEY_YES) {
-			host_fail(
-				h,
-				"host '%s' is not in %s (key %s) and host key checking is 'yes'",
-				name, file ? file : "known_hosts",
-				fp ? fp : "?");
-			break;
-		}
-		if (ssh_session_update_known_hosts(h->s) != SSH_OK) {
-			host_fail(h,
-				  "host '%s': cannot record its key in %s: %s",
-				  name, file ? file : "known_hosts",
-				  ssh_get_error(h->s));
-			break;
-		}
-		rc = 0;
-		break;
-	default:
-		host_fail(h, "host '%s': cannot check its host key: %s", name,
-			  ssh_get_error(h->s));
-		break;
-	}
-	ssh_string_free_char(fp);
-	ssh_string_free_char(file);
-	return rc;
-}
-
-static int set_options(struct ssh_host *h)
-{
-	const struct hl_ssh_opts *o = h->g->l->ssh;
-	const struct hl_host *host = host_of(h);
-	long timeout = o->connect_timeout_s;
-	int nodelay = 1, port = host->port ? host->port : o->port;
-	const char *user = host->user ? host->user : o->user;
-
-	/* The host first (the config's Host lines match it), then the
-	 * config, then what the user set explicitly, which wins: libssh's
-	 * config parser overrides options set before it. */
-	if (ssh_options_set(h->s, SSH_OPTIONS_HOST, host->name) < 0) {
-		host_fail(h, "host '%s': %s", host->name, ssh_get_error(h->s));
-		return -1;
-	}
-	if (ssh_options_parse_config(h->s, o->config_file) < 0) {
-		host_fail(h, "host '%s': cannot read the SSH config %s",
-			  host->name, o->config_file ? o->config_file : "");
-		return -1;
-	}
-	if ((port && ssh_options_set(h->s, SSH_OPTIONS_PORT, &port) < 0) ||
-	    (user && ssh_options_set(h->s, SSH_OPTIONS_USER, user) < 0) ||
-	    (o->identity &&
-	     ssh_options_set(h->s, SSH_OPTIONS_IDENTITY, o->identity) < 0) ||
-	    ssh_options_set(h->s, SSH_OPTIONS_TIMEOUT, &timeout) < 0 ||
-	    ssh_options_set(h->s, SSH_OPTIONS_NODELAY, &nodelay) < 0) {
-		host_fail(h, "host '%s': %s", host->name, ssh_get_error(h->s));
-		return -1;
-	}
-	return 0;
-}
-
 /* Run `hvdrun --free-port` there: MASTER_PORT must be free on rank 0's
  * host, not here. */
 static void find_port(struct ssh_host *h)
@@ -232,33 +131,11 @@ static void find_port(struct ssh_host *h)
 
 static int connect_host(struct ssh_host *h)
 {
-	const struct hl_host *host = host_of(h);
-	char *user = NULL;
-	int rc;
+	char *err = NULL;
 
-	h->s = ssh_new();
-	if (h->s == NULL) {
-		host_fail(h, "host '%s': out of memory", host->name);
-		return -1;
-	}
-	if (set_options(h) != 0)
-		return -1;
-	if (ssh_connect(h->s) != SSH_OK) {
-		host_fail(h, "cannot connect to host '%s': %s", host->name,
-			  ssh_get_error(h->s));
-		return -1;
-	}
-	if (check_host_key(h) != 0)
-		return -1;
-	/* The agent, the identity file, the default keys, in that order. */
-	rc = ssh_userauth_publickey_auto(h->s, NULL, NULL);
-	if (rc != SSH_AUTH_SUCCESS) {
-		ssh_options_get(h->s, SSH_OPTIONS_USER, &user);
-		host_fail(
-			h,
-			"cannot log in to host '%s' as '%s': no key was accepted (tried the ssh agent, the identity file and the default keys)",
-			host->name, user ? user : "?");
-		ssh_string_free_char(user);
+	if (hl_ssh_connect(host_of(h), h->g->l->ssh, &h->s, &err) != 0) {
+		host_fail(h, "%s", err ? err : "out of memory");
+		free(err);
 		return -1;
 	}
 	if (h->want_port)
@@ -300,33 +177,6 @@ static void on_exit_signal(ssh_session s, ssh_channel ch, const char *sig,
 	}
 }
 
-/* The shell-quoted form of s for the remote command line: it holds only
- * the agent's path, never a value of the job. */
-static char *squote(const char *s)
-{
-	size_t n = 3, i;
-	char *q, *p;
-
-	for (i = 0; s[i]; i++)
-		n += s[i] == '\'' ? 4 : 1;
-	q = malloc(n);
-	if (q == NULL)
-		return NULL;
-	p = q;
-	*p++ = '\'';
-	for (i = 0; s[i]; i++) {
-		if (s[i] == '\'') {
-			memcpy(p, "'\\''", 4);
-			p += 4;
-		} else {
-			*p++ = s[i];
-		}
-	}
-	*p++ = '\'';
-	*p = '\0';
-	return q;
-}
-
 static int job_records(struct ssh_host *h, const struct rank_ch *r,
 		       struct hl_buf *b)
 {
@@ -363,16 +213,12 @@ static int job_records(struct ssh_host *h, const struct rank_ch *r,
 static int start_rank(struct ssh_host *h, struct rank_ch *r)
 {
 	const char *name = host_of(h)->name;
-	char *path = squote(h->g->l->ssh->agent_path), *cmd = NULL;
+	char *cmd = hl_ssh_self_command(h->g->l->ssh->agent_path, "--agent");
 	struct hl_buf b;
 	int rc = -1;
 
 	hl_buf_init(&b);
 	r->ch = ssh_channel_new(h->s);
-	if (path != NULL)
-		cmd = hl_asprintf(
-			"test -x %s || { echo \"hvdrun: %s is not installed on this host\" >&2; exit 127; }; exec %s --agent",
-			path, path, path);
 	if (r->ch == NULL || cmd == NULL ||
 	    ssh_channel_open_session(r->ch) != SSH_OK) {
 		host_fail(h, "host '%s': cannot open a channel for rank %d: %s",
@@ -399,7 +245,6 @@ static int start_rank(struct ssh_host *h, struct rank_ch *r)
 out:
 	hl_buf_close(&b);
 	free(cmd);
-	free(path);
 	return rc;
 }
 

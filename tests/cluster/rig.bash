@@ -68,6 +68,23 @@ rig_start_sshd() {
 	echo "$i $!" >>"$RIG/sshd.pids"
 }
 
+# Stop host ID's sshd (1, 2.. or nsK) and its sessions; forget its pid.
+rig_stop_sshd() {
+	local id=$1 pid
+	pid=$(rig_sshd_pid "$id")
+	[ -n "$pid" ] || return 0
+	pkill -KILL -P "$pid" 2>/dev/null || true
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	local t
+	for t in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	awk -v i="$id" '$1 != i' "$RIG/sshd.pids" >"$RIG/sshd.pids.new"
+	mv "$RIG/sshd.pids.new" "$RIG/sshd.pids"
+}
+
 rig_sshd_pid() {
 	awk -v i="$1" '$1 == i { p = $2 } END { print p }' "$RIG/sshd.pids"
 }
@@ -118,16 +135,22 @@ rig_down() {
 	return 0
 }
 
-# rig_ns_up N: N namespace hosts ns1..nsN, each a network namespace with
-# eth0 (10.251.0.(10+k)/24) joined by veth to a bridge that lives in a
-# namespace of its own, and a client namespace (10.251.0.2) to run hvdrun
-# from: `rig_ns_exec CMD...`. ns1 and ns2 also have eth1 (10.252.k.1/24), a
-# veth into a namespace of its own: it routes to none of the other hosts. Each host runs an sshd in its own UTS
-# namespace; "Host nsK" entries are added to $RIG/ssh_config. These
-# addresses exist only inside the namespaces: talk to them from inside one.
-# Call after rig_up; rig_down tears everything down.
+# rig_ns_up N [D]: N namespace hosts ns1..nsN, each a network namespace
+# with eth0 (10.251.0.(10+k)/24) joined by veth to a bridge that lives in
+# a namespace of its own, and a client namespace (10.251.0.2) to run
+# hvdrun from: `rig_ns_exec CMD...`. The first D hosts (default 2) also
+# have eth1 (10.252.k.1/24), a veth into a namespace of its own: it routes
+# to none of the other hosts. ns1 and ns2 also have docker0, a bridge
+# with the same address on both (172.17.0.1/16), as docker's bridge has on
+# every host (not with RIG_NS_DOCKER=0). With RIG_NS_SILENT=1, every host routes
+# 10.252.0.0/16 through a gateway on the bridge that drops what it gets
+# without a word, so a connection to another host's eth1 waits for its
+# timeout instead of failing at once. Each host runs an sshd in its own UTS namespace; "Host
+# nsK" entries are added to $RIG/ssh_config. These addresses exist only
+# inside the namespaces: talk to them from inside one. Call after rig_up;
+# rig_down tears everything down.
 rig_ns_up() {
-	local n=$1 k tag
+	local n=$1 deadend=${2:-2} k tag
 	tag=$(basename "$RIG" | tr -cd 'A-Za-z0-9' | tail -c 6)
 	RIG_NS=hvd$tag
 	export RIG_NS
@@ -135,6 +158,9 @@ rig_ns_up() {
 	ip netns add "${RIG_NS}br"
 	ip -n "${RIG_NS}br" link add br0 type bridge
 	ip -n "${RIG_NS}br" link set br0 up
+	# The gateway of RIG_NS_SILENT: it answers ARP but forwards nothing
+	# (a new namespace does not forward) and sends no ICMP back.
+	ip -n "${RIG_NS}br" addr add 10.251.0.254/24 dev br0
 	for k in c $(seq 1 "$n"); do
 		local ns=$RIG_NS$k addr
 		[ "$k" = c ] && addr=10.251.0.2 || addr=10.251.0.$((10 + k))
@@ -148,7 +174,7 @@ rig_ns_up() {
 		ip -n "$ns" link set eth0 up
 		ip -n "${RIG_NS}br" link set "b${RIG_NS}$k" master br0
 		ip -n "${RIG_NS}br" link set "b${RIG_NS}$k" up
-		if [ "$k" = 1 ] || [ "$k" = 2 ]; then
+		if [ "$k" != c ] && [ "$k" -le "$deadend" ]; then
 			# eth1 leads to a namespace of its own, and no further.
 			ip netns add "${RIG_NS}x$k"
 			ip link add "x${RIG_NS}$k" type veth peer name "y${RIG_NS}$k"
@@ -159,6 +185,20 @@ rig_ns_up() {
 			ip -n "$ns" link set eth1 up
 			ip -n "${RIG_NS}x$k" addr add "10.252.$k.2/24" dev "y${RIG_NS}$k"
 			ip -n "${RIG_NS}x$k" link set "y${RIG_NS}$k" up
+		fi
+		if { [ "$k" = 1 ] || [ "$k" = 2 ]; } && [ "${RIG_NS_DOCKER-1}" = 1 ]; then
+			# A bridge with one container's veth in it, so that
+			# it has a carrier, as docker's has.
+			ip -n "$ns" link add docker0 type bridge forward_delay 0
+			ip -n "$ns" link add vethc0 type veth peer name vethc1
+			ip -n "$ns" link set vethc0 master docker0
+			ip -n "$ns" addr add 172.17.0.1/16 dev docker0
+			ip -n "$ns" link set vethc0 up
+			ip -n "$ns" link set vethc1 up
+			ip -n "$ns" link set docker0 up
+		fi
+		if [ "$k" != c ] && [ "${RIG_NS_SILENT-}" = 1 ]; then
+			ip -n "$ns" route add 10.252.0.0/16 via 10.251.0.254
 		fi
 	done
 	{
@@ -175,6 +215,15 @@ rig_ns_up() {
 	for k in $(seq 1 "$n"); do
 		rig_start_ns_sshd "$k"
 	done
+	# docker0 has a carrier once its port forwards.
+	for k in 1 2; do
+		[ "$k" -le "$n" ] && [ "${RIG_NS_DOCKER-1}" = 1 ] || continue
+		local t
+		for t in $(seq 1 100); do
+			ip -n "$RIG_NS$k" link show docker0 | grep -q LOWER_UP && break
+			sleep 0.05
+		done
+	done
 	for k in $(seq 1 "$n"); do
 		rig_ns_wait_port "10.251.0.$((10 + k))" || return 1
 	done
@@ -182,7 +231,8 @@ rig_ns_up() {
 
 rig_start_ns_sshd() {
 	local k=$1
-	ssh-keygen -q -t ed25519 -N '' -f "$RIG/ns_host_key$k" -C "ns$k" </dev/null
+	[ -f "$RIG/ns_host_key$k" ] ||
+		ssh-keygen -q -t ed25519 -N '' -f "$RIG/ns_host_key$k" -C "ns$k" </dev/null
 	sed -e "s|^ListenAddress .*|ListenAddress 0.0.0.0:$RIG_PORT|" \
 		-e "s|^HostKey .*|HostKey $RIG/ns_host_key$k|" \
 		"$RIG/sshd_config1" >"$RIG/ns_sshd_config$k"

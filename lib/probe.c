@@ -1,0 +1,523 @@
+/* probe.c: see probe.h. One poll loop: stdin (hvdrun's records), the
+ * listener (answer each connection with the token), and the outgoing
+ * connections of the test, at most MAX_INFLIGHT at once, each bounded by
+ * the timeout hvdrun gives. */
+#include "probe.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpucheck.h"
+#include "proto.h"
+#include "util.h"
+
+#define TOKEN_HEX 32
+#define MAX_TARGETS 65536
+#define MAX_INFLIGHT 256
+#define LIFETIME_MS (15 * 60 * 1000) /* a probe never outlives this */
+
+enum tstate { T_QUEUED, T_CONNECTING, T_READING, T_DONE };
+
+struct target {
+	char *id;
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	char token[TOKEN_HEX + 1];
+	enum tstate state;
+	int fd;
+	long long start_us, end_us;
+	char got[TOKEN_HEX + 2];
+	size_t gotlen;
+	bool ok;
+	char *error;
+};
+
+struct probe {
+	int listen_fd;
+	int family; /* of the listener: AF_INET6 (dual stack) or AF_INET */
+	char token[TOKEN_HEX + 1];
+	struct target *t;
+	size_t nt, cap, inflight, ndone, next;
+	bool go, reported;
+	int timeout_ms;
+	struct hl_buf in, out;
+};
+
+static long long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void hl_machine_id(char *buf, size_t len)
+{
+	char boot[64] = "", net[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	ssize_t n;
+
+	if (f != NULL) {
+		if (fgets(boot, sizeof(boot), f) == NULL)
+			boot[0] = '\0';
+		boot[strcspn(boot, "\n")] = '\0';
+		fclose(f);
+	}
+	n = readlink("/proc/self/ns/net", net, sizeof(net) - 1);
+	net[n > 0 ? n : 0] = '\0';
+	snprintf(buf, len, "%s/%s", boot, net);
+}
+
+static int put(struct hl_buf *b, char type, const char *s)
+{
+	return hl_proto_put(b, type, s, s ? strlen(s) : 0);
+}
+
+static int putf(struct hl_buf *b, char type, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int putf(struct hl_buf *b, char type, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int rc;
+
+	va_start(ap, fmt);
+	s = hl_vasprintf(fmt, ap);
+	va_end(ap);
+	if (s == NULL)
+		return HL_ENOMEM;
+	rc = put(b, type, s);
+	free(s);
+	return rc;
+}
+
+static int listen_any(struct probe *p)
+{
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6,
+				  .sin6_addr = IN6ADDR_ANY_INIT};
+	struct sockaddr_in s4 = {.sin_family = AF_INET};
+	int fd, zero = 0;
+
+	/* One dual-stack socket where the kernel has IPv6; IPv4 otherwise. */
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd >= 0 &&
+	    (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) ||
+	     bind(fd, (struct sockaddr *)&s6, sizeof(s6)) != 0)) {
+		close(fd);
+		fd = -1;
+	}
+	p->family = AF_INET6;
+	if (fd < 0) {
+		p->family = AF_INET;
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    0);
+		if (fd >= 0 &&
+		    bind(fd, (struct sockaddr *)&s4, sizeof(s4)) != 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0 || listen(fd, 1024) != 0)
+		return -1;
+	p->listen_fd = fd;
+	return 0;
+}
+
+static int listen_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return -1;
+	return ntohs(ss.ss_family == AF_INET6
+			     ? ((struct sockaddr_in6 *)&ss)->sin6_port
+			     : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void describe_interfaces(struct probe *p, struct hl_buf *b)
+{
+	struct ifaddrs *ifs, *ifa;
+	char ip[INET6_ADDRSTRLEN];
+
+	if (getifaddrs(&ifs) != 0)
+		return;
+	for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
+		int fam = ifa->ifa_addr ? ifa->ifa_addr->sa_family : -1;
+		const void *a;
+
+		if ((fam != AF_INET && fam != AF_INET6) ||
+		    !(ifa->ifa_flags & IFF_UP) ||
+		    !(ifa->ifa_flags & IFF_RUNNING))
+			continue;
+		if (fam == AF_INET6) {
+			const struct in6_addr *a6 =
+				&((struct sockaddr_in6 *)(void *)ifa->ifa_addr)
+					 ->sin6_addr;
+
+			/* Link-local addresses need a scope; the listener
+			 * must be dual stack to be reached on IPv6. */
+			if (IN6_IS_ADDR_LINKLOCAL(a6) || p->family != AF_INET6)
+				continue;
+			a = a6;
+		} else {
+			a = &((struct sockaddr_in *)(void *)ifa->ifa_addr)
+				     ->sin_addr;
+		}
+		inet_ntop(fam, a, ip, sizeof(ip));
+		putf(b, 'I', "%s\t%s\t%s", ifa->ifa_name, ip,
+		     (ifa->ifa_flags & IFF_LOOPBACK) ? "L" : "-");
+	}
+	freeifaddrs(ifs);
+}
+
+static void describe_gpus(struct hl_buf *b)
+{
+	struct hl_gpuinfo g;
+	size_t i;
+	int k;
+
+	hl_gpu_probe(&g);
+	if (g.driver != NULL)
+		putf(b, 'U', "driver\t%s", g.driver);
+	for (k = 0; k < g.ngpus; k++)
+		putf(b, 'U', "gpu\t%d\t%s\t%llu", k,
+		     g.gpus[k].name ? g.gpus[k].name : "?",
+		     g.gpus[k].mem_bytes);
+	if (g.cuda_runtime)
+		putf(b, 'U', "cuda_runtime\t%d", g.cuda_runtime);
+	if (g.cuda_driver)
+		putf(b, 'U', "cuda_driver\t%d", g.cuda_driver);
+	if (g.cuda_devices >= 0)
+		putf(b, 'U', "cuda_devices\t%d", g.cuda_devices);
+	if (g.cuda_error != NULL)
+		putf(b, 'U', "cuda_error\t%s", g.cuda_error);
+	if (g.nccl)
+		putf(b, 'U', "nccl\t%d", g.nccl);
+	for (i = 0; i < g.notes.n; i++)
+		putf(b, 'U', "note\t%s", g.notes.v[i]);
+	hl_gpu_close(&g);
+}
+
+static int flush_out(struct probe *p)
+{
+	int rc = hl_write_all(1, p->out.p, p->out.len);
+
+	p->out.len = 0;
+	return rc;
+}
+
+/* "id TAB address TAB port TAB token" */
+static int add_target(struct probe *p, const char *data, size_t len)
+{
+	char *s = hl_strndup(data, len), *f[4], *save = NULL;
+	struct target *t;
+	long port;
+	int i;
+
+	if (s == NULL || p->nt == MAX_TARGETS)
+		goto bad;
+	for (i = 0; i < 4; i++)
+		if ((f[i] = strtok_r(i ? NULL : s, "\t", &save)) == NULL)
+			goto bad;
+	if (!hl_parse_long(f[2], 1, 65535, &port) || strlen(f[3]) != TOKEN_HEX)
+		goto bad;
+	if (p->nt == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		struct target *nt = realloc(p->t, cap * sizeof(*nt));
+
+		if (nt == NULL)
+			goto bad;
+		p->t = nt;
+		p->cap = cap;
+	}
+	t = &p->t[p->nt];
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+	if (inet_pton(AF_INET, f[1],
+		      &((struct sockaddr_in *)&t->sa)->sin_addr) == 1) {
+		((struct sockaddr_in *)&t->sa)->sin_family = AF_INET;
+		((struct sockaddr_in *)&t->sa)->sin_port =
+			htons((uint16_t)port);
+		t->salen = sizeof(struct sockaddr_in);
+	} else if (inet_pton(AF_INET6, f[1],
+			     &((struct sockaddr_in6 *)&t->sa)->sin6_addr) ==
+		   1) {
+		((struct sockaddr_in6 *)&t->sa)->sin6_family = AF_INET6;
+		((struct sockaddr_in6 *)&t->sa)->sin6_port =
+			htons((uint16_t)port);
+		t->salen = sizeof(struct sockaddr_in6);
+	} else {
+		goto bad;
+	}
+	t->id = hl_strdup(f[0]);
+	memcpy(t->token, f[3], TOKEN_HEX + 1);
+	p->nt++;
+	free(s);
+	return 0;
+bad:
+	free(s);
+	return -1;
+}
+
+static void finish(struct probe *p, struct target *t, bool ok,
+		   const char *error)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	t->state = T_DONE;
+	t->ok = ok;
+	t->end_us = now_us();
+	t->error = ok ? NULL : hl_strdup(error);
+	p->inflight--;
+	p->ndone++;
+}
+
+static void start_more(struct probe *p)
+{
+	while (p->inflight < MAX_INFLIGHT && p->next < p->nt) {
+		struct target *t = &p->t[p->next++];
+
+		t->start_us = now_us();
+		t->state = T_CONNECTING;
+		p->inflight++;
+		t->fd = socket(t->sa.ss_family,
+			       SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (t->fd < 0) {
+			finish(p, t, false, strerror(errno));
+			continue;
+		}
+		if (connect(t->fd, (struct sockaddr *)&t->sa, t->salen) != 0 &&
+		    errno != EINPROGRESS)
+			finish(p, t, false, strerror(errno));
+	}
+}
+
+static void progress(struct probe *p, struct target *t, short revents)
+{
+	if (t->state == T_CONNECTING) {
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		if (!(revents & (POLLOUT | POLLERR | POLLHUP)))
+			return;
+		getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+		if (err != 0) {
+			finish(p, t, false, strerror(err));
+			return;
+		}
+		t->state = T_READING;
+		return;
+	}
+	if (t->state == T_READING && (revents & (POLLIN | POLLERR | POLLHUP))) {
+		ssize_t n = recv(t->fd, t->got + t->gotlen,
+				 sizeof(t->got) - 1 - t->gotlen, 0);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0) {
+			finish(p, t, false, strerror(errno));
+			return;
+		}
+		t->gotlen += (size_t)n;
+		if (t->gotlen >= TOKEN_HEX + 1 || n == 0) {
+			if (t->gotlen >= TOKEN_HEX &&
+			    memcmp(t->got, t->token, TOKEN_HEX) == 0)
+				finish(p, t, true, NULL);
+			else if (t->gotlen == 0)
+				finish(p, t, false, "closed without answering");
+			else
+				finish(p, t, false,
+				       "answered, but by another host");
+		}
+	}
+}
+
+static void expire(struct probe *p)
+{
+	long long now = now_us();
+	size_t i;
+	char msg[64];
+
+	snprintf(msg, sizeof(msg), "no answer within %.1f s",
+		 p->timeout_ms / 1000.0);
+	for (i = 0; i < p->next; i++) {
+		struct target *t = &p->t[i];
+
+		if ((t->state == T_CONNECTING || t->state == T_READING) &&
+		    now - t->start_us >= (long long)p->timeout_ms * 1000)
+			finish(p, t, false, msg);
+	}
+}
+
+static void answer(struct probe *p)
+{
+	char line[TOKEN_HEX + 1];
+	int fd;
+
+	memcpy(line, p->token, TOKEN_HEX);
+	line[TOKEN_HEX] = '\n';
+	while ((fd = accept4(p->listen_fd, NULL, NULL,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		(void)!send(fd, line, sizeof(line), MSG_NOSIGNAL);
+		close(fd);
+	}
+}
+
+static void report(struct probe *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nt; i++) {
+		struct target *t = &p->t[i];
+
+		putf(&p->out, 'C', "%s\t%d\t%lld\t%s", t->id, t->ok ? 1 : 0,
+		     t->end_us - t->start_us, t->error ? t->error : "");
+	}
+	put(&p->out, 'F', NULL);
+	flush_out(p);
+	p->reported = true;
+}
+
+/* Records from hvdrun. -1: stdin is closed or unreadable. */
+static int read_input(struct probe *p)
+{
+	char chunk[16384];
+	ssize_t n = read(0, chunk, sizeof(chunk));
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0 || hl_buf_append(&p->in, chunk, (size_t)n) != HL_OK)
+		return -1;
+	for (;;) {
+		const char *data;
+		size_t len, used;
+		char type;
+		int r = hl_proto_next(&p->in, &used, &type, &data, &len);
+		long ms;
+		char num[16];
+
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			return 0;
+		if (type == 'T' && !p->go && add_target(p, data, len) != 0)
+			return -1;
+		if (type == 'G' && !p->go) {
+			snprintf(num, sizeof(num), "%.*s",
+				 (int)(len < 15 ? len : 15), data);
+			if (!hl_parse_long(num, 1, 600000, &ms))
+				return -1;
+			p->timeout_ms = (int)ms;
+			p->go = true;
+		}
+		hl_buf_consume(&p->in, used);
+	}
+}
+
+static void loop(struct probe *p)
+{
+	long long end = hl_now_ms() + LIFETIME_MS;
+	struct pollfd *pf = malloc((MAX_INFLIGHT + 2) * sizeof(*pf));
+	struct target **who = malloc(MAX_INFLIGHT * sizeof(*who));
+	bool in_open = true;
+
+	if (pf == NULL || who == NULL)
+		goto out;
+	while (in_open && hl_now_ms() < end) {
+		size_t n = 0, k, i;
+
+		pf[n++] = (struct pollfd){.fd = 0, .events = POLLIN};
+		pf[n++] = (struct pollfd){.fd = p->listen_fd, .events = POLLIN};
+		for (i = 0; i < p->next && n < MAX_INFLIGHT + 2; i++) {
+			struct target *t = &p->t[i];
+
+			if (t->state != T_CONNECTING && t->state != T_READING)
+				continue;
+			who[n - 2] = t;
+			pf[n++] = (struct pollfd){
+				.fd = t->fd,
+				.events = t->state == T_CONNECTING ? POLLOUT
+								   : POLLIN};
+		}
+		if (poll(pf, n, 50) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents)
+			answer(p);
+		for (k = 2; k < n; k++)
+			if (pf[k].revents)
+				progress(p, who[k - 2], pf[k].revents);
+		if (pf[0].revents && read_input(p) != 0)
+			in_open = false;
+		if (p->go) {
+			expire(p);
+			start_more(p);
+			if (p->ndone == p->nt && !p->reported)
+				report(p);
+		}
+	}
+out:
+	free(pf);
+	free(who);
+}
+
+int hl_probe_main(void)
+{
+	struct probe p = {.listen_fd = -1};
+	unsigned char raw[TOKEN_HEX / 2];
+	char host[256] = "", machine[160];
+	size_t i;
+	int port;
+
+	signal(SIGPIPE, SIG_IGN);
+	hl_buf_init(&p.in);
+	hl_buf_init(&p.out);
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
+	    listen_any(&p) != 0 || (port = listen_port(p.listen_fd)) < 0) {
+		fprintf(stderr, "hvdrun --probe: cannot listen: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < sizeof(raw); i++)
+		snprintf(p.token + 2 * i, 3, "%02x", raw[i]);
+	gethostname(host, sizeof(host) - 1);
+	hl_machine_id(machine, sizeof(machine));
+	put(&p.out, 'N', host);
+	put(&p.out, 'M', machine);
+	put(&p.out, 'K', p.token);
+	putf(&p.out, 'P', "%d", port);
+	describe_interfaces(&p, &p.out);
+	describe_gpus(&p.out);
+	put(&p.out, 'R', NULL);
+	if (flush_out(&p) != 0)
+		return 1;
+	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+	loop(&p);
+	for (i = 0; i < p.nt; i++) {
+		if (p.t[i].fd >= 0)
+			close(p.t[i].fd);
+		free(p.t[i].id);
+		free(p.t[i].error);
+	}
+	free(p.t);
+	close(p.listen_fd);
+	hl_buf_close(&p.in);
+	hl_buf_close(&p.out);
+	return 0;
+}

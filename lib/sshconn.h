@@ -1,0 +1,24 @@
+/* sshconn.h: one authenticated libssh session to a host of the list, as
+ * every SSH user of hvdrun opens it (the job's spawner, the network
+ * check): the host's name first, then ~/.ssh/config (or --ssh-config),
+ * then what the user set explicitly; the host key checked by the job's
+ * policy; public key authentication (agent, identity file, default keys). */
+#ifndef HL_SSHCONN_H
+#define HL_SSHCONN_H
+
+#include <libssh/libssh.h>
+
+#include "hosts.h"
+#include "launch.h"
+
+/* Connect and authenticate. On failure: -1, *session NULL, and *error a
+ * one-line message that names the host. */
+int hl_ssh_connect(const struct hl_host *host, const struct hl_ssh_opts *o,
+		   ssh_session *session, char **error);
+
+/* The remote command that runs hvdrun (the same binary at the same path)
+ * with one argument, mode ("--agent", "--probe"); it exits 127 with a
+ * message naming the path on a host that does not have it. */
+char *hl_ssh_self_command(const char *agent_path, const char *mode);
+
+#endif

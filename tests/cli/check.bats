@@ -1,0 +1,86 @@
+#!/usr/bin/env bats
+# `hvdrun check` on this machine, and the interface options of a job.
+# Across hosts: tests/cluster/check.bats.
+bats_require_minimum_version 1.5.0
+load helper
+SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
+
+@test "check without hosts checks this machine; loopback counts" {
+	run "$HVDRUN" check
+	assert_success
+	assert_line --regexp '^  localhost +this machine \(no SSH\), hostname '
+	assert_line --regexp '^  localhost +\* lo +127\.0\.0\.1'
+	assert_line --regexp '^1 of 1 host usable \([0-9.]+ s\)$'
+	assert_line --regexp '^  localhost +(no GPU|driver )'
+}
+
+@test "check --json: one object, this machine's interfaces and GPUs" {
+	run --separate-stderr "$HVDRUN" check -H localhost:2 --json
+	assert_success
+	echo "$output" | jq -e '.ok and .loopback and (.hosts | length) == 1'
+	echo "$output" | jq -e '.hosts[0] | .host == "localhost" and .slots == 2 and .usable and .ssh.used == false'
+	echo "$output" | jq -e '.hosts[0].selected | index("lo") != null'
+	echo "$output" | jq -e '.hosts[0].gpus | has("driver") and has("count") and has("nccl") and has("cuda_runtime")'
+	echo "$output" | jq -e '.pairs == []'
+}
+
+@test "check: bad usage is refused with exit status 2" {
+	run "$HVDRUN" check ./train
+	assert_failure 2
+	assert_line "hvdrun: 'hvdrun check' runs no command: './train'"
+	run "$HVDRUN" --json -np 1 true
+	assert_failure 2
+	assert_line "hvdrun: --json is an option of 'hvdrun check'"
+	run "$HVDRUN" check -H 'a:1,,b'
+	assert_failure 2
+	run "$HVDRUN" check --network-check-timeout 0
+	assert_failure 2
+	assert_line "hvdrun: bad value '0' for --network-check-timeout (want a number from 0.05 to 60)"
+}
+
+@test "--network-interface: every worker gets the names, also as NCCL_SOCKET_IFNAME" {
+	run "$HVDRUN" --network-interface lo --network-interface eth9 -np 2 \
+		sh -c 'echo "$HVD_NETWORK_INTERFACES $NCCL_SOCKET_IFNAME"'
+	assert_success
+	assert_line "[0]<stdout>:lo,eth9 lo,eth9"
+	assert_line "[1]<stdout>:lo,eth9 lo,eth9"
+	run "$HVDRUN" --network-interface lo -x NCCL_SOCKET_IFNAME=ib0 -np 1 \
+		sh -c 'echo "$HVD_NETWORK_INTERFACES $NCCL_SOCKET_IFNAME"'
+	assert_line "[0]<stdout>:lo ib0"
+}
+
+@test "--network-interface: a bad name is refused; the variable is hvdrun's" {
+	run "$HVDRUN" --network-interface 'eth0/x' -np 1 true
+	assert_failure 2
+	assert_line "hvdrun: bad value 'eth0/x' for --network-interface (want interface names, NAME[,NAME...])"
+	run "$HVDRUN" --network-interface averyveryverylongname -np 1 true
+	assert_failure 2
+	run "$HVDRUN" -x HVD_NETWORK_INTERFACES=lo -np 1 true
+	assert_failure 2
+	assert_line "hvdrun: HVD_NETWORK_INTERFACES is set by hvdrun for each worker and cannot be overridden"
+}
+
+@test "[network] in the config file; errors name file and line" {
+	printf '[network]\ninterfaces = lo\n' >"$BATS_TEST_TMPDIR/a.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/a.ini" -np 1 sh -c 'echo "$HVD_NETWORK_INTERFACES"'
+	assert_success
+	assert_line "[0]<stdout>:lo"
+	printf '[network]\ncheck = true\ncheck_timeout = 99\n' >"$BATS_TEST_TMPDIR/b.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/b.ini" -np 1 true
+	assert_failure 2
+	assert_line "hvdrun: $BATS_TEST_TMPDIR/b.ini:3: bad value '99' for 'check_timeout' in [network] (want a number from 0.05 to 60)"
+}
+
+@test "--network-check on this machine: libhvd runs on the selected interfaces" {
+	run "$HVDRUN" --network-check --verbose -np 2 "$SELFTEST" all
+	assert_success
+	assert_line --regexp "^hvdrun: network check: host 'localhost' uses lo,"
+	assert_line "[0]<stdout>:rank 0: ok"
+	assert_line "[1]<stdout>:rank 1: ok"
+}
+
+@test "libhvd: an interface without an IPv4 address is a clear error" {
+	run "$HVDRUN" --network-interface nosuch0 --start-timeout 2 -np 2 "$SELFTEST" all
+	assert_failure
+	assert_line --partial "no interface of HVD_NETWORK_INTERFACES=nosuch0 has an IPv4 address here"
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env bats
+# `hvdrun check` and --network-check across the rig's namespace hosts
+# (rig.bash): ns1 and ns2 have eth1, which routes nowhere (silently: the
+# rig's gateway for it never answers), and docker0, whose address is the
+# same on both; every host has eth0 on the shared bridge.
+bats_require_minimum_version 1.5.0
+load ../cli/helper
+load rig
+
+setup_file() {
+	[ "$(id -u)" -eq 0 ] || skip "the rig needs root (ip netns, unshare, sshd)"
+	rig_up 2
+	RIG_NS_SILENT=1 rig_ns_up 3
+	export RIG RIG_PORT RIG_NS
+}
+
+teardown_file() {
+	rig_down
+}
+
+setup() {
+	[ -n "${RIG_NS-}" ] || skip "no rig"
+	export PIDDIR=$BATS_TEST_TMPDIR/pids
+	mkdir -p "$PIDDIR"
+	unset SSH_AUTH_SOCK
+	export HOME=$BATS_TEST_TMPDIR
+	SSH=(--ssh-config "$RIG/ssh_config")
+}
+
+# No probe outlives the check, on any host (they all share this pid space).
+assert_no_probe() {
+	local i
+	for i in $(seq 1 40); do
+		pgrep -f -- "$HVDRUN --probe" >/dev/null || return 0
+		sleep 0.05
+	done
+	pgrep -af -- "$HVDRUN --probe"
+	return 1
+}
+
+@test "check: eth0 selected everywhere; eth1 and docker0 reach no other host" {
+	run rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1:2,ns2:2,ns3:1 \
+		--network-check-timeout 0.5
+	assert_success
+	assert_line --regexp '^  ns1 +ok, [0-9]+ ms, hostname ns1$'
+	assert_line --regexp '^  ns1 +\* eth0 +10\.251\.0\.11$'
+	assert_line --regexp '^ +eth1 +10\.252\.1\.1 +reached by no other host$'
+	assert_line --regexp '^ +docker0 +172\.17\.0\.1 +reached by no other host$'
+	assert_line --regexp '^  ns3 +\* eth0 +10\.251\.0\.13$'
+	assert_line --regexp '^  ns2 +eth0 +- +eth0$'
+	assert_line "3 of 3 hosts usable ($(echo "$output" | sed -n 's/.*usable (\(.*\))$/\1/p'))"
+	refute_output --partial "127.0.0.1"
+	assert_no_probe
+}
+
+@test "check --json: the pair matrix, the selection, the unreachable interfaces" {
+	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2,ns3 \
+		--json --network-check-timeout 0.5
+	assert_success
+	echo "$output" | jq -e '.ok == true and (.hosts | length) == 3'
+	echo "$output" | jq -e '[.hosts[].selected] == [["eth0"],["eth0"],["eth0"]]'
+	echo "$output" | jq -e '.hosts[0].interfaces[] | select(.name == "eth1") | .selected == false and .reached_by == []'
+	echo "$output" | jq -e '.hosts[2].interfaces[] | select(.name == "eth0") | .reached_by == ["ns1","ns2"]'
+	# 3 hosts: eth0 of every other host, eth1 and docker0 of ns1 and ns2.
+	echo "$output" | jq -e '(.pairs | length) == 14'
+	echo "$output" | jq -e '[.pairs[] | select(.interface == "eth1") | .ok] | all(. == false)'
+	echo "$output" | jq -e '[.pairs[] | select(.interface == "eth1") | .error] | all(. == "no answer within 0.5 s")'
+	echo "$output" | jq -e '[.pairs[] | select(.interface == "eth0") | .ok] | all'
+	# docker0 of ns2 from ns1 is ns1's own docker0: not ns2's listener.
+	echo "$output" | jq -e '[.pairs[] | select(.interface == "docker0") | .ok] | all(. == false)'
+	echo "$output" | jq -e '.hosts[0].ssh.ok == true and .hosts[0].ssh.ms > 0'
+}
+
+@test "check: no GPU is reported as such and fails nothing" {
+	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns3 --json
+	assert_success
+	if echo "$output" | jq -e '.hosts[0].gpus.driver != null' >/dev/null; then
+		skip "this machine has an NVIDIA driver"
+	fi
+	echo "$output" | jq -e '.hosts[0].gpus.count == 0'
+	echo "$output" | jq -e '.hosts[0].gpus.notes | index("no NVIDIA driver (libnvidia-ml.so.1 not found)") != null'
+	run rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns3
+	assert_success
+	assert_line --regexp '^  ns1 +no GPU'
+}
+
+@test "check: the default timeout is 2 s, and the check ends within it" {
+	local t0=$SECONDS
+	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2 --json
+	assert_success
+	echo "$output" | jq -e '.timeout_seconds == 2'
+	echo "$output" | jq -e '[.pairs[] | select(.interface == "eth1") | .error] | all(. == "no answer within 2.0 s")'
+	[ $((SECONDS - t0)) -lt 8 ]
+}
+
+@test "check: a host whose sshd is stopped fails alone; the others are checked" {
+	rig_stop_sshd ns3
+	run rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2,ns3 --network-check-timeout 0.5
+	rig_start_ns_sshd 3
+	rig_ns_wait_port 10.251.0.13
+	assert_failure 1
+	assert_line --regexp "^  ns3 +failed: cannot connect to host 'ns3': .*"
+	assert_line --regexp '^  ns1 +\* eth0 +10\.251\.0\.11$'
+	assert_line --regexp '^2 of 3 hosts usable'
+	assert_no_probe
+}
+
+@test "check: a host without hvdrun is named, with the path" {
+	cp "$HVDRUN" "$RIG/hidden/hvdrun"
+	run rig_ns_exec "$RIG/hidden/hvdrun" check "${SSH[@]}" -H ns1,ns2
+	rm -f "$RIG/hidden/hvdrun"
+	assert_failure 1
+	assert_line --partial "ns1 "
+	assert_line --partial "host 'ns1': '$RIG/hidden/hvdrun' is not installed on this host"
+	assert_line --regexp '^0 of 2 hosts usable'
+}
+
+@test "check: hosts that are all this machine select loopback" {
+	run "$HVDRUN" check "${SSH[@]}" -H node1,node2,localhost --json
+	assert_success
+	echo "$output" | jq -e '.loopback == true'
+	echo "$output" | jq -e '.hosts[0].selected | index("lo") != null'
+	echo "$output" | jq -e '.hosts[2].ssh.used == false'
+}
+
+@test "--network-check: the job's workers get the routed interface" {
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" --network-check --network-check-timeout 0.5 \
+		-H ns1:1,ns2:1 sh -c 'echo "$(hostname) $HVD_NETWORK_INTERFACES $NCCL_SOCKET_IFNAME"'
+	assert_success
+	assert_line "[0]<stdout>:ns1 eth0 eth0"
+	assert_line "[1]<stdout>:ns2 eth0 eth0"
+	assert_no_probe
+}
+
+@test "--network-check: libhvd meets on eth0 where eth1 would not connect" {
+	# On eth1 the ranks cannot reach each other: the job fails at the
+	# start timeout instead of running.
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" --network-interface eth1 --start-timeout 2 \
+		-H ns1:1,ns2:1 "$ROOT/build/tests/hvd_selftest" all
+	assert_failure
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" --network-check --network-check-timeout 0.5 \
+		-x NCCL_SOCKET_IFNAME=keep -H ns1:1,ns2:1,ns3:1 \
+		"$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	assert_line "[0]<stdout>:rank 0: ok"
+	assert_line "[2]<stdout>:rank 2: ok"
+}
+
+@test "--network-check: an unusable host stops the job before anything starts" {
+	rig_stop_sshd ns2
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" --network-check -H ns1:1,ns2:1 \
+		-x PIDDIR sh -c 'touch "$PIDDIR/started.$HOROVOD_RANK"'
+	rig_start_ns_sshd 2
+	rig_ns_wait_port 10.251.0.12
+	assert_failure 125
+	assert_line --regexp "^hvdrun: network check: cannot connect to host 'ns2': .* \(see 'hvdrun check' with the same hosts\)$"
+	[ -z "$(ls "$PIDDIR")" ]
+}
