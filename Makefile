@@ -29,8 +29,12 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 EX_SRC   := $(wildcard examples/*.c)
 
 B        := build
+# Open MPI, for libhvd's MPI engine (core/mpi.c); read when used, after
+# `make deps` has installed it.
+MPI_CFLAGS = $(shell pkg-config --cflags ompi-c)
+MPI_LIBS   = $(shell pkg-config --libs ompi-c)
 LIBS     := -linih -lssh -lcrypto
-CORE_LIBS := -pthread -lcrypto
+CORE_LIBS = -pthread -lcrypto $(MPI_LIBS)
 
 # Two flavours of objects: plain, and with sanitizers for the unit tests.
 obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
@@ -54,6 +58,7 @@ inc_for = $(if $(filter core/% proto/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(i
 
 # The reduction kernels are loops the compiler vectorises at -O3.
 $(B)/obj/core/reduce.o: CFLAGS += -O3
+$(B)/obj/core/mpi.o $(B)/san/core/mpi.o: BASE += $(MPI_CFLAGS)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -89,14 +94,19 @@ $(B)/tests/hvd_selftest: tests/cli/workers/hvd_selftest.c $(B)/lib/libhvd.so
 	$(CC) $(BASE) -Wall -Wextra -Werror $(CFLAGS) -Icore/include -o $@ $< \
 	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd -lm -pthread
 
+$(B)/tests/mpi_user: tests/cli/workers/mpi_user.c $(B)/lib/libhvd.so
+	@mkdir -p $(dir $@)
+	mpicc $(BASE) -Wall -Wextra -Werror $(CFLAGS) -Icore/include -o $@ $< \
+	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd
+
 $(B)/tests/san/hvd_selftest: tests/cli/workers/hvd_selftest.c $(call sobj,$(CORE_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
-	    -lm -pthread -lcrypto
+	    -lm -pthread -lcrypto $(MPI_LIBS)
 
 $(B)/tests/%: $(B)/obj/tests/unit/%.o $(sort $(LIB_OBJ) $(CORE_OBJ))
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lm
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) $(MPI_LIBS) -lm
 
 # hvdrun itself under the sanitizers, for the CLI and cluster tests.
 $(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
@@ -105,7 +115,7 @@ $(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
 
 $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_SRC)))
 	@mkdir -p $(dir $@)
-	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS) -lm
+	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS) $(MPI_LIBS) -lm
 
 # Debian packages the build, the tests and the benchmarks need.
 DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libssl-dev \
@@ -127,7 +137,7 @@ deps:
 
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
-	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest
+	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest $(B)/tests/mpi_user
 	@tests/run
 
 demo: deps
@@ -164,6 +174,7 @@ install: all
 	install -m 644 core/include/hvd.h $(DESTDIR)$(INCLUDEDIR)/hvd.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@MPI_LIBS@|$(strip $(MPI_LIBS))|' \
 	    libhvd.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libhvd.pc
 	install -m 644 man/hvdrun.1 $(DESTDIR)$(MANDIR)/man1/hvdrun.1
 	install -m 644 man/hvd.3 $(DESTDIR)$(MANDIR)/man3/hvd.3

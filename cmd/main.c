@@ -15,6 +15,7 @@
 #include "hosts.h"
 #include "hvdrun.h"
 #include "launch.h"
+#include "mpirun.h"
 #include "netcheck.h"
 #include "opts.h"
 #include "plan.h"
@@ -149,10 +150,51 @@ int cmd_ssh_opts(struct hl_ssh_opts *so, char **cause)
 /* The interfaces each host's workers use: --network-interface for every
  * host, or what the network check selects on each (netcheck.h), or none
  * (*out NULL: libhvd uses the interface it reaches hvdrun from). */
+/* For mpirun (one value for all hosts): the names when every host uses
+ * the same, else each selected IPv4 address as a /32 block, which Open
+ * MPI matches against each host's own interfaces. */
+static char *mpi_interfaces(const struct hl_netcheck *nc, char **v,
+			    const struct hl_hostlist *hosts)
+{
+	const char *first = NULL;
+	bool same = true;
+	char *s = NULL, *j;
+	size_t i, a, k;
+
+	for (i = 0; i < nc->n; i++) {
+		const char *x = v[nc->h[i].host - hosts->v];
+
+		if (x == NULL)
+			continue;
+		if (first != NULL && strcmp(first, x) != 0)
+			same = false;
+		if (first == NULL)
+			first = x;
+	}
+	if (first == NULL || same)
+		return first ? hl_strdup(first) : NULL;
+	for (i = 0; i < nc->n; i++)
+		for (a = 0; a < nc->h[i].naddrs; a++)
+			for (k = 0; k < nc->h[i].selected.n; k++) {
+				const struct hl_nc_addr *ad =
+					&nc->h[i].addrs[a];
+
+				if (strcmp(ad->ifname,
+					   nc->h[i].selected.v[k]) ||
+				    strchr(ad->addr, ':') != NULL)
+					continue;
+				j = hl_asprintf("%s%s%s/32", s ? s : "",
+						s ? "," : "", ad->addr);
+				free(s);
+				s = j;
+			}
+	return s;
+}
+
 static int choose_interfaces(const struct hl_hostlist *hosts,
 			     const struct hl_plan *plan,
 			     const struct hl_ssh_opts *so, char ***out,
-			     char **cause)
+			     char **mpi_if, char **cause)
 {
 	const struct hl_opts *o = &cmd_args.opts;
 	struct hl_netcheck nc;
@@ -173,6 +215,7 @@ static int choose_interfaces(const struct hl_hostlist *hosts,
 	}
 	*out = v;
 	if (o->v[HL_K_NETWORK_INTERFACES].set) {
+		*mpi_if = hl_strdup(o->v[HL_K_NETWORK_INTERFACES].s);
 		for (r = 0; r < plan->size; r++)
 			if (v[plan->ranks[r].host] == NULL)
 				v[plan->ranks[r].host] = hl_strdup(
@@ -226,7 +269,43 @@ static int choose_interfaces(const struct hl_hostlist *hosts,
 	if (o->v[HL_K_VERBOSE].b)
 		fprintf(stderr, "hvdrun: network check took %.2f s\n",
 			nc.seconds);
+	if (rc == HL_OK)
+		*mpi_if = mpi_interfaces(&nc, v, hosts);
 	hl_netcheck_close(&nc);
+	return rc;
+}
+
+/* `hvdrun --mpi`: mpirun runs the job; hvdrun becomes mpirun, so that
+ * its exit status and signals are the job's. Returns only on failure. */
+static int run_mpirun(const struct hl_hostlist *hosts,
+		      const struct hl_plan *plan, const struct hl_envspec *es,
+		      const struct hl_ssh_opts *so, const char *mpi_if,
+		      char **cause)
+{
+	const struct hl_opts *o = &cmd_args.opts;
+	struct hl_strvec argv;
+	size_t i;
+	int rc;
+
+	rc = hl_mpirun_argv(hosts, plan, es, so, mpi_if,
+			    o->v[HL_K_MPI_ARGS].set ? o->v[HL_K_MPI_ARGS].s
+						    : NULL,
+			    cmd_args.command, &argv, cause);
+	if (rc != HL_OK)
+		return rc;
+	if (o->v[HL_K_VERBOSE].b) {
+		fprintf(stderr, "hvdrun:");
+		for (i = 0; i < argv.n; i++)
+			fprintf(stderr, " %s", argv.v[i]);
+		fputc('\n', stderr);
+	}
+	fflush(stdout);
+	fflush(stderr);
+	execvp(argv.v[0], argv.v);
+	rc = hl_fail(cause, errno == ENOENT ? HL_ENOENT : HL_ENOEXEC,
+		     "--mpi: cannot run mpirun: %s (install Open MPI)",
+		     strerror(errno));
+	hl_strvec_close(&argv);
 	return rc;
 }
 
@@ -254,7 +333,7 @@ static int run(int *code, char **cause)
 	struct hl_ssh_opts so = {0};
 	struct hl_rdv *rdv = NULL;
 	int report[2] = {-1, -1};
-	char **ifaces = NULL;
+	char **ifaces = NULL, *mpi_if = NULL;
 	size_t i;
 	int rc;
 	long np;
@@ -286,10 +365,14 @@ static int run(int *code, char **cause)
 	rc = cmd_ssh_opts(&so, cause);
 	if (rc != HL_OK)
 		goto out;
-	rc = choose_interfaces(&hosts, &plan, &so, &ifaces, cause);
+	rc = choose_interfaces(&hosts, &plan, &so, &ifaces, &mpi_if, cause);
 	if (rc != HL_OK)
 		goto out;
 	es.host_ifaces = ifaces;
+	if (o->v[HL_K_MPI].b) {
+		rc = run_mpirun(&hosts, &plan, &es, &so, mpi_if, cause);
+		goto out;
+	}
 	l.hosts = &hosts;
 	l.plan = &plan;
 	l.env = &es;
@@ -333,6 +416,7 @@ out:
 	for (i = 0; ifaces != NULL && i < hosts.n; i++)
 		free(ifaces[i]);
 	free(ifaces);
+	free(mpi_if);
 	hl_envspec_close(&es);
 	hl_plan_close(&plan);
 	hl_hostlist_close(&hosts);

@@ -27,6 +27,7 @@ void cmd_usage(void)
 	      "  --network-check            check the hosts first; use the interfaces that route\n"
 	      "  --network-check-timeout S  per connection test (default 2)\n"
 	      "  --network-interface NAME   use NAME on every host, no check (repeatable)\n"
+	      "  --mpi [--mpi-args \"...\"]   run the job with Open MPI's mpirun\n"
 	      "Output:\n"
 	      "  --output-filename DIR      also write DIR/rank.N/stdout and stderr\n"
 	      "  --prefix-output-with-timestamp\n"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "mpi.h"
 #include "runtime.h"
 
 /* Before hvd_init() and after hvd_shutdown(). */
@@ -80,18 +81,20 @@ static int read_ranks(struct hvd__state *st)
 HVD_EXPORT int hvd_init(void)
 {
 	struct hvd__state st = hvd__g;
+	void *mpi = NULL;
 	int rc;
 
 	if (hvd__g.initialized)
 		return HVD_EALREADY;
-	rc = read_ranks(&st);
+	/* Under mpirun (or asked to): MPI; under hvdrun: a rendezvous to
+	 * join; else a job of one. */
+	rc = hvd__mpi_wanted() ? hvd__mpi_init(&st, &mpi) : read_ranks(&st);
 	if (rc != HVD_OK)
 		return rc;
-	/* Under hvdrun (a rendezvous to join) or a job of one. */
 	st.initialized = true;
 	hvd__g = st;
 	rc = hvd__runtime_start(st.rank, st.size,
-				getenv("HVD_RENDEZVOUS") != NULL);
+				getenv("HVD_RENDEZVOUS") != NULL, mpi);
 	if (rc != HVD_OK) {
 		hvd__runtime_stop();
 		hvd__g = fresh_state;
@@ -172,6 +175,7 @@ HVD_EXPORT const char *hvd_strerror(int err)
 		[-HVD_EMISMATCH] = "ranks disagree on a tensor",
 		[-HVD_ESHUTDOWN] = "libhvd was shut down",
 		[-HVD_ESTALL] = "some ranks never submitted the tensor",
+		[-HVD_ENOTSUP] = "not available here",
 	};
 
 	if (err > 0 || -err >= (int)(sizeof(names) / sizeof(names[0])) ||

@@ -32,6 +32,7 @@
 #include "internal.h"
 #include "reduce.h"
 #include "ring.h"
+#include "mpi.h"
 #include "runtime.h"
 #include "tcp.h"
 #include "timeline.h"
@@ -115,6 +116,7 @@ static struct {
 	/* Background thread only. */
 	struct hvd__comm comm;
 	struct hvd__tcp *tcp;
+	void *mpi; /* the MPI transport, when MPI runs the job */
 	struct req *pending_local;
 	struct cache_entry *cache;
 	long cache_cap;
@@ -620,6 +622,24 @@ static void timeline_span(const char *name, const char *what, long long t0)
 		hvd__timeline_span(E.tl, name, what, t0, hvd__now_us() - t0);
 }
 
+/* One allreduce of buf in place: the transport's own when it has one
+ * for this dtype and op (MPI_Allreduce), else the ring. */
+static int allreduce(void *buf, size_t count, enum hvd_dtype t, enum hvd_op op,
+		     struct hvd__ring_times *times)
+{
+	if (E.comm.ops->allreduce != NULL && E.comm.size > 1) {
+		long long t0 = hvd__now_us();
+		int rc = E.comm.ops->allreduce(E.comm.t, buf, count, t, op);
+
+		if (rc != HVD_ENOTSUP) {
+			if (times != NULL)
+				times->reduce_scatter_us += hvd__now_us() - t0;
+			return rc;
+		}
+	}
+	return hvd__ring_allreduce_timed(&E.comm, buf, count, t, op, times);
+}
+
 /* Allreduce buf in segments of E.segment bytes: each segment's ring
  * passes, reductions and copies run while it is still in cache. */
 static int allreduce_segments(char *buf, size_t count, enum hvd_dtype t,
@@ -631,9 +651,9 @@ static int allreduce_segments(char *buf, size_t count, enum hvd_dtype t,
 	if (per == 0)
 		per = 1;
 	for (off = 0; off < count && rc == HVD_OK; off += per)
-		rc = hvd__ring_allreduce_timed(
-			&E.comm, buf + off * es,
-			count - off < per ? count - off : per, t, op, times);
+		rc = allreduce(buf + off * es,
+			       count - off < per ? count - off : per, t, op,
+			       times);
 	return rc;
 }
 
@@ -699,8 +719,7 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 			at += b;
 		}
 		t_in += hvd__now_us() - t1;
-		rc = hvd__ring_allreduce_timed(&E.comm, E.fusion, len / es, t,
-					       op, &rt);
+		rc = allreduce(E.fusion, len / es, t, op, &rt);
 		if (rc != HVD_OK)
 			break;
 		t1 = hvd__now_us();
@@ -1136,7 +1155,7 @@ static int read_knobs(void)
 	return HVD_OK;
 }
 
-int hvd__runtime_start(int rank, int size, bool joined)
+int hvd__runtime_start(int rank, int size, bool joined, void *mpi)
 {
 	const char *tl = getenv("HOROVOD_TIMELINE");
 	sigset_t all, old;
@@ -1156,7 +1175,10 @@ int hvd__runtime_start(int rank, int size, bool joined)
 	if (rc != HVD_OK)
 		return rc;
 	E.tcp = NULL;
-	if (!joined && size > 1) {
+	E.mpi = mpi;
+	if (mpi != NULL)
+		joined = false;
+	if (!joined && size > 1 && mpi == NULL) {
 		hvd__error(
 			"rank %d of %d, but no rendezvous (HVD_RENDEZVOUS): start the job with hvdrun",
 			rank, size);
@@ -1170,8 +1192,8 @@ int hvd__runtime_start(int rank, int size, bool joined)
 	}
 	E.comm.rank = rank;
 	E.comm.size = size;
-	E.comm.ops = &hvd__tcp_ops;
-	E.comm.t = E.tcp;
+	E.comm.ops = mpi != NULL ? &hvd__mpi_ops : &hvd__tcp_ops;
+	E.comm.t = mpi != NULL ? mpi : (void *)E.tcp;
 	E.cache = calloc((size_t)E.cache_cap + 1, sizeof(*E.cache));
 	if (E.cache == NULL) {
 		hvd__tcp_free(E.tcp);
@@ -1207,6 +1229,8 @@ void hvd__runtime_stop(void)
 	}
 	hvd__tcp_free(E.tcp);
 	E.tcp = NULL;
+	hvd__mpi_finalize(E.mpi);
+	E.mpi = NULL;
 	for (i = 0; E.cache != NULL && i < E.cache_cap; i++)
 		free(E.cache[i].name);
 	free(E.cache);

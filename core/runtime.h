@@ -8,9 +8,11 @@
 
 #include "join.h"
 
-/* Start the background thread; joined: connect to the peers through
- * hvdrun's rendezvous (else a job of one, without transport). */
-int hvd__runtime_start(int rank, int size, bool joined);
+/* Start the background thread. mpi: the MPI transport (mpi.h), which the
+ * engine owns from here on, also on failure; else joined: connect to the
+ * peers through hvdrun's rendezvous (else a job of one, without
+ * transport). */
+int hvd__runtime_start(int rank, int size, bool joined, void *mpi);
 void hvd__runtime_stop(void);
 /* Batches of more than one tensor reduced through the fusion buffer. */
 uint64_t hvd__fused_batches(void);

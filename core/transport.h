@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "hvd.h"
+
 /* Called as received bytes arrive: `done` bytes of the receive buffer are
  * complete. Lets the caller reduce what has arrived while the rest of the
  * message is still in flight. */
@@ -18,6 +20,11 @@ struct hvd__transport_ops {
 	int (*sendrecv)(void *t, int to, const void *sbuf, size_t slen,
 			int from, void *rbuf, size_t rlen,
 			hvd__recv_progress progress, void *arg);
+	/* Optional: a whole allreduce of buf in place, the transport's own
+	 * way (MPI_Allreduce). HVD_ENOTSUP: not for this dtype or op, and
+	 * the ring runs instead. */
+	int (*allreduce)(void *t, void *buf, size_t count, enum hvd_dtype dtype,
+			 enum hvd_op op);
 };
 
 /* A group of ranks and the transport between them. */

@@ -119,6 +119,12 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 				     "network-interface", NULL, HL_T_IFACES, 0,
 				     0, NULL, NULL, NULL, HL_X_NONE,
 				     "use these interfaces; no probe"},
+	[HL_K_MPI] = {"mpi", "enabled", "mpi", "true", HL_T_BOOL, 0, 0, NULL,
+		      "false", NULL, HL_X_NONE,
+		      "run the job with Open MPI's mpirun"},
+	[HL_K_MPI_ARGS] = {"mpi", "args", "mpi-args", NULL, HL_T_STRING, 0, 0,
+			   NULL, NULL, NULL, HL_X_NONE,
+			   "more arguments for mpirun"},
 };
 
 /* NAME[,NAME...], each a Linux interface name (at most 15 bytes, no '/',

@@ -34,6 +34,7 @@ enum hvd_error {
 	HVD_EMISMATCH = -9,  /* ranks disagree on a tensor */
 	HVD_ESHUTDOWN = -10, /* libhvd was shut down */
 	HVD_ESTALL = -11,    /* some ranks never submitted the tensor */
+	HVD_ENOTSUP = -12,   /* not available here (no GPU, no such engine) */
 };
 
 /* Element types and reduction operations of the collectives. float16 and

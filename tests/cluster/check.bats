@@ -156,3 +156,13 @@ assert_no_probe() {
 	assert_line --regexp "^hvdrun: network check: cannot connect to host 'ns2': .* \(see 'hvdrun check' with the same hosts\)$"
 	[ -z "$(ls "$PIDDIR")" ]
 }
+
+@test "hvdrun --mpi --network-check: mpirun is held to the routed interface" {
+	export ASAN_OPTIONS=detect_leaks=0
+	run rig_ns_exec timeout 120 "$HVDRUN" "${SSH[@]}" --mpi --verbose --network-check \
+		--network-check-timeout 0.5 -H ns1:1,ns2:1,ns3:1 "$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	assert_line --partial " --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 "
+	assert_line "rank 0: ok"
+	assert_line "rank 2: ok"
+}

@@ -304,3 +304,13 @@ wait_gone() {
 	assert_line "[2]<stdout>:no newline at the end"
 	[ "$(grep -c '^\[[0-3]\]<stderr>:err[1-5]$' <<<"$stderr")" -eq 20 ]
 }
+
+@test "hvdrun --mpi across the rig: mpirun over the same SSH config; a rank's code passes through" {
+	export ASAN_OPTIONS=detect_leaks=0
+	run timeout 120 "$HVDRUN" --mpi "${SSH[@]}" -H node1:2,node2:1 "$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	assert_line "rank 0: ok"
+	assert_line "rank 2: ok"
+	run timeout 120 "$HVDRUN" --mpi "${SSH[@]}" -H node1:1,node2:1 sh -c '[ "$(hostname)" = node2 ] && exit 5; sleep 20'
+	assert_failure 5
+}

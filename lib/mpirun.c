@@ -1,0 +1,172 @@
+/* mpirun.c: see mpirun.h. */
+#include "mpirun.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+/* One user and one port for every host: mpirun's ssh takes one of each. */
+static int common(const struct hl_hostlist *hosts, const struct hl_plan *plan,
+		  const char **user, int *port, char **cause)
+{
+	int r;
+
+	*user = NULL;
+	*port = 0;
+	for (r = 0; r < plan->size; r++) {
+		const struct hl_host *h = &hosts->v[plan->ranks[r].host];
+
+		if (h->user != NULL) {
+			if (*user != NULL && strcmp(*user, h->user) != 0)
+				return hl_fail(
+					cause, HL_EINVAL,
+					"--mpi: hosts with different users ('%s', '%s'): set them in the SSH config instead",
+					*user, h->user);
+			*user = h->user;
+		}
+		if (h->port != 0) {
+			if (*port != 0 && *port != h->port)
+				return hl_fail(
+					cause, HL_EINVAL,
+					"--mpi: hosts with different SSH ports (%d, %d): set them in the SSH config instead",
+					*port, h->port);
+			*port = h->port;
+		}
+	}
+	return HL_OK;
+}
+
+static int push2(struct hl_strvec *v, const char *a, const char *b)
+{
+	int rc = hl_strvec_push(v, a);
+
+	return rc == HL_OK ? hl_strvec_push(v, b) : rc;
+}
+
+static int mca(struct hl_strvec *v, const char *name, const char *value)
+{
+	int rc = hl_strvec_push(v, "--mca");
+
+	return rc == HL_OK ? push2(v, name, value) : rc;
+}
+
+int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
+		   const struct hl_envspec *es, const struct hl_ssh_opts *so,
+		   const char *if_include, const char *mpi_args,
+		   char *const *command, struct hl_strvec *out, char **cause)
+{
+	struct hl_strvec hl, rsh;
+	const char *user;
+	char np[16], port_s[16], *s = NULL;
+	size_t i, hi;
+	int rc, port, r;
+	bool *used;
+
+	hl_strvec_init(out);
+	rc = common(hosts, plan, &user, &port, cause);
+	if (rc != HL_OK)
+		return rc;
+	if (so->user != NULL && user == NULL)
+		user = so->user;
+	if (port == 0)
+		port = so->port;
+	hl_strvec_init(&hl);
+	hl_strvec_init(&rsh);
+	used = calloc(hosts->n ? hosts->n : 1, sizeof(*used));
+	if (used == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	for (r = 0; r < plan->size; r++)
+		used[plan->ranks[r].host] = true;
+	rc = hl_strvec_push(out, "mpirun");
+	if (rc == HL_OK && geteuid() == 0)
+		rc = hl_strvec_push(out, "--allow-run-as-root");
+	snprintf(np, sizeof(np), "%d", plan->size);
+	if (rc == HL_OK)
+		rc = push2(out, "-np", np);
+	/* The hosts in the plan's order, with their slots: mpirun fills them
+	 * in order, as the plan does. */
+	for (hi = 0; hi < hosts->n && rc == HL_OK; hi++)
+		if (used[hi])
+			rc = hl_strvec_pushf(
+				&hl, "%s%s%s:%d",
+				strchr(hosts->v[hi].name, ':') ? "[" : "",
+				hosts->v[hi].name,
+				strchr(hosts->v[hi].name, ':') ? "]" : "",
+				hosts->v[hi].slots);
+	for (i = 0; i < hl.n && rc == HL_OK; i++) {
+		char *j = hl_asprintf("%s%s%s", s ? s : "", s ? "," : "",
+				      hl.v[i]);
+
+		free(s);
+		s = j;
+		if (s == NULL)
+			rc = HL_ENOMEM;
+	}
+	if (rc == HL_OK && s != NULL)
+		rc = push2(out, "-H", s);
+	free(s);
+	s = NULL;
+	/* ssh's options, as mpirun passes them to ssh. */
+	if (rc == HL_OK && port != 0) {
+		snprintf(port_s, sizeof(port_s), "%d", port);
+		rc = push2(&rsh, "-p", port_s);
+	}
+	if (rc == HL_OK && so->identity != NULL)
+		rc = push2(&rsh, "-i", so->identity);
+	if (rc == HL_OK && so->config_file != NULL)
+		rc = push2(&rsh, "-F", so->config_file);
+	if (rc == HL_OK && user != NULL)
+		rc = push2(&rsh, "-l", user);
+	if (rc == HL_OK && so->host_key_checking != HL_HOSTKEY_YES)
+		rc = push2(&rsh, "-o",
+			   so->host_key_checking == HL_HOSTKEY_NO
+				   ? "StrictHostKeyChecking=no"
+				   : "StrictHostKeyChecking=accept-new");
+	for (i = 0; i < rsh.n && rc == HL_OK; i++) {
+		char *j = hl_asprintf("%s%s%s", s ? s : "", s ? " " : "",
+				      rsh.v[i]);
+
+		free(s);
+		s = j;
+		if (s == NULL)
+			rc = HL_ENOMEM;
+	}
+	if (rc == HL_OK && s != NULL)
+		rc = mca(out, "plm_rsh_args", s);
+	free(s);
+	if (rc == HL_OK && if_include != NULL) {
+		rc = mca(out, "btl_tcp_if_include", if_include);
+		if (rc == HL_OK)
+			rc = mca(out, "oob_tcp_if_include", if_include);
+	}
+	for (i = 0; i < es->set.n && rc == HL_OK; i++)
+		rc = push2(out, "-x", es->set.v[i]);
+	for (i = 0; i < es->forward.n && rc == HL_OK; i++)
+		rc = push2(out, "-x", es->forward.v[i]);
+	if (rc == HL_OK && mpi_args != NULL) {
+		wordexp_t we;
+
+		if (wordexp(mpi_args, &we, WRDE_NOCMD) != 0) {
+			rc = hl_fail(
+				cause, HL_EINVAL,
+				"--mpi-args: cannot split '%s' into words (unbalanced quotes, or $(...))",
+				mpi_args);
+		} else {
+			for (i = 0; i < we.we_wordc && rc == HL_OK; i++)
+				rc = hl_strvec_push(out, we.we_wordv[i]);
+			wordfree(&we);
+		}
+	}
+	for (i = 0; command[i] != NULL && rc == HL_OK; i++)
+		rc = hl_strvec_push(out, command[i]);
+	free(used);
+	hl_strvec_close(&hl);
+	hl_strvec_close(&rsh);
+	if (rc == HL_ENOMEM)
+		rc = hl_fail(cause, rc, "out of memory");
+	if (rc != HL_OK)
+		hl_strvec_close(out);
+	return rc;
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bats
+# libhvd over Open MPI (started by mpirun, or asked for), and `hvdrun
+# --mpi`. The collective tests of the TCP engine, run under MPI: every
+# result is checked against the same serial reference.
+bats_require_minimum_version 1.5.0
+load helper
+
+SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
+MPI_USER=$ROOT/build/tests/mpi_user
+MPIRUN=(mpirun --oversubscribe)
+[ "$(id -u)" -ne 0 ] || MPIRUN+=(--allow-run-as-root)
+
+setup() {
+	export PIDDIR=$BATS_TEST_TMPDIR/pids
+	mkdir -p "$PIDDIR"
+	# Open MPI's own allocations are not libhvd's leaks.
+	export ASAN_OPTIONS=detect_leaks=0
+}
+
+@test "under mpirun: every dtype and op, threads, fusion, disagreements; 1 to 4 ranks" {
+	local n r mode
+	for n in 1 2 3 4; do
+		run "${MPIRUN[@]}" -np "$n" "$SELFTEST" all
+		assert_success
+		for ((r = 0; r < n; r++)); do
+			assert_line "rank $r: ok"
+		done
+	done
+	for mode in threads fusion mismatch; do
+		run "${MPIRUN[@]}" -np 3 "$SELFTEST" "$mode"
+		assert_success
+		refute_output --partial FAIL
+	done
+}
+
+@test "the ring over MPI point-to-point (HOROVOD_MPI_ALLREDUCE=0) gives the same results" {
+	run "${MPIRUN[@]}" -x HOROVOD_MPI_ALLREDUCE=0 -np 3 "$SELFTEST" all
+	assert_success
+	assert_line "rank 2: ok"
+}
+
+@test "HOROVOD_CONTROLLER=mpi without mpirun: a job of one on MPI" {
+	HOROVOD_CONTROLLER=mpi run "$SELFTEST" all
+	assert_success
+	assert_output "rank 0: ok"
+}
+
+@test "the Iris MLP ends with the same weights over MPI as over TCP" {
+	run "$HVDRUN" -np 4 "$ROOT/build/examples/iris_mlp" "$ROOT/examples/data/iris.csv" \
+		--save "$BATS_TEST_TMPDIR/tcp"
+	assert_success
+	run "${MPIRUN[@]}" -np 4 "$ROOT/build/examples/iris_mlp" "$ROOT/examples/data/iris.csv" \
+		--save "$BATS_TEST_TMPDIR/mpi"
+	assert_success
+	paste "$BATS_TEST_TMPDIR/tcp" "$BATS_TEST_TMPDIR/mpi" | awk '
+		{ d = $2 - $1; if (d < 0) d = -d; if (d > m) m = d }
+		END { print "max difference", m; exit !(NR == 131 && m < 1e-9) }'
+}
+
+@test "a program that initialised MPI itself: libhvd uses it and leaves it alive" {
+	run "${MPIRUN[@]}" -np 2 "$MPI_USER" serialized
+	assert_success
+	assert_line "rank 0 of 2: allreduce success, 2"
+	assert_line "rank 1: MPI still works after hvd_shutdown: 2"
+	run "${MPIRUN[@]}" -np 2 "$MPI_USER" single
+	assert_failure
+	assert_line --partial "MPI gives MPI_THREAD_SINGLE; libhvd's background thread needs MPI_THREAD_SERIALIZED or more"
+}
+
+@test "hvdrun --mpi: mpirun built from the same options; --verbose prints it" {
+	run "$HVDRUN" --mpi --verbose -np 2 -H localhost:2 -x FOO=bar -x HOME \
+		--network-interface lo --fusion-threshold-mb 8 \
+		--mpi-args "--tag-output --mca btl self,tcp" sh -c 'echo "$OMPI_COMM_WORLD_RANK $FOO $HOROVOD_FUSION_THRESHOLD"'
+	assert_success
+	local root=""
+	[ "$(id -u)" -ne 0 ] || root=" --allow-run-as-root"
+	assert_line "hvdrun: mpirun$root -np 2 -H localhost:2 --mca plm_rsh_args -o StrictHostKeyChecking=accept-new --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -x FOO=bar -x HOROVOD_FUSION_THRESHOLD=8388608 -x HOME --tag-output --mca btl self,tcp sh -c echo \"\$OMPI_COMM_WORLD_RANK \$FOO \$HOROVOD_FUSION_THRESHOLD\""
+	assert_line "[1,0]<stdout>:0 bar 8388608"
+	assert_line "[1,1]<stdout>:1 bar 8388608"
+}
+
+@test "hvdrun --mpi runs a plain MPI program and a libhvd one" {
+	run "$HVDRUN" --mpi -np 2 "$MPI_USER" serialized
+	assert_success
+	assert_line "rank 1 of 2: allreduce success, 2"
+	run "$HVDRUN" --mpi -np 3 "$SELFTEST" all
+	assert_success
+	assert_line "rank 2: ok"
+}
+
+@test "hvdrun --mpi: a failing rank ends the job with its code" {
+	run "$HVDRUN" --mpi -np 3 sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && exit 7; sleep 30'
+	assert_failure 7
+}
+
+@test "hvdrun --mpi: bad --mpi-args is a usage error; nothing starts" {
+	run "$HVDRUN" --mpi --mpi-args "'open" -np 2 "$WORKERS/family.sh"
+	assert_failure 2
+	assert_line "hvdrun: --mpi-args: cannot split ''open' into words (unbalanced quotes, or \$(...))"
+	[ -z "$(ls "$PIDDIR")" ]
+}
