@@ -38,6 +38,23 @@ static int common(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 	return HL_OK;
 }
 
+/* The strings of v, separated by sep; NULL when out of memory. */
+static char *join(const struct hl_strvec *v, const char *sep)
+{
+	size_t i, len = 1;
+	char *s;
+
+	for (i = 0; i < v->n; i++)
+		len += strlen(v->v[i]) + strlen(sep);
+	s = calloc(1, len);
+	for (i = 0; s != NULL && i < v->n; i++) {
+		if (i > 0)
+			strcat(s, sep);
+		strcat(s, v->v[i]);
+	}
+	return s;
+}
+
 static int push2(struct hl_strvec *v, const char *a, const char *b)
 {
 	int rc = hl_strvec_push(v, a);
@@ -95,17 +112,8 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 				hosts->v[hi].name,
 				strchr(hosts->v[hi].name, ':') ? "]" : "",
 				hosts->v[hi].slots);
-	for (i = 0; i < hl.n && rc == HL_OK; i++) {
-		char *j = hl_asprintf("%s%s%s", s ? s : "", s ? "," : "",
-				      hl.v[i]);
-
-		free(s);
-		s = j;
-		if (s == NULL)
-			rc = HL_ENOMEM;
-	}
-	if (rc == HL_OK && s != NULL)
-		rc = push2(out, "-H", s);
+	if (rc == HL_OK && hl.n > 0)
+		rc = (s = join(&hl, ",")) ? push2(out, "-H", s) : HL_ENOMEM;
 	free(s);
 	s = NULL;
 	/* ssh's options, as mpirun passes them to ssh. */
@@ -124,17 +132,9 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 			   so->host_key_checking == HL_HOSTKEY_NO
 				   ? "StrictHostKeyChecking=no"
 				   : "StrictHostKeyChecking=accept-new");
-	for (i = 0; i < rsh.n && rc == HL_OK; i++) {
-		char *j = hl_asprintf("%s%s%s", s ? s : "", s ? " " : "",
-				      rsh.v[i]);
-
-		free(s);
-		s = j;
-		if (s == NULL)
-			rc = HL_ENOMEM;
-	}
-	if (rc == HL_OK && s != NULL)
-		rc = mca(out, "plm_rsh_args", s);
+	if (rc == HL_OK && rsh.n > 0)
+		rc = (s = join(&rsh, " ")) ? mca(out, "plm_rsh_args", s)
+					   : HL_ENOMEM;
 	free(s);
 	if (rc == HL_OK && if_include != NULL) {
 		rc = mca(out, "btl_tcp_if_include", if_include);

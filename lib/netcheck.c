@@ -409,8 +409,6 @@ static void wait_phase(struct nc_group *g, int phase, long long deadline,
 		total += g->t[i].phase == phase;
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
-		struct timespec ts;
-
 		for (left = 0, i = 0; i < g->n; i++)
 			left += g->t[i].phase == phase;
 		if (progress != NULL) {
@@ -420,13 +418,7 @@ static void wait_phase(struct nc_group *g, int phase, long long deadline,
 		}
 		if (left == 0 || hl_now_ms() >= deadline)
 			break;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+		hl_cond_wait_ms(&g->cond, &g->lock, 100);
 	}
 	pthread_mutex_unlock(&g->lock);
 }

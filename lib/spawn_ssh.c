@@ -410,18 +410,8 @@ static bool wait_until(struct ssh_group *g, size_t *counter, size_t want,
 	bool ok;
 
 	pthread_mutex_lock(&g->lock);
-	while (*counter < want && g->nfailed == 0 &&
-	       hl_now_ms() < deadline_ms) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&g->cond, &g->lock, &ts);
-	}
+	while (*counter < want && g->nfailed == 0 && hl_now_ms() < deadline_ms)
+		hl_cond_wait_ms(&g->cond, &g->lock, 50);
 	ok = *counter >= want && g->nfailed == 0;
 	pthread_mutex_unlock(&g->lock);
 	return ok;

@@ -61,6 +61,9 @@ int hl_write_all(int fd, const void *buf, size_t len);
  * are for the main thread's signalfd, never a helper's. */
 int hl_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
+/* pthread_cond_timedwait for at most ms milliseconds from now. */
+void hl_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int ms);
+
 /* Monotonic clock in milliseconds. */
 long long hl_now_ms(void);
 
