@@ -166,3 +166,27 @@ assert_no_probe() {
 	assert_line "rank 0: ok"
 	assert_line "rank 2: ok"
 }
+
+# Rename host K's eth0 (its address and routes come back with it).
+rename_eth0() {
+	local ns=$RIG_NS$1 from=$2 to=$3
+	ip -n "$ns" link set "$from" down
+	ip -n "$ns" link set "$from" name "$to"
+	ip -n "$ns" link set "$to" up
+	ip -n "$ns" route replace 10.252.0.0/16 via 10.251.0.254
+}
+
+@test "check: interface names may differ between hosts" {
+	rename_eth0 3 eth0 ens5
+	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns3 --json \
+		--network-check-timeout 0.5
+	local out=$output st=$status
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" --network-check --network-check-timeout 0.5 \
+		-H ns1:1,ns3:1 sh -c 'echo "$(hostname) $HVD_NETWORK_INTERFACES"'
+	rename_eth0 3 ens5 eth0
+	[ "$st" -eq 0 ]
+	echo "$out" | jq -e '[.hosts[].selected] == [["eth0"],["ens5"]]'
+	assert_success
+	assert_line "[0]<stdout>:ns1 eth0"
+	assert_line "[1]<stdout>:ns3 ens5"
+}
