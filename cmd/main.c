@@ -200,7 +200,7 @@ static int choose_interfaces(const struct hl_hostlist *hosts,
 	struct hl_netcheck nc;
 	bool *use;
 	char **v;
-	size_t i, k, h;
+	size_t i, h;
 	int r, rc;
 
 	*out = NULL;
@@ -238,29 +238,12 @@ static int choose_interfaces(const struct hl_hostlist *hosts,
 				"network check: %s (see 'hvdrun check' with the same hosts)",
 				nc.h[i].error ? nc.h[i].error : "failed");
 	for (i = 0; i < nc.n && rc == HL_OK; i++) {
-		struct hl_strvec *sel = &nc.h[i].selected;
-		size_t len = 1;
-		char *j;
+		const struct hl_strvec *sel = &nc.h[i].selected;
 
 		h = (size_t)(nc.h[i].host - hosts->v);
-		for (k = 0; k < sel->n; k++)
-			len += strlen(sel->v[k]) + 1;
-		j = calloc(1, len);
-		if (j == NULL) {
-			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
-			break;
-		}
-		for (k = 0; k < sel->n; k++) {
-			if (k)
-				strcat(j, ",");
-			strcat(j, sel->v[k]);
-		}
-		v[h] = j;
 		/* Nothing selected on a single host: no constraint. */
-		if (sel->n == 0) {
-			free(j);
-			v[h] = NULL;
-		}
+		if (sel->n > 0 && (v[h] = hl_strvec_join(sel, ",")) == NULL)
+			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
 		if (o->v[HL_K_VERBOSE].b)
 			fprintf(stderr,
 				"hvdrun: network check: host '%s' uses %s\n",

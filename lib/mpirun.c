@@ -38,23 +38,6 @@ static int common(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 	return HL_OK;
 }
 
-/* The strings of v, separated by sep; NULL when out of memory. */
-static char *join(const struct hl_strvec *v, const char *sep)
-{
-	size_t i, len = 1;
-	char *s;
-
-	for (i = 0; i < v->n; i++)
-		len += strlen(v->v[i]) + strlen(sep);
-	s = calloc(1, len);
-	for (i = 0; s != NULL && i < v->n; i++) {
-		if (i > 0)
-			strcat(s, sep);
-		strcat(s, v->v[i]);
-	}
-	return s;
-}
-
 static int push2(struct hl_strvec *v, const char *a, const char *b)
 {
 	int rc = hl_strvec_push(v, a);
@@ -113,7 +96,8 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 				strchr(hosts->v[hi].name, ':') ? "]" : "",
 				hosts->v[hi].slots);
 	if (rc == HL_OK && hl.n > 0)
-		rc = (s = join(&hl, ",")) ? push2(out, "-H", s) : HL_ENOMEM;
+		rc = (s = hl_strvec_join(&hl, ",")) ? push2(out, "-H", s)
+						    : HL_ENOMEM;
 	free(s);
 	s = NULL;
 	/* ssh's options, as mpirun passes them to ssh. */
@@ -133,8 +117,9 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 				   ? "StrictHostKeyChecking=no"
 				   : "StrictHostKeyChecking=accept-new");
 	if (rc == HL_OK && rsh.n > 0)
-		rc = (s = join(&rsh, " ")) ? mca(out, "plm_rsh_args", s)
-					   : HL_ENOMEM;
+		rc = (s = hl_strvec_join(&rsh, " "))
+			     ? mca(out, "plm_rsh_args", s)
+			     : HL_ENOMEM;
 	free(s);
 	if (rc == HL_OK && if_include != NULL) {
 		rc = mca(out, "btl_tcp_if_include", if_include);

@@ -222,3 +222,19 @@ void hl_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int ms)
 	}
 	pthread_cond_timedwait(cond, lock, &ts);
 }
+
+char *hl_strvec_join(const struct hl_strvec *sv, const char *sep)
+{
+	size_t i, len = 1;
+	char *s;
+
+	for (i = 0; i < sv->n; i++)
+		len += strlen(sv->v[i]) + strlen(sep);
+	s = calloc(1, len);
+	for (i = 0; s != NULL && i < sv->n; i++) {
+		if (i > 0)
+			strcat(s, sep);
+		strcat(s, sv->v[i]);
+	}
+	return s;
+}

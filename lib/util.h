@@ -48,6 +48,9 @@ int hl_strvec_push_owned(struct hl_strvec *sv, char *s);
 int hl_strvec_pushf(struct hl_strvec *sv, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The strings of sv, separated by sep; NULL when out of memory. */
+char *hl_strvec_join(const struct hl_strvec *sv, const char *sep);
+
 char *hl_vasprintf(const char *fmt, va_list ap)
 	__attribute__((format(printf, 1, 0)));
 char *hl_strdup(const char *s);
