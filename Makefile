@@ -33,8 +33,25 @@ B        := build
 # `make deps` has installed it.
 MPI_CFLAGS = $(shell pkg-config --cflags ompi-c)
 MPI_LIBS   = $(shell pkg-config --libs ompi-c)
+# CUDA and NCCL, for libhvd's GPU engine (core/gpu.c): built when both
+# are found under CUDA_HOME (NCCL_HOME for NCCL, if elsewhere); `make
+# NCCL=0` leaves the GPU engine out.
+CUDA_HOME ?= /usr/local/cuda
+NCCL_HOME ?= $(CUDA_HOME)
+NCCL_FOUND := $(if $(and $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),$(wildcard $(CUDA_HOME)/lib64/libcudart.so),$(wildcard $(NCCL_HOME)/include/nccl.h),$(wildcard $(NCCL_HOME)/lib*/libnccl.so)),1,0)
+NCCL ?= $(NCCL_FOUND)
+ifeq ($(NCCL),1)
+NCCL_LIBDIR := $(dir $(firstword $(wildcard $(NCCL_HOME)/lib*/libnccl.so)))
+GPU_CFLAGS := -DHVD_NCCL=1 -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
+GPU_LIBS   := -L$(CUDA_HOME)/lib64 -L$(NCCL_LIBDIR) \
+              -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_LIBDIR) \
+              -lnccl -lcudart
+else
+GPU_CFLAGS := -DHVD_NCCL=0
+GPU_LIBS   :=
+endif
 LIBS     := -linih -lssh -lcrypto
-CORE_LIBS = -pthread -lcrypto $(MPI_LIBS)
+CORE_LIBS = -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
 
 # Two flavours of objects: plain, and with sanitizers for the unit tests.
 obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
@@ -49,7 +66,7 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 
 .SECONDARY:
 
-.PHONY: all deps test unit-test cli-test demo bench install uninstall clean \
+.PHONY: FORCE all deps test unit-test cli-test demo bench install uninstall clean \
         checkstyle format
 
 all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN)
@@ -59,6 +76,14 @@ inc_for = $(if $(filter core/% proto/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(i
 # The reduction kernels are loops the compiler vectorises at -O3.
 $(B)/obj/core/reduce.o: CFLAGS += -O3
 $(B)/obj/core/mpi.o $(B)/san/core/mpi.o: BASE += $(MPI_CFLAGS)
+$(B)/obj/core/gpu.o $(B)/san/core/gpu.o: BASE += $(GPU_CFLAGS)
+$(B)/obj/core/gpu.o $(B)/san/core/gpu.o $(B)/lib/libhvd.so: $(B)/gpu.flags
+
+# Rebuild the GPU engine when NCCL= or CUDA_HOME change.
+$(B)/gpu.flags: FORCE
+	@mkdir -p $(B)
+	@echo '$(GPU_CFLAGS) $(GPU_LIBS)' | cmp -s - $@ || \
+	    echo '$(GPU_CFLAGS) $(GPU_LIBS)' > $@
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -74,7 +99,8 @@ $(B)/bin/hvdrun: $(CMD_OBJ) $(LIB_OBJ)
 
 $(B)/lib/libhvd.so: $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libhvd.so.0 -o $@.$(VERSION) $^ $(CORE_LIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libhvd.so.0 -o $@.$(VERSION) \
+	    $(CORE_OBJ) $(CORE_LIBS)
 	ln -sf libhvd.so.$(VERSION) $(B)/lib/libhvd.so.0
 	ln -sf libhvd.so.0 $@
 
@@ -89,10 +115,12 @@ $(B)/examples/%: examples/%.c $(B)/lib/libhvd.so
 	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd -lm
 
 # Programs that run inside jobs started by the CLI tests.
+# With the GPU engine, the self-test also checks it (mode gpu).
 $(B)/tests/hvd_selftest: tests/cli/workers/hvd_selftest.c $(B)/lib/libhvd.so
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -Wall -Wextra -Werror $(CFLAGS) -Icore/include -o $@ $< \
-	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd -lm -pthread
+	$(CC) $(BASE) $(GPU_CFLAGS) -Wall -Wextra -Werror $(CFLAGS) \
+	    -Icore/include -o $@ $< -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' \
+	    -lhvd -lm -pthread $(GPU_LIBS)
 
 $(B)/tests/mpi_user: tests/cli/workers/mpi_user.c $(B)/lib/libhvd.so
 	@mkdir -p $(dir $@)
@@ -102,11 +130,11 @@ $(B)/tests/mpi_user: tests/cli/workers/mpi_user.c $(B)/lib/libhvd.so
 $(B)/tests/san/hvd_selftest: tests/cli/workers/hvd_selftest.c $(call sobj,$(CORE_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
-	    -lm -pthread -lcrypto $(MPI_LIBS)
+	    -lm -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
 
 $(B)/tests/%: $(B)/obj/tests/unit/%.o $(sort $(LIB_OBJ) $(CORE_OBJ))
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) $(MPI_LIBS) -lm
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) $(MPI_LIBS) $(GPU_LIBS) -lm
 
 # hvdrun itself under the sanitizers, for the CLI and cluster tests.
 $(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
@@ -115,7 +143,7 @@ $(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
 
 $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_SRC)))
 	@mkdir -p $(dir $@)
-	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS) $(MPI_LIBS) -lm
+	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS) $(MPI_LIBS) $(GPU_LIBS) -lm
 
 # Debian packages the build, the tests and the benchmarks need.
 DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libssl-dev \
@@ -144,12 +172,18 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/bin/hvdrun -np 4 -H localhost:4 $(B)/examples/iris_mlp examples/data/iris.csv
 
-BENCH_BIN := $(B)/bench/hvd_bench $(B)/bench/mpi_bench
+BENCH_BIN := $(B)/bench/hvd_bench $(B)/bench/mpi_bench \
+             $(if $(filter 1,$(NCCL)),$(B)/bench/gpu_bench)
 
 $(B)/bench/hvd_bench: tests/bench/hvd_bench.c tests/bench/resnet50.h $(B)/lib/libhvd.so
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(WARN) -O2 -Icore/include -o $@ $< \
 	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd
+
+$(B)/bench/gpu_bench: tests/bench/gpu_bench.c tests/bench/resnet50.h $(B)/lib/libhvd.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(GPU_CFLAGS) $(WARN) -O2 -Icore/include -o $@ $< \
+	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd $(GPU_LIBS)
 
 $(B)/bench/mpi_bench: tests/bench/mpi_bench.c tests/bench/resnet50.h
 	@mkdir -p $(dir $@)
@@ -161,6 +195,7 @@ bench: deps
 	@tests/bench/launch-ssh
 	@tests/bench/check
 	@tests/bench/allreduce
+	@tests/bench/gpu
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
@@ -174,7 +209,7 @@ install: all
 	install -m 644 core/include/hvd.h $(DESTDIR)$(INCLUDEDIR)/hvd.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-	    -e 's|@MPI_LIBS@|$(strip $(MPI_LIBS))|' \
+	    -e 's|@MPI_LIBS@|$(strip $(MPI_LIBS) $(GPU_LIBS))|' \
 	    libhvd.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libhvd.pc
 	install -m 644 man/hvdrun.1 $(DESTDIR)$(MANDIR)/man1/hvdrun.1
 	install -m 644 man/hvd.3 $(DESTDIR)$(MANDIR)/man3/hvd.3

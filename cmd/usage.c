@@ -37,7 +37,7 @@ void cmd_usage(void)
 	      "  --fusion-threshold-mb N  --cycle-time-ms MS  --cache-capacity N\n"
 	      "  --timeline-filename FILE  --timeline-mark-cycles\n"
 	      "  --no-stall-check  --stall-check-warning-time-seconds S\n"
-	      "  --stall-check-shutdown-time-seconds S\n"
+	      "  --stall-check-shutdown-time-seconds S  --hierarchical-allreduce\n"
 	      "  --log-level trace|debug|info|warning|error|fatal\n"
 	      "  --start-timeout S          seconds to start every worker (default 30)\n"
 	      "\n"

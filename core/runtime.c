@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu.h"
 #include "internal.h"
 #include "reduce.h"
 #include "ring.h"
@@ -46,6 +47,7 @@ static const char *const type_names[] = {"allreduce", "broadcast", "allgather",
 
 struct meta {
 	uint8_t type, dtype, op;
+	uint8_t gpu; /* 1: the buffers are in GPU memory (NCCL) */
 	int32_t root;
 	uint64_t count;
 };
@@ -66,6 +68,7 @@ struct req {
 	void **gather_out;
 	size_t *gather_count;
 	struct hvd_handle *h;
+	void *ready; /* GPU: the event the collective waits for */
 	long long enqueued_us;
 	bool reported; /* sent to the coordinator */
 	int cache;     /* cache entry this request matches, -1 none */
@@ -116,7 +119,9 @@ static struct {
 	/* Background thread only. */
 	struct hvd__comm comm;
 	struct hvd__tcp *tcp;
-	void *mpi; /* the MPI transport, when MPI runs the job */
+	void *mpi;	      /* the MPI transport, when MPI runs the job */
+	struct hvd__gpu *gpu; /* NCCL, from the first GPU collective on */
+	char gpu_why[512];    /* why the last GPU collective failed */
 	struct req *pending_local;
 	struct cache_entry *cache;
 	long cache_cap;
@@ -301,27 +306,32 @@ static void complete_msg(struct req *r, int status, const char *msg)
 	r->h->done = true;
 	pthread_cond_broadcast(&E.done);
 	pthread_mutex_unlock(&E.lock);
+	hvd__gpu_release(r->ready);
 	free(r->name);
 	free(r);
 }
 
 static void complete(struct req *r, int status)
 {
-	char msg[256];
+	char msg[768];
 
 	if (status == HVD_OK) {
 		complete_msg(r, status, NULL);
 		return;
 	}
-	snprintf(msg, sizeof(msg), "%s '%.200s' failed: %s",
-		 type_names[r->m.type], r->name, hvd_strerror(status));
+	if (r->m.gpu && E.gpu_why[0] != '\0')
+		snprintf(msg, sizeof(msg), "%s '%.200s' failed: %s",
+			 type_names[r->m.type], r->name, E.gpu_why);
+	else
+		snprintf(msg, sizeof(msg), "%s '%.200s' failed: %s",
+			 type_names[r->m.type], r->name, hvd_strerror(status));
 	complete_msg(r, status, msg);
 }
 
 static bool meta_equal(const struct meta *a, const struct meta *b)
 {
 	return a->type == b->type && a->dtype == b->dtype && a->op == b->op &&
-	       a->root == b->root && a->count == b->count;
+	       a->gpu == b->gpu && a->root == b->root && a->count == b->count;
 }
 
 static int cache_find(const char *name, const struct meta *m)
@@ -351,6 +361,11 @@ static void describe_meta(const struct meta *m, char *buf, size_t len)
 		size_t n = strlen(buf);
 
 		snprintf(buf + n, len - n, " from root %d", m->root);
+	}
+	if (m->gpu) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, " in GPU memory");
 	}
 }
 
@@ -761,6 +776,66 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 	return rc;
 }
 
+/* NCCL, set up at the first GPU collective: every rank runs the same
+ * responses in the same order, so every rank gets here together. */
+static int gpu_engine(void)
+{
+	int rc;
+
+	E.gpu_why[0] = '\0';
+	if (E.gpu != NULL)
+		return HVD_OK;
+	rc = hvd__gpu_start(&E.gpu, &E.comm, E.gpu_why, sizeof(E.gpu_why));
+	if (rc != HVD_OK)
+		hvd__error("%s", E.gpu_why);
+	return rc;
+}
+
+/* A batch of GPU allreduces: fused on the GPU, reduced by NCCL. */
+static int run_gpu_allreduce(struct req **batch, size_t n)
+{
+	struct hvd__gpu_tensor *t = calloc(n, sizeof(*t));
+	struct hvd__gpu_times gt = {0, 0, 0, 0};
+	long long t0 = hvd__now_us();
+	size_t i;
+	int rc = t == NULL ? HVD_ENOMEM : gpu_engine();
+
+	for (i = 0; rc == HVD_OK && i < n; i++) {
+		t[i].send = batch[i]->sendbuf;
+		t[i].recv = batch[i]->recvbuf;
+		t[i].count = (size_t)batch[i]->m.count;
+		t[i].ready = batch[i]->ready;
+	}
+	if (rc == HVD_OK)
+		rc = hvd__gpu_allreduce(E.gpu, t, n,
+					(enum hvd_dtype)batch[0]->m.dtype,
+					(enum hvd_op)batch[0]->m.op, &gt,
+					E.gpu_why, sizeof(E.gpu_why));
+	free(t);
+	if (rc != HVD_OK)
+		return rc;
+	for (i = 0; E.tl != NULL && i < n; i++) {
+		/* GPU time of each part, laid out from the start. */
+		long long at = t0;
+
+		if (n > 1)
+			hvd__timeline_span(E.tl, batch[i]->name,
+					   "MEMCPY_IN_FUSION_BUFFER", at,
+					   gt.copy_in_us);
+		at += gt.copy_in_us;
+		hvd__timeline_span(E.tl, batch[i]->name, "NCCL_ALLREDUCE", at,
+				   gt.reduce_us);
+		at += gt.reduce_us;
+		if (n > 1)
+			hvd__timeline_span(E.tl, batch[i]->name,
+					   "MEMCPY_OUT_FUSION_BUFFER", at,
+					   gt.copy_out_us);
+	}
+	if (n > 1)
+		E.fused_batches++;
+	return HVD_OK;
+}
+
 static int run_allgather(struct req *r)
 {
 	size_t es = hvd__dtype_size((enum hvd_dtype)r->m.dtype), total = 0;
@@ -773,6 +848,11 @@ static int run_allgather(struct req *r)
 
 	if (bytes == NULL || counts == NULL || eight == NULL)
 		goto out;
+	if (r->m.gpu) {
+		rc = gpu_engine();
+		if (rc != HVD_OK)
+			goto out;
+	}
 	/* Everyone's count first, then the blocks. */
 	for (i = 0; i < E.comm.size; i++)
 		eight[i] = sizeof(uint64_t);
@@ -785,6 +865,17 @@ static int run_allgather(struct req *r)
 		total += bytes[i];
 		if (i < E.comm.rank)
 			off += bytes[i];
+	}
+	if (r->m.gpu) {
+		void *dev = NULL;
+
+		rc = hvd__gpu_allgather(E.gpu, r->sendbuf, bytes, r->ready,
+					&dev, E.gpu_why, sizeof(E.gpu_why));
+		if (rc == HVD_OK) {
+			*r->gather_out = dev;
+			*r->gather_count = total / es;
+		}
+		goto out;
 	}
 	out = malloc(total + 1);
 	rc = HVD_ENOMEM;
@@ -814,9 +905,17 @@ static int run_one(struct req *r)
 
 	switch (r->m.type) {
 	case REQ_BROADCAST:
-		rc = hvd__ring_broadcast(&E.comm, r->recvbuf,
-					 (size_t)r->m.count * es, r->m.root);
-		timeline_span(r->name, "BROADCAST", t0);
+		if (!r->m.gpu)
+			rc = hvd__ring_broadcast(&E.comm, r->recvbuf,
+						 (size_t)r->m.count * es,
+						 r->m.root);
+		else if ((rc = gpu_engine()) == HVD_OK)
+			rc = hvd__gpu_broadcast(E.gpu, r->recvbuf,
+						(size_t)r->m.count * es,
+						r->m.root, r->ready, E.gpu_why,
+						sizeof(E.gpu_why));
+		timeline_span(r->name,
+			      r->m.gpu ? "NCCL_BROADCAST" : "BROADCAST", t0);
 		break;
 	case REQ_ALLGATHER:
 		rc = run_allgather(r);
@@ -831,6 +930,14 @@ static int run_one(struct req *r)
 
 /* Run the ready responses in order. Returns a transport error, if any;
  * the requests it touched are completed either way. */
+/* Whether an operation's failure stops the engine: every failure but a
+ * GPU set-up that every rank agreed had failed (the CPU collectives go
+ * on; a GPU collective that failed half-way leaves the peers waiting). */
+static bool engine_error(int status)
+{
+	return status != HVD_OK && status != HVD_ENOTSUP;
+}
+
 static int execute(struct resp *v, size_t n)
 {
 	struct req **batch = calloc(n + 1, sizeof(*batch));
@@ -873,7 +980,7 @@ static int execute(struct resp *v, size_t n)
 		if (r->m.type != REQ_ALLREDUCE) {
 			int s = rc == HVD_OK ? run_one(r) : rc;
 
-			if (s != HVD_OK && rc == HVD_OK)
+			if (engine_error(s) && rc == HVD_OK)
 				rc = s;
 			complete(r, s);
 			i++;
@@ -894,7 +1001,7 @@ static int execute(struct resp *v, size_t n)
 			while (i < n && v[i].error == NULL &&
 			       v[i].m.type == REQ_ALLREDUCE &&
 			       v[i].m.dtype == r->m.dtype &&
-			       v[i].m.op == r->m.op) {
+			       v[i].m.op == r->m.op && v[i].m.gpu == r->m.gpu) {
 				size_t more =
 					(size_t)v[i].m.count *
 					hvd__dtype_size(
@@ -910,8 +1017,10 @@ static int execute(struct resp *v, size_t n)
 				batch[nb++] = q;
 				bytes += more;
 			}
-			s = rc == HVD_OK ? run_allreduce_batch(batch, nb) : rc;
-			if (s != HVD_OK && rc == HVD_OK)
+			s = rc != HVD_OK ? rc
+			    : r->m.gpu	 ? run_gpu_allreduce(batch, nb)
+					 : run_allreduce_batch(batch, nb);
+			if (engine_error(s) && rc == HVD_OK)
 				rc = s;
 			for (k = 0; k < nb; k++)
 				complete(batch[k], s);
@@ -1086,6 +1195,8 @@ static void *background(void *arg)
 				hvd_strerror(rc));
 			if (E.tcp != NULL)
 				hvd__tcp_abort(E.tcp);
+			hvd__gpu_free(E.gpu, true);
+			E.gpu = NULL;
 			fail_all(rc);
 			break;
 		}
@@ -1175,6 +1286,7 @@ int hvd__runtime_start(int rank, int size, bool joined, void *mpi)
 	if (rc != HVD_OK)
 		return rc;
 	E.tcp = NULL;
+	E.gpu = NULL;
 	E.mpi = mpi;
 	if (mpi != NULL)
 		joined = false;
@@ -1227,6 +1339,8 @@ void hvd__runtime_stop(void)
 		pthread_join(E.thread, NULL);
 		E.running = false;
 	}
+	hvd__gpu_free(E.gpu, E.broken != 0 && E.broken != HVD_ESHUTDOWN);
+	E.gpu = NULL;
 	hvd__tcp_free(E.tcp);
 	E.tcp = NULL;
 	hvd__mpi_finalize(E.mpi);
@@ -1253,20 +1367,25 @@ void hvd__runtime_stop(void)
 
 /* ---- the public calls ---- */
 
+/* Queue a request for the background thread. It owns `ready` (a GPU
+ * request's event) from here on, also when it refuses the request. */
 static int enqueue(const char *name, const struct meta *m, const void *sendbuf,
 		   void *recvbuf, void **gout, size_t *gcount,
-		   uint64_t local_count, hvd_handle **out)
+		   uint64_t local_count, void *ready, hvd_handle **out)
 {
 	struct req *r, *p;
 	struct hvd_handle *h;
 	int rc = HVD_OK;
 
 	*out = NULL;
-	if (!hvd__g.initialized)
+	if (!hvd__g.initialized) {
+		hvd__gpu_release(ready);
 		return HVD_ENOTINIT;
+	}
 	if (name == NULL || *name == '\0' || strlen(name) > NAME_MAX_LEN) {
 		set_error("a tensor needs a name of 1 to %d bytes",
 			  NAME_MAX_LEN);
+		hvd__gpu_release(ready);
 		return HVD_EINVAL;
 	}
 	r = calloc(1, sizeof(*r));
@@ -1274,8 +1393,10 @@ static int enqueue(const char *name, const struct meta *m, const void *sendbuf,
 	if (r == NULL || h == NULL || (r->name = strdup(name)) == NULL) {
 		free(r);
 		free(h);
+		hvd__gpu_release(ready);
 		return HVD_ENOMEM;
 	}
+	r->ready = ready;
 	r->m = *m;
 	r->local_count = local_count;
 	r->sendbuf = sendbuf;
@@ -1309,6 +1430,7 @@ static int enqueue(const char *name, const struct meta *m, const void *sendbuf,
 			set_error(
 				"tensor '%s' is already in flight on this rank",
 				name);
+		hvd__gpu_release(r->ready);
 		free(r->name);
 		free(r);
 		free(h);
@@ -1331,12 +1453,30 @@ static int check_args(const void *buf, size_t count, enum hvd_dtype t)
 	return HVD_OK;
 }
 
-HVD_EXPORT int hvd_allreduce_async(const char *name, const void *sendbuf,
-				   void *recvbuf, size_t count,
-				   enum hvd_dtype dtype, enum hvd_op op,
-				   hvd_handle **out)
+/* A GPU collective's buffer: in this rank's GPU's memory. The send
+ * buffer's check also records the event the collective waits for. */
+static int gpu_buffer(bool gpu, const void *buf, size_t bytes, void **ready)
 {
-	struct meta m = {REQ_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, 0, count};
+	char why[512];
+	int rc;
+
+	if (!gpu)
+		return HVD_OK;
+	if (!hvd__g.initialized)
+		return HVD_ENOTINIT;
+	rc = hvd__gpu_prepare(buf, bytes, ready, why, sizeof(why));
+	if (rc != HVD_OK)
+		set_error("%s", why);
+	return rc;
+}
+
+static int allreduce_async(const char *name, const void *sendbuf, void *recvbuf,
+			   size_t count, enum hvd_dtype dtype, enum hvd_op op,
+			   bool gpu, hvd_handle **out)
+{
+	struct meta m = {REQ_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, gpu, 0,
+			 count};
+	void *ready = NULL;
 	int rc = check_args(sendbuf, count, dtype);
 
 	*out = NULL;
@@ -1346,16 +1486,23 @@ HVD_EXPORT int hvd_allreduce_async(const char *name, const void *sendbuf,
 		set_error("unknown op %d", (int)op);
 		rc = HVD_EINVAL;
 	}
+	if (rc != HVD_OK)
+		return rc;
+	rc = gpu_buffer(gpu, recvbuf, count * hvd__dtype_size(dtype), NULL);
+	if (rc == HVD_OK)
+		rc = gpu_buffer(gpu, sendbuf, count * hvd__dtype_size(dtype),
+				&ready);
 	return rc != HVD_OK ? rc
 			    : enqueue(name, &m, sendbuf, recvbuf, NULL, NULL,
-				      count, out);
+				      count, ready, out);
 }
 
-HVD_EXPORT int hvd_broadcast_async(const char *name, void *buf, size_t count,
-				   enum hvd_dtype dtype, int root,
-				   hvd_handle **out)
+static int broadcast_async(const char *name, void *buf, size_t count,
+			   enum hvd_dtype dtype, int root, bool gpu,
+			   hvd_handle **out)
 {
-	struct meta m = {REQ_BROADCAST, (uint8_t)dtype, 0, root, count};
+	struct meta m = {REQ_BROADCAST, (uint8_t)dtype, 0, gpu, root, count};
+	void *ready = NULL;
 	int rc = check_args(buf, count, dtype);
 
 	*out = NULL;
@@ -1364,18 +1511,21 @@ HVD_EXPORT int hvd_broadcast_async(const char *name, void *buf, size_t count,
 			  hvd__g.size);
 		rc = HVD_EINVAL;
 	}
-	return rc != HVD_OK
-		       ? rc
-		       : enqueue(name, &m, buf, buf, NULL, NULL, count, out);
+	if (rc == HVD_OK)
+		rc = gpu_buffer(gpu, buf, count * hvd__dtype_size(dtype),
+				&ready);
+	return rc != HVD_OK ? rc
+			    : enqueue(name, &m, buf, buf, NULL, NULL, count,
+				      ready, out);
 }
 
-HVD_EXPORT int hvd_allgather_async(const char *name, const void *sendbuf,
-				   size_t count, enum hvd_dtype dtype,
-				   void **recvbuf, size_t *recvcount,
-				   hvd_handle **out)
+static int allgather_async(const char *name, const void *sendbuf, size_t count,
+			   enum hvd_dtype dtype, void **recvbuf,
+			   size_t *recvcount, bool gpu, hvd_handle **out)
 {
 	/* count differs per rank: the coordinator compares the rest. */
-	struct meta m = {REQ_ALLGATHER, (uint8_t)dtype, 0, 0, 0};
+	struct meta m = {REQ_ALLGATHER, (uint8_t)dtype, 0, gpu, 0, 0};
+	void *ready = NULL;
 	int rc = check_args(sendbuf, count, dtype);
 
 	*out = NULL;
@@ -1383,11 +1533,77 @@ HVD_EXPORT int hvd_allgather_async(const char *name, const void *sendbuf,
 		set_error("allgather needs somewhere to put its result");
 		rc = HVD_EINVAL;
 	}
+	if (rc == HVD_OK)
+		rc = gpu_buffer(gpu, sendbuf, count * hvd__dtype_size(dtype),
+				&ready);
 	if (rc != HVD_OK)
 		return rc;
 	*recvbuf = NULL;
 	*recvcount = 0;
-	rc = enqueue(name, &m, sendbuf, NULL, recvbuf, recvcount, count, out);
+	return enqueue(name, &m, sendbuf, NULL, recvbuf, recvcount, count,
+		       ready, out);
+}
+
+HVD_EXPORT int hvd_allreduce_async(const char *name, const void *sendbuf,
+				   void *recvbuf, size_t count,
+				   enum hvd_dtype dtype, enum hvd_op op,
+				   hvd_handle **out)
+{
+	return allreduce_async(name, sendbuf, recvbuf, count, dtype, op, false,
+			       out);
+}
+
+HVD_EXPORT int hvd_broadcast_async(const char *name, void *buf, size_t count,
+				   enum hvd_dtype dtype, int root,
+				   hvd_handle **out)
+{
+	return broadcast_async(name, buf, count, dtype, root, false, out);
+}
+
+HVD_EXPORT int hvd_allgather_async(const char *name, const void *sendbuf,
+				   size_t count, enum hvd_dtype dtype,
+				   void **recvbuf, size_t *recvcount,
+				   hvd_handle **out)
+{
+	return allgather_async(name, sendbuf, count, dtype, recvbuf, recvcount,
+			       false, out);
+}
+
+HVD_EXPORT int hvd_allreduce_gpu_async(const char *name, const void *sendbuf,
+				       void *recvbuf, size_t count,
+				       enum hvd_dtype dtype, enum hvd_op op,
+				       hvd_handle **out)
+{
+	return allreduce_async(name, sendbuf, recvbuf, count, dtype, op, true,
+			       out);
+}
+
+HVD_EXPORT int hvd_broadcast_gpu_async(const char *name, void *buf,
+				       size_t count, enum hvd_dtype dtype,
+				       int root, hvd_handle **out)
+{
+	return broadcast_async(name, buf, count, dtype, root, true, out);
+}
+
+HVD_EXPORT int hvd_allgather_gpu_async(const char *name, const void *sendbuf,
+				       size_t count, enum hvd_dtype dtype,
+				       void **recvbuf, size_t *recvcount,
+				       hvd_handle **out)
+{
+	return allgather_async(name, sendbuf, count, dtype, recvbuf, recvcount,
+			       true, out);
+}
+
+HVD_EXPORT int hvd_gpu_device(void)
+{
+	char why[512];
+	int rc;
+
+	if (!hvd__g.initialized)
+		return HVD_ENOTINIT;
+	rc = hvd__gpu_device(why, sizeof(why));
+	if (rc < 0)
+		set_error("%s", why);
 	return rc;
 }
 
@@ -1452,11 +1668,43 @@ HVD_EXPORT int hvd_allgather(const char *name, const void *sendbuf,
 	return rc != HVD_OK ? rc : hvd_wait(h);
 }
 
+HVD_EXPORT int hvd_allreduce_gpu(const char *name, const void *sendbuf,
+				 void *recvbuf, size_t count,
+				 enum hvd_dtype dtype, enum hvd_op op)
+{
+	hvd_handle *h;
+	int rc = hvd_allreduce_gpu_async(name, sendbuf, recvbuf, count, dtype,
+					 op, &h);
+
+	return rc != HVD_OK ? rc : hvd_wait(h);
+}
+
+HVD_EXPORT int hvd_broadcast_gpu(const char *name, void *buf, size_t count,
+				 enum hvd_dtype dtype, int root)
+{
+	hvd_handle *h;
+	int rc = hvd_broadcast_gpu_async(name, buf, count, dtype, root, &h);
+
+	return rc != HVD_OK ? rc : hvd_wait(h);
+}
+
+HVD_EXPORT int hvd_allgather_gpu(const char *name, const void *sendbuf,
+				 size_t count, enum hvd_dtype dtype,
+				 void **recvbuf, size_t *recvcount)
+{
+	hvd_handle *h;
+	int rc = hvd_allgather_gpu_async(name, sendbuf, count, dtype, recvbuf,
+					 recvcount, &h);
+
+	return rc != HVD_OK ? rc : hvd_wait(h);
+}
+
 HVD_EXPORT int hvd_barrier(void)
 {
-	struct meta m = {REQ_BARRIER, HVD_UINT8, 0, 0, 0};
+	struct meta m = {REQ_BARRIER, HVD_UINT8, 0, 0, 0, 0};
 	hvd_handle *h;
-	int rc = enqueue("hvd.barrier", &m, NULL, NULL, NULL, NULL, 0, &h);
+	int rc =
+		enqueue("hvd.barrier", &m, NULL, NULL, NULL, NULL, 0, NULL, &h);
 
 	return rc != HVD_OK ? rc : hvd_wait(h);
 }

@@ -349,7 +349,29 @@ static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
 	return HVD_OK;
 }
 
+/* A peer's connection that is readable at end of file (or in error) is
+ * closed. Readable with data is a peer already in its next cycle. */
+static int tcp_check(void *tp)
+{
+	struct hvd__tcp *t = tp;
+	int r;
+
+	for (r = 0; t->fd != NULL && r < t->size; r++) {
+		struct pollfd pf = {t->fd[r], POLLIN, 0};
+		char c;
+
+		if (t->fd[r] < 0 || poll(&pf, 1, 0) <= 0)
+			continue;
+		if (pf.revents & (POLLERR | POLLHUP | POLLNVAL))
+			return HVD_ECONN;
+		if (recv(t->fd[r], &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+			return HVD_ECONN;
+	}
+	return HVD_OK;
+}
+
 const struct hvd__transport_ops hvd__tcp_ops = {
 	.name = "tcp",
 	.sendrecv = tcp_sendrecv,
+	.check = tcp_check,
 };

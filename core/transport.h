@@ -25,6 +25,10 @@ struct hvd__transport_ops {
 	 * the ring runs instead. */
 	int (*allreduce)(void *t, void *buf, size_t count, enum hvd_dtype dtype,
 			 enum hvd_op op);
+	/* Optional: HVD_ECONN if a peer has closed its connection, else
+	 * HVD_OK, without waiting. Lets a wait on work outside the transport
+	 * (a GPU stream) notice a dead peer. */
+	int (*check)(void *t);
 };
 
 /* A group of ranks and the transport between them. */

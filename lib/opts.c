@@ -49,6 +49,11 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 				 NULL, HL_T_INT, 0, 1 << 24, NULL, "1024",
 				 "HOROVOD_CACHE_CAPACITY", HL_X_VALUE,
 				 "response cache entries"},
+	[HL_K_HIERARCHICAL_ALLREDUCE] =
+		{"tuning", "hierarchical_allreduce", "hierarchical-allreduce",
+		 "true", HL_T_BOOL, 0, 0, NULL, "false",
+		 "HOROVOD_HIERARCHICAL_ALLREDUCE", HL_X_BOOL,
+		 "GPU allreduce within hosts, then across"},
 	[HL_K_TIMELINE_FILENAME] = {"timeline", "filename", "timeline-filename",
 				    NULL, HL_T_STRING, 0, 0, NULL, NULL,
 				    "HOROVOD_TIMELINE", HL_X_VALUE,

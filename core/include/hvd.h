@@ -104,6 +104,39 @@ HVD_EXPORT int hvd_allgather(const char *name, const void *sendbuf,
 /* Returns when every rank has called it. */
 HVD_EXPORT int hvd_barrier(void);
 
+/* GPU collectives, over NCCL: the same semantics, names and negotiation
+ * as above, for buffers in the memory of this rank's GPU: the CUDA
+ * device hvd_gpu_device() returns (the local rank's GPU, or device 0
+ * when CUDA_VISIBLE_DEVICES leaves one). A collective starts after the
+ * work queued before the call on any blocking stream of that GPU (it
+ * waits for an event on the legacy default stream); when its handle
+ * completes, its results are in GPU memory for any stream. The
+ * allgather result is cudaMalloc'ed memory of that GPU: cudaFree() it.
+ * Without a GPU, or in a libhvd built without NCCL, they return
+ * HVD_ENOTSUP and hvd_error_message() says why. A tensor's name must
+ * not be used on the CPU by one rank and on the GPU by another
+ * (HVD_EMISMATCH). */
+HVD_EXPORT int hvd_gpu_device(void);
+HVD_EXPORT int hvd_allreduce_gpu_async(const char *name, const void *sendbuf,
+				       void *recvbuf, size_t count,
+				       enum hvd_dtype dtype, enum hvd_op op,
+				       hvd_handle **out);
+HVD_EXPORT int hvd_broadcast_gpu_async(const char *name, void *buf,
+				       size_t count, enum hvd_dtype dtype,
+				       int root, hvd_handle **out);
+HVD_EXPORT int hvd_allgather_gpu_async(const char *name, const void *sendbuf,
+				       size_t count, enum hvd_dtype dtype,
+				       void **recvbuf, size_t *recvcount,
+				       hvd_handle **out);
+HVD_EXPORT int hvd_allreduce_gpu(const char *name, const void *sendbuf,
+				 void *recvbuf, size_t count,
+				 enum hvd_dtype dtype, enum hvd_op op);
+HVD_EXPORT int hvd_broadcast_gpu(const char *name, void *buf, size_t count,
+				 enum hvd_dtype dtype, int root);
+HVD_EXPORT int hvd_allgather_gpu(const char *name, const void *sendbuf,
+				 size_t count, enum hvd_dtype dtype,
+				 void **recvbuf, size_t *recvcount);
+
 HVD_EXPORT const char *hvd_strerror(int err);
 /* The calling thread's last failure, in words ("" if none). */
 HVD_EXPORT const char *hvd_error_message(void);

@@ -56,17 +56,20 @@ load helper
 
 @test "tuning options become Horovod's variables, and only those set" {
 	run "$HVDRUN" -np 1 --fusion-threshold-mb 32 --cycle-time-ms 0.5 \
-		--cache-capacity 0 --timeline-filename /tmp/tl.json --timeline-mark-cycles \
+		--cache-capacity 0 --hierarchical-allreduce \
+		--timeline-filename /tmp/tl.json --timeline-mark-cycles \
 		--no-stall-check --stall-check-warning-time-seconds 30 \
 		--stall-check-shutdown-time-seconds 90 --log-level debug \
 		"$WORKERS/env.sh" HOROVOD_FUSION_THRESHOLD HOROVOD_CYCLE_TIME \
-		HOROVOD_CACHE_CAPACITY HOROVOD_TIMELINE HOROVOD_TIMELINE_MARK_CYCLES \
+		HOROVOD_CACHE_CAPACITY HOROVOD_HIERARCHICAL_ALLREDUCE \
+		HOROVOD_TIMELINE HOROVOD_TIMELINE_MARK_CYCLES \
 		HOROVOD_STALL_CHECK_DISABLE HOROVOD_STALL_CHECK_TIME_SECONDS \
 		HOROVOD_STALL_SHUTDOWN_TIME_SECONDS HOROVOD_LOG_LEVEL
 	assert_success
 	assert_line "[0]<stdout>:HOROVOD_FUSION_THRESHOLD=33554432"
 	assert_line "[0]<stdout>:HOROVOD_CYCLE_TIME=0.5"
 	assert_line "[0]<stdout>:HOROVOD_CACHE_CAPACITY=0"
+	assert_line "[0]<stdout>:HOROVOD_HIERARCHICAL_ALLREDUCE=1"
 	assert_line "[0]<stdout>:HOROVOD_TIMELINE=/tmp/tl.json"
 	assert_line "[0]<stdout>:HOROVOD_TIMELINE_MARK_CYCLES=1"
 	assert_line "[0]<stdout>:HOROVOD_STALL_CHECK_DISABLE=1"

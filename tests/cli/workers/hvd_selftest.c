@@ -9,6 +9,11 @@
  *   kill      rank 1 kills itself mid-allreduce; the others report how
  *             long they took to see an error
  *   stall     only rank 0 submits a tensor
+ *   gpu       the checks of `all` (and fusion, and a CPU/GPU
+ *             disagreement) on buffers in GPU memory, over NCCL; exits
+ *             77 after one line "skip: REASON" where there is no GPU
+ *   nogpu     the GPU collectives refuse with HVD_ENOTSUP and say why;
+ *             the CPU ones go on
  * Prints "rank R: ok" and exits 0, or names what went wrong and exits 1. */
 #include <hvd.h>
 #include <math.h>
@@ -20,6 +25,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if HVD_NCCL
+#include <cuda_runtime.h>
+#endif
 
 static int failures;
 
@@ -149,7 +157,35 @@ static double expected(size_t i, int op, int t)
 	return acc;
 }
 
-static void check_allreduce(int t, int op, size_t count, int inplace)
+/* gpu: the same allreduce on copies in GPU memory (hvd_allreduce_gpu). */
+static int gpu_allreduce(const char *name, const char *send, char *recv,
+			 size_t count, int t, int op, int inplace)
+{
+#if HVD_NCCL
+	size_t bytes = count * esize[t];
+	char *dsend = NULL, *drecv = NULL;
+	int rc;
+
+	if (cudaMalloc((void **)&dsend, bytes + 1) != cudaSuccess ||
+	    (!inplace && cudaMalloc((void **)&drecv, bytes + 1) != cudaSuccess))
+		return HVD_ENOMEM;
+	cudaMemcpy(dsend, send, bytes, cudaMemcpyHostToDevice);
+	rc = hvd_allreduce_gpu(name, dsend, inplace ? dsend : drecv, count,
+			       (enum hvd_dtype)t, (enum hvd_op)op);
+	cudaMemcpy(recv, inplace ? dsend : drecv, bytes,
+		   cudaMemcpyDeviceToHost);
+	cudaFree(dsend);
+	cudaFree(drecv);
+	return rc;
+#else
+	(void)name, (void)send, (void)recv, (void)count, (void)t, (void)op;
+	(void)inplace;
+	return HVD_ENOTSUP;
+#endif
+}
+
+static void check_allreduce_on(int t, int op, size_t count, int inplace,
+			       int gpu)
 {
 	char name[128];
 	char *send = malloc(count * esize[t] + 1);
@@ -159,10 +195,11 @@ static void check_allreduce(int t, int op, size_t count, int inplace)
 
 	for (i = 0; i < count; i++)
 		put(send, i, t, uvalue(hvd_rank(), i, op, t));
-	snprintf(name, sizeof(name), "ar.%s.%d.%zu.%d", dname[t], op, count,
-		 inplace);
-	rc = hvd_allreduce(name, send, recv, count, (enum hvd_dtype)t,
-			   (enum hvd_op)op);
+	snprintf(name, sizeof(name), "ar.%s.%d.%zu.%d%s", dname[t], op, count,
+		 inplace, gpu ? ".gpu" : "");
+	rc = gpu ? gpu_allreduce(name, send, recv, count, t, op, inplace)
+		 : hvd_allreduce(name, send, recv, count, (enum hvd_dtype)t,
+				 (enum hvd_op)op);
 	EXPECT(rc == 0, "%s: %s", name, hvd_strerror(rc));
 	for (i = 0; rc == 0 && i < count; i++) {
 		double want = expected(i, op, t), got = get(recv, i, t);
@@ -178,6 +215,11 @@ static void check_allreduce(int t, int op, size_t count, int inplace)
 	free(send);
 	if (!inplace)
 		free(recv);
+}
+
+static void check_allreduce(int t, int op, size_t count, int inplace)
+{
+	check_allreduce_on(t, op, count, inplace, 0);
 }
 
 static void mode_all(void)
@@ -453,6 +495,162 @@ static void mode_stall(void)
 	EXPECT(rc == 0, "barrier after the stall: %s", hvd_strerror(rc));
 }
 
+static void mode_nogpu(void)
+{
+	float x = 1;
+	int dev = hvd_gpu_device(), rc;
+
+	EXPECT(dev == HVD_ENOTSUP, "hvd_gpu_device() gave %d", dev);
+	EXPECT(*hvd_error_message() != '\0', "no reason given");
+	printf("rank %d: %s\n", hvd_rank(), hvd_error_message());
+	rc = hvd_allreduce_gpu("g", &x, &x, 1, HVD_FLOAT32, HVD_SUM);
+	EXPECT(rc == HVD_ENOTSUP, "allreduce_gpu: %s", hvd_strerror(rc));
+	rc = hvd_broadcast_gpu("g", &x, 1, HVD_FLOAT32, 0);
+	EXPECT(rc == HVD_ENOTSUP, "broadcast_gpu: %s", hvd_strerror(rc));
+	rc = hvd_allreduce("cpu", &x, &x, 1, HVD_FLOAT32, HVD_SUM);
+	EXPECT(rc == 0 && x == (float)hvd_size(), "the CPU one after: %s",
+	       hvd_strerror(rc));
+}
+
+#if HVD_NCCL
+static void mode_gpu_collectives(void)
+{
+	static const size_t counts[] = {0, 1, 7, 10007};
+	int t, op, root, r, n = hvd_size(), me = hvd_rank();
+	size_t ci, i, got_n = 0;
+	unsigned char *host, *dev;
+	int32_t *mine, *dmine, *all = NULL, *back;
+	hvd_handle *h[48];
+	float *fb[48];
+
+	for (t = 0; t < 8; t++)
+		for (op = 0; op < 5; op++)
+			for (ci = 0; ci < 4; ci++)
+				check_allreduce_on(t, op, counts[ci], ci % 2,
+						   1);
+	check_allreduce_on(HVD_FLOAT32, HVD_SUM, 1572869, 1, 1);
+	check_allreduce_on(HVD_FLOAT16, HVD_AVERAGE, 1048583, 0, 1);
+	check_allreduce_on(HVD_INT64, HVD_MAX, 524309, 0, 1);
+	/* Fusion: 48 tensors at once, all sizes, in flight together. */
+	for (i = 0; i < 48; i++) {
+		size_t c = 1 + i * 997 % 5000, k;
+		float *v = malloc(c * sizeof(float));
+		char name[32];
+
+		for (k = 0; k < c; k++)
+			v[k] = (float)(me + (int)(k % 7));
+		cudaMalloc((void **)&fb[i], c * sizeof(float));
+		cudaMemcpy(fb[i], v, c * sizeof(float), cudaMemcpyHostToDevice);
+		free(v);
+		snprintf(name, sizeof(name), "gfuse.%zu", i);
+		r = hvd_allreduce_gpu_async(name, fb[i], fb[i], c, HVD_FLOAT32,
+					    HVD_SUM, &h[i]);
+		EXPECT(r == 0, "%s: %s", name, hvd_error_message());
+	}
+	for (i = 0; i < 48; i++) {
+		size_t c = 1 + i * 997 % 5000, k;
+		float *v = malloc(c * sizeof(float));
+
+		r = hvd_wait(h[i]);
+		EXPECT(r == 0, "gfuse.%zu: %s", i, hvd_error_message());
+		cudaMemcpy(v, fb[i], c * sizeof(float), cudaMemcpyDeviceToHost);
+		for (k = 0; k < c; k++)
+			if (v[k] != (float)(n * (n - 1) / 2 + n * (int)(k % 7)))
+				break;
+		EXPECT(k == c, "gfuse.%zu: element %zu wrong", i, k);
+		free(v);
+		cudaFree(fb[i]);
+	}
+	/* Broadcast from every root. */
+	host = malloc(3 * 1048576 + 5);
+	cudaMalloc((void **)&dev, 3 * 1048576 + 5);
+	for (root = 0; root < n; root++) {
+		char name[64];
+		size_t len = root % 2 ? 3 * 1048576 + 5 : 9;
+
+		for (i = 0; i < len; i++)
+			host[i] = me == root ? (unsigned char)(i * 7 + root) : 0;
+		cudaMemcpy(dev, host, len, cudaMemcpyHostToDevice);
+		snprintf(name, sizeof(name), "gbc.%d", root);
+		r = hvd_broadcast_gpu(name, dev, len, HVD_UINT8, root);
+		EXPECT(r == 0, "%s: %s", name, hvd_error_message());
+		cudaMemcpy(host, dev, len, cudaMemcpyDeviceToHost);
+		for (i = 0; i < len; i++)
+			if (host[i] != (unsigned char)(i * 7 + root))
+				break;
+		EXPECT(i == len, "%s: byte %zu wrong", name, i);
+	}
+	cudaFree(dev);
+	free(host);
+	/* Allgather: rank r gives r*3 elements (rank 0 none). */
+	mine = malloc(sizeof(*mine) * (size_t)(me * 3 + 1));
+	for (i = 0; i < (size_t)me * 3; i++)
+		mine[i] = me * 100 + (int)i;
+	cudaMalloc((void **)&dmine, sizeof(*mine) * (size_t)(me * 3 + 1));
+	cudaMemcpy(dmine, mine, sizeof(*mine) * (size_t)me * 3,
+		   cudaMemcpyHostToDevice);
+	r = hvd_allgather_gpu("gag", dmine, (size_t)me * 3, HVD_INT32,
+			      (void **)&all, &got_n);
+	EXPECT(r == 0, "gpu allgather: %s", hvd_error_message());
+	back = malloc(sizeof(*back) * (got_n + 1));
+	if (r == 0)
+		cudaMemcpy(back, all, sizeof(*back) * got_n,
+			   cudaMemcpyDeviceToHost);
+	{
+		size_t k = 0;
+		int q;
+
+		for (q = 0; r == 0 && q < n; q++)
+			for (i = 0; i < (size_t)q * 3; i++, k++)
+				EXPECT(k < got_n && back[k] == q * 100 + (int)i,
+				       "gpu allgather element %zu", k);
+		EXPECT(r != 0 || got_n == k,
+		       "gpu allgather gave %zu elements, want %zu", got_n, k);
+	}
+	cudaFree(all);
+	cudaFree(dmine);
+	free(back);
+	free(mine);
+}
+
+static void mode_gpu(void)
+{
+	int dev = hvd_gpu_device(), r;
+	float x[4] = {0}, *dx;
+
+	if (dev < 0) {
+		printf("skip: %s\n", hvd_error_message());
+		hvd_shutdown();
+		exit(77);
+	}
+	cudaSetDevice(dev);
+	mode_gpu_collectives();
+	/* Host memory is refused on the spot, naming the buffer. */
+	r = hvd_allreduce_gpu("host", x, x, 4, HVD_FLOAT32, HVD_SUM);
+	EXPECT(r == HVD_EINVAL && strstr(hvd_error_message(), "host memory"),
+	       "host memory accepted: %s", hvd_error_message());
+	/* A name on the GPU on one rank and on the CPU on another. */
+	cudaMalloc((void **)&dx, sizeof(x));
+	if (hvd_size() > 1) {
+		r = hvd_rank() == 0 ? hvd_allreduce_gpu("where", dx, dx, 4,
+							HVD_FLOAT32, HVD_SUM)
+				    : hvd_allreduce("where", x, x, 4,
+						    HVD_FLOAT32, HVD_SUM);
+		EXPECT(r == HVD_EMISMATCH &&
+			       strstr(hvd_error_message(), "GPU memory"),
+		       "CPU/GPU mix: %s", hvd_error_message());
+	}
+	cudaFree(dx);
+}
+#else
+static void mode_gpu(void)
+{
+	printf("skip: this self-test was built without CUDA and NCCL\n");
+	hvd_shutdown();
+	exit(77);
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "all";
@@ -476,6 +674,10 @@ int main(int argc, char **argv)
 		mode_stall();
 	else if (strcmp(mode, "drop") == 0)
 		mode_drop();
+	else if (strcmp(mode, "gpu") == 0)
+		mode_gpu();
+	else if (strcmp(mode, "nogpu") == 0)
+		mode_nogpu();
 	else {
 		fprintf(stderr, "unknown mode '%s'\n", mode);
 		return 2;

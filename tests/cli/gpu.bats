@@ -1,0 +1,101 @@
+#!/usr/bin/env bats
+# libhvd's GPU engine (NCCL): the collectives on GPU buffers where a GPU
+# exists (skipped with the reason where not), the refusal without one,
+# the hierarchical allreduce, and the build with and without NCCL.
+bats_require_minimum_version 1.5.0
+load helper
+
+# The plain build: CUDA and AddressSanitizer do not mix.
+GPU_SELFTEST=$ROOT/build/tests/hvd_selftest
+SELFTEST=${HVD_SELFTEST_BIN:-$GPU_SELFTEST}
+
+# How many GPUs the self-test may use: one rank a GPU, at most 4.
+gpus() {
+	local n
+	n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+	echo $((n > 4 ? 4 : n))
+}
+
+# Skip, with the self-test's reason, where there is no GPU.
+need_gpu() {
+	run "$HVDRUN" -np 1 "$GPU_SELFTEST" gpu
+	if [ "$status" -eq 77 ]; then
+		skip "$(sed -n 's/.*skip: //p' <<<"$output" | head -1)"
+	fi
+}
+
+@test "GPU collectives over NCCL: every dtype and op, fusion, broadcast, allgather, 1 to 4 GPUs" {
+	local n r
+	need_gpu
+	assert_success
+	assert_line "[0]<stdout>:rank 0: ok"
+	for ((n = 2; n <= $(gpus); n++)); do
+		run "$HVDRUN" -np "$n" "$GPU_SELFTEST" gpu
+		assert_success
+		for ((r = 0; r < n; r++)); do
+			assert_line "[$r]<stdout>:rank $r: ok"
+		done
+	done
+}
+
+@test "GPU collectives under the MPI engine give the same results" {
+	need_gpu
+	run "$HVDRUN" --mpi -np "$(gpus)" "$GPU_SELFTEST" gpu
+	assert_success
+	refute_output --partial FAIL
+}
+
+@test "hierarchical allreduce (HOROVOD_HIERARCHICAL_ALLREDUCE=1) on every GPU of the host" {
+	need_gpu
+	[ "$(gpus)" -ge 2 ] || skip "one GPU: no host-local reduce-scatter to test"
+	run "$HVDRUN" -np "$(gpus)" -x HOROVOD_HIERARCHICAL_ALLREDUCE=1 \
+		-x HOROVOD_LOG_LEVEL=debug "$GPU_SELFTEST" gpu
+	assert_success
+	refute_output --partial FAIL
+	assert_output --partial "hierarchical allreduce: $(gpus) ranks a host"
+}
+
+@test "without a GPU, GPU collectives refuse and say why; the CPU ones go on" {
+	local r
+	CUDA_VISIBLE_DEVICES= run "$HVDRUN" -np 2 "$SELFTEST" nogpu
+	assert_success
+	for r in 0 1; do
+		assert_line --regexp "^\[$r\]<stdout>:rank $r: (no GPU: .+|libhvd was built without CUDA and NCCL.*)$"
+		assert_line "[$r]<stdout>:rank $r: ok"
+	done
+}
+
+@test "the build finds CUDA and NCCL under CUDA_HOME and links them" {
+	[ -e /usr/local/cuda/include/nccl.h ] || skip "no NCCL under /usr/local/cuda"
+	run ldd "$ROOT/build/lib/libhvd.so"
+	assert_output --partial libnccl.so
+	assert_output --partial libcudart.so
+}
+
+@test "make NCCL=0 leaves the GPU engine out, and the GPU calls say so" {
+	local b=$BATS_TEST_TMPDIR/b
+	run make -C "$ROOT" -s -j2 B="$b" NCCL=0 "$b/lib/libhvd.so"
+	assert_success
+	run ldd "$b/lib/libhvd.so"
+	refute_output --partial nccl
+	refute_output --partial cudart
+	cat >"$BATS_TEST_TMPDIR/g.c" <<-'EOF'
+		#include <hvd.h>
+		#include <stdio.h>
+		int main(void)
+		{
+			float x = 1;
+			int rc = hvd_init();
+			if (rc == 0)
+				rc = hvd_allreduce_gpu("g", &x, &x, 1, HVD_FLOAT32, HVD_SUM);
+			printf("%s: %s\n", hvd_strerror(rc), hvd_error_message());
+			hvd_shutdown();
+			return rc == HVD_ENOTSUP ? 0 : 1;
+		}
+	EOF
+	cc -I"$ROOT/core/include" "$BATS_TEST_TMPDIR/g.c" -o "$BATS_TEST_TMPDIR/g" \
+		-L"$b/lib" -Wl,-rpath,"$b/lib" -lhvd
+	run "$BATS_TEST_TMPDIR/g"
+	assert_success
+	assert_output "not available here: libhvd was built without CUDA and NCCL (NCCL=0, or none found at build time)"
+}
