@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bind.h"
 #include "env.h"
 #include "launch.h"
 #include "proc.h"
@@ -150,6 +151,7 @@ static pid_t start_worker(const struct job *j, const char *path)
 		signal(SIGPIPE, SIG_DFL);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		hl_bind_worker(j->env.v);
 		execve(path, j->argv.v, j->env.v);
 		agent_error("cannot execute '%s': %s", j->argv.v[0],
 			    strerror(errno));

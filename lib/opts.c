@@ -10,6 +10,7 @@
 
 static const char *const log_levels[] = {"trace", "debug", "info", "warning",
 					 "error", "fatal", NULL};
+static const char *const bind_policies[] = {"core", "none", NULL};
 static const char *const host_key_policies[] = {"yes", "accept-new", "no",
 						NULL};
 
@@ -36,6 +37,9 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 	[HL_K_START_TIMEOUT] = {"job", "start_timeout", "start-timeout", NULL,
 				HL_T_INT, 1, 86400, NULL, "30", NULL, HL_X_NONE,
 				"seconds to start every worker"},
+	[HL_K_BIND_TO] = {"job", "bind_to", "bind-to", NULL, HL_T_ENUM, 0, 0,
+			  bind_policies, "core", "HVD_BIND_TO", HL_X_VALUE,
+			  "core: a share of the CPUs for each local rank"},
 	[HL_K_FUSION_THRESHOLD_MB] = {"tuning", "fusion_threshold_mb",
 				      "fusion-threshold-mb", NULL, HL_T_INT, 0,
 				      1 << 20, NULL, "128",

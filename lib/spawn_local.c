@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bind.h"
 #include "launch.h"
 
 extern char **environ;
@@ -104,6 +105,7 @@ static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	hl_bind_worker(envp);
 	execve(l->exec_path, l->argv, envp);
 fail:
 	e = errno;

@@ -137,3 +137,26 @@ load helper
 	assert_line "hvdrun: 2 workers on 1 hosts: true"
 	assert_line "hvdrun: starting rank 1 on localhost"
 }
+
+@test "--bind-to core (the default) gives each local rank its own share of the CPUs; none, or more ranks than CPUs, binds none" {
+	local n full cpus='grep Cpus_allowed_list /proc/self/status | cut -f2'
+	n=$(nproc)
+	[ "$n" -ge 2 ] || skip "one CPU: nothing to share"
+	full=$(eval "$cpus")
+	run "$HVDRUN" -np 2 sh -c "$cpus"
+	assert_success
+	local r0 r1
+	r0=$(sed -n 's/^\[0\]<stdout>://p' <<<"$output")
+	r1=$(sed -n 's/^\[1\]<stdout>://p' <<<"$output")
+	[ -n "$r0" ] && [ -n "$r1" ] && [ "$r0" != "$r1" ] && [ "$r0" != "$full" ]
+	run "$HVDRUN" -np 2 --bind-to none sh -c "$cpus"
+	assert_line "[0]<stdout>:$full"
+	assert_line "[1]<stdout>:$full"
+	run "$HVDRUN" -np 2 -x HVD_BIND_TO=none sh -c "$cpus"
+	assert_line "[1]<stdout>:$full"
+	run "$HVDRUN" -np $((n + 1)) sh -c "$cpus"
+	assert_line "[$n]<stdout>:$full"
+	run "$HVDRUN" -np 1 --bind-to cores true
+	assert_failure 2
+	assert_output --partial "bad value 'cores' for --bind-to"
+}
