@@ -20,8 +20,33 @@ static void chunk(size_t count, int n, int i, size_t *start, size_t *len)
 	*len = base + (ui < extra ? 1 : 0);
 }
 
+/* The bytes [off, off + len) of the pieces laid end to end, as pieces
+ * (none empty): how many were written to out. */
+static int slice(const struct iovec *v, int n, size_t off, size_t len,
+		 struct iovec *out)
+{
+	int i, k = 0;
+
+	for (i = 0; i < n && len > 0; i++) {
+		size_t l = v[i].iov_len, take;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		take = l - off < len ? l - off : len;
+		out[k++] = (struct iovec){(char *)v[i].iov_base + off, take};
+		len -= take;
+		off = 0;
+	}
+	return k;
+}
+
 struct reduce_arg {
-	char *dst;	 /* where the received elements are reduced into */
+	const struct iovec *dst; /* where received elements are reduced */
+	int ndst;
+	int di;		 /* the piece of dst that byte `done` falls in, */
+	size_t doff;	 /* and where in it */
 	const char *src; /* the receive buffer */
 	size_t esize;
 	size_t done; /* bytes already reduced */
@@ -35,11 +60,37 @@ static void reduce_progress(void *arg, size_t received)
 	struct reduce_arg *a = arg;
 	size_t upto = received - received % a->esize;
 
-	if (upto > a->done) {
-		hvd__reduce(a->dst + a->done, a->src + a->done,
-			    (upto - a->done) / a->esize, a->t, a->op);
-		a->done = upto;
+	while (a->done < upto && a->di < a->ndst) {
+		const struct iovec *d = &a->dst[a->di];
+		size_t take = d->iov_len - a->doff;
+
+		if (take > upto - a->done)
+			take = upto - a->done;
+		hvd__reduce((char *)d->iov_base + a->doff, a->src + a->done,
+			    take / a->esize, a->t, a->op);
+		a->done += take;
+		a->doff += take;
+		if (a->doff == d->iov_len) {
+			a->di++;
+			a->doff = 0;
+		}
 	}
+}
+
+/* sendrecv of pieces: the transport's own scatter-gather when it has
+ * one; else each side must be one piece at most. */
+static int xchg(const struct hvd__comm *c, int to, const struct iovec *s,
+		int sn, int from, const struct iovec *r, int rn,
+		hvd__recv_progress progress, void *arg)
+{
+	if (c->ops->sendrecv_v != NULL)
+		return c->ops->sendrecv_v(c->t, to, s, sn, from, r, rn,
+					  progress, arg);
+	if (sn > 1 || rn > 1)
+		return HVD_ENOTSUP;
+	return c->ops->sendrecv(
+		c->t, to, sn ? s->iov_base : NULL, sn ? s->iov_len : 0, from,
+		rn ? r->iov_base : NULL, rn ? r->iov_len : 0, progress, arg);
 }
 
 static int mod(int a, int n)
@@ -65,32 +116,51 @@ int hvd__ring_allreduce_timed(const struct hvd__comm *c, void *buf,
 			      size_t count, enum hvd_dtype t, enum hvd_op op,
 			      struct hvd__ring_times *times)
 {
+	struct iovec v = {buf, count * hvd__dtype_size(t)};
+
+	return hvd__ring_allreduce_v(c, &v, 1, t, op, times);
+}
+
+int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
+			  int nv, enum hvd_dtype t, enum hvd_op op,
+			  struct hvd__ring_times *times)
+{
 	long long t0 = times ? mono_us() : 0;
-	size_t esize = hvd__dtype_size(t), maxlen, st, ln, sst, sln;
+	size_t esize = hvd__dtype_size(t), count = 0, maxlen, st, ln, sst, sln;
 	int n = c->size, right = mod(c->rank + 1, n),
 	    left = mod(c->rank - 1, n);
-	char *b = buf, *tmp;
-	int s, rc = HVD_OK;
+	struct iovec *sv, *rv, tv;
+	char *tmp;
+	int s, i, ns, nr, rc = HVD_OK;
 
+	for (i = 0; i < nv; i++)
+		count += v[i].iov_len / esize;
 	if (n == 1 || count == 0)
 		return HVD_OK;
 	chunk(count, n, 0, &st, &maxlen);
 	tmp = malloc(maxlen * esize + 1);
-	if (tmp == NULL)
+	sv = malloc(2 * (size_t)nv * sizeof(*sv));
+	if (tmp == NULL || sv == NULL) {
+		free(tmp);
+		free(sv);
 		return HVD_ENOMEM;
+	}
+	rv = sv + nv;
 	for (s = 0; s < n - 1 && rc == HVD_OK; s++) {
 		struct reduce_arg a = {0};
 
 		chunk(count, n, mod(c->rank - s, n), &sst, &sln);
 		chunk(count, n, mod(c->rank - s - 1, n), &st, &ln);
-		a.dst = b + st * esize;
+		ns = slice(v, nv, sst * esize, sln * esize, sv);
+		nr = slice(v, nv, st * esize, ln * esize, rv);
+		a.dst = rv;
+		a.ndst = nr;
 		a.src = tmp;
 		a.esize = esize;
 		a.t = t;
 		a.op = op;
-		rc = c->ops->sendrecv(c->t, right, b + sst * esize, sln * esize,
-				      left, tmp, ln * esize, reduce_progress,
-				      &a);
+		tv = (struct iovec){tmp, ln * esize};
+		rc = xchg(c, right, sv, ns, left, &tv, 1, reduce_progress, &a);
 	}
 	if (times != NULL) {
 		long long t1 = mono_us();
@@ -100,17 +170,19 @@ int hvd__ring_allreduce_timed(const struct hvd__comm *c, void *buf,
 	}
 	/* This rank's complete chunk: average it once, then pass it on. */
 	chunk(count, n, mod(c->rank + 1, n), &st, &ln);
-	if (rc == HVD_OK && op == HVD_AVERAGE)
-		hvd__divide(b + st * esize, ln, t, n);
+	nr = slice(v, nv, st * esize, ln * esize, rv);
+	for (i = 0; rc == HVD_OK && op == HVD_AVERAGE && i < nr; i++)
+		hvd__divide(rv[i].iov_base, rv[i].iov_len / esize, t, n);
 	for (s = 0; s < n - 1 && rc == HVD_OK; s++) {
 		chunk(count, n, mod(c->rank + 1 - s, n), &sst, &sln);
 		chunk(count, n, mod(c->rank - s, n), &st, &ln);
-		rc = c->ops->sendrecv(c->t, right, b + sst * esize, sln * esize,
-				      left, b + st * esize, ln * esize, NULL,
-				      NULL);
+		ns = slice(v, nv, sst * esize, sln * esize, sv);
+		nr = slice(v, nv, st * esize, ln * esize, rv);
+		rc = xchg(c, right, sv, ns, left, rv, nr, NULL, NULL);
 	}
 	if (times != NULL)
 		times->allgather_us += mono_us() - t0;
+	free(sv);
 	free(tmp);
 	return rc;
 }

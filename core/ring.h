@@ -38,6 +38,12 @@ int hvd__ring_allreduce_timed(const struct hvd__comm *c, void *buf,
 			      struct hvd__ring_times *times);
 int hvd__ring_allreduce(const struct hvd__comm *c, void *buf, size_t count,
 			enum hvd_dtype t, enum hvd_op op);
+/* The same over nv pieces laid end to end (each a whole number of
+ * elements), reduced where they lie: a fused batch without a fusion
+ * buffer. More than one piece needs the transport's sendrecv_v. */
+int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
+			  int nv, enum hvd_dtype t, enum hvd_op op,
+			  struct hvd__ring_times *times);
 /* root's buf (len bytes) is copied to every rank's buf. */
 int hvd__ring_broadcast(const struct hvd__comm *c, void *buf, size_t len,
 			int root);

@@ -655,26 +655,14 @@ static int allreduce(void *buf, size_t count, enum hvd_dtype t, enum hvd_op op,
 	return hvd__ring_allreduce_timed(&E.comm, buf, count, t, op, times);
 }
 
-/* Allreduce buf in segments of E.segment bytes: each segment's ring
- * passes, reductions and copies run while it is still in cache. */
-static int allreduce_segments(char *buf, size_t count, enum hvd_dtype t,
-			      enum hvd_op op, struct hvd__ring_times *times)
-{
-	size_t es = hvd__dtype_size(t), per = E.segment / es, off;
-	int rc = HVD_OK;
-
-	if (per == 0)
-		per = 1;
-	for (off = 0; off < count && rc == HVD_OK; off += per)
-		rc = allreduce(buf + off * es,
-			       count - off < per ? count - off : per, t, op,
-			       times);
-	return rc;
-}
-
-/* The tensors of one fused batch, laid end to end, are reduced one
- * segment at a time through a fusion buffer of one segment: copy in the
- * parts of the tensors the segment covers, reduce, copy out. */
+/* The tensors of one batch, laid end to end, are reduced one segment of
+ * E.segment bytes at a time, so that each segment's ring passes,
+ * reductions and copies run while it is still in cache. Where the
+ * transport can gather and scatter (TCP), the ring works on the tensors
+ * where they lie: no fusion buffer, no copies but an out-of-place
+ * tensor's send buffer into its receive buffer. Where the transport's own
+ * allreduce wants one buffer (MPI), each segment is copied into the
+ * fusion buffer, reduced, and copied out. */
 static int run_allreduce_batch(struct req **batch, size_t n)
 {
 	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
@@ -682,32 +670,17 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 	size_t es = hvd__dtype_size(t), total = 0, seg, pos, i;
 	long long t0, t_in = 0, t_out = 0, t1;
 	struct hvd__ring_times rt = {0, 0};
-	int rc = HVD_OK;
+	bool direct = n == 1 || (E.comm.ops->sendrecv_v != NULL &&
+				 E.comm.ops->allreduce == NULL);
+	struct iovec *v;
+	int k, rc = HVD_OK;
 
 	for (i = 0; i < n; i++)
 		total += (size_t)batch[i]->m.count * es;
-	if (n == 1) {
-		/* One tensor: reduce in place, no copies. */
-		struct req *r = batch[0];
-
-		if (r->recvbuf != r->sendbuf && total > 0)
-			memcpy(r->recvbuf, r->sendbuf, total);
-		t0 = hvd__now_us();
-		rc = allreduce_segments(r->recvbuf, (size_t)r->m.count, t, op,
-					&rt);
-		if (E.tl != NULL) {
-			hvd__timeline_span(E.tl, r->name, "REDUCE_SCATTER", t0,
-					   rt.reduce_scatter_us);
-			hvd__timeline_span(E.tl, r->name, "ALLGATHER",
-					   t0 + rt.reduce_scatter_us,
-					   rt.allgather_us);
-		}
-		return rc;
-	}
 	seg = E.segment - E.segment % es;
 	if (seg == 0)
 		seg = es;
-	if (E.fusion_cap < seg) {
+	if (!direct && E.fusion_cap < seg) {
 		char *f = realloc(E.fusion, seg);
 
 		if (f == NULL)
@@ -715,28 +688,42 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 		E.fusion = f;
 		E.fusion_cap = seg;
 	}
+	v = malloc(n * sizeof(*v));
+	if (v == NULL)
+		return HVD_ENOMEM;
 	t0 = hvd__now_us();
 	for (pos = 0; pos < total && rc == HVD_OK; pos += seg) {
 		size_t len = total - pos < seg ? total - pos : seg, at;
 
-		/* Copy in every tensor's part of [pos, pos + len). */
+		/* Every tensor's part of [pos, pos + len): its send buffer
+		 * into its receive buffer (direct) or the fusion buffer. */
 		t1 = hvd__now_us();
-		for (i = 0, at = 0; i < n && at < pos + len; i++) {
+		for (i = 0, at = 0, k = 0; i < n && at < pos + len; i++) {
 			size_t b = (size_t)batch[i]->m.count * es, lo, hi;
 
 			if (at + b > pos) {
+				const char *src;
+				char *dst;
+
 				lo = pos > at ? pos - at : 0;
 				hi = pos + len - at < b ? pos + len - at : b;
-				memcpy(E.fusion + (at + lo - pos),
-				       (const char *)batch[i]->sendbuf + lo,
-				       hi - lo);
+				src = (const char *)batch[i]->sendbuf + lo;
+				dst = direct ? (char *)batch[i]->recvbuf + lo
+					     : E.fusion + (at + lo - pos);
+				if (dst != src)
+					memcpy(dst, src, hi - lo);
+				v[k++] = (struct iovec){dst, hi - lo};
 			}
 			at += b;
 		}
 		t_in += hvd__now_us() - t1;
-		rc = allreduce(E.fusion, len / es, t, op, &rt);
-		if (rc != HVD_OK)
-			break;
+		if (!direct || k == 1)
+			rc = allreduce(direct ? v[0].iov_base : E.fusion,
+				       len / es, t, op, &rt);
+		else
+			rc = hvd__ring_allreduce_v(&E.comm, v, k, t, op, &rt);
+		if (rc != HVD_OK || direct)
+			continue;
 		t1 = hvd__now_us();
 		for (i = 0, at = 0; i < n && at < pos + len; i++) {
 			size_t b = (size_t)batch[i]->m.count * es, lo, hi;
@@ -751,14 +738,20 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 		}
 		t_out += hvd__now_us() - t1;
 	}
+	free(v);
 	if (E.tl != NULL)
 		for (i = 0; i < n; i++) {
 			/* One row per tensor: the time the batch spent in each
-			 * phase, laid out in order. */
+			 * phase, laid out in order. Tensors of one batch share
+			 * their REDUCE_SCATTER and ALLGATHER spans. */
 			long long at = t0;
 
-			hvd__timeline_span(E.tl, batch[i]->name,
-					   "MEMCPY_IN_FUSION_BUFFER", at, t_in);
+			if (!direct || t_in > 0)
+				hvd__timeline_span(
+					E.tl, batch[i]->name,
+					direct ? "MEMCPY_IN_RECV_BUFFER"
+					       : "MEMCPY_IN_FUSION_BUFFER",
+					at, t_in);
 			at += t_in;
 			hvd__timeline_span(E.tl, batch[i]->name,
 					   "REDUCE_SCATTER", at,
@@ -767,11 +760,12 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 			hvd__timeline_span(E.tl, batch[i]->name, "ALLGATHER",
 					   at, rt.allgather_us);
 			at += rt.allgather_us;
-			hvd__timeline_span(E.tl, batch[i]->name,
-					   "MEMCPY_OUT_FUSION_BUFFER", at,
-					   t_out);
+			if (!direct)
+				hvd__timeline_span(E.tl, batch[i]->name,
+						   "MEMCPY_OUT_FUSION_BUFFER",
+						   at, t_out);
 		}
-	if (rc == HVD_OK)
+	if (rc == HVD_OK && n > 1)
 		E.fused_batches++;
 	return rc;
 }
@@ -1301,6 +1295,7 @@ int hvd__runtime_start(int rank, int size, bool joined, void *mpi)
 		if (rc != HVD_OK)
 			return rc;
 		hvd__tcp_set_timeout(E.tcp, hvd__transport_timeout_ms());
+		hvd__tcp_set_spin(E.tcp, hvd__transport_spin_us());
 	}
 	E.comm.rank = rank;
 	E.comm.size = size;

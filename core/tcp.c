@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ struct hvd__tcp {
 	int rank, size;
 	int *fd; /* fd[r]: the connection to rank r, -1 for self */
 	int timeout_ms;
+	int spin_us; /* busy-wait this long before poll() */
 };
 
 static long long now_ms(void)
@@ -92,6 +94,11 @@ int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,
 void hvd__tcp_set_timeout(struct hvd__tcp *t, int timeout_ms)
 {
 	t->timeout_ms = timeout_ms;
+}
+
+void hvd__tcp_set_spin(struct hvd__tcp *t, int spin_us)
+{
+	t->spin_us = spin_us;
 }
 
 /* Blocking-style full transfer on a non-blocking fd, until deadline. */
@@ -264,13 +271,32 @@ void hvd__tcp_free(struct hvd__tcp *t)
 	free(t);
 }
 
-/* One non-blocking attempt in one direction: bytes moved, 0 if it would
- * block, or a negative error. */
-static ssize_t try_io(int fd, char *p, size_t len, bool sending)
-{
-	ssize_t n =
-		sending ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+/* Where a transfer over a list of pieces has got to: piece i, offset off
+ * in it. */
+struct cursor {
+	const struct iovec *v;
+	int n, i;
+	size_t off;
+};
 
+#define WINDOW 64 /* pieces handed to one sendmsg or recvmsg */
+
+/* One non-blocking sendmsg or recvmsg of the next pieces: bytes moved, 0
+ * if it would block, or a negative error. */
+static ssize_t try_io(int fd, const struct cursor *c, bool sending)
+{
+	struct iovec w[WINDOW];
+	struct msghdr m = {.msg_iov = w};
+	size_t off = c->off;
+	int i;
+	ssize_t n;
+
+	for (i = c->i; i < c->n && m.msg_iovlen < WINDOW; i++, off = 0)
+		if (c->v[i].iov_len > off)
+			w[m.msg_iovlen++] =
+				(struct iovec){(char *)c->v[i].iov_base + off,
+					       c->v[i].iov_len - off};
+	n = sending ? sendmsg(fd, &m, MSG_NOSIGNAL) : recvmsg(fd, &m, 0);
 	if (n > 0)
 		return n;
 	if (n == 0)
@@ -278,18 +304,53 @@ static ssize_t try_io(int fd, char *p, size_t len, bool sending)
 	return errno == EAGAIN || errno == EINTR ? 0 : HVD_ECONN;
 }
 
-/* Send and receive at once. The syscalls come first; poll() only when
- * both directions would block, so a fast transfer costs two syscalls a
- * round, not three. */
-static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
-			int from, void *rbuf, size_t rlen,
-			hvd__recv_progress progress, void *arg)
+static void advance(struct cursor *c, size_t n)
+{
+	while (n > 0) {
+		size_t left = c->v[c->i].iov_len - c->off;
+
+		if (n < left) {
+			c->off += n;
+			return;
+		}
+		n -= left;
+		c->i++;
+		c->off = 0;
+	}
+}
+
+static size_t total(const struct iovec *v, int n)
+{
+	size_t sum = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		sum += v[i].iov_len;
+	return sum;
+}
+
+static long long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Send and receive at once. The syscalls come first. When both directions
+ * would block, spin for up to spin_us before sleeping in poll(): the peer
+ * is usually microseconds away, and a sleeping CPU (a halted virtual CPU
+ * above all) takes far longer than that to wake. */
+static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
+			  int from, const struct iovec *rv, int rn,
+			  hvd__recv_progress progress, void *arg)
 {
 	struct hvd__tcp *t = tp;
-	char *s = (char *)sbuf, *rb = rbuf;
+	struct cursor sc = {sv, sn, 0, 0}, rc = {rv, rn, 0, 0};
+	size_t slen = total(sv, sn), rlen = total(rv, rn);
 	size_t sent = 0, got = 0, reported = 0;
 	int sfd = slen ? t->fd[to] : -1, rfd = rlen ? t->fd[from] : -1;
-	long long deadline = now_ms() + t->timeout_ms;
+	long long deadline = now_ms() + t->timeout_ms, spin_end = 0;
 
 	if ((slen && sfd < 0) || (rlen && rfd < 0))
 		return HVD_ECONN;
@@ -297,18 +358,20 @@ static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
 		bool moved = false;
 
 		if (sent < slen) {
-			ssize_t n = try_io(sfd, s + sent, slen - sent, true);
+			ssize_t n = try_io(sfd, &sc, true);
 
 			if (n < 0)
 				return (int)n;
+			advance(&sc, (size_t)n);
 			sent += (size_t)n;
 			moved |= n > 0;
 		}
 		if (got < rlen) {
-			ssize_t n = try_io(rfd, rb + got, rlen - got, false);
+			ssize_t n = try_io(rfd, &rc, false);
 
 			if (n < 0)
 				return (int)n;
+			advance(&rc, (size_t)n);
 			got += (size_t)n;
 			moved |= n > 0;
 		}
@@ -320,7 +383,16 @@ static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
 		if (moved) {
 			/* Progress resets the clock: only silence times out. */
 			deadline = now_ms() + t->timeout_ms;
+			spin_end = 0;
 			continue;
+		}
+		if (t->spin_us > 0) {
+			long long now = now_us();
+
+			if (spin_end == 0)
+				spin_end = now + t->spin_us;
+			if (now < spin_end)
+				continue; /* the retried syscalls are the spin */
 		}
 		{
 			struct pollfd pf[2];
@@ -349,6 +421,15 @@ static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
 	return HVD_OK;
 }
 
+static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
+			int from, void *rbuf, size_t rlen,
+			hvd__recv_progress progress, void *arg)
+{
+	struct iovec s = {(void *)sbuf, slen}, r = {rbuf, rlen};
+
+	return tcp_sendrecv_v(tp, to, &s, 1, from, &r, 1, progress, arg);
+}
+
 /* A peer's connection that is readable at end of file (or in error) is
  * closed. Readable with data is a peer already in its next cycle. */
 static int tcp_check(void *tp)
@@ -373,5 +454,6 @@ static int tcp_check(void *tp)
 const struct hvd__transport_ops hvd__tcp_ops = {
 	.name = "tcp",
 	.sendrecv = tcp_sendrecv,
+	.sendrecv_v = tcp_sendrecv_v,
 	.check = tcp_check,
 };

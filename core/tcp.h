@@ -31,6 +31,9 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		     const uint8_t token[HVD__TOKEN_LEN], int timeout_ms);
 /* An operation that waits longer than this for a peer fails. */
 void hvd__tcp_set_timeout(struct hvd__tcp *t, int timeout_ms);
+/* While a transfer waits for a peer, busy-wait up to spin_us (default 0)
+ * before sleeping: worth it when every rank has a CPU of its own. */
+void hvd__tcp_set_spin(struct hvd__tcp *t, int spin_us);
 /* Shut every connection down: the peers see it at once, and fail too. */
 void hvd__tcp_abort(struct hvd__tcp *t);
 void hvd__tcp_free(struct hvd__tcp *t);

@@ -5,6 +5,7 @@
 #define HVD_TRANSPORT_H
 
 #include <stddef.h>
+#include <sys/uio.h>
 
 #include "hvd.h"
 
@@ -20,6 +21,12 @@ struct hvd__transport_ops {
 	int (*sendrecv)(void *t, int to, const void *sbuf, size_t slen,
 			int from, void *rbuf, size_t rlen,
 			hvd__recv_progress progress, void *arg);
+	/* Optional: sendrecv with each side a list of pieces (gather on
+	 * send, scatter on receive), so that tensors are reduced where they
+	 * lie, without a copy into a fusion buffer. */
+	int (*sendrecv_v)(void *t, int to, const struct iovec *sv, int sn,
+			  int from, const struct iovec *rv, int rn,
+			  hvd__recv_progress progress, void *arg);
 	/* Optional: a whole allreduce of buf in place, the transport's own
 	 * way (MPI_Allreduce). HVD_ENOTSUP: not for this dtype or op, and
 	 * the ring runs instead. */

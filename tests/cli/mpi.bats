@@ -33,6 +33,15 @@ setup() {
 	done
 }
 
+@test "under mpirun, fused tensors go through the fusion buffer to MPI_Allreduce" {
+	run "${MPIRUN[@]}" -x HOROVOD_TIMELINE="$BATS_TEST_TMPDIR/tl.json" \
+		-np 3 "$SELFTEST" fusion
+	assert_success
+	refute_output --partial FAIL
+	[ "$(grep -c '"MEMCPY_IN_FUSION_BUFFER"' "$BATS_TEST_TMPDIR/tl.json")" -ge 64 ]
+	grep -q '"MEMCPY_OUT_FUSION_BUFFER"' "$BATS_TEST_TMPDIR/tl.json"
+}
+
 @test "the ring over MPI point-to-point (HOROVOD_MPI_ALLREDUCE=0) gives the same results" {
 	run "${MPIRUN[@]}" -x HOROVOD_MPI_ALLREDUCE=0 -np 3 "$SELFTEST" all
 	assert_success

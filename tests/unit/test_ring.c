@@ -191,7 +191,47 @@ struct ar_case {
 	enum hvd_op op;
 	size_t count;
 	int bad[MAXN]; /* per rank: wrong elements, or -1 for an error */
+	bool pieces;   /* in separate pieces of uneven sizes, some empty */
 };
+
+/* Piece sizes in elements, used in turn until the count is covered. */
+static const size_t piece_len[] = {3, 0, 1, 1000, 17, 0, 4096, 2, 250};
+#define NPIECE_LEN (sizeof(piece_len) / sizeof(piece_len[0]))
+
+/* Cut buf (count elements) into separately allocated pieces: v gets
+ * them, each one a copy of its part of buf. */
+static int cut(const char *buf, size_t count, size_t es, struct iovec *v,
+	       int max)
+{
+	size_t at = 0;
+	int n = 0;
+
+	while ((at < count || n == 0) && n < max) {
+		size_t len = piece_len[(size_t)n % NPIECE_LEN];
+
+		if (len > count - at)
+			len = count - at;
+		v[n].iov_base = malloc(len * es + 1);
+		v[n].iov_len = len * es;
+		memcpy(v[n].iov_base, buf + at * es, len * es);
+		at += len;
+		n++;
+	}
+	return n;
+}
+
+/* Put the pieces back into buf, and free them. */
+static void join(char *buf, struct iovec *v, int n)
+{
+	size_t at = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(buf + at, v[i].iov_base, v[i].iov_len);
+		at += v[i].iov_len;
+		free(v[i].iov_base);
+	}
+}
 
 static void ar_body(const struct hvd__comm *c, void *arg)
 {
@@ -202,7 +242,15 @@ static void ar_body(const struct hvd__comm *c, void *arg)
 
 	for (i = 0; i < k->count; i++)
 		store(buf, i, k->t, value(c->rank, i, k->t, k->op));
-	rc = hvd__ring_allreduce(c, buf, k->count, k->t, k->op);
+	if (k->pieces) {
+		struct iovec v[4096];
+		int nv = cut(buf, k->count, es, v, 4096);
+
+		rc = hvd__ring_allreduce_v(c, v, nv, k->t, k->op, NULL);
+		join(buf, v, nv);
+	} else {
+		rc = hvd__ring_allreduce(c, buf, k->count, k->t, k->op);
+	}
 	if (rc != HVD_OK) {
 		k->bad[c->rank] = -1;
 	} else {
@@ -238,7 +286,8 @@ static void test_allreduce_every_dtype_and_op(void)
 					struct ar_case k = {(enum hvd_dtype)t,
 							    (enum hvd_op)op,
 							    counts[ci],
-							    {0}};
+							    {0},
+							    false};
 					int r;
 
 					run_world(n, ar_body, &k, -1);
@@ -264,19 +313,57 @@ static void test_allreduce_several_mib(void)
 
 	for (i = 0; i < 4; i++) {
 		/* 1.5 M elements: 6 MiB of float32, not a multiple of 4. */
-		struct ar_case k = {types[i], HVD_SUM, 1536 * 1024 + 3, {0}};
+		struct ar_case k = {
+			types[i], HVD_SUM, 1536 * 1024 + 3, {0}, false};
 
 		run_world(4, ar_body, &k, -1);
 		for (r = 0; r < 4; r++)
 			CHECK(k.bad[r] == 0);
 	}
 	{
-		struct ar_case k = {HVD_FLOAT32, HVD_AVERAGE, 1048573, {0}};
+		struct ar_case k = {
+			HVD_FLOAT32, HVD_AVERAGE, 1048573, {0}, false};
 
 		run_world(3, ar_body, &k, -1);
 		for (r = 0; r < 3; r++)
 			CHECK(k.bad[r] == 0);
 	}
+}
+
+/* A fused batch reduced where its tensors lie: the same results as one
+ * buffer, whatever the pieces' sizes, empty ones too. */
+static void test_allreduce_in_pieces(void)
+{
+	static const size_t counts[] = {1, 7, 5000, 300007};
+	int n, t, op;
+	size_t ci;
+
+	for (n = 1; n <= MAXN; n++)
+		for (t = HVD_UINT8; t <= HVD_FLOAT64; t++)
+			for (op = HVD_SUM; op <= HVD_PRODUCT; op++)
+				for (ci = 0; ci < 4; ci++) {
+					struct ar_case k = {(enum hvd_dtype)t,
+							    (enum hvd_op)op,
+							    counts[ci],
+							    {0},
+							    true};
+					int r;
+
+					if (ci == 3 &&
+					    (t != HVD_FLOAT32 || n < 3))
+						continue;
+					run_world(n, ar_body, &k, -1);
+					for (r = 0; r < n; r++)
+						if (k.bad[r] != 0) {
+							printf("# pieces n=%d %s op=%d count=%zu rank %d: %d wrong\n",
+							       n,
+							       hvd__dtype_name(
+								       k.t),
+							       op, k.count, r,
+							       k.bad[r]);
+							CHECK(0);
+						}
+				}
 }
 
 struct bc_case {
@@ -385,7 +472,7 @@ static void test_barrier(void)
 
 static void test_peer_dies(void)
 {
-	struct ar_case k = {HVD_FLOAT32, HVD_SUM, 100000, {0}};
+	struct ar_case k = {HVD_FLOAT32, HVD_SUM, 100000, {0}, false};
 	long long t0;
 	struct timespec ts;
 
@@ -436,6 +523,7 @@ int main(void)
 	RUN(test_half_conversions);
 	RUN(test_allreduce_every_dtype_and_op);
 	RUN(test_allreduce_several_mib);
+	RUN(test_allreduce_in_pieces);
 	RUN(test_broadcast_every_root);
 	RUN(test_allgather_uneven);
 	RUN(test_barrier);

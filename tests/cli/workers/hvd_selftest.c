@@ -361,18 +361,21 @@ static void mode_threads(void)
 static void mode_fusion(void)
 {
 	hvd_handle *h[64];
-	float buf[64][100];
+	float buf[64][100], src[64][100];
 	int i, j;
 
-	/* Twice: the second round goes through the response cache. */
+	/* Twice: the second round goes through the response cache. Odd
+	 * tensors are out of place. */
 	for (j = 0; j < 2; j++) {
 		for (i = 0; i < 64; i++) {
 			char name[32];
 
-			buf[i][0] = (float)i;
+			buf[i][0] = (float)(i % 2 ? -1 : i);
+			src[i][0] = (float)i;
 			snprintf(name, sizeof(name), "grad.%d", i);
-			hvd_allreduce_async(name, buf[i], buf[i], 100,
-					    HVD_FLOAT32, HVD_AVERAGE, &h[i]);
+			hvd_allreduce_async(name, i % 2 ? src[i] : buf[i],
+					    buf[i], 100, HVD_FLOAT32,
+					    HVD_AVERAGE, &h[i]);
 		}
 		for (i = 0; i < 64; i++) {
 			EXPECT(hvd_wait(h[i]) == 0, "grad %d", i);
