@@ -1,7 +1,7 @@
 /* reduce.h: element-wise reduction kernels for every dtype and op.
  * float16 and bfloat16 are reduced in float32 and rounded back (to
  * nearest, ties to even). AVERAGE reduces as SUM; the caller divides
- * once at the end with hvd__scale(). */
+ * once at the end with hvd__divide(). */
 #ifndef HVD_REDUCE_H
 #define HVD_REDUCE_H
 
@@ -19,7 +19,8 @@ const char *hvd__dtype_name(enum hvd_dtype t);
 /* dst[i] = op(dst[i], src[i]) for i < n. */
 void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
 		 enum hvd_op op);
-/* buf[i] /= divisor (integers: truncating division). */
+/* buf[i] /= divisor (integers: truncating division; floats: times
+ * 1/divisor). */
 void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor);
 
 float hvd__half_to_float(uint16_t h);
