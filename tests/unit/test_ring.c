@@ -273,27 +273,34 @@ static void ar_body(const struct hvd__comm *c, void *arg)
 	free(buf);
 }
 
-static void test_allreduce_every_dtype_and_op(void)
+/* Every dtype and op on 1 to MAXN ranks, for each of the counts (the last
+ * one only for float32 on 3 ranks or more: it is large), in one buffer or
+ * in pieces. */
+static void allreduce_every_case(const size_t *counts, size_t ncounts,
+				 bool pieces)
 {
-	static const size_t counts[] = {0, 1, 2, 7, 10007};
-	int n, t, op;
+	int n, t, op, r;
 	size_t ci;
 
 	for (n = 1; n <= MAXN; n++)
 		for (t = HVD_UINT8; t <= HVD_FLOAT64; t++)
 			for (op = HVD_SUM; op <= HVD_PRODUCT; op++)
-				for (ci = 0; ci < 5; ci++) {
+				for (ci = 0; ci < ncounts; ci++) {
 					struct ar_case k = {(enum hvd_dtype)t,
 							    (enum hvd_op)op,
 							    counts[ci],
 							    {0},
-							    false};
-					int r;
+							    pieces};
 
+					if (ci == ncounts - 1 &&
+					    (t != HVD_FLOAT32 || n < 3))
+						continue;
 					run_world(n, ar_body, &k, -1);
 					for (r = 0; r < n; r++)
 						if (k.bad[r] != 0) {
-							printf("# n=%d %s op=%d count=%zu rank %d: %d wrong\n",
+							printf("# %s n=%d %s op=%d count=%zu rank %d: %d wrong\n",
+							       pieces ? "pieces"
+								      : "whole",
 							       n,
 							       hvd__dtype_name(
 								       k.t),
@@ -302,6 +309,13 @@ static void test_allreduce_every_dtype_and_op(void)
 							CHECK(0);
 						}
 				}
+}
+
+static void test_allreduce_every_dtype_and_op(void)
+{
+	static const size_t counts[] = {0, 1, 2, 7, 10007, 300007};
+
+	allreduce_every_case(counts, 6, false);
 }
 
 static void test_allreduce_several_mib(void)
@@ -335,35 +349,8 @@ static void test_allreduce_several_mib(void)
 static void test_allreduce_in_pieces(void)
 {
 	static const size_t counts[] = {1, 7, 5000, 300007};
-	int n, t, op;
-	size_t ci;
 
-	for (n = 1; n <= MAXN; n++)
-		for (t = HVD_UINT8; t <= HVD_FLOAT64; t++)
-			for (op = HVD_SUM; op <= HVD_PRODUCT; op++)
-				for (ci = 0; ci < 4; ci++) {
-					struct ar_case k = {(enum hvd_dtype)t,
-							    (enum hvd_op)op,
-							    counts[ci],
-							    {0},
-							    true};
-					int r;
-
-					if (ci == 3 &&
-					    (t != HVD_FLOAT32 || n < 3))
-						continue;
-					run_world(n, ar_body, &k, -1);
-					for (r = 0; r < n; r++)
-						if (k.bad[r] != 0) {
-							printf("# pieces n=%d %s op=%d count=%zu rank %d: %d wrong\n",
-							       n,
-							       hvd__dtype_name(
-								       k.t),
-							       op, k.count, r,
-							       k.bad[r]);
-							CHECK(0);
-						}
-				}
+	allreduce_every_case(counts, 4, true);
 }
 
 struct bc_case {
