@@ -9,6 +9,8 @@
 #include "reduce.h"
 
 #define BCAST_SEGMENT (256 * 1024)
+/* Allreduces of at most this many bytes run by recursive doubling. */
+#define SMALL_ALLREDUCE (64 * 1024)
 
 /* Chunk i of count elements split in n: sizes differ by at most one. */
 static void chunk(size_t count, int n, int i, size_t *start, size_t *len)
@@ -121,6 +123,52 @@ int hvd__ring_allreduce_timed(const struct hvd__comm *c, void *buf,
 	return hvd__ring_allreduce_v(c, &v, 1, t, op, times);
 }
 
+/* Recursive doubling: in log2(P) steps, where P is the largest power of
+ * two not above N, each rank swaps its whole buffer with the rank whose
+ * number differs in one bit, and both reduce. For small buffers the
+ * ring's 2(N-1) steps are all latency. Ranks P and above first hand their
+ * buffer to rank - P and get the result back at the end. Every rank ends
+ * with the same bits: each step reduces the same two values, and the
+ * reductions commute. */
+static int allreduce_small(const struct hvd__comm *c, const struct iovec *v,
+			   int nv, size_t bytes, enum hvd_dtype t,
+			   enum hvd_op op)
+{
+	int n = c->size, r = c->rank, p = 1, mask, i, rc = HVD_OK;
+	size_t esize = hvd__dtype_size(t);
+	char *tmp = malloc(bytes + 1);
+	struct iovec tv = {tmp, bytes};
+
+	if (tmp == NULL)
+		return HVD_ENOMEM;
+	while (p * 2 <= n)
+		p *= 2;
+	if (r >= p) {
+		rc = xchg(c, r - p, v, nv, 0, NULL, 0, NULL, NULL);
+		if (rc == HVD_OK)
+			rc = xchg(c, 0, NULL, 0, r - p, v, nv, NULL, NULL);
+		free(tmp);
+		return rc;
+	}
+	if (r + p < n) { /* take in rank r + P's buffer */
+		struct reduce_arg a = {v, nv, 0, 0, tmp, esize, 0, t, op};
+
+		rc = xchg(c, 0, NULL, 0, r + p, &tv, 1, reduce_progress, &a);
+	}
+	for (mask = 1; mask < p && rc == HVD_OK; mask <<= 1) {
+		struct reduce_arg a = {v, nv, 0, 0, tmp, esize, 0, t, op};
+
+		rc = xchg(c, r ^ mask, v, nv, r ^ mask, &tv, 1, reduce_progress,
+			  &a);
+	}
+	for (i = 0; rc == HVD_OK && op == HVD_AVERAGE && i < nv; i++)
+		hvd__divide(v[i].iov_base, v[i].iov_len / esize, t, n);
+	if (rc == HVD_OK && r + p < n)
+		rc = xchg(c, r + p, v, nv, 0, NULL, 0, NULL, NULL);
+	free(tmp);
+	return rc;
+}
+
 int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 			  int nv, enum hvd_dtype t, enum hvd_op op,
 			  struct hvd__ring_times *times)
@@ -137,6 +185,12 @@ int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 		count += v[i].iov_len / esize;
 	if (n == 1 || count == 0)
 		return HVD_OK;
+	if (count * esize <= SMALL_ALLREDUCE) {
+		rc = allreduce_small(c, v, nv, count * esize, t, op);
+		if (times != NULL)
+			times->reduce_scatter_us += mono_us() - t0;
+		return rc;
+	}
 	chunk(count, n, 0, &st, &maxlen);
 	tmp = malloc(maxlen * esize + 1);
 	sv = malloc(2 * (size_t)nv * sizeof(*sv));

@@ -8,7 +8,9 @@
  * transfer of the rest). After size-1 steps, rank r holds the complete
  * chunk (r + 1); the allgather passes the complete chunks around the ring
  * in size-1 more steps. Each rank sends and receives 2(N-1)/N of the
- * buffer, the lower bound.
+ * buffer, the lower bound. Small allreduces (64 KiB or less), where those
+ * 2(N-1) steps are all latency, run by recursive doubling instead:
+ * log2(N) exchanges of the whole buffer.
  *
  * Broadcast is a pipelined chain from the root: the buffer is cut into
  * segments, and in each step every rank forwards the segment it received

@@ -192,7 +192,19 @@ struct ar_case {
 	size_t count;
 	int bad[MAXN]; /* per rank: wrong elements, or -1 for an error */
 	bool pieces;   /* in separate pieces of uneven sizes, some empty */
+	uint64_t hash[MAXN]; /* per rank: FNV-1a of the result's bytes */
 };
+
+static uint64_t fnv(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 14695981039346656037ull;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
 
 /* Piece sizes in elements, used in turn until the count is covered. */
 static const size_t piece_len[] = {3, 0, 1, 1000, 17, 0, 4096, 2, 250};
@@ -251,6 +263,7 @@ static void ar_body(const struct hvd__comm *c, void *arg)
 	} else {
 		rc = hvd__ring_allreduce(c, buf, k->count, k->t, k->op);
 	}
+	k->hash[c->rank] = fnv(buf, k->count * es);
 	if (rc != HVD_OK) {
 		k->bad[c->rank] = -1;
 	} else {
@@ -286,16 +299,19 @@ static void allreduce_every_case(const size_t *counts, size_t ncounts,
 		for (t = HVD_UINT8; t <= HVD_FLOAT64; t++)
 			for (op = HVD_SUM; op <= HVD_PRODUCT; op++)
 				for (ci = 0; ci < ncounts; ci++) {
-					struct ar_case k = {(enum hvd_dtype)t,
-							    (enum hvd_op)op,
-							    counts[ci],
-							    {0},
-							    pieces};
+					struct ar_case k = {
+						.t = (enum hvd_dtype)t,
+						.op = (enum hvd_op)op,
+						.count = counts[ci],
+						.pieces = pieces};
 
 					if (ci == ncounts - 1 &&
 					    (t != HVD_FLOAT32 || n < 3))
 						continue;
 					run_world(n, ar_body, &k, -1);
+					/* Every rank gets the same bits. */
+					for (r = 1; r < n; r++)
+						CHECK(k.hash[r] == k.hash[0]);
 					for (r = 0; r < n; r++)
 						if (k.bad[r] != 0) {
 							printf("# %s n=%d %s op=%d count=%zu rank %d: %d wrong\n",
@@ -328,7 +344,7 @@ static void test_allreduce_several_mib(void)
 	for (i = 0; i < 4; i++) {
 		/* 1.5 M elements: 6 MiB of float32, not a multiple of 4. */
 		struct ar_case k = {
-			types[i], HVD_SUM, 1536 * 1024 + 3, {0}, false};
+			.t = types[i], .op = HVD_SUM, .count = 1536 * 1024 + 3};
 
 		run_world(4, ar_body, &k, -1);
 		for (r = 0; r < 4; r++)
@@ -336,7 +352,7 @@ static void test_allreduce_several_mib(void)
 	}
 	{
 		struct ar_case k = {
-			HVD_FLOAT32, HVD_AVERAGE, 1048573, {0}, false};
+			.t = HVD_FLOAT32, .op = HVD_AVERAGE, .count = 1048573};
 
 		run_world(3, ar_body, &k, -1);
 		for (r = 0; r < 3; r++)
@@ -459,7 +475,7 @@ static void test_barrier(void)
 
 static void test_peer_dies(void)
 {
-	struct ar_case k = {HVD_FLOAT32, HVD_SUM, 100000, {0}, false};
+	struct ar_case k = {.t = HVD_FLOAT32, .op = HVD_SUM, .count = 100000};
 	long long t0;
 	struct timespec ts;
 
