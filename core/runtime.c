@@ -701,7 +701,7 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 		for (i = 0, at = 0, k = 0; i < n && at < pos + len; i++) {
 			size_t b = (size_t)batch[i]->m.count * es, lo, hi;
 
-			if (at + b > pos) {
+			if (b > 0 && at + b > pos) {
 				const char *src;
 				char *dst;
 
@@ -728,7 +728,7 @@ static int run_allreduce_batch(struct req **batch, size_t n)
 		for (i = 0, at = 0; i < n && at < pos + len; i++) {
 			size_t b = (size_t)batch[i]->m.count * es, lo, hi;
 
-			if (at + b > pos) {
+			if (b > 0 && at + b > pos) {
 				lo = pos > at ? pos - at : 0;
 				hi = pos + len - at < b ? pos + len - at : b;
 				memcpy((char *)batch[i]->recvbuf + lo,

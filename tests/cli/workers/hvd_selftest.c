@@ -360,12 +360,12 @@ static void mode_threads(void)
 
 static void mode_fusion(void)
 {
-	hvd_handle *h[64];
+	hvd_handle *h[65];
 	float buf[64][100], src[64][100];
 	int i, j;
 
 	/* Twice: the second round goes through the response cache. Odd
-	 * tensors are out of place. */
+	 * tensors are out of place; an empty one sits among them. */
 	for (j = 0; j < 2; j++) {
 		for (i = 0; i < 64; i++) {
 			char name[32];
@@ -376,7 +376,12 @@ static void mode_fusion(void)
 			hvd_allreduce_async(name, i % 2 ? src[i] : buf[i],
 					    buf[i], 100, HVD_FLOAT32,
 					    HVD_AVERAGE, &h[i]);
+			if (i == 31)
+				hvd_allreduce_async("grad.empty", NULL, NULL, 0,
+						    HVD_FLOAT32, HVD_AVERAGE,
+						    &h[64]);
 		}
+		EXPECT(hvd_wait(h[64]) == 0, "grad.empty");
 		for (i = 0; i < 64; i++) {
 			EXPECT(hvd_wait(h[i]) == 0, "grad %d", i);
 			EXPECT(buf[i][0] == (float)i, "grad %d value", i);
