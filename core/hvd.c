@@ -3,13 +3,12 @@
  * only rank of a job of one. */
 #include <errno.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "internal.h"
 #include "mpi.h"
 #include "runtime.h"
 
-#define SPIN_US 500 /* default HVD_SPIN_US when not oversubscribed */
+#define SPIN_US 200 /* default HVD_SPIN_US */
 
 /* Before hvd_init() and after hvd_shutdown(). */
 #define FRESH_STATE                                                            \
@@ -130,13 +129,10 @@ int hvd__transport_timeout_ms(void)
 
 int hvd__transport_spin_us(void)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), us;
-	long def = ncpu > 0 && hvd__g.local_size <= ncpu ? SPIN_US : 0;
+	long us;
 
-	/* Spinning pays when every rank on this host has a CPU of its own;
-	 * with more ranks than CPUs it takes the CPU a peer needs. */
-	if (hvd__env_int("HVD_SPIN_US", def, 0, 1000000, &us) != HVD_OK)
-		us = def;
+	if (hvd__env_int("HVD_SPIN_US", SPIN_US, 0, 1000000, &us) != HVD_OK)
+		us = SPIN_US;
 	return (int)us;
 }
 

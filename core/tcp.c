@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,9 +339,10 @@ static long long now_us(void)
 }
 
 /* Send and receive at once. The syscalls come first. When both directions
- * would block, spin for up to spin_us before sleeping in poll(): the peer
- * is usually microseconds away, and a sleeping CPU (a halted virtual CPU
- * above all) takes far longer than that to wake. */
+ * would block, retry for up to spin_us, yielding the CPU between tries,
+ * before sleeping in poll(): the peer is usually microseconds away, and a
+ * sleeping CPU (a halted virtual CPU above all) takes far longer than that
+ * to wake. The yield lets a peer that shares this CPU run instead. */
 static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 			  int from, const struct iovec *rv, int rn,
 			  hvd__recv_progress progress, void *arg)
@@ -391,8 +393,11 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 
 			if (spin_end == 0)
 				spin_end = now + t->spin_us;
-			if (now < spin_end)
-				continue; /* the retried syscalls are the spin */
+			if (now < spin_end) {
+				/* Let a runnable peer on this CPU go first. */
+				sched_yield();
+				continue;
+			}
 		}
 		{
 			struct pollfd pf[2];

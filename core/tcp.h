@@ -31,8 +31,8 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		     const uint8_t token[HVD__TOKEN_LEN], int timeout_ms);
 /* An operation that waits longer than this for a peer fails. */
 void hvd__tcp_set_timeout(struct hvd__tcp *t, int timeout_ms);
-/* While a transfer waits for a peer, busy-wait up to spin_us (default 0)
- * before sleeping: worth it when every rank has a CPU of its own. */
+/* While a transfer waits for a peer, retry for up to spin_us (default 0),
+ * yielding the CPU between tries, before sleeping. */
 void hvd__tcp_set_spin(struct hvd__tcp *t, int spin_us);
 /* Shut every connection down: the peers see it at once, and fail too. */
 void hvd__tcp_abort(struct hvd__tcp *t);
