@@ -8,8 +8,6 @@
 #include "mpi.h"
 #include "runtime.h"
 
-#define SPIN_US 200 /* default HVD_SPIN_US */
-
 /* Before hvd_init() and after hvd_shutdown(). */
 #define FRESH_STATE                                                            \
 	{                                                                      \
@@ -125,15 +123,6 @@ int hvd__transport_timeout_ms(void)
 			 &ms) != HVD_OK)
 		ms = 2000;
 	return (int)ms;
-}
-
-int hvd__transport_spin_us(void)
-{
-	long us;
-
-	if (hvd__env_int("HVD_SPIN_US", SPIN_US, 0, 1000000, &us) != HVD_OK)
-		us = SPIN_US;
-	return (int)us;
 }
 
 HVD_EXPORT int hvd_initialized(void)

@@ -136,6 +136,7 @@ static struct {
 	size_t fusion_cap;
 	uint64_t fused_batches; /* batches of more than one tensor */
 	size_t segment;		/* bytes reduced at a time (cache-sized) */
+	int spin_us;		/* HVD_SPIN_US */
 	long long decided_us;	/* when this cycle's responses were known */
 	long long last_stall_us;
 	struct req *inflight; /* lock: every request not yet completed, by
@@ -1257,6 +1258,16 @@ static int read_knobs(void)
 			return rc;
 		E.segment = (size_t)seg;
 	}
+	{
+		long spin;
+
+		/* A wait on a peer retries this long, yielding, before it
+		 * sleeps: a sleeping CPU is slow to wake. */
+		rc = hvd__env_int("HVD_SPIN_US", 200, 0, 1000000, &spin);
+		if (rc != HVD_OK)
+			return rc;
+		E.spin_us = (int)spin;
+	}
 	return HVD_OK;
 }
 
@@ -1295,7 +1306,7 @@ int hvd__runtime_start(int rank, int size, bool joined, void *mpi)
 		if (rc != HVD_OK)
 			return rc;
 		hvd__tcp_set_timeout(E.tcp, hvd__transport_timeout_ms());
-		hvd__tcp_set_spin(E.tcp, hvd__transport_spin_us());
+		hvd__tcp_set_spin(E.tcp, E.spin_us);
 	}
 	E.comm.rank = rank;
 	E.comm.size = size;

@@ -18,7 +18,5 @@ void hvd__runtime_stop(void);
 uint64_t hvd__fused_batches(void);
 /* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
 int hvd__transport_timeout_ms(void);
-/* How long a wait on a peer busy-waits before sleeping (HVD_SPIN_US). */
-int hvd__transport_spin_us(void);
 
 #endif

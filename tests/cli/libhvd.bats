@@ -25,6 +25,15 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	assert_output "rank 0: ok"
 }
 
+@test "a bad libhvd setting fails hvd_init and the job, naming the variable" {
+	for v in HVD_SPIN_US=abc HVD_SPIN_US=-1 HOROVOD_FUSION_THRESHOLD=lots; do
+		run env "$v" "$HVDRUN" -np 2 -x "${v%%=*}" "$SELFTEST" all
+		assert_failure
+		assert_line --partial "${v%%=*}='${v#*=}' is not an integer"
+		refute_line --partial ": ok"
+	done
+}
+
 @test "many tensors in flight at once from several threads" {
 	run "$HVDRUN" -np 4 "$SELFTEST" threads
 	assert_success
