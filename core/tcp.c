@@ -27,15 +27,20 @@ struct hvd__tcp {
 	int rank, size;
 	int *fd; /* fd[r]: the connection to rank r, -1 for self */
 	int timeout_ms;
-	int spin_us; /* busy-wait this long before poll() */
+	int spin_us; /* retry, yielding, this long before poll() */
 };
 
-static long long now_ms(void)
+static long long now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static long long now_ms(void)
+{
+	return now_us() / 1000;
 }
 
 /* TCP_NODELAY, and socket buffers left to the kernel's autotuning, which
@@ -328,14 +333,6 @@ static size_t total(const struct iovec *v, int n)
 	for (i = 0; i < n; i++)
 		sum += v[i].iov_len;
 	return sum;
-}
-
-static long long now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* Send and receive at once. The syscalls come first. When both directions
