@@ -15,7 +15,6 @@
 
 #include "reduce.h"
 #include "ring.h"
-#include "timeline.h"
 
 /* The CUDA events that time a collective: start, after the copies in,
  * after the reduction, after the copies out (the one waited for). */

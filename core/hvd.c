@@ -3,6 +3,7 @@
  * only rank of a job of one. */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "internal.h"
 #include "mpi.h"
@@ -17,6 +18,19 @@
 
 static const struct hvd__state fresh_state = FRESH_STATE;
 struct hvd__state hvd__g = FRESH_STATE;
+
+long long hvd__now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+long long hvd__now_ms(void)
+{
+	return hvd__now_us() / 1000;
+}
 
 int hvd__env_int(const char *name, long def, long min, long max, long *out)
 {

@@ -30,6 +30,10 @@ extern struct hvd__state hvd__g;
  * not an integer in [min, max]: HVD_EINVAL, logged with its name. */
 int hvd__env_int(const char *name, long def, long min, long max, long *out);
 
+/* The monotonic clock, in microseconds and in milliseconds. */
+long long hvd__now_us(void);
+long long hvd__now_ms(void);
+
 void hvd__log(enum hvd__log_level level, const char *func, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 #define hvd__warn(...) hvd__log(HVD__LOG_WARNING, __func__, __VA_ARGS__)

@@ -15,19 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../proto/rendezvous.h"
 #include "internal.h"
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int read_full(int fd, void *buf, size_t len, long long deadline)
 {
@@ -35,7 +26,7 @@ static int read_full(int fd, void *buf, size_t len, long long deadline)
 
 	while (len > 0) {
 		struct pollfd pf = {fd, POLLIN, 0};
-		long long left = deadline - now_ms();
+		long long left = deadline - hvd__now_ms();
 		ssize_t n;
 
 		if (left <= 0)
@@ -99,7 +90,8 @@ static int try_register(const char *addr, const char *bind_ip, int rank,
 	fd = connect_addr(addr, 2000);
 	if (fd < 0)
 		goto out;
-	if (read_full(fd, hello, sizeof(hello), now_ms() + 3000) != HVD_OK ||
+	if (read_full(fd, hello, sizeof(hello), hvd__now_ms() + 3000) !=
+		    HVD_OK ||
 	    !rdv_hello_decode(hello, snonce))
 		goto out_close;
 	/* Peers reach us on the chosen interface, or else on the one that
@@ -143,7 +135,7 @@ static int read_peers(int fd, int size, const uint8_t *secret,
 
 	while (buf != NULL) {
 		struct pollfd pf = {fd, POLLIN, 0};
-		long long left = deadline - now_ms();
+		long long left = deadline - hvd__now_ms();
 		ssize_t n;
 		int d = rdv_peers_decode(buf, len, secret, nonce,
 					 (uint32_t)size, addrs);
@@ -234,7 +226,7 @@ int hvd__join(int rank, int size, struct hvd__tcp **out)
 	rc = hvd__env_int("HVD_START_TIMEOUT", 30, 1, 86400, &timeout_s);
 	if (rc != HVD_OK)
 		return rc;
-	deadline = now_ms() + timeout_s * 1000 + 5000;
+	deadline = hvd__now_ms() + timeout_s * 1000 + 5000;
 	if (ifaces != NULL && *ifaces != '\0') {
 		rc = iface_addr(ifaces, bind_ip, sizeof(bind_ip));
 		if (rc != HVD_OK) {
@@ -280,7 +272,7 @@ int hvd__join(int rank, int size, struct hvd__tcp **out)
 		addrv[r] = addrs + (size_t)r * (RDV_ADDR_MAX + 1);
 	rdv_mesh_token(secret, token);
 	rc = hvd__tcp_connect(t, rank, size, addrv, token,
-			      (int)(deadline - now_ms()));
+			      (int)(deadline - hvd__now_ms()));
 out:
 	if (fd >= 0)
 		close(fd);

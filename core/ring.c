@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "internal.h"
 #include "reduce.h"
 
 #define BCAST_SEGMENT (256 * 1024)
@@ -100,14 +100,6 @@ static int mod(int a, int n)
 	return ((a % n) + n) % n;
 }
 
-static long long mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 int hvd__ring_allreduce(const struct hvd__comm *c, void *buf, size_t count,
 			enum hvd_dtype t, enum hvd_op op)
 {
@@ -173,7 +165,7 @@ int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 			  int nv, enum hvd_dtype t, enum hvd_op op,
 			  struct hvd__ring_times *times)
 {
-	long long t0 = times ? mono_us() : 0;
+	long long t0 = times ? hvd__now_us() : 0;
 	size_t esize = hvd__dtype_size(t), count = 0, maxlen, st, ln, sst, sln;
 	int n = c->size, right = mod(c->rank + 1, n),
 	    left = mod(c->rank - 1, n);
@@ -188,7 +180,7 @@ int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 	if (count * esize <= SMALL_ALLREDUCE) {
 		rc = allreduce_small(c, v, nv, count * esize, t, op);
 		if (times != NULL)
-			times->reduce_scatter_us += mono_us() - t0;
+			times->reduce_scatter_us += hvd__now_us() - t0;
 		return rc;
 	}
 	chunk(count, n, 0, &st, &maxlen);
@@ -217,7 +209,7 @@ int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 		rc = xchg(c, right, sv, ns, left, &tv, 1, reduce_progress, &a);
 	}
 	if (times != NULL) {
-		long long t1 = mono_us();
+		long long t1 = hvd__now_us();
 
 		times->reduce_scatter_us += t1 - t0;
 		t0 = t1;
@@ -235,7 +227,7 @@ int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 		rc = xchg(c, right, sv, ns, left, rv, nr, NULL, NULL);
 	}
 	if (times != NULL)
-		times->allgather_us += mono_us() - t0;
+		times->allgather_us += hvd__now_us() - t0;
 	free(sv);
 	free(tmp);
 	return rc;

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -29,19 +28,6 @@ struct hvd__tcp {
 	int timeout_ms;
 	int spin_us; /* retry, yielding, this long before poll() */
 };
-
-static long long now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static long long now_ms(void)
-{
-	return now_us() / 1000;
-}
 
 /* TCP_NODELAY, and socket buffers left to the kernel's autotuning, which
  * grows them to tcp_rmem/tcp_wmem's maximum (6 MiB and 4 MiB by default):
@@ -127,7 +113,7 @@ static int xfer(int fd, void *buf, size_t len, bool sending, long long deadline)
 			return HVD_ECONN;
 		if (errno != EAGAIN && errno != EINTR)
 			return HVD_ECONN;
-		left = deadline - now_ms();
+		left = deadline - hvd__now_ms();
 		if (left <= 0)
 			return HVD_ETIMEDOUT;
 		poll(&pf, 1, (int)left);
@@ -165,7 +151,7 @@ static int connect_to(const struct hvd__tcp *t, const char *addr,
 	if (hvd__parse_addr(addr, &sa) != HVD_OK)
 		return -1;
 	/* The peer may not listen yet: retry until the deadline. */
-	while (now_ms() < deadline) {
+	while (hvd__now_ms() < deadline) {
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -1;
@@ -186,7 +172,7 @@ static int connect_to(const struct hvd__tcp *t, const char *addr,
 int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		     const uint8_t token[HVD__TOKEN_LEN], int timeout_ms)
 {
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = hvd__now_ms() + timeout_ms;
 	uint8_t hello[4 + HVD__TOKEN_LEN];
 	int r, accepted = 0, rc = HVD_OK;
 
@@ -219,7 +205,7 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 	/* Accept up; a connection without our token is closed. */
 	while (rc == HVD_OK && accepted < size - 1 - rank) {
 		struct pollfd pf = {t->listen_fd, POLLIN, 0};
-		long long left = deadline - now_ms();
+		long long left = deadline - hvd__now_ms();
 		int fd, from;
 
 		if (left <= 0) {
@@ -234,8 +220,8 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		if (fd < 0)
 			continue;
 		tune(fd);
-		if (xfer(fd, hello, sizeof(hello), false, now_ms() + 2000) !=
-			    HVD_OK ||
+		if (xfer(fd, hello, sizeof(hello), false,
+			 hvd__now_ms() + 2000) != HVD_OK ||
 		    memcmp(hello + 4, token, HVD__TOKEN_LEN) != 0) {
 			close(fd);
 			continue;
@@ -349,7 +335,7 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 	size_t slen = total(sv, sn), rlen = total(rv, rn);
 	size_t sent = 0, got = 0, reported = 0;
 	int sfd = slen ? t->fd[to] : -1, rfd = rlen ? t->fd[from] : -1;
-	long long deadline = now_ms() + t->timeout_ms, spin_end = 0;
+	long long deadline = hvd__now_ms() + t->timeout_ms, spin_end = 0;
 
 	if ((slen && sfd < 0) || (rlen && rfd < 0))
 		return HVD_ECONN;
@@ -381,12 +367,12 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 		}
 		if (moved) {
 			/* Progress resets the clock: only silence times out. */
-			deadline = now_ms() + t->timeout_ms;
+			deadline = hvd__now_ms() + t->timeout_ms;
 			spin_end = 0;
 			continue;
 		}
 		if (t->spin_us > 0) {
-			long long now = now_us();
+			long long now = hvd__now_us();
 
 			if (spin_end == 0)
 				spin_end = now + t->spin_us;
@@ -399,7 +385,7 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 		{
 			struct pollfd pf[2];
 			int n = 0, i;
-			long long left = deadline - now_ms();
+			long long left = deadline - hvd__now_ms();
 
 			if (left <= 0)
 				return HVD_ETIMEDOUT;

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -17,14 +16,6 @@ struct hvd__timeline {
 	char **names; /* tid - 1 -> tensor name */
 	size_t nnames;
 };
-
-long long hvd__now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* Append one event and the closing bracket, then step back over it. */
 static void emit(struct hvd__timeline *tl, const char *json)

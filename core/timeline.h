@@ -18,6 +18,5 @@ void hvd__timeline_span(struct hvd__timeline *tl, const char *name,
 void hvd__timeline_mark(struct hvd__timeline *tl, const char *what,
 			long long ts_us);
 void hvd__timeline_close(struct hvd__timeline *tl);
-long long hvd__now_us(void);
 
 #endif
