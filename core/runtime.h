@@ -1,5 +1,5 @@
-/* runtime.h: the engine behind the collectives (runtime.c): its start and
- * stop, called by hvd_init() and hvd_shutdown(). */
+/* runtime.h: the engine behind the collectives (engine.h names its
+ * parts): its start and stop, called by hvd_init() and hvd_shutdown(). */
 #ifndef HVD_RUNTIME_H
 #define HVD_RUNTIME_H
 

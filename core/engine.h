@@ -1,0 +1,230 @@
+/* engine.h: the parts of libhvd's engine and what they share. A
+ * collective travels through them in this order:
+ *
+ *   api.c        the public calls: arguments checked, a request queued
+ *   queue.c      requests and handles, between user threads and the
+ *                background thread (the only lock)
+ *   runtime.c    the background thread: one cycle after another
+ *   negotiate.c  each cycle, which requests every rank has submitted
+ *                (the cache's bit vector, else the coordinator on rank
+ *                0), and whether they agree
+ *   cache.c      the response cache behind the bit vector
+ *   control.c    the coordinator's messages: one encoder and decoder
+ *   fusion.c     the agreed responses in order, consecutive allreduces
+ *                batched up to the fusion threshold
+ *   op_*.c       how each collective runs (allreduce, broadcast,
+ *                allgather, barrier), on the CPU (ring.h) or GPU (gpu.h)
+ *   knobs.c      the HOROVOD_* settings, read once at start
+ */
+#ifndef HVD_ENGINE_H
+#define HVD_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu.h"
+#include "internal.h"
+#include "tcp.h"
+#include "timeline.h"
+#include "transport.h"
+
+/* The longest tensor name, in bytes. */
+#define HVD__NAME_MAX 4096
+
+enum hvd__req_type {
+	HVD__REQ_ALLREDUCE,
+	HVD__REQ_BROADCAST,
+	HVD__REQ_ALLGATHER,
+	HVD__REQ_BARRIER,
+};
+
+/* "allreduce", ...: indexed by enum hvd__req_type. */
+extern const char *const hvd__req_names[];
+
+/* What every rank must agree on for one tensor. */
+struct hvd__meta {
+	uint8_t type, dtype, op;
+	uint8_t gpu; /* 1: the buffers are in GPU memory (NCCL) */
+	int32_t root;
+	uint64_t count;
+};
+
+struct hvd_handle {
+	int status;
+	bool done;
+	char *msg; /* why it failed, for the waiting thread */
+};
+
+/* One collective submitted by this rank. */
+struct hvd__req {
+	char *name;
+	struct hvd__meta m;
+	uint64_t local_count; /* allgather: this rank's count (m.count is 0:
+				 counts may differ between ranks) */
+	const void *sendbuf;
+	void *recvbuf;
+	void **gather_out;
+	size_t *gather_count;
+	struct hvd_handle *h;
+	void *ready; /* GPU: the event the collective waits for */
+	long long enqueued_us;
+	bool reported; /* sent to the coordinator */
+	int cache;     /* cache entry this request matches, -1 none */
+	struct hvd__req *next;
+	struct hvd__req *inflight_next;
+};
+
+/* One response, the same on every rank. */
+struct hvd__resp {
+	char *name;
+	struct hvd__meta m;
+	int32_t cache; /* entry to record it in, -1 none; for an
+			       error, its HVD_E* code */
+	char *error;   /* NULL: run it */
+};
+
+/* The settings of knobs.c. */
+struct hvd__knobs {
+	long fusion_threshold; /* HOROVOD_FUSION_THRESHOLD, bytes */
+	double cycle_ms;       /* HOROVOD_CYCLE_TIME */
+	long cache_cap;	       /* HOROVOD_CACHE_CAPACITY */
+	long stall_warn_s, stall_shutdown_s;
+	bool stall_check;
+	bool mark_cycles;
+	size_t segment; /* bytes reduced at a time (cache-sized) */
+	int spin_us;	/* HVD_SPIN_US */
+};
+
+struct hvd__cache_entry {
+	char *name; /* NULL: free */
+	struct hvd__meta m;
+};
+
+struct hvd__pending;
+
+/* The background thread's state: nothing here is touched by another
+ * thread (the queue's shared state lives in queue.c, behind its lock). */
+struct hvd__engine {
+	struct hvd__knobs k;
+	struct hvd__comm comm;
+	struct hvd__tcp *tcp;
+	void *mpi;	      /* the MPI transport, when MPI runs the job */
+	struct hvd__gpu *gpu; /* NCCL, from the first GPU collective on */
+	char gpu_why[512];    /* why the last GPU collective failed */
+	struct hvd__req *pending_local; /* submitted here, not yet run */
+	struct hvd__cache_entry *cache; /* k.cache_cap entries */
+	struct hvd__pending *coord;	/* rank 0: names some ranks sent */
+	struct hvd__timeline *tl;
+	char *fusion; /* the fusion buffer, when the transport needs one */
+	size_t fusion_cap;
+	uint64_t fused_batches; /* batches of more than one tensor */
+	long long decided_us;	/* when this cycle's responses were known */
+	long long last_stall_us;
+};
+
+/* ---- queue.c (any thread, unless it says) ---- */
+
+/* Set the calling thread's hvd_error_message(). */
+void hvd__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Queue a request for the background thread; *out is its handle. It owns
+ * `ready` (a GPU request's event) from here on, also when it refuses. */
+int hvd__enqueue(const char *name, const struct hvd__meta *m,
+		 const void *sendbuf, void *recvbuf, void **gout,
+		 size_t *gcount, uint64_t local_count, void *ready,
+		 hvd_handle **out);
+/* Ready the queue for a new start. */
+void hvd__queue_reset(void);
+/* The background thread: wait up to cycle_ms for new requests and take
+ * them; *shutdown says whether hvd_shutdown() asked to stop. */
+struct hvd__req *hvd__queue_take(double cycle_ms, bool *shutdown);
+/* Ask the background thread to stop. */
+void hvd__queue_shutdown(void);
+/* Refuse every later request with status; return the requests queued
+ * but not yet taken, for the caller to complete. */
+struct hvd__req *hvd__queue_break(int status);
+/* The status that stopped the engine, or 0. */
+int hvd__queue_broken(void);
+/* Complete r (and free it) with exactly this message (may be NULL). */
+void hvd__req_finish(struct hvd__req *r, int status, const char *msg);
+/* Complete r with status; a failure's message names the collective and
+ * the tensor, and why (NULL: hvd_strerror(status)). */
+void hvd__req_complete(struct hvd__req *r, int status, const char *why);
+
+/* ---- knobs.c ---- */
+
+/* Read every HOROVOD_* and HVD_* setting of the engine; a bad value is
+ * HVD_EINVAL, logged with its name. */
+int hvd__knobs_read(struct hvd__knobs *k, int size);
+
+/* ---- cache.c (background thread) ---- */
+
+int hvd__cache_new(struct hvd__engine *e);
+void hvd__cache_free(struct hvd__engine *e);
+/* The entry holding name with meta m (NULL: any meta), or -1. */
+int hvd__cache_find(const struct hvd__engine *e, const char *name,
+		    const struct hvd__meta *m);
+/* Rank 0: give each new response an entry (the one of its name, if any,
+ * else a free one), never two in one cycle the same. */
+void hvd__cache_assign(const struct hvd__engine *e, struct hvd__resp *v,
+		       size_t n);
+/* Record the responses' entries, the same on every rank. */
+void hvd__cache_record(struct hvd__engine *e, const struct hvd__resp *v,
+		       size_t n);
+
+/* ---- control.c (background thread) ---- */
+
+/* This rank's requests not yet sent to the coordinator (marked sent). */
+int hvd__ctl_send_requests(struct hvd__engine *e, int to);
+/* Rank 0: a rank's requests, each passed to submit(). */
+typedef void (*hvd__ctl_submit)(void *arg, const char *name,
+				const struct hvd__meta *m, int rank);
+int hvd__ctl_recv_requests(struct hvd__engine *e, int from,
+			   hvd__ctl_submit submit, void *arg);
+/* This rank's own requests, to submit() without a transfer (rank 0). */
+void hvd__ctl_local_requests(struct hvd__engine *e, hvd__ctl_submit submit,
+			     void *arg);
+int hvd__ctl_send_responses(struct hvd__engine *e, int to,
+			    const struct hvd__resp *v, size_t n);
+int hvd__ctl_recv_responses(struct hvd__engine *e, int from,
+			    struct hvd__resp **v, size_t *n);
+void hvd__resps_free(struct hvd__resp *v, size_t n);
+
+/* ---- negotiate.c (background thread) ---- */
+
+/* One cycle's agreement: the cached tensors ready on every rank, then
+ * the coordinator's new responses (recorded in the cache), in the order
+ * every rank runs them. HVD_ESHUTDOWN: some rank is shutting down. */
+int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
+		   struct hvd__resp **v, size_t *n);
+/* Forget what the coordinator knows. */
+void hvd__negotiate_free(struct hvd__engine *e);
+/* "allreduce of 10 float32 op sum", for messages. */
+void hvd__meta_describe(const struct hvd__meta *m, char *buf, size_t len);
+bool hvd__meta_equal(const struct hvd__meta *a, const struct hvd__meta *b);
+
+/* ---- fusion.c (background thread) ---- */
+
+/* Run the responses in order, fusing allreduces. Returns the error that
+ * stops the engine, if any; every request touched is completed. */
+int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n);
+/* The fusion buffer, at least bytes long. */
+int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes);
+/* A timeline span of tensor name from t0 to now. */
+void hvd__span(const struct hvd__engine *e, const char *name, const char *what,
+	       long long t0);
+
+/* ---- op_*.c (background thread): one collective each ---- */
+
+int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n);
+int hvd__op_broadcast(struct hvd__engine *e, struct hvd__req *r);
+int hvd__op_allgather(struct hvd__engine *e, struct hvd__req *r);
+int hvd__op_barrier(struct hvd__engine *e, struct hvd__req *r);
+
+/* ---- runtime.c (background thread) ---- */
+
+/* NCCL, set up at the first GPU collective (every rank gets there
+ * together: every rank runs the same responses in the same order). */
+int hvd__gpu_engine(struct hvd__engine *e);
+
+#endif

@@ -1,0 +1,160 @@
+/* fusion.c: the agreed responses, run in their order on every rank.
+ * Consecutive allreduces of one dtype, op and memory (CPU or GPU) are
+ * fused into one batch up to HOROVOD_FUSION_THRESHOLD bytes, and the
+ * batch runs as one collective (op_allreduce.c); every other response
+ * runs alone (op_*.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "reduce.h"
+
+void hvd__span(const struct hvd__engine *e, const char *name, const char *what,
+	       long long t0)
+{
+	if (e->tl != NULL)
+		hvd__timeline_span(e->tl, name, what, t0, hvd__now_us() - t0);
+}
+
+int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes)
+{
+	char *f;
+
+	if (e->fusion_cap >= bytes)
+		return HVD_OK;
+	f = realloc(e->fusion, bytes);
+	if (f == NULL)
+		return HVD_ENOMEM;
+	e->fusion = f;
+	e->fusion_cap = bytes;
+	return HVD_OK;
+}
+
+/* Take the local request for a response out of the pending list. */
+static struct hvd__req *take_local(struct hvd__engine *e, const char *name)
+{
+	struct hvd__req **pp, *r;
+
+	for (pp = &e->pending_local; (r = *pp) != NULL; pp = &r->next)
+		if (strcmp(r->name, name) == 0) {
+			*pp = r->next;
+			r->next = NULL;
+			return r;
+		}
+	return NULL;
+}
+
+/* Whether an operation's failure stops the engine: every failure but a
+ * GPU set-up that every rank agreed had failed (the CPU collectives go
+ * on; a GPU collective that failed half-way leaves the peers waiting). */
+static bool engine_error(int status)
+{
+	return status != HVD_OK && status != HVD_ENOTSUP;
+}
+
+static void complete(struct hvd__engine *e, struct hvd__req *r, int status)
+{
+	hvd__req_complete(r, status,
+			  r->m.gpu && e->gpu_why[0] != '\0' ? e->gpu_why
+							    : NULL);
+}
+
+/* Whether response x may join a batch that r started. */
+static bool fuses_with(const struct hvd__resp *x, const struct hvd__req *r)
+{
+	return x->error == NULL && x->m.type == HVD__REQ_ALLREDUCE &&
+	       x->m.dtype == r->m.dtype && x->m.op == r->m.op &&
+	       x->m.gpu == r->m.gpu;
+}
+
+/* The batch that r starts: the allreduces that follow it and fuse with
+ * it, up to the threshold. Advances *i past them. */
+static size_t plan_batch(struct hvd__engine *e, struct hvd__req *r,
+			 struct hvd__resp *v, size_t n, size_t *i,
+			 struct hvd__req **batch)
+{
+	size_t es = hvd__dtype_size((enum hvd_dtype)r->m.dtype);
+	size_t bytes = (size_t)r->m.count * es, nb = 0;
+
+	batch[nb++] = r;
+	while (*i < n && fuses_with(&v[*i], r)) {
+		size_t more = (size_t)v[*i].m.count * es;
+		struct hvd__req *q;
+
+		if (bytes + more > (size_t)e->k.fusion_threshold)
+			break;
+		q = take_local(e, v[*i].name);
+		(*i)++;
+		if (q == NULL)
+			continue;
+		batch[nb++] = q;
+		bytes += more;
+	}
+	return nb;
+}
+
+static int run_one(struct hvd__engine *e, struct hvd__req *r)
+{
+	switch (r->m.type) {
+	case HVD__REQ_BROADCAST:
+		return hvd__op_broadcast(e, r);
+	case HVD__REQ_ALLGATHER:
+		return hvd__op_allgather(e, r);
+	case HVD__REQ_BARRIER:
+		return hvd__op_barrier(e, r);
+	default:
+		return HVD_EPROTO;
+	}
+}
+
+int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
+{
+	struct hvd__req **batch = calloc(n + 1, sizeof(*batch));
+	size_t i = 0, nb, k;
+	int rc = HVD_OK, s;
+
+	if (batch == NULL)
+		return HVD_ENOMEM;
+	while (i < n) {
+		struct hvd__req *r = take_local(e, v[i].name);
+
+		if (r == NULL) { /* cannot happen: every rank submitted it */
+			i++;
+			continue;
+		}
+		if (v[i].error != NULL) {
+			hvd__error("%s", v[i].error);
+			hvd__req_finish(
+				r, v[i].cache < 0 ? v[i].cache : HVD_EMISMATCH,
+				v[i].error);
+			i++;
+			continue;
+		}
+		if (e->tl != NULL) {
+			long long now = hvd__now_us();
+
+			/* Negotiation until the cycle decided; then the wait
+			 * behind the operations run before it. */
+			hvd__timeline_span(e->tl, r->name, "NEGOTIATE",
+					   r->enqueued_us,
+					   e->decided_us - r->enqueued_us);
+			hvd__timeline_span(e->tl, r->name, "QUEUE",
+					   e->decided_us, now - e->decided_us);
+		}
+		i++;
+		if (r->m.type == HVD__REQ_ALLREDUCE) {
+			nb = plan_batch(e, r, v, n, &i, batch);
+			s = rc != HVD_OK ? rc : hvd__op_allreduce(e, batch, nb);
+		} else {
+			batch[0] = r;
+			nb = 1;
+			s = rc != HVD_OK ? rc : run_one(e, r);
+		}
+		if (engine_error(s) && rc == HVD_OK)
+			rc = s;
+		for (k = 0; k < nb; k++)
+			complete(e, batch[k], s);
+	}
+	free(batch);
+	return rc;
+}

@@ -1,0 +1,23 @@
+/* op_broadcast.c: how a broadcast runs: the root's buffer to every rank,
+ * by the ring's pipelined chain (ring.h) or over NCCL (gpu.h). */
+#include "engine.h"
+#include "reduce.h"
+#include "ring.h"
+
+int hvd__op_broadcast(struct hvd__engine *e, struct hvd__req *r)
+{
+	size_t bytes = (size_t)r->m.count *
+		       hvd__dtype_size((enum hvd_dtype)r->m.dtype);
+	long long t0 = hvd__now_us();
+	int rc;
+
+	if (!r->m.gpu)
+		rc = hvd__ring_broadcast(&e->comm, r->recvbuf, bytes,
+					 r->m.root);
+	else if ((rc = hvd__gpu_engine(e)) == HVD_OK)
+		rc = hvd__gpu_broadcast(e->gpu, r->recvbuf, bytes, r->m.root,
+					r->ready, e->gpu_why,
+					sizeof(e->gpu_why));
+	hvd__span(e, r->name, r->m.gpu ? "NCCL_BROADCAST" : "BROADCAST", t0);
+	return rc;
+}
