@@ -195,6 +195,7 @@ bench: deps
 	@tests/bench/launch-ssh
 	@tests/bench/check
 	@tests/bench/allreduce
+	@tests/bench/collectives
 	@tests/bench/gpu
 
 install: all

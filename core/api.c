@@ -1,9 +1,36 @@
 /* api.c: libhvd's public collectives. Each checks its arguments on the
  * caller's thread (a bad one fails at once, with hvd_error_message()),
- * describes what every rank must agree on, and queues the request
- * (queue.c); the background thread does the rest. */
+ * describes what every rank must agree on (struct hvd__meta), and queues
+ * the request (queue.c); the background thread does the rest. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "engine.h"
 #include "reduce.h"
+#include "ring.h"
+
+/* One call's arguments, as the request will carry them. */
+struct call {
+	const char *name;
+	struct hvd__meta m;
+	const void *sendbuf;
+	void *recvbuf;
+	void **gather_out;
+	size_t *gather_count;
+	uint64_t local_count;
+	const size_t *sendcounts; /* alltoall */
+	size_t *recvcounts;	  /* alltoall */
+};
+
+static int check_name(const char *name)
+{
+	if (name == NULL || *name == '\0' || strlen(name) > HVD__NAME_MAX) {
+		hvd__set_error("a tensor needs a name of 1 to %d bytes",
+			       HVD__NAME_MAX);
+		return HVD_EINVAL;
+	}
+	return HVD_OK;
+}
 
 static int check_args(const void *buf, size_t count, enum hvd_dtype t)
 {
@@ -14,6 +41,33 @@ static int check_args(const void *buf, size_t count, enum hvd_dtype t)
 	if (buf == NULL && count > 0) {
 		hvd__set_error("a NULL buffer for %zu elements", count);
 		return HVD_EINVAL;
+	}
+	return HVD_OK;
+}
+
+/* A reduction's op, factors and dtype (allreduce, reducescatter). */
+static int check_reduction(enum hvd_dtype t, enum hvd_op op, double pre,
+			   double post, bool gpu)
+{
+	if (!hvd__op_valid((int)op)) {
+		hvd__set_error("unknown op %d", (int)op);
+		return HVD_EINVAL;
+	}
+	if ((pre != 1.0 || post != 1.0) && !hvd__dtype_float(t)) {
+		hvd__set_error(
+			"scaling factors (%g, %g) need a floating-point dtype, not %s",
+			pre, post, hvd__dtype_name(t));
+		return HVD_EINVAL;
+	}
+	if (gpu && t == HVD_INT16) {
+		hvd__set_error("NCCL cannot reduce int16 tensors");
+		return HVD_ENOTSUP;
+	}
+	if (gpu && (pre != 1.0 || post != 1.0) && op != HVD_SUM &&
+	    op != HVD_AVERAGE) {
+		hvd__set_error(
+			"on the GPU, scaling factors need op sum or average");
+		return HVD_ENOTSUP;
 	}
 	return HVD_OK;
 }
@@ -35,40 +89,87 @@ static int gpu_buffer(bool gpu, const void *buf, size_t bytes, void **ready)
 	return rc;
 }
 
+/* Check the send (and, if apart, receive) buffer of a GPU call, then
+ * make the request and queue it. */
+static int queue_call(const struct call *c, size_t sbytes, size_t rbytes,
+		      hvd_handle **out)
+{
+	struct hvd__req *r;
+	uint64_t *sc = NULL;
+	void *ready = NULL;
+	int rc = check_name(c->name);
+
+	*out = NULL;
+	if (rc == HVD_OK && c->recvbuf != NULL && c->recvbuf != c->sendbuf)
+		rc = gpu_buffer(c->m.gpu, c->recvbuf, rbytes, NULL);
+	if (rc == HVD_OK)
+		rc = gpu_buffer(c->m.gpu, c->sendbuf, sbytes, &ready);
+	if (rc != HVD_OK)
+		return rc;
+	/* The caller's sendcounts may go once the call returns. */
+	if (c->sendcounts != NULL) {
+		size_t n = (size_t)hvd__g.size, i;
+
+		sc = malloc(n * sizeof(*sc));
+		for (i = 0; sc != NULL && i < n; i++)
+			sc[i] = c->sendcounts[i];
+	}
+	if (c->sendcounts != NULL && sc == NULL) {
+		hvd__gpu_release(ready);
+		return HVD_ENOMEM;
+	}
+	r = hvd__req_new(c->name, &c->m, ready); /* it owns ready now */
+	if (r == NULL) {
+		free(sc);
+		return HVD_ENOMEM;
+	}
+	r->sendbuf = c->sendbuf;
+	r->recvbuf = c->recvbuf;
+	r->gather_out = c->gather_out;
+	r->gather_count = c->gather_count;
+	r->local_count = c->local_count;
+	r->recvcounts = c->recvcounts;
+	r->sendcounts = sc;
+	return hvd__enqueue(r, out);
+}
+
 static int allreduce_async(const char *name, const void *sendbuf, void *recvbuf,
 			   size_t count, enum hvd_dtype dtype, enum hvd_op op,
-			   bool gpu, hvd_handle **out)
+			   double pre, double post, bool gpu, hvd_handle **out)
 {
-	struct hvd__meta m = {
-		HVD__REQ_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, gpu, 0, count};
-	void *ready = NULL;
+	struct call c = {
+		.name = name,
+		.m = {HVD__REQ_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, gpu, 0,
+		      count, 0, pre, post, 0, 0, 0},
+		.sendbuf = sendbuf,
+		.recvbuf = recvbuf,
+		.local_count = count,
+	};
 	int rc = check_args(sendbuf, count, dtype);
 
 	*out = NULL;
-	if (rc == HVD_OK && (recvbuf == NULL && count > 0))
-		rc = check_args(NULL, count, dtype);
-	if (rc == HVD_OK && !hvd__op_valid((int)op)) {
-		hvd__set_error("unknown op %d", (int)op);
-		rc = HVD_EINVAL;
-	}
+	if (rc == HVD_OK)
+		rc = check_args(recvbuf, count, dtype);
+	if (rc == HVD_OK)
+		rc = check_reduction(dtype, op, pre, post, gpu);
 	if (rc != HVD_OK)
 		return rc;
-	rc = gpu_buffer(gpu, recvbuf, count * hvd__dtype_size(dtype), NULL);
-	if (rc == HVD_OK)
-		rc = gpu_buffer(gpu, sendbuf, count * hvd__dtype_size(dtype),
-				&ready);
-	return rc != HVD_OK ? rc
-			    : hvd__enqueue(name, &m, sendbuf, recvbuf, NULL,
-					   NULL, count, ready, out);
+	return queue_call(&c, count * hvd__dtype_size(dtype),
+			  count * hvd__dtype_size(dtype), out);
 }
 
 static int broadcast_async(const char *name, void *buf, size_t count,
 			   enum hvd_dtype dtype, int root, bool gpu,
 			   hvd_handle **out)
 {
-	struct hvd__meta m = {
-		HVD__REQ_BROADCAST, (uint8_t)dtype, 0, gpu, root, count};
-	void *ready = NULL;
+	struct call c = {
+		.name = name,
+		.m = {HVD__REQ_BROADCAST, (uint8_t)dtype, 0, gpu, root, count,
+		      0, 1, 1, 0, 0, 0},
+		.sendbuf = buf,
+		.recvbuf = buf,
+		.local_count = count,
+	};
 	int rc = check_args(buf, count, dtype);
 
 	*out = NULL;
@@ -77,12 +178,9 @@ static int broadcast_async(const char *name, void *buf, size_t count,
 			       hvd__g.size);
 		rc = HVD_EINVAL;
 	}
-	if (rc == HVD_OK)
-		rc = gpu_buffer(gpu, buf, count * hvd__dtype_size(dtype),
-				&ready);
-	return rc != HVD_OK ? rc
-			    : hvd__enqueue(name, &m, buf, buf, NULL, NULL,
-					   count, ready, out);
+	return rc != HVD_OK
+		       ? rc
+		       : queue_call(&c, count * hvd__dtype_size(dtype), 0, out);
 }
 
 static int allgather_async(const char *name, const void *sendbuf, size_t count,
@@ -90,8 +188,15 @@ static int allgather_async(const char *name, const void *sendbuf, size_t count,
 			   size_t *recvcount, bool gpu, hvd_handle **out)
 {
 	/* count differs per rank: the coordinator compares the rest. */
-	struct hvd__meta m = {HVD__REQ_ALLGATHER, (uint8_t)dtype, 0, gpu, 0, 0};
-	void *ready = NULL;
+	struct call c = {
+		.name = name,
+		.m = {HVD__REQ_ALLGATHER, (uint8_t)dtype, 0, gpu, 0, 0, 0, 1, 1,
+		      0, 0, 0},
+		.sendbuf = sendbuf,
+		.gather_out = recvbuf,
+		.gather_count = recvcount,
+		.local_count = count,
+	};
 	int rc = check_args(sendbuf, count, dtype);
 
 	*out = NULL;
@@ -99,15 +204,103 @@ static int allgather_async(const char *name, const void *sendbuf, size_t count,
 		hvd__set_error("allgather needs somewhere to put its result");
 		rc = HVD_EINVAL;
 	}
-	if (rc == HVD_OK)
-		rc = gpu_buffer(gpu, sendbuf, count * hvd__dtype_size(dtype),
-				&ready);
 	if (rc != HVD_OK)
 		return rc;
 	*recvbuf = NULL;
 	*recvcount = 0;
-	return hvd__enqueue(name, &m, sendbuf, NULL, recvbuf, recvcount, count,
-			    ready, out);
+	return queue_call(&c, count * hvd__dtype_size(dtype), 0, out);
+}
+
+static int alltoall_async(const char *name, const void *sendbuf,
+			  const size_t *sendcounts, size_t block,
+			  enum hvd_dtype dtype, void **recvbuf,
+			  size_t *recvcount, size_t *recvcounts, bool gpu,
+			  hvd_handle **out)
+{
+	struct call c = {
+		.name = name,
+		.m = {HVD__REQ_ALLTOALL, (uint8_t)dtype, 0, gpu, 0, 0, block, 1,
+		      1, 0, 0, 0},
+		.sendbuf = sendbuf,
+		.gather_out = recvbuf,
+		.gather_count = recvcount,
+		.sendcounts = sendcounts,
+		.recvcounts = recvcounts,
+	};
+	size_t total = 0;
+	int i, rc = check_args(sendbuf, 0, dtype);
+
+	*out = NULL;
+	if (rc == HVD_OK && (sendcounts == NULL || recvbuf == NULL ||
+			     recvcount == NULL || recvcounts == NULL)) {
+		hvd__set_error("alltoall needs sendcounts, recvbuf, recvcount "
+			       "and recvcounts");
+		rc = HVD_EINVAL;
+	}
+	if (rc == HVD_OK && block == 0) {
+		hvd__set_error("alltoall: a row of 0 elements");
+		rc = HVD_EINVAL;
+	}
+	for (i = 0; rc == HVD_OK && i < hvd__g.size; i++) {
+		if (sendcounts[i] % block != 0) {
+			hvd__set_error(
+				"alltoall: %zu elements for rank %d are not whole rows of %zu",
+				sendcounts[i], i, block);
+			rc = HVD_EINVAL;
+		}
+		total += sendcounts[i];
+	}
+	if (rc == HVD_OK)
+		rc = check_args(sendbuf, total, dtype);
+	if (rc != HVD_OK)
+		return rc;
+	c.local_count = total;
+	*recvbuf = NULL;
+	*recvcount = 0;
+	return queue_call(&c, total * hvd__dtype_size(dtype), 0, out);
+}
+
+static int reducescatter_async(const char *name, const void *sendbuf,
+			       void *recvbuf, size_t count, size_t block,
+			       enum hvd_dtype dtype, enum hvd_op op, double pre,
+			       double post, bool gpu, hvd_handle **out)
+{
+	struct call c = {
+		.name = name,
+		.m = {HVD__REQ_REDUCESCATTER, (uint8_t)dtype, (uint8_t)op, gpu,
+		      0, count, block, pre, post, 0, 0, 0},
+		.sendbuf = sendbuf,
+		.recvbuf = recvbuf,
+		.local_count = count,
+	};
+	size_t mine = hvd_reducescatter_count(count, block, hvd__g.rank);
+	int rc = check_args(sendbuf, count, dtype);
+
+	*out = NULL;
+	if (rc == HVD_OK && (block == 0 || count % block != 0)) {
+		hvd__set_error(
+			"reducescatter: %zu elements are not whole rows of %zu",
+			count, block);
+		rc = HVD_EINVAL;
+	}
+	if (rc == HVD_OK)
+		rc = check_args(recvbuf, mine, dtype);
+	if (rc == HVD_OK)
+		rc = check_reduction(dtype, op, pre, post, gpu);
+	if (rc != HVD_OK)
+		return rc;
+	return queue_call(&c, count * hvd__dtype_size(dtype),
+			  mine * hvd__dtype_size(dtype), out);
+}
+
+HVD_EXPORT size_t hvd_reducescatter_count(size_t count, size_t block, int rank)
+{
+	size_t start, len;
+
+	if (block == 0 || rank < 0 || hvd__g.size < 1 || rank >= hvd__g.size)
+		return 0;
+	hvd__ring_chunk(count, block, hvd__g.size, rank, &start, &len);
+	return len;
 }
 
 HVD_EXPORT int hvd_allreduce_async(const char *name, const void *sendbuf,
@@ -115,8 +308,18 @@ HVD_EXPORT int hvd_allreduce_async(const char *name, const void *sendbuf,
 				   enum hvd_dtype dtype, enum hvd_op op,
 				   hvd_handle **out)
 {
-	return allreduce_async(name, sendbuf, recvbuf, count, dtype, op, false,
-			       out);
+	return allreduce_async(name, sendbuf, recvbuf, count, dtype, op, 1, 1,
+			       false, out);
+}
+
+HVD_EXPORT int hvd_allreduce_scaled_async(const char *name, const void *sendbuf,
+					  void *recvbuf, size_t count,
+					  enum hvd_dtype dtype, enum hvd_op op,
+					  double prescale, double postscale,
+					  hvd_handle **out)
+{
+	return allreduce_async(name, sendbuf, recvbuf, count, dtype, op,
+			       prescale, postscale, false, out);
 }
 
 HVD_EXPORT int hvd_broadcast_async(const char *name, void *buf, size_t count,
@@ -135,13 +338,42 @@ HVD_EXPORT int hvd_allgather_async(const char *name, const void *sendbuf,
 			       false, out);
 }
 
+HVD_EXPORT int hvd_alltoall_async(const char *name, const void *sendbuf,
+				  const size_t *sendcounts, size_t block,
+				  enum hvd_dtype dtype, void **recvbuf,
+				  size_t *recvcount, size_t *recvcounts,
+				  hvd_handle **out)
+{
+	return alltoall_async(name, sendbuf, sendcounts, block, dtype, recvbuf,
+			      recvcount, recvcounts, false, out);
+}
+
+HVD_EXPORT int hvd_reducescatter_async(const char *name, const void *sendbuf,
+				       void *recvbuf, size_t count,
+				       size_t block, enum hvd_dtype dtype,
+				       enum hvd_op op, double prescale,
+				       double postscale, hvd_handle **out)
+{
+	return reducescatter_async(name, sendbuf, recvbuf, count, block, dtype,
+				   op, prescale, postscale, false, out);
+}
+
 HVD_EXPORT int hvd_allreduce_gpu_async(const char *name, const void *sendbuf,
 				       void *recvbuf, size_t count,
 				       enum hvd_dtype dtype, enum hvd_op op,
 				       hvd_handle **out)
 {
-	return allreduce_async(name, sendbuf, recvbuf, count, dtype, op, true,
-			       out);
+	return allreduce_async(name, sendbuf, recvbuf, count, dtype, op, 1, 1,
+			       true, out);
+}
+
+HVD_EXPORT int hvd_allreduce_scaled_gpu_async(
+	const char *name, const void *sendbuf, void *recvbuf, size_t count,
+	enum hvd_dtype dtype, enum hvd_op op, double prescale, double postscale,
+	hvd_handle **out)
+{
+	return allreduce_async(name, sendbuf, recvbuf, count, dtype, op,
+			       prescale, postscale, true, out);
 }
 
 HVD_EXPORT int hvd_broadcast_gpu_async(const char *name, void *buf,
@@ -160,6 +392,27 @@ HVD_EXPORT int hvd_allgather_gpu_async(const char *name, const void *sendbuf,
 			       true, out);
 }
 
+HVD_EXPORT int hvd_alltoall_gpu_async(const char *name, const void *sendbuf,
+				      const size_t *sendcounts, size_t block,
+				      enum hvd_dtype dtype, void **recvbuf,
+				      size_t *recvcount, size_t *recvcounts,
+				      hvd_handle **out)
+{
+	return alltoall_async(name, sendbuf, sendcounts, block, dtype, recvbuf,
+			      recvcount, recvcounts, true, out);
+}
+
+HVD_EXPORT int hvd_reducescatter_gpu_async(const char *name,
+					   const void *sendbuf, void *recvbuf,
+					   size_t count, size_t block,
+					   enum hvd_dtype dtype, enum hvd_op op,
+					   double prescale, double postscale,
+					   hvd_handle **out)
+{
+	return reducescatter_async(name, sendbuf, recvbuf, count, block, dtype,
+				   op, prescale, postscale, true, out);
+}
+
 HVD_EXPORT int hvd_gpu_device(void)
 {
 	char why[512];
@@ -173,74 +426,162 @@ HVD_EXPORT int hvd_gpu_device(void)
 	return rc;
 }
 
+/* ---- the synchronous forms: submit, then wait ---- */
+
+/* A synchronous call inside a group would wait for itself. */
+static int not_in_group(void)
+{
+	if (!hvd__in_group())
+		return HVD_OK;
+	hvd__set_error("a synchronous collective inside a group: use the "
+		       "_async form and wait after hvd_group_end()");
+	return HVD_EINVAL;
+}
+
+/* Wait for h if the submission (rc) succeeded. */
+static int finish(int rc, hvd_handle *h)
+{
+	return rc != HVD_OK ? rc : hvd_wait(h);
+}
+
 HVD_EXPORT int hvd_allreduce(const char *name, const void *sendbuf,
 			     void *recvbuf, size_t count, enum hvd_dtype dtype,
 			     enum hvd_op op)
 {
-	hvd_handle *h;
-	int rc = hvd_allreduce_async(name, sendbuf, recvbuf, count, dtype, op,
-				     &h);
+	hvd_handle *h = NULL;
+	int rc = not_in_group();
 
-	return rc != HVD_OK ? rc : hvd_wait(h);
+	if (rc == HVD_OK)
+		rc = hvd_allreduce_async(name, sendbuf, recvbuf, count, dtype,
+					 op, &h);
+	return finish(rc, h);
+}
+
+HVD_EXPORT int hvd_allreduce_scaled(const char *name, const void *sendbuf,
+				    void *recvbuf, size_t count,
+				    enum hvd_dtype dtype, enum hvd_op op,
+				    double prescale, double postscale)
+{
+	hvd_handle *h = NULL;
+	int rc = not_in_group();
+
+	if (rc == HVD_OK)
+		rc = hvd_allreduce_scaled_async(name, sendbuf, recvbuf, count,
+						dtype, op, prescale, postscale,
+						&h);
+	return finish(rc, h);
 }
 
 HVD_EXPORT int hvd_broadcast(const char *name, void *buf, size_t count,
 			     enum hvd_dtype dtype, int root)
 {
-	hvd_handle *h;
-	int rc = hvd_broadcast_async(name, buf, count, dtype, root, &h);
+	hvd_handle *h = NULL;
+	int rc = not_in_group();
 
-	return rc != HVD_OK ? rc : hvd_wait(h);
+	if (rc == HVD_OK)
+		rc = hvd_broadcast_async(name, buf, count, dtype, root, &h);
+	return finish(rc, h);
 }
 
 HVD_EXPORT int hvd_allgather(const char *name, const void *sendbuf,
 			     size_t count, enum hvd_dtype dtype, void **recvbuf,
 			     size_t *recvcount)
 {
-	hvd_handle *h;
-	int rc = hvd_allgather_async(name, sendbuf, count, dtype, recvbuf,
-				     recvcount, &h);
+	hvd_handle *h = NULL;
+	int rc = not_in_group();
 
-	return rc != HVD_OK ? rc : hvd_wait(h);
+	if (rc == HVD_OK)
+		rc = hvd_allgather_async(name, sendbuf, count, dtype, recvbuf,
+					 recvcount, &h);
+	return finish(rc, h);
+}
+
+HVD_EXPORT int hvd_alltoall(const char *name, const void *sendbuf,
+			    const size_t *sendcounts, size_t block,
+			    enum hvd_dtype dtype, void **recvbuf,
+			    size_t *recvcount, size_t *recvcounts)
+{
+	hvd_handle *h = NULL;
+	int rc = not_in_group();
+
+	if (rc == HVD_OK)
+		rc = hvd_alltoall_async(name, sendbuf, sendcounts, block, dtype,
+					recvbuf, recvcount, recvcounts, &h);
+	return finish(rc, h);
+}
+
+HVD_EXPORT int hvd_reducescatter(const char *name, const void *sendbuf,
+				 void *recvbuf, size_t count, size_t block,
+				 enum hvd_dtype dtype, enum hvd_op op,
+				 double prescale, double postscale)
+{
+	hvd_handle *h = NULL;
+	int rc = not_in_group();
+
+	if (rc == HVD_OK)
+		rc = hvd_reducescatter_async(name, sendbuf, recvbuf, count,
+					     block, dtype, op, prescale,
+					     postscale, &h);
+	return finish(rc, h);
 }
 
 HVD_EXPORT int hvd_allreduce_gpu(const char *name, const void *sendbuf,
 				 void *recvbuf, size_t count,
 				 enum hvd_dtype dtype, enum hvd_op op)
 {
-	hvd_handle *h;
-	int rc = hvd_allreduce_gpu_async(name, sendbuf, recvbuf, count, dtype,
-					 op, &h);
+	hvd_handle *h = NULL;
+	int rc = not_in_group();
 
-	return rc != HVD_OK ? rc : hvd_wait(h);
+	if (rc == HVD_OK)
+		rc = hvd_allreduce_gpu_async(name, sendbuf, recvbuf, count,
+					     dtype, op, &h);
+	return finish(rc, h);
 }
 
 HVD_EXPORT int hvd_broadcast_gpu(const char *name, void *buf, size_t count,
 				 enum hvd_dtype dtype, int root)
 {
-	hvd_handle *h;
-	int rc = hvd_broadcast_gpu_async(name, buf, count, dtype, root, &h);
+	hvd_handle *h = NULL;
+	int rc = not_in_group();
 
-	return rc != HVD_OK ? rc : hvd_wait(h);
+	if (rc == HVD_OK)
+		rc = hvd_broadcast_gpu_async(name, buf, count, dtype, root, &h);
+	return finish(rc, h);
 }
 
 HVD_EXPORT int hvd_allgather_gpu(const char *name, const void *sendbuf,
 				 size_t count, enum hvd_dtype dtype,
 				 void **recvbuf, size_t *recvcount)
 {
-	hvd_handle *h;
-	int rc = hvd_allgather_gpu_async(name, sendbuf, count, dtype, recvbuf,
-					 recvcount, &h);
+	hvd_handle *h = NULL;
+	int rc = not_in_group();
 
-	return rc != HVD_OK ? rc : hvd_wait(h);
+	if (rc == HVD_OK)
+		rc = hvd_allgather_gpu_async(name, sendbuf, count, dtype,
+					     recvbuf, recvcount, &h);
+	return finish(rc, h);
+}
+
+/* The barrier and join have fixed names: one of each in flight. */
+static int fixed(const char *name, enum hvd__req_type type)
+{
+	struct call c = {
+		.name = name,
+		.m = {(uint8_t)type, HVD_UINT8, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0}};
+	hvd_handle *h = NULL;
+	int rc = not_in_group();
+
+	if (rc == HVD_OK)
+		rc = queue_call(&c, 0, 0, &h);
+	return finish(rc, h);
 }
 
 HVD_EXPORT int hvd_barrier(void)
 {
-	struct hvd__meta m = {HVD__REQ_BARRIER, HVD_UINT8, 0, 0, 0, 0};
-	hvd_handle *h;
-	int rc = hvd__enqueue("hvd.barrier", &m, NULL, NULL, NULL, NULL, 0,
-			      NULL, &h);
+	return fixed("hvd.barrier", HVD__REQ_BARRIER);
+}
 
-	return rc != HVD_OK ? rc : hvd_wait(h);
+HVD_EXPORT int hvd_join(void)
+{
+	return fixed("hvd.join", HVD__REQ_JOIN);
 }

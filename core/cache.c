@@ -45,7 +45,8 @@ void hvd__cache_assign(const struct hvd__engine *e, struct hvd__resp *v,
 	for (i = 0; i < n; i++) {
 		struct hvd__resp *x = &v[i];
 
-		if (x->error != NULL || e->k.cache_cap == 0)
+		if (x->error != NULL || e->k.cache_cap == 0 ||
+		    x->m.type == HVD__REQ_JOIN)
 			continue;
 		x->cache = hvd__cache_find(e, x->name, NULL);
 		for (k = 0; x->cache < 0 && k < e->k.cache_cap; k++)
@@ -66,7 +67,7 @@ void hvd__cache_record(struct hvd__engine *e, const struct hvd__resp *v,
 		const struct hvd__resp *x = &v[i];
 
 		if (x->error != NULL || x->cache < 0 ||
-		    x->cache >= e->k.cache_cap)
+		    x->cache >= e->k.cache_cap || x->m.type == HVD__REQ_JOIN)
 			continue;
 		free(e->cache[x->cache].name);
 		e->cache[x->cache].name = strdup(x->name);

@@ -13,7 +13,8 @@
  *   fusion.c     the agreed responses in order, consecutive allreduces
  *                batched up to the fusion threshold
  *   op_*.c       how each collective runs (allreduce, broadcast,
- *                allgather, barrier), on the CPU (ring.h) or GPU (gpu.h)
+ *                allgather, alltoall, reducescatter, barrier, join), on
+ *                the CPU (ring.h) or GPU (gpu.h)
  *   knobs.c      the HOROVOD_* settings, read once at start
  */
 #ifndef HVD_ENGINE_H
@@ -37,6 +38,9 @@ enum hvd__req_type {
 	HVD__REQ_BROADCAST,
 	HVD__REQ_ALLGATHER,
 	HVD__REQ_BARRIER,
+	HVD__REQ_ALLTOALL,
+	HVD__REQ_REDUCESCATTER,
+	HVD__REQ_JOIN,
 };
 
 /* "allreduce", ...: indexed by enum hvd__req_type. */
@@ -48,6 +52,11 @@ struct hvd__meta {
 	uint8_t gpu; /* 1: the buffers are in GPU memory (NCCL) */
 	int32_t root;
 	uint64_t count;
+	uint64_t block;		    /* alltoall, reducescatter: row length */
+	double prescale, postscale; /* allreduce, reducescatter */
+	uint64_t group;		    /* grouped: a hash of the members' names */
+	uint32_t group_n;	    /* grouped: how many members (else 0) */
+	uint32_t unused;
 };
 
 struct hvd_handle {
@@ -60,14 +69,19 @@ struct hvd_handle {
 struct hvd__req {
 	char *name;
 	struct hvd__meta m;
-	uint64_t local_count; /* allgather: this rank's count (m.count is 0:
-				 counts may differ between ranks) */
+	uint64_t local_count; /* allgather, alltoall: this rank's count (m.count
+				 is 0: counts may differ between ranks) */
 	const void *sendbuf;
 	void *recvbuf;
 	void **gather_out;
 	size_t *gather_count;
-	struct hvd_handle *h;
-	void *ready; /* GPU: the event the collective waits for */
+	uint64_t *sendcounts; /* alltoall: a copy of the caller's */
+	size_t *recvcounts;   /* alltoall: the caller's array */
+	void *scratch;	      /* a joined rank's stand-in buffer */
+	void *gathered;	      /* a stand-in's allgather result */
+	size_t gathered_count;
+	struct hvd_handle *h; /* NULL: a joined rank's stand-in */
+	void *ready;	      /* GPU: the event the collective waits for */
 	long long enqueued_us;
 	bool reported; /* sent to the coordinator */
 	int cache;     /* cache entry this request matches, -1 none */
@@ -103,6 +117,16 @@ struct hvd__cache_entry {
 
 struct hvd__pending;
 
+/* A group the coordinator failed this round: members that arrive later
+ * in the round fail too. */
+struct hvd__failed_group {
+	uint64_t group;
+	char *error;
+	int code;
+};
+
+#define HVD__FAILED_GROUPS 16
+
 /* The background thread's state: nothing here is touched by another
  * thread (the queue's shared state lives in queue.c, behind its lock). */
 struct hvd__engine {
@@ -115,24 +139,34 @@ struct hvd__engine {
 	struct hvd__req *pending_local; /* submitted here, not yet run */
 	struct hvd__cache_entry *cache; /* k.cache_cap entries */
 	struct hvd__pending *coord;	/* rank 0: names some ranks sent */
+	struct hvd__failed_group failed[HVD__FAILED_GROUPS]; /* rank 0 */
+	unsigned failed_next;
 	struct hvd__timeline *tl;
 	char *fusion; /* the fusion buffer, when the transport needs one */
 	size_t fusion_cap;
 	uint64_t fused_batches; /* batches of more than one tensor */
 	long long decided_us;	/* when this cycle's responses were known */
 	long long last_stall_us;
+	/* Join: the ranks that have joined, as every rank agreed (responses
+	 * in order); the coordinator's own view runs ahead of it. */
+	uint8_t *joined, *coord_joined;
+	int njoined, coord_njoined;
 };
 
 /* ---- queue.c (any thread, unless it says) ---- */
 
 /* Set the calling thread's hvd_error_message(). */
 void hvd__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Queue a request for the background thread; *out is its handle. It owns
- * `ready` (a GPU request's event) from here on, also when it refuses. */
-int hvd__enqueue(const char *name, const struct hvd__meta *m,
-		 const void *sendbuf, void *recvbuf, void **gout,
-		 size_t *gcount, uint64_t local_count, void *ready,
-		 hvd_handle **out);
+/* A new request, not yet queued (NULL: out of memory). It owns `ready`
+ * (a GPU request's event), also when it fails. */
+struct hvd__req *hvd__req_new(const char *name, const struct hvd__meta *m,
+			      void *ready);
+/* Queue r for the background thread, or, inside a group (hvd_group_start),
+ * hold it until hvd_group_end(); *out is its handle. r is freed when it
+ * is refused. */
+int hvd__enqueue(struct hvd__req *r, hvd_handle **out);
+/* Whether this thread is inside hvd_group_start()/hvd_group_end(). */
+bool hvd__in_group(void);
 /* Ready the queue for a new start. */
 void hvd__queue_reset(void);
 /* The background thread: wait up to cycle_ms for new requests and take
@@ -220,6 +254,12 @@ int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n);
 int hvd__op_broadcast(struct hvd__engine *e, struct hvd__req *r);
 int hvd__op_allgather(struct hvd__engine *e, struct hvd__req *r);
 int hvd__op_barrier(struct hvd__engine *e, struct hvd__req *r);
+int hvd__op_alltoall(struct hvd__engine *e, struct hvd__req *r);
+int hvd__op_reducescatter(struct hvd__engine *e, struct hvd__req *r);
+/* A rank joined (the response's root): returns the request of this
+ * rank's hvd_join() once every rank has joined (its status: the last
+ * rank), else NULL. */
+struct hvd__req *hvd__op_join(struct hvd__engine *e, const struct hvd__resp *x);
 
 /* ---- runtime.c (background thread) ---- */
 

@@ -3,6 +3,7 @@
  * fused into one batch up to HOROVOD_FUSION_THRESHOLD bytes, and the
  * batch runs as one collective (op_allreduce.c); every other response
  * runs alone (op_*.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +65,59 @@ static bool fuses_with(const struct hvd__resp *x, const struct hvd__req *r)
 {
 	return x->error == NULL && x->m.type == HVD__REQ_ALLREDUCE &&
 	       x->m.dtype == r->m.dtype && x->m.op == r->m.op &&
-	       x->m.gpu == r->m.gpu;
+	       x->m.gpu == r->m.gpu && x->m.prescale == r->m.prescale &&
+	       x->m.postscale == r->m.postscale;
+}
+
+/* A joined rank has no request of its own for x: it takes part with a
+ * stand-in (zeros to reduce, nothing to gather, somewhere to receive). */
+static struct hvd__req *stand_in(const struct hvd__resp *x)
+{
+	size_t bytes = (size_t)x->m.count *
+		       hvd__dtype_size((enum hvd_dtype)x->m.dtype);
+	struct hvd__req *r = calloc(1, sizeof(*r));
+
+	if (r == NULL || (r->name = strdup(x->name)) == NULL ||
+	    (r->scratch = calloc(bytes + 1, 1)) == NULL) {
+		if (r != NULL)
+			free(r->name);
+		free(r);
+		return NULL;
+	}
+	r->m = x->m;
+	r->sendbuf = r->recvbuf = r->scratch;
+	r->gather_out = &r->gathered;
+	r->gather_count = &r->gathered_count;
+	r->cache = -1;
+	return r;
+}
+
+/* This rank's request for x, or a joined rank's stand-in. */
+static struct hvd__req *take(struct hvd__engine *e, const struct hvd__resp *x)
+{
+	struct hvd__req *r = take_local(e, x->name);
+
+	if (r == NULL && x->error == NULL && e->joined[e->comm.rank])
+		r = stand_in(x);
+	return r;
+}
+
+/* What cannot run while ranks have joined, the same on every rank (the
+ * joined ranks are agreed); NULL if x can. */
+static const char *join_refuses(const struct hvd__engine *e,
+				const struct hvd__resp *x)
+{
+	if (e->njoined == 0)
+		return NULL;
+	if (x->m.gpu)
+		return "GPU collectives cannot run while ranks have joined";
+	if (x->m.type == HVD__REQ_ALLTOALL ||
+	    x->m.type == HVD__REQ_REDUCESCATTER)
+		return "alltoall and reducescatter cannot run while ranks have joined";
+	if (x->m.type == HVD__REQ_BROADCAST && x->m.root >= 0 &&
+	    x->m.root < e->comm.size && e->joined[x->m.root])
+		return "its root has joined";
+	return NULL;
 }
 
 /* The batch that r starts: the allreduces that follow it and fuse with
@@ -83,7 +136,7 @@ static size_t plan_batch(struct hvd__engine *e, struct hvd__req *r,
 
 		if (bytes + more > (size_t)e->k.fusion_threshold)
 			break;
-		q = take_local(e, v[*i].name);
+		q = take(e, &v[*i]);
 		(*i)++;
 		if (q == NULL)
 			continue;
@@ -102,6 +155,10 @@ static int run_one(struct hvd__engine *e, struct hvd__req *r)
 		return hvd__op_allgather(e, r);
 	case HVD__REQ_BARRIER:
 		return hvd__op_barrier(e, r);
+	case HVD__REQ_ALLTOALL:
+		return hvd__op_alltoall(e, r);
+	case HVD__REQ_REDUCESCATTER:
+		return hvd__op_reducescatter(e, r);
 	default:
 		return HVD_EPROTO;
 	}
@@ -116,9 +173,28 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 	if (batch == NULL)
 		return HVD_ENOMEM;
 	while (i < n) {
-		struct hvd__req *r = take_local(e, v[i].name);
+		const char *refused = join_refuses(e, &v[i]);
+		struct hvd__req *r;
 
-		if (r == NULL) { /* cannot happen: every rank submitted it */
+		if (v[i].error == NULL && v[i].m.type == HVD__REQ_JOIN) {
+			r = hvd__op_join(e, &v[i]);
+			if (r != NULL)
+				hvd__req_complete(r, v[i].m.root, NULL);
+			i++;
+			continue;
+		}
+		r = refused != NULL ? take_local(e, v[i].name) : take(e, &v[i]);
+		if (r == NULL) { /* submitted by others only (an error) */
+			i++;
+			continue;
+		}
+		if (refused != NULL) {
+			char msg[512];
+
+			snprintf(msg, sizeof(msg), "%s '%.200s' failed: %s",
+				 hvd__req_names[v[i].m.type], v[i].name,
+				 refused);
+			hvd__req_finish(r, HVD_EINVAL, msg);
 			i++;
 			continue;
 		}

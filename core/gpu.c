@@ -611,15 +611,18 @@ static int hierarchical(struct hvd__gpu *g, char *buf, size_t count,
 	return rc;
 }
 
-int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
-		       enum hvd_dtype dtype, enum hvd_op op,
-		       struct hvd__gpu_times *times, char *why, size_t len)
+/* The allreduce with NCCL op rop; flat: never the hierarchical path (a
+ * scaled op belongs to the world communicator). */
+static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
+			enum hvd_dtype dtype, enum hvd_op op, ncclRedOp_t rop,
+			bool flat, struct hvd__gpu_times *times, char *why,
+			size_t len)
 {
 	size_t es = hvd__dtype_size(dtype), total = 0, padded, i, at, k;
 	/* The average of the hosts' averages is the average for floats;
 	 * integers divide once, so they take the flat path. */
-	bool hier = g != NULL && g->local != NULL &&
-		    (op != HVD_AVERAGE || dtype >= HVD_FLOAT16);
+	bool hier = !flat && g != NULL && g->local != NULL &&
+		    (op != HVD_AVERAGE || hvd__dtype_float(dtype));
 	int rc = usable(g, why, len);
 
 	for (i = 0; i < n && rc == HVD_OK; i++) {
@@ -637,8 +640,8 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		cudaEventRecord(g->ev[EV_IN], g->stream);
 		rc = settle(g, g->world,
 			    ncclAllReduce(t[0].send, t[0].recv, t[0].count,
-					  nccl_type(dtype), nccl_op(op),
-					  g->world, g->stream),
+					  nccl_type(dtype), rop, g->world,
+					  g->stream),
 			    "ncclAllReduce", why, len);
 		cudaEventRecord(g->ev[EV_REDUCED], g->stream);
 		if (rc == HVD_OK)
@@ -672,8 +675,8 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	else if (rc == HVD_OK)
 		rc = settle(g, g->world,
 			    ncclAllReduce(g->fusion, g->fusion, total,
-					  nccl_type(dtype), nccl_op(op),
-					  g->world, g->stream),
+					  nccl_type(dtype), rop, g->world,
+					  g->stream),
 			    "ncclAllReduce", why, len);
 	cudaEventRecord(g->ev[EV_REDUCED], g->stream);
 	for (i = 0, at = 0, k = 0; rc == HVD_OK && i < n; i++) {
@@ -694,6 +697,159 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	times->reduce_us = elapsed_us(g->ev[EV_IN], g->ev[EV_REDUCED]);
 	times->copy_out_us = elapsed_us(g->ev[EV_REDUCED], g->ev[EV_DONE]);
 	times->fused_bytes = total * es;
+	return HVD_OK;
+}
+
+/* The NCCL op for op scaled by scale: a sum pre-multiplied by scale
+ * (an average folds in 1/size), when scale is not 1; *custom says
+ * whether it must be destroyed. */
+static int scaled_op(struct hvd__gpu *g, enum hvd_dtype t, enum hvd_op op,
+		     double scale, ncclRedOp_t *out, bool *custom, char *why,
+		     size_t len)
+{
+	union {
+		float f;
+		double d;
+		uint16_t h;
+	} v;
+
+	*out = nccl_op(op);
+	*custom = false;
+	if (scale == 1.0)
+		return HVD_OK;
+	if (op == HVD_AVERAGE)
+		scale /= g->ctrl->size;
+	if (t == HVD_FLOAT64)
+		v.d = scale;
+	else if (t == HVD_FLOAT32)
+		v.f = (float)scale;
+	else if (t == HVD_FLOAT16)
+		v.h = hvd__float_to_half((float)scale);
+	else
+		v.h = hvd__float_to_bf16((float)scale);
+	*custom = true;
+	return settle(g, g->world,
+		      ncclRedOpCreatePreMulSum(out, &v, nccl_type(t),
+					       ncclScalarHostImmediate,
+					       g->world),
+		      "ncclRedOpCreatePreMulSum", why, len);
+}
+
+int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
+		       enum hvd_dtype dtype, enum hvd_op op, double scale,
+		       struct hvd__gpu_times *times, char *why, size_t len)
+{
+	ncclRedOp_t rop;
+	bool custom;
+	int rc = usable(g, why, len);
+
+	memset(times, 0, sizeof(*times));
+	if (rc == HVD_OK)
+		rc = scaled_op(g, dtype, op, scale, &rop, &custom, why, len);
+	if (rc != HVD_OK)
+		return rc;
+	rc = allreduce_op(g, t, n, dtype, op, rop, custom, times, why, len);
+	if (custom)
+		ncclRedOpDestroy(rop, g->world);
+	return rc;
+}
+
+int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
+			   const size_t *counts, enum hvd_dtype dtype,
+			   enum hvd_op op, double scale, void *ready, char *why,
+			   size_t len)
+{
+	size_t es = hvd__dtype_size(dtype), off = 0;
+	ncclRedOp_t rop;
+	bool custom = false, even = true;
+	int r, rc = usable(g, why, len);
+
+	if (rc == HVD_OK)
+		rc = wait_ready(g, ready, why, len);
+	if (rc == HVD_OK)
+		rc = scaled_op(g, dtype, op, scale, &rop, &custom, why, len);
+	if (rc != HVD_OK)
+		return rc;
+	for (r = 1; r < g->ctrl->size; r++)
+		even = even && counts[r] == counts[0];
+	if (even) {
+		if (counts[0] > 0)
+			rc = settle(g, g->world,
+				    ncclReduceScatter(send, recv, counts[0],
+						      nccl_type(dtype), rop,
+						      g->world, g->stream),
+				    "ncclReduceScatter", why, len);
+	} else {
+		/* Uneven rows: one reduce to each rank, in one group. */
+		rc = settle(g, g->world, ncclGroupStart(), "ncclGroupStart",
+			    why, len);
+		for (r = 0; r < g->ctrl->size && rc == HVD_OK; r++) {
+			if (counts[r] > 0)
+				rc = settle(g, g->world,
+					    ncclReduce((const char *)send + off,
+						       recv, counts[r],
+						       nccl_type(dtype), rop, r,
+						       g->world, g->stream),
+					    "ncclReduce", why, len);
+			off += counts[r] * es;
+		}
+		if (rc == HVD_OK)
+			rc = settle(g, g->world, ncclGroupEnd(), "ncclGroupEnd",
+				    why, len);
+	}
+	if (rc == HVD_OK)
+		rc = wait_stream(g, why, len);
+	if (custom)
+		ncclRedOpDestroy(rop, g->world);
+	return rc;
+}
+
+int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
+		      const size_t *sbytes, const size_t *rbytes, void *ready,
+		      void **out, char *why, size_t len)
+{
+	size_t total = 0, soff = 0, roff = 0;
+	char *buf = NULL;
+	cudaError_t e;
+	int r, rc = usable(g, why, len);
+
+	*out = NULL;
+	if (rc == HVD_OK)
+		rc = wait_ready(g, ready, why, len);
+	if (rc != HVD_OK)
+		return rc;
+	for (r = 0; r < g->ctrl->size; r++)
+		total += rbytes[r];
+	e = cudaMalloc((void **)&buf, total ? total : 1);
+	if (e != cudaSuccess)
+		return cuda_fail(e, "cudaMalloc of the alltoall result", why,
+				 len);
+	rc = settle(g, g->world, ncclGroupStart(), "ncclGroupStart", why, len);
+	for (r = 0; r < g->ctrl->size && rc == HVD_OK; r++) {
+		if (sbytes[r] > 0)
+			rc = settle(g, g->world,
+				    ncclSend((const char *)send + soff,
+					     sbytes[r], ncclUint8, r, g->world,
+					     g->stream),
+				    "ncclSend", why, len);
+		if (rc == HVD_OK && rbytes[r] > 0)
+			rc = settle(g, g->world,
+				    ncclRecv(buf + roff, rbytes[r], ncclUint8,
+					     r, g->world, g->stream),
+				    "ncclRecv", why, len);
+		soff += sbytes[r];
+		roff += rbytes[r];
+	}
+	if (rc == HVD_OK)
+		rc = settle(g, g->world, ncclGroupEnd(), "ncclGroupEnd", why,
+			    len);
+	if (rc == HVD_OK)
+		rc = wait_stream(g, why, len);
+	if (rc != HVD_OK) {
+		cudaFree(buf);
+		return rc;
+	}
+	*out = buf;
 	return HVD_OK;
 }
 
@@ -832,7 +988,7 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 }
 
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
-		       enum hvd_dtype dtype, enum hvd_op op,
+		       enum hvd_dtype dtype, enum hvd_op op, double scale,
 		       struct hvd__gpu_times *times, char *why, size_t len)
 {
 	(void)g;
@@ -840,7 +996,37 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	(void)n;
 	(void)dtype;
 	(void)op;
+	(void)scale;
 	memset(times, 0, sizeof(*times));
+	return hvd__gpu_device(why, len);
+}
+
+int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
+			   const size_t *counts, enum hvd_dtype dtype,
+			   enum hvd_op op, double scale, void *ready, char *why,
+			   size_t len)
+{
+	(void)g;
+	(void)send;
+	(void)recv;
+	(void)counts;
+	(void)dtype;
+	(void)op;
+	(void)scale;
+	(void)ready;
+	return hvd__gpu_device(why, len);
+}
+
+int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
+		      const size_t *sbytes, const size_t *rbytes, void *ready,
+		      void **out, char *why, size_t len)
+{
+	(void)g;
+	(void)send;
+	(void)sbytes;
+	(void)rbytes;
+	(void)ready;
+	*out = NULL;
 	return hvd__gpu_device(why, len);
 }
 

@@ -61,9 +61,20 @@ void hvd__gpu_release(void *ready);
  * collective call: every rank makes it at the same point). */
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 		   char *why, size_t len);
+/* scale: prescale times postscale (1: none); SUM and AVERAGE only. */
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
-		       enum hvd_dtype dtype, enum hvd_op op,
+		       enum hvd_dtype dtype, enum hvd_op op, double scale,
 		       struct hvd__gpu_times *times, char *why, size_t len);
+/* counts[r] elements of the result go to rank r, into recv. */
+int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
+			   const size_t *counts, enum hvd_dtype dtype,
+			   enum hvd_op op, double scale, void *ready, char *why,
+			   size_t len);
+/* sbytes[r] bytes of send (in rank order) to rank r, rbytes[r] from rank
+ * r into *out, a cudaMalloc'ed buffer of this rank's GPU. */
+int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
+		      const size_t *sbytes, const size_t *rbytes, void *ready,
+		      void **out, char *why, size_t len);
 int hvd__gpu_broadcast(struct hvd__gpu *g, void *buf, size_t bytes, int root,
 		       void *ready, char *why, size_t len);
 /* Every rank's block (bytes[r] from rank r) in rank order into *out, a

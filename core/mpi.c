@@ -163,6 +163,8 @@ static MPI_Datatype mpi_type(enum hvd_dtype t)
 		return MPI_UINT8_T;
 	case HVD_INT8:
 		return MPI_INT8_T;
+	case HVD_INT16:
+		return MPI_INT16_T;
 	case HVD_INT32:
 		return MPI_INT32_T;
 	case HVD_INT64:

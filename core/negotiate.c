@@ -27,6 +27,9 @@ const char *const hvd__req_names[] = {
 	[HVD__REQ_BROADCAST] = "broadcast",
 	[HVD__REQ_ALLGATHER] = "allgather",
 	[HVD__REQ_BARRIER] = "barrier",
+	[HVD__REQ_ALLTOALL] = "alltoall",
+	[HVD__REQ_REDUCESCATTER] = "reducescatter",
+	[HVD__REQ_JOIN] = "join",
 };
 
 /* What the coordinator knows of one name. */
@@ -35,9 +38,12 @@ struct hvd__pending {
 	struct hvd__meta m;
 	uint8_t *submitted; /* per rank */
 	int nsubmitted;
-	char *error; /* first disagreement, or NULL */
+	char *error;	      /* first disagreement, or NULL */
+	int code;	      /* its HVD_E* code */
+	uint64_t other_group; /* a disagreeing rank's group, to fail too */
 	long long first_us;
 	bool warned;
+	bool ready; /* every rank has it: held until its group is ready */
 	struct hvd__pending *next;
 };
 
@@ -70,7 +76,10 @@ static void resps_add(struct resps *out, char *name, const struct hvd__meta *m,
 bool hvd__meta_equal(const struct hvd__meta *a, const struct hvd__meta *b)
 {
 	return a->type == b->type && a->dtype == b->dtype && a->op == b->op &&
-	       a->gpu == b->gpu && a->root == b->root && a->count == b->count;
+	       a->gpu == b->gpu && a->root == b->root && a->count == b->count &&
+	       a->block == b->block && a->prescale == b->prescale &&
+	       a->postscale == b->postscale && a->group == b->group &&
+	       a->group_n == b->group_n;
 }
 
 void hvd__meta_describe(const struct hvd__meta *m, char *buf, size_t len)
@@ -79,11 +88,30 @@ void hvd__meta_describe(const struct hvd__meta *m, char *buf, size_t len)
 					  "product"};
 	size_t n;
 
-	snprintf(buf, len, "%s of %" PRIu64 " %s", hvd__req_names[m->type],
-		 m->count, hvd__dtype_name((enum hvd_dtype)m->dtype));
+	bool reduces = m->type == HVD__REQ_ALLREDUCE ||
+		       m->type == HVD__REQ_REDUCESCATTER;
+
+	if (m->type == HVD__REQ_ALLGATHER || m->type == HVD__REQ_ALLTOALL)
+		snprintf(buf, len, "%s of %s", hvd__req_names[m->type],
+			 hvd__dtype_name((enum hvd_dtype)m->dtype));
+	else
+		snprintf(buf, len, "%s of %" PRIu64 " %s",
+			 hvd__req_names[m->type], m->count,
+			 hvd__dtype_name((enum hvd_dtype)m->dtype));
 	n = strlen(buf);
-	if (m->type == HVD__REQ_ALLREDUCE && m->op < 5)
+	if (m->block > 1)
+		snprintf(buf + n, len - n, " in rows of %" PRIu64, m->block);
+	n = strlen(buf);
+	if (reduces && m->op < 5)
 		snprintf(buf + n, len - n, " op %s", ops[m->op]);
+	n = strlen(buf);
+	if (reduces && (m->prescale != 1 || m->postscale != 1))
+		snprintf(buf + n, len - n, " scaled by %g and %g", m->prescale,
+			 m->postscale);
+	n = strlen(buf);
+	if (m->group_n > 0)
+		snprintf(buf + n, len - n, " in a group of %u (%016" PRIx64 ")",
+			 m->group_n, m->group);
 	n = strlen(buf);
 	if (m->type == HVD__REQ_BROADCAST)
 		snprintf(buf + n, len - n, " from root %d", m->root);
@@ -116,6 +144,149 @@ struct submit_ctx {
 	struct resps *out;
 };
 
+/* Whether every rank has submitted p, or joined. */
+static bool pending_full(const struct hvd__engine *e,
+			 const struct hvd__pending *p)
+{
+	int r;
+
+	for (r = 0; r < e->comm.size; r++)
+		if (!p->submitted[r] && !e->coord_joined[r])
+			return false;
+	return true;
+}
+
+static struct hvd__pending *group_member(const struct hvd__engine *e,
+					 uint64_t group, bool ready_only)
+{
+	struct hvd__pending *p;
+
+	for (p = e->coord; p != NULL; p = p->next)
+		if (p->m.group == group && (p->ready || !ready_only))
+			return p;
+	return NULL;
+}
+
+/* Remember that group failed (the last HVD__FAILED_GROUPS of them, until
+ * the end of this coordinator round). */
+static void group_failed(struct hvd__engine *e, uint64_t group,
+			 const char *error, int code)
+{
+	struct hvd__failed_group *f =
+		&e->failed[e->failed_next++ % HVD__FAILED_GROUPS];
+
+	free(f->error);
+	f->group = group;
+	f->error = strdup(error);
+	f->code = code;
+}
+
+static const struct hvd__failed_group *failed_group(const struct hvd__engine *e,
+						    uint64_t group)
+{
+	int i;
+
+	for (i = 0; group != 0 && i < HVD__FAILED_GROUPS; i++)
+		if (e->failed[i].group == group && e->failed[i].error != NULL)
+			return &e->failed[i];
+	return NULL;
+}
+
+/* Respond to the members of a group: with error (and code), every member
+ * the coordinator knows, ready or not (the ranks that submitted one fail
+ * it); without, the ready ones, once all group_n are. */
+static void group_emit(struct submit_ctx *ctx, uint64_t group, uint32_t n,
+		       const char *error, int code)
+{
+	struct hvd__engine *e = ctx->e;
+	struct hvd__pending *p;
+	uint32_t nready = 0;
+
+	for (p = e->coord; error == NULL && p != NULL; p = p->next)
+		nready += p->m.group == group && p->ready;
+	if (error == NULL && nready < n)
+		return;
+	if (error != NULL && failed_group(e, group) == NULL)
+		group_failed(e, group, error, code);
+	while ((p = group_member(e, group, error == NULL)) != NULL) {
+		const char *why = p->error != NULL ? p->error : error;
+
+		resps_add(ctx->out, p->name, &p->m,
+			  why != NULL ? (p->error ? p->code : code) : -1,
+			  why != NULL ? strdup(why) : NULL);
+		p->name = NULL;
+		pending_drop(e, p);
+	}
+}
+
+/* p may now have every rank: respond (or hold it for its group). */
+static void settle(struct submit_ctx *ctx, struct hvd__pending *p)
+{
+	struct hvd__engine *e = ctx->e;
+	uint64_t groups[2] = {p->m.group, p->other_group};
+	uint32_t n = p->m.group_n;
+	char *error;
+	int code = p->code, i;
+
+	/* A member of a group that already failed fails at once, where it
+	 * was submitted. */
+	if (p->error == NULL && failed_group(e, groups[0]) != NULL) {
+		const struct hvd__failed_group *f = failed_group(e, groups[0]);
+
+		p->error = strdup(f->error);
+		p->code = f->code;
+		memset(p->submitted, 1, (size_t)e->comm.size);
+	}
+	if (!pending_full(e, p))
+		return;
+	if (p->error == NULL && n > 1) {
+		p->ready = true;
+		group_emit(ctx, groups[0], n, NULL, 0);
+		return;
+	}
+	/* Alone, or failed: respond now. A failure fails its groups. For an
+	 * error, the entry field carries its code. */
+	error = p->error;
+	p->error = NULL;
+	resps_add(ctx->out, p->name, &p->m, error ? code : -1,
+		  error ? strdup(error) : NULL);
+	p->name = NULL;
+	pending_drop(e, p);
+	for (i = 0; error != NULL && i < 2; i++)
+		if (groups[i] != 0)
+			group_emit(ctx, groups[i], 0, error, code);
+	free(error);
+}
+
+/* Rank `rank` joined: tell every rank, then answer what waited on it. */
+static void coord_join(struct submit_ctx *ctx, const struct hvd__meta *m,
+		       int rank)
+{
+	struct hvd__engine *e = ctx->e;
+	struct hvd__meta jm = *m;
+	struct hvd__pending *p;
+	bool again = true;
+
+	if (e->coord_joined[rank])
+		return;
+	e->coord_joined[rank] = 1;
+	e->coord_njoined++;
+	jm.root = rank;
+	resps_add(ctx->out, strdup("hvd.join"), &jm, -1, NULL);
+	while (again) {
+		again = false;
+		for (p = e->coord; p != NULL && !again; p = p->next)
+			if (!p->ready && pending_full(e, p)) {
+				settle(ctx, p);
+				again = true;
+			}
+	}
+	if (e->coord_njoined == e->comm.size) {
+		memset(e->coord_joined, 0, (size_t)e->comm.size);
+		e->coord_njoined = 0;
+	}
+}
+
 /* One rank's request for name reaches the coordinator. */
 static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 			 int rank)
@@ -124,6 +295,12 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 	struct hvd__engine *e = ctx->e;
 	struct hvd__pending *p;
 
+	if (rank < 0 || rank >= e->comm.size)
+		return;
+	if (m->type == HVD__REQ_JOIN) {
+		coord_join(ctx, m, rank);
+		return;
+	}
 	for (p = e->coord; p != NULL; p = p->next)
 		if (strcmp(p->name, name) == 0)
 			break;
@@ -142,12 +319,12 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 			return;
 		}
 	}
-	if (rank < 0 || rank >= e->comm.size || p->submitted[rank])
+	if (p->submitted[rank])
 		return; /* a stall re-send */
 	p->submitted[rank] = 1;
 	p->nsubmitted++;
 	if (!hvd__meta_equal(&p->m, m) && p->error == NULL) {
-		char a[128], b[128], msg[1024];
+		char a[256], b[256], msg[1024];
 		int first;
 
 		for (first = 0; first < e->comm.size; first++)
@@ -160,53 +337,60 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 			"ranks disagree on tensor '%s': rank %d asked for %s, rank %d for %s",
 			name, first, a, rank, b);
 		p->error = strdup(msg);
+		p->code = HVD_EMISMATCH;
+		p->other_group = m->group;
 	}
-	if (p->nsubmitted < e->comm.size)
-		return;
-	/* Every rank has it: respond, and forget it. For an error, the
-	 * entry field carries its code. */
-	resps_add(ctx->out, p->name, &p->m, p->error ? HVD_EMISMATCH : -1,
-		  p->error);
-	p->name = NULL;
-	p->error = NULL;
-	pending_drop(e, p);
+	settle(ctx, p);
 }
 
 /* Stalls: warn once after the warning time; fail after the shutdown
- * time, if set. */
-static void coord_stalls(struct hvd__engine *e, struct resps *out)
+ * time, if set (a grouped tensor fails its whole group). */
+static void coord_stalls(struct submit_ctx *ctx)
 {
+	struct hvd__engine *e = ctx->e;
 	long long now = hvd__now_us();
-	struct hvd__pending *p, *next;
+	struct hvd__pending *p;
+	bool again = true;
 
-	for (p = e->coord; p != NULL; p = next) {
-		long long waited_s = (now - p->first_us) / 1000000;
-		char missing[256] = "", msg[512];
-		size_t off = 0;
-		int r;
+	while (again) {
+		again = false;
+		for (p = e->coord; p != NULL && !again; p = p->next) {
+			long long waited_s = (now - p->first_us) / 1000000;
+			char missing[256] = "", msg[512];
+			size_t off = 0;
+			int r;
 
-		next = p->next;
-		for (r = 0; r < e->comm.size && off < sizeof(missing) - 12; r++)
-			if (!p->submitted[r])
-				off += (size_t)snprintf(
-					missing + off, sizeof(missing) - off,
-					"%s%d", off ? ", " : "", r);
-		if (!p->warned && waited_s >= e->k.stall_warn_s) {
-			hvd__warn(
-				"stall: tensor '%s' was submitted by %d of %d ranks %lld s ago; missing: ranks %s",
-				p->name, p->nsubmitted, e->comm.size, waited_s,
-				missing);
-			p->warned = true;
+			if (p->ready)
+				continue; /* held for its group */
+			for (r = 0;
+			     r < e->comm.size && off < sizeof(missing) - 12;
+			     r++)
+				if (!p->submitted[r] && !e->coord_joined[r])
+					off += (size_t)snprintf(
+						missing + off,
+						sizeof(missing) - off, "%s%d",
+						off ? ", " : "", r);
+			if (!p->warned && waited_s >= e->k.stall_warn_s) {
+				hvd__warn(
+					"stall: tensor '%s' was submitted by %d of %d ranks %lld s ago; missing: ranks %s",
+					p->name, p->nsubmitted, e->comm.size,
+					waited_s, missing);
+				p->warned = true;
+			}
+			if (e->k.stall_shutdown_s <= 0 ||
+			    waited_s < e->k.stall_shutdown_s)
+				continue;
+			snprintf(
+				msg, sizeof(msg),
+				"stalled: tensor '%s' was never submitted by ranks %s",
+				p->name, missing);
+			free(p->error);
+			p->error = strdup(msg);
+			p->code = HVD_ESTALL;
+			memset(p->submitted, 1, (size_t)e->comm.size);
+			settle(ctx, p);
+			again = true;
 		}
-		if (e->k.stall_shutdown_s <= 0 ||
-		    waited_s < e->k.stall_shutdown_s)
-			continue;
-		snprintf(msg, sizeof(msg),
-			 "stalled: tensor '%s' was never submitted by ranks %s",
-			 p->name, missing);
-		resps_add(out, p->name, &p->m, HVD_ESTALL, strdup(msg));
-		p->name = NULL;
-		pending_drop(e, p);
 	}
 }
 
@@ -226,7 +410,14 @@ static int coordinate(struct hvd__engine *e, struct resps *out)
 	for (r = 1; r < e->comm.size && rc == HVD_OK; r++)
 		rc = hvd__ctl_recv_requests(e, r, coord_submit, &ctx);
 	if (e->k.stall_check)
-		coord_stalls(e, out);
+		coord_stalls(&ctx);
+	/* A rank submits a whole group in one message: by now every member
+	 * of a failed group has been seen, and a later group of the same
+	 * names is a new try. */
+	for (r = 0; r < HVD__FAILED_GROUPS; r++) {
+		free(e->failed[r].error);
+		e->failed[r].error = NULL;
+	}
 	if (rc != HVD_OK)
 		return rc;
 	hvd__cache_assign(e, out->v, out->n);
@@ -235,27 +426,58 @@ static int coordinate(struct hvd__engine *e, struct resps *out)
 	return rc;
 }
 
+/* A grouped request goes by the cache only if every member of its group
+ * does: otherwise all of them go to the coordinator. */
+static void group_cache(struct hvd__engine *e)
+{
+	struct hvd__req *r, *q;
+
+	for (r = e->pending_local; r != NULL; r = r->next) {
+		uint32_t n = 0;
+		bool all = true;
+
+		if (r->m.group_n < 2 || r->cache < 0)
+			continue;
+		for (q = e->pending_local; q != NULL; q = q->next)
+			if (q->m.group == r->m.group) {
+				n++;
+				all = all && q->cache >= 0;
+			}
+		if (all && n == r->m.group_n)
+			continue;
+		for (q = e->pending_local; q != NULL; q = q->next)
+			if (q->m.group == r->m.group)
+				q->cache = -1;
+	}
+}
+
 /* Mark this rank's requests in the bit vector: vec[2 + entry] for those
- * the cache knows; true if some others are new to the coordinator. */
+ * the cache knows; true if some others are new to the coordinator. A
+ * joined rank is ready for every entry. */
 static bool mark_ready(struct hvd__engine *e, uint8_t *vec)
 {
 	long long now = hvd__now_us();
 	struct hvd__req *r;
 	bool news = false;
+	long i;
 
 	for (r = e->pending_local; r != NULL; r = r->next) {
-		if (r->cache < 0)
+		if (r->cache < 0 && r->m.type != HVD__REQ_JOIN)
 			r->cache = hvd__cache_find(e, r->name, &r->m);
 		/* A cached request waiting long goes to the coordinator,
 		 * so that rank 0 can name the missing ranks. */
 		if (r->cache >= 0 && !r->reported &&
 		    (now - r->enqueued_us) / 1000000 >= e->k.stall_warn_s)
 			r->cache = -1;
+	}
+	group_cache(e);
+	for (r = e->pending_local; r != NULL; r = r->next)
 		if (r->cache >= 0)
 			vec[2 + r->cache] = 1;
 		else if (!r->reported)
 			news = true;
-	}
+	for (i = 0; e->joined[e->comm.rank] && i < e->k.cache_cap; i++)
+		vec[2 + i] = 1;
 	/* Rank 0 asks for a coordinator round about once a second while
 	 * tensors wait there, so that stalls are seen without new work. */
 	if (e->comm.rank == 0 && e->coord != NULL && e->k.stall_check &&
@@ -264,6 +486,26 @@ static bool mark_ready(struct hvd__engine *e, uint8_t *vec)
 		e->last_stall_us = now;
 	}
 	return news;
+}
+
+/* The members of a group next to each other (the cached responses come
+ * in entry order), so that they run, and fuse, together. */
+static void group_adjacent(struct hvd__resp *v, size_t n)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < n; i++) {
+		if (v[i].m.group_n < 2)
+			continue;
+		for (j = i + 1, k = i + 1; j < n; j++)
+			if (v[j].m.group == v[i].m.group) {
+				struct hvd__resp t = v[j];
+
+				memmove(&v[k + 1], &v[k], (j - k) * sizeof(*v));
+				v[k++] = t;
+			}
+		i = k - 1;
+	}
 }
 
 int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
@@ -286,9 +528,10 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 		rc = HVD_ESHUTDOWN;
 	/* The cached tensors ready everywhere, in entry order. */
 	for (i = 0; rc == HVD_OK && i < (size_t)e->k.cache_cap; i++)
-		if (vec[2 + i])
+		if (vec[2 + i] && e->cache[i].name != NULL)
 			resps_add(&out, strdup(e->cache[i].name),
 				  &e->cache[i].m, (int32_t)i, NULL);
+	group_adjacent(out.v, out.n);
 	if (rc == HVD_OK && vec[1] == 0) {
 		rc = coordinate(e, &news);
 		if (rc == HVD_OK)
@@ -312,6 +555,12 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 
 void hvd__negotiate_free(struct hvd__engine *e)
 {
+	int i;
+
+	for (i = 0; i < HVD__FAILED_GROUPS; i++) {
+		free(e->failed[i].error);
+		e->failed[i].error = NULL;
+	}
 	while (e->coord != NULL) {
 		struct hvd__pending *p = e->coord;
 

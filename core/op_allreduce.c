@@ -59,6 +59,22 @@ static void timeline_batch(const struct hvd__engine *e, struct hvd__req **batch,
 	}
 }
 
+/* Scale the pieces by factor, after dividing them by divisor (> 1: an
+ * average over the ranks that have not joined). */
+static void scale_pieces(const struct iovec *v, int k, enum hvd_dtype t,
+			 int divisor, double factor)
+{
+	size_t es = hvd__dtype_size(t);
+	int j;
+
+	for (j = 0; j < k; j++) {
+		if (divisor > 1)
+			hvd__divide(v[j].iov_base, v[j].iov_len / es, t,
+				    divisor);
+		hvd__scale(v[j].iov_base, v[j].iov_len / es, t, factor);
+	}
+}
+
 /* The tensors of one batch, laid end to end, are reduced one segment of
  * k.segment bytes at a time, so that each segment's ring passes,
  * reductions and copies run while it is still in cache. Where the
@@ -72,6 +88,12 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 {
 	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
 	enum hvd_op op = (enum hvd_op)batch[0]->m.op;
+	double pre = batch[0]->m.prescale, post = batch[0]->m.postscale;
+	/* While ranks have joined, an average sums and divides by the ranks
+	 * that gave data. */
+	bool rejoin = op == HVD_AVERAGE && e->njoined > 0;
+	int divisor = rejoin ? e->comm.size - e->njoined : 1;
+	enum hvd_op run = rejoin ? HVD_SUM : op;
 	size_t es = hvd__dtype_size(t), total = 0, seg, pos, i;
 	long long t0, t_in = 0, t_out = 0, t1;
 	struct hvd__ring_times rt = {0, 0};
@@ -115,12 +137,18 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 			}
 			at += b;
 		}
+		if (!direct) { /* the segment, in the fusion buffer */
+			v[0] = (struct iovec){e->fusion, len};
+			k = 1;
+		}
+		scale_pieces(v, k, t, 1, pre);
 		t_in += hvd__now_us() - t1;
-		if (!direct || k == 1)
-			rc = allreduce(e, direct ? v[0].iov_base : e->fusion,
-				       len / es, t, op, &rt);
+		if (k == 1)
+			rc = allreduce(e, v[0].iov_base, len / es, t, run, &rt);
 		else
-			rc = hvd__ring_allreduce_v(&e->comm, v, k, t, op, &rt);
+			rc = hvd__ring_allreduce_v(&e->comm, v, k, t, run, &rt);
+		if (rc == HVD_OK)
+			scale_pieces(v, k, t, divisor, post);
 		if (rc != HVD_OK || direct)
 			continue;
 		t1 = hvd__now_us();
@@ -159,10 +187,11 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 		t[i].ready = batch[i]->ready;
 	}
 	if (rc == HVD_OK)
-		rc = hvd__gpu_allreduce(e->gpu, t, n,
-					(enum hvd_dtype)batch[0]->m.dtype,
-					(enum hvd_op)batch[0]->m.op, &gt,
-					e->gpu_why, sizeof(e->gpu_why));
+		rc = hvd__gpu_allreduce(
+			e->gpu, t, n, (enum hvd_dtype)batch[0]->m.dtype,
+			(enum hvd_op)batch[0]->m.op,
+			batch[0]->m.prescale * batch[0]->m.postscale, &gt,
+			e->gpu_why, sizeof(e->gpu_why));
 	free(t);
 	for (i = 0; rc == HVD_OK && e->tl != NULL && i < n; i++) {
 		/* GPU time of each part, laid out from the start. */

@@ -56,76 +56,177 @@ void hvd__queue_reset(void)
 	pthread_mutex_unlock(&Q.lock);
 }
 
-int hvd__enqueue(const char *name, const struct hvd__meta *m,
-		 const void *sendbuf, void *recvbuf, void **gout,
-		 size_t *gcount, uint64_t local_count, void *ready,
-		 hvd_handle **out)
+struct hvd__req *hvd__req_new(const char *name, const struct hvd__meta *m,
+			      void *ready)
+{
+	struct hvd__req *r = calloc(1, sizeof(*r));
+
+	if (r == NULL || (r->h = calloc(1, sizeof(*r->h))) == NULL ||
+	    (r->name = strdup(name)) == NULL) {
+		if (r != NULL)
+			free(r->h);
+		free(r);
+		hvd__gpu_release(ready);
+		return NULL;
+	}
+	r->m = *m;
+	r->ready = ready;
+	r->cache = -1;
+	return r;
+}
+
+/* Free a request that was never queued. */
+static void req_drop(struct hvd__req *r)
+{
+	hvd__gpu_release(r->ready);
+	free(r->sendcounts);
+	free(r->name);
+	free(r->h);
+	free(r);
+}
+
+/* The requests of this thread's open group, in submission order. */
+static __thread struct {
+	bool open;
+	struct hvd__req *head, **tail;
+	uint32_t n;
+} group;
+
+bool hvd__in_group(void)
+{
+	return group.open;
+}
+
+/* Queue the list of requests (linked by next) at once, or none of them:
+ * a name in flight on this rank, or twice in the list, is refused. */
+static int submit(struct hvd__req *list)
 {
 	struct hvd__req *r, *p;
-	struct hvd_handle *h;
+	long long now = hvd__now_us();
 	int rc = HVD_OK;
+
+	pthread_mutex_lock(&Q.lock);
+	if (Q.broken != 0)
+		rc = Q.broken;
+	else if (Q.shutdown_req)
+		rc = HVD_ESHUTDOWN;
+	for (r = list; r != NULL && rc == HVD_OK; r = r->next) {
+		for (p = Q.inflight; p != NULL && rc == HVD_OK;
+		     p = p->inflight_next)
+			if (strcmp(p->name, r->name) == 0)
+				rc = HVD_EINVAL;
+		for (p = list; p != r && rc == HVD_OK; p = p->next)
+			if (strcmp(p->name, r->name) == 0)
+				rc = HVD_EINVAL;
+		if (rc == HVD_EINVAL)
+			hvd__set_error(
+				"tensor '%.200s' is already in flight on this rank",
+				r->name);
+	}
+	for (r = list; r != NULL && rc == HVD_OK; r = r->next) {
+		r->enqueued_us = now;
+		r->inflight_next = Q.inflight;
+		Q.inflight = r;
+	}
+	if (rc == HVD_OK) {
+		*Q.incoming_tail = list;
+		for (r = list; r->next != NULL; r = r->next)
+			;
+		Q.incoming_tail = &r->next;
+		pthread_cond_signal(&Q.wake);
+	}
+	pthread_mutex_unlock(&Q.lock);
+	return rc;
+}
+
+int hvd__enqueue(struct hvd__req *r, hvd_handle **out)
+{
+	hvd_handle *h;
+	int rc;
 
 	*out = NULL;
 	if (!hvd__g.initialized) {
-		hvd__gpu_release(ready);
+		req_drop(r);
 		return HVD_ENOTINIT;
 	}
-	if (name == NULL || *name == '\0' || strlen(name) > HVD__NAME_MAX) {
-		hvd__set_error("a tensor needs a name of 1 to %d bytes",
-			       HVD__NAME_MAX);
-		hvd__gpu_release(ready);
-		return HVD_EINVAL;
+	if (group.open) {
+		*group.tail = r;
+		group.tail = &r->next;
+		group.n++;
+		*out = r->h;
+		return HVD_OK;
 	}
-	r = calloc(1, sizeof(*r));
-	h = calloc(1, sizeof(*h));
-	if (r == NULL || h == NULL || (r->name = strdup(name)) == NULL) {
-		free(r);
-		free(h);
-		hvd__gpu_release(ready);
-		return HVD_ENOMEM;
-	}
-	r->ready = ready;
-	r->m = *m;
-	r->local_count = local_count;
-	r->sendbuf = sendbuf;
-	r->recvbuf = recvbuf;
-	r->gather_out = gout;
-	r->gather_count = gcount;
-	r->h = h;
-	r->cache = -1;
-	r->enqueued_us = hvd__now_us();
-	pthread_mutex_lock(&Q.lock);
-	if (Q.broken != 0) {
-		rc = Q.broken;
-	} else if (Q.shutdown_req) {
-		rc = HVD_ESHUTDOWN;
-	} else {
-		/* A name in flight on this rank cannot be used again yet. */
-		for (p = Q.inflight; p != NULL; p = p->inflight_next)
-			if (strcmp(p->name, name) == 0)
-				rc = HVD_EINVAL;
-		if (rc == HVD_OK) {
-			r->inflight_next = Q.inflight;
-			Q.inflight = r;
-			*Q.incoming_tail = r;
-			Q.incoming_tail = &r->next;
-			pthread_cond_signal(&Q.wake);
-		}
-	}
-	pthread_mutex_unlock(&Q.lock);
+	/* Once queued, r belongs to the background thread, which may finish
+	 * and free it at once: the handle is taken first. */
+	h = r->h;
+	rc = submit(r);
 	if (rc != HVD_OK) {
-		if (rc == HVD_EINVAL)
-			hvd__set_error(
-				"tensor '%s' is already in flight on this rank",
-				name);
-		hvd__gpu_release(r->ready);
-		free(r->name);
-		free(r);
-		free(h);
+		req_drop(r);
 		return rc;
 	}
 	*out = h;
 	return HVD_OK;
+}
+
+HVD_EXPORT int hvd_group_start(void)
+{
+	if (!hvd__g.initialized)
+		return HVD_ENOTINIT;
+	if (group.open) {
+		hvd__set_error("hvd_group_start: a group is already open on "
+			       "this thread");
+		return HVD_EINVAL;
+	}
+	group.open = true;
+	group.head = NULL;
+	group.tail = &group.head;
+	group.n = 0;
+	return HVD_OK;
+}
+
+/* FNV-1a of s, 64 bits. */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+HVD_EXPORT int hvd_group_end(void)
+{
+	struct hvd__req *r, *next, *list = group.head;
+	uint64_t hash = 0;
+	int rc;
+
+	if (!group.open) {
+		hvd__set_error("hvd_group_end without hvd_group_start");
+		return HVD_EINVAL;
+	}
+	group.open = false;
+	if (list == NULL)
+		return HVD_OK;
+	/* The group's identity, the same on every rank that groups the same
+	 * names, in any order; never 0. */
+	for (r = list; r != NULL; r = r->next)
+		hash += name_hash(r->name) * 0x9e3779b97f4a7c15ull;
+	hash = hash * 31 + group.n;
+	hash |= 1;
+	for (r = list; r != NULL; r = r->next) {
+		r->m.group = hash;
+		r->m.group_n = group.n;
+	}
+	rc = submit(list);
+	if (rc == HVD_OK)
+		return HVD_OK;
+	/* The handles are the caller's: they complete with the error. */
+	for (r = list; r != NULL; r = next) {
+		next = r->next;
+		r->next = NULL;
+		hvd__req_complete(r, rc, NULL);
+	}
+	return rc;
 }
 
 struct hvd__req *hvd__queue_take(double cycle_ms, bool *shutdown)
@@ -192,12 +293,20 @@ void hvd__req_finish(struct hvd__req *r, int status, const char *msg)
 			*pp = r->inflight_next;
 			break;
 		}
-	r->h->status = status;
-	r->h->msg = copy;
-	r->h->done = true;
+	if (r->h != NULL) {
+		r->h->status = status;
+		r->h->msg = copy;
+		r->h->done = true;
+		copy = NULL;
+	}
 	pthread_cond_broadcast(&Q.done);
 	pthread_mutex_unlock(&Q.lock);
+	free(copy);
 	hvd__gpu_release(r->ready);
+	free(r->sendcounts);
+	free(r->scratch);
+	if (r->h == NULL && !r->m.gpu)
+		free(r->gathered);
 	free(r->name);
 	free(r);
 }
@@ -210,6 +319,10 @@ void hvd__req_complete(struct hvd__req *r, int status, const char *why)
 		hvd__req_finish(r, status, NULL);
 		return;
 	}
+	if (status > 0) { /* hvd_join's result: a rank */
+		hvd__req_finish(r, status, NULL);
+		return;
+	}
 	snprintf(msg, sizeof(msg), "%s '%.200s' failed: %s",
 		 hvd__req_names[r->m.type], r->name,
 		 why != NULL ? why : hvd_strerror(status));
@@ -218,10 +331,17 @@ void hvd__req_complete(struct hvd__req *r, int status, const char *why)
 
 HVD_EXPORT int hvd_wait(hvd_handle *h)
 {
+	struct hvd__req *r;
 	int status;
 
 	if (h == NULL)
 		return HVD_EINVAL;
+	for (r = group.head; group.open && r != NULL; r = r->next)
+		if (r->h == h) {
+			hvd__set_error("hvd_wait on a member of a group not "
+				       "yet ended (hvd_group_end)");
+			return HVD_EINVAL;
+		}
 	pthread_mutex_lock(&Q.lock);
 	while (!h->done)
 		pthread_cond_wait(&Q.done, &Q.lock);

@@ -11,7 +11,7 @@ size_t hvd__dtype_size(enum hvd_dtype t)
 	static const size_t sizes[] = {
 		[HVD_UINT8] = 1,   [HVD_INT8] = 1,    [HVD_INT32] = 4,
 		[HVD_INT64] = 8,   [HVD_FLOAT16] = 2, [HVD_BFLOAT16] = 2,
-		[HVD_FLOAT32] = 4, [HVD_FLOAT64] = 8,
+		[HVD_FLOAT32] = 4, [HVD_FLOAT64] = 8, [HVD_INT16] = 2,
 	};
 
 	return hvd__dtype_valid((int)t) ? sizes[t] : 0;
@@ -19,7 +19,7 @@ size_t hvd__dtype_size(enum hvd_dtype t)
 
 bool hvd__dtype_valid(int t)
 {
-	return t >= HVD_UINT8 && t <= HVD_FLOAT64;
+	return t >= HVD_UINT8 && t <= HVD_INT16;
 }
 
 bool hvd__op_valid(int op)
@@ -30,8 +30,8 @@ bool hvd__op_valid(int op)
 const char *hvd__dtype_name(enum hvd_dtype t)
 {
 	static const char *const names[] = {
-		"uint8",   "int8",     "int32",	  "int64",
-		"float16", "bfloat16", "float32", "float64",
+		"uint8",    "int8",    "int32",	  "int64", "float16",
+		"bfloat16", "float32", "float64", "int16",
 	};
 
 	return hvd__dtype_valid((int)t) ? names[t] : "?";
@@ -152,6 +152,7 @@ uint16_t hvd__float_to_bf16(float f)
 
 KERNELS(uint8_t, u8)
 KERNELS(int8_t, i8)
+KERNELS(int16_t, i16)
 KERNELS(int32_t, i32)
 KERNELS(int64_t, i64)
 KERNELS(float, f32)
@@ -190,6 +191,7 @@ static const kernel_fn kernels[][4] = {
 	[HVD_BFLOAT16] = {sum_bf16, prod_bf16, min_bf16, max_bf16},
 	[HVD_FLOAT32] = {sum_f32, prod_f32, min_f32, max_f32},
 	[HVD_FLOAT64] = {sum_f64, prod_f64, min_f64, max_f64},
+	[HVD_INT16] = {sum_i16, prod_i16, min_i16, max_i16},
 };
 
 void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
@@ -235,6 +237,9 @@ void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor)
 	case HVD_INT8:
 		DIV(int8_t);
 		break;
+	case HVD_INT16:
+		DIV(int16_t);
+		break;
 	case HVD_INT32:
 		DIV(int32_t);
 		break;
@@ -264,4 +269,43 @@ void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor)
 	}
 	}
 #undef DIV
+}
+
+bool hvd__dtype_float(enum hvd_dtype t)
+{
+	return t == HVD_FLOAT16 || t == HVD_BFLOAT16 || t == HVD_FLOAT32 ||
+	       t == HVD_FLOAT64;
+}
+
+void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor)
+{
+	size_t i;
+
+	if (factor == 1.0)
+		return;
+	switch (t) {
+	case HVD_FLOAT32:
+		scale_f32(buf, n, (float)factor);
+		break;
+	case HVD_FLOAT64:
+		scale_f64(buf, n, factor);
+		break;
+	case HVD_FLOAT16:
+	case HVD_BFLOAT16: {
+		uint16_t *p = buf;
+		bool half = t == HVD_FLOAT16;
+		float f = (float)factor;
+
+		for (i = 0; i < n; i++) {
+			float v = (half ? hvd__half_to_float(p[i])
+					: hvd__bf16_to_float(p[i])) *
+				  f;
+			p[i] = half ? hvd__float_to_half(v)
+				    : hvd__float_to_bf16(v);
+		}
+		break;
+	}
+	default:
+		break; /* integers are never scaled (api.c refuses) */
+	}
 }

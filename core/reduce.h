@@ -15,6 +15,8 @@ size_t hvd__dtype_size(enum hvd_dtype t);
 bool hvd__dtype_valid(int t);
 bool hvd__op_valid(int op);
 const char *hvd__dtype_name(enum hvd_dtype t);
+/* float16, bfloat16, float32 or float64. */
+bool hvd__dtype_float(enum hvd_dtype t);
 
 /* dst[i] = op(dst[i], src[i]) for i < n. */
 void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
@@ -22,6 +24,9 @@ void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
 /* buf[i] /= divisor (integers: truncating division; floats: times
  * 1/divisor). */
 void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor);
+/* buf[i] *= factor, for the floating-point dtypes (float16 and bfloat16
+ * through float32); integers are left alone. */
+void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor);
 
 float hvd__half_to_float(uint16_t h);
 uint16_t hvd__float_to_half(float f);

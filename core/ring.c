@@ -12,14 +12,20 @@
 /* Allreduces of at most this many bytes run by recursive doubling. */
 #define SMALL_ALLREDUCE (64 * 1024)
 
+void hvd__ring_chunk(size_t count, size_t block, int n, int i, size_t *start,
+		     size_t *len)
+{
+	size_t rows = block ? count / block : 0, ui = (size_t)i;
+	size_t base = rows / (size_t)n, extra = rows % (size_t)n;
+
+	*start = (ui * base + (ui < extra ? ui : extra)) * block;
+	*len = (base + (ui < extra ? 1 : 0)) * block;
+}
+
 /* Chunk i of count elements split in n: sizes differ by at most one. */
 static void chunk(size_t count, int n, int i, size_t *start, size_t *len)
 {
-	size_t base = count / (size_t)n, extra = count % (size_t)n;
-	size_t ui = (size_t)i;
-
-	*start = ui * base + (ui < extra ? ui : extra);
-	*len = base + (ui < extra ? 1 : 0);
+	hvd__ring_chunk(count, 1, n, i, start, len);
 }
 
 /* The bytes [off, off + len) of the pieces laid end to end, as pieces
@@ -161,6 +167,65 @@ static int allreduce_small(const struct hvd__comm *c, const struct iovec *v,
 	return rc;
 }
 
+/* The ring's reduce-scatter over the pieces v (count elements in rows of
+ * block, split by hvd__ring_chunk): in step s each rank sends the chunk
+ * it completed in step s-1 (its own, at first) to the right and reduces
+ * the chunk coming from the left into its copy as it arrives. After n-1
+ * steps rank r holds the complete chunk (r + own) mod n. sv holds 2*nv
+ * pieces; tmp the largest chunk. */
+static int reduce_scatter(const struct hvd__comm *c, const struct iovec *v,
+			  int nv, size_t count, size_t block, int own,
+			  enum hvd_dtype t, enum hvd_op op, struct iovec *sv,
+			  char *tmp)
+{
+	size_t esize = hvd__dtype_size(t), st, ln, sst, sln;
+	int n = c->size, right = mod(c->rank + 1, n),
+	    left = mod(c->rank - 1, n);
+	struct iovec *rv = sv + nv, tv;
+	int s, ns, nr, rc = HVD_OK;
+
+	for (s = 0; s < n - 1 && rc == HVD_OK; s++) {
+		struct reduce_arg a = {0};
+
+		hvd__ring_chunk(count, block, n, mod(c->rank + own - 1 - s, n),
+				&sst, &sln);
+		hvd__ring_chunk(count, block, n, mod(c->rank + own - 2 - s, n),
+				&st, &ln);
+		ns = slice(v, nv, sst * esize, sln * esize, sv);
+		nr = slice(v, nv, st * esize, ln * esize, rv);
+		a.dst = rv;
+		a.ndst = nr;
+		a.src = tmp;
+		a.esize = esize;
+		a.t = t;
+		a.op = op;
+		tv = (struct iovec){tmp, ln * esize};
+		rc = xchg(c, right, sv, ns, left, &tv, 1, reduce_progress, &a);
+	}
+	return rc;
+}
+
+int hvd__ring_reducescatter(const struct hvd__comm *c, void *buf, size_t count,
+			    size_t block, enum hvd_dtype t, enum hvd_op op)
+{
+	size_t esize = hvd__dtype_size(t), st, maxlen;
+	struct iovec v = {buf, count * esize}, *sv;
+	char *tmp;
+	int rc;
+
+	if (c->size == 1 || count == 0)
+		return HVD_OK;
+	hvd__ring_chunk(count, block, c->size, 0, &st, &maxlen);
+	tmp = malloc(maxlen * esize + 1);
+	sv = malloc(2 * sizeof(*sv));
+	rc = tmp != NULL && sv != NULL
+		     ? reduce_scatter(c, &v, 1, count, block, 0, t, op, sv, tmp)
+		     : HVD_ENOMEM;
+	free(tmp);
+	free(sv);
+	return rc;
+}
+
 int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 			  int nv, enum hvd_dtype t, enum hvd_op op,
 			  struct hvd__ring_times *times)
@@ -169,7 +234,7 @@ int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 	size_t esize = hvd__dtype_size(t), count = 0, maxlen, st, ln, sst, sln;
 	int n = c->size, right = mod(c->rank + 1, n),
 	    left = mod(c->rank - 1, n);
-	struct iovec *sv, *rv, tv;
+	struct iovec *sv, *rv;
 	char *tmp;
 	int s, i, ns, nr, rc = HVD_OK;
 
@@ -192,22 +257,7 @@ int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 		return HVD_ENOMEM;
 	}
 	rv = sv + nv;
-	for (s = 0; s < n - 1 && rc == HVD_OK; s++) {
-		struct reduce_arg a = {0};
-
-		chunk(count, n, mod(c->rank - s, n), &sst, &sln);
-		chunk(count, n, mod(c->rank - s - 1, n), &st, &ln);
-		ns = slice(v, nv, sst * esize, sln * esize, sv);
-		nr = slice(v, nv, st * esize, ln * esize, rv);
-		a.dst = rv;
-		a.ndst = nr;
-		a.src = tmp;
-		a.esize = esize;
-		a.t = t;
-		a.op = op;
-		tv = (struct iovec){tmp, ln * esize};
-		rc = xchg(c, right, sv, ns, left, &tv, 1, reduce_progress, &a);
-	}
+	rc = reduce_scatter(c, v, nv, count, 1, 1, t, op, sv, tmp);
 	if (times != NULL) {
 		long long t1 = hvd__now_us();
 

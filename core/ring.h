@@ -16,6 +16,9 @@
  * segments, and in each step every rank forwards the segment it received
  * in the step before while receiving the next one, so the chain streams.
  *
+ * Reduce-scatter is the allreduce's first half alone, over chunks cut at
+ * whole rows: rank r ends with chunk r, the reduction of every rank's.
+ *
  * Allgather (each rank's block may have a different size) passes the
  * blocks around the ring: N-1 steps, each rank sends and receives every
  * block but its own once. */
@@ -46,6 +49,16 @@ int hvd__ring_allreduce(const struct hvd__comm *c, void *buf, size_t count,
 int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 			  int nv, enum hvd_dtype t, enum hvd_op op,
 			  struct hvd__ring_times *times);
+/* Chunk i of count elements in rows of block, split over n ranks the way
+ * Horovod splits a first dimension: rows/n rows each, the first rows % n
+ * ranks one more. */
+void hvd__ring_chunk(size_t count, size_t block, int n, int i, size_t *start,
+		     size_t *len);
+/* buf (count elements, rows of block) reduced with op, in place: this
+ * rank's chunk of buf (hvd__ring_chunk) gets the result; the rest of buf
+ * is left in no particular state. AVERAGE sums: the caller divides. */
+int hvd__ring_reducescatter(const struct hvd__comm *c, void *buf, size_t count,
+			    size_t block, enum hvd_dtype t, enum hvd_op op);
 /* root's buf (len bytes) is copied to every rank's buf. */
 int hvd__ring_broadcast(const struct hvd__comm *c, void *buf, size_t len,
 			int root);

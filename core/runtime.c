@@ -138,7 +138,10 @@ int hvd__runtime_start(int rank, int size, bool joined, void *mpi)
 	E.comm.size = size;
 	E.comm.ops = mpi != NULL ? &hvd__mpi_ops : &hvd__tcp_ops;
 	E.comm.t = mpi != NULL ? mpi : (void *)E.tcp;
-	if (hvd__cache_new(&E) != HVD_OK) {
+	E.joined = calloc((size_t)size, 1);
+	E.coord_joined = calloc((size_t)size, 1);
+	if (E.joined == NULL || E.coord_joined == NULL ||
+	    hvd__cache_new(&E) != HVD_OK) {
 		hvd__tcp_free(E.tcp);
 		E.tcp = NULL;
 		return HVD_ENOMEM;
@@ -177,6 +180,9 @@ void hvd__runtime_stop(void)
 	E.mpi = NULL;
 	hvd__cache_free(&E);
 	hvd__negotiate_free(&E);
+	free(E.joined);
+	free(E.coord_joined);
+	E.joined = E.coord_joined = NULL;
 	free(E.fusion);
 	E.fusion = NULL;
 	E.fusion_cap = 0;

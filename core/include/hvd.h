@@ -38,7 +38,8 @@ enum hvd_error {
 };
 
 /* Element types and reduction operations of the collectives. float16 and
- * bfloat16 are reduced in float32. */
+ * bfloat16 are reduced in float32. The values are part of the ABI: new
+ * types are added at the end. */
 enum hvd_dtype {
 	HVD_UINT8,
 	HVD_INT8,
@@ -47,7 +48,8 @@ enum hvd_dtype {
 	HVD_FLOAT16,
 	HVD_BFLOAT16,
 	HVD_FLOAT32,
-	HVD_FLOAT64
+	HVD_FLOAT64,
+	HVD_INT16
 };
 
 enum hvd_op { HVD_SUM, HVD_AVERAGE, HVD_MIN, HVD_MAX, HVD_PRODUCT };
@@ -104,6 +106,79 @@ HVD_EXPORT int hvd_allgather(const char *name, const void *sendbuf,
 /* Returns when every rank has called it. */
 HVD_EXPORT int hvd_barrier(void);
 
+/* Allreduce with scaling factors, Horovod's: every element is multiplied
+ * by prescale before the reduction and the result by postscale after
+ * (AVERAGE divides as well), in the tensor's type (float16 and bfloat16
+ * through float32). Factors other than 1 need a floating-point dtype.
+ * Ranks must agree on both factors; only allreduces with the same factors
+ * are fused together. hvd_allreduce_async() is this with 1 and 1. */
+HVD_EXPORT int hvd_allreduce_scaled_async(const char *name, const void *sendbuf,
+					  void *recvbuf, size_t count,
+					  enum hvd_dtype dtype, enum hvd_op op,
+					  double prescale, double postscale,
+					  hvd_handle **out);
+HVD_EXPORT int hvd_allreduce_scaled(const char *name, const void *sendbuf,
+				    void *recvbuf, size_t count,
+				    enum hvd_dtype dtype, enum hvd_op op,
+				    double prescale, double postscale);
+
+/* Alltoall: sendbuf holds sendcounts[0] elements for rank 0, then
+ * sendcounts[1] for rank 1, and so on (sendcounts has hvd_size()
+ * entries; counts may differ and may be 0). Every rank receives what
+ * every rank sent it, in rank order, in *recvbuf (malloc'ed: free() it;
+ * for the GPU form, cudaMalloc'ed), their total in *recvcount, and in
+ * recvcounts (hvd_size() entries, the caller's) how many came from each
+ * rank: Horovod's received splits. block: elements per row of the first
+ * dimension (1 for a flat buffer); every count is whole rows, and ranks
+ * must agree on block. */
+HVD_EXPORT int hvd_alltoall_async(const char *name, const void *sendbuf,
+				  const size_t *sendcounts, size_t block,
+				  enum hvd_dtype dtype, void **recvbuf,
+				  size_t *recvcount, size_t *recvcounts,
+				  hvd_handle **out);
+HVD_EXPORT int hvd_alltoall(const char *name, const void *sendbuf,
+			    const size_t *sendcounts, size_t block,
+			    enum hvd_dtype dtype, void **recvbuf,
+			    size_t *recvcount, size_t *recvcounts);
+
+/* Reducescatter: every rank's count elements (count / block rows) are
+ * reduced with op, scaled as hvd_allreduce_scaled() does, and each rank
+ * receives its part of the result in recvbuf, split the way Horovod
+ * splits a first dimension: rows / size rows each, the first rows % size
+ * ranks one more; hvd_reducescatter_count() says how many elements that
+ * is. Ranks must agree on count, block, dtype, op and factors. */
+HVD_EXPORT size_t hvd_reducescatter_count(size_t count, size_t block, int rank);
+HVD_EXPORT int hvd_reducescatter_async(const char *name, const void *sendbuf,
+				       void *recvbuf, size_t count,
+				       size_t block, enum hvd_dtype dtype,
+				       enum hvd_op op, double prescale,
+				       double postscale, hvd_handle **out);
+HVD_EXPORT int hvd_reducescatter(const char *name, const void *sendbuf,
+				 void *recvbuf, size_t count, size_t block,
+				 enum hvd_dtype dtype, enum hvd_op op,
+				 double prescale, double postscale);
+
+/* Grouped operations: the collectives this thread submits (the *_async
+ * calls) between hvd_group_start() and hvd_group_end() form one group.
+ * None of them starts until all of them are ready on every rank, and
+ * they run together, fused where they can be. Every rank must submit a
+ * group of the same names (their order may differ); a group that ranks
+ * disagree on fails, every member, on every rank. Wait for the handles
+ * after hvd_group_end() (a synchronous call inside a group is
+ * HVD_EINVAL). If hvd_group_end() fails, every member's handle completes
+ * with its error. */
+HVD_EXPORT int hvd_group_start(void);
+HVD_EXPORT int hvd_group_end(void);
+
+/* Join: this rank has run out of data. Until every rank has joined, the
+ * other ranks' collectives complete without it: it takes part in an
+ * allreduce with zeros (an average divides by the number of ranks that
+ * have not joined), in an allgather with nothing, in a broadcast and a
+ * barrier as usual; a broadcast from a joined root, an alltoall or a
+ * reducescatter while ranks have joined, or a GPU collective, fails on
+ * every rank. Returns the rank that joined last (>= 0), or an error. */
+HVD_EXPORT int hvd_join(void);
+
 /* GPU collectives, over NCCL: the same semantics, names and negotiation
  * as above, for buffers in the memory of this rank's GPU: the CUDA
  * device hvd_gpu_device() returns (the local rank's GPU, or device 0
@@ -136,6 +211,25 @@ HVD_EXPORT int hvd_broadcast_gpu(const char *name, void *buf, size_t count,
 HVD_EXPORT int hvd_allgather_gpu(const char *name, const void *sendbuf,
 				 size_t count, enum hvd_dtype dtype,
 				 void **recvbuf, size_t *recvcount);
+/* The newer collectives on the GPU: alltoall through grouped
+ * ncclSend/ncclRecv, reducescatter through ncclReduceScatter (uneven
+ * splits: one ncclReduce per rank, grouped). NCCL cannot reduce int16;
+ * scaling factors need op SUM or AVERAGE (HVD_ENOTSUP otherwise). */
+HVD_EXPORT int hvd_allreduce_scaled_gpu_async(
+	const char *name, const void *sendbuf, void *recvbuf, size_t count,
+	enum hvd_dtype dtype, enum hvd_op op, double prescale, double postscale,
+	hvd_handle **out);
+HVD_EXPORT int hvd_alltoall_gpu_async(const char *name, const void *sendbuf,
+				      const size_t *sendcounts, size_t block,
+				      enum hvd_dtype dtype, void **recvbuf,
+				      size_t *recvcount, size_t *recvcounts,
+				      hvd_handle **out);
+HVD_EXPORT int hvd_reducescatter_gpu_async(const char *name,
+					   const void *sendbuf, void *recvbuf,
+					   size_t count, size_t block,
+					   enum hvd_dtype dtype, enum hvd_op op,
+					   double prescale, double postscale,
+					   hvd_handle **out);
 
 HVD_EXPORT const char *hvd_strerror(int err);
 /* The calling thread's last failure, in words ("" if none). */

@@ -2,6 +2,9 @@
  *   hvd_bench sizes   float32 sum, 4 KiB to 64 MiB: "bytes seconds" lines
  *   hvd_bench resnet  the 161 gradient tensors of ResNet-50 submitted at
  *                     once, then waited for: "step seconds" per step
+ *   hvd_bench alltoall, hvd_bench reducescatter
+ *                     float32, 64 KiB to 64 MiB per rank (alltoall: an
+ *                     equal share to every rank; reducescatter: sum)
  * Each figure is the median of the repetitions; rank 0 prints. */
 #include <hvd.h>
 #include <stdio.h>
@@ -19,12 +22,35 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int run_sizes(void)
-{
-	size_t bytes;
-	float *buf = calloc((64u << 20) / 4, 4);
+enum kind { ALLREDUCE, ALLTOALL, REDUCESCATTER };
 
-	for (bytes = 4096; bytes <= (64u << 20); bytes *= 4) {
+/* One collective of bytes per rank. */
+static int one(enum kind k, float *buf, float *out, size_t bytes)
+{
+	size_t n = (size_t)hvd_size(), c = bytes / 4, sc[64], rc[64], got, i;
+	void *res = NULL;
+	int r;
+
+	if (k == ALLREDUCE)
+		return hvd_allreduce("bench", buf, buf, c, HVD_FLOAT32,
+				     HVD_SUM);
+	if (k == REDUCESCATTER)
+		return hvd_reducescatter("bench.rs", buf, out, c, 1,
+					 HVD_FLOAT32, HVD_SUM, 1, 1);
+	for (i = 0; i < n && i < 64; i++)
+		sc[i] = c / n;
+	r = hvd_alltoall("bench.a2a", buf, sc, 1, HVD_FLOAT32, &res, &got, rc);
+	free(res);
+	return r;
+}
+
+static int run_sizes(enum kind k)
+{
+	size_t bytes, first = k == ALLREDUCE ? 4096 : 65536;
+	float *buf = calloc((64u << 20) / 4, 4);
+	float *out = calloc((64u << 20) / 4, 4);
+
+	for (bytes = first; bytes <= (64u << 20); bytes *= 4) {
 		double t[21];
 		int reps = bytes >= (16u << 20) ? 7 : 21, i;
 
@@ -33,8 +59,7 @@ static int run_sizes(void)
 
 			hvd_barrier();
 			t0 = now();
-			if (hvd_allreduce("bench", buf, buf, bytes / 4,
-					  HVD_FLOAT32, HVD_SUM) != 0)
+			if (one(k, buf, out, bytes) != 0)
 				return 1;
 			if (i >= 0)
 				t[i] = now() - t0;
@@ -49,6 +74,7 @@ static int run_sizes(void)
 		}
 	}
 	free(buf);
+	free(out);
 	return 0;
 }
 
@@ -101,8 +127,14 @@ int main(int argc, char **argv)
 
 	if (hvd_init() != 0)
 		return 1;
-	rc = argc > 1 && strcmp(argv[1], "resnet") == 0 ? run_resnet()
-							: run_sizes();
+	if (argc > 1 && strcmp(argv[1], "resnet") == 0)
+		rc = run_resnet();
+	else if (argc > 1 && strcmp(argv[1], "alltoall") == 0)
+		rc = run_sizes(ALLTOALL);
+	else if (argc > 1 && strcmp(argv[1], "reducescatter") == 0)
+		rc = run_sizes(REDUCESCATTER);
+	else
+		rc = run_sizes(ALLREDUCE);
 	hvd_shutdown();
 	return rc;
 }

@@ -2,7 +2,10 @@
  *   mpi_bench sizes    float32 sum, 4 KiB to 64 MiB
  *   mpi_bench resnet   ResNet-50's 161 tensors: one MPI_Allreduce per
  *                      tensor ("per-tensor"), and one of their total
- *                      ("total") */
+ *                      ("total")
+ *   mpi_bench alltoall, mpi_bench reducescatter
+ *                      MPI_Alltoallv and MPI_Reduce_scatter, float32, 64 KiB
+ *                      to 64 MiB per rank, split as hvd_bench splits */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +57,50 @@ int main(int argc, char **argv)
 		report("per-tensor ", n, bench_median(tp, 11), rank);
 		report("total ", total, bench_median(tt, 11), rank);
 		free(g);
+	} else if (argc > 1 && (strcmp(argv[1], "alltoall") == 0 ||
+				strcmp(argv[1], "reducescatter") == 0)) {
+		int a2a = strcmp(argv[1], "alltoall") == 0, size, r;
+		float *buf = calloc((64u << 20) / 4, 4);
+		float *out = calloc((64u << 20) / 4, 4);
+		int *cnt, *disp;
+		size_t bytes;
+
+		MPI_Comm_size(MPI_COMM_WORLD, &size);
+		cnt = calloc((size_t)size, sizeof(*cnt));
+		disp = calloc((size_t)size, sizeof(*disp));
+		for (bytes = 65536; bytes <= (64u << 20); bytes *= 4) {
+			double t[21];
+			int reps = bytes >= (16u << 20) ? 7 : 21;
+			int c = (int)(bytes / 4);
+
+			/* Horovod's split: the first c % size one more. */
+			for (r = 0; r < size; r++) {
+				cnt[r] = a2a ? c / size
+					     : c / size + (r < c % size);
+				disp[r] = r ? disp[r - 1] + cnt[r - 1] : 0;
+			}
+			for (i = -2; i < reps; i++) {
+				double t0;
+
+				MPI_Barrier(MPI_COMM_WORLD);
+				t0 = MPI_Wtime();
+				if (a2a)
+					MPI_Alltoallv(buf, cnt, disp, MPI_FLOAT,
+						      out, cnt, disp, MPI_FLOAT,
+						      MPI_COMM_WORLD);
+				else
+					MPI_Reduce_scatter(buf, out, cnt,
+							   MPI_FLOAT, MPI_SUM,
+							   MPI_COMM_WORLD);
+				if (i >= 0)
+					t[i] = MPI_Wtime() - t0;
+			}
+			report("", bytes, bench_median(t, reps), rank);
+		}
+		free(cnt);
+		free(disp);
+		free(buf);
+		free(out);
 	} else {
 		size_t bytes;
 		float *buf = calloc((64u << 20) / 4, 4);

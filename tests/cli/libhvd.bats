@@ -19,6 +19,60 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	done
 }
 
+@test "alltoall, reducescatter, scaled allreduce, int16 against a serial reference: 1 to 4 ranks" {
+	local n r
+	for n in 1 2 3 4; do
+		run "$HVDRUN" -np "$n" "$SELFTEST" more
+		assert_success
+		refute_output --partial FAIL
+		for ((r = 0; r < n; r++)); do
+			assert_line "[$r]<stdout>:rank $r: ok"
+		done
+	done
+}
+
+@test "grouped operations from several threads at once, twice (the second time cached)" {
+	local n
+	for n in 1 2 3; do
+		run "$HVDRUN" -np "$n" "$SELFTEST" groups
+		assert_success
+		refute_output --partial FAIL
+	done
+}
+
+@test "join: uneven steps, averages over the ranks that gave data, the last rank returned" {
+	local n
+	for n in 2 3 4; do
+		run "$HVDRUN" -np "$n" "$SELFTEST" join
+		assert_success
+		refute_output --partial FAIL
+		assert_line "[0]<stdout>:rank 0: ok"
+	done
+}
+
+@test "disagreements on the newer collectives fail on every rank, naming what differs" {
+	local n
+	for n in 2 3; do
+		run "$HVDRUN" -np "$n" "$SELFTEST" mismatch2
+		assert_success
+		refute_output --partial FAIL
+		assert_output --partial "ranks disagree on tensor 'rs.count': rank 0 asked for reducescatter of 8 float32 op sum, rank 1 for reducescatter of 10 float32 op sum"
+		assert_output --partial "rank 1 for allreduce of 4 float32 op sum scaled by 2 and 1"
+		assert_output --partial "rank 1 for alltoall of float32 in rows of 2"
+		assert_output --partial "in a group of 2"
+	done
+}
+
+@test "a rank killed mid-alltoall: every other rank gets an error within a second" {
+	run "$HVDRUN" -np 4 "$SELFTEST" killa2a
+	[ "$status" -eq 137 ] || [ "$status" -eq 3 ]
+	local r ms
+	for r in 0 2 3; do
+		ms=$(printf '%s\n' "${lines[@]}" | sed -n "s/^\[$r\]<stdout>:rank $r: error after \([0-9]*\) ms: .*/\1/p")
+		[ -n "$ms" ] && [ "$ms" -lt 1000 ]
+	done
+}
+
 @test "a program run without hvdrun is a job of one" {
 	run "$SELFTEST" all
 	assert_success

@@ -33,6 +33,22 @@ setup() {
 	done
 }
 
+@test "under mpirun: alltoall, reducescatter, scaling, groups, join, their disagreements" {
+	local n mode
+	for n in 1 2 4; do
+		run "${MPIRUN[@]}" -np "$n" "$SELFTEST" more
+		assert_success
+		refute_output --partial FAIL
+		assert_line "rank 0: ok"
+	done
+	for mode in groups join mismatch2; do
+		run "${MPIRUN[@]}" -np 3 "$SELFTEST" "$mode"
+		assert_success
+		refute_output --partial FAIL
+		assert_line "rank 2: ok"
+	done
+}
+
 @test "under mpirun, fused tensors go through the fusion buffer to MPI_Allreduce" {
 	run "${MPIRUN[@]}" -x HOROVOD_TIMELINE="$BATS_TEST_TMPDIR/tl.json" \
 		-np 3 "$SELFTEST" fusion

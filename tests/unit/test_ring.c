@@ -120,6 +120,9 @@ static void store(void *buf, size_t i, enum hvd_dtype t, double v)
 	case HVD_INT8:
 		((int8_t *)buf)[i] = (int8_t)v;
 		break;
+	case HVD_INT16:
+		((int16_t *)buf)[i] = (int16_t)v;
+		break;
 	case HVD_INT32:
 		((int32_t *)buf)[i] = (int32_t)v;
 		break;
@@ -148,6 +151,8 @@ static double load(const void *buf, size_t i, enum hvd_dtype t)
 		return ((const uint8_t *)buf)[i];
 	case HVD_INT8:
 		return ((const int8_t *)buf)[i];
+	case HVD_INT16:
+		return ((const int16_t *)buf)[i];
 	case HVD_INT32:
 		return ((const int32_t *)buf)[i];
 	case HVD_INT64:
@@ -182,7 +187,8 @@ static double reference(int n, size_t i, enum hvd_dtype t, enum hvd_op op)
 			acc = v > acc ? v : acc;
 	}
 	if (op == HVD_AVERAGE)
-		acc = t <= HVD_INT64 ? trunc(acc / n) : acc / n;
+		acc = (t <= HVD_INT64 || t == HVD_INT16) ? trunc(acc / n)
+							 : acc / n;
 	return acc;
 }
 
@@ -275,7 +281,8 @@ static void ar_body(const struct hvd__comm *c, void *arg)
 		for (i = 0; i < k->count; i++) {
 			double want = reference(c->size, i, k->t, k->op);
 			double got = load(buf, i, k->t);
-			bool exact = k->t <= HVD_INT64 || k->op != HVD_AVERAGE;
+			bool exact = k->t <= HVD_INT64 || k->t == HVD_INT16 ||
+				     k->op != HVD_AVERAGE;
 
 			if (exact ? got != want
 				  : fabs(got - want) >
@@ -296,7 +303,7 @@ static void allreduce_every_case(const size_t *counts, size_t ncounts,
 	size_t ci;
 
 	for (n = 1; n <= MAXN; n++)
-		for (t = HVD_UINT8; t <= HVD_FLOAT64; t++)
+		for (t = HVD_UINT8; t <= HVD_INT16; t++)
 			for (op = HVD_SUM; op <= HVD_PRODUCT; op++)
 				for (ci = 0; ci < ncounts; ci++) {
 					struct ar_case k = {

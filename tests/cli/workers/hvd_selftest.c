@@ -14,6 +14,17 @@
  *             77 after one line "skip: REASON" where there is no GPU
  *   nogpu     the GPU collectives refuse with HVD_ENOTSUP and say why;
  *             the CPU ones go on
+ *   more      the newer collectives: alltoall (uneven counts, zeros),
+ *             reducescatter (every dtype and op, counts below the ranks),
+ *             scaled allreduce, int16, checked against a serial reference
+ *   groups    grouped allreduces, allgathers and reducescatters from
+ *             several threads at once
+ *   join      rank r runs r+2 steps then joins; the others' averages
+ *             divide by the ranks that gave data; join returns the last
+ *   mismatch2 disagreements on the newer collectives (counts, rows,
+ *             factors, group membership, a joined root): an error on
+ *             every rank
+ *   killa2a   rank 1 kills itself mid-alltoall
  * Prints "rank R: ok" and exits 0, or names what went wrong and exits 1. */
 #include <hvd.h>
 #include <math.h>
@@ -41,10 +52,11 @@ static int failures;
 		}                                                 \
 	} while (0)
 
-static const size_t esize[] = {1, 1, 4, 8, 2, 2, 4, 8};
-static const char *const dname[] = {"uint8",	"int8",	    "int32",
-				     "int64",	"float16",  "bfloat16",
-				     "float32", "float64"};
+#define NDTYPE 9
+static const size_t esize[NDTYPE] = {1, 1, 4, 8, 2, 2, 4, 8, 2};
+static const char *const dname[NDTYPE] = {
+	"uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32",
+	"float64", "int16"};
 
 /* Exact in every dtype for up to 4 ranks. */
 static double value(int r, size_t i, int op)
@@ -112,6 +124,7 @@ static void put(void *buf, size_t i, int t, double v)
 		break;
 	case HVD_FLOAT32: ((float *)buf)[i] = f; break;
 	case HVD_FLOAT64: ((double *)buf)[i] = v; break;
+	case HVD_INT16: ((int16_t *)buf)[i] = (int16_t)v; break;
 	}
 }
 
@@ -131,8 +144,22 @@ static double get(const void *buf, size_t i, int t)
 		memcpy(&f, &b, 4);
 		return f;
 	case HVD_FLOAT32: return ((const float *)buf)[i];
+	case HVD_INT16: return ((const int16_t *)buf)[i];
 	default: return ((const double *)buf)[i];
 	}
+}
+
+static int is_int(int t)
+{
+	return t <= HVD_INT64 || t == HVD_INT16;
+}
+
+static double tolerance(int t, int op)
+{
+	return (is_int(t) || op != HVD_AVERAGE) ? 0
+	       : t == HVD_BFLOAT16		? 1e-2
+	       : t == HVD_FLOAT16		? 2e-3
+						: 1e-6;
 }
 
 static double expected(size_t i, int op, int t)
@@ -153,7 +180,7 @@ static double expected(size_t i, int op, int t)
 			acc = v > acc ? v : acc;
 	}
 	if (op == HVD_AVERAGE)
-		acc = t <= HVD_INT64 ? trunc(acc / n) : acc / n;
+		acc = is_int(t) ? trunc(acc / n) : acc / n;
 	return acc;
 }
 
@@ -203,10 +230,7 @@ static void check_allreduce_on(int t, int op, size_t count, int inplace,
 	EXPECT(rc == 0, "%s: %s", name, hvd_strerror(rc));
 	for (i = 0; rc == 0 && i < count; i++) {
 		double want = expected(i, op, t), got = get(recv, i, t);
-		double tol = (t <= HVD_INT64 || op != HVD_AVERAGE) ? 0
-			     : t == HVD_BFLOAT16			? 1e-2
-			     : t == HVD_FLOAT16			? 2e-3
-								: 1e-6;
+		double tol = tolerance(t, op);
 
 		if (fabs(got - want) > tol * fmax(1, fabs(want)))
 			bad++;
@@ -230,7 +254,7 @@ static void mode_all(void)
 	unsigned char *buf;
 	int32_t *mine, *all = NULL;
 
-	for (t = 0; t < 8; t++)
+	for (t = 0; t < NDTYPE; t++)
 		for (op = 0; op < 5; op++)
 			for (ci = 0; ci < 4; ci++)
 				check_allreduce(t, op, counts[ci], ci % 2);
@@ -621,6 +645,77 @@ static void mode_gpu_collectives(void)
 	free(mine);
 }
 
+/* The newer collectives on device buffers: reducescatter (even and
+ * uneven splits) and alltoall, against the same references. */
+static void mode_gpu_more(void)
+{
+	int n = hvd_size(), me = hvd_rank(), r, q;
+	size_t rows, i, start, mine, total, got = 0, *sc, *rc;
+	float *h, *dh, *dout, *a2a = NULL;
+
+	for (rows = (size_t)n * 3; rows <= (size_t)n * 3 + 1; rows++) {
+		h = malloc(rows * 4 * sizeof(float));
+		for (i = 0; i < rows * 4; i++)
+			h[i] = (float)(me + (int)(i % 5));
+		cudaMalloc((void **)&dh, rows * 4 * sizeof(float));
+		cudaMalloc((void **)&dout, rows * 4 * sizeof(float));
+		cudaMemcpy(dh, h, rows * 4 * sizeof(float),
+			   cudaMemcpyHostToDevice);
+		hvd_handle *hd;
+		r = hvd_reducescatter_gpu_async("grs", dh, dout, rows * 4, 4,
+						HVD_FLOAT32, HVD_SUM, 1, 1,
+						&hd);
+		r = r == 0 ? hvd_wait(hd) : r;
+		EXPECT(r == 0, "gpu reducescatter: %s", hvd_error_message());
+		for (q = 0, start = 0; q < me; q++)
+			start += hvd_reducescatter_count(rows * 4, 4, q);
+		mine = hvd_reducescatter_count(rows * 4, 4, me);
+		cudaMemcpy(h, dout, mine * sizeof(float),
+			   cudaMemcpyDeviceToHost);
+		for (i = 0; r == 0 && i < mine; i++)
+			if (h[i] != (float)(n * (n - 1) / 2 +
+					    n * (int)((start + i) % 5)))
+				break;
+		EXPECT(r != 0 || i == mine, "gpu reducescatter element %zu", i);
+		cudaFree(dh);
+		cudaFree(dout);
+		free(h);
+	}
+	sc = calloc((size_t)n, sizeof(*sc));
+	rc = calloc((size_t)n, sizeof(*rc));
+	for (q = 0, total = 0; q < n; q++)
+		total += sc[q] = (size_t)((me + q) % 3);
+	h = malloc((total + 1) * sizeof(float));
+	for (q = 0, i = 0; q < n; q++)
+		for (rows = 0; rows < sc[q]; rows++)
+			h[i++] = (float)(me * 100 + q);
+	cudaMalloc((void **)&dh, (total + 1) * sizeof(float));
+	cudaMemcpy(dh, h, total * sizeof(float), cudaMemcpyHostToDevice);
+	{
+		hvd_handle *hd;
+
+		r = hvd_alltoall_gpu_async("ga2a", dh, sc, 1, HVD_FLOAT32,
+					   (void **)&a2a, &got, rc, &hd);
+		r = r == 0 ? hvd_wait(hd) : r;
+	}
+	EXPECT(r == 0, "gpu alltoall: %s", hvd_error_message());
+	free(h);
+	h = malloc((got + 1) * sizeof(float));
+	if (r == 0)
+		cudaMemcpy(h, a2a, got * sizeof(float), cudaMemcpyDeviceToHost);
+	for (q = 0, i = 0; r == 0 && q < n; q++) {
+		EXPECT(rc[q] == (size_t)((q + me) % 3), "gpu alltoall count");
+		for (rows = 0; rows < rc[q] && i < got; rows++, i++)
+			EXPECT(h[i] == (float)(q * 100 + me),
+			       "gpu alltoall element %zu", i);
+	}
+	cudaFree(a2a);
+	cudaFree(dh);
+	free(h);
+	free(sc);
+	free(rc);
+}
+
 static void mode_gpu(void)
 {
 	int dev = hvd_gpu_device(), r;
@@ -633,6 +728,7 @@ static void mode_gpu(void)
 	}
 	cudaSetDevice(dev);
 	mode_gpu_collectives();
+	mode_gpu_more();
 	/* Host memory is refused on the spot, naming the buffer. */
 	r = hvd_allreduce_gpu("host", x, x, 4, HVD_FLOAT32, HVD_SUM);
 	EXPECT(r == HVD_EINVAL && strstr(hvd_error_message(), "host memory"),
@@ -658,6 +754,387 @@ static void mode_gpu(void)
 	exit(77);
 }
 #endif
+
+/* ---- the newer collectives ---- */
+
+/* Alltoall: rank r sends (r + d) % 3 rows of `block` elements to rank d
+ * (some counts 0); element k of the row for d is r*1000 + d*10 + k. */
+static size_t a2a_rows(int r, int d)
+{
+	return (size_t)((r + d) % 3);
+}
+
+static void check_alltoall(int t, size_t block)
+{
+	int n = hvd_size(), me = hvd_rank(), d, q, rc;
+	size_t *sc = calloc((size_t)n, sizeof(*sc));
+	size_t *rcv = calloc((size_t)n, sizeof(*rcv));
+	size_t total = 0, got = 0, at = 0, k, i;
+	char name[64], *send, *out = NULL;
+
+	for (d = 0; d < n; d++)
+		total += sc[d] = a2a_rows(me, d) * block;
+	send = malloc(total * esize[t] + 1);
+	for (d = 0, at = 0; d < n; d++)
+		for (k = 0; k < sc[d]; k++)
+			put(send, at++, t, (double)((me * 7 + d * 3 + k) % 50));
+	snprintf(name, sizeof(name), "a2a.%s.%zu", dname[t], block);
+	rc = hvd_alltoall(name, send, sc, block, (enum hvd_dtype)t,
+			  (void **)&out, &got, rcv);
+	EXPECT(rc == 0, "%s: %s", name, hvd_error_message());
+	for (q = 0, at = 0; rc == 0 && q < n; q++) {
+		EXPECT(rcv[q] == a2a_rows(q, me) * block,
+		       "%s: %zu elements from rank %d, want %zu", name, rcv[q],
+		       q, a2a_rows(q, me) * block);
+		for (i = 0; i < rcv[q] && at < got; i++, at++)
+			if (get(out, at, t) != (double)((q * 7 + me * 3 + i) % 50))
+				break;
+		EXPECT(i == rcv[q], "%s: element %zu from rank %d wrong", name,
+		       i, q);
+	}
+	EXPECT(rc != 0 || at == got, "%s: %zu elements, want %zu", name, got,
+	       at);
+	free(out);
+	free(send);
+	free(sc);
+	free(rcv);
+}
+
+static void check_reducescatter(int t, int op, size_t rows, size_t block,
+				double pre, double post)
+{
+	size_t count = rows * block, mine, start = 0, i, bad = 0;
+	int n = hvd_size(), me = hvd_rank(), r, rc;
+	char name[96];
+	char *send = malloc(count * esize[t] + 1);
+	char *recv;
+
+	mine = hvd_reducescatter_count(count, block, me);
+	for (r = 0; r < me; r++)
+		start += hvd_reducescatter_count(count, block, r);
+	recv = malloc(mine * esize[t] + 1);
+	for (i = 0; i < count; i++)
+		put(send, i, t, uvalue(me, i, op, t));
+	snprintf(name, sizeof(name), "rs.%s.%d.%zu.%zu.%g", dname[t], op, rows,
+		 block, pre);
+	rc = hvd_reducescatter(name, send, recv, count, block,
+			       (enum hvd_dtype)t, (enum hvd_op)op, pre, post);
+	EXPECT(rc == 0, "%s: %s", name, hvd_error_message());
+	/* Horovod's split: rows / n each, the first rows % n one more. */
+	EXPECT(mine == (rows / (size_t)n + ((size_t)me < rows % (size_t)n)) *
+			       block,
+	       "%s: %zu elements for rank %d", name, mine, me);
+	for (i = 0; rc == 0 && i < mine; i++) {
+		double want = expected(start + i, op, t), got = get(recv, i, t);
+
+		if (op == HVD_SUM || op == HVD_AVERAGE)
+			want *= pre * post;
+		if (fabs(got - want) >
+		    fmax(tolerance(t, op), pre != 1 ? 1e-2 : 0) *
+			    fmax(1, fabs(want)))
+			bad++;
+	}
+	EXPECT(bad == 0, "%s: %zu of %zu elements wrong", name, bad, mine);
+	free(send);
+	free(recv);
+}
+
+static void check_scaled(int t, size_t count, double pre, double post)
+{
+	char name[64];
+	char *buf = malloc(count * esize[t] + 1);
+	size_t i, bad = 0;
+	int rc;
+
+	for (i = 0; i < count; i++)
+		put(buf, i, t, uvalue(hvd_rank(), i, HVD_SUM, t));
+	snprintf(name, sizeof(name), "scaled.%s.%zu", dname[t], count);
+	rc = hvd_allreduce_scaled(name, buf, buf, count, (enum hvd_dtype)t,
+				  HVD_AVERAGE, pre, post);
+	EXPECT(rc == 0, "%s: %s", name, hvd_error_message());
+	for (i = 0; rc == 0 && i < count; i++) {
+		double want = expected(i, HVD_AVERAGE, t) * pre * post;
+
+		if (fabs(get(buf, i, t) - want) > 1e-2 * fmax(1, fabs(want)))
+			bad++;
+	}
+	EXPECT(bad == 0, "%s: %zu of %zu elements wrong", name, bad, count);
+	free(buf);
+}
+
+static void mode_more(void)
+{
+	static const int types[] = {HVD_UINT8,	 HVD_INT16,   HVD_INT32,
+				    HVD_FLOAT16, HVD_FLOAT32, HVD_FLOAT64};
+	size_t ti, rows;
+	int t, op;
+	float x = 1;
+
+	for (ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+		check_alltoall(types[ti], 1);
+		check_alltoall(types[ti], 3);
+	}
+	for (t = 0; t < NDTYPE; t++)
+		for (op = 0; op < 5; op++) {
+			/* fewer rows than ranks, a prime, a large one */
+			check_reducescatter(t, op, 1, 1, 1, 1);
+			check_reducescatter(t, op, 7, 3, 1, 1);
+		}
+	for (rows = 0; rows < 3; rows++)
+		check_reducescatter(HVD_FLOAT32, HVD_SUM, rows, 2, 1, 1);
+	check_reducescatter(HVD_FLOAT32, HVD_AVERAGE, 300007, 1, 1, 1);
+	check_reducescatter(HVD_FLOAT32, HVD_AVERAGE, 1001, 5, 0.5, 4);
+	check_reducescatter(HVD_BFLOAT16, HVD_SUM, 99, 2, 2, 0.25);
+	for (t = HVD_FLOAT16; t <= HVD_FLOAT64; t++) {
+		check_scaled(t, 1, 0.5, 3);
+		check_scaled(t, 100003, 2, 0.125);
+	}
+	/* Bad arguments are refused on the spot. */
+	EXPECT(hvd_allreduce_scaled("bad", &x, &x, 1, HVD_INT32, HVD_SUM, 2,
+				    1) == HVD_EINVAL,
+	       "scaling an int32 accepted");
+	EXPECT(hvd_reducescatter("bad", &x, &x, 3, 2, HVD_FLOAT32, HVD_SUM, 1,
+				 1) == HVD_EINVAL,
+	       "3 elements in rows of 2 accepted");
+	{
+		size_t sc[64] = {0}, rc[64], got;
+		void *out;
+
+		sc[0] = 3;
+		EXPECT(hvd_alltoall("bad", &x, sc, 2, HVD_FLOAT32, &out, &got,
+				    rc) == HVD_EINVAL,
+		       "alltoall of 3 elements in rows of 2 accepted");
+	}
+}
+
+#define GROUP_THREADS 3
+#define GROUPS 6
+
+/* Each thread submits groups of 2 allreduces, an allgather and a
+ * reducescatter, and waits for them after hvd_group_end(). */
+static void *group_thread(void *arg)
+{
+	long id = (long)arg;
+	int n = hvd_size(), me = hvd_rank(), g, k, rc;
+
+	for (g = 0; g < GROUPS; g++) {
+		float a[300], b[5], rs[12], mine[2] = {(float)me, (float)me};
+		float *gathered = NULL, rsout[12];
+		size_t got = 0, i, start = 0, cnt;
+		hvd_handle *h[4];
+		char name[4][64];
+
+		for (i = 0; i < 300; i++)
+			a[i] = (float)(me + (int)i);
+		for (i = 0; i < 5; i++)
+			b[i] = (float)me;
+		for (i = 0; i < 12; i++)
+			rs[i] = (float)(i + (size_t)me);
+		for (k = 0; k < 4; k++)
+			snprintf(name[k], sizeof(name[k]), "grp.%ld.%d.%d", id,
+				 g, k);
+		rc = hvd_group_start();
+		EXPECT(rc == 0, "group_start: %s", hvd_error_message());
+		rc = hvd_allreduce_async(name[0], a, a, 300, HVD_FLOAT32,
+					 HVD_SUM, &h[0]);
+		rc |= hvd_allreduce_async(name[1], b, b, 5, HVD_FLOAT32,
+					  HVD_AVERAGE, &h[1]);
+		rc |= hvd_allgather_async(name[2], mine, 2, HVD_FLOAT32,
+					  (void **)&gathered, &got, &h[2]);
+		rc |= hvd_reducescatter_async(name[3], rs, rsout, 12, 1,
+					      HVD_FLOAT32, HVD_SUM, 1, 1, &h[3]);
+		EXPECT(rc == 0, "group submit: %s", hvd_error_message());
+		EXPECT(hvd_allreduce(name[0], a, a, 1, HVD_FLOAT32, HVD_SUM) ==
+			       HVD_EINVAL,
+		       "a synchronous call inside a group accepted");
+		EXPECT(hvd_wait(h[0]) == HVD_EINVAL,
+		       "a wait inside the group accepted");
+		rc = hvd_group_end();
+		EXPECT(rc == 0, "group_end: %s", hvd_error_message());
+		for (k = 0; k < 4; k++) {
+			rc = hvd_wait(h[k]);
+			EXPECT(rc == 0, "%s: %s", name[k], hvd_error_message());
+		}
+		for (i = 0; i < 300; i++)
+			if (a[i] != (float)(n * (n - 1) / 2 + n * (int)i))
+				break;
+		EXPECT(i == 300, "%s element %zu", name[0], i);
+		EXPECT(b[0] == (float)(n - 1) / 2, "%s: %g", name[1], b[0]);
+		EXPECT(got == (size_t)n * 2 && gathered[2 * (n - 1)] == n - 1,
+		       "%s", name[2]);
+		for (k = 0; k < me; k++)
+			start += hvd_reducescatter_count(12, 1, k);
+		cnt = hvd_reducescatter_count(12, 1, me);
+		for (i = 0; i < cnt; i++)
+			if (rsout[i] != (float)(n * (int)(start + i) +
+						n * (n - 1) / 2))
+				break;
+		EXPECT(i == cnt, "%s element %zu", name[3], i);
+		free(gathered);
+	}
+	return NULL;
+}
+
+static void mode_groups(void)
+{
+	pthread_t t[GROUP_THREADS];
+	long i;
+
+	/* Twice over: the second time through the response cache. */
+	for (i = 0; i < GROUP_THREADS; i++)
+		pthread_create(&t[i], NULL, group_thread, (void *)i);
+	for (i = 0; i < GROUP_THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < GROUP_THREADS; i++)
+		pthread_create(&t[i], NULL, group_thread, (void *)i);
+	for (i = 0; i < GROUP_THREADS; i++)
+		pthread_join(t[i], NULL);
+	EXPECT(hvd_group_end() == HVD_EINVAL, "group_end without start");
+}
+
+/* Rank r trains r + 2 steps, then joins. In step s the ranks that still
+ * have data are those with r + 2 > s: the average of their values. */
+static void mode_join(void)
+{
+	int n = hvd_size(), me = hvd_rank(), s, r, last;
+
+	for (s = 0; s < me + 2; s++) {
+		double v[5], want = 0, sum = 0;
+		float *all = NULL, mine = (float)me;
+		size_t got = 0;
+		int givers = 0, bc[3] = {0, 0, 0}, rc;
+		char name[32];
+
+		for (r = 0; r < n; r++)
+			if (r + 2 > s) {
+				givers++;
+				sum += r + 1;
+			}
+		want = sum / givers;
+		for (r = 0; r < 5; r++)
+			v[r] = me + 1;
+		snprintf(name, sizeof(name), "step.%d", s);
+		rc = hvd_allreduce(name, v, v, 5, HVD_FLOAT64, HVD_AVERAGE);
+		EXPECT(rc == 0 && fabs(v[4] - want) < 1e-12,
+		       "%s: %g, want %g (%s)", name, v[4], want,
+		       hvd_error_message());
+		/* The joined ranks give nothing to an allgather. */
+		snprintf(name, sizeof(name), "gather.%d", s);
+		rc = hvd_allgather(name, &mine, 1, HVD_FLOAT32, (void **)&all,
+				   &got);
+		EXPECT(rc == 0 && got == (size_t)givers, "%s: %zu of %d (%s)",
+		       name, got, givers, hvd_error_message());
+		free(all);
+		/* The last rank to join still broadcasts from its root. */
+		if (me == n - 1)
+			bc[0] = bc[1] = bc[2] = 7 + s;
+		snprintf(name, sizeof(name), "bcast.%d", s);
+		rc = hvd_broadcast(name, bc, 3, HVD_INT32, n - 1);
+		EXPECT(rc == 0 && bc[2] == 7 + s, "%s: %s", name,
+		       hvd_error_message());
+	}
+	if (me == 0 && n > 1) {
+		/* Rank 0 has joined when the others reach this: a broadcast
+		 * from it fails on every rank that calls it. */
+	}
+	last = hvd_join();
+	EXPECT(last == n - 1, "join returned %d, want %d (%s)", last, n - 1,
+	       last < 0 ? hvd_error_message() : "");
+	/* After everyone joined, collectives are whole again. */
+	{
+		double x = me;
+		int rc = hvd_allreduce("after.join", &x, &x, 1, HVD_FLOAT64,
+				       HVD_AVERAGE);
+
+		EXPECT(rc == 0 && x == (double)(n - 1) / 2, "after join: %g",
+		       x);
+	}
+	/* A broadcast from a joined root fails on every rank. */
+	if (n > 1) {
+		int y = 1, rc;
+
+		if (me == 0) {
+			rc = hvd_join();
+			EXPECT(rc == n - 1, "second join gave %d", rc);
+		} else {
+			rc = hvd_broadcast("from.joined", &y, 1, HVD_INT32, 0);
+			EXPECT(rc == HVD_EINVAL &&
+				       strstr(hvd_error_message(),
+					      "root has joined") != NULL,
+			       "broadcast from a joined root: %s (%s)",
+			       hvd_strerror(rc), hvd_error_message());
+			rc = hvd_join();
+			EXPECT(rc == n - 1, "second join gave %d", rc);
+		}
+	}
+}
+
+static void mode_mismatch2(void)
+{
+	int r = hvd_rank(), n = hvd_size(), rc;
+	float x[64] = {0}, out[64];
+	size_t sc[64] = {0}, rcv[64], got;
+	void *res = NULL;
+	hvd_handle *h[2];
+
+	rc = hvd_reducescatter("rs.count", x, out, r == 0 ? 8 : 10, 1,
+			       HVD_FLOAT32, HVD_SUM, 1, 1);
+	EXPECT(rc == HVD_EMISMATCH, "rs.count: %s", hvd_strerror(rc));
+	rc = hvd_allreduce_scaled("factors", x, x, 4, HVD_FLOAT32, HVD_SUM,
+				  r == 1 ? 2 : 1, 1);
+	EXPECT(rc == HVD_EMISMATCH, "factors: %s", hvd_strerror(rc));
+	sc[0] = 2;
+	rc = hvd_alltoall("a2a.rows", x, sc, r == 0 ? 1 : 2, HVD_FLOAT32, &res,
+			  &got, rcv);
+	EXPECT(rc == HVD_EMISMATCH, "a2a.rows: %s", hvd_strerror(rc));
+	free(res);
+	/* Rank 0 groups {g.a, g.b}, the others {g.a, g.c}. */
+	hvd_group_start();
+	hvd_allreduce_async("g.a", x, x, 4, HVD_FLOAT32, HVD_SUM, &h[0]);
+	hvd_allreduce_async(r == 0 ? "g.b" : "g.c", x, x, 4, HVD_FLOAT32,
+			    HVD_SUM, &h[1]);
+	hvd_group_end();
+	rc = hvd_wait(h[0]);
+	EXPECT(rc == HVD_EMISMATCH, "g.a: %s", hvd_strerror(rc));
+	EXPECT(strstr(hvd_error_message(), "group") != NULL, "g.a says: %s",
+	       hvd_error_message());
+	rc = hvd_wait(h[1]);
+	EXPECT(rc == HVD_EMISMATCH, "g.b/g.c: %s", hvd_strerror(rc));
+	/* The job goes on afterwards. */
+	x[0] = 1;
+	rc = hvd_allreduce("after2", x, x, 1, HVD_FLOAT32, HVD_SUM);
+	EXPECT(rc == 0 && x[0] == (float)n, "after: %s", hvd_strerror(rc));
+}
+
+static void mode_killa2a(void)
+{
+	int n = hvd_size(), i, d, rc = 0;
+	size_t per = 1 << 20, *sc = calloc((size_t)n, sizeof(*sc));
+	size_t *rcv = calloc((size_t)n, sizeof(*rcv)), got;
+	float *buf = calloc(per * (size_t)n, sizeof(float));
+	long long t_kill = 0;
+
+	signal(SIGTERM, SIG_IGN);
+	for (d = 0; d < n; d++)
+		sc[d] = per;
+	for (i = 0; i < 1000 && rc == 0; i++) {
+		char name[32];
+		void *out = NULL;
+
+		snprintf(name, sizeof(name), "a2a.%d", i);
+		if (hvd_rank() == 1 && i == 3)
+			raise(SIGKILL);
+		if (i == 3)
+			t_kill = ms_now();
+		rc = hvd_alltoall(name, buf, sc, 1, HVD_FLOAT32, &out, &got,
+				  rcv);
+		free(out);
+	}
+	printf("rank %d: error after %lld ms: %s\n", hvd_rank(),
+	       ms_now() - t_kill, hvd_strerror(rc));
+	fflush(stdout);
+	exit(3);
+}
 
 int main(int argc, char **argv)
 {
@@ -686,6 +1163,16 @@ int main(int argc, char **argv)
 		mode_gpu();
 	else if (strcmp(mode, "nogpu") == 0)
 		mode_nogpu();
+	else if (strcmp(mode, "more") == 0)
+		mode_more();
+	else if (strcmp(mode, "groups") == 0)
+		mode_groups();
+	else if (strcmp(mode, "join") == 0)
+		mode_join();
+	else if (strcmp(mode, "mismatch2") == 0)
+		mode_mismatch2();
+	else if (strcmp(mode, "killa2a") == 0)
+		mode_killa2a();
 	else {
 		fprintf(stderr, "unknown mode '%s'\n", mode);
 		return 2;
