@@ -117,15 +117,13 @@ struct hvd__cache_entry {
 
 struct hvd__pending;
 
-/* A group the coordinator failed this round: members that arrive later
- * in the round fail too. */
+/* A group the coordinator failed this round: every member it knows at
+ * the round's end fails (a rank's members all come in one message). */
 struct hvd__failed_group {
 	uint64_t group;
 	char *error;
 	int code;
 };
-
-#define HVD__FAILED_GROUPS 16
 
 /* The background thread's state: nothing here is touched by another
  * thread (the queue's shared state lives in queue.c, behind its lock). */
@@ -136,16 +134,15 @@ struct hvd__engine {
 	void *mpi;	      /* the MPI transport, when MPI runs the job */
 	struct hvd__gpu *gpu; /* NCCL, from the first GPU collective on */
 	char gpu_why[512];    /* why the last GPU collective failed */
-	struct hvd__req *pending_local; /* submitted here, not yet run */
-	struct hvd__cache_entry *cache; /* k.cache_cap entries */
-	struct hvd__pending *coord;	/* rank 0: names some ranks sent */
-	struct hvd__failed_group failed[HVD__FAILED_GROUPS]; /* rank 0 */
-	unsigned failed_next;
+	struct hvd__req *pending_local;	  /* submitted here, not yet run */
+	struct hvd__cache_entry *cache;	  /* k.cache_cap entries */
+	struct hvd__pending *coord;	  /* rank 0: names some ranks sent */
+	struct hvd__failed_group *failed; /* rank 0, this round */
+	size_t nfailed;
 	struct hvd__timeline *tl;
 	char *fusion; /* the fusion buffer, when the transport needs one */
 	size_t fusion_cap;
-	uint64_t fused_batches; /* batches of more than one tensor */
-	long long decided_us;	/* when this cycle's responses were known */
+	long long decided_us; /* when this cycle's responses were known */
 	long long last_stall_us;
 	/* Join: the ranks that have joined, as every rank agreed (responses
 	 * in order); the coordinator's own view runs ahead of it. */
@@ -244,9 +241,6 @@ bool hvd__meta_equal(const struct hvd__meta *a, const struct hvd__meta *b);
 int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n);
 /* The fusion buffer, at least bytes long. */
 int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes);
-/* A timeline span of tensor name from t0 to now. */
-void hvd__span(const struct hvd__engine *e, const char *name, const char *what,
-	       long long t0);
 
 /* ---- op_*.c (background thread): one collective each ---- */
 

@@ -10,8 +10,9 @@
 #include "engine.h"
 #include "reduce.h"
 
-void hvd__span(const struct hvd__engine *e, const char *name, const char *what,
-	       long long t0)
+/* A timeline span of tensor name from t0 to now. */
+static void span(const struct hvd__engine *e, const char *name,
+		 const char *what, long long t0)
 {
 	if (e->tl != NULL)
 		hvd__timeline_span(e->tl, name, what, t0, hvd__now_us() - t0);
@@ -103,21 +104,37 @@ static struct hvd__req *take(struct hvd__engine *e, const struct hvd__resp *x)
 }
 
 /* What cannot run while ranks have joined, the same on every rank (the
- * joined ranks are agreed); NULL if x can. */
-static const char *join_refuses(const struct hvd__engine *e,
-				const struct hvd__resp *x)
+ * joined ranks are agreed): true, with why in msg, if x cannot. */
+static bool join_refuses(const struct hvd__engine *e, const struct hvd__resp *x,
+			 char *msg, size_t len)
 {
-	if (e->njoined == 0)
-		return NULL;
+	const char *what = hvd__req_names[x->m.type];
+	bool data = x->m.type == HVD__REQ_ALLTOALL ||
+		    x->m.type == HVD__REQ_REDUCESCATTER;
+	bool root = x->m.type == HVD__REQ_BROADCAST && x->m.root >= 0 &&
+		    x->m.root < e->comm.size && e->joined[x->m.root];
+	int n;
+
+	if (e->njoined == 0 || !(x->m.gpu || data || root))
+		return false;
+	n = snprintf(msg, len, "%s '%.200s' failed: ", what, x->name);
 	if (x->m.gpu)
-		return "GPU collectives cannot run while ranks have joined";
-	if (x->m.type == HVD__REQ_ALLTOALL ||
-	    x->m.type == HVD__REQ_REDUCESCATTER)
-		return "alltoall and reducescatter cannot run while ranks have joined";
-	if (x->m.type == HVD__REQ_BROADCAST && x->m.root >= 0 &&
-	    x->m.root < e->comm.size && e->joined[x->m.root])
-		return "its root has joined";
-	return NULL;
+		snprintf(msg + n, len - (size_t)n,
+			 "%d ranks have joined (hvd_join), and joined ranks "
+			 "cannot take part in GPU collectives yet",
+			 e->njoined);
+	else if (data)
+		snprintf(msg + n, len - (size_t)n,
+			 "%d ranks have joined (hvd_join): a %s needs every "
+			 "rank's data; run it before the first join or after "
+			 "the last",
+			 e->njoined, what);
+	else
+		snprintf(msg + n, len - (size_t)n,
+			 "its root, rank %d, has joined (hvd_join): broadcast "
+			 "from a rank that has not",
+			 x->m.root);
+	return true;
 }
 
 /* The batch that r starts: the allreduces that follow it and fuse with
@@ -146,22 +163,35 @@ static size_t plan_batch(struct hvd__engine *e, struct hvd__req *r,
 	return nb;
 }
 
+/* The collectives that run alone, and their timeline activity on the
+ * CPU and on the GPU (NULL: no span). */
+static const struct {
+	int (*run)(struct hvd__engine *e, struct hvd__req *r);
+	const char *activity[2];
+} ops[] = {
+	[HVD__REQ_BROADCAST] = {hvd__op_broadcast,
+				{"BROADCAST", "NCCL_BROADCAST"}},
+	[HVD__REQ_ALLGATHER] = {hvd__op_allgather, {"ALLGATHER", "ALLGATHER"}},
+	[HVD__REQ_BARRIER] = {hvd__op_barrier, {NULL, NULL}},
+	[HVD__REQ_ALLTOALL] = {hvd__op_alltoall, {"ALLTOALL", "NCCL_ALLTOALL"}},
+	[HVD__REQ_REDUCESCATTER] = {hvd__op_reducescatter,
+				    {"REDUCESCATTER", "NCCL_REDUCESCATTER"}},
+};
+
 static int run_one(struct hvd__engine *e, struct hvd__req *r)
 {
-	switch (r->m.type) {
-	case HVD__REQ_BROADCAST:
-		return hvd__op_broadcast(e, r);
-	case HVD__REQ_ALLGATHER:
-		return hvd__op_allgather(e, r);
-	case HVD__REQ_BARRIER:
-		return hvd__op_barrier(e, r);
-	case HVD__REQ_ALLTOALL:
-		return hvd__op_alltoall(e, r);
-	case HVD__REQ_REDUCESCATTER:
-		return hvd__op_reducescatter(e, r);
-	default:
+	long long t0 = hvd__now_us();
+	const char *what;
+	int rc;
+
+	if (r->m.type >= sizeof(ops) / sizeof(ops[0]) ||
+	    ops[r->m.type].run == NULL)
 		return HVD_EPROTO;
-	}
+	rc = ops[r->m.type].run(e, r);
+	what = ops[r->m.type].activity[r->m.gpu != 0];
+	if (what != NULL)
+		span(e, r->name, what, t0);
+	return rc;
 }
 
 int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
@@ -173,7 +203,8 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 	if (batch == NULL)
 		return HVD_ENOMEM;
 	while (i < n) {
-		const char *refused = join_refuses(e, &v[i]);
+		char refused[512];
+		bool refuse = join_refuses(e, &v[i], refused, sizeof(refused));
 		struct hvd__req *r;
 
 		if (v[i].error == NULL && v[i].m.type == HVD__REQ_JOIN) {
@@ -183,18 +214,13 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 			i++;
 			continue;
 		}
-		r = refused != NULL ? take_local(e, v[i].name) : take(e, &v[i]);
+		r = refuse ? take_local(e, v[i].name) : take(e, &v[i]);
 		if (r == NULL) { /* submitted by others only (an error) */
 			i++;
 			continue;
 		}
-		if (refused != NULL) {
-			char msg[512];
-
-			snprintf(msg, sizeof(msg), "%s '%.200s' failed: %s",
-				 hvd__req_names[v[i].m.type], v[i].name,
-				 refused);
-			hvd__req_finish(r, HVD_EINVAL, msg);
+		if (refuse) {
+			hvd__req_finish(r, HVD_EINVAL, refused);
 			i++;
 			continue;
 		}

@@ -611,8 +611,8 @@ static int hierarchical(struct hvd__gpu *g, char *buf, size_t count,
 	return rc;
 }
 
-/* The allreduce with NCCL op rop; flat: never the hierarchical path (a
- * scaled op belongs to the world communicator). */
+/* The allreduce with NCCL op rop, on a usable g; flat: never the
+ * hierarchical path (a scaled op belongs to the world communicator). */
 static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 			enum hvd_dtype dtype, enum hvd_op op, ncclRedOp_t rop,
 			bool flat, struct hvd__gpu_times *times, char *why,
@@ -621,9 +621,9 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	size_t es = hvd__dtype_size(dtype), total = 0, padded, i, at, k;
 	/* The average of the hosts' averages is the average for floats;
 	 * integers divide once, so they take the flat path. */
-	bool hier = !flat && g != NULL && g->local != NULL &&
+	bool hier = !flat && g->local != NULL &&
 		    (op != HVD_AVERAGE || hvd__dtype_float(dtype));
-	int rc = usable(g, why, len);
+	int rc = HVD_OK; /* the caller found g usable */
 
 	for (i = 0; i < n && rc == HVD_OK; i++) {
 		total += t[i].count;
@@ -743,7 +743,6 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	bool custom;
 	int rc = usable(g, why, len);
 
-	memset(times, 0, sizeof(*times));
 	if (rc == HVD_OK)
 		rc = scaled_op(g, dtype, op, scale, &rop, &custom, why, len);
 	if (rc != HVD_OK)
@@ -804,26 +803,41 @@ int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
 	return rc;
 }
 
-int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
-		      const size_t *sbytes, const size_t *rbytes, void *ready,
-		      void **out, char *why, size_t len)
+/* The start of a collective whose result libhvd allocates: the device
+ * is usable, the stream waits for the input, and *buf is a cudaMalloc'ed
+ * result of the sum of bytes[] (at least one byte: the caller always gets
+ * a buffer to free). */
+static int result_buffer(struct hvd__gpu *g, void *ready, const size_t *bytes,
+			 char **buf, const char *what, char *why, size_t len)
 {
-	size_t total = 0, soff = 0, roff = 0;
-	char *buf = NULL;
+	size_t total = 0;
 	cudaError_t e;
 	int r, rc = usable(g, why, len);
 
-	*out = NULL;
+	*buf = NULL;
 	if (rc == HVD_OK)
 		rc = wait_ready(g, ready, why, len);
 	if (rc != HVD_OK)
 		return rc;
 	for (r = 0; r < g->ctrl->size; r++)
-		total += rbytes[r];
-	e = cudaMalloc((void **)&buf, total ? total : 1);
-	if (e != cudaSuccess)
-		return cuda_fail(e, "cudaMalloc of the alltoall result", why,
-				 len);
+		total += bytes[r];
+	e = cudaMalloc((void **)buf, total ? total : 1);
+	return e == cudaSuccess ? HVD_OK : cuda_fail(e, what, why, len);
+}
+
+int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
+		      const size_t *sbytes, const size_t *rbytes, void *ready,
+		      void **out, char *why, size_t len)
+{
+	size_t soff = 0, roff = 0;
+	char *buf;
+	int r, rc = result_buffer(g, ready, rbytes, &buf,
+				  "cudaMalloc of the alltoall result", why,
+				  len);
+
+	*out = NULL;
+	if (rc != HVD_OK)
+		return rc;
 	rc = settle(g, g->world, ncclGroupStart(), "ncclGroupStart", why, len);
 	for (r = 0; r < g->ctrl->size && rc == HVD_OK; r++) {
 		if (sbytes[r] > 0)
@@ -873,23 +887,15 @@ int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
 		       const size_t *bytes, void *ready, void **out, char *why,
 		       size_t len)
 {
-	size_t total = 0, off = 0;
-	char *buf = NULL;
-	cudaError_t e;
-	int r, rc = usable(g, why, len);
+	size_t off = 0;
+	char *buf;
+	int r, rc = result_buffer(g, ready, bytes, &buf,
+				  "cudaMalloc of the allgather result", why,
+				  len);
 
 	*out = NULL;
-	if (rc == HVD_OK)
-		rc = wait_ready(g, ready, why, len);
 	if (rc != HVD_OK)
 		return rc;
-	for (r = 0; r < g->ctrl->size; r++)
-		total += bytes[r];
-	/* At least one byte: the caller always gets a buffer to free. */
-	e = cudaMalloc((void **)&buf, total ? total : 1);
-	if (e != cudaSuccess)
-		return cuda_fail(e, "cudaMalloc of the allgather result", why,
-				 len);
 	/* Blocks may differ in size: one broadcast from each rank, in one
 	 * group. */
 	rc = settle(g, g->world, ncclGroupStart(), "ncclGroupStart", why, len);

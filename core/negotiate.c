@@ -150,6 +150,9 @@ static bool pending_full(const struct hvd__engine *e,
 {
 	int r;
 
+	/* Each rank's submission arrives once: without joins, a count. */
+	if (e->coord_njoined == 0)
+		return p->nsubmitted >= e->comm.size;
 	for (r = 0; r < e->comm.size; r++)
 		if (!p->submitted[r] && !e->coord_joined[r])
 			return false;
@@ -167,29 +170,33 @@ static struct hvd__pending *group_member(const struct hvd__engine *e,
 	return NULL;
 }
 
-/* Remember that group failed (the last HVD__FAILED_GROUPS of them, until
- * the end of this coordinator round). */
+/* Fail group at the end of this coordinator round, with error. */
 static void group_failed(struct hvd__engine *e, uint64_t group,
 			 const char *error, int code)
 {
-	struct hvd__failed_group *f =
-		&e->failed[e->failed_next++ % HVD__FAILED_GROUPS];
+	struct hvd__failed_group *f;
+	size_t i;
 
-	free(f->error);
-	f->group = group;
-	f->error = strdup(error);
-	f->code = code;
+	for (i = 0; i < e->nfailed; i++)
+		if (e->failed[i].group == group)
+			return;
+	f = realloc(e->failed, (e->nfailed + 1) * sizeof(*f));
+	if (f == NULL)
+		return; /* its members stall, and the stall check names them */
+	e->failed = f;
+	f[e->nfailed++] =
+		(struct hvd__failed_group){group, strdup(error), code};
 }
 
-static const struct hvd__failed_group *failed_group(const struct hvd__engine *e,
-						    uint64_t group)
+static void failed_free(struct hvd__engine *e)
 {
-	int i;
+	size_t i;
 
-	for (i = 0; group != 0 && i < HVD__FAILED_GROUPS; i++)
-		if (e->failed[i].group == group && e->failed[i].error != NULL)
-			return &e->failed[i];
-	return NULL;
+	for (i = 0; i < e->nfailed; i++)
+		free(e->failed[i].error);
+	free(e->failed);
+	e->failed = NULL;
+	e->nfailed = 0;
 }
 
 /* Respond to the members of a group: with error (and code), every member
@@ -206,8 +213,6 @@ static void group_emit(struct submit_ctx *ctx, uint64_t group, uint32_t n,
 		nready += p->m.group == group && p->ready;
 	if (error == NULL && nready < n)
 		return;
-	if (error != NULL && failed_group(e, group) == NULL)
-		group_failed(e, group, error, code);
 	while ((p = group_member(e, group, error == NULL)) != NULL) {
 		const char *why = p->error != NULL ? p->error : error;
 
@@ -219,8 +224,9 @@ static void group_emit(struct submit_ctx *ctx, uint64_t group, uint32_t n,
 	}
 }
 
-/* p may now have every rank: respond (or hold it for its group). */
-static void settle(struct submit_ctx *ctx, struct hvd__pending *p)
+/* p may now have every rank: respond (or hold it for its group). now:
+ * p failed in a way that waits for no other rank (a stall). */
+static void settle(struct submit_ctx *ctx, struct hvd__pending *p, bool now)
 {
 	struct hvd__engine *e = ctx->e;
 	uint64_t groups[2] = {p->m.group, p->other_group};
@@ -228,16 +234,7 @@ static void settle(struct submit_ctx *ctx, struct hvd__pending *p)
 	char *error;
 	int code = p->code, i;
 
-	/* A member of a group that already failed fails at once, where it
-	 * was submitted. */
-	if (p->error == NULL && failed_group(e, groups[0]) != NULL) {
-		const struct hvd__failed_group *f = failed_group(e, groups[0]);
-
-		p->error = strdup(f->error);
-		p->code = f->code;
-		memset(p->submitted, 1, (size_t)e->comm.size);
-	}
-	if (!pending_full(e, p))
+	if (!now && !pending_full(e, p))
 		return;
 	if (p->error == NULL && n > 1) {
 		p->ready = true;
@@ -254,7 +251,7 @@ static void settle(struct submit_ctx *ctx, struct hvd__pending *p)
 	pending_drop(e, p);
 	for (i = 0; error != NULL && i < 2; i++)
 		if (groups[i] != 0)
-			group_emit(ctx, groups[i], 0, error, code);
+			group_failed(e, groups[i], error, code);
 	free(error);
 }
 
@@ -277,7 +274,7 @@ static void coord_join(struct submit_ctx *ctx, const struct hvd__meta *m,
 		again = false;
 		for (p = e->coord; p != NULL && !again; p = p->next)
 			if (!p->ready && pending_full(e, p)) {
-				settle(ctx, p);
+				settle(ctx, p, false);
 				again = true;
 			}
 	}
@@ -340,7 +337,7 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 		p->code = HVD_EMISMATCH;
 		p->other_group = m->group;
 	}
-	settle(ctx, p);
+	settle(ctx, p, false);
 }
 
 /* Stalls: warn once after the warning time; fail after the shutdown
@@ -387,8 +384,7 @@ static void coord_stalls(struct submit_ctx *ctx)
 			free(p->error);
 			p->error = strdup(msg);
 			p->code = HVD_ESTALL;
-			memset(p->submitted, 1, (size_t)e->comm.size);
-			settle(ctx, p);
+			settle(ctx, p, true);
 			again = true;
 		}
 	}
@@ -399,6 +395,7 @@ static int coordinate(struct hvd__engine *e, struct resps *out)
 {
 	struct submit_ctx ctx = {e, out};
 	int rc = HVD_OK, r;
+	size_t i;
 
 	if (e->comm.rank != 0) {
 		rc = hvd__ctl_send_requests(e, 0);
@@ -414,10 +411,10 @@ static int coordinate(struct hvd__engine *e, struct resps *out)
 	/* A rank submits a whole group in one message: by now every member
 	 * of a failed group has been seen, and a later group of the same
 	 * names is a new try. */
-	for (r = 0; r < HVD__FAILED_GROUPS; r++) {
-		free(e->failed[r].error);
-		e->failed[r].error = NULL;
-	}
+	for (i = 0; i < e->nfailed; i++)
+		group_emit(&ctx, e->failed[i].group, 0, e->failed[i].error,
+			   e->failed[i].code);
+	failed_free(e);
 	if (rc != HVD_OK)
 		return rc;
 	hvd__cache_assign(e, out->v, out->n);
@@ -555,12 +552,7 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 
 void hvd__negotiate_free(struct hvd__engine *e)
 {
-	int i;
-
-	for (i = 0; i < HVD__FAILED_GROUPS; i++) {
-		free(e->failed[i].error);
-		e->failed[i].error = NULL;
-	}
+	failed_free(e);
 	while (e->coord != NULL) {
 		struct hvd__pending *p = e->coord;
 

@@ -215,10 +215,6 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 
 int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
-	int rc = batch[0]->m.gpu ? gpu_allreduce(e, batch, n)
-				 : cpu_allreduce(e, batch, n);
-
-	if (rc == HVD_OK && n > 1)
-		e->fused_batches++;
-	return rc;
+	return batch[0]->m.gpu ? gpu_allreduce(e, batch, n)
+			       : cpu_allreduce(e, batch, n);
 }

@@ -60,10 +60,5 @@ static int gpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 
 int hvd__op_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 {
-	long long t0 = hvd__now_us();
-	int rc = r->m.gpu ? gpu_reducescatter(e, r) : cpu_reducescatter(e, r);
-
-	hvd__span(e, r->name, r->m.gpu ? "NCCL_REDUCESCATTER" : "REDUCESCATTER",
-		  t0);
-	return rc;
+	return r->m.gpu ? gpu_reducescatter(e, r) : cpu_reducescatter(e, r);
 }

@@ -45,11 +45,20 @@ HVD_EXPORT const char *hvd_error_message(void)
 	return last_error;
 }
 
+/* Take every queued request; Q.lock held. */
+static struct hvd__req *take_incoming(void)
+{
+	struct hvd__req *in = Q.incoming;
+
+	Q.incoming = NULL;
+	Q.incoming_tail = &Q.incoming;
+	return in;
+}
+
 void hvd__queue_reset(void)
 {
 	pthread_mutex_lock(&Q.lock);
-	Q.incoming = NULL;
-	Q.incoming_tail = &Q.incoming;
+	take_incoming();
 	Q.shutdown_req = false;
 	Q.broken = 0;
 	Q.inflight = NULL;
@@ -243,9 +252,7 @@ struct hvd__req *hvd__queue_take(double cycle_ms, bool *shutdown)
 		ts.tv_nsec %= 1000000000;
 		pthread_cond_timedwait(&Q.wake, &Q.lock, &ts);
 	}
-	in = Q.incoming;
-	Q.incoming = NULL;
-	Q.incoming_tail = &Q.incoming;
+	in = take_incoming();
 	*shutdown = Q.shutdown_req;
 	pthread_mutex_unlock(&Q.lock);
 	return in;
@@ -265,9 +272,7 @@ struct hvd__req *hvd__queue_break(int status)
 
 	pthread_mutex_lock(&Q.lock);
 	Q.broken = status;
-	r = Q.incoming;
-	Q.incoming = NULL;
-	Q.incoming_tail = &Q.incoming;
+	r = take_incoming();
 	pthread_mutex_unlock(&Q.lock);
 	return r;
 }

@@ -246,27 +246,9 @@ void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor)
 	case HVD_INT64:
 		DIV(int64_t);
 		break;
-	case HVD_FLOAT32:
-		scale_f32(buf, n, 1.0f / (float)divisor);
+	default: /* floats multiply, as Horovod's postscale does */
+		hvd__scale(buf, n, t, 1.0 / (double)divisor);
 		break;
-	case HVD_FLOAT64:
-		scale_f64(buf, n, 1.0 / (double)divisor);
-		break;
-	case HVD_FLOAT16:
-	case HVD_BFLOAT16: {
-		uint16_t *p = buf;
-		bool half = t == HVD_FLOAT16;
-		float f = 1.0f / (float)divisor;
-
-		for (i = 0; i < n; i++) {
-			float v = (half ? hvd__half_to_float(p[i])
-					: hvd__bf16_to_float(p[i])) *
-				  f;
-			p[i] = half ? hvd__float_to_half(v)
-				    : hvd__float_to_bf16(v);
-		}
-		break;
-	}
 	}
 #undef DIV
 }

@@ -189,8 +189,3 @@ void hvd__runtime_stop(void)
 	hvd__timeline_close(E.tl);
 	E.tl = NULL;
 }
-
-uint64_t hvd__fused_batches(void)
-{
-	return E.fused_batches;
-}

@@ -4,7 +4,6 @@
 #define HVD_RUNTIME_H
 
 #include <stdbool.h>
-#include <stdint.h>
 
 #include "join.h"
 
@@ -14,8 +13,6 @@
  * transport). */
 int hvd__runtime_start(int rank, int size, bool joined, void *mpi);
 void hvd__runtime_stop(void);
-/* Batches of more than one tensor reduced through the fusion buffer. */
-uint64_t hvd__fused_batches(void);
 /* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
 int hvd__transport_timeout_ms(void);
 

@@ -652,6 +652,7 @@ static void mode_gpu_more(void)
 	int n = hvd_size(), me = hvd_rank(), r, q;
 	size_t rows, i, start, mine, total, got = 0, *sc, *rc;
 	float *h, *dh, *dout, *a2a = NULL;
+	hvd_handle *hd;
 
 	for (rows = (size_t)n * 3; rows <= (size_t)n * 3 + 1; rows++) {
 		h = malloc(rows * 4 * sizeof(float));
@@ -661,7 +662,6 @@ static void mode_gpu_more(void)
 		cudaMalloc((void **)&dout, rows * 4 * sizeof(float));
 		cudaMemcpy(dh, h, rows * 4 * sizeof(float),
 			   cudaMemcpyHostToDevice);
-		hvd_handle *hd;
 		r = hvd_reducescatter_gpu_async("grs", dh, dout, rows * 4, 4,
 						HVD_FLOAT32, HVD_SUM, 1, 1,
 						&hd);
@@ -691,13 +691,9 @@ static void mode_gpu_more(void)
 			h[i++] = (float)(me * 100 + q);
 	cudaMalloc((void **)&dh, (total + 1) * sizeof(float));
 	cudaMemcpy(dh, h, total * sizeof(float), cudaMemcpyHostToDevice);
-	{
-		hvd_handle *hd;
-
-		r = hvd_alltoall_gpu_async("ga2a", dh, sc, 1, HVD_FLOAT32,
-					   (void **)&a2a, &got, rc, &hd);
-		r = r == 0 ? hvd_wait(hd) : r;
-	}
+	r = hvd_alltoall_gpu_async("ga2a", dh, sc, 1, HVD_FLOAT32,
+				   (void **)&a2a, &got, rc, &hd);
+	r = r == 0 ? hvd_wait(hd) : r;
 	EXPECT(r == 0, "gpu alltoall: %s", hvd_error_message());
 	free(h);
 	h = malloc((got + 1) * sizeof(float));
@@ -1060,7 +1056,7 @@ static void mode_join(void)
 			rc = hvd_broadcast("from.joined", &y, 1, HVD_INT32, 0);
 			EXPECT(rc == HVD_EINVAL &&
 				       strstr(hvd_error_message(),
-					      "root has joined") != NULL,
+					      "its root, rank 0, has joined") != NULL,
 			       "broadcast from a joined root: %s (%s)",
 			       hvd_strerror(rc), hvd_error_message());
 			rc = hvd_join();
