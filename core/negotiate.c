@@ -505,6 +505,27 @@ static void group_adjacent(struct hvd__resp *v, size_t n)
 	}
 }
 
+/* What goes by the cache this cycle is decided: it does not go to the
+ * coordinator as well (a second response would run it twice), and rank 0
+ * forgets what it holds of it from earlier rounds (requests that some
+ * ranks reported there before every rank had them). */
+static void cache_settled(struct hvd__engine *e, const uint8_t *vec)
+{
+	struct hvd__pending *p, *next;
+	struct hvd__req *r;
+
+	for (r = e->pending_local; r != NULL; r = r->next)
+		if (r->cache >= 0 && vec[2 + r->cache])
+			r->reported = true;
+	for (p = e->coord; p != NULL; p = next) {
+		int i = hvd__cache_find(e, p->name, NULL);
+
+		next = p->next;
+		if (i >= 0 && vec[2 + i])
+			pending_drop(e, p);
+	}
+}
+
 int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 		   struct hvd__resp **v, size_t *n)
 {
@@ -529,6 +550,8 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 			resps_add(&out, strdup(e->cache[i].name),
 				  &e->cache[i].m, (int32_t)i, NULL);
 	group_adjacent(out.v, out.n);
+	if (rc == HVD_OK)
+		cache_settled(e, vec);
 	if (rc == HVD_OK && vec[1] == 0) {
 		rc = coordinate(e, &news);
 		if (rc == HVD_OK)

@@ -1028,6 +1028,33 @@ static void mode_join(void)
 		rc = hvd_broadcast(name, bc, 3, HVD_INT32, n - 1);
 		EXPECT(rc == 0 && bc[2] == 7 + s, "%s: %s", name,
 		       hvd_error_message());
+		/* The same names every step, several in flight: a
+		 * training loop's gradients, served by the response cache
+		 * while ranks join. */
+		{
+			double g[6][9];
+			hvd_handle *h[6];
+			int k, i;
+
+			for (k = 0; k < 6; k++) {
+				for (i = 0; i < 9; i++)
+					g[k][i] = me + 1;
+				snprintf(name, sizeof(name), "grad.%d", k);
+				rc = hvd_allreduce_async(name, g[k], g[k],
+							 (size_t)k + 4,
+							 HVD_FLOAT64,
+							 HVD_AVERAGE, &h[k]);
+				EXPECT(rc == 0, "%s: %s", name,
+				       hvd_error_message());
+			}
+			for (k = 0; k < 6; k++) {
+				rc = hvd_wait(h[k]);
+				EXPECT(rc == 0 && fabs(g[k][k + 3] - want) < 1e-12,
+				       "step %d grad.%d: %g, want %g (%s)", s,
+				       k, g[k][k + 3], want,
+				       hvd_error_message());
+			}
+		}
 	}
 	if (me == 0 && n > 1) {
 		/* Rank 0 has joined when the others reach this: a broadcast
