@@ -241,6 +241,8 @@ bool hvd__meta_equal(const struct hvd__meta *a, const struct hvd__meta *b);
 int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n);
 /* The fusion buffer, at least bytes long. */
 int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes);
+/* A result buffer the caller will own and free() (allgather, alltoall). */
+void *hvd__result_alloc(size_t bytes);
 
 /* ---- op_*.c (background thread): one collective each ---- */
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "engine.h"
 #include "reduce.h"
@@ -17,6 +18,9 @@ static void span(const struct hvd__engine *e, const char *name,
 	if (e->tl != NULL)
 		hvd__timeline_span(e->tl, name, what, t0, hvd__now_us() - t0);
 }
+
+/* Results at least this large get transparent huge pages. */
+#define HUGE_RESULT (4u << 20)
 
 int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes)
 {
@@ -30,6 +34,24 @@ int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes)
 	e->fusion = f;
 	e->fusion_cap = bytes;
 	return HVD_OK;
+}
+
+void *hvd__result_alloc(size_t bytes)
+{
+	/* One byte more: malloc(0) may return NULL. */
+	char *p = malloc(bytes + 1);
+	uintptr_t a, z;
+
+	if (p == NULL || bytes < HUGE_RESULT)
+		return p;
+	/* A large result is written once, in full: fault it in 2 MiB pages
+	 * where the kernel offers them (each 4 KiB fault costs more than
+	 * its bytes take to arrive), on the whole pages inside it. */
+	a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+	z = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+	if (z > a)
+		madvise((void *)a, z - a, MADV_HUGEPAGE);
+	return p;
 }
 
 /* Take the local request for a response out of the pending list. */

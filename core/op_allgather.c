@@ -58,7 +58,7 @@ int hvd__op_allgather(struct hvd__engine *e, struct hvd__req *r)
 		}
 		goto out;
 	}
-	out = malloc(total + 1);
+	out = hvd__result_alloc(total);
 	rc = HVD_ENOMEM;
 	if (out == NULL)
 		goto out;

@@ -87,7 +87,7 @@ int hvd__op_alltoall(struct hvd__engine *e, struct hvd__req *r)
 				       &dev, e->gpu_why, sizeof(e->gpu_why));
 		out = dev;
 	} else {
-		out = malloc(total * es + 1);
+		out = hvd__result_alloc(total * es);
 		rc = out == NULL ? HVD_ENOMEM
 				 : cpu_alltoall(&e->comm, r, es, soff, roff,
 						rcount, out);
