@@ -1,4 +1,4 @@
-/* api.c: libhvd's public collectives. Each checks its arguments on the
+/* api.c: libhvd's public collectives (and timeline calls). Each checks its arguments on the
  * caller's thread (a bad one fails at once, with hvd_error_message()),
  * describes what every rank must agree on (struct hvd__meta), and queues
  * the request (queue.c); the background thread does the rest. */
@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "reduce.h"
 #include "ring.h"
+#include "runtime.h"
 
 /* One call's arguments, as the request will carry them. */
 struct call {
@@ -584,4 +585,29 @@ HVD_EXPORT int hvd_barrier(void)
 HVD_EXPORT int hvd_join(void)
 {
 	return fixed("hvd.join", HVD__REQ_JOIN);
+}
+
+HVD_EXPORT int hvd_start_timeline(const char *path, int mark_cycles)
+{
+	int rc;
+
+	if (!hvd__g.initialized)
+		return HVD_ENOTINIT;
+	if (path == NULL || *path == '\0') {
+		hvd__set_error("a timeline needs a file name");
+		return HVD_EINVAL;
+	}
+	rc = hvd__runtime_timeline(path, mark_cycles != 0);
+	if (rc == HVD_ENOMEM)
+		hvd__set_error("out of memory");
+	else if (rc != HVD_OK)
+		hvd__set_error("cannot write the timeline to %s", path);
+	return rc;
+}
+
+HVD_EXPORT int hvd_stop_timeline(void)
+{
+	if (!hvd__g.initialized)
+		return HVD_ENOTINIT;
+	return hvd__runtime_timeline(NULL, false);
 }

@@ -1066,3 +1066,8 @@ void hvd__gpu_free(struct hvd__gpu *g, bool broken)
 }
 
 #endif
+
+HVD_EXPORT int hvd_nccl_built(void)
+{
+	return HVD_NCCL;
+}

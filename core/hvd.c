@@ -106,6 +106,7 @@ HVD_EXPORT int hvd_init(void)
 	if (rc != HVD_OK)
 		return rc;
 	st.initialized = true;
+	st.mpi = mpi != NULL;
 	hvd__g = st;
 	rc = hvd__runtime_start(st.rank, st.size,
 				getenv("HVD_RENDEZVOUS") != NULL, mpi);
@@ -142,6 +143,16 @@ int hvd__transport_timeout_ms(void)
 HVD_EXPORT int hvd_initialized(void)
 {
 	return hvd__g.initialized;
+}
+
+HVD_EXPORT int hvd_mpi_built(void)
+{
+	return 1;
+}
+
+HVD_EXPORT int hvd_mpi_enabled(void)
+{
+	return hvd__g.initialized ? hvd__g.mpi : -1;
 }
 
 HVD_EXPORT int hvd_rank(void)

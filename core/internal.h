@@ -19,6 +19,7 @@ enum hvd__log_level {
 /* The library's one mutable global: the job as hvd_init() found it. */
 struct hvd__state {
 	bool initialized;
+	bool mpi; /* the collectives run over MPI */
 	int rank, size;
 	int local_rank, local_size;
 	int cross_rank, cross_size;

@@ -22,6 +22,19 @@ static struct hvd__engine E;
 static pthread_t thread;
 static bool running;
 
+/* A timeline start or stop that a user thread asks for
+ * (hvd_start_timeline, hvd_stop_timeline): the background thread, which
+ * alone writes the timeline, applies it between two cycles. */
+static struct {
+	pthread_mutex_t lock; /* protects every field */
+	pthread_cond_t done;  /* the asking thread waits here */
+	bool alive;	      /* the background thread is running */
+	bool pending;
+	char *path; /* NULL: stop */
+	bool mark;
+	int rc;
+} T = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+
 int hvd__gpu_engine(struct hvd__engine *e)
 {
 	int rc;
@@ -54,6 +67,72 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 	return rc;
 }
 
+/* Close the timeline, then open path (not NULL) on rank 0. */
+static int timeline_switch(struct hvd__engine *e, char *path, bool mark)
+{
+	int rc = HVD_OK;
+
+	hvd__timeline_close(e->tl);
+	e->tl = NULL;
+	if (path != NULL && e->comm.rank == 0) {
+		e->tl = hvd__timeline_open(path, 0);
+		e->k.mark_cycles = mark;
+		if (e->tl == NULL)
+			rc = HVD_ESYS;
+	}
+	free(path);
+	return rc;
+}
+
+static void timeline_apply(struct hvd__engine *e)
+{
+	char *path;
+	bool mark;
+	int rc;
+
+	pthread_mutex_lock(&T.lock);
+	if (!T.pending) {
+		pthread_mutex_unlock(&T.lock);
+		return;
+	}
+	path = T.path;
+	mark = T.mark;
+	T.path = NULL;
+	pthread_mutex_unlock(&T.lock);
+	rc = timeline_switch(e, path, mark);
+	pthread_mutex_lock(&T.lock);
+	T.pending = false;
+	T.rc = rc;
+	pthread_cond_broadcast(&T.done);
+	pthread_mutex_unlock(&T.lock);
+}
+
+int hvd__runtime_timeline(const char *path, bool mark)
+{
+	char *copy = NULL;
+	int rc;
+
+	if (path != NULL && (copy = strdup(path)) == NULL)
+		return HVD_ENOMEM;
+	pthread_mutex_lock(&T.lock);
+	while (T.pending)
+		pthread_cond_wait(&T.done, &T.lock);
+	if (!T.alive) {
+		/* No background thread (it ended on a failure): no cycle
+		 * runs that could write the timeline meanwhile. */
+		pthread_mutex_unlock(&T.lock);
+		return timeline_switch(&E, copy, mark);
+	}
+	T.pending = true;
+	T.path = copy;
+	T.mark = mark;
+	while (T.pending)
+		pthread_cond_wait(&T.done, &T.lock);
+	rc = T.rc;
+	pthread_mutex_unlock(&T.lock);
+	return rc;
+}
+
 /* Fail every request that is waiting, and every later one, with status. */
 static void fail_all(struct hvd__engine *e, int status)
 {
@@ -82,6 +161,7 @@ static void *background(void *arg)
 		bool shutdown_local;
 		int rc;
 
+		timeline_apply(e);
 		in = hvd__queue_take(e->k.cycle_ms, &shutdown_local);
 		for (tail = &e->pending_local; *tail != NULL;
 		     tail = &(*tail)->next)
@@ -104,6 +184,10 @@ static void *background(void *arg)
 			break;
 		}
 	}
+	pthread_mutex_lock(&T.lock);
+	T.alive = false;
+	pthread_mutex_unlock(&T.lock);
+	timeline_apply(e); /* a request that came as the loop ended */
 	return NULL;
 }
 
@@ -152,9 +236,11 @@ int hvd__runtime_start(int rank, int size, bool joined, void *mpi)
 	/* The background thread takes no signal of the program's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	T.alive = true;
 	rc = pthread_create(&thread, NULL, background, &E);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
+		T.alive = false;
 		hvd__runtime_stop();
 		return HVD_ESYS;
 	}

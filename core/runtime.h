@@ -13,6 +13,10 @@
  * transport). */
 int hvd__runtime_start(int rank, int size, bool joined, void *mpi);
 void hvd__runtime_stop(void);
+/* Close the timeline and, if path is not NULL, start one there (rank 0
+ * writes it; mark: HOROVOD_TIMELINE_MARK_CYCLES). Returns once the
+ * background thread has done it. */
+int hvd__runtime_timeline(const char *path, bool mark);
 /* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
 int hvd__transport_timeout_ms(void);
 

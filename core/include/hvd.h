@@ -231,6 +231,21 @@ HVD_EXPORT int hvd_reducescatter_gpu_async(const char *name,
 					   double prescale, double postscale,
 					   hvd_handle **out);
 
+/* What this libhvd was built with, 1 or 0: the MPI engine (always), the
+ * GPU engine (CUDA and NCCL). hvd_mpi_enabled(): this job's collectives
+ * run over MPI (mpirun started it), -1 before hvd_init(). */
+HVD_EXPORT int hvd_mpi_built(void);
+HVD_EXPORT int hvd_nccl_built(void);
+HVD_EXPORT int hvd_mpi_enabled(void);
+
+/* Start a timeline in path (closing the one running, such as
+ * HOROVOD_TIMELINE's), or stop it; mark_cycles as
+ * HOROVOD_TIMELINE_MARK_CYCLES. Rank 0 writes it; on other ranks both
+ * succeed and do nothing. They return once the file is open, or closed
+ * and complete. */
+HVD_EXPORT int hvd_start_timeline(const char *path, int mark_cycles);
+HVD_EXPORT int hvd_stop_timeline(void);
+
 HVD_EXPORT const char *hvd_strerror(int err);
 /* The calling thread's last failure, in words ("" if none). */
 HVD_EXPORT const char *hvd_error_message(void);
