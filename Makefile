@@ -7,6 +7,12 @@ BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
+# hvd.torch, where Debian's python3 finds it: /usr/lib/python3/dist-packages
+# under /usr, $(PREFIX)/lib/python3.X/dist-packages elsewhere (on python3's
+# path for /usr/local).
+PY         := /usr/bin/python3
+PYVER      := $(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYDIR      ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3,$(PREFIX)/lib/python$(or $(PYVER),3))/dist-packages
 
 CC       ?= cc
 CFLAGS   ?= -O2 -g
@@ -149,7 +155,8 @@ $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_S
 DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libssl-dev \
             libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
-            iproute2 procps util-linux clang-format jq
+            iproute2 procps util-linux clang-format jq \
+            python3-torch python3-numpy python3-pytest
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -196,6 +203,7 @@ bench: deps
 	@tests/bench/check
 	@tests/bench/allreduce
 	@tests/bench/collectives
+	@tests/bench/torch
 	@tests/bench/gpu
 
 install: all
@@ -215,12 +223,18 @@ install: all
 	install -m 644 man/hvdrun.1 $(DESTDIR)$(MANDIR)/man1/hvdrun.1
 	install -m 644 man/hvd.3 $(DESTDIR)$(MANDIR)/man3/hvd.3
 	install -m 644 man/hvdrun.ini.5 $(DESTDIR)$(MANDIR)/man5/hvdrun.ini.5
+	install -d $(DESTDIR)$(PYDIR)/hvd/torch
+	install -m 644 python/hvd/*.py $(DESTDIR)$(PYDIR)/hvd/
+	install -m 644 python/hvd/torch/*.py $(DESTDIR)$(PYDIR)/hvd/torch/
+	printf '"""Written by make install: where libhvd went."""\nLIBDIR = %s\n' \
+	    "'$(LIBDIR)'" > $(DESTDIR)$(PYDIR)/hvd/_install.py
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hvdrun $(DESTDIR)$(LIBDIR)/libhvd.* \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/libhvd.pc $(DESTDIR)$(INCLUDEDIR)/hvd.h \
 	    $(DESTDIR)$(MANDIR)/man1/hvdrun.1 $(DESTDIR)$(MANDIR)/man3/hvd.3 \
 	    $(DESTDIR)$(MANDIR)/man5/hvdrun.ini.5
+	rm -rf $(DESTDIR)$(PYDIR)/hvd
 
 STYLE_SRC = $(CORE_SRC) $(LIB_SRC) $(CMD_SRC) $(UNIT_SRC) $(EX_SRC) \
             $(wildcard core/*.h core/include/*.h lib/*.h cmd/*.h tests/unit/*.h)

@@ -30,3 +30,25 @@ load helper
 	cp "$BATS_TEST_TMPDIR/t.c" "$BATS_TEST_TMPDIR/t.cc"
 	c++ -Wall -Wextra -Werror -I"$ROOT/core/include" -fsyntax-only "$BATS_TEST_TMPDIR/t.cc"
 }
+
+@test "make install puts hvd.torch where python3 finds it, loading the installed libhvd" {
+	local p=$BATS_TEST_TMPDIR/prefix site
+	run make -C "$ROOT" -s install PREFIX="$p"
+	assert_success
+	site=$(ls -d "$p"/lib/python3*/dist-packages)
+	[ -f "$site/hvd/torch/__init__.py" ] && [ -f "$site/hvd/_install.py" ]
+	# From anywhere but the source tree: the installed copy and library.
+	cd "$BATS_TEST_TMPDIR"
+	run env PYTHONPATH="$site" /usr/bin/python3 -c 'import hvd._lib as l; print(l.lib._name)'
+	assert_success
+	assert_output "$p/lib/libhvd.so.0"
+	if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+		run env PYTHONPATH="$site" "$p/bin/hvdrun" -np 2 /usr/bin/python3 -c \
+			'import torch, hvd.torch as hvd; hvd.init(); print(hvd.allreduce(torch.ones(2), op=hvd.Sum).tolist())'
+		assert_success
+		assert_line '[1]<stdout>:[2.0, 2.0]'
+	fi
+	run make -C "$ROOT" -s uninstall PREFIX="$p"
+	assert_success
+	[ ! -e "$site/hvd" ]
+}

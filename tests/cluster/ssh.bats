@@ -289,6 +289,19 @@ wait_gone() {
 	assert_line --regexp '^\[0\]<stdout>:epoch  50  loss .* \(4 ranks\)$'
 }
 
+@test "hvd.torch across hosts: the PyTorch Iris example and the optimizer tests over SSH" {
+	/usr/bin/python3 -c 'import torch, pytest' 2>/dev/null || skip "/usr/bin/python3 lacks torch or pytest (make deps)"
+	run "$HVDRUN" "${SSH[@]}" -H node1:1,node2:2 /usr/bin/python3 \
+		"$ROOT/examples/torch_iris.py" "$ROOT/examples/data/iris.csv" --epochs 50
+	assert_success
+	assert_line --regexp '^\[0\]<stdout>:epoch  50  loss .* accuracy .* \(3 ranks\)$'
+	run "$HVDRUN" "${SSH[@]}" -x PYTHONDONTWRITEBYTECODE=1 -H node1:1,node3:1 \
+		/usr/bin/python3 -m pytest -q -p no:cacheprovider "$ROOT/tests/python/test_optimizer.py"
+	assert_success
+	assert_line --regexp '^\[1\]<stdout>:[0-9]+ passed'
+	refute_output --partial "failed"
+}
+
 @test "local and remote workers in one job" {
 	run "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 hostname
 	assert_success

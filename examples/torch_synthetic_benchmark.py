@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""torch_synthetic_benchmark.py: training throughput (samples per second)
+of a model on synthetic data, data-parallel with hvd.torch's
+DistributedOptimizer, or with --ddp with torch's DistributedDataParallel
+over gloo for comparison (hvdrun sets torchrun's environment, so the same
+command line starts both).
+
+    hvdrun -np 2 /usr/bin/python3 examples/torch_synthetic_benchmark.py --model mlp
+    hvdrun -np 2 /usr/bin/python3 examples/torch_synthetic_benchmark.py --model mlp --ddp
+
+Models: mlp (about 25 M parameters in three wide layers: communication
+heavy), cnn (a small ResNet-style network for 32x32 images, runs on CPUs),
+and with python3-torchvision installed any of torchvision's models
+(resnet18, resnet50, ...) on 224x224 images.
+"""
+
+import argparse
+import os
+import sys
+import timeit
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import hvd.torch as hvd  # noqa: E402
+
+
+class MLP(torch.nn.Module):
+    """1024 -> 4096 -> 4096 -> 1024 -> 10: 25.2 M parameters."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(1024, 4096)
+        self.fc2 = torch.nn.Linear(4096, 4096)
+        self.fc3 = torch.nn.Linear(4096, 1024)
+        self.fc4 = torch.nn.Linear(1024, 10)
+
+    def forward(self, x):
+        return self.fc4(F.relu(self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = torch.nn.BatchNorm2d(cout)
+        self.c2 = torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = torch.nn.BatchNorm2d(cout)
+        self.skip = None
+        if stride != 1 or cin != cout:
+            self.skip = torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                            torch.nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+        return F.relu(y + (x if self.skip is None else self.skip(x)))
+
+
+class CNN(torch.nn.Module):
+    """A small ResNet for 32x32 images: 16-32-64 channels, 0.7 M parameters."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, 1, 1, bias=False),
+                                        torch.nn.BatchNorm2d(16), torch.nn.ReLU())
+        self.layers = torch.nn.Sequential(Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2),
+                                          Block(64, 64, 1))
+        self.fc = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(F.adaptive_avg_pool2d(self.layers(self.stem(x)), 1).flatten(1))
+
+
+def make_model(name):
+    """The model and one synthetic input sample's shape."""
+    if name == "mlp":
+        return MLP(), (1024,)
+    if name == "cnn":
+        return CNN(), (3, 32, 32)
+    try:
+        import torchvision.models
+    except ImportError:
+        sys.exit("torch_synthetic_benchmark: --model %s needs python3-torchvision "
+                 "(or use mlp or cnn)" % name)
+    if not hasattr(torchvision.models, name):
+        sys.exit("torch_synthetic_benchmark: torchvision has no model '%s'" % name)
+    return getattr(torchvision.models, name)(), (3, 224, 224)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="PyTorch synthetic benchmark over hvd.torch")
+    ap.add_argument("--model", default="mlp", help="mlp, cnn, or a torchvision model")
+    ap.add_argument("--batch-size", type=int, default=32, help="samples per rank per batch")
+    ap.add_argument("--num-warmup-batches", type=int, default=3)
+    ap.add_argument("--num-batches-per-iter", type=int, default=5)
+    ap.add_argument("--num-iters", type=int, default=5)
+    ap.add_argument("--fp16-allreduce", action="store_true", help="send gradients as float16")
+    ap.add_argument("--ddp", action="store_true",
+                    help="torch DistributedDataParallel over gloo instead of hvd.torch")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch threads per rank (default: the cores shared by the ranks)")
+    args = ap.parse_args()
+
+    hvd.init()
+    local = hvd.local_size()
+    torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 1) // local))
+    torch.manual_seed(0)
+    model, shape = make_model(args.model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size())
+
+    if args.ddp:
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")
+        model = torch.nn.parallel.DistributedDataParallel(model)
+        engine = "DistributedDataParallel (gloo)"
+    else:
+        compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
+        opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
+                                       compression=compression)
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        hvd.broadcast_optimizer_state(opt, root_rank=0)
+        engine = "hvd.torch DistributedOptimizer" + (" (fp16)" if args.fp16_allreduce else "")
+
+    data = torch.randn(args.batch_size, *shape)
+    target = torch.randint(0, 10, (args.batch_size,))
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(model(data), target).backward()
+        opt.step()
+
+    def log(s):
+        if hvd.rank() == 0:
+            print(s, flush=True)
+
+    params = sum(p.numel() for p in model.parameters())
+    log("Model: %s (%.1f M parameters), batch size %d, %s, %d ranks, %d threads each"
+        % (args.model, params / 1e6, args.batch_size, engine, hvd.size(),
+           torch.get_num_threads()))
+    timeit.timeit(step, number=args.num_warmup_batches)
+    rates = []
+    for i in range(args.num_iters):
+        t = timeit.timeit(step, number=args.num_batches_per_iter)
+        rate = args.batch_size * args.num_batches_per_iter / t
+        log("Iter #%d: %.1f img/sec per rank" % (i, rate))
+        rates.append(rate)
+    r = torch.tensor(rates, dtype=torch.float64)
+    mean, conf = float(r.mean()), float(1.96 * r.std()) if len(rates) > 1 else 0.0
+    log("Img/sec per rank: %.1f +-%.1f" % (mean, conf))
+    log("Total img/sec on %d ranks: %.1f +-%.1f" % (hvd.size(), hvd.size() * mean,
+                                                   hvd.size() * conf))
+    if args.ddp:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,961 @@
+"""horovod.torch's collectives over libhvd.
+
+Every call maps its tensors to pointers, names the operation the way
+Horovod does ("allreduce.<name>", or "allreduce.noname.<handle>") and
+hands it to libhvd's *_async call; libhvd negotiates, fuses and runs it
+on its background thread. A handle is an int, as in Horovod; poll() and
+synchronize() take it. The tensors an operation reads or writes are kept
+alive until synchronize() returns.
+"""
+
+import atexit
+import ctypes
+import itertools
+import threading
+import warnings
+
+import torch
+
+from hvd import _lib
+from hvd._lib import check, lib
+from hvd.exceptions import HorovodInternalError
+from hvd.torch.compression import Compression
+
+# Horovod's values for its reduction ops (horovod.common.basics).
+Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5
+# ... and libhvd's (enum hvd_op).
+_C_OP = {Sum: 0, Average: 1, Min: 2, Max: 3, Product: 4}
+
+# enum hvd_dtype.
+_C_DTYPE = {
+    torch.uint8: 0,
+    torch.int8: 1,
+    torch.int32: 2,
+    torch.int64: 3,
+    torch.float16: 4,
+    torch.bfloat16: 5,
+    torch.float32: 6,
+    torch.float64: 7,
+    torch.int16: 8,
+}
+
+
+# --- the job -------------------------------------------------------------
+
+
+def init(comm=None, process_sets=None):
+    """Start libhvd: read the rank environment hvdrun (or mpirun) set and
+    connect to the other ranks. Without one, this process is a job of one.
+    Calling it again while running does nothing, as in Horovod."""
+    if comm is not None:
+        raise NotImplementedError("hvd.torch.init: libhvd takes no MPI communicator; "
+                                  "start the job with hvdrun (or mpirun)")
+    if process_sets not in (None, [], ()):
+        raise NotImplementedError("hvd.torch.init: libhvd has no process sets")
+    if lib.hvd_initialized():
+        return
+    _handles.clear()
+    check(lib.hvd_init(), "hvd.init")
+    atexit.register(shutdown)  # a script that ends without shutdown()
+
+
+def shutdown():
+    """Stop libhvd; operations still in flight fail."""
+    lib.hvd_shutdown()
+
+
+def is_initialized():
+    return bool(lib.hvd_initialized())
+
+
+def _query(fn, what):
+    v = fn()
+    if v < 0:
+        raise ValueError("Horovod has not been initialized; use hvd.init() (hvd.%s)" % what)
+    return v
+
+
+def rank():
+    return _query(lib.hvd_rank, "rank")
+
+
+def size():
+    return _query(lib.hvd_size, "size")
+
+
+def local_rank():
+    return _query(lib.hvd_local_rank, "local_rank")
+
+
+def local_size():
+    return _query(lib.hvd_local_size, "local_size")
+
+
+def cross_rank():
+    return _query(lib.hvd_cross_rank, "cross_rank")
+
+
+def cross_size():
+    return _query(lib.hvd_cross_size, "cross_size")
+
+
+def is_homogeneous():
+    """True when every host runs the same number of ranks."""
+    return size() == local_size() * cross_size()
+
+
+def mpi_built():
+    return bool(lib.hvd_mpi_built())
+
+
+def mpi_enabled():
+    """True when this job's collectives run over MPI (mpirun started it)."""
+    return lib.hvd_mpi_enabled() == 1
+
+
+def mpi_threads_supported():
+    return mpi_enabled()
+
+
+def gloo_built():
+    return False
+
+
+def gloo_enabled():
+    return False
+
+
+def nccl_built():
+    return bool(lib.hvd_nccl_built())
+
+
+def cuda_built():
+    return nccl_built()
+
+
+def rocm_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+def ccl_built():
+    return False
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Write libhvd's timeline (Chrome trace JSON, rank 0) to file_path."""
+    rc = lib.hvd_start_timeline(str(file_path).encode(), 1 if mark_cycles else 0)
+    check(rc, "hvd.start_timeline(%r)" % str(file_path))
+
+
+def stop_timeline():
+    check(lib.hvd_stop_timeline(), "hvd.stop_timeline")
+
+
+# --- process sets: only the global one -----------------------------------
+
+
+class ProcessSet:
+    """Horovod's process set. libhvd runs every collective on all ranks:
+    only the global set exists."""
+
+    def __init__(self, ranks_or_comm=None):
+        self.ranks = ranks_or_comm
+        self.process_set_id = 0 if ranks_or_comm is None else None
+
+    def size(self):
+        return size()
+
+    def rank(self):
+        return rank()
+
+    def included(self):
+        return True
+
+    def __repr__(self):
+        return "ProcessSet(global)" if self is global_process_set else "ProcessSet(%r)" % (
+            self.ranks,)
+
+
+global_process_set = ProcessSet()
+
+
+def _check_set(process_set):
+    if process_set is not global_process_set and process_set is not None:
+        raise NotImplementedError(
+            "libhvd does not support process sets: every collective runs on all ranks "
+            "(got %r; leave process_set out)" % (process_set,))
+
+
+def add_process_set(process_set):
+    raise NotImplementedError("libhvd does not support process sets: every collective "
+                              "runs on all ranks")
+
+
+def remove_process_set(process_set):
+    raise NotImplementedError("libhvd does not support process sets: every collective "
+                              "runs on all ranks")
+
+
+# --- tensors -------------------------------------------------------------
+
+
+def _c_dtype(tensor):
+    try:
+        return _C_DTYPE[tensor.dtype]
+    except KeyError:
+        raise TypeError(
+            "hvd.torch: tensors of dtype %s are not supported (uint8, int8, int16, int32, "
+            "int64, float16, bfloat16, float32 and float64 are)" % tensor.dtype) from None
+
+
+def _on_gpu(tensor):
+    """False for a CPU tensor, True for one on this rank's GPU; an error
+    for anything libhvd cannot reach."""
+    kind = tensor.device.type
+    if kind == "cpu":
+        return False
+    if kind != "cuda":
+        raise TypeError("hvd.torch: tensors on %s are not supported (cpu and cuda are)"
+                        % tensor.device)
+    if not lib.hvd_nccl_built():
+        raise RuntimeError("hvd.torch: libhvd was built without CUDA and NCCL, so it cannot "
+                           "reduce CUDA tensors; move the tensor to the CPU or rebuild "
+                           "libhvd where CUDA and NCCL are installed")
+    dev = lib.hvd_gpu_device()
+    if dev < 0:
+        raise RuntimeError("hvd.torch: %s" % _lib.message(dev))
+    if tensor.device.index != dev:
+        raise ValueError("hvd.torch: the tensor is on %s, but this rank's GPU is cuda:%d "
+                         "(torch.cuda.set_device(hvd.local_rank()))" % (tensor.device, dev))
+    return True
+
+
+def _contig(tensor):
+    return tensor if tensor.is_contiguous() else tensor.contiguous()
+
+
+def _rows(tensor, what):
+    """(rows, elements per row) of a tensor's first dimension."""
+    if tensor.dim() == 0:
+        raise ValueError("hvd.%s needs a tensor of at least one dimension, not a scalar" % what)
+    n = tensor.shape[0]
+    return n, (tensor.numel() // n if n else _prod(tensor.shape[1:]))
+
+
+def _prod(shape):
+    p = 1
+    for s in shape:
+        p *= s
+    return p
+
+
+def _name(kind, name, handle):
+    return ("%s.%s" % (kind, name) if name else "%s.noname.%d" % (kind, handle)).encode()
+
+
+# --- handles -------------------------------------------------------------
+
+
+class _Op:
+    """What one handle stands for: libhvd's handles (one, or a group's),
+    the tensors to keep alive, and how to make the result once done."""
+
+    __slots__ = ("chandles", "keep", "finish", "what")
+
+    def __init__(self, chandles, keep, finish, what):
+        self.chandles = chandles
+        self.keep = keep
+        self.finish = finish
+        self.what = what
+
+
+_handles = {}
+_counter = itertools.count(1)
+_lock = threading.Lock()  # protects _handles across the user's threads
+
+
+def _new_handle():
+    return next(_counter)
+
+
+def _store(handle, op):
+    with _lock:
+        _handles[handle] = op
+    return handle
+
+
+def _submit(fn, args, what):
+    """Call one libhvd *_async function; its libhvd handle."""
+    h = ctypes.c_void_p()
+    check(fn(*args, ctypes.byref(h)), what)
+    return h
+
+
+def poll(handle):
+    """True when the operation is done: synchronize() then returns at once."""
+    with _lock:
+        op = _handles.get(handle)
+    if op is None:
+        raise ValueError("hvd.poll: unknown handle %r" % (handle,))
+    return all(lib.hvd_poll(h) != 0 for h in op.chandles)
+
+
+def synchronize(handle):
+    """Wait for the operation and return its result; a failure (a peer
+    died, ranks disagreed) raises HorovodInternalError with libhvd's
+    message."""
+    with _lock:
+        op = _handles.pop(handle, None)
+    if op is None:
+        return None
+    err = None
+    for h in op.chandles:
+        rc = lib.hvd_wait(h)
+        if rc != 0 and err is None:
+            err = _lib.message(rc)
+    if err is not None:
+        raise HorovodInternalError("%s: %s" % (op.what, err))
+    return op.finish()
+
+
+def _group(submits):
+    """Submit several operations as one libhvd group: none starts until
+    all are ready on every rank. submits: callables returning a libhvd
+    handle. Returns their handles."""
+    check(lib.hvd_group_start(), "hvd.group")
+    hs, err = [], None
+    try:
+        for s in submits:
+            hs.append(s())
+    except BaseException as e:  # end the group whatever happens
+        err = e
+    rc = lib.hvd_group_end()
+    if err is None and rc != 0:
+        err = HorovodInternalError("hvd.group: %s" % _lib.message(rc))
+    if err is not None:
+        for h in hs:
+            lib.hvd_wait(h)
+        raise err
+    return hs
+
+
+# --- allreduce -----------------------------------------------------------
+
+
+def handle_average_backwards_compatibility(op, average):
+    if op is not None:
+        if average is not None:
+            raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+        return op
+    if average is not None:
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+                      DeprecationWarning)
+        return Average if average else Sum
+    return Average
+
+
+def _c_op(op):
+    if op == Adasum:
+        raise NotImplementedError("hvd.torch: libhvd does not implement Adasum; use op=hvd.Average "
+                                  "or hvd.Sum")
+    try:
+        return _C_OP[op]
+    except (KeyError, TypeError):
+        raise ValueError("hvd.torch: unknown reduction op %r" % (op,)) from None
+
+
+def _allreduce_submit(tensor, output, name, op, prescale, postscale):
+    """Submit one allreduce of tensor into output (both contiguous, maybe
+    the same). Returns libhvd's handle."""
+    gpu = _on_gpu(tensor)
+    fn = lib.hvd_allreduce_scaled_gpu_async if gpu else lib.hvd_allreduce_scaled_async
+    return _submit(fn, (name, tensor.data_ptr(), output.data_ptr(), tensor.numel(),
+                        _c_dtype(tensor), _c_op(op), float(prescale), float(postscale)),
+                   name.decode())
+
+
+def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set):
+    """tensor into output (output may be tensor); a handle whose result is
+    output, written back into output if it is not contiguous."""
+    _check_set(process_set)
+    src = _contig(tensor)
+    dst = src if output is tensor else _contig(output)
+    handle = _new_handle()
+    h = _allreduce_submit(src, dst, _name("allreduce", name, handle), op, prescale, postscale)
+
+    def finish():
+        if dst is not output:
+            output.copy_(dst)
+        return output
+
+    return _store(handle, _Op([h], (src, dst, output), finish, "allreduce"))
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set):
+    """Start reducing tensor over every rank (Average by default); the
+    tensor is not changed. Returns a handle for poll() and synchronize()."""
+    op = handle_average_backwards_compatibility(op, average)
+    output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+    return _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
+                            process_set)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set):
+    """Start reducing tensor in place."""
+    op = handle_average_backwards_compatibility(op, average)
+    return _allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor,
+                            process_set)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    """Reduce tensor in place; returns it."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+class HorovodAllreduce(torch.autograd.Function):
+    """allreduce as an autograd function: the gradient is the allreduce
+    of the output's gradient, with the same op and factors."""
+
+    @staticmethod
+    def forward(ctx, tensor, average, name, op, prescale_factor, postscale_factor, process_set):
+        ctx.average, ctx.op = average, op
+        ctx.prescale_factor, ctx.postscale_factor = prescale_factor, postscale_factor
+        ctx.process_set = process_set
+        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor,
+                                           postscale_factor, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return (allreduce(grad_output, average=ctx.average, op=ctx.op,
+                          prescale_factor=ctx.prescale_factor,
+                          postscale_factor=ctx.postscale_factor,
+                          process_set=ctx.process_set),
+                None, None, None, None, None, None)
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """The reduction of tensor over every rank (Average by default), a new
+    tensor; differentiable."""
+    compressed, cctx = compression.compress(tensor)
+    reduced = HorovodAllreduce.apply(compressed, average, name, op, prescale_factor,
+                                     postscale_factor, process_set)
+    return compression.decompress(reduced, cctx)
+
+
+def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, process_set):
+    _check_set(process_set)
+    _c_op(op)
+    for t in tensors:
+        _c_dtype(t)
+        _on_gpu(t)
+    handle = _new_handle()
+    base = ("grouped_allreduce.%s" % name) if name else ("grouped_allreduce.noname.%d" % handle)
+    srcs = [_contig(t) for t in tensors]
+    dsts = [s if o is t else _contig(o) for s, t, o in zip(srcs, tensors, outputs)]
+    hs = _group([
+        (lambda i=i: _allreduce_submit(srcs[i], dsts[i], ("%s.%d" % (base, i)).encode(), op,
+                                       prescale, postscale))
+        for i in range(len(tensors))
+    ])
+
+    def finish():
+        for d, o in zip(dsts, outputs):
+            if d is not o:
+                o.copy_(d)
+        return list(outputs)
+
+    return _store(handle, _Op(hs, (srcs, dsts, outputs), finish, "grouped_allreduce"))
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    """Start reducing a list of tensors as one group: none starts until
+    all are ready on every rank, and they are fused together."""
+    op = handle_average_backwards_compatibility(op, average)
+    outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
+    return _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor,
+                                    postscale_factor, process_set)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set):
+    op = handle_average_backwards_compatibility(op, average)
+    return _grouped_allreduce_async(tensors, tensors, name, op, prescale_factor,
+                                    postscale_factor, process_set)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+class HorovodGroupedAllreduce(torch.autograd.Function):
+    """grouped_allreduce as an autograd function."""
+
+    @staticmethod
+    def forward(ctx, average, name, op, prescale_factor, postscale_factor, process_set,
+                *tensors):
+        ctx.average, ctx.op = average, op
+        ctx.prescale_factor, ctx.postscale_factor = prescale_factor, postscale_factor
+        ctx.process_set = process_set
+        return tuple(synchronize(grouped_allreduce_async(
+            list(tensors), average, name, op, prescale_factor, postscale_factor,
+            process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        grads = grouped_allreduce(list(grad_outputs), average=ctx.average, op=ctx.op,
+                                  prescale_factor=ctx.prescale_factor,
+                                  postscale_factor=ctx.postscale_factor,
+                                  process_set=ctx.process_set)
+        return (None, None, None, None, None, None, *grads)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=global_process_set):
+    """The reductions of a list of tensors, as one group; differentiable."""
+    pairs = [compression.compress(t) for t in tensors]
+    reduced = HorovodGroupedAllreduce.apply(average, name, op, prescale_factor,
+                                            postscale_factor, process_set,
+                                            *[p[0] for p in pairs])
+    return [compression.decompress(r, p[1]) for r, p in zip(reduced, pairs)]
+
+
+# --- allgather -----------------------------------------------------------
+
+
+class _Result:
+    """A buffer libhvd allocates for a result (malloc'ed, or cudaMalloc'ed
+    for a GPU collective), and the counts it writes, kept until done."""
+
+    def __init__(self, nranks=0):
+        self.buf = ctypes.c_void_p()
+        self.count = ctypes.c_size_t()
+        self.counts = (ctypes.c_size_t * nranks)() if nranks else None
+
+    def take(self, like, shape):
+        """The result as a new tensor like `like` of shape; frees libhvd's
+        buffer."""
+        out = torch.empty(shape, dtype=like.dtype, device=like.device)
+        n = out.numel() * out.element_size()
+        if self.buf.value:
+            try:
+                if out.device.type == "cpu":
+                    ctypes.memmove(out.data_ptr(), self.buf.value, n)
+                else:
+                    _gpu_copy(out, self.buf.value, n)
+            finally:
+                _free(self.buf.value, out.device.type != "cpu")
+            self.buf.value = None
+        return out
+
+
+def _free(ptr, gpu):
+    if gpu:
+        lib.cudaFree(ctypes.c_void_p(ptr))
+    else:
+        _lib.free(ptr)
+
+
+def _gpu_copy(out, src, nbytes):
+    """Copy nbytes of GPU memory at src into out (cudaMemcpy, from the
+    CUDA runtime libhvd is linked with)."""
+    rc = lib.cudaMemcpy(ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(src),
+                        ctypes.c_size_t(nbytes), 3)  # cudaMemcpyDeviceToDevice
+    if rc != 0:
+        raise HorovodInternalError("hvd.torch: cudaMemcpy of a GPU result failed (%d)" % rc)
+
+
+def _allgather_submit(src, name, res):
+    gpu = _on_gpu(src)
+    fn = lib.hvd_allgather_gpu_async if gpu else lib.hvd_allgather_async
+    return _submit(fn, (name, src.data_ptr(), src.numel(), _c_dtype(src),
+                        ctypes.byref(res.buf), ctypes.byref(res.count)), name.decode())
+
+
+def _gathered(src, res, row, name):
+    """The allgather result of src as a tensor of whole rows."""
+    total = res.count.value
+    if row == 0:
+        rows = 0
+    elif total % row:
+        res.take(src, (0,))
+        raise HorovodInternalError(
+            "%s: ranks gave rows of different sizes (%d elements in all, rows of %d here): "
+            "every dimension but the first must agree" % (name, total, row))
+    else:
+        rows = total // row
+    return res.take(src, (rows,) + tuple(src.shape[1:]))
+
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    """Start concatenating every rank's tensor along the first dimension
+    (its size may differ between ranks)."""
+    _check_set(process_set)
+    _, row = _rows(tensor, "allgather")
+    src = _contig(tensor)
+    handle = _new_handle()
+    cname = _name("allgather", name, handle)
+    res = _Result()
+    h = _allgather_submit(src, cname, res)
+    return _store(handle, _Op([h], (src, res), lambda: _gathered(src, res, row, cname.decode()),
+                              "allgather"))
+
+
+class HorovodAllgather(torch.autograd.Function):
+    """allgather as an autograd function: each rank's gradient is its
+    slice of the averaged gradient, as in Horovod."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        handle = allgather_async(tensor, name, process_set)
+        ctx.dim = tensor.shape[0]
+        ctx.process_set = process_set
+        return synchronize(handle)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        dims = allgather(torch.tensor([ctx.dim], dtype=torch.int64),
+                         process_set=ctx.process_set)
+        offset = int(dims[:rank()].sum())
+        return grad_reduced.narrow(0, offset, ctx.dim), None, None
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Every rank's tensor concatenated along the first dimension;
+    differentiable."""
+    return HorovodAllgather.apply(tensor, name, process_set)
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """Start allgathers of a list of tensors as one group."""
+    _check_set(process_set)
+    rows = [_rows(t, "grouped_allgather")[1] for t in tensors]
+    for t in tensors:
+        _c_dtype(t)
+        _on_gpu(t)
+    handle = _new_handle()
+    base = ("grouped_allgather.%s" % name) if name else ("grouped_allgather.noname.%d" % handle)
+    srcs = [_contig(t) for t in tensors]
+    names = [("%s.%d" % (base, i)).encode() for i in range(len(srcs))]
+    ress = [_Result() for _ in srcs]
+    hs = _group([(lambda i=i: _allgather_submit(srcs[i], names[i], ress[i]))
+                 for i in range(len(srcs))])
+
+    def finish():
+        return [_gathered(s, r, row, n.decode()) for s, r, row, n in zip(srcs, ress, rows, names)]
+
+    return _store(handle, _Op(hs, (srcs, ress), finish, "grouped_allgather"))
+
+
+class HorovodGroupedAllgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        handle = grouped_allgather_async(list(tensors), name, process_set)
+        ctx.dims = [t.shape[0] for t in tensors]
+        ctx.process_set = process_set
+        return tuple(synchronize(handle))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        reduced = grouped_allreduce(list(grad_outputs), op=Average, process_set=ctx.process_set)
+        dims = allgather(torch.tensor([ctx.dims], dtype=torch.int64),
+                         process_set=ctx.process_set)
+        offsets = dims[:rank()].sum(dim=0).tolist() if rank() else [0] * len(ctx.dims)
+        grads = [g.narrow(0, int(o), d) for g, o, d in zip(reduced, offsets, ctx.dims)]
+        return (None, None, *grads)
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """allgather of each tensor of a list, as one group; differentiable."""
+    return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
+
+
+# --- broadcast -----------------------------------------------------------
+
+
+def _broadcast_async(tensor, output, root_rank, name, process_set):
+    """Broadcast root's tensor into output (tensor itself for the in-place
+    forms)."""
+    _check_set(process_set)
+    if output is tensor:
+        buf = _contig(tensor)
+    else:
+        buf = tensor.clone(memory_format=torch.contiguous_format)
+    gpu = _on_gpu(buf)
+    handle = _new_handle()
+    cname = _name("broadcast", name, handle)
+    fn = lib.hvd_broadcast_gpu_async if gpu else lib.hvd_broadcast_async
+    h = _submit(fn, (cname, buf.data_ptr(), buf.numel(), _c_dtype(buf), int(root_rank)),
+                cname.decode())
+
+    def finish():
+        if output is tensor and buf is not tensor:
+            tensor.copy_(buf)
+            return tensor
+        return buf
+
+    return _store(handle, _Op([h], (tensor, buf), finish, "broadcast"))
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    """Start broadcasting root_rank's tensor into a new tensor on every
+    rank; the input is not changed."""
+    return _broadcast_async(tensor, None, root_rank, name, process_set)
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Start broadcasting root_rank's tensor into tensor on every rank."""
+    return _broadcast_async(tensor, tensor, root_rank, name, process_set)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+class HorovodBroadcast(torch.autograd.Function):
+    """broadcast as an autograd function: the root's gradient is the
+    averaged gradient, the others' zero, as in Horovod."""
+
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank = root_rank
+        ctx.process_set = process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
+        if rank() != ctx.root_rank:
+            grad_reduced = grad_reduced * 0
+        return grad_reduced, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """root_rank's tensor, on every rank, as a new tensor; differentiable."""
+    return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
+
+
+# --- alltoall ------------------------------------------------------------
+
+
+def _splits_list(splits, rows, n):
+    if splits is None:
+        if rows % n:
+            raise ValueError("hvd.alltoall: without splits, the first dimension (%d) must be "
+                             "divisible by the number of ranks (%d)" % (rows, n))
+        return [rows // n] * n
+    if isinstance(splits, torch.Tensor):
+        splits = splits.tolist()
+    splits = [int(s) for s in splits]
+    if len(splits) != n:
+        raise ValueError("hvd.alltoall: splits has %d entries, one per rank (%d) is needed"
+                         % (len(splits), n))
+    if any(s < 0 for s in splits) or sum(splits) != rows:
+        raise ValueError("hvd.alltoall: splits %s must be counts that add up to the first "
+                         "dimension (%d)" % (splits, rows))
+    return splits
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """Start sending splits[i] rows of tensor to rank i (an even split if
+    splits is None). synchronize() returns (output, received_splits)."""
+    _check_set(process_set)
+    nrows, row = _rows(tensor, "alltoall")
+    n = size()
+    rows = _splits_list(splits, nrows, n)
+    src = _contig(tensor)
+    gpu = _on_gpu(src)
+    handle = _new_handle()
+    cname = _name("alltoall", name, handle)
+    counts = (ctypes.c_size_t * n)(*[r * row for r in rows])
+    res = _Result(n)
+    fn = lib.hvd_alltoall_gpu_async if gpu else lib.hvd_alltoall_async
+    h = _submit(fn, (cname, src.data_ptr(), counts, max(row, 1), _c_dtype(src),
+                     ctypes.byref(res.buf), ctypes.byref(res.count), res.counts),
+                cname.decode())
+    split_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
+
+    def finish():
+        got = [c // row if row else 0 for c in res.counts]
+        out = res.take(src, (sum(got),) + tuple(src.shape[1:]))
+        return out, torch.tensor(got, dtype=split_dtype)
+
+    return _store(handle, _Op([h], (src, counts, res), finish, "alltoall"))
+
+
+class HorovodAlltoall(torch.autograd.Function):
+    """alltoall as an autograd function: the gradient goes back the way
+    the rows came (an alltoall with the received splits)."""
+
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.process_set = process_set
+        ctx.recvsplits = received
+        if splits is None:
+            return output
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, *unused):
+        grad, _ = alltoall(grad_output, splits=ctx.recvsplits, process_set=ctx.process_set)
+        return grad, None, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Send splits[i] rows of tensor to rank i; receive every rank's rows
+    for this one, in rank order. Returns the output, and with splits
+    given, also the received splits. Differentiable."""
+    return HorovodAlltoall.apply(tensor, splits, name, process_set)
+
+
+# --- reducescatter -------------------------------------------------------
+
+
+def _reducescatter_submit(src, name, op, prescale, postscale):
+    """Submit one reducescatter of src; (libhvd handle, output)."""
+    nrows, row = _rows(src, "reducescatter")
+    mine = lib.hvd_reducescatter_count(src.numel(), max(row, 1), rank())
+    out = torch.empty((mine // row if row else 0,) + tuple(src.shape[1:]), dtype=src.dtype,
+                      device=src.device)
+    gpu = _on_gpu(src)
+    fn = lib.hvd_reducescatter_gpu_async if gpu else lib.hvd_reducescatter_async
+    h = _submit(fn, (name, src.data_ptr(), out.data_ptr(), src.numel(), max(row, 1),
+                     _c_dtype(src), _c_op(op), float(prescale), float(postscale)),
+                name.decode())
+    return h, out
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    """Start reducing tensor over every rank and giving each rank its rows
+    of the result: rows // size each, the first rows % size ranks one
+    more, as Horovod splits them."""
+    _check_set(process_set)
+    src = _contig(tensor)
+    handle = _new_handle()
+    h, out = _reducescatter_submit(src, _name("reducescatter", name, handle), op,
+                                   prescale_factor, postscale_factor)
+    return _store(handle, _Op([h], (src, out), lambda: out, "reducescatter"))
+
+
+class HorovodReducescatter(torch.autograd.Function):
+    """reducescatter as an autograd function: the gradient is the
+    allgather of the output's gradients, scaled as the forward was."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
+        ctx.op, ctx.process_set = op, process_set
+        ctx.scale = prescale_factor * postscale_factor
+        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor,
+                                               postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allgather(grad_output, process_set=ctx.process_set)
+        if ctx.op == Average:
+            grad = grad / size()
+        if ctx.scale != 1.0:
+            grad = grad * ctx.scale
+        return grad, None, None, None, None, None
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
+                  process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """This rank's rows of the reduction of tensor over every rank;
+    differentiable."""
+    compressed, cctx = compression.compress(tensor)
+    out = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
+                                     postscale_factor)
+    return compression.decompress(out, cctx)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average,
+                                process_set=global_process_set, prescale_factor=1.0,
+                                postscale_factor=1.0):
+    """Start reducescatters of a list of tensors as one group."""
+    _check_set(process_set)
+    for t in tensors:
+        _rows(t, "grouped_reducescatter")
+        _c_dtype(t)
+        _on_gpu(t)
+    _c_op(op)
+    handle = _new_handle()
+    base = ("grouped_reducescatter.%s" % name) if name else (
+        "grouped_reducescatter.noname.%d" % handle)
+    srcs = [_contig(t) for t in tensors]
+    outs = [None] * len(srcs)
+
+    def submit(i):
+        h, outs[i] = _reducescatter_submit(srcs[i], ("%s.%d" % (base, i)).encode(), op,
+                                           prescale_factor, postscale_factor)
+        return h
+
+    hs = _group([(lambda i=i: submit(i)) for i in range(len(srcs))])
+    return _store(handle, _Op(hs, (srcs, outs), lambda: list(outs), "grouped_reducescatter"))
+
+
+class HorovodGroupedReducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, process_set, prescale_factor, postscale_factor, *tensors):
+        ctx.op, ctx.process_set = op, process_set
+        ctx.scale = prescale_factor * postscale_factor
+        return tuple(synchronize(grouped_reducescatter_async(
+            list(tensors), name, op, process_set, prescale_factor, postscale_factor)))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        grads = grouped_allgather(list(grad_outputs), process_set=ctx.process_set)
+        if ctx.op == Average:
+            grads = [g / size() for g in grads]
+        if ctx.scale != 1.0:
+            grads = [g * ctx.scale for g in grads]
+        return (None, None, None, None, None, *grads)
+
+
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0):
+    """reducescatter of each tensor of a list, as one group; differentiable."""
+    pairs = [compression.compress(t) for t in tensors]
+    outs = HorovodGroupedReducescatter.apply(name, op, process_set, prescale_factor,
+                                             postscale_factor, *[p[0] for p in pairs])
+    return [compression.decompress(o, p[1]) for o, p in zip(outs, pairs)]
+
+
+# --- join and barrier ----------------------------------------------------
+
+
+def join(device=-1):
+    """This rank has run out of data: until every rank has joined, the
+    others' collectives complete without it (it gives zeros to their
+    allreduces; an average divides by the ranks that gave data). Returns
+    the rank that joined last."""
+    if device not in (-1, None):
+        raise NotImplementedError("hvd.join: libhvd joins on the CPU only (device=-1)")
+    rc = lib.hvd_join()
+    if rc < 0:
+        raise HorovodInternalError("hvd.join: %s" % _lib.message(rc))
+    return rc
+
+
+def barrier(process_set=global_process_set):
+    """Returns when every rank has called it."""
+    _check_set(process_set)
+    rc = lib.hvd_barrier()
+    if rc != 0:
+        raise HorovodInternalError("hvd.barrier: %s" % _lib.message(rc))

@@ -1,0 +1,301 @@
+"""DistributedOptimizer: Horovod's wrapper of a torch optimizer.
+
+A hook on each parameter's gradient accumulator starts the gradient's
+allreduce the moment backward() has accumulated it, so communication
+overlaps the rest of backward and libhvd fuses whatever is ready in the
+same cycle; step() waits for them all, then steps the wrapped optimizer.
+"""
+
+import contextlib
+import warnings
+
+import torch
+
+from hvd.torch.compression import Compression
+from hvd.torch.mpi_ops import (Adasum, Average, _check_set, allgather_async,
+                               allreduce_async_, global_process_set,
+                               grouped_allreduce_async_, size, synchronize)
+
+
+def _split(items, n):
+    """items in n nearly equal consecutive parts."""
+    q, r = divmod(len(items), n)
+    out, at = [], 0
+    for i in range(n):
+        k = q + (1 if i < r else 0)
+        out.append(items[at:at + k])
+        at += k
+    return [g for g in out if g]
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    _hvd_distributed = True
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
+                 op=Average, gradient_predivide_factor=1.0, groups=None,
+                 sparse_as_dense=False, process_set=global_process_set):
+        super(self.__class__, self).__init__(params)
+        _check_set(process_set)
+        self._compression = compression
+        self.op = op
+        self.gradient_predivide_factor = gradient_predivide_factor
+        self.sparse_as_dense = sparse_as_dense
+        self.process_set = process_set
+        self.backward_passes_per_step = backward_passes_per_step
+
+        all_params = [p for g in self.param_groups for p in g["params"]]
+        if named_parameters is not None:
+            named_parameters = list(named_parameters)
+        else:
+            named_parameters = [("allreduce.noname.%s" % i, p) for i, p in enumerate(all_params)]
+        if any(not isinstance(p, tuple) or len(p) != 2 for p in named_parameters):
+            raise ValueError("named_parameters should be a sequence of tuples (name, "
+                             "parameter), usually produced by model.named_parameters().")
+        names = [k for k, _ in named_parameters]
+        dups = sorted({k for k in names if names.count(k) > 1})
+        if dups:
+            raise ValueError("Parameter names in named_parameters must be unique. Found "
+                             "duplicates: %s" % ", ".join(dups))
+        named_ids = {id(v) for _, v in named_parameters}
+        unnamed = [p for p in all_params if id(p) not in named_ids]
+        if unnamed:
+            raise ValueError("named_parameters was specified, but one or more model parameters "
+                             "were not named. Python object ids: %s"
+                             % ", ".join(str(id(p)) for p in unnamed))
+        self._parameter_names = {v: k for k, v in named_parameters}
+
+        self._requires_update = {p for p in all_params if p.requires_grad}
+        self._handles = {}
+        self._grad_accs = []
+        self._allreduce_delay = {p: backward_passes_per_step for p in all_params}
+        self._synchronized = False
+        self._should_synchronize = True
+
+        self._p_to_group = {}
+        self._group_counts = {}
+        if groups is not None:
+            if isinstance(groups, int):
+                if groups <= 0:
+                    raise ValueError("groups must be a positive int or a list of lists of "
+                                     "parameters, not %d" % groups)
+                # Reversed: backward computes gradients roughly back to front.
+                plist = [p for p in all_params if p.requires_grad][::-1]
+                glist = _split(plist, groups)
+            elif isinstance(groups, list) and all(isinstance(g, list) for g in groups):
+                glist = groups
+            else:
+                raise ValueError("groups must be an int or a list of lists of parameters")
+            for g in glist:
+                key = tuple(g)
+                for p in g:
+                    if p not in self._parameter_names:
+                        raise ValueError("a parameter in groups is not one of the optimizer's")
+                    self._p_to_group[p] = key
+                self._group_counts[key] = 0
+
+        if size() > 1:
+            self._register_hooks()
+
+    # --- hooks ----------------------------------------------------------
+
+    def _register_hooks(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if not p.requires_grad:
+                    continue
+                if hasattr(p, "register_post_accumulate_grad_hook"):
+                    p.register_post_accumulate_grad_hook(self._make_hook(p, pass_param=True))
+                else:
+                    # The accumulator of p.grad: its hook runs once the
+                    # gradient is summed into p.grad.
+                    acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                    acc.register_hook(self._make_hook(p, pass_param=False))
+                    self._grad_accs.append(acc)
+
+    def _make_hook(self, p, pass_param):
+        def hook(*ignore):
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._allreduce_delay[p] <= 0:
+                    raise AssertionError(
+                        "Gradients were computed more than backward_passes_per_step times "
+                        "before call to step(). Increase backward_passes_per_step to "
+                        "accumulate gradients locally.")
+            handle, ctx = None, None
+            self._allreduce_delay[p] -= 1
+            if self._allreduce_delay[p] == 0:
+                if p in self._p_to_group:
+                    key = self._p_to_group[p]
+                    self._group_counts[key] += 1
+                    if self._group_counts[key] == len(key):
+                        handle, ctx = self._grouped_allreduce_grad_async(key)
+                        self._handles[key] = (handle, ctx)
+                        for q in key:
+                            self._handles.pop(q, None)
+                        self._group_counts[key] = 0
+                        return
+                    self._handles[p] = (None, None)
+                    return
+                handle, ctx = self._allreduce_grad_async(p)
+            self._handles[p] = (handle, ctx)
+
+        return hook
+
+    # --- allreduce of one gradient ---------------------------------------
+
+    def _scales(self):
+        if self.op == Average:
+            return 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
+        return 1.0, 1.0
+
+    def _grad(self, p):
+        if p.grad is None:
+            # No gradient here this step, but other ranks may have one:
+            # send zeros, as Horovod does, so that nobody waits forever.
+            p.grad = torch.zeros_like(p)
+        if p.grad.is_sparse and self.sparse_as_dense:
+            p.grad = p.grad.to_dense()
+        return p.grad
+
+    def _allreduce_grad_async(self, p):
+        name = self._parameter_names.get(p)
+        grad = self._grad(p)
+        if grad.is_sparse:
+            return self._sparse_allgather_async(grad, name)
+        compressed, ctx = self._compression.compress(grad)
+        pre, post = self._scales()
+        handle = allreduce_async_(compressed, name=name, op=self.op, prescale_factor=pre,
+                                  postscale_factor=post, process_set=self.process_set)
+        return handle, (compressed, ctx)
+
+    def _grouped_allreduce_grad_async(self, params):
+        grads = [self._grad(p) for p in params]
+        if any(g.is_sparse for g in grads):
+            raise NotImplementedError("sparse gradients cannot be grouped; pass "
+                                      "sparse_as_dense=True")
+        pairs = [self._compression.compress(g) for g in grads]
+        pre, post = self._scales()
+        name = "group." + self._parameter_names[params[0]]
+        handle = grouped_allreduce_async_([c for c, _ in pairs], name=name, op=self.op,
+                                          prescale_factor=pre, postscale_factor=post,
+                                          process_set=self.process_set)
+        return handle, pairs
+
+    def _sparse_allgather_async(self, grad, name):
+        """A sparse gradient: gather every rank's indices and values."""
+        grad = grad.coalesce()
+        hi = allgather_async(grad._indices().t().contiguous(), name=name + ".indices")
+        hv = allgather_async(grad._values(), name=name + ".values")
+        return (hi, hv), ("sparse", grad.shape)
+
+    def _finish(self, p, handle, ctx):
+        if isinstance(ctx, tuple) and len(ctx) == 2 and ctx[0] == "sparse":
+            idx, vals = synchronize(handle[0]), synchronize(handle[1])
+            if self.op == Average:
+                vals = vals / size()
+            p.grad = torch.sparse_coo_tensor(idx.t(), vals, ctx[1]).coalesce()
+            return
+        compressed, cctx = ctx
+        out = synchronize(handle)
+        p.grad.set_(self._compression.decompress(out, cctx))
+
+    def _finish_group(self, params, handle, pairs):
+        outs = synchronize(handle)
+        for p, out, (_, cctx) in zip(params, outs, pairs):
+            p.grad.set_(self._compression.decompress(out, cctx))
+
+    # --- Horovod's public methods ----------------------------------------
+
+    def synchronize(self):
+        """Wait for every gradient's allreduce; start those that backward
+        did not (a parameter with no gradient on this rank this step)."""
+        if size() == 1:
+            self._synchronized = True
+            return
+        done = set()
+        for k in self._handles:
+            done.update(k if isinstance(k, tuple) else (k,))
+        for p in self._requires_update - done:
+            if p in self._p_to_group:
+                continue
+            self._handles[p] = self._allreduce_grad_async(p)
+        # Groups with members that never got a gradient: start them whole.
+        for key in self._group_counts:
+            if key not in self._handles:
+                for q in key:
+                    self._handles.pop(q, None)
+                self._handles[key] = self._grouped_allreduce_grad_async(key)
+                self._group_counts[key] = 0
+        for k, (handle, ctx) in list(self._handles.items()):
+            if handle is None:
+                self._handles[k] = self._allreduce_grad_async(k)
+        try:
+            for k, (handle, ctx) in self._handles.items():
+                if isinstance(k, tuple):
+                    self._finish_group(k, handle, ctx)
+                    for q in k:
+                        self._allreduce_delay[q] = self.backward_passes_per_step
+                else:
+                    self._finish(k, handle, ctx)
+                    self._allreduce_delay[k] = self.backward_passes_per_step
+        finally:
+            self._handles.clear()
+        self._synchronized = True
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """Within it, step() does not synchronize: for a synchronize()
+        called by hand before step(), e.g. to clip gradients."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(). This can cause training "
+                              "slowdown. You may want to consider using "
+                              "optimizer.skip_synchronize() context if you use "
+                              "optimizer.synchronize() in your code.")
+            self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(). This is "
+                                 "prohibited as it can cause a race condition.")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
+                         num_groups=0, groups=None, sparse_as_dense=False,
+                         process_set=global_process_set):
+    """Wrap a torch optimizer so that step() applies the gradients
+    averaged (op) over every rank, as horovod.torch.DistributedOptimizer.
+
+    named_parameters: model.named_parameters(), to name each allreduce
+    (unique names; every parameter named). backward_passes_per_step: how
+    many backward() calls accumulate locally before the allreduce.
+    gradient_predivide_factor: the average's division, split before and
+    after the sum. groups: an int (that many groups, in backward order) or
+    lists of parameters, each allreduced as one group (num_groups is its
+    deprecated name). sparse_as_dense: allreduce sparse gradients as dense
+    tensors instead of gathering them."""
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("gradient_predivide_factor not supported with op != Average")
+    if op == Adasum:
+        raise NotImplementedError("hvd.DistributedOptimizer: libhvd does not implement "
+                                  "Adasum; use op=hvd.Average or hvd.Sum")
+    if num_groups != 0:
+        warnings.warn("Parameter `num_groups` has been replaced by `groups`", DeprecationWarning)
+        if groups is None:
+            groups = num_groups
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               dict(_DistributedOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)

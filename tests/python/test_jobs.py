@@ -1,0 +1,98 @@
+"""Whole jobs: hvdrun started by the test, as a user starts it. Ranks
+that disagree, a rank killed mid-training, uneven data with join, a
+missing libhvd, and the examples."""
+
+import os
+import re
+import subprocess
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HVDRUN = os.environ.get("HVDRUN_BIN", os.path.join(ROOT, "build", "bin", "hvdrun"))
+PY = "/usr/bin/python3"
+WORKERS = os.path.join(ROOT, "tests", "python", "workers")
+
+
+def hvdrun(*args, timeout=300, env=None):
+    e = dict(os.environ)
+    e.pop("HVD_TEST_RESULTS", None)
+    e.update(env or {})
+    return subprocess.run([HVDRUN, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=e)
+
+
+def test_mismatch_raises_on_every_rank():
+    r = hvdrun("-np", "3", PY, os.path.join(WORKERS, "mismatch.py"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in range(3):
+        line = re.search(r"^\[%d\]<stdout>:rank %d raised: (.*)$" % (rank, rank), r.stdout, re.M)
+        assert line, r.stdout
+        msg = line.group(1)
+        assert "allreduce.weights" in msg
+        assert "rank 0" in msg and "rank 1" in msg
+        assert "[%d]<stdout>:rank %d: after [3.0, 3.0, 3.0]" % (rank, rank) in r.stdout
+
+
+def test_killed_rank_raises_on_the_others():
+    r = hvdrun("-np", "3", PY, os.path.join(WORKERS, "killed.py"), timeout=120)
+    # The first failure hvdrun sees decides its status: the kill (137), or
+    # a survivor that raised first (3).
+    assert r.returncode in (137, 3), r.stdout + r.stderr
+    for rank in (0, 2):
+        line = re.search(r"^\[%d\]<stdout>:rank %d: HorovodInternalError after (\d+) ms: (.*)$"
+                         % (rank, rank), r.stdout, re.M)
+        assert line, r.stdout + r.stderr
+        assert int(line.group(1)) < 10000
+    assert "finished without error" not in r.stdout
+
+
+def test_join_with_uneven_batches():
+    r = hvdrun("-np", "3", PY, os.path.join(WORKERS, "uneven.py"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in range(3):
+        assert "[%d]<stdout>:rank %d: joined, last 2" % (rank, rank) in r.stdout
+
+
+def test_missing_libhvd_names_every_path():
+    env = dict(os.environ, HVD_LIBRARY="/nonexistent/libhvd.so",
+               PYTHONPATH=os.path.join(ROOT, "python"))
+    r = subprocess.run([PY, "-c", "import hvd.torch"], capture_output=True, text=True, env=env)
+    assert r.returncode != 0
+    assert "ImportError" in r.stderr
+    assert "/nonexistent/libhvd.so: no such file" in r.stderr
+
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env.pop("HVD_LIBRARY", None)
+    r = subprocess.run([PY, "-c", "import hvd._lib as l; print(l._candidates())"],
+                       capture_output=True, text=True, env=env)
+    assert os.path.join(ROOT, "build", "lib", "libhvd.so") in r.stdout
+
+
+def test_example_torch_iris():
+    r = hvdrun("-np", "2", PY, "examples/torch_iris.py", "examples/data/iris.csv")
+    assert r.returncode == 0, r.stdout + r.stderr
+    acc = re.search(r"^\[0\]<stdout>:.*accuracy ([0-9.]+)", r.stdout, re.M)
+    assert acc, r.stdout
+    assert float(acc.group(1)) >= 0.9
+
+
+def test_example_synthetic_benchmark():
+    r = hvdrun("-np", "2", PY, "examples/torch_synthetic_benchmark.py", "--model", "mlp",
+               "--num-iters", "2", "--num-warmup-batches", "1", "--num-batches-per-iter", "2",
+               "--batch-size", "8", "--fp16-allreduce")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^\[0\]<stdout>:Total img/sec on 2 ranks: [0-9.]+", r.stdout, re.M), \
+        r.stdout
+
+
+def test_runs_without_hvdrun():
+    """A script run alone is a job of one."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    for k in list(env):
+        if k.startswith("HOROVOD_") or k.startswith("HVD_"):
+            env.pop(k)
+    code = ("import torch, hvd.torch as hvd; hvd.init(); "
+            "print(hvd.rank(), hvd.size(), hvd.allreduce(torch.ones(2)).tolist())")
+    r = subprocess.run([PY, "-c", code],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "0 1 [1.0, 1.0]"
