@@ -36,7 +36,10 @@ def flat(model):
 
 
 def same_everywhere(hvd, model):
-    everyone = hvd.allgather(flat(model).unsqueeze(0))
+    # Named: after join, ranks have made different numbers of collectives,
+    # and an unnamed one ("allgather.noname.<handle>") would not meet, as
+    # in Horovod.
+    everyone = hvd.allgather(flat(model).unsqueeze(0), name="same_everywhere")
     return all(torch.equal(everyone[0], everyone[i]) for i in range(hvd.size()))
 
 
@@ -223,3 +226,35 @@ def test_join_with_optimizer(hvd):
         loss_of(model, x, y).backward()
         opt.step()
     assert hvd.join() == hvd.size() - 1
+
+
+@pytest.mark.parametrize("as_dense", [False, True])
+def test_sparse_gradients(hvd, as_dense):
+    """An embedding's sparse gradient: gathered from every rank (or
+    allreduced as dense), the same step as one process on the global
+    batch."""
+    def model_of():
+        torch.manual_seed(3)
+        return torch.nn.Sequential(torch.nn.Embedding(20, 4, sparse=True),
+                                   torch.nn.Flatten(), torch.nn.Linear(8, 2)).double()
+
+    def ids(step, r):
+        return torch.randint(0, 20, (B, 2), generator=torch.Generator().manual_seed(
+            77 * step + r))
+
+    model = model_of()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.5),
+                                   named_parameters=model.named_parameters(),
+                                   sparse_as_dense=as_dense)
+    ref = model_of()
+    ropt = torch.optim.SGD(ref.parameters(), lr=0.5)
+    for s in range(3):
+        opt.zero_grad()
+        model(ids(s, hvd.rank())).sum().div(B).backward()
+        opt.step()
+        ropt.zero_grad()
+        everyone = torch.cat([ids(s, r) for r in range(hvd.size())])
+        ref(everyone).sum().div(B * hvd.size()).backward()
+        ropt.step()
+    assert same_everywhere(hvd, model)
+    assert torch.allclose(flat(model), flat(ref), rtol=1e-9, atol=1e-10)
