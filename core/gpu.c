@@ -343,8 +343,7 @@ static int start_hierarchical(struct hvd__gpu *g, char *why, size_t len)
 	ncclResult_t r;
 	int i, rc;
 
-	if (hvd__env_int("HOROVOD_HIERARCHICAL_ALLREDUCE", 0, 0, 1, &want) !=
-	    HVD_OK)
+	if (hvd__env_long(WENV_HIERARCHICAL_ALLREDUCE, &want) != HVD_OK)
 		want = 0;
 	mine[0] = (int32_t)want;
 	mine[1] = hvd__g.local_size;

@@ -1,7 +1,6 @@
 /* hvd.c: libhvd's life cycle and rank queries. hvd_init() reads the rank
  * environment that hvdrun sets (DESIGN.md); without it the process is the
  * only rank of a job of one. */
-#include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -32,27 +31,6 @@ long long hvd__now_ms(void)
 	return hvd__now_us() / 1000;
 }
 
-int hvd__env_int(const char *name, long def, long min, long max, long *out)
-{
-	const char *v = getenv(name);
-	char *end;
-	long x;
-
-	if (v == NULL || *v == '\0') {
-		*out = def;
-		return HVD_OK;
-	}
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (errno != 0 || *end != '\0' || x < min || x > max) {
-		hvd__error("%s='%s' is not an integer from %ld to %ld", name, v,
-			   min, max);
-		return HVD_EINVAL;
-	}
-	*out = x;
-	return HVD_OK;
-}
-
 /* Read and check the rank variables; all or nothing. */
 static int read_ranks(struct hvd__state *st)
 {
@@ -64,25 +42,34 @@ static int read_ranks(struct hvd__state *st)
 		st->size = st->local_size = st->cross_size = 1;
 		return HVD_OK;
 	}
-	rc = hvd__env_int("HOROVOD_SIZE", -1, 1, 1 << 24, &size);
-	if (rc == HVD_OK && size < 0) {
+	if (getenv("HOROVOD_SIZE") == NULL) {
 		hvd__error("HOROVOD_RANK is set but HOROVOD_SIZE is not");
-		rc = HVD_EINVAL;
+		return HVD_EINVAL;
 	}
+	rc = hvd__env_long(WENV_SIZE, &size);
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HOROVOD_RANK", 0, 0, size - 1, &rank);
+		rc = hvd__env_long(WENV_RANK, &rank);
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HOROVOD_LOCAL_SIZE", size, 1, size, &lsize);
+		rc = hvd__env_long(WENV_LOCAL_SIZE, &lsize);
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HOROVOD_LOCAL_RANK", rank, 0, lsize - 1,
-				  &lrank);
+		rc = hvd__env_long(WENV_LOCAL_RANK, &lrank);
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HOROVOD_CROSS_SIZE", 1, 1, size, &csize);
+		rc = hvd__env_long(WENV_CROSS_SIZE, &csize);
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HOROVOD_CROSS_RANK", 0, 0, csize - 1,
-				  &crank);
+		rc = hvd__env_long(WENV_CROSS_RANK, &crank);
 	if (rc != HVD_OK)
 		return rc;
+	if (lsize < 0)
+		lsize = size;
+	if (lrank < 0)
+		lrank = rank;
+	if (rank >= size || lsize > size || lrank >= lsize || csize > size ||
+	    crank >= csize) {
+		hvd__error(
+			"the rank variables disagree: rank %ld of %ld, local %ld of %ld, cross %ld of %ld",
+			rank, size, lrank, lsize, crank, csize);
+		return HVD_EINVAL;
+	}
 	st->rank = (int)rank;
 	st->size = (int)size;
 	st->local_rank = (int)lrank;
@@ -96,13 +83,16 @@ HVD_EXPORT int hvd_init(void)
 {
 	struct hvd__state st = hvd__g;
 	void *mpi = NULL;
+	bool want;
 	int rc;
 
 	if (hvd__g.initialized)
 		return HVD_EALREADY;
 	/* Under mpirun (or asked to): MPI; under hvdrun: a rendezvous to
 	 * join; else a job of one. */
-	rc = hvd__mpi_wanted() ? hvd__mpi_init(&st, &mpi) : read_ranks(&st);
+	rc = hvd__mpi_wanted(&want);
+	if (rc == HVD_OK)
+		rc = want ? hvd__mpi_init(&st, &mpi) : read_ranks(&st);
 	if (rc != HVD_OK)
 		return rc;
 	st.initialized = true;
@@ -134,9 +124,8 @@ int hvd__transport_timeout_ms(void)
 
 	/* Every cycle moves bytes between all ranks, even when idle: two
 	 * seconds of silence mean a peer or its link is gone. */
-	if (hvd__env_int("HVD_TRANSPORT_TIMEOUT_MS", 2000, 100, 86400000,
-			 &ms) != HVD_OK)
-		ms = 2000;
+	if (hvd__env_long(WENV_TRANSPORT_TIMEOUT_MS, &ms) != HVD_OK)
+		ms = (long)wenv_vars[WENV_TRANSPORT_TIMEOUT_MS].def;
 	return (int)ms;
 }
 

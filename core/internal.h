@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "../proto/worker_env.h"
 #include "hvd.h"
 
 enum hvd__log_level {
@@ -27,9 +28,12 @@ struct hvd__state {
 
 extern struct hvd__state hvd__g;
 
-/* Read an integer knob from the environment. Unset: *out = def. Set but
- * not an integer in [min, max]: HVD_EINVAL, logged with its name. */
-int hvd__env_int(const char *name, long def, long min, long max, long *out);
+/* Read a variable of the worker environment (proto/worker_env.h) through
+ * its contract: unset or empty, its default; set but not a value the
+ * contract allows, HVD_EINVAL, logged with its name and what it allows.
+ * (core/knobs.c) */
+int hvd__env(enum wenv_id v, double *out);
+int hvd__env_long(enum wenv_id v, long *out);
 
 /* The monotonic clock, in microseconds and in milliseconds. */
 long long hvd__now_us(void);

@@ -223,7 +223,7 @@ int hvd__join(int rank, int size, struct hvd__tcp **out)
 			"HVD_RENDEZVOUS and HVD_SECRET are not set: start the job with hvdrun");
 		return HVD_EINVAL;
 	}
-	rc = hvd__env_int("HVD_START_TIMEOUT", 30, 1, 86400, &timeout_s);
+	rc = hvd__env_long(WENV_START_TIMEOUT, &timeout_s);
 	if (rc != HVD_OK)
 		return rc;
 	deadline = hvd__now_ms() + timeout_s * 1000 + 5000;

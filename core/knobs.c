@@ -1,28 +1,35 @@
-/* knobs.c: the engine's settings, Horovod's names, units and defaults
- * (and libhvd's own HVD_*), read once when the engine starts. */
+/* knobs.c: the engine's settings, read once when the engine starts, and
+ * the one reader of the worker environment: every variable through its
+ * contract in proto/worker_env.h (Horovod's names, units and defaults,
+ * and libhvd's own HVD_*). */
 #include <stdlib.h>
 
 #include "engine.h"
 
-/* HOROVOD_CYCLE_TIME is a number of milliseconds, not always whole. */
-static int read_cycle_ms(double *out)
+int hvd__env(enum wenv_id v, double *out)
 {
-	const char *cycle = getenv("HOROVOD_CYCLE_TIME");
-	char *end;
-	double v;
+	const char *text = getenv(wenv_vars[v].name);
+	char want[160];
 
-	*out = 1.0;
-	if (cycle == NULL || *cycle == '\0')
+	if (text == NULL || *text == '\0') {
+		*out = wenv_vars[v].def;
 		return HVD_OK;
-	v = strtod(cycle, &end);
-	if (*end != '\0' || v < 0 || v > 10000) {
-		hvd__error(
-			"HOROVOD_CYCLE_TIME='%s' is not a number of milliseconds from 0 to 10000",
-			cycle);
-		return HVD_EINVAL;
 	}
-	*out = v;
-	return HVD_OK;
+	if (wenv_parse(v, text, out))
+		return HVD_OK;
+	wenv_describe(v, want, sizeof(want));
+	hvd__error("%s='%s' is not %s", wenv_vars[v].name, text, want);
+	return HVD_EINVAL;
+}
+
+int hvd__env_long(enum wenv_id v, long *out)
+{
+	double d;
+	int rc = hvd__env(v, &d);
+
+	if (rc == HVD_OK)
+		*out = (long)d;
+	return rc;
 }
 
 int hvd__knobs_read(struct hvd__knobs *k, int size)
@@ -30,35 +37,29 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	long fusion, cache, warn, shut, disable, mark, seg, spin;
 	int rc;
 
-	rc = hvd__env_int("HOROVOD_FUSION_THRESHOLD", 128L << 20, 0, 1L << 40,
-			  &fusion);
+	rc = hvd__env_long(WENV_FUSION_THRESHOLD, &fusion);
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HOROVOD_CACHE_CAPACITY", 1024, 0, 1 << 20,
-				  &cache);
+		rc = hvd__env_long(WENV_CACHE_CAPACITY, &cache);
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HOROVOD_STALL_CHECK_TIME_SECONDS", 60, 1,
-				  1L << 30, &warn);
+		rc = hvd__env_long(WENV_STALL_CHECK_TIME, &warn);
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 0, 0,
-				  1L << 30, &shut);
+		rc = hvd__env_long(WENV_STALL_SHUTDOWN_TIME, &shut);
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HOROVOD_STALL_CHECK_DISABLE", 0, 0, 1,
-				  &disable);
+		rc = hvd__env_long(WENV_STALL_CHECK_DISABLE, &disable);
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HOROVOD_TIMELINE_MARK_CYCLES", 0, 0, 1,
-				  &mark);
+		rc = hvd__env_long(WENV_TIMELINE_MARK_CYCLES, &mark);
 	if (rc == HVD_OK)
-		rc = read_cycle_ms(&k->cycle_ms);
+		rc = hvd__env(WENV_CYCLE_TIME, &k->cycle_ms);
+	if (rc == HVD_OK)
+		rc = hvd__env_long(WENV_SEGMENT_BYTES, &seg);
 	/* Each ring chunk of a segment about 512 KiB: in cache, yet large
 	 * enough that a step is not all latency. */
-	if (rc == HVD_OK)
-		rc = hvd__env_int("HVD_SEGMENT_BYTES",
-				  (512L << 10) * (size > 1 ? size : 2), 4096,
-				  1L << 30, &seg);
+	if (rc == HVD_OK && seg < 0)
+		seg = (512L << 10) * (size > 1 ? size : 2);
 	/* A wait on a peer retries this long, yielding, before it sleeps: a
 	 * sleeping CPU is slow to wake. */
 	if (rc == HVD_OK)
-		rc = hvd__env_int("HVD_SPIN_US", 200, 0, 1000000, &spin);
+		rc = hvd__env_long(WENV_SPIN_US, &spin);
 	if (rc != HVD_OK)
 		return rc;
 	k->fusion_threshold = fusion;

@@ -15,16 +15,24 @@ static const char *const level_names[] = {"trace",   "debug", "info",
 static pthread_once_t level_once = PTHREAD_ONCE_INIT;
 static enum hvd__log_level level_min = HVD__LOG_WARNING;
 
+/* The level's names are the contract's choices (proto/worker_env.h), in
+ * the order of enum hvd__log_level. A bad value cannot fail anything
+ * here: it is said once, and the level stays warning. */
 static void read_level(void)
 {
-	const char *v = getenv("HOROVOD_LOG_LEVEL");
-	size_t i;
+	const char *v = getenv(wenv_vars[WENV_LOG_LEVEL].name);
+	char want[160];
+	double i;
 
-	if (v == NULL)
+	if (v == NULL || *v == '\0')
 		return;
-	for (i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
-		if (strcasecmp(v, level_names[i]) == 0)
-			level_min = (enum hvd__log_level)i;
+	if (wenv_parse(WENV_LOG_LEVEL, v, &i)) {
+		level_min = (enum hvd__log_level)i;
+		return;
+	}
+	wenv_describe(WENV_LOG_LEVEL, want, sizeof(want));
+	fprintf(stderr, "libhvd warning: %s='%s' is not %s; using warning\n",
+		wenv_vars[WENV_LOG_LEVEL].name, v, want);
 }
 
 void hvd__log(enum hvd__log_level level, const char *func, const char *fmt, ...)

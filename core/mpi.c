@@ -15,24 +15,25 @@ struct hvd__mpi {
 	bool use_allreduce;
 };
 
-static bool env_is(const char *name, const char *value)
+int hvd__mpi_wanted(bool *want)
 {
-	const char *v = getenv(name);
+	double ctl, ops;
+	int rc = hvd__env(WENV_CONTROLLER, &ctl);
 
-	return v != NULL && strcasecmp(v, value) == 0;
-}
-
-bool hvd__mpi_wanted(void)
-{
-	/* hvdrun's own jobs say HOROVOD_RANK; mpirun's say OMPI_*. */
-	if (env_is("HOROVOD_CONTROLLER", "mpi") ||
-	    env_is("HOROVOD_CPU_OPERATIONS", "mpi"))
-		return true;
-	if (env_is("HOROVOD_CONTROLLER", "tcp") ||
-	    env_is("HOROVOD_CONTROLLER", "gloo"))
-		return false;
-	return getenv("HOROVOD_RANK") == NULL &&
-	       getenv("OMPI_COMM_WORLD_RANK") != NULL;
+	if (rc == HVD_OK)
+		rc = hvd__env(WENV_CPU_OPERATIONS, &ops);
+	if (rc != HVD_OK)
+		return rc;
+	/* Choices: mpi, tcp, gloo. hvdrun's own jobs say HOROVOD_RANK;
+	 * mpirun's say OMPI_*. */
+	if (ctl == 0 || ops == 0)
+		*want = true;
+	else if (ctl > 0)
+		*want = false;
+	else
+		*want = getenv("HOROVOD_RANK") == NULL &&
+			getenv("OMPI_COMM_WORLD_RANK") != NULL;
+	return HVD_OK;
 }
 
 static const char *level_name(int level)
@@ -59,7 +60,7 @@ int hvd__mpi_init(struct hvd__state *st, void **transport)
 	*transport = NULL;
 	if (m == NULL)
 		return HVD_ENOMEM;
-	rc = hvd__env_int("HOROVOD_MPI_ALLREDUCE", 1, 0, 1, &allreduce);
+	rc = hvd__env_long(WENV_MPI_ALLREDUCE, &allreduce);
 	if (rc != HVD_OK) {
 		free(m);
 		return rc;

@@ -19,8 +19,9 @@
 
 extern const struct hvd__transport_ops hvd__mpi_ops;
 
-/* Whether this process should run on MPI (see above). */
-bool hvd__mpi_wanted(void);
+/* Whether this process should run on MPI (see above): HVD_OK and *want,
+ * or HVD_EINVAL for a HOROVOD_CONTROLLER that is none of libhvd's. */
+int hvd__mpi_wanted(bool *want);
 /* Initialise (or adopt) MPI and fill the ranks of st. */
 int hvd__mpi_init(struct hvd__state *st, void **transport);
 /* Free libhvd's communicators; finalise MPI if libhvd initialised it. */

@@ -193,7 +193,7 @@ static void *background(void *arg)
 
 int hvd__runtime_start(int rank, int size, bool joined, void *mpi)
 {
-	const char *tl = getenv("HOROVOD_TIMELINE");
+	const char *tl = getenv(wenv_vars[WENV_TIMELINE].name);
 	sigset_t all, old;
 	int rc;
 

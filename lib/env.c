@@ -9,6 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../proto/worker_env.h"
+
 int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 		    struct hl_strvec *warnings, char **cause)
 {
@@ -102,28 +104,32 @@ int hl_env_rank_vars(const struct hl_plan *plan,
 		if (rc == HL_OK)                                               \
 			rc = env_put(out, hl_asprintf(__VA_ARGS__));           \
 	} while (0)
-	PUT("HOROVOD_RANK=%d", r->rank);
-	PUT("HOROVOD_SIZE=%d", plan->size);
-	PUT("HOROVOD_LOCAL_RANK=%d", r->local_rank);
-	PUT("HOROVOD_LOCAL_SIZE=%d", r->local_size);
-	PUT("HOROVOD_CROSS_RANK=%d", r->cross_rank);
-	PUT("HOROVOD_CROSS_SIZE=%d", r->cross_size);
-	PUT("HOROVOD_HOSTNAME=%s", host);
-	PUT("RANK=%d", r->rank);
-	PUT("WORLD_SIZE=%d", plan->size);
-	PUT("LOCAL_RANK=%d", r->local_rank);
-	PUT("LOCAL_WORLD_SIZE=%d", r->local_size);
-	PUT("MASTER_ADDR=%s", es->master_addr
-				      ? es->master_addr
-				      : hosts->v[plan->ranks[0].host].name);
-	PUT("MASTER_PORT=%d", es->master_port);
+#define PUT_INT(v, x) PUT("%s=%d", wenv_vars[v].name, (x))
+#define PUT_STR(v, x) PUT("%s=%s", wenv_vars[v].name, (x))
+	PUT_INT(WENV_RANK, r->rank);
+	PUT_INT(WENV_SIZE, plan->size);
+	PUT_INT(WENV_LOCAL_RANK, r->local_rank);
+	PUT_INT(WENV_LOCAL_SIZE, r->local_size);
+	PUT_INT(WENV_CROSS_RANK, r->cross_rank);
+	PUT_INT(WENV_CROSS_SIZE, r->cross_size);
+	PUT_STR(WENV_HOSTNAME, host);
+	PUT_INT(WENV_TORCH_RANK, r->rank);
+	PUT_INT(WENV_TORCH_WORLD_SIZE, plan->size);
+	PUT_INT(WENV_TORCH_LOCAL_RANK, r->local_rank);
+	PUT_INT(WENV_TORCH_LOCAL_WORLD_SIZE, r->local_size);
+	PUT_STR(WENV_TORCH_MASTER_ADDR,
+		es->master_addr ? es->master_addr
+				: hosts->v[plan->ranks[0].host].name);
+	PUT_INT(WENV_TORCH_MASTER_PORT, es->master_port);
 	if (es->host_ifaces != NULL && es->host_ifaces[r->host] != NULL) {
 		const char *ifs = es->host_ifaces[r->host];
 
-		PUT("HVD_NETWORK_INTERFACES=%s", ifs);
+		PUT_STR(WENV_NETWORK_INTERFACES, ifs);
 		if (!user_sets(es, "NCCL_SOCKET_IFNAME"))
 			PUT("NCCL_SOCKET_IFNAME=%s", ifs);
 	}
+#undef PUT_STR
+#undef PUT_INT
 #undef PUT
 	return rc;
 }

@@ -6,15 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../proto/worker_env.h"
 #include "hosts.h"
 
-static const char *const log_levels[] = {"trace", "debug", "info", "warning",
-					 "error", "fatal", NULL};
-static const char *const bind_policies[] = {"core", "none", NULL};
 static const char *const host_key_policies[] = {"yes", "accept-new", "no",
 						NULL};
 
-/* Keep man/hvdrun.1, man/hvdrun.ini.5 and config/hvdrun.ini in step. */
+/* Keep man/hvdrun.1, man/hvdrun.ini.5 and config/hvdrun.ini in step. A
+ * key that becomes a worker variable takes its range, choices and default
+ * from the worker environment's contract (proto/worker_env.h): here they
+ * are left 0 and NULL. */
 const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 	[HL_K_NP] = {"job", "np", "num-proc", NULL, HL_T_INT, 1, 1 << 20, NULL,
 		     NULL, NULL, HL_X_NONE, "number of workers"},
@@ -35,27 +36,26 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 			  NULL, "false", NULL, HL_X_NONE,
 			  "say what hvdrun does"},
 	[HL_K_START_TIMEOUT] = {"job", "start_timeout", "start-timeout", NULL,
-				HL_T_INT, 1, 86400, NULL, "30", NULL, HL_X_NONE,
-				"seconds to start every worker"},
+				HL_T_INT, 0, 0, NULL, NULL, "HVD_START_TIMEOUT",
+				HL_X_NONE, "seconds to start every worker"},
 	[HL_K_BIND_TO] = {"job", "bind_to", "bind-to", NULL, HL_T_ENUM, 0, 0,
-			  bind_policies, "core", "HVD_BIND_TO", HL_X_VALUE,
+			  NULL, NULL, "HVD_BIND_TO", HL_X_VALUE,
 			  "core: a share of the CPUs for each local rank"},
 	[HL_K_FUSION_THRESHOLD_MB] = {"tuning", "fusion_threshold_mb",
 				      "fusion-threshold-mb", NULL, HL_T_INT, 0,
-				      1 << 20, NULL, "128",
-				      "HOROVOD_FUSION_THRESHOLD", HL_X_MIB,
-				      "fusion buffer size in MiB"},
+				      0, NULL, NULL, "HOROVOD_FUSION_THRESHOLD",
+				      HL_X_MIB, "fusion buffer size in MiB"},
 	[HL_K_CYCLE_TIME_MS] = {"tuning", "cycle_time_ms", "cycle-time-ms",
-				NULL, HL_T_DOUBLE, 0, 10000, NULL, "1",
+				NULL, HL_T_DOUBLE, 0, 0, NULL, NULL,
 				"HOROVOD_CYCLE_TIME", HL_X_VALUE,
 				"background cycle in milliseconds"},
 	[HL_K_CACHE_CAPACITY] = {"tuning", "cache_capacity", "cache-capacity",
-				 NULL, HL_T_INT, 0, 1 << 24, NULL, "1024",
+				 NULL, HL_T_INT, 0, 0, NULL, NULL,
 				 "HOROVOD_CACHE_CAPACITY", HL_X_VALUE,
 				 "response cache entries"},
 	[HL_K_HIERARCHICAL_ALLREDUCE] =
 		{"tuning", "hierarchical_allreduce", "hierarchical-allreduce",
-		 "true", HL_T_BOOL, 0, 0, NULL, "false",
+		 "true", HL_T_BOOL, 0, 0, NULL, NULL,
 		 "HOROVOD_HIERARCHICAL_ALLREDUCE", HL_X_BOOL,
 		 "GPU allreduce within hosts, then across"},
 	[HL_K_TIMELINE_FILENAME] = {"timeline", "filename", "timeline-filename",
@@ -64,29 +64,29 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 				    "write a Chrome trace to FILE"},
 	[HL_K_TIMELINE_MARK_CYCLES] = {"timeline", "mark_cycles",
 				       "timeline-mark-cycles", "true",
-				       HL_T_BOOL, 0, 0, NULL, "false",
+				       HL_T_BOOL, 0, 0, NULL, NULL,
 				       "HOROVOD_TIMELINE_MARK_CYCLES",
 				       HL_X_BOOL,
 				       "mark cycles in the timeline"},
 	[HL_K_STALL_CHECK] = {"stall_check", "enabled", "no-stall-check",
-			      "false", HL_T_BOOL, 0, 0, NULL, "true",
+			      "false", HL_T_BOOL, 0, 0, NULL, NULL,
 			      "HOROVOD_STALL_CHECK_DISABLE", HL_X_BOOL_NOT,
 			      "turn the stall check off"},
 	[HL_K_STALL_WARNING_S] = {"stall_check", "warning_time_seconds",
 				  "stall-check-warning-time-seconds", NULL,
-				  HL_T_INT, 1, 86400 * 7, NULL, "60",
+				  HL_T_INT, 0, 0, NULL, NULL,
 				  "HOROVOD_STALL_CHECK_TIME_SECONDS",
 				  HL_X_VALUE,
 				  "seconds before a stall is reported"},
 	[HL_K_STALL_SHUTDOWN_S] = {"stall_check", "shutdown_time_seconds",
 				   "stall-check-shutdown-time-seconds", NULL,
-				   HL_T_INT, 0, 86400 * 7, NULL, "0",
+				   HL_T_INT, 0, 0, NULL, NULL,
 				   "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
 				   HL_X_VALUE,
 				   "seconds before a stall fails the job"},
 	[HL_K_LOG_LEVEL] = {"logging", "level", "log-level", NULL, HL_T_ENUM, 0,
-			    0, log_levels, "warning", "HOROVOD_LOG_LEVEL",
-			    HL_X_VALUE, "libhvd log level"},
+			    0, NULL, NULL, "HOROVOD_LOG_LEVEL", HL_X_VALUE,
+			    "libhvd log level"},
 	[HL_K_SSH_PORT] = {"ssh", "port", "ssh-port", NULL, HL_T_INT, 1, 65535,
 			   NULL, "22", NULL, HL_X_NONE, "SSH port"},
 	[HL_K_SSH_USER] = {"ssh", "user", NULL, NULL, HL_T_USER, 0, 0, NULL,
@@ -158,27 +158,59 @@ static bool ifaces_valid(const char *s)
 	}
 }
 
-/* Variables hvdrun sets for each worker: -x and [env] may not set them. */
-static const char *const reserved_env[] = {
-	"HOROVOD_RANK",
-	"HOROVOD_SIZE",
-	"HOROVOD_LOCAL_RANK",
-	"HOROVOD_LOCAL_SIZE",
-	"HOROVOD_CROSS_RANK",
-	"HOROVOD_CROSS_SIZE",
-	"HOROVOD_HOSTNAME",
-	"RANK",
-	"WORLD_SIZE",
-	"LOCAL_RANK",
-	"LOCAL_WORLD_SIZE",
-	"MASTER_ADDR",
-	"MASTER_PORT",
-	"HVD_RENDEZVOUS",
-	"HVD_SECRET",
-	"HVD_START_TIMEOUT",
-	"HVD_NETWORK_INTERFACES",
-	NULL,
-};
+/* The contract's variable behind k, or NULL. */
+static const struct wenv_var *key_var(enum hl_key k)
+{
+	int v = hl_keys[k].envvar ? wenv_find(hl_keys[k].envvar) : -1;
+
+	return v < 0 ? NULL : &wenv_vars[v];
+}
+
+/* A key's value in the variable's unit is this many of the key's. */
+static double key_scale(enum hl_key k)
+{
+	return hl_keys[k].export == HL_X_MIB ? 1048576.0 : 1.0;
+}
+
+void hl_key_range(enum hl_key k, double *min, double *max)
+{
+	const struct wenv_var *w = key_var(k);
+
+	if (w != NULL && (w->type == WENV_T_INT || w->type == WENV_T_NUMBER)) {
+		*min = w->min / key_scale(k);
+		*max = w->max / key_scale(k);
+	} else {
+		*min = hl_keys[k].min;
+		*max = hl_keys[k].max;
+	}
+}
+
+const char *const *hl_key_choices(enum hl_key k)
+{
+	const struct wenv_var *w = key_var(k);
+
+	return w != NULL && w->type == WENV_T_CHOICE ? w->choices
+						     : hl_keys[k].choices;
+}
+
+const char *hl_key_default(enum hl_key k, char *buf, size_t len)
+{
+	const struct hl_keyinfo *ki = &hl_keys[k];
+	const struct wenv_var *w = key_var(k);
+
+	if (w == NULL || w->def == WENV_DYNAMIC || w->type == WENV_T_TEXT)
+		return ki->def;
+	switch (ki->type) {
+	case HL_T_BOOL:
+		return (w->def != 0) != (ki->export == HL_X_BOOL_NOT) ? "true"
+								      : "false";
+	case HL_T_ENUM:
+		return w->choices[(size_t)w->def];
+	default:
+		snprintf(buf, len, "%.15g", w->def / key_scale(k));
+		return buf;
+	}
+}
 
 void hl_opts_init(struct hl_opts *o)
 {
@@ -218,24 +250,28 @@ static int bad_value(enum hl_key k, const char *text, const char *where,
 	char name[96], want[256] = "";
 	size_t i, off;
 
+	const char *const *choices = hl_key_choices(k);
+	double min, max;
+
+	hl_key_range(k, &min, &max);
 	switch (ki->type) {
 	case HL_T_INT:
 		snprintf(want, sizeof(want), "an integer from %.0f to %.0f",
-			 ki->min, ki->max);
+			 min, max);
 		break;
 	case HL_T_DOUBLE:
-		snprintf(want, sizeof(want), "a number from %g to %g", ki->min,
-			 ki->max);
+		snprintf(want, sizeof(want), "a number from %g to %g", min,
+			 max);
 		break;
 	case HL_T_BOOL:
 		snprintf(want, sizeof(want), "true or false");
 		break;
 	case HL_T_ENUM:
 		off = (size_t)snprintf(want, sizeof(want), "one of");
-		for (i = 0; ki->choices[i] != NULL && off < sizeof(want); i++)
+		for (i = 0; choices[i] != NULL && off < sizeof(want); i++)
 			off += (size_t)snprintf(want + off, sizeof(want) - off,
 						"%s %s", i ? "," : "",
-						ki->choices[i]);
+						choices[i]);
 		break;
 	case HL_T_USER:
 		snprintf(want, sizeof(want), "a user name");
@@ -263,18 +299,21 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 		const char *where, const char *base_dir, char **cause)
 {
 	const struct hl_keyinfo *ki = &hl_keys[k];
+	const char *const *choices = hl_key_choices(k);
 	struct hl_value nv = {0};
+	double min, max;
 	size_t i;
 
+	hl_key_range(k, &min, &max);
 	nv.set = true;
 	switch (ki->type) {
 	case HL_T_INT:
-		if (!hl_parse_long(text, (long)ki->min, (long)ki->max, &nv.i))
+		if (!hl_parse_long(text, (long)min, (long)max, &nv.i))
 			return bad_value(k, text, where, cause);
 		nv.d = (double)nv.i;
 		break;
 	case HL_T_DOUBLE:
-		if (!hl_parse_double(text, ki->min, ki->max, &nv.d))
+		if (!hl_parse_double(text, min, max, &nv.d))
 			return bad_value(k, text, where, cause);
 		break;
 	case HL_T_BOOL:
@@ -282,10 +321,10 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 			return bad_value(k, text, where, cause);
 		break;
 	case HL_T_ENUM:
-		for (i = 0; ki->choices[i] != NULL; i++)
-			if (strcmp(text, ki->choices[i]) == 0)
+		for (i = 0; choices[i] != NULL; i++)
+			if (strcmp(text, choices[i]) == 0)
 				break;
-		if (ki->choices[i] == NULL)
+		if (choices[i] == NULL)
 			return bad_value(k, text, where, cause);
 		nv.i = (long)i;
 		break;
@@ -332,12 +371,9 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 
 bool hl_env_reserved(const char *name)
 {
-	size_t i;
+	int v = wenv_find(name);
 
-	for (i = 0; reserved_env[i] != NULL; i++)
-		if (strcmp(name, reserved_env[i]) == 0)
-			return true;
-	return false;
+	return v >= 0 && wenv_vars[v].per_worker;
 }
 
 int hl_opts_add_env_pair(struct hl_opts *o, const char *name, const char *value,
@@ -401,10 +437,14 @@ int hl_opts_finish(struct hl_opts *o, char **cause)
 	int rc;
 
 	for (k = 0; k < HL_K_COUNT; k++) {
-		if (o->v[k].set || hl_keys[k].def == NULL)
+		char buf[64];
+		const char *def =
+			hl_key_default((enum hl_key)k, buf, sizeof(buf));
+
+		if (o->v[k].set || def == NULL)
 			continue;
-		rc = hl_opts_set(o, (enum hl_key)k, hl_keys[k].def,
-				 "default: ", NULL, cause);
+		rc = hl_opts_set(o, (enum hl_key)k, def, "default: ", NULL,
+				 cause);
 		if (rc != HL_OK)
 			return rc;
 		o->v[k].set = false; /* a default is not exported */

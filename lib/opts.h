@@ -76,10 +76,13 @@ struct hl_keyinfo {
 	const char *flag;    /* non-NULL: the option takes no argument and
 				  sets this value */
 	enum hl_type type;
+	/* Range, choices and default of a key without a worker variable (a
+	 * key with one has them from the contract: hl_key_range() and the
+	 * others below). */
 	double min, max;
 	const char *const *choices; /* HL_T_ENUM, NULL-terminated */
 	const char *def;	    /* default, NULL: none */
-	const char *envvar;
+	const char *envvar;	    /* the worker variable it sets or feeds */
 	enum hl_export export;
 	const char *help;
 };
@@ -128,6 +131,13 @@ bool hl_opts_section_known(const char *section);
 bool hl_env_reserved(const char *name);
 /* Append the tuning variables of every set key ("NAME=VALUE"). */
 int hl_opts_export(const struct hl_opts *o, struct hl_strvec *env);
+/* A key's range (HL_T_INT, HL_T_DOUBLE), choices (HL_T_ENUM) and default
+ * text (NULL: none; buf holds it if need be), in the key's own unit: for a
+ * key that becomes a worker variable, the contract's (proto/worker_env.h),
+ * so that every value hvdrun accepts, libhvd accepts. */
+void hl_key_range(enum hl_key k, double *min, double *max);
+const char *const *hl_key_choices(enum hl_key k);
+const char *hl_key_default(enum hl_key k, char *buf, size_t len);
 /* The display name of a key: "--long" or "[section] name". */
 const char *hl_opts_display(enum hl_key k, bool cli, char *buf, size_t len);
 

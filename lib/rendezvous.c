@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../proto/rendezvous.h"
+#include "../proto/worker_env.h"
 #include "util.h"
 
 #define REGISTER_WINDOW_MS 10000 /* a connection must register by then */
@@ -336,11 +337,14 @@ int hl_rdv_export(const struct hl_rdv *r, struct hl_envspec *es)
 	if (addrs == NULL)
 		return HL_ENOMEM;
 	rdv_secret_to_hex(r->secret, hex);
-	rc = hl_strvec_pushf(&es->set, "HVD_RENDEZVOUS=%s", addrs);
+	rc = hl_strvec_pushf(&es->set, "%s=%s", wenv_vars[WENV_RENDEZVOUS].name,
+			     addrs);
 	if (rc == HL_OK)
-		rc = hl_strvec_pushf(&es->set, "HVD_SECRET=%s", hex);
+		rc = hl_strvec_pushf(&es->set, "%s=%s",
+				     wenv_vars[WENV_SECRET].name, hex);
 	if (rc == HL_OK)
-		rc = hl_strvec_pushf(&es->set, "HVD_START_TIMEOUT=%d",
+		rc = hl_strvec_pushf(&es->set, "%s=%d",
+				     wenv_vars[WENV_START_TIMEOUT].name,
 				     r->timeout_s);
 	free(addrs);
 	return rc;

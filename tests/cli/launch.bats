@@ -80,6 +80,23 @@ load helper
 	assert_line "[0]<stdout>:HOROVOD_CYCLE_TIME=<unset>"
 }
 
+@test "a tuning value hvdrun takes, libhvd takes; one it refuses starts nothing" {
+	# Every option at its largest value: libhvd starts with all of them.
+	run "$HVDRUN" -np 2 --cache-capacity 1048576 --fusion-threshold-mb 1048576 \
+		--stall-check-warning-time-seconds 604800 \
+		--stall-check-shutdown-time-seconds 604800 --log-level fatal "$HELLO"
+	assert_success
+	assert_line --partial "[1]<stdout>:rank 1 of 2"
+	run --separate-stderr "$HVDRUN" -np 2 --cache-capacity 1048577 "$HELLO"
+	[ "$status" -eq 2 ]
+	[ "$output" = "" ]
+	[ "${stderr_lines[0]}" = "hvdrun: bad value '1048577' for --cache-capacity (want an integer from 0 to 1048576)" ]
+	# Set by hand past the contract: hvd_init fails and names it.
+	run "$HVDRUN" -np 1 -x HOROVOD_CACHE_CAPACITY=2000000 "$HELLO"
+	assert_failure
+	assert_line --partial "HOROVOD_CACHE_CAPACITY='2000000' is not an integer from 0 to 1048576"
+}
+
 @test "output: whole prefixed lines from concurrent partial writes" {
 	run --separate-stderr "$HVDRUN" -np 4 "$WORKERS/chatter.sh"
 	assert_success

@@ -291,13 +291,16 @@ static void test_shipped_example(void)
 		printf("# %s\n", cause);
 	for (k = 0; k < HL_K_COUNT; k++) {
 		const struct hl_keyinfo *ki = &hl_keys[k];
+		char buf[64];
+		const char *def =
+			hl_key_default((enum hl_key)k, buf, sizeof(buf));
 		struct hl_opts d;
 
 		if (!o.v[k].set)
 			printf("# not documented: [%s] %s\n", ki->section,
 			       ki->name);
 		CHECK(o.v[k].set);
-		if (ki->def == NULL || !o.v[k].set)
+		if (def == NULL || !o.v[k].set)
 			continue;
 		/* The documented value is the default. */
 		hl_opts_init(&d);
@@ -307,7 +310,7 @@ static void test_shipped_example(void)
 		else if (o.v[k].d != d.v[k].d || o.v[k].b != d.v[k].b ||
 			 o.v[k].i != d.v[k].i) {
 			printf("# [%s] %s: documented '%s', default '%s'\n",
-			       ki->section, ki->name, o.v[k].s, ki->def);
+			       ki->section, ki->name, o.v[k].s, def);
 			CHECK(0);
 		}
 		hl_opts_close(&d);
@@ -325,13 +328,15 @@ static void test_table_complete(void)
 
 	for (k = 0; k < HL_K_COUNT; k++) {
 		const struct hl_keyinfo *ki = &hl_keys[k];
+		double min, max;
 
 		CHECK(ki->section != NULL && ki->name != NULL &&
 		      ki->help != NULL);
+		hl_key_range((enum hl_key)k, &min, &max);
 		if (ki->type == HL_T_INT || ki->type == HL_T_DOUBLE)
-			CHECK(ki->max > ki->min);
+			CHECK(max > min);
 		if (ki->type == HL_T_ENUM)
-			CHECK(ki->choices != NULL);
+			CHECK(hl_key_choices((enum hl_key)k) != NULL);
 		if (ki->export != HL_X_NONE)
 			CHECK(ki->envvar != NULL);
 	}
