@@ -47,29 +47,34 @@ struct hvd__pending {
 	struct hvd__pending *next;
 };
 
-/* A growing list of responses. */
+/* A growing list of responses. bad: something of this round was lost
+ * for want of memory (a response, a request, a disagreement): the round
+ * fails with HVD_ENOMEM, and with it the job on every rank, rather than
+ * leave a tensor unanswered or answered wrong. */
 struct resps {
 	struct hvd__resp *v;
 	size_t n;
-	bool bad; /* a response was lost: out of memory */
+	bool bad;
 };
 
-/* Append one response; it takes name and error. */
+/* Append one response; it takes name (NULL: lost) and copies error. */
 static void resps_add(struct resps *out, char *name, const struct hvd__meta *m,
-		      int32_t cache, char *error)
+		      int32_t cache, const char *error)
 {
+	char *err = error != NULL ? strdup(error) : NULL;
 	struct hvd__resp *v =
-		name != NULL ? realloc(out->v, (out->n + 1) * sizeof(*v))
-			     : NULL;
+		name != NULL && (error == NULL || err != NULL)
+			? realloc(out->v, (out->n + 1) * sizeof(*v))
+			: NULL;
 
 	if (v == NULL) {
 		out->bad = true;
 		free(name);
-		free(error);
+		free(err);
 		return;
 	}
 	out->v = v;
-	v[out->n] = (struct hvd__resp){name, *m, cache, error};
+	v[out->n] = (struct hvd__resp){name, *m, cache, err};
 	out->n++;
 }
 
@@ -171,21 +176,27 @@ static struct hvd__pending *group_member(const struct hvd__engine *e,
 }
 
 /* Fail group at the end of this coordinator round, with error. */
-static void group_failed(struct hvd__engine *e, uint64_t group,
+static void group_failed(struct submit_ctx *ctx, uint64_t group,
 			 const char *error, int code)
 {
+	struct hvd__engine *e = ctx->e;
 	struct hvd__failed_group *f;
+	char *copy;
 	size_t i;
 
 	for (i = 0; i < e->nfailed; i++)
 		if (e->failed[i].group == group)
 			return;
 	f = realloc(e->failed, (e->nfailed + 1) * sizeof(*f));
-	if (f == NULL)
-		return; /* its members stall, and the stall check names them */
-	e->failed = f;
-	f[e->nfailed++] =
-		(struct hvd__failed_group){group, strdup(error), code};
+	if (f != NULL)
+		e->failed = f;
+	copy = strdup(error);
+	if (f == NULL || copy == NULL) {
+		free(copy);
+		ctx->out->bad = true;
+		return;
+	}
+	f[e->nfailed++] = (struct hvd__failed_group){group, copy, code};
 }
 
 static void failed_free(struct hvd__engine *e)
@@ -217,8 +228,7 @@ static void group_emit(struct submit_ctx *ctx, uint64_t group, uint32_t n,
 		const char *why = p->error != NULL ? p->error : error;
 
 		resps_add(ctx->out, p->name, &p->m,
-			  why != NULL ? (p->error ? p->code : code) : -1,
-			  why != NULL ? strdup(why) : NULL);
+			  why != NULL ? (p->error ? p->code : code) : -1, why);
 		p->name = NULL;
 		pending_drop(e, p);
 	}
@@ -245,13 +255,12 @@ static void settle(struct submit_ctx *ctx, struct hvd__pending *p, bool now)
 	 * error, the entry field carries its code. */
 	error = p->error;
 	p->error = NULL;
-	resps_add(ctx->out, p->name, &p->m, error ? code : -1,
-		  error ? strdup(error) : NULL);
+	resps_add(ctx->out, p->name, &p->m, error ? code : -1, error);
 	p->name = NULL;
 	pending_drop(e, p);
 	for (i = 0; error != NULL && i < 2; i++)
 		if (groups[i] != 0)
-			group_failed(e, groups[i], error, code);
+			group_failed(ctx, groups[i], error, code);
 	free(error);
 }
 
@@ -303,8 +312,10 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 			break;
 	if (p == NULL) {
 		p = calloc(1, sizeof(*p));
-		if (p == NULL)
+		if (p == NULL) {
+			ctx->out->bad = true;
 			return;
+		}
 		p->name = strdup(name);
 		p->m = *m;
 		p->submitted = calloc((size_t)e->comm.size, 1);
@@ -313,6 +324,7 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 		e->coord = p;
 		if (p->name == NULL || p->submitted == NULL) {
 			pending_drop(e, p);
+			ctx->out->bad = true;
 			return;
 		}
 	}
@@ -335,6 +347,8 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 			name, first, a, rank, b);
 		p->error = strdup(msg);
 		p->code = HVD_EMISMATCH;
+		if (p->error == NULL)
+			ctx->out->bad = true;
 		p->other_group = m->group;
 	}
 	settle(ctx, p, false);
@@ -384,6 +398,10 @@ static void coord_stalls(struct submit_ctx *ctx)
 			free(p->error);
 			p->error = strdup(msg);
 			p->code = HVD_ESTALL;
+			if (p->error == NULL) {
+				ctx->out->bad = true;
+				return;
+			}
 			settle(ctx, p, true);
 			again = true;
 		}
@@ -556,9 +574,11 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 		rc = coordinate(e, &news);
 		if (rc == HVD_OK)
 			hvd__cache_record(e, news.v, news.n);
-		for (i = 0; i < news.n; i++)
+		for (i = 0; i < news.n; i++) {
 			resps_add(&out, news.v[i].name, &news.v[i].m,
 				  news.v[i].cache, news.v[i].error);
+			free(news.v[i].error);
+		}
 		free(news.v);
 	}
 	free(vec);
