@@ -125,8 +125,11 @@ int hl_env_rank_vars(const struct hl_plan *plan,
 		const char *ifs = es->host_ifaces[r->host];
 
 		PUT_STR(WENV_NETWORK_INTERFACES, ifs);
+		/* NCCL's and torch's gloo: the same interfaces. */
 		if (!user_sets(es, "NCCL_SOCKET_IFNAME"))
 			PUT("NCCL_SOCKET_IFNAME=%s", ifs);
+		if (!user_sets(es, "GLOO_SOCKET_IFNAME"))
+			PUT("GLOO_SOCKET_IFNAME=%s", ifs);
 	}
 #undef PUT_STR
 #undef PUT_INT

@@ -38,15 +38,16 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	assert_line "hvdrun: bad value '0' for --network-check-timeout (want a number from 0.05 to 60)"
 }
 
-@test "--network-interface: every worker gets the names, also as NCCL_SOCKET_IFNAME" {
+@test "--network-interface: every worker gets the names, also for NCCL and gloo" {
 	run "$HVDRUN" --network-interface lo --network-interface eth9 -np 2 \
-		sh -c 'echo "$HVD_NETWORK_INTERFACES $NCCL_SOCKET_IFNAME"'
+		sh -c 'echo "$HVD_NETWORK_INTERFACES $NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"'
 	assert_success
-	assert_line "[0]<stdout>:lo,eth9 lo,eth9"
-	assert_line "[1]<stdout>:lo,eth9 lo,eth9"
-	run "$HVDRUN" --network-interface lo -x NCCL_SOCKET_IFNAME=ib0 -np 1 \
-		sh -c 'echo "$HVD_NETWORK_INTERFACES $NCCL_SOCKET_IFNAME"'
-	assert_line "[0]<stdout>:lo ib0"
+	assert_line "[0]<stdout>:lo,eth9 lo,eth9 lo,eth9"
+	assert_line "[1]<stdout>:lo,eth9 lo,eth9 lo,eth9"
+	run "$HVDRUN" --network-interface lo -x NCCL_SOCKET_IFNAME=ib0 \
+		-x GLOO_SOCKET_IFNAME=ib1 -np 1 \
+		sh -c 'echo "$HVD_NETWORK_INTERFACES $NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"'
+	assert_line "[0]<stdout>:lo ib0 ib1"
 }
 
 @test "--network-interface: a bad name is refused; the variable is hvdrun's" {
