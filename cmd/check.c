@@ -10,6 +10,7 @@
 #include "hvdrun.h"
 #include "launch.h"
 #include "netcheck.h"
+#include "probe_msg.h"
 
 struct progress {
 	bool tty;
@@ -112,14 +113,12 @@ static void print_gpus(const struct hl_nc_host *h, int w)
 	for (i = 0; i < h->gpu.n; i++) {
 		const char *f = h->gpu.v[i];
 
-		if (strncmp(f, "gpu\t", 4) == 0) {
-			int idx = 0;
-			unsigned long long mem = 0;
-			char name[128] = "?";
+		struct hl_pm_gpu g;
 
-			sscanf(f + 4, "%d\t%127[^\t]\t%llu", &idx, name, &mem);
-			printf("  %-*s    GPU %d: %s, %llu MiB\n", w, "", idx,
-			       name, mem >> 20);
+		if (strncmp(f, "gpu\t", 4) == 0) {
+			if (hl_pm_gpu(f + 4, &g) == HL_OK)
+				printf("  %-*s    GPU %d: %s, %llu MiB\n", w,
+				       "", g.index, g.name, g.mem_bytes >> 20);
 		} else if (strncmp(f, "note\t", 5) == 0) {
 			printf("  %-*s    %s\n", w, "", f + 5);
 		}
@@ -309,17 +308,14 @@ static void json_gpus(const struct hl_nc_host *h)
 	}
 	printf("\"count\":%d,\"devices\":[", gpu_count(h));
 	for (i = 0; i < h->gpu.n; i++) {
-		int idx = 0;
-		unsigned long long mem = 0;
-		char name[128] = "?";
+		struct hl_pm_gpu g;
 
-		if (strncmp(h->gpu.v[i], "gpu\t", 4) != 0)
+		if (strncmp(h->gpu.v[i], "gpu\t", 4) != 0 ||
+		    hl_pm_gpu(h->gpu.v[i] + 4, &g) != HL_OK)
 			continue;
-		sscanf(h->gpu.v[i] + 4, "%d\t%127[^\t]\t%llu", &idx, name,
-		       &mem);
-		printf("%s{\"index\":%d,\"name\":", first ? "" : ",", idx);
-		jstr(name);
-		printf(",\"memory_bytes\":%llu}", mem);
+		printf("%s{\"index\":%d,\"name\":", first ? "" : ",", g.index);
+		jstr(g.name);
+		printf(",\"memory_bytes\":%llu}", g.mem_bytes);
 		first = false;
 	}
 	printf("],\"notes\":[");

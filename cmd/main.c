@@ -363,7 +363,7 @@ static int run(int *code, char **cause)
 	rc = resolve(&l, &l.exec_path, cause);
 	/* A remote rank 0's port is found on its host, at connect time. */
 	if (rc == HL_OK && !hl_worker_remote(&l, plan.ranks[0].host))
-		rc = hl_free_port(&es.master_port, cause);
+		rc = hl_master_local(&es, plan.ranks[0].host, cause);
 	if (rc != HL_OK)
 		goto out;
 	/* The workers' rendezvous: libhvd finds its peers through it. */
@@ -415,8 +415,8 @@ int main(int argc, char **argv)
 	/* The remote end of an SSH start (agent.h): not for people. */
 	if (argc == 2 && strcmp(argv[1], "--agent") == 0)
 		return hl_agent_main();
-	if (argc == 2 && strcmp(argv[1], "--free-port") == 0)
-		return hl_agent_free_port_main();
+	if ((argc == 2 || argc == 3) && strcmp(argv[1], "--free-port") == 0)
+		return hl_agent_free_port_main(argc == 3 ? argv[2] : NULL);
 	if (argc == 2 && strcmp(argv[1], "--probe") == 0)
 		return hl_probe_main();
 	/* `hvdrun check [options]`: the preflight. */

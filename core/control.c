@@ -1,264 +1,265 @@
 /* control.c: the coordinator's messages between workers, the one encoder
- * and decoder of them. A message is a 64-bit length, then its bytes:
+ * and decoder of them (proto/wire.h: big-endian, sticky errors). A
+ * message is a u64 length, then its bytes:
  *
  *   requests   u32 n, then n times: str name, meta
  *   responses  u32 n, then n times: str name, meta, i32 cache, str error
+ *   meta       u8 type, dtype, op, gpu; i32 root; u64 count, block;
+ *              f64 prescale, postscale; u64 group; u32 group_n
  *
- * where str is a u32 length (UINT32_MAX: none) and its bytes. Host byte
- * order and struct layout: every rank of a job runs the same build on
- * the same machine type. */
+ * where str is a u32 length (WIRE_NONE: none) and its bytes. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "../proto/wire.h"
 #include "engine.h"
 
-struct wbuf {
-	uint8_t *p;
-	size_t len, cap;
-	bool bad; /* out of memory */
-};
+/* The most a control message may be (a sender's and a receiver's cap). */
+#define CTL_MAX ((size_t)1 << 32)
+/* The fewest bytes one request and one response take. */
+#define META_LEN (4 + 4 + 8 * 5 + 4)
+#define REQ_MIN (4 + META_LEN)
+#define RESP_MIN (4 + META_LEN + 4 + 4)
 
-static void wput(struct wbuf *b, const void *d, size_t n)
+static void put_meta(struct wire_w *w, const struct hvd__meta *m)
 {
-	if (b->bad)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		uint8_t *p;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (p == NULL) {
-			b->bad = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
+	wire_put_u8(w, m->type);
+	wire_put_u8(w, m->dtype);
+	wire_put_u8(w, m->op);
+	wire_put_u8(w, m->gpu);
+	wire_put_i32(w, m->root);
+	wire_put_u64(w, m->count);
+	wire_put_u64(w, m->block);
+	wire_put_f64(w, m->prescale);
+	wire_put_f64(w, m->postscale);
+	wire_put_u64(w, m->group);
+	wire_put_u32(w, m->group_n);
 }
 
-static void wput_u32(struct wbuf *b, uint32_t v)
+static void get_meta(struct wire_r *r, struct hvd__meta *m)
 {
-	wput(b, &v, 4);
-}
-
-static void wput_str(struct wbuf *b, const char *s)
-{
-	uint32_t n = s ? (uint32_t)strlen(s) : UINT32_MAX;
-
-	wput_u32(b, n);
-	if (s)
-		wput(b, s, n);
-}
-
-struct rbuf {
-	const uint8_t *p;
-	size_t len, off;
-	bool bad;
-};
-
-static void rget(struct rbuf *r, void *d, size_t n)
-{
-	if (r->bad || r->len - r->off < n) {
+	memset(m, 0, sizeof(*m));
+	m->type = wire_get_u8(r);
+	m->dtype = wire_get_u8(r);
+	m->op = wire_get_u8(r);
+	m->gpu = wire_get_u8(r);
+	m->root = wire_get_i32(r);
+	m->count = wire_get_u64(r);
+	m->block = wire_get_u64(r);
+	m->prescale = wire_get_f64(r);
+	m->postscale = wire_get_f64(r);
+	m->group = wire_get_u64(r);
+	m->group_n = wire_get_u32(r);
+	/* Values that index tables stay in range, whoever sent them. */
+	if (m->type > HVD__REQ_JOIN || m->dtype > HVD_INT16 ||
+	    m->op > HVD_PRODUCT || m->gpu > 1)
 		r->bad = true;
-		memset(d, 0, n);
-		return;
-	}
-	memcpy(d, r->p + r->off, n);
-	r->off += n;
 }
 
-static uint32_t rget_u32(struct rbuf *r)
+static int send_msg(const struct hvd__comm *c, int to, const struct wire_w *b)
 {
-	uint32_t v;
-
-	rget(r, &v, 4);
-	return v;
-}
-
-static char *rget_str(struct rbuf *r)
-{
-	uint32_t n = rget_u32(r);
-	char *s;
-
-	if (n == UINT32_MAX || r->bad)
-		return NULL;
-	if (n > HVD__NAME_MAX * 4 || r->len - r->off < n) {
-		r->bad = true;
-		return NULL;
-	}
-	s = malloc(n + 1);
-	if (s == NULL) {
-		r->bad = true;
-		return NULL;
-	}
-	memcpy(s, r->p + r->off, n);
-	s[n] = '\0';
-	r->off += n;
-	return s;
-}
-
-static int send_msg(const struct hvd__comm *c, int to, const struct wbuf *b)
-{
-	uint64_t n = b->len;
+	uint8_t head[8];
+	struct wire_w h;
 	int rc;
 
 	if (b->bad)
 		return HVD_ENOMEM;
-	rc = c->ops->sendrecv(c->t, to, &n, sizeof(n), 0, NULL, 0, NULL, NULL);
-	if (rc == HVD_OK && n > 0)
+	wire_w_fixed(&h, head, sizeof(head));
+	wire_put_u64(&h, b->len);
+	rc = c->ops->sendrecv(c->t, to, head, sizeof(head), 0, NULL, 0, NULL,
+			      NULL);
+	if (rc == HVD_OK && b->len > 0)
 		rc = c->ops->sendrecv(c->t, to, b->p, b->len, 0, NULL, 0, NULL,
 				      NULL);
 	return rc;
 }
 
-static int recv_msg(const struct hvd__comm *c, int from, struct rbuf *r)
+/* A message from rank from, in *p (the caller frees it) of *len bytes. */
+static int recv_msg(const struct hvd__comm *c, int from, uint8_t **p,
+		    size_t *len)
 {
-	uint64_t n = 0;
-	uint8_t *p;
-	int rc = c->ops->sendrecv(c->t, 0, NULL, 0, from, &n, sizeof(n), NULL,
-				  NULL);
+	uint8_t head[8];
+	struct wire_r h;
+	uint64_t n;
+	int rc = c->ops->sendrecv(c->t, 0, NULL, 0, from, head, sizeof(head),
+				  NULL, NULL);
 
-	*r = (struct rbuf){NULL, 0, 0, false};
+	*p = NULL;
+	*len = 0;
 	if (rc != HVD_OK)
 		return rc;
-	if (n > (1ull << 32))
+	wire_r_init(&h, head, sizeof(head));
+	n = wire_get_u64(&h);
+	if (n > CTL_MAX)
 		return HVD_EPROTO;
-	p = malloc(n + 1);
-	if (p == NULL)
+	*p = malloc(n ? (size_t)n : 1);
+	if (*p == NULL)
 		return HVD_ENOMEM;
 	if (n > 0)
-		rc = c->ops->sendrecv(c->t, 0, NULL, 0, from, p, (size_t)n,
+		rc = c->ops->sendrecv(c->t, 0, NULL, 0, from, *p, (size_t)n,
 				      NULL, NULL);
 	if (rc != HVD_OK) {
-		free(p);
+		free(*p);
+		*p = NULL;
 		return rc;
 	}
-	*r = (struct rbuf){p, (size_t)n, 0, false};
+	*len = (size_t)n;
 	return HVD_OK;
 }
 
-static void encode_requests(struct hvd__engine *e, struct wbuf *b)
+static void encode_requests(struct hvd__engine *e, struct wire_w *b)
 {
 	struct hvd__req *r;
 	uint32_t n = 0;
-	size_t at = b->len;
 
-	wput_u32(b, 0);
+	wire_w_init(b, CTL_MAX);
+	wire_put_u32(b, 0);
 	for (r = e->pending_local; r != NULL; r = r->next) {
 		if (r->reported)
 			continue;
-		wput_str(b, r->name);
-		wput(b, &r->m, sizeof(r->m));
+		wire_put_str(b, r->name);
+		put_meta(b, &r->m);
 		r->reported = true;
 		n++;
 	}
-	if (!b->bad)
-		memcpy(b->p + at, &n, 4);
+	wire_patch_u32(b, 0, n);
 }
 
-static void decode_requests(struct rbuf *r, int rank, hvd__ctl_submit submit,
-			    void *arg)
+int hvd__ctl_decode_requests(const void *buf, size_t len, int rank,
+			     hvd__ctl_submit submit, void *arg)
 {
-	uint32_t n = rget_u32(r), i;
+	struct wire_r r;
+	uint32_t n, i;
 
-	for (i = 0; i < n && !r->bad; i++) {
-		char *name = rget_str(r);
+	wire_r_init(&r, buf, len);
+	n = wire_get_count(&r, REQ_MIN);
+	for (i = 0; i < n && !r.bad; i++) {
+		char *name = wire_get_str(&r, HVD__NAME_MAX);
 		struct hvd__meta m;
 
-		rget(r, &m, sizeof(m));
-		if (name != NULL && !r->bad)
+		get_meta(&r, &m);
+		if (name == NULL)
+			r.bad = true;
+		else if (!r.bad)
 			submit(arg, name, &m, rank);
 		free(name);
 	}
+	return wire_r_done(&r) ? HVD_OK : HVD_EPROTO;
 }
 
 int hvd__ctl_send_requests(struct hvd__engine *e, int to)
 {
-	struct wbuf b = {0};
+	struct wire_w b;
 	int rc;
 
 	encode_requests(e, &b);
 	rc = send_msg(&e->comm, to, &b);
-	free(b.p);
+	wire_w_free(&b);
 	return rc;
 }
 
-void hvd__ctl_local_requests(struct hvd__engine *e, hvd__ctl_submit submit,
-			     void *arg)
+int hvd__ctl_local_requests(struct hvd__engine *e, hvd__ctl_submit submit,
+			    void *arg)
 {
-	struct wbuf b = {0};
-	struct rbuf r;
+	struct wire_w b;
+	int rc;
 
 	encode_requests(e, &b);
-	r = (struct rbuf){b.p, b.len, 0, b.bad};
-	decode_requests(&r, e->comm.rank, submit, arg);
-	free(b.p);
+	rc = b.bad ? HVD_ENOMEM
+		   : hvd__ctl_decode_requests(b.p, b.len, e->comm.rank, submit,
+					      arg);
+	wire_w_free(&b);
+	return rc;
 }
 
 int hvd__ctl_recv_requests(struct hvd__engine *e, int from,
 			   hvd__ctl_submit submit, void *arg)
 {
-	struct rbuf r;
-	int rc = recv_msg(&e->comm, from, &r);
+	uint8_t *p;
+	size_t len;
+	int rc = recv_msg(&e->comm, from, &p, &len);
 
 	if (rc == HVD_OK)
-		decode_requests(&r, from, submit, arg);
-	free((void *)r.p);
+		rc = hvd__ctl_decode_requests(p, len, from, submit, arg);
+	free(p);
 	return rc;
+}
+
+void hvd__ctl_encode_responses(struct wire_w *b, const struct hvd__resp *v,
+			       size_t n)
+{
+	size_t i;
+
+	wire_w_init(b, CTL_MAX);
+	wire_put_u32(b, (uint32_t)n);
+	for (i = 0; i < n; i++) {
+		wire_put_str(b, v[i].name);
+		put_meta(b, &v[i].m);
+		wire_put_i32(b, v[i].cache);
+		wire_put_str(b, v[i].error);
+	}
+	if (n > UINT32_MAX)
+		b->bad = true;
 }
 
 int hvd__ctl_send_responses(struct hvd__engine *e, int to,
 			    const struct hvd__resp *v, size_t n)
 {
-	struct wbuf b = {0};
-	size_t i;
+	struct wire_w b;
 	int rc;
 
-	wput_u32(&b, (uint32_t)n);
-	for (i = 0; i < n; i++) {
-		wput_str(&b, v[i].name);
-		wput(&b, &v[i].m, sizeof(v[i].m));
-		wput(&b, &v[i].cache, sizeof(v[i].cache));
-		wput_str(&b, v[i].error);
-	}
+	hvd__ctl_encode_responses(&b, v, n);
 	rc = send_msg(&e->comm, to, &b);
-	free(b.p);
+	wire_w_free(&b);
 	return rc;
+}
+
+int hvd__ctl_decode_responses(const void *buf, size_t len, struct hvd__resp **v,
+			      size_t *n)
+{
+	struct wire_r r;
+	uint32_t count, i;
+
+	*v = NULL;
+	*n = 0;
+	wire_r_init(&r, buf, len);
+	count = wire_get_count(&r, RESP_MIN);
+	if (r.bad)
+		return HVD_EPROTO;
+	*v = calloc((size_t)count + 1, sizeof(**v));
+	if (*v == NULL)
+		return HVD_ENOMEM;
+	for (i = 0; i < count && !r.bad; i++) {
+		struct hvd__resp *x = &(*v)[i];
+
+		x->name = wire_get_str(&r, HVD__NAME_MAX);
+		get_meta(&r, &x->m);
+		x->cache = wire_get_i32(&r);
+		x->error = wire_get_str(&r, HVD__NAME_MAX * 4);
+		if (x->name == NULL)
+			r.bad = true;
+		(*n)++;
+	}
+	if (wire_r_done(&r))
+		return HVD_OK;
+	hvd__resps_free(*v, *n);
+	*v = NULL;
+	*n = 0;
+	return HVD_EPROTO;
 }
 
 int hvd__ctl_recv_responses(struct hvd__engine *e, int from,
 			    struct hvd__resp **v, size_t *n)
 {
-	struct rbuf r;
-	uint32_t count, i;
-	int rc = recv_msg(&e->comm, from, &r);
+	uint8_t *p;
+	size_t len;
+	int rc = recv_msg(&e->comm, from, &p, &len);
 
 	*v = NULL;
 	*n = 0;
-	if (rc != HVD_OK)
-		return rc;
-	count = rget_u32(&r);
-	if (!r.bad && count > r.len / 8)
-		r.bad = true; /* more than the message could hold */
-	*v = r.bad ? NULL : calloc((size_t)count + 1, sizeof(**v));
-	for (i = 0; *v != NULL && i < count && !r.bad; i++) {
-		struct hvd__resp *x = &(*v)[i];
-
-		x->name = rget_str(&r);
-		rget(&r, &x->m, sizeof(x->m));
-		rget(&r, &x->cache, sizeof(x->cache));
-		x->error = rget_str(&r);
-		if (x->name == NULL)
-			r.bad = true;
-		(*n)++;
-	}
-	if (r.bad || *v == NULL)
-		rc = HVD_EPROTO;
-	free((void *)r.p);
+	if (rc == HVD_OK)
+		rc = hvd__ctl_decode_responses(p, len, v, n);
+	free(p);
 	return rc;
 }
 

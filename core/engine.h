@@ -213,12 +213,22 @@ typedef void (*hvd__ctl_submit)(void *arg, const char *name,
 int hvd__ctl_recv_requests(struct hvd__engine *e, int from,
 			   hvd__ctl_submit submit, void *arg);
 /* This rank's own requests, to submit() without a transfer (rank 0). */
-void hvd__ctl_local_requests(struct hvd__engine *e, hvd__ctl_submit submit,
-			     void *arg);
+int hvd__ctl_local_requests(struct hvd__engine *e, hvd__ctl_submit submit,
+			    void *arg);
 int hvd__ctl_send_responses(struct hvd__engine *e, int to,
 			    const struct hvd__resp *v, size_t n);
 int hvd__ctl_recv_responses(struct hvd__engine *e, int from,
 			    struct hvd__resp **v, size_t *n);
+/* The responses message, into a writer it starts (b->bad: no memory). */
+struct wire_w;
+void hvd__ctl_encode_responses(struct wire_w *b, const struct hvd__resp *v,
+			       size_t n);
+/* The decoders alone, of a message's len bytes (without its length):
+ * HVD_EPROTO unless buf holds exactly one well-formed message. */
+int hvd__ctl_decode_requests(const void *buf, size_t len, int rank,
+			     hvd__ctl_submit submit, void *arg);
+int hvd__ctl_decode_responses(const void *buf, size_t len, struct hvd__resp **v,
+			      size_t *n);
 void hvd__resps_free(struct hvd__resp *v, size_t n);
 
 /* ---- negotiate.c (background thread) ---- */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../proto/wire.h"
 #include "reduce.h"
 #include "ring.h"
 
@@ -336,17 +337,21 @@ static int agree(const struct hvd__comm *c, uint8_t mine, const char *own,
 static int start_hierarchical(struct hvd__gpu *g, char *why, size_t len)
 {
 	const struct hvd__comm *c = g->ctrl;
-	int32_t mine[2], *all;
+	uint8_t mine[8], *all;
+	struct wire_w w;
+	struct wire_r rd;
 	size_t *eight;
 	long want = 0;
 	bool use = true;
 	ncclResult_t r;
 	int i, rc;
 
+	/* Each rank's u32 wish and u32 local size. */
 	if (hvd__env_long(WENV_HIERARCHICAL_ALLREDUCE, &want) != HVD_OK)
 		want = 0;
-	mine[0] = (int32_t)want;
-	mine[1] = hvd__g.local_size;
+	wire_w_fixed(&w, mine, sizeof(mine));
+	wire_put_u32(&w, want ? 1 : 0);
+	wire_put_u32(&w, (uint32_t)hvd__g.local_size);
 	all = calloc((size_t)c->size, sizeof(mine));
 	eight = calloc((size_t)c->size, sizeof(*eight));
 	if (all == NULL || eight == NULL) {
@@ -356,11 +361,15 @@ static int start_hierarchical(struct hvd__gpu *g, char *why, size_t len)
 	}
 	for (i = 0; i < c->size; i++)
 		eight[i] = sizeof(mine);
-	memcpy(all + 2 * c->rank, mine, sizeof(mine));
+	memcpy(all + sizeof(mine) * (size_t)c->rank, mine, sizeof(mine));
 	rc = hvd__ring_allgatherv(c, all, eight);
-	for (i = 0; rc == HVD_OK && i < c->size; i++)
-		if (!all[2 * i] || all[2 * i + 1] != hvd__g.local_size)
+	wire_r_init(&rd, all, sizeof(mine) * (size_t)c->size);
+	for (i = 0; rc == HVD_OK && i < c->size; i++) {
+		uint32_t wish = wire_get_u32(&rd), local = wire_get_u32(&rd);
+
+		if (!wish || local != (uint32_t)hvd__g.local_size)
 			use = false;
+	}
 	free(all);
 	free(eight);
 	if (rc != HVD_OK || !want)

@@ -421,7 +421,7 @@ static int coordinate(struct hvd__engine *e, struct resps *out)
 			rc = hvd__ctl_recv_responses(e, 0, &out->v, &out->n);
 		return rc;
 	}
-	hvd__ctl_local_requests(e, coord_submit, &ctx);
+	rc = hvd__ctl_local_requests(e, coord_submit, &ctx);
 	for (r = 1; r < e->comm.size && rc == HVD_OK; r++)
 		rc = hvd__ctl_recv_requests(e, r, coord_submit, &ctx);
 	if (e->k.stall_check)

@@ -15,7 +15,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "../proto/rendezvous.h"
 #include "internal.h"
+
+_Static_assert(HVD__TOKEN_LEN == RDV_MAC_LEN, "the mesh token is a MAC");
 
 #define PROGRESS_STEP (64 * 1024) /* report received bytes this often */
 
@@ -173,7 +176,7 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		     const uint8_t token[HVD__TOKEN_LEN], int timeout_ms)
 {
 	long long deadline = hvd__now_ms() + timeout_ms;
-	uint8_t hello[4 + HVD__TOKEN_LEN];
+	uint8_t hello[RDV_MESH_HELLO_LEN];
 	int r, accepted = 0, rc = HVD_OK;
 
 	t->rank = rank;
@@ -194,11 +197,7 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 			break;
 		}
 		tune(fd);
-		hello[0] = (uint8_t)(rank >> 24);
-		hello[1] = (uint8_t)(rank >> 16);
-		hello[2] = (uint8_t)(rank >> 8);
-		hello[3] = (uint8_t)rank;
-		memcpy(hello + 4, token, HVD__TOKEN_LEN);
+		rdv_mesh_hello_encode((uint32_t)rank, token, hello);
 		rc = xfer(fd, hello, sizeof(hello), true, deadline);
 		t->fd[r] = fd;
 	}
@@ -206,7 +205,8 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 	while (rc == HVD_OK && accepted < size - 1 - rank) {
 		struct pollfd pf = {t->listen_fd, POLLIN, 0};
 		long long left = deadline - hvd__now_ms();
-		int fd, from;
+		long from;
+		int fd;
 
 		if (left <= 0) {
 			hvd__error("%d of %d peers never connected",
@@ -220,15 +220,10 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		if (fd < 0)
 			continue;
 		tune(fd);
-		if (xfer(fd, hello, sizeof(hello), false,
-			 hvd__now_ms() + 2000) != HVD_OK ||
-		    memcmp(hello + 4, token, HVD__TOKEN_LEN) != 0) {
-			close(fd);
-			continue;
-		}
-		from = (int)((uint32_t)hello[0] << 24 |
-			     (uint32_t)hello[1] << 16 |
-			     (uint32_t)hello[2] << 8 | hello[3]);
+		from = xfer(fd, hello, sizeof(hello), false,
+			    hvd__now_ms() + 2000) == HVD_OK
+			       ? rdv_mesh_hello_decode(hello, token)
+			       : -1;
 		if (from <= rank || from >= size || t->fd[from] >= 0) {
 			close(fd);
 			continue;

@@ -16,9 +16,10 @@
 
 #include "bind.h"
 #include "env.h"
+#include "ifaces.h"
 #include "launch.h"
 #include "proc.h"
-#include "proto.h"
+#include "records.h"
 
 #define AGENT_GRACE_MS 2000
 
@@ -288,9 +289,9 @@ out:
 	return code;
 }
 
-int hl_agent_free_port_main(void)
+int hl_agent_free_port_main(const char *ifnames)
 {
-	char *cause = NULL;
+	char *cause = NULL, addr[INET_ADDRSTRLEN] = "";
 	int port;
 
 	if (hl_free_port(&port, &cause) != HL_OK) {
@@ -298,6 +299,9 @@ int hl_agent_free_port_main(void)
 		free(cause);
 		return 125;
 	}
-	printf("%d\n", port);
+	if (ifnames != NULL &&
+	    hl_iface_ipv4(ifnames, addr, sizeof(addr)) != HL_OK)
+		addr[0] = '\0';
+	printf("%d%s%s\n", port, *addr ? " " : "", addr);
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* agent.h: the remote end of an SSH start. hvdrun runs itself on each
  * remote host as `hvdrun --agent` (one per rank, over one exec channel),
  * and sends the working directory, environment and command on the
- * channel's stdin (proto.h). The agent starts the worker in a process
+ * channel's stdin (records.h). The agent starts the worker in a process
  * group of its own, forwards signals, and when the channel closes (hvdrun
  * gone, connection lost) ends the worker and its children. It exits with
  * the worker's status, or dies of the worker's signal. */
@@ -10,7 +10,9 @@
 
 /* Run the agent on stdin/stdout/stderr; returns the exit status. */
 int hl_agent_main(void);
-/* `hvdrun --free-port`: print a TCP port free on this host. */
-int hl_agent_free_port_main(void);
+/* `hvdrun --free-port [NAME[,NAME...]]`: print a TCP port free on this
+ * host, and after a space the IPv4 address of the first named interface
+ * that has one (MASTER_ADDR for torch), if any. */
+int hl_agent_free_port_main(const char *ifnames);
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../proto/worker_env.h"
+#include "ifaces.h"
 
 int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 		    struct hl_strvec *warnings, char **cause)
@@ -177,4 +178,27 @@ int hl_free_port(int *port, char **cause)
 		*port = ntohs(sa.sin_port);
 	close(fd);
 	return rc;
+}
+
+int hl_master_local(struct hl_envspec *es, size_t host, char **cause)
+{
+	char addr[INET_ADDRSTRLEN];
+	int rc = hl_free_port(&es->master_port, cause);
+
+	if (rc == HL_OK && es->host_ifaces != NULL &&
+	    es->host_ifaces[host] != NULL &&
+	    hl_iface_ipv4(es->host_ifaces[host], addr, sizeof(addr)) == HL_OK)
+		rc = hl_master_addr(es, addr, cause);
+	return rc;
+}
+
+int hl_master_addr(struct hl_envspec *es, const char *addr, char **cause)
+{
+	char *a = hl_strdup(addr);
+
+	if (a == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	free(es->master_addr);
+	es->master_addr = a;
+	return HL_OK;
 }

@@ -39,5 +39,12 @@ int hl_env_build(char *const *base, const struct hl_envspec *es,
 
 /* A TCP port that is free on this machine now. */
 int hl_free_port(int *port, char **cause);
+/* Rank 0 runs on this machine (host is its index in the host list):
+ * MASTER_PORT free here, and MASTER_ADDR this machine's IPv4 address on
+ * the interfaces chosen for that host, when some were (else the host's
+ * name stays). */
+int hl_master_local(struct hl_envspec *es, size_t host, char **cause);
+/* MASTER_ADDR, instead of rank 0's host name. */
+int hl_master_addr(struct hl_envspec *es, const char *addr, char **cause);
 
 #endif

@@ -6,13 +6,14 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#include "ifaces.h"
 
 void hl_hostlist_init(struct hl_hostlist *hl)
 {
@@ -345,35 +346,22 @@ int hl_hosts_parse_file(const char *path, struct hl_hostlist *out, char **cause)
 /* Compare name, as a numeric address, against every interface address. */
 static bool is_interface_address(const char *name)
 {
-	struct ifaddrs *ifs, *ifa;
+	char canon[INET6_ADDRSTRLEN];
 	struct in6_addr a6;
-	struct in_addr a4;
-	bool v6, found = false;
+	struct hl_iface *v;
+	bool found = false;
+	size_t n, k;
+	int fam = inet_pton(AF_INET, name, &a6) == 1	? AF_INET
+		  : inet_pton(AF_INET6, name, &a6) == 1 ? AF_INET6
+							: 0;
 
-	if (inet_pton(AF_INET, name, &a4) == 1)
-		v6 = false;
-	else if (inet_pton(AF_INET6, name, &a6) == 1)
-		v6 = true;
-	else
+	/* inet_ntop's form, as the interface list writes it. */
+	if (fam == 0 || inet_ntop(fam, &a6, canon, sizeof(canon)) == NULL ||
+	    hl_ifaces(&v, &n) != HL_OK)
 		return false;
-	if (getifaddrs(&ifs) != 0)
-		return false;
-	for (ifa = ifs; ifa != NULL && !found; ifa = ifa->ifa_next) {
-		if (ifa->ifa_addr == NULL)
-			continue;
-		if (!v6 && ifa->ifa_addr->sa_family == AF_INET) {
-			const struct sockaddr_in *s =
-				(const struct sockaddr_in *)(void *)
-					ifa->ifa_addr;
-			found = s->sin_addr.s_addr == a4.s_addr;
-		} else if (v6 && ifa->ifa_addr->sa_family == AF_INET6) {
-			const struct sockaddr_in6 *s =
-				(const struct sockaddr_in6 *)(void *)
-					ifa->ifa_addr;
-			found = memcmp(&s->sin6_addr, &a6, sizeof(a6)) == 0;
-		}
-	}
-	freeifaddrs(ifs);
+	for (k = 0; k < n && !found; k++)
+		found = v[k].family == fam && strcmp(v[k].addr, canon) == 0;
+	free(v);
 	return found;
 }
 

@@ -1,7 +1,7 @@
 /* netcheck.c: see netcheck.h. One thread per host owns its connection
  * (an SSH session and one exec channel, or a child process on a socket
  * pair for this machine) and walks it through the probe's dialogue
- * (proto.h); the calling thread moves every host from one stage to the
+ * (records.h); the calling thread moves every host from one stage to the
  * next together: describe, test, end. Every wait is bounded. */
 #include "netcheck.h"
 
@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "probe.h"
-#include "proto.h"
+#include "probe_msg.h"
+#include "records.h"
 #include "sshconn.h"
 
 enum { ST_DESCRIBE, ST_TEST, ST_END };
@@ -215,85 +216,66 @@ static char *probe_failure(struct nc_thread *t, int r)
 			   name);
 }
 
-static char *field(char **save, bool first, char *s)
-{
-	return strtok_r(first ? s : NULL, "\t", save);
-}
-
 static void take_description(struct hl_nc_host *h, char type, const char *data,
 			     size_t len)
 {
-	char *s = hl_strndup(data, len), *save = NULL;
-	long v;
+	struct hl_pm_iface i;
+	struct hl_nc_addr *a;
+	char *s;
 
-	if (s == NULL)
-		return;
 	switch (type) {
 	case 'N':
-		free(h->hostname);
-		h->hostname = s;
-		return;
 	case 'M':
-		free(h->machine);
-		h->machine = s;
+		s = hl_strndup(data, len);
+		if (s == NULL)
+			return;
+		free(type == 'N' ? h->hostname : h->machine);
+		*(type == 'N' ? &h->hostname : &h->machine) = s;
 		return;
 	case 'K':
-		snprintf(h->token, sizeof(h->token), "%s", s);
-		break;
+		if (hl_pm_token(data, len, h->token) != HL_OK)
+			h->token[0] = '\0';
+		return;
 	case 'P':
-		if (hl_parse_long(s, 1, 65535, &v))
-			h->port = (int)v;
-		break;
-	case 'I': {
-		char *name = field(&save, true, s), *addr = field(&save, 0, s),
-		     *fl = field(&save, false, s);
-		struct hl_nc_addr *a;
-
-		if (name == NULL || addr == NULL || fl == NULL)
-			break;
+		if (hl_pm_port(data, len, &h->port) != HL_OK)
+			h->port = 0;
+		return;
+	case 'I':
+		if (hl_pm_iface(data, len, &i) != HL_OK)
+			return;
 		a = realloc(h->addrs, (h->naddrs + 1) * sizeof(*a));
 		if (a == NULL)
-			break;
+			return;
 		h->addrs = a;
 		a = &h->addrs[h->naddrs++];
-		a->ifname = hl_strdup(name);
-		a->addr = hl_strdup(addr);
-		a->loopback = fl[0] == 'L';
+		a->ifname = hl_strdup(i.ifname);
+		a->addr = hl_strdup(i.addr);
+		a->loopback = i.loopback;
 		a->candidate = false;
-		break;
-	}
+		return;
 	case 'U':
-		hl_strvec_push_owned(&h->gpu, s);
+		s = hl_strndup(data, len);
+		if (s != NULL)
+			hl_strvec_push_owned(&h->gpu, s);
 		return;
 	default:
-		break;
+		return;
 	}
-	free(s);
 }
 
 static void take_result(struct hl_netcheck *nc, const char *data, size_t len)
 {
-	char *s = hl_strndup(data, len), *save = NULL, *id, *ok, *us, *err;
-	long i;
-	double micros;
+	struct hl_pm_result r;
 
-	if (s == NULL)
-		return;
-	id = field(&save, true, s);
-	ok = field(&save, false, s);
-	us = field(&save, false, s);
-	err = strtok_r(NULL, "", &save);
-	if (id && ok && us && hl_parse_long(id, 0, (long)nc->npairs - 1, &i) &&
-	    hl_parse_double(us, 0, 1e12, &micros)) {
-		struct hl_nc_pair *p = &nc->pairs[i];
+	if (hl_pm_result(data, len, &r) == HL_OK && r.id < (long)nc->npairs) {
+		struct hl_nc_pair *p = &nc->pairs[r.id];
 
 		p->done = true;
-		p->ok = ok[0] == '1';
-		p->ms = micros / 1000.0;
+		p->ok = r.ok;
+		p->ms = r.us / 1000.0;
 		free(p->error);
-		p->error = p->ok ? NULL : hl_strdup(err && *err ? err : "?");
+		p->error = p->ok ? NULL : hl_strdup(r.error);
 	}
-	free(s);
 }
 
 static void *host_main(void *arg)
@@ -488,25 +470,17 @@ static int plan_tests(struct nc_group *g)
 	for (i = 0; i < nc->npairs; i++) {
 		struct hl_nc_pair *p = &nc->pairs[i];
 		struct hl_nc_host *to = &nc->h[p->to];
-		char *rec = hl_asprintf("%zu\t%s\t%d\t%s", i,
-					to->addrs[p->addr].addr, to->port,
-					to->token);
+		struct hl_pm_target t = {.id = (long)i, .port = to->port};
 
-		if (rec == NULL || hl_proto_put(&g->t[p->from].out, 'T', rec,
-						strlen(rec)) != HL_OK) {
-			free(rec);
+		snprintf(t.addr, sizeof(t.addr), "%s", to->addrs[p->addr].addr);
+		snprintf(t.token, sizeof(t.token), "%s", to->token);
+		if (hl_pm_put_target(&g->t[p->from].out, &t) != HL_OK)
 			return HL_ENOMEM;
-		}
 		g->t[p->from].ntargets++;
-		free(rec);
 	}
-	for (i = 0; i < g->n; i++) {
-		char go[16];
-
-		snprintf(go, sizeof(go), "%d", nc->timeout_ms);
-		if (hl_proto_put(&g->t[i].out, 'G', go, strlen(go)) != HL_OK)
+	for (i = 0; i < g->n; i++)
+		if (hl_pm_put_go(&g->t[i].out, nc->timeout_ms) != HL_OK)
 			return HL_ENOMEM;
-	}
 	return HL_OK;
 }
 
@@ -700,10 +674,5 @@ const char *hl_nc_pair_ifname(const struct hl_netcheck *nc,
 
 const char *hl_nc_gpu_fact(const struct hl_nc_host *h, const char *key)
 {
-	size_t i, n = strlen(key);
-
-	for (i = 0; i < h->gpu.n; i++)
-		if (strncmp(h->gpu.v[i], key, n) == 0 && h->gpu.v[i][n] == '\t')
-			return h->gpu.v[i] + n + 1;
-	return NULL;
+	return hl_pm_gpu_fact(&h->gpu, key);
 }

@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -22,10 +21,12 @@
 #include <unistd.h>
 
 #include "gpucheck.h"
-#include "proto.h"
+#include "ifaces.h"
+#include "probe_msg.h"
+#include "records.h"
 #include "util.h"
 
-#define TOKEN_HEX 32
+#define TOKEN_HEX HL_PM_TOKEN
 #define MAX_TARGETS 65536
 #define MAX_INFLIGHT 256
 #define LIFETIME_MS (15 * 60 * 1000) /* a probe never outlives this */
@@ -33,7 +34,7 @@
 enum tstate { T_QUEUED, T_CONNECTING, T_READING, T_DONE };
 
 struct target {
-	char *id;
+	long id;
 	struct sockaddr_storage sa;
 	socklen_t salen;
 	char token[TOKEN_HEX + 1];
@@ -82,30 +83,6 @@ void hl_machine_id(char *buf, size_t len)
 	snprintf(buf, len, "%s/%s", boot, net);
 }
 
-static int put(struct hl_buf *b, char type, const char *s)
-{
-	return hl_proto_put(b, type, s, s ? strlen(s) : 0);
-}
-
-static int putf(struct hl_buf *b, char type, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int putf(struct hl_buf *b, char type, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int rc;
-
-	va_start(ap, fmt);
-	s = hl_vasprintf(fmt, ap);
-	va_end(ap);
-	if (s == NULL)
-		return HL_ENOMEM;
-	rc = put(b, type, s);
-	free(s);
-	return rc;
-}
-
 static int listen_any(struct probe *p)
 {
 	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6,
@@ -152,65 +129,33 @@ static int listen_port(int fd)
 
 static void describe_interfaces(struct probe *p, struct hl_buf *b)
 {
-	struct ifaddrs *ifs, *ifa;
-	char ip[INET6_ADDRSTRLEN];
+	struct hl_iface *v;
+	size_t n, k;
 
-	if (getifaddrs(&ifs) != 0)
+	if (hl_ifaces(&v, &n) != HL_OK)
 		return;
-	for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
-		int fam = ifa->ifa_addr ? ifa->ifa_addr->sa_family : -1;
-		const void *a;
+	for (k = 0; k < n; k++) {
+		struct hl_pm_iface i = {.loopback = v[k].loopback};
 
-		if ((fam != AF_INET && fam != AF_INET6) ||
-		    !(ifa->ifa_flags & IFF_UP) ||
-		    !(ifa->ifa_flags & IFF_RUNNING))
+		/* Link-local addresses need a scope; the listener must be
+		 * dual stack to be reached on IPv6. */
+		if (!v[k].up || !v[k].running ||
+		    (v[k].family == AF_INET6 &&
+		     (v[k].link_local || p->family != AF_INET6)))
 			continue;
-		if (fam == AF_INET6) {
-			const struct in6_addr *a6 =
-				&((struct sockaddr_in6 *)(void *)ifa->ifa_addr)
-					 ->sin6_addr;
-
-			/* Link-local addresses need a scope; the listener
-			 * must be dual stack to be reached on IPv6. */
-			if (IN6_IS_ADDR_LINKLOCAL(a6) || p->family != AF_INET6)
-				continue;
-			a = a6;
-		} else {
-			a = &((struct sockaddr_in *)(void *)ifa->ifa_addr)
-				     ->sin_addr;
-		}
-		inet_ntop(fam, a, ip, sizeof(ip));
-		putf(b, 'I', "%s\t%s\t%s", ifa->ifa_name, ip,
-		     (ifa->ifa_flags & IFF_LOOPBACK) ? "L" : "-");
+		snprintf(i.ifname, sizeof(i.ifname), "%s", v[k].name);
+		snprintf(i.addr, sizeof(i.addr), "%s", v[k].addr);
+		hl_pm_put_iface(b, &i);
 	}
-	freeifaddrs(ifs);
+	free(v);
 }
 
 static void describe_gpus(struct hl_buf *b)
 {
 	struct hl_gpuinfo g;
-	size_t i;
-	int k;
 
 	hl_gpu_probe(&g);
-	if (g.driver != NULL)
-		putf(b, 'U', "driver\t%s", g.driver);
-	for (k = 0; k < g.ngpus; k++)
-		putf(b, 'U', "gpu\t%d\t%s\t%llu", k,
-		     g.gpus[k].name ? g.gpus[k].name : "?",
-		     g.gpus[k].mem_bytes);
-	if (g.cuda_runtime)
-		putf(b, 'U', "cuda_runtime\t%d", g.cuda_runtime);
-	if (g.cuda_driver)
-		putf(b, 'U', "cuda_driver\t%d", g.cuda_driver);
-	if (g.cuda_devices >= 0)
-		putf(b, 'U', "cuda_devices\t%d", g.cuda_devices);
-	if (g.cuda_error != NULL)
-		putf(b, 'U', "cuda_error\t%s", g.cuda_error);
-	if (g.nccl)
-		putf(b, 'U', "nccl\t%d", g.nccl);
-	for (i = 0; i < g.notes.n; i++)
-		putf(b, 'U', "note\t%s", g.notes.v[i]);
+	hl_pm_put_gpuinfo(b, &g);
 	hl_gpu_close(&g);
 }
 
@@ -222,57 +167,46 @@ static int flush_out(struct probe *p)
 	return rc;
 }
 
-/* "id TAB address TAB port TAB token" */
+/* A 'T' record: one address to connect to. */
 static int add_target(struct probe *p, const char *data, size_t len)
 {
-	char *s = hl_strndup(data, len), *f[4], *save = NULL;
+	struct hl_pm_target m;
 	struct target *t;
-	long port;
-	int i;
 
-	if (s == NULL || p->nt == MAX_TARGETS)
-		goto bad;
-	for (i = 0; i < 4; i++)
-		if ((f[i] = strtok_r(i ? NULL : s, "\t", &save)) == NULL)
-			goto bad;
-	if (!hl_parse_long(f[2], 1, 65535, &port) || strlen(f[3]) != TOKEN_HEX)
-		goto bad;
+	if (p->nt == MAX_TARGETS || hl_pm_target(data, len, &m) != HL_OK)
+		return -1;
 	if (p->nt == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 64;
 		struct target *nt = realloc(p->t, cap * sizeof(*nt));
 
 		if (nt == NULL)
-			goto bad;
+			return -1;
 		p->t = nt;
 		p->cap = cap;
 	}
 	t = &p->t[p->nt];
 	memset(t, 0, sizeof(*t));
 	t->fd = -1;
-	if (inet_pton(AF_INET, f[1],
+	if (inet_pton(AF_INET, m.addr,
 		      &((struct sockaddr_in *)&t->sa)->sin_addr) == 1) {
 		((struct sockaddr_in *)&t->sa)->sin_family = AF_INET;
 		((struct sockaddr_in *)&t->sa)->sin_port =
-			htons((uint16_t)port);
+			htons((uint16_t)m.port);
 		t->salen = sizeof(struct sockaddr_in);
-	} else if (inet_pton(AF_INET6, f[1],
+	} else if (inet_pton(AF_INET6, m.addr,
 			     &((struct sockaddr_in6 *)&t->sa)->sin6_addr) ==
 		   1) {
 		((struct sockaddr_in6 *)&t->sa)->sin6_family = AF_INET6;
 		((struct sockaddr_in6 *)&t->sa)->sin6_port =
-			htons((uint16_t)port);
+			htons((uint16_t)m.port);
 		t->salen = sizeof(struct sockaddr_in6);
 	} else {
-		goto bad;
+		return -1;
 	}
-	t->id = hl_strdup(f[0]);
-	memcpy(t->token, f[3], TOKEN_HEX + 1);
+	t->id = m.id;
+	memcpy(t->token, m.token, TOKEN_HEX + 1);
 	p->nt++;
-	free(s);
 	return 0;
-bad:
-	free(s);
-	return -1;
 }
 
 static void finish(struct probe *p, struct target *t, bool ok,
@@ -386,11 +320,14 @@ static void report(struct probe *p)
 
 	for (i = 0; i < p->nt; i++) {
 		struct target *t = &p->t[i];
+		struct hl_pm_result r = {t->id, t->ok,
+					 (double)(t->end_us - t->start_us), ""};
 
-		putf(&p->out, 'C', "%s\t%d\t%lld\t%s", t->id, t->ok ? 1 : 0,
-		     t->end_us - t->start_us, t->error ? t->error : "");
+		snprintf(r.error, sizeof(r.error), "%s",
+			 t->error ? t->error : "");
+		hl_pm_put_result(&p->out, &r);
 	}
-	put(&p->out, 'F', NULL);
+	hl_pm_put_text(&p->out, 'F', NULL);
 	flush_out(p);
 	p->reported = true;
 }
@@ -410,8 +347,6 @@ static int read_input(struct probe *p)
 		size_t len, used;
 		char type;
 		int r = hl_proto_next(&p->in, &used, &type, &data, &len);
-		long ms;
-		char num[16];
 
 		if (r < 0)
 			return -1;
@@ -420,11 +355,8 @@ static int read_input(struct probe *p)
 		if (type == 'T' && !p->go && add_target(p, data, len) != 0)
 			return -1;
 		if (type == 'G' && !p->go) {
-			snprintf(num, sizeof(num), "%.*s",
-				 (int)(len < 15 ? len : 15), data);
-			if (!hl_parse_long(num, 1, 600000, &ms))
+			if (hl_pm_go(data, len, &p->timeout_ms) != HL_OK)
 				return -1;
-			p->timeout_ms = (int)ms;
 			p->go = true;
 		}
 		hl_buf_consume(&p->in, used);
@@ -498,13 +430,14 @@ int hl_probe_main(void)
 		snprintf(p.token + 2 * i, 3, "%02x", raw[i]);
 	gethostname(host, sizeof(host) - 1);
 	hl_machine_id(machine, sizeof(machine));
-	put(&p.out, 'N', host);
-	put(&p.out, 'M', machine);
-	put(&p.out, 'K', p.token);
-	putf(&p.out, 'P', "%d", port);
+	host[strcspn(host, "\t\n")] = '\0';
+	hl_pm_put_text(&p.out, 'N', host);
+	hl_pm_put_text(&p.out, 'M', machine);
+	hl_pm_put_text(&p.out, 'K', p.token);
+	hl_pm_put_port(&p.out, port);
 	describe_interfaces(&p, &p.out);
 	describe_gpus(&p.out);
-	put(&p.out, 'R', NULL);
+	hl_pm_put_text(&p.out, 'R', NULL);
 	if (flush_out(&p) != 0)
 		return 1;
 	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
@@ -512,7 +445,6 @@ int hl_probe_main(void)
 	for (i = 0; i < p.nt; i++) {
 		if (p.t[i].fd >= 0)
 			close(p.t[i].fd);
-		free(p.t[i].id);
 		free(p.t[i].error);
 	}
 	free(p.t);

@@ -5,7 +5,7 @@
  * parallel, each with a timeout; a connection counts only when the
  * listener there answers with the token hvdrun expects, so an address
  * that exists on several hosts (a docker bridge) is never mistaken for a
- * route. The dialogue is in proto.h. */
+ * route. The dialogue is in records.h. */
 #ifndef HL_PROBE_H
 #define HL_PROBE_H
 

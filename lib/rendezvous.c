@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -19,6 +18,7 @@
 
 #include "../proto/rendezvous.h"
 #include "../proto/worker_env.h"
+#include "ifaces.h"
 #include "util.h"
 
 #define REGISTER_WINDOW_MS 10000 /* a connection must register by then */
@@ -296,36 +296,28 @@ int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
  * secret's proof and the next is tried. */
 static char *addresses(int port)
 {
-	struct ifaddrs *ifs, *ifa;
+	struct hl_iface *v;
 	char *list = NULL;
+	size_t n, k;
 	int pass;
 
-	if (getifaddrs(&ifs) != 0)
+	if (hl_ifaces(&v, &n) != HL_OK)
 		return hl_asprintf("127.0.0.1:%d", port);
 	for (pass = 0; pass < 2; pass++)
-		for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
-			char ip[INET_ADDRSTRLEN], *nb;
-			bool lo;
+		for (k = 0; k < n; k++) {
+			char *nb;
 
-			if (ifa->ifa_addr == NULL ||
-			    ifa->ifa_addr->sa_family != AF_INET ||
-			    !(ifa->ifa_flags & IFF_UP))
+			if (v[k].family != AF_INET || !v[k].up ||
+			    v[k].loopback != (pass == 1))
 				continue;
-			lo = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
-			if (lo != (pass == 1))
-				continue;
-			inet_ntop(AF_INET,
-				  &((struct sockaddr_in *)(void *)ifa->ifa_addr)
-					   ->sin_addr,
-				  ip, sizeof(ip));
 			nb = hl_asprintf("%s%s%s:%d", list ? list : "",
-					 list ? "," : "", ip, port);
+					 list ? "," : "", v[k].addr, port);
 			free(list);
 			list = nb;
 			if (list == NULL)
 				break;
 		}
-	freeifaddrs(ifs);
+	free(v);
 	return list ? list : hl_asprintf("127.0.0.1:%d", port);
 }
 

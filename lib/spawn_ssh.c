@@ -8,6 +8,7 @@
  * ranks, then pumps the channels' output into per-rank pipes that the
  * supervisor reads like a local worker's, and reports exits on the notify
  * pipe. The supervisor reaches a rank through its host's control pipe. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libssh/callbacks.h>
@@ -23,7 +24,7 @@
 #include <unistd.h>
 
 #include "launch.h"
-#include "proto.h"
+#include "records.h"
 #include "sshconn.h"
 
 struct rank_ch {
@@ -51,6 +52,7 @@ struct ssh_host {
 	char *error;
 	bool want_port; /* rank 0 is here: find MASTER_PORT */
 	int port;
+	char addr[INET_ADDRSTRLEN]; /* MASTER_ADDR, "" for the host's name */
 };
 
 struct ssh_group {
@@ -101,16 +103,29 @@ static const struct hl_host *host_of(const struct ssh_host *h)
 	return &h->g->l->hosts->v[h->index];
 }
 
+/* Names a shell takes as they are (interface names usually are). */
+static bool shell_plain(const char *s)
+{
+	return s != NULL && *s != '\0' &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789_.,@-") == strlen(s);
+}
+
 /* Run `hvdrun --free-port` there: MASTER_PORT must be free on rank 0's
- * host, not here. */
+ * host, not here, and MASTER_ADDR is that host's address on the
+ * interfaces chosen for it, when some were. */
 static void find_port(struct ssh_host *h)
 {
 	ssh_channel ch = ssh_channel_new(h->s);
-	char buf[32] = "", *cmd;
+	char buf[64] = "", *cmd, *line, *addr, *save = NULL;
+	char **ifs = h->g->l->env->host_ifaces;
+	const char *want = ifs ? ifs[h->index] : NULL;
 	int n = 0, r;
 	long port;
 
-	cmd = hl_asprintf("exec '%s' --free-port", h->g->l->ssh->agent_path);
+	cmd = hl_asprintf("exec '%s' --free-port%s%s", h->g->l->ssh->agent_path,
+			  shell_plain(want) ? " " : "",
+			  shell_plain(want) ? want : "");
 	if (ch != NULL && cmd != NULL &&
 	    ssh_channel_open_session(ch) == SSH_OK &&
 	    ssh_channel_request_exec(ch, cmd) == SSH_OK)
@@ -120,8 +135,16 @@ static void find_port(struct ssh_host *h)
 			       0)
 			n += r;
 	buf[n] = '\0';
-	if (hl_parse_long(strtok(buf, "\n"), 1, 65535, &port))
+	line = strtok_r(buf, "\n", &save);
+	line = line ? strtok_r(line, " ", &save) : NULL;
+	addr = line ? strtok_r(NULL, " ", &save) : NULL;
+	if (hl_parse_long(line, 1, 65535, &port)) {
+		struct in_addr a;
+
 		h->port = (int)port;
+		if (addr != NULL && inet_pton(AF_INET, addr, &a) == 1)
+			snprintf(h->addr, sizeof(h->addr), "%s", addr);
+	}
 	if (ch != NULL) {
 		ssh_channel_close(ch);
 		ssh_channel_free(ch);
@@ -514,8 +537,13 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 			hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
 		return group_error(g, "connect", cause);
 	for (i = 0; i < g->nhosts; i++)
-		if (g->hosts[i].want_port && g->hosts[i].port > 0)
+		if (g->hosts[i].want_port && g->hosts[i].port > 0) {
 			l->env->master_port = g->hosts[i].port;
+			if (g->hosts[i].addr[0] != '\0' &&
+			    hl_master_addr(l->env, g->hosts[i].addr, cause) !=
+				    HL_OK)
+				return HL_ENOMEM;
+		}
 	return HL_OK;
 }
 

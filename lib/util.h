@@ -18,6 +18,7 @@ enum hl_result {
 	HL_ENOENT = -4,	 /* the command to run was not found */
 	HL_ENOEXEC = -5, /* the command exists but cannot be executed */
 	HL_ESTART = -6,	 /* a worker or host could not be started */
+	HL_EPROTO = -7,	 /* a peer sent what its protocol does not allow */
 };
 
 /* Replace *cause (if cause is not NULL) with a formatted one-line message.

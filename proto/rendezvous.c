@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "wire.h"
+
 int rdv_random(uint8_t *buf, size_t n)
 {
 	size_t got = 0;
@@ -67,20 +69,6 @@ bool rdv_mac_equal(const uint8_t *a, const uint8_t *b)
 	return CRYPTO_memcmp(a, b, RDV_MAC_LEN) == 0;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
 /* HMAC-SHA256(secret, label || a || b). */
 static void mac3(const uint8_t *secret, const char *label, const void *a,
 		 size_t alen, const void *b, size_t blen, uint8_t *out)
@@ -105,17 +93,26 @@ static void mac3(const uint8_t *secret, const char *label, const void *a,
 
 void rdv_hello_encode(const uint8_t *nonce, uint8_t *out)
 {
-	memcpy(out, "HVDR", 4);
-	out[4] = RDV_VERSION;
-	memcpy(out + 5, nonce, RDV_NONCE_LEN);
+	struct wire_w w;
+
+	wire_w_fixed(&w, out, RDV_HELLO_LEN);
+	wire_put(&w, "HVDR", 4);
+	wire_put_u8(&w, RDV_VERSION);
+	wire_put(&w, nonce, RDV_NONCE_LEN);
 }
 
 bool rdv_hello_decode(const uint8_t *in, uint8_t *nonce)
 {
-	if (memcmp(in, "HVDR", 4) != 0 || in[4] != RDV_VERSION)
+	struct wire_r r;
+	const uint8_t *magic;
+
+	wire_r_init(&r, in, RDV_HELLO_LEN);
+	magic = wire_view(&r, 4);
+	if (magic == NULL || memcmp(magic, "HVDR", 4) != 0 ||
+	    wire_get_u8(&r) != RDV_VERSION)
 		return false;
-	memcpy(nonce, in + 5, RDV_NONCE_LEN);
-	return true;
+	wire_get(&r, nonce, RDV_NONCE_LEN);
+	return wire_r_done(&r);
 }
 
 size_t rdv_register_max(void)
@@ -126,55 +123,57 @@ size_t rdv_register_max(void)
 /* The bytes the register mac covers after the label and server nonce. */
 static size_t register_body(const struct rdv_register *r, uint8_t *body)
 {
-	size_t alen = strlen(r->addr);
+	struct wire_w w;
 
-	put32(body, r->rank);
-	put32(body + 4, r->size);
-	memcpy(body + 8, r->addr, alen);
-	return 8 + alen;
+	wire_w_fixed(&w, body, 8 + RDV_ADDR_MAX);
+	wire_put_u32(&w, r->rank);
+	wire_put_u32(&w, r->size);
+	wire_put(&w, r->addr, strnlen(r->addr, RDV_ADDR_MAX));
+	return w.len;
 }
 
 size_t rdv_register_encode(struct rdv_register *r, const uint8_t *secret,
 			   const uint8_t *server_nonce, uint8_t *out)
 {
 	uint8_t body[8 + RDV_ADDR_MAX];
-	size_t alen = strlen(r->addr), blen, n = 0;
+	size_t alen = strnlen(r->addr, RDV_ADDR_MAX), blen;
+	struct wire_w w;
 
 	blen = register_body(r, body);
 	mac3(secret, "hvd-register", server_nonce, RDV_NONCE_LEN, body, blen,
 	     r->mac);
-	put32(out, r->rank);
-	put32(out + 4, r->size);
-	memcpy(out + 8, r->nonce, RDV_NONCE_LEN);
-	n = 8 + RDV_NONCE_LEN;
-	out[n++] = (uint8_t)(alen >> 8);
-	out[n++] = (uint8_t)alen;
-	memcpy(out + n, r->addr, alen);
-	n += alen;
-	memcpy(out + n, r->mac, RDV_MAC_LEN);
-	return n + RDV_MAC_LEN;
+	wire_w_fixed(&w, out, rdv_register_max());
+	wire_put_u32(&w, r->rank);
+	wire_put_u32(&w, r->size);
+	wire_put(&w, r->nonce, RDV_NONCE_LEN);
+	wire_put_u16(&w, (uint16_t)alen);
+	wire_put(&w, r->addr, alen);
+	wire_put(&w, r->mac, RDV_MAC_LEN);
+	return w.len;
 }
 
 long rdv_register_decode(const uint8_t *in, size_t len, struct rdv_register *r)
 {
-	size_t head = 8 + RDV_NONCE_LEN + 2, alen;
+	struct wire_r rd;
+	size_t alen;
 
-	if (len < head)
+	wire_r_init(&rd, in, len);
+	r->rank = wire_get_u32(&rd);
+	r->size = wire_get_u32(&rd);
+	wire_get(&rd, r->nonce, RDV_NONCE_LEN);
+	alen = wire_get_u16(&rd);
+	if (rd.bad)
 		return 0;
-	alen = (size_t)in[head - 2] << 8 | in[head - 1];
 	if (alen == 0 || alen > RDV_ADDR_MAX)
 		return -1;
-	if (len < head + alen + RDV_MAC_LEN)
+	wire_get(&rd, r->addr, alen);
+	wire_get(&rd, r->mac, RDV_MAC_LEN);
+	if (rd.bad)
 		return 0;
-	r->rank = get32(in);
-	r->size = get32(in + 4);
-	memcpy(r->nonce, in + 8, RDV_NONCE_LEN);
-	memcpy(r->addr, in + head, alen);
 	r->addr[alen] = '\0';
 	if (memchr(r->addr, '\0', alen) != NULL)
 		return -1;
-	memcpy(r->mac, in + head + alen, RDV_MAC_LEN);
-	return (long)(head + alen + RDV_MAC_LEN);
+	return (long)rd.off;
 }
 
 bool rdv_register_verify(const struct rdv_register *r, const uint8_t *secret,
@@ -192,8 +191,10 @@ void rdv_welcome_mac(const uint8_t *secret, const uint8_t *worker_nonce,
 		     uint32_t rank, uint8_t *mac)
 {
 	uint8_t r[4];
+	struct wire_w w;
 
-	put32(r, rank);
+	wire_w_fixed(&w, r, sizeof(r));
+	wire_put_u32(&w, rank);
 	mac3(secret, "hvd-welcome", worker_nonce, RDV_NONCE_LEN, r, 4, mac);
 }
 
@@ -201,64 +202,75 @@ uint8_t *rdv_peers_encode(char *const *addrs, uint32_t size,
 			  const uint8_t *secret, const uint8_t *worker_nonce,
 			  size_t *len)
 {
-	size_t n = 4, i;
-	uint8_t *out;
+	size_t n = 4 + RDV_MAC_LEN, i;
+	struct wire_w w;
 
 	for (i = 0; i < size; i++)
 		n += 2 + strlen(addrs[i]);
-	out = malloc(n + RDV_MAC_LEN);
-	if (out == NULL)
-		return NULL;
-	put32(out, size);
-	n = 4;
+	wire_w_init(&w, n);
+	wire_put_u32(&w, size);
 	for (i = 0; i < size; i++) {
 		size_t alen = strlen(addrs[i]);
 
-		out[n++] = (uint8_t)(alen >> 8);
-		out[n++] = (uint8_t)alen;
-		memcpy(out + n, addrs[i], alen);
-		n += alen;
+		if (alen == 0 || alen > RDV_ADDR_MAX)
+			w.bad = true;
+		wire_put_u16(&w, (uint16_t)alen);
+		wire_put(&w, addrs[i], alen);
 	}
-	mac3(secret, "hvd-peers", worker_nonce, RDV_NONCE_LEN, out, n, out + n);
-	*len = n + RDV_MAC_LEN;
-	return out;
+	if (!w.bad) {
+		uint8_t mac[RDV_MAC_LEN];
+
+		mac3(secret, "hvd-peers", worker_nonce, RDV_NONCE_LEN, w.p,
+		     w.len, mac);
+		wire_put(&w, mac, RDV_MAC_LEN);
+	}
+	if (w.bad) {
+		wire_w_free(&w);
+		return NULL;
+	}
+	*len = w.len;
+	return w.p;
 }
 
 int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 		     const uint8_t *worker_nonce, uint32_t size, char *addrs)
 {
 	uint8_t mac[RDV_MAC_LEN];
-	size_t n = 4, i;
+	const uint8_t *theirs;
+	struct wire_r r;
+	size_t body, i;
 
-	if (len < 4)
+	wire_r_init(&r, in, len);
+	if (wire_left(&r) < 4)
 		return 0;
-	if (get32(in) != size)
+	if (wire_get_u32(&r) != size)
 		return -1;
 	for (i = 0; i < size; i++) {
 		size_t alen;
 
-		if (len < n + 2)
+		if (wire_left(&r) < 2)
 			return 0;
-		alen = (size_t)in[n] << 8 | in[n + 1];
+		alen = wire_get_u16(&r);
 		if (alen == 0 || alen > RDV_ADDR_MAX)
 			return -1;
-		if (len < n + 2 + alen)
+		if (wire_view(&r, alen) == NULL)
 			return 0;
-		n += 2 + alen;
 	}
-	if (len < n + RDV_MAC_LEN)
+	body = r.off;
+	theirs = wire_view(&r, RDV_MAC_LEN);
+	if (theirs == NULL)
 		return 0;
-	mac3(secret, "hvd-peers", worker_nonce, RDV_NONCE_LEN, in, n, mac);
-	if (!rdv_mac_equal(mac, in + n))
+	mac3(secret, "hvd-peers", worker_nonce, RDV_NONCE_LEN, in, body, mac);
+	if (!rdv_mac_equal(mac, theirs))
 		return -1;
-	n = 4;
+	wire_r_init(&r, in, body);
+	wire_get_u32(&r);
 	for (i = 0; i < size; i++) {
-		size_t alen = (size_t)in[n] << 8 | in[n + 1];
+		size_t alen = wire_get_u16(&r);
 		char *a = addrs + i * (RDV_ADDR_MAX + 1);
 
-		memcpy(a, in + n + 2, alen);
+		wire_get(&r, a, alen);
 		a[alen] = '\0';
-		n += 2 + alen;
 	}
 	return 1;
 }
@@ -266,4 +278,28 @@ int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 void rdv_mesh_token(const uint8_t *secret, uint8_t *token)
 {
 	mac3(secret, "hvd-mesh", NULL, 0, NULL, 0, token);
+}
+
+void rdv_mesh_hello_encode(uint32_t rank, const uint8_t *token, uint8_t *out)
+{
+	struct wire_w w;
+
+	wire_w_fixed(&w, out, RDV_MESH_HELLO_LEN);
+	wire_put_u32(&w, rank);
+	wire_put(&w, token, RDV_MAC_LEN);
+}
+
+long rdv_mesh_hello_decode(const uint8_t *in, const uint8_t *token)
+{
+	struct wire_r r;
+	uint32_t rank;
+	const uint8_t *theirs;
+
+	wire_r_init(&r, in, RDV_MESH_HELLO_LEN);
+	rank = wire_get_u32(&r);
+	theirs = wire_view(&r, RDV_MAC_LEN);
+	if (theirs == NULL || !rdv_mac_equal(theirs, token) ||
+	    rank > RDV_MAX_SIZE)
+		return -1;
+	return (long)rank;
 }

@@ -19,7 +19,12 @@
  *                              worker_nonce the bytes before the mac)
  *
  * Integers are big-endian. addr is where the worker's transport listens,
- * "IP:PORT". The workers' mesh token is HMAC(secret, "hvd-mesh"). */
+ * "IP:PORT". The workers' mesh token is HMAC(secret, "hvd-mesh"); a
+ * worker that connects to a peer's transport (core/tcp.c) says first
+ *
+ *   worker -> peer    MESH     rank(4) token(32)
+ *
+ * and the peer closes a connection whose token is not the job's. */
 #ifndef HVD_PROTO_RENDEZVOUS_H
 #define HVD_PROTO_RENDEZVOUS_H
 
@@ -33,6 +38,7 @@
 #define RDV_MAC_LEN 32
 #define RDV_ADDR_MAX 255
 #define RDV_HELLO_LEN (4 + 1 + RDV_NONCE_LEN)
+#define RDV_MESH_HELLO_LEN (4 + RDV_MAC_LEN)
 #define RDV_MAX_SIZE (1 << 20)
 
 struct rdv_register {
@@ -78,5 +84,9 @@ int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 		     const uint8_t *worker_nonce, uint32_t size, char *addrs);
 
 void rdv_mesh_token(const uint8_t *secret, uint8_t *token);
+/* A worker's MESH message of RDV_MESH_HELLO_LEN bytes. */
+void rdv_mesh_hello_encode(uint32_t rank, const uint8_t *token, uint8_t *out);
+/* The rank a MESH message names, or -1 when its token is not token. */
+long rdv_mesh_hello_decode(const uint8_t *in, const uint8_t *token);
 
 #endif

@@ -34,6 +34,17 @@ load helper
 	[ "$ports" -gt 0 ] && [ "$ports" -lt 65536 ]
 }
 
+@test "MASTER_ADDR is rank 0's address on the interface the job uses" {
+	run "$HVDRUN" -np 2 -H localhost:2 --network-interface lo "$WORKERS/env.sh" MASTER_ADDR
+	assert_success
+	assert_line "[0]<stdout>:MASTER_ADDR=127.0.0.1"
+	assert_line "[1]<stdout>:MASTER_ADDR=127.0.0.1"
+	# An interface without an IPv4 address here: the host's name stays.
+	run "$HVDRUN" -np 1 -H localhost:1 --network-interface nosuchif0 "$WORKERS/env.sh" MASTER_ADDR
+	assert_success
+	assert_line "[0]<stdout>:MASTER_ADDR=localhost"
+}
+
 @test "-np below the slots starts exactly -np workers" {
 	run "$HVDRUN" -np 2 -H localhost:8 "$WORKERS/env.sh"
 	assert_success

@@ -125,10 +125,16 @@ assert_no_probe() {
 
 @test "--network-check: the job's workers get the routed interface" {
 	run rig_ns_exec "$HVDRUN" "${SSH[@]}" --network-check --network-check-timeout 0.5 \
-		-H ns1:1,ns2:1 sh -c 'echo "$(hostname) $HVD_NETWORK_INTERFACES $NCCL_SOCKET_IFNAME"'
+		-H ns1:1,ns2:1 sh -c 'echo "$(hostname) $HVD_NETWORK_INTERFACES $NCCL_SOCKET_IFNAME $MASTER_ADDR"'
 	assert_success
-	assert_line "[0]<stdout>:ns1 eth0 eth0"
-	assert_line "[1]<stdout>:ns2 eth0 eth0"
+	# MASTER_ADDR (torch's store): rank 0's address there, found on ns1.
+	assert_line "[0]<stdout>:ns1 eth0 eth0 10.251.0.11"
+	assert_line "[1]<stdout>:ns2 eth0 eth0 10.251.0.11"
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" --network-interface eth1 \
+		-H ns2:1,ns1:1 sh -c 'echo "$(hostname) $MASTER_ADDR"'
+	assert_success
+	assert_line "[0]<stdout>:ns2 10.252.2.1"
+	assert_line "[1]<stdout>:ns1 10.252.2.1"
 	assert_no_probe
 }
 

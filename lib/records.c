@@ -1,9 +1,11 @@
-/* proto.c: encoder and decoder of the agent protocol (proto.h). */
-#include "proto.h"
+/* records.c: the records of the agent and probe protocols (records.h),
+ * framed with proto/wire.h. */
+#include "records.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "../proto/wire.h"
 #include "util.h"
 
 void hl_buf_init(struct hl_buf *b)
@@ -39,16 +41,15 @@ int hl_buf_append(struct hl_buf *b, const void *data, size_t n)
 
 int hl_proto_put(struct hl_buf *b, char type, const void *data, size_t len)
 {
-	unsigned char hdr[5];
+	uint8_t hdr[HL_PROTO_HEAD];
+	struct wire_w w;
 	int rc;
 
 	if (len > HL_PROTO_MAX_RECORD)
 		return HL_EINVAL;
-	hdr[0] = (unsigned char)type;
-	hdr[1] = (unsigned char)(len >> 24);
-	hdr[2] = (unsigned char)(len >> 16);
-	hdr[3] = (unsigned char)(len >> 8);
-	hdr[4] = (unsigned char)len;
+	wire_w_fixed(&w, hdr, sizeof(hdr));
+	wire_put_u8(&w, (uint8_t)type);
+	wire_put_u32(&w, (uint32_t)len);
 	rc = hl_buf_append(b, hdr, sizeof(hdr));
 	if (rc == HL_OK && len > 0)
 		rc = hl_buf_append(b, data, len);
@@ -57,40 +58,44 @@ int hl_proto_put(struct hl_buf *b, char type, const void *data, size_t len)
 
 int hl_proto_put_signal(struct hl_buf *b, int sig)
 {
-	unsigned char v[4] = {(unsigned char)(sig >> 24),
-			      (unsigned char)(sig >> 16),
-			      (unsigned char)(sig >> 8), (unsigned char)sig};
+	uint8_t v[4];
+	struct wire_w w;
 
+	wire_w_fixed(&w, v, sizeof(v));
+	wire_put_i32(&w, sig);
 	return hl_proto_put(b, 'S', v, sizeof(v));
 }
 
 int hl_proto_signal_of(const char *data, size_t len)
 {
-	const unsigned char *v = (const unsigned char *)data;
+	struct wire_r r;
+	int32_t sig;
 
-	if (len != 4)
-		return -1;
-	return (int)((uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 |
-		     (uint32_t)v[2] << 8 | v[3]);
+	wire_r_init(&r, data, len);
+	sig = wire_get_i32(&r);
+	return wire_r_done(&r) && sig > 0 ? sig : HL_EPROTO;
 }
 
 int hl_proto_next(struct hl_buf *b, size_t *consumed, char *type,
 		  const char **data, size_t *len)
 {
-	const unsigned char *h = (const unsigned char *)b->p;
-	size_t n;
+	struct wire_r r;
+	uint8_t t;
+	uint32_t n;
 
-	if (b->len < 5)
+	wire_r_init(&r, b->p, b->len);
+	t = wire_get_u8(&r);
+	n = wire_get_u32(&r);
+	if (r.bad)
 		return 0;
-	n = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
 	if (n > HL_PROTO_MAX_RECORD)
 		return HL_EINVAL;
-	if (b->len < 5 + n)
+	if (wire_left(&r) < n)
 		return 0;
-	*type = (char)h[0];
-	*data = b->p + 5;
+	*type = (char)t;
+	*data = b->p + HL_PROTO_HEAD;
 	*len = n;
-	*consumed = 5 + n;
+	*consumed = HL_PROTO_HEAD + n;
 	return 1;
 }
 

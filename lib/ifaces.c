@@ -1,0 +1,92 @@
+/* ifaces.c: see ifaces.h. */
+#include "ifaces.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+int hl_ifaces(struct hl_iface **out, size_t *n)
+{
+	struct ifaddrs *ifs, *ifa;
+	struct hl_iface *v = NULL;
+	size_t k = 0, cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (getifaddrs(&ifs) != 0)
+		return HL_ESYS;
+	for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
+		int fam = ifa->ifa_addr ? ifa->ifa_addr->sa_family : -1;
+		const void *a;
+		struct hl_iface *x;
+
+		if (fam != AF_INET && fam != AF_INET6)
+			continue;
+		if (k == cap) {
+			struct hl_iface *nv;
+
+			cap = cap ? cap * 2 : 16;
+			nv = realloc(v, cap * sizeof(*v));
+			if (nv == NULL) {
+				free(v);
+				freeifaddrs(ifs);
+				return HL_ENOMEM;
+			}
+			v = nv;
+		}
+		x = &v[k++];
+		memset(x, 0, sizeof(*x));
+		snprintf(x->name, sizeof(x->name), "%s", ifa->ifa_name);
+		x->family = fam;
+		x->up = (ifa->ifa_flags & IFF_UP) != 0;
+		x->running = (ifa->ifa_flags & IFF_RUNNING) != 0;
+		x->loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
+		if (fam == AF_INET6) {
+			const struct in6_addr *a6 =
+				&((struct sockaddr_in6 *)(void *)ifa->ifa_addr)
+					 ->sin6_addr;
+
+			x->link_local = IN6_IS_ADDR_LINKLOCAL(a6);
+			a = a6;
+		} else {
+			a = &((struct sockaddr_in *)(void *)ifa->ifa_addr)
+				     ->sin_addr;
+		}
+		inet_ntop(fam, a, x->addr, sizeof(x->addr));
+	}
+	freeifaddrs(ifs);
+	*out = v;
+	*n = k;
+	return HL_OK;
+}
+
+int hl_iface_ipv4(const char *names, char *buf, size_t len)
+{
+	struct hl_iface *v;
+	size_t n, i;
+	const char *p;
+	int rc = hl_ifaces(&v, &n);
+
+	if (rc != HL_OK)
+		return rc;
+	rc = HL_ENOENT;
+	for (p = names; *p != '\0' && rc != HL_OK;) {
+		size_t k = strcspn(p, ",");
+
+		for (i = 0; i < n && rc != HL_OK; i++)
+			if (v[i].family == AF_INET && v[i].up &&
+			    strlen(v[i].name) == k &&
+			    strncmp(v[i].name, p, k) == 0) {
+				snprintf(buf, len, "%s", v[i].addr);
+				rc = HL_OK;
+			}
+		p += k;
+		p += *p == ',';
+	}
+	free(v);
+	return rc;
+}

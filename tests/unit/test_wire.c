@@ -1,0 +1,397 @@
+/* test_wire.c: the wire helper (proto/wire.h) and the decoders built on
+ * it, each called alone on a buffer: libhvd's control messages
+ * (core/control.c), the mesh hello (proto/rendezvous.c), the agent
+ * records (lib/records.c) and the probe's messages (lib/probe_msg.c). Every cut of a good message is refused, never
+ * read past; a bad value is refused, never used. */
+#include "../../proto/rendezvous.h"
+#include "../../proto/wire.h"
+#include "engine.h"
+#include "probe_msg.h"
+#include "records.h"
+#include "tap.h"
+#include "util.h"
+
+static void test_big_endian_round_trip(void)
+{
+	static const uint8_t want[] = {
+		0xab, 0x01, 0x02, 0x01, 0x02, 0x03, 0x04, 0x01, 0x02, 0x03,
+		0x04, 0x05, 0x06, 0x07, 0x08, 0xff, 0xff, 0xff, 0xfe, 0x00,
+		0x00, 0x00, 0x02, 'h',	'i',  0xff, 0xff, 0xff, 0xff};
+	struct wire_w w;
+	struct wire_r r;
+	char *s;
+
+	wire_w_init(&w, 1024);
+	wire_put_u8(&w, 0xab);
+	wire_put_u16(&w, 0x0102);
+	wire_put_u32(&w, 0x01020304);
+	wire_put_u64(&w, 0x0102030405060708ull);
+	wire_put_i32(&w, -2);
+	wire_put_str(&w, "hi");
+	wire_put_str(&w, NULL);
+	CHECK(!w.bad && w.len == sizeof(want));
+	CHECK(w.len == sizeof(want) && memcmp(w.p, want, sizeof(want)) == 0);
+	wire_put_f64(&w, -1.5e300);
+
+	wire_r_init(&r, w.p, w.len);
+	CHECK(wire_get_u8(&r) == 0xab);
+	CHECK(wire_get_u16(&r) == 0x0102);
+	CHECK(wire_get_u32(&r) == 0x01020304);
+	CHECK(wire_get_u64(&r) == 0x0102030405060708ull);
+	CHECK(wire_get_i32(&r) == -2);
+	s = wire_get_str(&r, 16);
+	CHECK_STR(s, "hi");
+	free(s);
+	CHECK(wire_get_str(&r, 16) == NULL && !r.bad);
+	CHECK(wire_get_f64(&r) == -1.5e300);
+	CHECK(wire_r_done(&r));
+	wire_w_free(&w);
+}
+
+static void test_writer_errors_are_sticky(void)
+{
+	uint8_t buf[6];
+	struct wire_w w;
+
+	wire_w_fixed(&w, buf, sizeof(buf));
+	wire_put_u32(&w, 1);
+	CHECK(!w.bad && w.len == 4);
+	wire_put_u32(&w, 2); /* does not fit */
+	CHECK(w.bad && w.len == 4);
+	wire_put_u8(&w, 3); /* would fit, but the writer is bad */
+	CHECK(w.bad && w.len == 4);
+	wire_w_free(&w); /* frees nothing of the caller's */
+
+	wire_w_init(&w, 10); /* a growing writer stops at its cap */
+	wire_put_u64(&w, 1);
+	wire_put_u16(&w, 2);
+	CHECK(!w.bad && w.len == 10);
+	wire_put_u8(&w, 3);
+	CHECK(w.bad && w.len == 10);
+	wire_w_free(&w);
+
+	wire_w_init(&w, 100);
+	wire_put_u32(&w, 0);
+	wire_patch_u32(&w, 0, 7);
+	CHECK(!w.bad && w.p[3] == 7);
+	wire_patch_u32(&w, 1, 7); /* past the end */
+	CHECK(w.bad);
+	wire_w_free(&w);
+}
+
+static void test_reader_errors_are_sticky(void)
+{
+	static const uint8_t two[] = {0, 0, 0, 2, 'a', 0};
+	static const uint8_t big[] = {0, 0, 0, 9, 'a', 'b'};
+	static const uint8_t many[] = {0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4};
+	struct wire_r r;
+
+	wire_r_init(&r, two, 3);
+	CHECK(wire_get_u32(&r) == 0 && r.bad);
+	CHECK(wire_get_u8(&r) == 0 && r.bad && wire_left(&r) == 0);
+	CHECK(!wire_r_done(&r));
+
+	wire_r_init(&r, two, sizeof(two)); /* a NUL inside a string */
+	CHECK(wire_get_str(&r, 16) == NULL && r.bad);
+	wire_r_init(&r, big, sizeof(big)); /* longer than the buffer */
+	CHECK(wire_get_str(&r, 16) == NULL && r.bad);
+	wire_r_init(&r, big, sizeof(big)); /* longer than its cap */
+	CHECK(wire_get_str(&r, 4) == NULL && r.bad);
+	wire_r_init(&r, many, sizeof(many)); /* more items than bytes */
+	CHECK(wire_get_count(&r, 1) == 0 && r.bad);
+	wire_r_init(&r, many, sizeof(many));
+	CHECK(wire_get_u32(&r) == 0x7fffffff && !wire_r_done(&r));
+}
+
+static struct hvd__resp resp(const char *name, uint8_t type, const char *err)
+{
+	struct hvd__resp x = {0};
+
+	x.name = strdup(name);
+	x.m.type = type;
+	x.m.dtype = HVD_FLOAT32;
+	x.m.op = HVD_AVERAGE;
+	x.m.root = -1;
+	x.m.count = 1ull << 40;
+	x.m.block = 3;
+	x.m.prescale = 0.5;
+	x.m.postscale = 0.25;
+	x.m.group = 0x1234567890abcdefull;
+	x.m.group_n = 2;
+	x.cache = 7;
+	x.error = err ? strdup(err) : NULL;
+	return x;
+}
+
+static void test_control_responses(void)
+{
+	struct hvd__resp v[2] = {resp("grad.0", HVD__REQ_ALLREDUCE, NULL),
+				 resp("w", HVD__REQ_ALLTOALL, "ranks 0 and 1")};
+	struct hvd__resp *got;
+	struct wire_w w;
+	size_t n, cut, refused = 0;
+
+	hvd__ctl_encode_responses(&w, v, 2);
+	CHECK(!w.bad);
+	CHECK(hvd__ctl_decode_responses(w.p, w.len, &got, &n) == HVD_OK);
+	CHECK(n == 2);
+	if (n == 2) {
+		CHECK_STR(got[0].name, "grad.0");
+		CHECK(got[0].error == NULL);
+		CHECK(hvd__meta_equal(&got[0].m, &v[0].m));
+		CHECK(got[0].m.prescale == 0.5 && got[0].m.postscale == 0.25);
+		CHECK(got[0].cache == 7);
+		CHECK_STR(got[1].error, "ranks 0 and 1");
+		CHECK(got[1].m.type == HVD__REQ_ALLTOALL);
+	}
+	hvd__resps_free(got, n);
+	/* Every cut, and one byte more, is refused; asan holds the reads. */
+	for (cut = 0; cut < w.len; cut++)
+		if (hvd__ctl_decode_responses(w.p, cut, &got, &n) ==
+			    HVD_EPROTO &&
+		    got == NULL && n == 0)
+			refused++;
+	CHECK(refused == w.len);
+	{
+		uint8_t *more = malloc(w.len + 1);
+
+		memcpy(more, w.p, w.len);
+		more[w.len] = 0;
+		CHECK(hvd__ctl_decode_responses(more, w.len + 1, &got, &n) ==
+		      HVD_EPROTO);
+		free(more);
+	}
+	/* A type no engine has is refused, not looked up. */
+	w.p[4 + 4 + strlen("grad.0")] = 0x7f;
+	CHECK(hvd__ctl_decode_responses(w.p, w.len, &got, &n) == HVD_EPROTO);
+	wire_w_free(&w);
+	free(v[0].name);
+	free(v[1].name);
+	free(v[1].error);
+}
+
+struct seen {
+	int n, rank;
+	char name[64];
+	struct hvd__meta m;
+};
+
+static void on_request(void *arg, const char *name, const struct hvd__meta *m,
+		       int rank)
+{
+	struct seen *s = arg;
+
+	s->n++;
+	s->rank = rank;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->m = *m;
+}
+
+static void test_control_requests(void)
+{
+	/* u32 1, str "t", meta: the requests message by hand. */
+	uint8_t msg[4 + 4 + 1 + 4 + 4 + 8 * 5 + 4];
+	struct wire_w w;
+	struct seen s = {0};
+
+	wire_w_fixed(&w, msg, sizeof(msg));
+	wire_put_u32(&w, 1);
+	wire_put_str(&w, "t");
+	wire_put_u8(&w, HVD__REQ_BROADCAST);
+	wire_put_u8(&w, HVD_INT16);
+	wire_put_u8(&w, HVD_SUM);
+	wire_put_u8(&w, 0);
+	wire_put_i32(&w, 3);
+	wire_put_u64(&w, 10);
+	wire_put_u64(&w, 1);
+	wire_put_f64(&w, 1.0);
+	wire_put_f64(&w, 1.0);
+	wire_put_u64(&w, 0);
+	wire_put_u32(&w, 0);
+	CHECK(!w.bad && w.len == sizeof(msg));
+	CHECK(hvd__ctl_decode_requests(msg, sizeof(msg), 2, on_request, &s) ==
+	      HVD_OK);
+	CHECK(s.n == 1 && s.rank == 2 && strcmp(s.name, "t") == 0);
+	CHECK(s.m.type == HVD__REQ_BROADCAST && s.m.root == 3 &&
+	      s.m.count == 10 && s.m.dtype == HVD_INT16);
+	s.n = 0;
+	CHECK(hvd__ctl_decode_requests(msg, sizeof(msg) - 1, 2, on_request,
+				       &s) == HVD_EPROTO);
+	CHECK(s.n == 0);
+	msg[4 + 4 + 1 + 2] = HVD_PRODUCT + 1; /* an op no engine has */
+	CHECK(hvd__ctl_decode_requests(msg, sizeof(msg), 2, on_request, &s) ==
+	      HVD_EPROTO);
+	CHECK(s.n == 0);
+}
+
+static void test_mesh_hello(void)
+{
+	uint8_t secret[RDV_SECRET_LEN] = {1}, token[RDV_MAC_LEN];
+	uint8_t other[RDV_MAC_LEN], hello[RDV_MESH_HELLO_LEN];
+
+	rdv_mesh_token(secret, token);
+	secret[0] = 2;
+	rdv_mesh_token(secret, other);
+	rdv_mesh_hello_encode(5, token, hello);
+	CHECK(hello[3] == 5);
+	CHECK(rdv_mesh_hello_decode(hello, token) == 5);
+	CHECK(rdv_mesh_hello_decode(hello, other) == -1);
+	hello[0] = 0x80; /* a rank no job has */
+	CHECK(rdv_mesh_hello_decode(hello, token) == -1);
+}
+
+static void test_agent_records(void)
+{
+	struct hl_buf b;
+	const char *data;
+	size_t len, used;
+	char type;
+
+	hl_buf_init(&b);
+	CHECK(hl_proto_put(&b, 'E', "A=1", 3) == HL_OK);
+	CHECK(hl_proto_put_signal(&b, 15) == HL_OK);
+	CHECK(b.len == 5 + 3 + 5 + 4);
+	CHECK(b.len > 4 && (uint8_t)b.p[0] == 'E' && b.p[4] == 3);
+	CHECK(hl_proto_next(&b, &used, &type, &data, &len) == 1);
+	CHECK(type == 'E' && len == 3 && memcmp(data, "A=1", 3) == 0);
+	hl_buf_consume(&b, used);
+	CHECK(hl_proto_next(&b, &used, &type, &data, &len) == 1);
+	CHECK(type == 'S' && hl_proto_signal_of(data, len) == 15);
+	CHECK(hl_proto_signal_of(data, len - 1) == HL_EPROTO);
+	b.len--; /* a record not complete yet */
+	CHECK(hl_proto_next(&b, &used, &type, &data, &len) == 0);
+	hl_buf_close(&b);
+	/* A length over the limit is refused before anything is read. */
+	CHECK(hl_buf_append(&b, "X\x7f\xff\xff\xff", 5) == HL_OK);
+	CHECK(hl_proto_next(&b, &used, &type, &data, &len) == HL_EINVAL);
+	hl_buf_close(&b);
+}
+
+/* The payload of the only record in b. */
+static bool only(struct hl_buf *b, char want, const char **data, size_t *len)
+{
+	size_t used;
+	char type;
+
+	return hl_proto_next(b, &used, &type, data, len) == 1 && type == want &&
+	       used == b->len;
+}
+
+static void test_probe_messages(void)
+{
+	static const char tok[] = "0123456789abcdef0123456789abcdef";
+	struct hl_pm_iface i = {"eth0", "10.1.2.3", false}, gi;
+	struct hl_pm_target t = {7, "fd00::1", 4000, ""}, gt;
+	struct hl_pm_result r = {7, false, 1500, "connection refused"}, gr;
+	struct hl_pm_gpu g;
+	struct hl_buf b;
+	const char *d;
+	size_t n;
+	int ms, port;
+
+	snprintf(t.token, sizeof(t.token), "%s", tok);
+	hl_buf_init(&b);
+	CHECK(hl_pm_put_iface(&b, &i) == HL_OK && only(&b, 'I', &d, &n));
+	CHECK(n == strlen("eth0\t10.1.2.3\t-") &&
+	      memcmp(d, "eth0\t10.1.2.3\t-", n) == 0);
+	CHECK(hl_pm_iface(d, n, &gi) == HL_OK);
+	CHECK_STR(gi.ifname, "eth0");
+	CHECK_STR(gi.addr, "10.1.2.3");
+	CHECK(!gi.loopback);
+	CHECK(hl_pm_iface(d, n - 2, &gi) == HL_EPROTO); /* a field short */
+	CHECK(hl_pm_iface("eth0\tnot-an-ip\tL", 17, &gi) == HL_EPROTO);
+	hl_buf_close(&b);
+
+	CHECK(hl_pm_put_target(&b, &t) == HL_OK && only(&b, 'T', &d, &n));
+	CHECK(hl_pm_target(d, n, &gt) == HL_OK);
+	CHECK(gt.id == 7 && gt.port == 4000 &&
+	      strcmp(gt.addr, "fd00::1") == 0 && strcmp(gt.token, tok) == 0);
+	CHECK(hl_pm_target(d, n - 1, &gt) == HL_EPROTO); /* token short */
+	hl_buf_close(&b);
+	t.port = 0; /* encoded, refused when read */
+	CHECK(hl_pm_put_target(&b, &t) == HL_OK && only(&b, 'T', &d, &n));
+	CHECK(hl_pm_target(d, n, &gt) == HL_EPROTO);
+	hl_buf_close(&b);
+
+	CHECK(hl_pm_put_result(&b, &r) == HL_OK && only(&b, 'C', &d, &n));
+	CHECK(hl_pm_result(d, n, &gr) == HL_OK);
+	CHECK(gr.id == 7 && !gr.ok && gr.us == 1500);
+	CHECK_STR(gr.error, "connection refused");
+	CHECK(hl_pm_result("7\t2\t1\t", 7, &gr) == HL_EPROTO);
+	hl_buf_close(&b);
+
+	CHECK(hl_pm_put_go(&b, 2500) == HL_OK && only(&b, 'G', &d, &n));
+	CHECK(hl_pm_go(d, n, &ms) == HL_OK && ms == 2500);
+	CHECK(hl_pm_go("0", 1, &ms) == HL_EPROTO);
+	CHECK(hl_pm_go("600001", 6, &ms) == HL_EPROTO);
+	hl_buf_close(&b);
+	CHECK(hl_pm_put_port(&b, 22) == HL_OK && only(&b, 'P', &d, &n));
+	CHECK(hl_pm_port(d, n, &port) == HL_OK && port == 22);
+	CHECK(hl_pm_port("65536", 5, &port) == HL_EPROTO);
+	CHECK(hl_pm_token(tok, 32, t.token) == HL_OK);
+	CHECK(hl_pm_token("0123456789ABCDEF0123456789abcdef", 32, t.token) ==
+	      HL_EPROTO);
+	hl_buf_close(&b);
+
+	/* A field with a tab would shift every later one: refused. */
+	snprintf(i.ifname, sizeof(i.ifname), "a\tb");
+	CHECK(hl_pm_put_iface(&b, &i) == HL_EINVAL && b.len == 0);
+
+	CHECK(hl_pm_gpu("1\tNVIDIA H100 80GB HBM3\t85520809984", &g) == HL_OK);
+	CHECK(g.index == 1 && g.mem_bytes == 85520809984ull);
+	CHECK_STR(g.name, "NVIDIA H100 80GB HBM3");
+	CHECK(hl_pm_gpu("1\tx", &g) == HL_EPROTO);
+	CHECK(hl_pm_gpu("1\tx\t12MiB", &g) == HL_EPROTO);
+	hl_buf_close(&b);
+}
+
+static void test_probe_gpu_facts(void)
+{
+	struct hl_gpuinfo gi = {0};
+	struct hl_gpu one = {"A\tB", 1024};
+	struct hl_strvec facts;
+	struct hl_pm_gpu g;
+	struct hl_buf b;
+	const char *d;
+	size_t n, used;
+	char type;
+
+	gi.driver = "550.1";
+	gi.ngpus = 1;
+	gi.gpus = &one;
+	gi.cuda_devices = -1;
+	gi.nccl = 22707;
+	hl_strvec_init(&gi.notes);
+	hl_strvec_init(&facts);
+	hl_buf_init(&b);
+	CHECK(hl_pm_put_gpuinfo(&b, &gi) == HL_OK);
+	while (hl_proto_next(&b, &used, &type, &d, &n) == 1) {
+		CHECK(type == 'U');
+		hl_strvec_push_owned(&facts, hl_strndup(d, n));
+		hl_buf_consume(&b, used);
+	}
+	CHECK(facts.n == 3);
+	CHECK_STR(hl_pm_gpu_fact(&facts, "driver"), "550.1");
+	CHECK_STR(hl_pm_gpu_fact(&facts, "nccl"), "22707");
+	CHECK(hl_pm_gpu_fact(&facts, "cuda_devices") == NULL);
+	/* A device name with a tab keeps what comes before it. */
+	CHECK(hl_pm_gpu(hl_pm_gpu_fact(&facts, "gpu"), &g) == HL_OK);
+	CHECK(g.index == 0 && g.mem_bytes == 1024);
+	CHECK_STR(g.name, "A");
+	hl_strvec_close(&facts);
+	hl_buf_close(&b);
+}
+
+int main(void)
+{
+	RUN(test_big_endian_round_trip);
+	RUN(test_writer_errors_are_sticky);
+	RUN(test_reader_errors_are_sticky);
+	RUN(test_control_responses);
+	RUN(test_control_requests);
+	RUN(test_mesh_hello);
+	RUN(test_agent_records);
+	RUN(test_probe_messages);
+	RUN(test_probe_gpu_facts);
+	return tap_done();
+}
