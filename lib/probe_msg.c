@@ -112,13 +112,19 @@ int hl_pm_put_text(struct hl_buf *b, char type, const char *s)
 	return s ? put_fields(b, type, &s, 1) : hl_proto_put(b, type, NULL, 0);
 }
 
+/* A record whose payload is the number v. */
+static int put_number(struct hl_buf *b, char type, int v)
+{
+	char t[16];
+	const char *f[] = {t};
+
+	snprintf(t, sizeof(t), "%d", v);
+	return put_fields(b, type, f, 1);
+}
+
 int hl_pm_put_port(struct hl_buf *b, int port)
 {
-	char v[16];
-	const char *f[] = {v};
-
-	snprintf(v, sizeof(v), "%d", port);
-	return put_fields(b, 'P', f, 1);
+	return put_number(b, 'P', port);
 }
 
 int hl_pm_port(const char *d, size_t n, int *port)
@@ -277,11 +283,7 @@ int hl_pm_target(const char *d, size_t n, struct hl_pm_target *t)
 
 int hl_pm_put_go(struct hl_buf *b, int timeout_ms)
 {
-	char v[16];
-	const char *f[] = {v};
-
-	snprintf(v, sizeof(v), "%d", timeout_ms);
-	return put_fields(b, 'G', f, 1);
+	return put_number(b, 'G', timeout_ms);
 }
 
 int hl_pm_go(const char *d, size_t n, int *timeout_ms)
