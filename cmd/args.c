@@ -1,8 +1,9 @@
-/* args.c: hvdrun's command line. The long options are generated from the
- * option table of lib/opts.c, so the command line and the config file
- * cannot drift apart; only the options that are not settings (-x, --help,
- * ...) are listed here. Single-dash long options (-np) work as in
- * horovodrun; option parsing stops at the command. */
+/* args.c: hvdrun's command line and its --help. The long options and
+ * their help are generated from the option table of lib/opts.c, so the
+ * command line, --help and the config file cannot drift apart; only the
+ * options that are not settings (-x, --help, ...) and the short names are
+ * listed here. Single-dash long options (-np) work as in horovodrun;
+ * option parsing stops at the command. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,100 @@ static const struct option extra_options[] = {
 };
 
 #define NEXTRA (sizeof(extra_options) / sizeof(extra_options[0]))
+
+/* Short names of settings, as horovodrun and mpirun spell them. */
+static const struct {
+	const char *name;
+	enum hl_key key;
+} short_names[] = {
+	{"-np", HL_K_NP},
+	{"-H", HL_K_HOSTS},
+	{"-p", HL_K_SSH_PORT},
+	{"-i", HL_K_SSH_IDENTITY},
+};
+
+/* The options that are not settings, with their --help lines, shown
+ * under their section. */
+static const struct {
+	const char *section;
+	const char *left;
+	const char *help;
+} extra_help[] = {
+	{"job", "--config-file FILE", "read options from an INI file"},
+	{"job", "--dry-run", "print the rank plan, start nothing"},
+	{"job", "--json", "hvdrun check: the report as JSON"},
+	{"job", "-h, --help  --version", NULL},
+	{"env", "-x VAR[=VALUE]", "set or forward a variable (repeatable)"},
+};
+
+#define HELP_COL 30
+
+static void help_line(const char *left, const char *help, const char *def)
+{
+	int n = printf("  %s", left);
+
+	if (help == NULL) {
+		putchar('\n');
+		return;
+	}
+	if (n > HELP_COL - 2) {
+		putchar('\n');
+		n = 0;
+	}
+	printf("%*s%s", HELP_COL - n, "", help);
+	if (def != NULL)
+		printf(" (default %s)", def);
+	putchar('\n');
+}
+
+static void key_help(enum hl_key k)
+{
+	const struct hl_keyinfo *ki = &hl_keys[k];
+	char left[96], argbuf[64], defbuf[64];
+	const char *arg = hl_key_arg(k, argbuf, sizeof(argbuf));
+	const char *def = hl_key_default(k, defbuf, sizeof(defbuf));
+	size_t i;
+	int off = 0;
+
+	for (i = 0; i < sizeof(short_names) / sizeof(*short_names); i++)
+		if (short_names[i].key == k)
+			off = snprintf(left, sizeof(left), "%s, ",
+				       short_names[i].name);
+	snprintf(left + off, sizeof(left) - (size_t)off, "--%s%s%s",
+		 ki->longopt, *arg ? " " : "", arg);
+	/* A flag's default is its opposite. */
+	help_line(left, ki->help, ki->flag != NULL ? NULL : def);
+}
+
+void cmd_usage(void)
+{
+	size_t s, i, k;
+
+	fputs("Usage: hvdrun [options] command [args...]\n"
+	      "       hvdrun check [options] [--json]\n"
+	      "Run command as a data-parallel job, one worker per slot; or check the\n"
+	      "hosts: SSH, the interfaces that route between them, GPUs.\n"
+	      "Each group is a section of the config file (hvdrun.ini(5)).\n",
+	      stdout);
+	for (s = 0; hl_sections[s].name != NULL; s++) {
+		printf("%s [%s]:\n", hl_sections[s].title, hl_sections[s].name);
+		for (i = 0; i < sizeof(extra_help) / sizeof(*extra_help); i++)
+			if (strcmp(extra_help[i].section,
+				   hl_sections[s].name) == 0)
+				help_line(extra_help[i].left,
+					  extra_help[i].help, NULL);
+		for (k = 0; k < HL_K_COUNT; k++)
+			if (hl_keys[k].longopt != NULL &&
+			    strcmp(hl_keys[k].section, hl_sections[s].name) ==
+				    0)
+				key_help((enum hl_key)k);
+	}
+	fputs("Exit status: the first failing worker's code (128+N for signal N),\n"
+	      "2 for bad usage, 125 if the job could not start (a host down, a key\n"
+	      "refused), 126/127 if the command cannot be executed / was not found;\n"
+	      "hvdrun check: 1 if a host is not usable. See hvdrun(1).\n",
+	      stdout);
+}
 
 static int set_key(enum hl_key k, const char *value, char **cause)
 {

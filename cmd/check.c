@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "gpucheck.h"
+#include "host_source.h"
 #include "hosts.h"
 #include "hvdrun.h"
-#include "launch.h"
 #include "netcheck.h"
 #include "probe_msg.h"
 
@@ -34,32 +34,6 @@ static const char *name_of(const struct hl_netcheck *nc, size_t i)
 	return nc->h[i].host->name;
 }
 
-/* Whether host i reached any address of interface ifname on host j. */
-static bool reached(const struct hl_netcheck *nc, size_t i, size_t j,
-		    const char *ifname)
-{
-	size_t p;
-
-	for (p = 0; p < nc->npairs; p++) {
-		const struct hl_nc_pair *q = &nc->pairs[p];
-
-		if (q->from == i && q->to == j && q->ok &&
-		    strcmp(hl_nc_pair_ifname(nc, q), ifname) == 0)
-			return true;
-	}
-	return false;
-}
-
-static bool tested(const struct hl_netcheck *nc, size_t i, size_t j)
-{
-	size_t p;
-
-	for (p = 0; p < nc->npairs; p++)
-		if (nc->pairs[p].from == i && nc->pairs[p].to == j)
-			return true;
-	return false;
-}
-
 static int width(const struct hl_netcheck *nc)
 {
 	size_t i;
@@ -83,11 +57,11 @@ static int gpu_count(const struct hl_nc_host *h)
 
 static void print_gpus(const struct hl_nc_host *h, int w)
 {
-	const char *drv = hl_nc_gpu_fact(h, "driver"),
-		   *rt = hl_nc_gpu_fact(h, "cuda_runtime"),
-		   *cd = hl_nc_gpu_fact(h, "cuda_driver"),
-		   *ce = hl_nc_gpu_fact(h, "cuda_error"),
-		   *nccl = hl_nc_gpu_fact(h, "nccl");
+	const char *drv = hl_pm_gpu_fact(&h->gpu, "driver"),
+		   *rt = hl_pm_gpu_fact(&h->gpu, "cuda_runtime"),
+		   *cd = hl_pm_gpu_fact(&h->gpu, "cuda_driver"),
+		   *ce = hl_pm_gpu_fact(&h->gpu, "cuda_error"),
+		   *nccl = hl_pm_gpu_fact(&h->gpu, "nccl");
 	char v[32];
 	size_t i;
 	int n = gpu_count(h);
@@ -171,7 +145,7 @@ static void print_table(const struct hl_netcheck *nc)
 				if (j == i || !nc->h[j].probed)
 					continue;
 				nother++;
-				if (reached(nc, j, i, ifn)) {
+				if (hl_nc_reached(nc, j, i, ifn)) {
 					size_t off = strlen(by);
 
 					snprintf(by + off, sizeof(by) - off,
@@ -219,7 +193,8 @@ static void print_table(const struct hl_netcheck *nc)
 					snprintf(cell, sizeof(cell), "-");
 				} else {
 					for (k = 0; k < nc->h[j].ifaces.n; k++)
-						if (reached(nc, i, j,
+						if (hl_nc_reached(
+							    nc, i, j,
 							    nc->h[j].ifaces
 								    .v[k]))
 							off += (size_t)snprintf(
@@ -232,7 +207,7 @@ static void print_table(const struct hl_netcheck *nc)
 									.v[k]);
 					if (off == 0)
 						snprintf(cell, sizeof(cell),
-							 tested(nc, i, j)
+							 hl_nc_tested(nc, i, j)
 								 ? "NONE"
 								 : "?");
 				}
@@ -287,7 +262,7 @@ static void json_gpus(const struct hl_nc_host *h)
 
 	printf("{");
 	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-		const char *f = hl_nc_gpu_fact(h, keys[k]);
+		const char *f = hl_pm_gpu_fact(&h->gpu, keys[k]);
 
 		printf("\"%s\":", keys[k]);
 		if (f != NULL && !strcmp(keys[k], "cuda_runtime")) {
@@ -376,7 +351,7 @@ static void print_json(const struct hl_netcheck *nc)
 			first = true;
 			for (a = 0; a < nc->n; a++)
 				if (a != i &&
-				    reached(nc, a, i, h->ifaces.v[k])) {
+				    hl_nc_reached(nc, a, i, h->ifaces.v[k])) {
 					printf("%s", first ? "" : ",");
 					jstr(name_of(nc, a));
 					first = false;
@@ -415,7 +390,7 @@ static void print_json(const struct hl_netcheck *nc)
 	printf("]}\n");
 }
 
-void cmd_check_print(const struct hl_netcheck *nc, bool json)
+static void print_report(const struct hl_netcheck *nc, bool json)
 {
 	if (json)
 		print_json(nc);
@@ -424,44 +399,46 @@ void cmd_check_print(const struct hl_netcheck *nc, bool json)
 	fflush(stdout);
 }
 
-int cmd_check(int *code, char **cause)
+static int check(int *code, char **cause)
 {
 	struct hl_opts *o = &cmd_args.opts;
 	struct hl_hostlist hosts;
-	struct hl_ssh_opts so;
+	struct hl_ssh_opts so = {0};
 	struct hl_netcheck nc;
 	struct progress pr = {.tty = isatty(2) && !cmd_args.json};
-	size_t i;
 	int rc;
 
 	hl_hostlist_init(&hosts);
 	/* Without hosts: this machine. */
-	if (!o->v[HL_K_HOSTS].set && !o->v[HL_K_HOSTFILE].set &&
-	    !o->v[HL_K_NP].set)
-		rc = hl_hosts_parse_list("localhost", &hosts, cause);
-	else
-		rc = cmd_load_hosts(&hosts, cause);
+	rc = hl_hosts_for_job(o, cmd_args.from_cli, cmd_args.config_file,
+			      "localhost", &hosts, cause);
 	if (rc == HL_OK) {
-		for (i = 0; i < hosts.warnings.n; i++)
-			fprintf(stderr, "hvdrun: warning: %s\n",
-				hosts.warnings.v[i]);
-		rc = cmd_ssh_opts(&so, cause);
+		cmd_warnings(&hosts.warnings);
+		rc = hl_ssh_opts_from(&so, o, cause);
 	}
-	if (rc != HL_OK) {
-		hl_hostlist_close(&hosts);
-		return rc;
-	}
-	rc = hl_netcheck_run(&nc, &hosts, NULL, &so,
-			     (int)(o->v[HL_K_NETWORK_TIMEOUT].d * 1000),
-			     on_progress, &pr, cause);
+	if (rc == HL_OK)
+		rc = hl_netcheck_run(&nc, &hosts, NULL, &so,
+				     (int)(o->v[HL_K_NETWORK_TIMEOUT].d * 1000),
+				     on_progress, &pr, cause);
 	if (pr.shown)
 		fputs("\r\033[K", stderr);
 	if (rc == HL_OK) {
-		cmd_check_print(&nc, cmd_args.json);
+		print_report(&nc, cmd_args.json);
 		*code = nc.nusable == nc.n ? 0 : 1;
 		hl_netcheck_close(&nc);
 	}
-	free((char *)so.config_file);
+	hl_ssh_opts_close(&so);
 	hl_hostlist_close(&hosts);
 	return rc;
+}
+
+int cmd_check_main(int argc, char **argv)
+{
+	char *cause = NULL;
+	int code = 0, rc;
+
+	if (!cmd_options(argc, argv, true, &code))
+		return code;
+	rc = check(&code, &cause);
+	return cmd_finish(rc, cause, code);
 }

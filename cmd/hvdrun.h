@@ -1,5 +1,6 @@
-/* hvdrun.h: what the files of cmd/ share: the parsed command line and the
- * exit codes hvdrun documents (man hvdrun(1), EXIT STATUS). */
+/* hvdrun.h: what the files of cmd/ share: the commands of the table in
+ * main.c, the parsed command line, and the exit codes hvdrun documents
+ * (man hvdrun(1), EXIT STATUS). Only cmd/ prints; lib/ returns. */
 #ifndef HVDRUN_H
 #define HVDRUN_H
 
@@ -29,22 +30,30 @@ struct cmd_args {
 
 extern struct cmd_args cmd_args;
 
+/* The commands (main.c's table). Each gets argv from its own name on and
+ * returns hvdrun's exit status. */
+int cmd_run_main(int argc, char **argv);       /* run.c: the job */
+int cmd_check_main(int argc, char **argv);     /* check.c: the preflight */
+int cmd_agent_main(int argc, char **argv);     /* agent.c: --agent */
+int cmd_free_port_main(int argc, char **argv); /* free_port.c */
+int cmd_probe_main(int argc, char **argv);     /* probe.c: --probe */
+
+/* Parse the command line, then the config file, then the defaults into
+ * cmd_args; print --help or --version. True: go on; false: hvdrun exits
+ * with *code. */
+bool cmd_options(int argc, char **argv, bool check, int *code);
+/* The end of a command: frees the options, and on an error prints cause
+ * and returns the exit code that stands for rc. */
+int cmd_finish(int rc, char *cause, int code);
+/* A host's own error, on a host hvdrun started a hidden mode on:
+ * "hvdrun: on HOST: cause"; the channel carries it back. */
+void cmd_remote_error(const char *cause);
+/* Print a lib/ warning list. */
+struct hl_strvec;
+void cmd_warnings(const struct hl_strvec *w);
+
 /* Parse argv into cmd_args. 0, or HL_EINVAL with *cause set. */
 int cmd_parse_args(int argc, char **argv, char **cause);
 void cmd_usage(void);
-
-struct hl_hostlist;
-struct hl_ssh_opts;
-/* The host list: -H or --hostfile, else the config file's, else
- * localhost with -np slots. */
-int cmd_load_hosts(struct hl_hostlist *hosts, char **cause);
-/* The SSH side of the options; the agent is this very binary. Free
- * so->config_file after use. */
-int cmd_ssh_opts(struct hl_ssh_opts *so, char **cause);
-/* `hvdrun check`: sets *code (0: every host usable, 1: not). */
-int cmd_check(int *code, char **cause);
-/* Print a check's report for people (stdout) or as JSON. */
-struct hl_netcheck;
-void cmd_check_print(const struct hl_netcheck *nc, bool json);
 
 #endif

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +15,6 @@
 
 #include "bind.h"
 #include "env.h"
-#include "ifaces.h"
-#include "launch.h"
 #include "proc.h"
 #include "records.h"
 
@@ -28,22 +25,6 @@ struct job {
 	struct hl_strvec env;
 	struct hl_strvec argv;
 };
-
-static void agent_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static void agent_error(const char *fmt, ...)
-{
-	char host[256] = "?";
-	va_list ap;
-
-	gethostname(host, sizeof(host));
-	fprintf(stderr, "hvdrun: on %s: ", host);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 /* Read records until 'G'. Records after it stay in b. */
 static int read_job(struct hl_buf *b, struct job *j)
@@ -137,10 +118,18 @@ static void end_family(pid_t pgid, int first_sig)
 		;
 }
 
-static pid_t start_worker(const struct job *j, const char *path)
+/* Fork and exec the worker. An exec failure comes back as its errno on
+ * a close-on-exec pipe: *exec_errno, 0 when the worker runs. */
+static pid_t start_worker(const struct job *j, const char *path,
+			  int *exec_errno)
 {
-	pid_t pid = fork();
+	int ep[2], e = 0;
+	pid_t pid;
 
+	*exec_errno = 0;
+	if (pipe2(ep, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
 	if (pid == 0) {
 		sigset_t none;
 		int null_fd = open("/dev/null", O_RDONLY);
@@ -148,18 +137,24 @@ static pid_t start_worker(const struct job *j, const char *path)
 		setpgid(0, 0);
 		if (null_fd >= 0)
 			dup2(null_fd, 0);
-		close_range(3, ~0U, 0);
+		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 		signal(SIGPIPE, SIG_DFL);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		hl_bind_worker(j->env.v);
 		execve(path, j->argv.v, j->env.v);
-		agent_error("cannot execute '%s': %s", j->argv.v[0],
-			    strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
+		e = errno;
+		(void)!write(ep[1], &e, sizeof(e));
+		_exit(e == ENOENT ? 127 : 126);
 	}
-	if (pid > 0)
+	close(ep[1]);
+	if (pid > 0) {
 		setpgid(pid, pid);
+		while (read(ep[0], &e, sizeof(e)) < 0 && errno == EINTR)
+			;
+		*exec_errno = e;
+	}
+	close(ep[0]);
 	return pid;
 }
 
@@ -234,33 +229,34 @@ static int supervise_worker(pid_t pid, struct hl_buf *b, int sfd)
 	return status;
 }
 
-int hl_agent_main(void)
+int hl_agent_run(char **cause)
 {
 	struct job j = {0};
 	struct hl_buf b;
 	sigset_t mask;
-	char *path = NULL, *cause = NULL;
+	char *path = NULL;
 	pid_t pid;
-	int rc, sfd, code;
+	int rc, sfd, code, exec_errno;
 
 	hl_buf_init(&b);
 	hl_strvec_init(&j.env);
 	hl_strvec_init(&j.argv);
 	if (read_job(&b, &j) != HL_OK) {
-		agent_error("incomplete start request from hvdrun");
+		hl_fail(cause, HL_EPROTO,
+			"incomplete start request from hvdrun");
 		code = 125;
 		goto out;
 	}
 	if (j.cwd != NULL && chdir(j.cwd) != 0) {
-		agent_error("cannot use the working directory '%s': %s", j.cwd,
-			    strerror(errno));
+		hl_fail(cause, HL_ESYS,
+			"cannot use the working directory '%s': %s", j.cwd,
+			strerror(errno));
 		code = 125;
 		goto out;
 	}
 	rc = hl_resolve_command(j.argv.v[0], env_get(&j.env, "PATH"), &path,
-				&cause);
+				cause);
 	if (rc != HL_OK) {
-		agent_error("%s", cause);
 		code = rc == HL_ENOENT ? 127 : 126;
 		goto out;
 	}
@@ -271,37 +267,27 @@ int hl_agent_main(void)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	/* sshd may close the channel under us: never die of SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
-	pid = start_worker(&j, path);
+	pid = start_worker(&j, path, &exec_errno);
 	if (pid < 0) {
-		agent_error("fork: %s", strerror(errno));
+		hl_fail(cause, HL_ESYS, "fork: %s", strerror(errno));
 		code = 125;
+		goto out;
+	}
+	if (exec_errno != 0) {
+		hl_fail(cause, HL_ENOEXEC, "cannot execute '%s': %s",
+			j.argv.v[0], strerror(exec_errno));
+		waitpid(pid, NULL, 0);
+		code = exec_errno == ENOENT ? 127 : 126;
+		close(sfd);
 		goto out;
 	}
 	code = exit_like(supervise_worker(pid, &b, sfd));
 	close(sfd);
 out:
 	free(path);
-	free(cause);
 	free(j.cwd);
 	hl_strvec_close(&j.env);
 	hl_strvec_close(&j.argv);
 	hl_buf_close(&b);
 	return code;
-}
-
-int hl_agent_free_port_main(const char *ifnames)
-{
-	char *cause = NULL, addr[INET_ADDRSTRLEN] = "";
-	int port;
-
-	if (hl_free_port(&port, &cause) != HL_OK) {
-		agent_error("%s", cause);
-		free(cause);
-		return 125;
-	}
-	if (ifnames != NULL &&
-	    hl_iface_ipv4(ifnames, addr, sizeof(addr)) != HL_OK)
-		addr[0] = '\0';
-	printf("%d%s%s\n", port, *addr ? " " : "", addr);
-	return 0;
 }

@@ -8,11 +8,9 @@
 #ifndef HL_AGENT_H
 #define HL_AGENT_H
 
-/* Run the agent on stdin/stdout/stderr; returns the exit status. */
-int hl_agent_main(void);
-/* `hvdrun --free-port [NAME[,NAME...]]`: print a TCP port free on this
- * host, and after a space the IPv4 address of the first named interface
- * that has one (MASTER_ADDR for torch), if any. */
-int hl_agent_free_port_main(const char *ifnames);
+/* Run the agent on stdin/stdout/stderr; returns the exit status. When
+ * the agent itself fails (a bad start request, the folder, the command),
+ * *cause says why in one line. */
+int hl_agent_run(char **cause);
 
 #endif

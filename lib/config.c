@@ -83,10 +83,9 @@ static void check_section(struct cfg_ctx *c, const char *line)
 	memcpy(name, line + 1, n);
 	name[n] = '\0';
 	if (!hl_opts_section_known(name))
-		cfg_error(
-			c, HL_EINVAL,
-			"%s:%d: unknown section '[%s]' (want job, env, tuning, timeline, stall_check, logging or ssh)",
-			c->path, c->lineno, name);
+		cfg_error(c, HL_EINVAL,
+			  "%s:%d: unknown section '[%s]' (want %s)", c->path,
+			  c->lineno, name, hl_opts_section_list());
 }
 
 static char *cfg_reader(char *str, int num, void *stream)

@@ -9,7 +9,7 @@
 
 #include "env.h"
 #include "hosts.h"
-#include "launch.h"
+#include "ssh_opts.h"
 #include "plan.h"
 
 /* mpirun's argv into out. if_include: interface names or CIDR blocks

@@ -1,5 +1,6 @@
-/* opts.c: the option table and the one setter shared by the command line
- * and the config file. */
+/* opts.c: the one setter of a setting, shared by the command line and
+ * the config file, its checks and messages, defaults and export; the
+ * table itself is opts_table.c. */
 #include "opts.h"
 
 #include <stdio.h>
@@ -8,133 +9,6 @@
 
 #include "../proto/worker_env.h"
 #include "hosts.h"
-
-static const char *const host_key_policies[] = {"yes", "accept-new", "no",
-						NULL};
-
-/* Keep man/hvdrun.1, man/hvdrun.ini.5 and config/hvdrun.ini in step. A
- * key that becomes a worker variable takes its range, choices and default
- * from the worker environment's contract (proto/worker_env.h): here they
- * are left 0 and NULL. */
-const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
-	[HL_K_NP] = {"job", "np", "num-proc", NULL, HL_T_INT, 1, 1 << 20, NULL,
-		     NULL, NULL, HL_X_NONE, "number of workers"},
-	[HL_K_HOSTS] = {"job", "hosts", "hosts", NULL, HL_T_HOSTS, 0, 0, NULL,
-			NULL, NULL, HL_X_NONE, "host[:slots],..."},
-	[HL_K_HOSTFILE] = {"job", "hostfile", "hostfile", NULL, HL_T_PATH, 0, 0,
-			   NULL, NULL, NULL, HL_X_NONE,
-			   "file of 'host slots=N' lines"},
-	[HL_K_OUTPUT_FILENAME] = {"job", "output_filename", "output-filename",
-				  NULL, HL_T_STRING, 0, 0, NULL, NULL, NULL,
-				  HL_X_NONE,
-				  "also write DIR/rank.N/stdout and stderr"},
-	[HL_K_PREFIX_TIMESTAMP] = {"job", "prefix_output_with_timestamp",
-				   "prefix-output-with-timestamp", "true",
-				   HL_T_BOOL, 0, 0, NULL, "false", NULL,
-				   HL_X_NONE, "timestamp every output line"},
-	[HL_K_VERBOSE] = {"job", "verbose", "verbose", "true", HL_T_BOOL, 0, 0,
-			  NULL, "false", NULL, HL_X_NONE,
-			  "say what hvdrun does"},
-	[HL_K_START_TIMEOUT] = {"job", "start_timeout", "start-timeout", NULL,
-				HL_T_INT, 0, 0, NULL, NULL, "HVD_START_TIMEOUT",
-				HL_X_NONE, "seconds to start every worker"},
-	[HL_K_BIND_TO] = {"job", "bind_to", "bind-to", NULL, HL_T_ENUM, 0, 0,
-			  NULL, NULL, "HVD_BIND_TO", HL_X_VALUE,
-			  "core: a share of the CPUs for each local rank"},
-	[HL_K_FUSION_THRESHOLD_MB] = {"tuning", "fusion_threshold_mb",
-				      "fusion-threshold-mb", NULL, HL_T_INT, 0,
-				      0, NULL, NULL, "HOROVOD_FUSION_THRESHOLD",
-				      HL_X_MIB, "fusion buffer size in MiB"},
-	[HL_K_CYCLE_TIME_MS] = {"tuning", "cycle_time_ms", "cycle-time-ms",
-				NULL, HL_T_DOUBLE, 0, 0, NULL, NULL,
-				"HOROVOD_CYCLE_TIME", HL_X_VALUE,
-				"background cycle in milliseconds"},
-	[HL_K_CACHE_CAPACITY] = {"tuning", "cache_capacity", "cache-capacity",
-				 NULL, HL_T_INT, 0, 0, NULL, NULL,
-				 "HOROVOD_CACHE_CAPACITY", HL_X_VALUE,
-				 "response cache entries"},
-	[HL_K_HIERARCHICAL_ALLREDUCE] =
-		{"tuning", "hierarchical_allreduce", "hierarchical-allreduce",
-		 "true", HL_T_BOOL, 0, 0, NULL, NULL,
-		 "HOROVOD_HIERARCHICAL_ALLREDUCE", HL_X_BOOL,
-		 "GPU allreduce within hosts, then across"},
-	[HL_K_TIMELINE_FILENAME] = {"timeline", "filename", "timeline-filename",
-				    NULL, HL_T_STRING, 0, 0, NULL, NULL,
-				    "HOROVOD_TIMELINE", HL_X_VALUE,
-				    "write a Chrome trace to FILE"},
-	[HL_K_TIMELINE_MARK_CYCLES] = {"timeline", "mark_cycles",
-				       "timeline-mark-cycles", "true",
-				       HL_T_BOOL, 0, 0, NULL, NULL,
-				       "HOROVOD_TIMELINE_MARK_CYCLES",
-				       HL_X_BOOL,
-				       "mark cycles in the timeline"},
-	[HL_K_STALL_CHECK] = {"stall_check", "enabled", "no-stall-check",
-			      "false", HL_T_BOOL, 0, 0, NULL, NULL,
-			      "HOROVOD_STALL_CHECK_DISABLE", HL_X_BOOL_NOT,
-			      "turn the stall check off"},
-	[HL_K_STALL_WARNING_S] = {"stall_check", "warning_time_seconds",
-				  "stall-check-warning-time-seconds", NULL,
-				  HL_T_INT, 0, 0, NULL, NULL,
-				  "HOROVOD_STALL_CHECK_TIME_SECONDS",
-				  HL_X_VALUE,
-				  "seconds before a stall is reported"},
-	[HL_K_STALL_SHUTDOWN_S] = {"stall_check", "shutdown_time_seconds",
-				   "stall-check-shutdown-time-seconds", NULL,
-				   HL_T_INT, 0, 0, NULL, NULL,
-				   "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
-				   HL_X_VALUE,
-				   "seconds before a stall fails the job"},
-	[HL_K_LOG_LEVEL] = {"logging", "level", "log-level", NULL, HL_T_ENUM, 0,
-			    0, NULL, NULL, "HOROVOD_LOG_LEVEL", HL_X_VALUE,
-			    "libhvd log level"},
-	[HL_K_SSH_PORT] = {"ssh", "port", "ssh-port", NULL, HL_T_INT, 1, 65535,
-			   NULL, "22", NULL, HL_X_NONE, "SSH port"},
-	[HL_K_SSH_USER] = {"ssh", "user", NULL, NULL, HL_T_USER, 0, 0, NULL,
-			   NULL, NULL, HL_X_NONE, "SSH user"},
-	[HL_K_SSH_IDENTITY] = {"ssh", "identity_file", "ssh-identity-file",
-			       NULL, HL_T_PATH, 0, 0, NULL, NULL, NULL,
-			       HL_X_NONE, "SSH private key"},
-	[HL_K_SSH_HOST_KEY_CHECKING] = {"ssh", "host_key_checking",
-					"ssh-host-key-checking", NULL,
-					HL_T_ENUM, 0, 0, host_key_policies,
-					"accept-new", NULL, HL_X_NONE,
-					"host key policy"},
-	[HL_K_SSH_CONNECT_TIMEOUT] = {"ssh", "connect_timeout", NULL, NULL,
-				      HL_T_INT, 1, 3600, NULL, "30", NULL,
-				      HL_X_NONE,
-				      "seconds to connect and authenticate"},
-	[HL_K_SSH_CONFIG] = {"ssh", "config_file", "ssh-config", NULL,
-			     HL_T_PATH, 0, 0, NULL, NULL, NULL, HL_X_NONE,
-			     "SSH config file (default ~/.ssh/config)"},
-	[HL_K_SSH_FORCE] = {"ssh", "force", "force-ssh", "true", HL_T_BOOL, 0,
-			    0, NULL, "false", NULL, HL_X_NONE,
-			    "start even this machine's workers over SSH"},
-	[HL_K_SSH_CONCURRENCY] = {"ssh", "concurrency", "ssh-concurrency", NULL,
-				  HL_T_INT, 1, 1024, NULL, "64", NULL,
-				  HL_X_NONE, "SSH connections opened at once"},
-	[HL_K_SSH_CHANNELS] = {"ssh", "channels_per_session",
-			       "ssh-channels-per-session", NULL, HL_T_INT, 1,
-			       1024, NULL, "10", NULL, HL_X_NONE,
-			       "ranks per SSH session (sshd's MaxSessions)"},
-	[HL_K_NETWORK_CHECK] =
-		{"network", "check", "network-check", "true", HL_T_BOOL, 0,
-		 0, NULL, "false", NULL, HL_X_NONE,
-		 "probe the hosts first; use the interfaces that route"},
-	[HL_K_NETWORK_TIMEOUT] = {"network", "check_timeout",
-				  "network-check-timeout", NULL, HL_T_DOUBLE,
-				  0.05, 60, NULL, "2", NULL, HL_X_NONE,
-				  "seconds per connection test of the check"},
-	[HL_K_NETWORK_INTERFACES] = {"network", "interfaces",
-				     "network-interface", NULL, HL_T_IFACES, 0,
-				     0, NULL, NULL, NULL, HL_X_NONE,
-				     "use these interfaces; no probe"},
-	[HL_K_MPI] = {"mpi", "enabled", "mpi", "true", HL_T_BOOL, 0, 0, NULL,
-		      "false", NULL, HL_X_NONE,
-		      "run the job with Open MPI's mpirun"},
-	[HL_K_MPI_ARGS] = {"mpi", "args", "mpi-args", NULL, HL_T_STRING, 0, 0,
-			   NULL, NULL, NULL, HL_X_NONE,
-			   "more arguments for mpirun"},
-};
 
 /* NAME[,NAME...], each a Linux interface name (at most 15 bytes, no '/',
  * no white space). */
@@ -465,14 +339,63 @@ int hl_opts_find(const char *section, const char *name)
 
 bool hl_opts_section_known(const char *section)
 {
-	size_t k;
+	size_t i;
 
-	if (strcmp(section, "env") == 0)
-		return true;
-	for (k = 0; k < HL_K_COUNT; k++)
-		if (strcmp(hl_keys[k].section, section) == 0)
+	for (i = 0; hl_sections[i].name != NULL; i++)
+		if (strcmp(hl_sections[i].name, section) == 0)
 			return true;
 	return false;
+}
+
+const char *hl_opts_section_list(void)
+{
+	static char list[256];
+	size_t i, off = 0;
+
+	if (list[0] != '\0')
+		return list;
+	for (i = 0; hl_sections[i].name != NULL && off < sizeof(list); i++)
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
+					i == 0 ? ""
+					: hl_sections[i + 1].name == NULL
+						? " or "
+						: ", ",
+					hl_sections[i].name);
+	return list;
+}
+
+const char *hl_key_arg(enum hl_key k, char *buf, size_t len)
+{
+	const struct hl_keyinfo *ki = &hl_keys[k];
+	const char *const *c;
+	size_t off = 0;
+
+	if (ki->flag != NULL)
+		return "";
+	if (ki->arg != NULL)
+		return ki->arg;
+	switch (ki->type) {
+	case HL_T_INT:
+		return "N";
+	case HL_T_DOUBLE:
+		return "X";
+	case HL_T_ENUM:
+		buf[0] = '\0';
+		for (c = hl_key_choices(k); *c != NULL && off < len; c++)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s",
+						off ? "|" : "", *c);
+		return buf;
+	case HL_T_PATH:
+		return "FILE";
+	case HL_T_HOSTS:
+		return "LIST";
+	case HL_T_USER:
+		return "USER";
+	case HL_T_IFACES:
+		return "NAME";
+	default:
+		return "TEXT";
+	}
 }
 
 int hl_opts_export(const struct hl_opts *o, struct hl_strvec *env)

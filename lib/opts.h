@@ -85,7 +85,18 @@ struct hl_keyinfo {
 	const char *envvar;	    /* the worker variable it sets or feeds */
 	enum hl_export export;
 	const char *help;
+	const char *arg; /* the value's name in --help; NULL: from the type */
 };
+
+/* The sections of a config file, in the order --help and hvdrun.ini(5)
+ * show them, with the title --help gives each. [env] holds -x's
+ * variables, not keys. */
+struct hl_section {
+	const char *name;
+	const char *title;
+};
+
+extern const struct hl_section hl_sections[];
 
 struct hl_value {
 	bool set;
@@ -127,6 +138,11 @@ int hl_opts_finish(struct hl_opts *o, char **cause);
 /* Look up a key by config section and name; -1 if unknown. */
 int hl_opts_find(const char *section, const char *name);
 bool hl_opts_section_known(const char *section);
+/* "a, b, c or d": every section name, for messages. */
+const char *hl_opts_section_list(void);
+/* A key's value as --help names it: its arg, else from its type ("N",
+ * "FILE", the choices "a|b|c"); "" for a flag. */
+const char *hl_key_arg(enum hl_key k, char *buf, size_t len);
 /* Whether hvdrun sets name itself for each worker (HOROVOD_RANK, ...). */
 bool hl_env_reserved(const char *name);
 /* Append the tuning variables of every set key ("NAME=VALUE"). */

@@ -3,9 +3,12 @@
  * different workers never mix, whatever the workers' own buffering. */
 #include "output.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -115,4 +118,37 @@ void hl_out_close(struct hl_outstream *os)
 	hl_out_flush(os);
 	free(os->buf);
 	os->buf = NULL;
+}
+
+int hl_out_open_files(struct hl_outstream os[2], const char *dir, int rank,
+		      char **cause)
+{
+	static const char *const names[2] = {"stdout", "stderr"};
+	char *sub = hl_asprintf("%s/rank.%d", dir, rank);
+	int j, rc = HL_OK;
+
+	if (sub == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+		rc = hl_fail(cause, HL_EINVAL, "cannot create '%s': %s", dir,
+			     strerror(errno));
+	else if (mkdir(sub, 0777) != 0 && errno != EEXIST)
+		rc = hl_fail(cause, HL_EINVAL, "cannot create '%s': %s", sub,
+			     strerror(errno));
+	for (j = 0; j < 2 && rc == HL_OK; j++) {
+		char *file = hl_asprintf("%s/%s", sub, names[j]);
+
+		if (file == NULL) {
+			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
+			break;
+		}
+		os[j].tee_fd = open(
+			file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (os[j].tee_fd < 0)
+			rc = hl_fail(cause, HL_EINVAL, "cannot create '%s': %s",
+				     file, strerror(errno));
+		free(file);
+	}
+	free(sub);
+	return rc;
 }

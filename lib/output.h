@@ -28,5 +28,9 @@ void hl_out_feed(struct hl_outstream *os, const char *data, size_t n);
 /* End of stream: emit a last partial line with a newline added. */
 void hl_out_flush(struct hl_outstream *os);
 void hl_out_close(struct hl_outstream *os);
+/* --output-filename: open DIR/rank.N/stdout and stderr as the copies of
+ * a rank's two streams, creating the folders. */
+int hl_out_open_files(struct hl_outstream os[2], const char *dir, int rank,
+		      char **cause);
 
 #endif

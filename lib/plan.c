@@ -2,6 +2,7 @@
  * following Horovod's rank, local rank and cross rank assignment. */
 #include "plan.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
@@ -70,19 +71,4 @@ void hl_plan_close(struct hl_plan *plan)
 	free(plan->ranks);
 	plan->ranks = NULL;
 	plan->size = 0;
-}
-
-void hl_plan_print(const struct hl_plan *plan, const struct hl_hostlist *hosts,
-		   FILE *out)
-{
-	int r;
-
-	for (r = 0; r < plan->size; r++) {
-		const struct hl_rank *rk = &plan->ranks[r];
-
-		fprintf(out,
-			"rank=%d host=%s local_rank=%d local_size=%d cross_rank=%d cross_size=%d\n",
-			rk->rank, hosts->v[rk->host].name, rk->local_rank,
-			rk->local_size, rk->cross_rank, rk->cross_size);
-	}
 }

@@ -6,7 +6,6 @@
 #define HL_PLAN_H
 
 #include <stddef.h>
-#include <stdio.h>
 
 #include "hosts.h"
 
@@ -29,8 +28,5 @@ struct hl_plan {
 int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
 		 char **cause);
 void hl_plan_close(struct hl_plan *plan);
-/* The --dry-run form: one line per rank. */
-void hl_plan_print(const struct hl_plan *plan, const struct hl_hostlist *hosts,
-		   FILE *out);
 
 #endif

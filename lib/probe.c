@@ -409,7 +409,7 @@ out:
 	free(who);
 }
 
-int hl_probe_main(void)
+int hl_probe_run(char **cause)
 {
 	struct probe p = {.listen_fd = -1};
 	unsigned char raw[TOKEN_HEX / 2];
@@ -422,9 +422,8 @@ int hl_probe_main(void)
 	hl_buf_init(&p.out);
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
 	    listen_any(&p) != 0 || (port = listen_port(p.listen_fd)) < 0) {
-		fprintf(stderr, "hvdrun --probe: cannot listen: %s\n",
-			strerror(errno));
-		return 1;
+		return hl_fail(cause, HL_ESYS, "cannot listen: %s",
+			       strerror(errno));
 	}
 	for (i = 0; i < sizeof(raw); i++)
 		snprintf(p.token + 2 * i, 3, "%02x", raw[i]);
@@ -439,7 +438,8 @@ int hl_probe_main(void)
 	describe_gpus(&p.out);
 	hl_pm_put_text(&p.out, 'R', NULL);
 	if (flush_out(&p) != 0)
-		return 1;
+		return hl_fail(cause, HL_ESYS, "cannot write to hvdrun: %s",
+			       strerror(errno));
 	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
 	loop(&p);
 	for (i = 0; i < p.nt; i++) {
@@ -451,5 +451,5 @@ int hl_probe_main(void)
 	close(p.listen_fd);
 	hl_buf_close(&p.in);
 	hl_buf_close(&p.out);
-	return 0;
+	return HL_OK;
 }

@@ -11,8 +11,9 @@
 
 #include <stddef.h>
 
-/* Run the probe on stdin/stdout; returns the exit status. */
-int hl_probe_main(void);
+/* Run the probe on stdin/stdout until hvdrun closes stdin. An error
+ * (HL_ESYS, with *cause) when it could not start. */
+int hl_probe_run(char **cause);
 /* This machine and network namespace, as the probe reports it ('M'). */
 void hl_machine_id(char *buf, size_t len);
 

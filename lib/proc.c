@@ -2,10 +2,12 @@
 #include "proc.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -58,4 +60,63 @@ int hl_children(pid_t **out, size_t *n)
 	*out = v;
 	*n = cnt;
 	return HL_OK;
+}
+
+static int check_exec(const char *file, char **cause, const char *cmd)
+{
+	struct stat st;
+
+	if (stat(file, &st) != 0)
+		return hl_fail(cause, HL_ENOENT, "command not found: '%s'",
+			       cmd);
+	if (S_ISDIR(st.st_mode))
+		return hl_fail(cause, HL_ENOEXEC,
+			       "cannot execute '%s': is a directory", cmd);
+	if (access(file, X_OK) != 0)
+		return hl_fail(cause, HL_ENOEXEC, "cannot execute '%s': %s",
+			       cmd, strerror(errno));
+	return HL_OK;
+}
+
+int hl_resolve_command(const char *cmd, const char *path, char **resolved,
+		       char **cause)
+{
+	const char *p;
+	int rc = HL_ENOENT, first_noexec = HL_OK;
+
+	*resolved = NULL;
+	if (cmd[0] == '\0')
+		return hl_fail(cause, HL_ENOENT, "command not found: ''");
+	if (strchr(cmd, '/') != NULL) {
+		rc = check_exec(cmd, cause, cmd);
+		if (rc == HL_OK && (*resolved = hl_strdup(cmd)) == NULL)
+			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
+		return rc;
+	}
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path;; p++) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		char *file = n ? hl_asprintf("%.*s/%s", (int)n, p, cmd)
+			       : hl_asprintf("./%s", cmd);
+
+		if (file == NULL)
+			return hl_fail(cause, HL_ENOMEM, "out of memory");
+		rc = check_exec(file, NULL, cmd);
+		if (rc == HL_OK) {
+			*resolved = file;
+			return HL_OK;
+		}
+		if (rc == HL_ENOEXEC && first_noexec == HL_OK)
+			first_noexec = HL_ENOEXEC;
+		free(file);
+		if (colon == NULL)
+			break;
+		p = colon;
+	}
+	if (first_noexec != HL_OK)
+		return hl_fail(cause, HL_ENOEXEC,
+			       "cannot execute '%s': permission denied", cmd);
+	return hl_fail(cause, HL_ENOENT, "command not found: '%s'", cmd);
 }

@@ -2,6 +2,8 @@
  * framed with proto/wire.h. */
 #include "records.h"
 
+#include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,4 +105,35 @@ void hl_buf_consume(struct hl_buf *b, size_t n)
 {
 	memmove(b->p, b->p + n, b->len - n);
 	b->len -= n;
+}
+
+void hl_free_port_format(char *buf, size_t len, int port, const char *addr)
+{
+	snprintf(buf, len, "%d%s%s\n", port, addr && *addr ? " " : "",
+		 addr && *addr ? addr : "");
+}
+
+int hl_free_port_parse(const char *data, size_t len, int *port, char *addr)
+{
+	char line[HL_FREE_PORT_LEN], *sp;
+	const char *nl = memchr(data, '\n', len);
+	size_t n = nl ? (size_t)(nl - data) : len;
+	struct in_addr a;
+	long p;
+
+	addr[0] = '\0';
+	if (n >= sizeof(line))
+		return HL_EPROTO;
+	memcpy(line, data, n);
+	line[n] = '\0';
+	sp = strchr(line, ' ');
+	if (sp != NULL)
+		*sp++ = '\0';
+	if (!hl_parse_long(line, 1, 65535, &p) ||
+	    (sp != NULL && inet_pton(AF_INET, sp, &a) != 1))
+		return HL_EPROTO;
+	*port = (int)p;
+	if (sp != NULL)
+		snprintf(addr, INET_ADDRSTRLEN, "%s", sp);
+	return HL_OK;
 }

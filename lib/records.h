@@ -44,4 +44,13 @@ void hl_buf_consume(struct hl_buf *b, size_t n);
 /* The signal of an 'S' record, or HL_EPROTO. */
 int hl_proto_signal_of(const char *data, size_t len);
 
+/* The answer of `hvdrun --free-port [NAMES]`, one text line: "PORT\n" or
+ * "PORT ADDR\n", ADDR the IPv4 address of the first named interface that
+ * has one. Format it into buf (at least HL_FREE_PORT_LEN bytes); parse
+ * the first line of data: HL_OK with *port, and addr (INET_ADDRSTRLEN
+ * bytes, "" when none), or HL_EPROTO. */
+#define HL_FREE_PORT_LEN 32
+void hl_free_port_format(char *buf, size_t len, int port, const char *addr);
+int hl_free_port_parse(const char *data, size_t len, int *port, char *addr);
+
 #endif

@@ -14,67 +14,9 @@
 
 #include "bind.h"
 #include "launch.h"
+#include "spawn.h"
 
 extern char **environ;
-
-static int check_exec(const char *file, char **cause, const char *cmd)
-{
-	struct stat st;
-
-	if (stat(file, &st) != 0)
-		return hl_fail(cause, HL_ENOENT, "command not found: '%s'",
-			       cmd);
-	if (S_ISDIR(st.st_mode))
-		return hl_fail(cause, HL_ENOEXEC,
-			       "cannot execute '%s': is a directory", cmd);
-	if (access(file, X_OK) != 0)
-		return hl_fail(cause, HL_ENOEXEC, "cannot execute '%s': %s",
-			       cmd, strerror(errno));
-	return HL_OK;
-}
-
-int hl_resolve_command(const char *cmd, const char *path, char **resolved,
-		       char **cause)
-{
-	const char *p;
-	int rc = HL_ENOENT, first_noexec = HL_OK;
-
-	*resolved = NULL;
-	if (cmd[0] == '\0')
-		return hl_fail(cause, HL_ENOENT, "command not found: ''");
-	if (strchr(cmd, '/') != NULL) {
-		rc = check_exec(cmd, cause, cmd);
-		if (rc == HL_OK && (*resolved = hl_strdup(cmd)) == NULL)
-			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
-		return rc;
-	}
-	if (path == NULL)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path;; p++) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-		char *file = n ? hl_asprintf("%.*s/%s", (int)n, p, cmd)
-			       : hl_asprintf("./%s", cmd);
-
-		if (file == NULL)
-			return hl_fail(cause, HL_ENOMEM, "out of memory");
-		rc = check_exec(file, NULL, cmd);
-		if (rc == HL_OK) {
-			*resolved = file;
-			return HL_OK;
-		}
-		if (rc == HL_ENOEXEC && first_noexec == HL_OK)
-			first_noexec = HL_ENOEXEC;
-		free(file);
-		if (colon == NULL)
-			break;
-		p = colon;
-	}
-	if (first_noexec != HL_OK)
-		return hl_fail(cause, HL_ENOEXEC,
-			       "cannot execute '%s': permission denied", cmd);
-	return hl_fail(cause, HL_ENOENT, "command not found: '%s'", cmd);
-}
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
@@ -190,14 +132,15 @@ static int local_open(void **ctx, const struct hl_launch *l,
 static int local_start(void *ctx, char **cause)
 {
 	struct local_ctx *c = ctx;
+	struct hl_event ev = {HL_EV_STARTING, 0, NULL, NULL, 0};
 	int r, rc = HL_OK;
 
 	for (r = 0; r < c->l->plan->size && rc == HL_OK; r++) {
 		if (c->w[r].remote)
 			continue;
-		if (c->l->verbose)
-			fprintf(stderr, "hvdrun: starting rank %d on %s\n", r,
-				c->l->hosts->v[c->l->plan->ranks[r].host].name);
+		ev.rank = r;
+		ev.host = c->l->hosts->v[c->l->plan->ranks[r].host].name;
+		hl_launch_event(c->l, &ev);
 		rc = start_one(c->l, &c->w[r], cause);
 	}
 	return rc;

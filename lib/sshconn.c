@@ -160,14 +160,18 @@ static char *squote(const char *s)
 	return q;
 }
 
-char *hl_ssh_self_command(const char *agent_path, const char *mode)
+char *hl_ssh_self_command(const char *agent_path, const char *mode,
+			  const char *arg)
 {
-	char *path = squote(agent_path), *cmd = NULL;
+	char *path = squote(agent_path), *qarg = arg ? squote(arg) : NULL;
+	char *cmd = NULL;
 
-	if (path != NULL)
+	if (path != NULL && (arg == NULL || qarg != NULL))
 		cmd = hl_asprintf(
-			"test -x %s || { echo \"hvdrun: %s is not installed on this host\" >&2; exit 127; }; exec %s %s",
-			path, path, path, mode);
+			"test -x %s || { echo \"hvdrun: %s is not installed on this host\" >&2; exit 127; }; exec %s %s%s%s",
+			path, path, path, mode, qarg ? " " : "",
+			qarg ? qarg : "");
 	free(path);
+	free(qarg);
 	return cmd;
 }

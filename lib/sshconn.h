@@ -9,7 +9,7 @@
 #include <libssh/libssh.h>
 
 #include "hosts.h"
-#include "launch.h"
+#include "ssh_opts.h"
 
 /* Connect and authenticate. On failure: -1, *session NULL, and *error a
  * one-line message that names the host. */
@@ -17,8 +17,10 @@ int hl_ssh_connect(const struct hl_host *host, const struct hl_ssh_opts *o,
 		   ssh_session *session, char **error);
 
 /* The remote command that runs hvdrun (the same binary at the same path)
- * with one argument, mode ("--agent", "--probe"); it exits 127 with a
- * message naming the path on a host that does not have it. */
-char *hl_ssh_self_command(const char *agent_path, const char *mode);
+ * in mode ("--agent", "--probe", "--free-port") with arg (NULL: none),
+ * quoted for the shell; it exits 127 with a message naming the path on a
+ * host that does not have it. */
+char *hl_ssh_self_command(const char *agent_path, const char *mode,
+			  const char *arg);
 
 #endif

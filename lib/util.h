@@ -19,6 +19,7 @@ enum hl_result {
 	HL_ENOEXEC = -5, /* the command exists but cannot be executed */
 	HL_ESTART = -6,	 /* a worker or host could not be started */
 	HL_EPROTO = -7,	 /* a peer sent what its protocol does not allow */
+	HL_EAGAIN = -8,	 /* nothing to read yet; try again later */
 };
 
 /* Replace *cause (if cause is not NULL) with a formatted one-line message.

@@ -1,5 +1,5 @@
 /* rendezvous.h: the one definition of the rendezvous between hvdrun and
- * its workers, spoken by hvdrun (lib/rendezvous.c) and libhvd
+ * its workers, spoken by hvdrun (lib/rdv_server.c) and libhvd
  * (core/join.c). Pure encoders and decoders: each side does its own I/O.
  *
  * hvdrun gives each worker HVD_RENDEZVOUS (addresses to try, "IP:PORT,...")

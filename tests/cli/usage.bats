@@ -4,13 +4,19 @@
 bats_require_minimum_version 1.5.0
 load helper
 
-@test "--help is short, true and exits 0" {
+@test "--help is generated from the option table, grouped by config section, and exits 0" {
 	run "$HVDRUN" --help
 	assert_success
 	assert_line --index 0 "Usage: hvdrun [options] command [args...]"
 	assert_output --partial "-np, --num-proc N"
 	assert_output --partial "--config-file FILE"
-	[ "${#lines[@]}" -lt 40 ]
+	assert_line "Network [network]:"
+	assert_line --regexp '^  --network-check-timeout S +seconds per connection test \(default 2\)$'
+	assert_line --regexp '^  --cache-capacity N +response cache entries \(default 1024\)$'
+	assert_line --regexp '^  --log-level trace\|debug\|info\|warning\|error\|fatal$'
+	# Short enough to read, and every line fits a terminal.
+	[ "${#lines[@]}" -lt 70 ]
+	for l in "${lines[@]}"; do [ "${#l}" -le 80 ]; done
 	run "$HVDRUN" -h
 	assert_success
 }

@@ -187,7 +187,9 @@ static void test_config_malformed(void)
 		{"[job]\nnp = many\n",
 		 ":2: bad value 'many' for 'np' in [job]"},
 		{"[job]\nnp = 0\n", ":2: bad value '0'"},
-		{"[jobs]\nnp = 2\n", ":1: unknown section '[jobs]'"},
+		{"[jobs]\nnp = 2\n",
+		 ":1: unknown section '[jobs]' (want job, env, "},
+		{"[netwrk]\n", "(want job, env, ssh, network, mpi, tuning, "},
 		{"[job]\n[empty_unknown]\n",
 		 ":2: unknown section '[empty_unknown]'"},
 		{"[job]\nnpp = 2\n", ":2: unknown key 'npp' in [job]"},
@@ -339,7 +341,13 @@ static void test_table_complete(void)
 			CHECK(hl_key_choices((enum hl_key)k) != NULL);
 		if (ki->export != HL_X_NONE)
 			CHECK(ki->envvar != NULL);
+		/* Every key's section is one --help shows and files take. */
+		CHECK(hl_opts_section_known(ki->section));
+		CHECK_HAS(hl_opts_section_list(), ki->section);
 	}
+	CHECK_STR(
+		hl_opts_section_list(),
+		"job, env, ssh, network, mpi, tuning, timeline, stall_check or logging");
 }
 
 int main(void)

@@ -1,11 +1,11 @@
-/* rendezvous.h: hvdrun's end of the rendezvous (proto/rendezvous.h): a
+/* rdv_server.h: hvdrun's end of the rendezvous (proto/rendezvous.h): a
  * server thread that admits workers proving they know the job's secret,
  * and once every rank has registered, tells each where the others listen.
  * A job whose program never uses libhvd never registers, and that is
  * fine; once one rank has registered, the others must within the start
  * timeout, or the failure (naming the ranks) is written to report_fd. */
-#ifndef HL_RENDEZVOUS_H
-#define HL_RENDEZVOUS_H
+#ifndef HL_RDV_SERVER_H
+#define HL_RDV_SERVER_H
 
 #include "env.h"
 

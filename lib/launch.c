@@ -1,4 +1,4 @@
-/* supervise.c: starts the workers and watches them until the job ends.
+/* launch.c: starts the workers and watches them until the job ends.
  * One poll loop over a signalfd (SIGCHLD and the signals hvdrun forwards)
  * and every worker's output. The first worker to fail decides the exit
  * status; the others get SIGTERM, then SIGKILL after a grace period.
@@ -20,6 +20,7 @@
 
 #include "launch.h"
 #include "proc.h"
+#include "spawn.h"
 #include "watchdog.h"
 
 enum phase {
@@ -134,7 +135,9 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 			  bool lost)
 {
 	const struct hl_launch *l = s->l;
-	const char *host = l->hosts->v[l->plan->ranks[w->rank].host].name;
+	struct hl_event ev = {HL_EV_FAILED, w->rank,
+			      l->hosts->v[l->plan->ranks[w->rank].host].name,
+			      NULL, 0};
 	char how[128];
 
 	w->exited = true;
@@ -150,8 +153,8 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 		snprintf(how, sizeof(how), "lost its connection to the host");
 	else
 		describe_status(status, how, sizeof(how));
-	fprintf(stderr, "hvdrun: rank %d on %s %s; stopping the job\n", w->rank,
-		host, how);
+	ev.text = how;
+	hl_launch_event(l, &ev);
 	terminate(s, SIGTERM);
 }
 
@@ -183,11 +186,11 @@ static void on_signal(struct sup *s)
 			continue;
 		}
 		if (s->signal == 0 && !s->failed) {
+			struct hl_event ev = {HL_EV_SIGNAL, -1, NULL, NULL,
+					      sig};
+
 			s->signal = sig;
-			if (s->l->verbose)
-				fprintf(stderr,
-					"hvdrun: received %s; forwarding it to every worker\n",
-					strsignal(sig));
+			hl_launch_event(s->l, &ev);
 			terminate(s, sig);
 			continue;
 		}
@@ -202,6 +205,7 @@ static void on_signal(struct sup *s)
 static void on_report(struct sup *s)
 {
 	char msg[1024];
+	struct hl_event ev = {HL_EV_NOT_READY, -1, NULL, msg, 0};
 	ssize_t n = read(s->l->report_fd, msg, sizeof(msg) - 1);
 
 	if (n <= 0)
@@ -209,7 +213,7 @@ static void on_report(struct sup *s)
 	msg[n] = '\0';
 	if (s->failed || s->signal != 0)
 		return;
-	fprintf(stderr, "hvdrun: %s; stopping the job\n", msg);
+	hl_launch_event(s->l, &ev);
 	s->failed = true;
 	s->exit_code = 125;
 	terminate(s, SIGTERM);
@@ -221,7 +225,7 @@ static void on_notes(struct sup *s)
 	int rank, status;
 	bool lost;
 
-	while (hl_ssh_read_note(s->notify[0], &rank, &status, &lost) == 0)
+	while (hl_ssh_read_note(s->notify[0], &rank, &status, &lost) == HL_OK)
 		if (rank >= 0 && rank < s->n && !s->w[rank].exited)
 			worker_exited(s, &s->w[rank], status, lost);
 }
@@ -346,40 +350,6 @@ static void supervise(struct sup *s)
 	free(pf);
 }
 
-static int open_output_files(const struct hl_launch *l, struct hl_worker *w,
-			     char **cause)
-{
-	static const char *const names[2] = {"stdout", "stderr"};
-	char *dir;
-	int j, rc = HL_OK;
-
-	dir = hl_asprintf("%s/rank.%d", l->output_dir, w->rank);
-	if (dir == NULL)
-		return hl_fail(cause, HL_ENOMEM, "out of memory");
-	if (mkdir(l->output_dir, 0777) != 0 && errno != EEXIST)
-		rc = hl_fail(cause, HL_EINVAL, "cannot create '%s': %s",
-			     l->output_dir, strerror(errno));
-	else if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-		rc = hl_fail(cause, HL_EINVAL, "cannot create '%s': %s", dir,
-			     strerror(errno));
-	for (j = 0; j < 2 && rc == HL_OK; j++) {
-		char *file = hl_asprintf("%s/%s", dir, names[j]);
-
-		if (file == NULL) {
-			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
-			break;
-		}
-		w->out[j].tee_fd = open(
-			file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-		if (w->out[j].tee_fd < 0)
-			rc = hl_fail(cause, HL_EINVAL, "cannot create '%s': %s",
-				     file, strerror(errno));
-		free(file);
-	}
-	free(dir);
-	return rc;
-}
-
 static void workers_close(struct hl_worker *w, int n)
 {
 	int i, j;
@@ -393,6 +363,12 @@ static void workers_close(struct hl_worker *w, int n)
 			hl_out_close(&w[i].out[j]);
 		}
 	free(w);
+}
+
+void hl_launch_event(const struct hl_launch *l, const struct hl_event *ev)
+{
+	if (l->on_event != NULL)
+		l->on_event(l->event_arg, ev);
 }
 
 int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
@@ -417,7 +393,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	}
 	/* Per-rank files first: a bad directory starts nothing. */
 	for (i = 0; i < s.n && l->output_dir != NULL && rc == HL_OK; i++)
-		rc = open_output_files(l, &s.w[i], cause);
+		rc = hl_out_open_files(s.w[i].out, l->output_dir, i, cause);
 	if (rc != HL_OK)
 		goto out_free;
 

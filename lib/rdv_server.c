@@ -1,7 +1,7 @@
-/* rendezvous.c: see rendezvous.h. One thread, one poll loop over the
+/* rdv_server.c: see rdv_server.h. One thread, one poll loop over the
  * listening socket and every connection; no connection can hold up
  * another. */
-#include "rendezvous.h"
+#include "rdv_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,0 +1,275 @@
+/* run.c: `hvdrun [options] command`: the host list, the rank plan, the
+ * workers' environment and interfaces, then the launch (or mpirun with
+ * --mpi); what lib/ reports on the way is printed here. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "env.h"
+#include "host_source.h"
+#include "hosts.h"
+#include "hvdrun.h"
+#include "iface_policy.h"
+#include "launch.h"
+#include "mpirun.h"
+#include "plan.h"
+#include "proc.h"
+#include "rdv_server.h"
+#include "spawn.h"
+
+/* Resolve the command where local workers will look for it. */
+static int resolve(const struct hl_launch *l, char **path, char **cause)
+{
+	const struct hl_plan *plan = l->plan;
+	const struct hl_envspec *es = l->env;
+	const char *search = getenv("PATH");
+	size_t i;
+	int r;
+
+	*path = NULL;
+	for (r = 0; r < plan->size; r++)
+		if (!hl_worker_remote(l, plan->ranks[r].host))
+			break;
+	if (r == plan->size)
+		return HL_OK;
+	for (i = 0; i < es->set.n; i++)
+		if (strncmp(es->set.v[i], "PATH=", 5) == 0)
+			search = es->set.v[i] + 5;
+	return hl_resolve_command(cmd_args.command[0], search, path, cause);
+}
+
+/* `hvdrun --mpi`: mpirun runs the job; hvdrun becomes mpirun, so that
+ * its exit status and signals are the job's. Returns only on failure. */
+static int run_mpirun(const struct hl_hostlist *hosts,
+		      const struct hl_plan *plan, const struct hl_envspec *es,
+		      const struct hl_ssh_opts *so, const char *mpi_if,
+		      char **cause)
+{
+	const struct hl_opts *o = &cmd_args.opts;
+	struct hl_strvec argv;
+	size_t i;
+	int rc;
+
+	rc = hl_mpirun_argv(hosts, plan, es, so, mpi_if,
+			    o->v[HL_K_MPI_ARGS].set ? o->v[HL_K_MPI_ARGS].s
+						    : NULL,
+			    cmd_args.command, &argv, cause);
+	if (rc != HL_OK)
+		return rc;
+	if (o->v[HL_K_VERBOSE].b) {
+		fprintf(stderr, "hvdrun:");
+		for (i = 0; i < argv.n; i++)
+			fprintf(stderr, " %s", argv.v[i]);
+		fputc('\n', stderr);
+	}
+	fflush(stdout);
+	fflush(stderr);
+	execvp(argv.v[0], argv.v);
+	rc = hl_fail(cause, errno == ENOENT ? HL_ENOENT : HL_ENOEXEC,
+		     "--mpi: cannot run mpirun: %s (install Open MPI)",
+		     strerror(errno));
+	hl_strvec_close(&argv);
+	return rc;
+}
+
+/* One line per rank, Horovod's names. */
+static void print_plan(const struct hl_plan *plan,
+		       const struct hl_hostlist *hosts, FILE *out)
+{
+	int r;
+
+	for (r = 0; r < plan->size; r++) {
+		const struct hl_rank *k = &plan->ranks[r];
+
+		fprintf(out,
+			"rank=%d host=%s local_rank=%d local_size=%d cross_rank=%d cross_size=%d\n",
+			k->rank, hosts->v[k->host].name, k->local_rank,
+			k->local_size, k->cross_rank, k->cross_size);
+	}
+}
+
+/* --verbose: what the network check chose on each host it checked. */
+static void print_choice(const struct hl_plan *plan,
+			 const struct hl_hostlist *hosts,
+			 const struct hl_iface_choice *ic)
+{
+	size_t h;
+	int r;
+
+	for (h = 0; h < ic->nhosts; h++) {
+		for (r = 0; r < plan->size && plan->ranks[r].host != h; r++)
+			;
+		if (r < plan->size)
+			fprintf(stderr,
+				"hvdrun: network check: host '%s' uses %s\n",
+				hosts->v[h].name,
+				ic->host[h] ? ic->host[h] : "any");
+	}
+	fprintf(stderr, "hvdrun: network check took %.2f s\n",
+		ic->check_seconds);
+}
+
+static void print_verbose(const struct hl_plan *plan,
+			  const struct hl_hostlist *hosts)
+{
+	char **a;
+
+	fprintf(stderr, "hvdrun: %d workers on %zu hosts:", plan->size,
+		plan->nhosts_used);
+	for (a = cmd_args.command; *a != NULL; a++)
+		fprintf(stderr, " %s", *a);
+	fputc('\n', stderr);
+	print_plan(plan, hosts, stderr);
+}
+
+/* What the launch reports, as hvdrun(1) shows it. */
+static void on_event(void *arg, const struct hl_event *ev)
+{
+	bool verbose = cmd_args.opts.v[HL_K_VERBOSE].b;
+
+	(void)arg;
+	switch (ev->kind) {
+	case HL_EV_STARTING:
+		if (verbose)
+			fprintf(stderr, "hvdrun: starting rank %d on %s\n",
+				ev->rank, ev->host);
+		break;
+	case HL_EV_FAILED:
+		fprintf(stderr, "hvdrun: rank %d on %s %s; stopping the job\n",
+			ev->rank, ev->host, ev->text);
+		break;
+	case HL_EV_NOT_READY:
+		fprintf(stderr, "hvdrun: %s; stopping the job\n", ev->text);
+		break;
+	case HL_EV_SIGNAL:
+		if (verbose)
+			fprintf(stderr,
+				"hvdrun: received %s; forwarding it to every worker\n",
+				strsignal(ev->sig));
+		break;
+	}
+}
+
+/* The launch of the workers under hvdrun's own supervisor, the
+ * rendezvous running beside it. */
+static int launch(struct hl_launch *l, int *code, char **cause)
+{
+	const struct hl_opts *o = &cmd_args.opts;
+	const struct hl_plan *plan = l->plan;
+	struct hl_rdv *rdv = NULL;
+	int report[2] = {-1, -1};
+	int rc;
+
+	rc = resolve(l, &l->exec_path, cause);
+	/* A remote rank 0's port is found on its host, at connect time. */
+	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host))
+		rc = hl_master_local(l->env, plan->ranks[0].host, cause);
+	if (rc != HL_OK)
+		return rc;
+	/* The workers' rendezvous: libhvd finds its peers through it. */
+	if (pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0)
+		return hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
+	rc = hl_rdv_start(&rdv, plan->size, (int)o->v[HL_K_START_TIMEOUT].i,
+			  report[1], cause);
+	if (rc == HL_OK)
+		rc = hl_rdv_export(rdv, l->env);
+	if (rc == HL_OK) {
+		l->report_fd = report[0];
+		l->argv = cmd_args.command;
+		l->output_dir = o->v[HL_K_OUTPUT_FILENAME].s;
+		l->timestamps = o->v[HL_K_PREFIX_TIMESTAMP].b;
+		l->grace_ms = 3000;
+		l->on_event = on_event;
+		fflush(stdout);
+		fflush(stderr);
+		rc = hl_launch_run(l, code, cause);
+	}
+	hl_rdv_stop(rdv);
+	close(report[0]);
+	close(report[1]);
+	return rc;
+}
+
+static int run(int *code, char **cause)
+{
+	struct hl_opts *o = &cmd_args.opts;
+	struct hl_hostlist hosts;
+	struct hl_plan plan = {0};
+	struct hl_envspec es;
+	struct hl_strvec warnings;
+	struct hl_launch l;
+	struct hl_ssh_opts so = {0};
+	struct hl_iface_choice ic = {0};
+	int rc;
+
+	hl_hostlist_init(&hosts);
+	hl_strvec_init(&warnings);
+	memset(&es, 0, sizeof(es));
+	memset(&l, 0, sizeof(l));
+	rc = hl_hosts_for_job(o, cmd_args.from_cli, cmd_args.config_file, NULL,
+			      &hosts, cause);
+	if (rc != HL_OK)
+		goto out;
+	cmd_warnings(&hosts.warnings);
+	rc = hl_plan_init(&plan, &hosts,
+			  o->v[HL_K_NP].set ? o->v[HL_K_NP].i
+					    : hl_hosts_total_slots(&hosts),
+			  cause);
+	if (rc != HL_OK)
+		goto out;
+	if (cmd_args.dry_run) {
+		print_plan(&plan, &hosts, stdout);
+		goto out;
+	}
+	if (cmd_args.command[0] == NULL) {
+		rc = hl_fail(cause, HL_EINVAL, "no command to run");
+		goto out;
+	}
+	rc = hl_envspec_init(&es, o, &warnings, cause);
+	if (rc != HL_OK)
+		goto out;
+	cmd_warnings(&warnings);
+	rc = hl_ssh_opts_from(&so, o, cause);
+	if (rc == HL_OK)
+		rc = hl_iface_choose(&ic, o, &hosts, &plan, &so, cause);
+	if (rc != HL_OK)
+		goto out;
+	es.host_ifaces = ic.host;
+	if (o->v[HL_K_VERBOSE].b && ic.checked)
+		print_choice(&plan, &hosts, &ic);
+	if (o->v[HL_K_MPI].b) {
+		rc = run_mpirun(&hosts, &plan, &es, &so, ic.mpi, cause);
+		goto out;
+	}
+	if (o->v[HL_K_VERBOSE].b)
+		print_verbose(&plan, &hosts);
+	l.hosts = &hosts;
+	l.plan = &plan;
+	l.env = &es;
+	l.ssh = &so;
+	rc = launch(&l, code, cause);
+out:
+	free(l.exec_path);
+	hl_iface_choice_close(&ic);
+	hl_ssh_opts_close(&so);
+	hl_envspec_close(&es);
+	hl_plan_close(&plan);
+	hl_hostlist_close(&hosts);
+	hl_strvec_close(&warnings);
+	return rc;
+}
+
+int cmd_run_main(int argc, char **argv)
+{
+	char *cause = NULL;
+	int code = 0, rc;
+
+	if (!cmd_options(argc, argv, false, &code))
+		return code;
+	rc = run(&code, &cause);
+	return cmd_finish(rc, cause, code);
+}

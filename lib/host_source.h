@@ -1,0 +1,21 @@
+/* host_source.h: which host list a job runs on. -H or --hostfile on the
+ * command line wins over the config file's hosts or hostfile (a file that
+ * gives both is refused); with neither, localhost with one slot per worker
+ * (-np N), or without -np the caller's default (`hvdrun check`: this
+ * machine). */
+#ifndef HL_HOST_SOURCE_H
+#define HL_HOST_SOURCE_H
+
+#include <stdbool.h>
+
+#include "hosts.h"
+#include "opts.h"
+
+/* o: the finished options; from_cli[k]: key k came from the command
+ * line; config_file: the file read, for messages (NULL: none); fallback:
+ * the host list when nothing gives hosts or -np (NULL: that is an error). */
+int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
+		     const char *config_file, const char *fallback,
+		     struct hl_hostlist *hosts, char **cause);
+
+#endif

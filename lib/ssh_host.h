@@ -1,0 +1,64 @@
+/* ssh_host.h: the SSH spawner's own (spawn_ssh.c drives the group; each
+ * host's thread is in ssh_host.c). One session per host (or per
+ * `channels_per_session` ranks of a host), one thread that owns it. */
+#ifndef HL_SSH_HOST_H
+#define HL_SSH_HOST_H
+
+#include <arpa/inet.h>
+#include <libssh/callbacks.h>
+#include <libssh/libssh.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+
+#include "launch.h"
+#include "spawn.h"
+
+struct rank_ch {
+	struct hl_worker *w;
+	ssh_channel ch;
+	int out_w, err_w; /* write ends of the worker's output pipes */
+	struct ssh_channel_callbacks_struct cb;
+	bool got_exit;
+	int status; /* wait(2)-style */
+	bool done;
+};
+
+struct ssh_host {
+	struct ssh_group *g;
+	size_t index; /* in the host list */
+	ssh_session s;
+	pthread_t thread;
+	bool thread_started;
+	struct rank_ch *ranks;
+	size_t nranks;
+	int ctl[2]; /* control pipe: {rank, signal} from the supervisor */
+	bool connected;
+	bool started;
+	bool failed;
+	char *error;
+	bool want_port; /* rank 0 is here: find MASTER_PORT */
+	int port;
+	char addr[INET_ADDRSTRLEN]; /* MASTER_ADDR, "" for the host's name */
+};
+
+struct ssh_group {
+	const struct hl_launch *l;
+	struct hl_worker *w;
+	int notify_fd;
+	struct ssh_host *hosts;
+	size_t nhosts;
+	sem_t slots;	      /* bounds connections in progress */
+	pthread_mutex_t lock; /* protects the phase counters and go/abort */
+	pthread_cond_t cond;
+	size_t nconnected, nstarted, nfailed;
+	bool go, abort;
+};
+
+/* The thread of host h (arg): connect, wait for the go, start its ranks,
+ * pump their channels until every one has ended. */
+void *hl_ssh_host_main(void *arg);
+/* Have host h's thread send signal sig to rank's worker. */
+void hl_ssh_host_signal(struct ssh_host *h, int rank, int sig);
+
+#endif

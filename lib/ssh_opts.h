@@ -1,0 +1,42 @@
+/* ssh_opts.h: how hvdrun reaches the hosts that are not this machine,
+ * derived from the job's options (opts.h) in one place for every SSH user
+ * (the job's spawner, the network check, mpirun's rsh agent). */
+#ifndef HL_SSH_OPTS_H
+#define HL_SSH_OPTS_H
+
+#include <stdbool.h>
+
+#include "opts.h"
+
+enum hl_host_key_policy {
+	HL_HOSTKEY_YES,	       /* known hosts only */
+	HL_HOSTKEY_ACCEPT_NEW, /* record unknown hosts, refuse changed keys */
+	HL_HOSTKEY_NO,	       /* do not check */
+};
+
+/* Unset fields (0, NULL) leave the choice to the SSH config files and
+ * libssh's defaults. */
+struct hl_ssh_opts {
+	char *config_file; /* NULL: ~/.ssh/config */
+	const char *identity;
+	const char *user;
+	int port;
+	enum hl_host_key_policy host_key_checking;
+	long connect_timeout_s; /* at most start_timeout_s */
+	int start_timeout_s;
+	int concurrency;	  /* sessions connecting at once */
+	int channels_per_session; /* ranks per session (sshd MaxSessions) */
+	bool force;		  /* SSH even to this machine */
+	char *agent_path;	  /* this hvdrun, at the same path there */
+	char *cwd;		  /* where remote workers start */
+};
+
+/* Fill so from the finished options o (which must outlive it): "~/" in
+ * the config file's path is $HOME, the agent is this very binary, remote
+ * workers start in this folder. HL_ESYS when hvdrun cannot find its own
+ * path or folder. */
+int hl_ssh_opts_from(struct hl_ssh_opts *so, const struct hl_opts *o,
+		     char **cause);
+void hl_ssh_opts_close(struct hl_ssh_opts *so);
+
+#endif
