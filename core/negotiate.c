@@ -38,9 +38,15 @@ struct hvd__pending {
 	struct hvd__meta m;
 	uint8_t *submitted; /* per rank */
 	int nsubmitted;
-	char *error;	      /* first disagreement, or NULL */
+	char *error;	      /* why it fails, or NULL */
 	int code;	      /* its HVD_E* code */
 	uint64_t other_group; /* a disagreeing rank's group, to fail too */
+	/* Disagreement: the lowest rank that asked for m, and the lowest
+	 * that asked for something else (diff_m); the error names the two
+	 * once every rank has asked, whatever the order they came in. */
+	int base_rank, diff_rank;
+	bool differs;
+	struct hvd__meta diff_m;
 	long long first_us;
 	bool warned;
 	bool ready; /* every rank has it: held until its group is ready */
@@ -234,6 +240,25 @@ static void group_emit(struct submit_ctx *ctx, uint64_t group, uint32_t n,
 	}
 }
 
+/* The disagreement of p, the lower rank first. */
+static void mismatch(struct submit_ctx *ctx, struct hvd__pending *p)
+{
+	const struct hvd__meta *m[2] = {&p->m, &p->diff_m};
+	int r[2] = {p->base_rank, p->diff_rank}, lo = r[1] < r[0];
+	char a[256], b[256], msg[1024];
+
+	hvd__meta_describe(m[lo], a, sizeof(a));
+	hvd__meta_describe(m[!lo], b, sizeof(b));
+	snprintf(
+		msg, sizeof(msg),
+		"ranks disagree on tensor '%s': rank %d asked for %s, rank %d for %s",
+		p->name, r[lo], a, r[!lo], b);
+	p->error = strdup(msg);
+	p->code = HVD_EMISMATCH;
+	if (p->error == NULL)
+		ctx->out->bad = true;
+}
+
 /* p may now have every rank: respond (or hold it for its group). now:
  * p failed in a way that waits for no other rank (a stall). */
 static void settle(struct submit_ctx *ctx, struct hvd__pending *p, bool now)
@@ -242,10 +267,13 @@ static void settle(struct submit_ctx *ctx, struct hvd__pending *p, bool now)
 	uint64_t groups[2] = {p->m.group, p->other_group};
 	uint32_t n = p->m.group_n;
 	char *error;
-	int code = p->code, i;
+	int code, i;
 
 	if (!now && !pending_full(e, p))
 		return;
+	if (p->differs && p->error == NULL)
+		mismatch(ctx, p);
+	code = p->code;
 	if (p->error == NULL && n > 1) {
 		p->ready = true;
 		group_emit(ctx, groups[0], n, NULL, 0);
@@ -320,6 +348,7 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 		p->m = *m;
 		p->submitted = calloc((size_t)e->comm.size, 1);
 		p->first_us = hvd__now_us();
+		p->base_rank = rank;
 		p->next = e->coord;
 		e->coord = p;
 		if (p->name == NULL || p->submitted == NULL) {
@@ -332,23 +361,13 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 		return; /* a stall re-send */
 	p->submitted[rank] = 1;
 	p->nsubmitted++;
-	if (!hvd__meta_equal(&p->m, m) && p->error == NULL) {
-		char a[256], b[256], msg[1024];
-		int first;
-
-		for (first = 0; first < e->comm.size; first++)
-			if (p->submitted[first] && first != rank)
-				break;
-		hvd__meta_describe(&p->m, a, sizeof(a));
-		hvd__meta_describe(m, b, sizeof(b));
-		snprintf(
-			msg, sizeof(msg),
-			"ranks disagree on tensor '%s': rank %d asked for %s, rank %d for %s",
-			name, first, a, rank, b);
-		p->error = strdup(msg);
-		p->code = HVD_EMISMATCH;
-		if (p->error == NULL)
-			ctx->out->bad = true;
+	if (hvd__meta_equal(&p->m, m)) {
+		if (rank < p->base_rank)
+			p->base_rank = rank;
+	} else if (!p->differs || rank < p->diff_rank) {
+		p->differs = true;
+		p->diff_rank = rank;
+		p->diff_m = *m;
 		p->other_group = m->group;
 	}
 	settle(ctx, p, false);
