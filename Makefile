@@ -56,6 +56,8 @@ else
 GPU_CFLAGS := -DHVD_NCCL=0
 GPU_LIBS   :=
 endif
+# One GPU engine file or the other, chosen here, not by #if.
+CORE_SRC := $(filter-out $(if $(filter 1,$(NCCL)),core/gpu_none.c,core/gpu.c),$(CORE_SRC))
 LIBS     := -linih -lssh -lcrypto
 CORE_LIBS = -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
 
@@ -236,7 +238,7 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man5/hvdrun.ini.5
 	rm -rf $(DESTDIR)$(PYDIR)/hvd
 
-STYLE_SRC = $(CORE_SRC) $(LIB_SRC) $(CMD_SRC) $(UNIT_SRC) $(EX_SRC) \
+STYLE_SRC = $(sort $(CORE_SRC) $(wildcard core/*.c)) $(LIB_SRC) $(CMD_SRC) $(UNIT_SRC) $(EX_SRC) \
             $(wildcard core/*.h core/include/*.h lib/*.h cmd/*.h tests/unit/*.h)
 
 checkstyle:

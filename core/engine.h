@@ -26,7 +26,6 @@
 
 #include "gpu.h"
 #include "internal.h"
-#include "tcp.h"
 #include "timeline.h"
 #include "transport.h"
 
@@ -130,8 +129,6 @@ struct hvd__failed_group {
 struct hvd__engine {
 	struct hvd__knobs k;
 	struct hvd__comm comm;
-	struct hvd__tcp *tcp;
-	void *mpi;	      /* the MPI transport, when MPI runs the job */
 	struct hvd__gpu *gpu; /* NCCL, from the first GPU collective on */
 	char gpu_why[512];    /* why the last GPU collective failed */
 	struct hvd__req *pending_local;	  /* submitted here, not yet run */
@@ -187,6 +184,8 @@ void hvd__req_complete(struct hvd__req *r, int status, const char *why);
 /* Read every HOROVOD_* and HVD_* setting of the engine; a bad value is
  * HVD_EINVAL, logged with its name. */
 int hvd__knobs_read(struct hvd__knobs *k, int size);
+/* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
+int hvd__transport_timeout_ms(void);
 
 /* ---- cache.c (background thread) ---- */
 

@@ -19,8 +19,8 @@
  *   when NCCL reports an error or the control plane sees a peer die: the
  *   communicators are aborted, never left hanging.
  *
- * Built when CUDA and NCCL are found (HVD_NCCL=1); otherwise every entry
- * says the GPU path was left out. */
+ * gpu.c, built when CUDA and NCCL are found (HVD_NCCL=1); otherwise
+ * gpu_none.c, whose every entry says the GPU path was left out. */
 #ifndef HVD_GPU_H
 #define HVD_GPU_H
 

@@ -2,7 +2,6 @@
  * environment that hvdrun sets (DESIGN.md); without it the process is the
  * only rank of a job of one. */
 #include <stdlib.h>
-#include <time.h>
 
 #include "internal.h"
 #include "mpi.h"
@@ -17,19 +16,6 @@
 
 static const struct hvd__state fresh_state = FRESH_STATE;
 struct hvd__state hvd__g = FRESH_STATE;
-
-long long hvd__now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-long long hvd__now_ms(void)
-{
-	return hvd__now_us() / 1000;
-}
 
 /* Read and check the rank variables; all or nothing. */
 static int read_ranks(struct hvd__state *st)
@@ -82,6 +68,7 @@ static int read_ranks(struct hvd__state *st)
 HVD_EXPORT int hvd_init(void)
 {
 	struct hvd__state st = hvd__g;
+	struct hvd__comm mpi_comm;
 	void *mpi = NULL;
 	bool want;
 	int rc;
@@ -98,8 +85,13 @@ HVD_EXPORT int hvd_init(void)
 	st.initialized = true;
 	st.mpi = mpi != NULL;
 	hvd__g = st;
+	mpi_comm.rank = st.rank;
+	mpi_comm.size = st.size;
+	mpi_comm.ops = &hvd__mpi_ops;
+	mpi_comm.t = mpi;
 	rc = hvd__runtime_start(st.rank, st.size,
-				getenv("HVD_RENDEZVOUS") != NULL, mpi);
+				getenv("HVD_RENDEZVOUS") != NULL,
+				mpi != NULL ? &mpi_comm : NULL);
 	if (rc != HVD_OK) {
 		hvd__runtime_stop();
 		hvd__g = fresh_state;
@@ -116,17 +108,6 @@ HVD_EXPORT void hvd_shutdown(void)
 	if (hvd__g.initialized)
 		hvd__runtime_stop();
 	hvd__g = fresh_state;
-}
-
-int hvd__transport_timeout_ms(void)
-{
-	long ms;
-
-	/* Every cycle moves bytes between all ranks, even when idle: two
-	 * seconds of silence mean a peer or its link is gone. */
-	if (hvd__env_long(WENV_TRANSPORT_TIMEOUT_MS, &ms) != HVD_OK)
-		ms = (long)wenv_vars[WENV_TRANSPORT_TIMEOUT_MS].def;
-	return (int)ms;
 }
 
 HVD_EXPORT int hvd_initialized(void)

@@ -19,6 +19,7 @@
 
 #include "../proto/rendezvous.h"
 #include "internal.h"
+#include "tcp.h"
 
 static int read_full(int fd, void *buf, size_t len, long long deadline)
 {
@@ -44,6 +45,8 @@ static int read_full(int fd, void *buf, size_t len, long long deadline)
 	return HVD_OK;
 }
 
+/* A connected socket, or HVD_EINVAL (a bad address), HVD_ESYS, or
+ * HVD_ECONN (nothing answered in time). */
 static int connect_addr(const char *addr, int timeout_ms)
 {
 	struct sockaddr_in sa;
@@ -52,10 +55,10 @@ static int connect_addr(const char *addr, int timeout_ms)
 	socklen_t el = sizeof(err);
 
 	if (hvd__parse_addr(addr, &sa) != HVD_OK)
-		return -1;
+		return HVD_EINVAL;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return -1;
+		return HVD_ESYS;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 &&
 	    errno != EINPROGRESS)
 		goto fail;
@@ -67,7 +70,7 @@ static int connect_addr(const char *addr, int timeout_ms)
 	return fd;
 fail:
 	close(fd);
-	return -1;
+	return HVD_ECONN;
 }
 
 /* Register at one address; on success *fd stays open for PEERS. */
@@ -103,7 +106,7 @@ static int try_register(const char *addr, const char *bind_ip, int rank,
 	reg->rank = (uint32_t)rank;
 	reg->size = (uint32_t)size;
 	snprintf(reg->addr, sizeof(reg->addr), "%s:%d", ip, port);
-	if (rdv_random(reg->nonce, sizeof(reg->nonce)) != 0)
+	if (rdv_random(reg->nonce, sizeof(reg->nonce)) != RDV_OK)
 		goto out_close;
 	len = rdv_register_encode(reg, secret, snonce, msg);
 	if (send(fd, msg, len, MSG_NOSIGNAL) != (ssize_t)len)
@@ -202,7 +205,7 @@ static int iface_addr(const char *list, char *ip, size_t len)
 	return rc;
 }
 
-int hvd__join(int rank, int size, struct hvd__tcp **out)
+static int join_mesh(int rank, int size, struct hvd__tcp **out)
 {
 	const char *ifaces = getenv("HVD_NETWORK_INTERFACES");
 	char bind_ip[INET_ADDRSTRLEN];
@@ -284,5 +287,17 @@ out:
 		t = NULL;
 	}
 	*out = t;
+	return rc;
+}
+
+int hvd__join(int rank, int size, bool mesh, struct hvd__comm *comm)
+{
+	struct hvd__tcp *t = NULL;
+	int rc = mesh ? join_mesh(rank, size, &t) : HVD_OK;
+
+	comm->rank = rank;
+	comm->size = size;
+	comm->ops = &hvd__tcp_ops;
+	comm->t = t;
 	return rc;
 }

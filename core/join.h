@@ -4,11 +4,14 @@
 #ifndef HVD_JOIN_H
 #define HVD_JOIN_H
 
-#include "tcp.h"
+#include <stdbool.h>
 
-/* Join as rank of size, with HVD_RENDEZVOUS, HVD_SECRET and
- * HVD_START_TIMEOUT from the environment. On success *t is connected to
- * every peer. */
-int hvd__join(int rank, int size, struct hvd__tcp **t);
+#include "transport.h"
+
+/* The comm of rank of size over libhvd's TCP transport (tcp.h). mesh:
+ * join the job, with HVD_RENDEZVOUS, HVD_SECRET and HVD_START_TIMEOUT
+ * from the environment, and connect to every peer; else a job of one,
+ * with no connection. */
+int hvd__join(int rank, int size, bool mesh, struct hvd__comm *comm);
 
 #endif

@@ -72,3 +72,14 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	k->spin_us = (int)spin;
 	return HVD_OK;
 }
+
+int hvd__transport_timeout_ms(void)
+{
+	long ms;
+
+	/* Every cycle moves bytes between all ranks, even when idle: two
+	 * seconds of silence mean a peer or its link is gone. */
+	if (hvd__env_long(WENV_TRANSPORT_TIMEOUT_MS, &ms) != HVD_OK)
+		ms = (long)wenv_vars[WENV_TRANSPORT_TIMEOUT_MS].def;
+	return (int)ms;
+}

@@ -219,8 +219,11 @@ static int mpi_allreduce(void *t, void *buf, size_t count, enum hvd_dtype dt,
 	return HVD_OK;
 }
 
+/* No abort: MPI has none short of MPI_Abort, which would end the job
+ * before every rank has said why. */
 const struct hvd__transport_ops hvd__mpi_ops = {
 	.name = "mpi",
 	.sendrecv = mpi_sendrecv,
 	.allreduce = mpi_allreduce,
+	.close = hvd__mpi_finalize,
 };

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "engine.h"
-#include "mpi.h"
 #include "runtime.h"
 
 /* The background thread's state (engine.h); start and stop touch it
@@ -176,8 +175,8 @@ static void *background(void *arg)
 			hvd__error(
 				"the job's connections failed (%s): every pending and later operation fails",
 				hvd_strerror(rc));
-			if (e->tcp != NULL)
-				hvd__tcp_abort(e->tcp);
+			if (e->comm.ops->abort != NULL)
+				e->comm.ops->abort(e->comm.t);
 			hvd__gpu_free(e->gpu, true);
 			e->gpu = NULL;
 			fail_all(e, rc);
@@ -191,7 +190,8 @@ static void *background(void *arg)
 	return NULL;
 }
 
-int hvd__runtime_start(int rank, int size, bool joined, void *mpi)
+int hvd__runtime_start(int rank, int size, bool joined,
+		       const struct hvd__comm *mpi)
 {
 	const char *tl = getenv(wenv_vars[WENV_TIMELINE].name);
 	sigset_t all, old;
@@ -199,7 +199,6 @@ int hvd__runtime_start(int rank, int size, bool joined, void *mpi)
 
 	memset(&E, 0, sizeof(E));
 	hvd__queue_reset();
-	E.mpi = mpi;
 	rc = hvd__knobs_read(&E.k, size);
 	if (rc != HVD_OK)
 		return rc;
@@ -211,24 +210,19 @@ int hvd__runtime_start(int rank, int size, bool joined, void *mpi)
 			rank, size);
 		return HVD_EINVAL;
 	}
-	if (joined && size > 1) {
-		rc = hvd__join(rank, size, &E.tcp);
-		if (rc != HVD_OK)
-			return rc;
-		hvd__tcp_set_timeout(E.tcp, hvd__transport_timeout_ms());
-		hvd__tcp_set_spin(E.tcp, E.k.spin_us);
-	}
-	E.comm.rank = rank;
-	E.comm.size = size;
-	E.comm.ops = mpi != NULL ? &hvd__mpi_ops : &hvd__tcp_ops;
-	E.comm.t = mpi != NULL ? mpi : (void *)E.tcp;
+	if (mpi != NULL)
+		E.comm = *mpi;
+	else if ((rc = hvd__join(rank, size, joined && size > 1, &E.comm)) !=
+		 HVD_OK)
+		return rc;
+	if (E.comm.ops->tune != NULL)
+		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms(),
+				 E.k.spin_us);
 	E.joined = calloc((size_t)size, 1);
 	E.coord_joined = calloc((size_t)size, 1);
 	if (E.joined == NULL || E.coord_joined == NULL ||
 	    hvd__cache_new(&E) != HVD_OK) {
-		hvd__tcp_free(E.tcp);
-		E.tcp = NULL;
-		return HVD_ENOMEM;
+		return HVD_ENOMEM; /* hvd__runtime_stop releases the comm */
 	}
 	E.tl = (tl != NULL && *tl != '\0' && rank == 0)
 		       ? hvd__timeline_open(tl, rank)
@@ -260,10 +254,9 @@ void hvd__runtime_stop(void)
 	broken = hvd__queue_broken();
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
 	E.gpu = NULL;
-	hvd__tcp_free(E.tcp);
-	E.tcp = NULL;
-	hvd__mpi_finalize(E.mpi);
-	E.mpi = NULL;
+	if (E.comm.ops != NULL)
+		E.comm.ops->close(E.comm.t);
+	E.comm.t = NULL;
 	hvd__cache_free(&E);
 	hvd__negotiate_free(&E);
 	free(E.joined);

@@ -7,17 +7,16 @@
 
 #include "join.h"
 
-/* Start the background thread. mpi: the MPI transport (mpi.h), which the
- * engine owns from here on, also on failure; else joined: connect to the
- * peers through hvdrun's rendezvous (else a job of one, without
- * transport). */
-int hvd__runtime_start(int rank, int size, bool joined, void *mpi);
+/* Start the background thread. mpi: the comm over MPI (mpi.h), which the
+ * engine owns from here on, also on failure (hvd__runtime_stop closes it
+ * through its ops); else joined: connect to the peers through hvdrun's
+ * rendezvous (join.h; else a job of one, without connections). */
+int hvd__runtime_start(int rank, int size, bool joined,
+		       const struct hvd__comm *mpi);
 void hvd__runtime_stop(void);
 /* Close the timeline and, if path is not NULL, start one there (rank 0
  * writes it; mark: HOROVOD_TIMELINE_MARK_CYCLES). Returns once the
  * background thread has done it. */
 int hvd__runtime_timeline(const char *path, bool mark);
-/* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
-int hvd__transport_timeout_ms(void);
 
 #endif

@@ -145,6 +145,8 @@ int hvd__parse_addr(const char *addr, struct sockaddr_in *sa)
 							    : HVD_EINVAL;
 }
 
+/* A socket connected to addr, or HVD_EINVAL, HVD_ESYS, or HVD_ECONN when
+ * the peer did not listen by the deadline. */
 static int connect_to(const struct hvd__tcp *t, const char *addr,
 		      long long deadline)
 {
@@ -152,24 +154,24 @@ static int connect_to(const struct hvd__tcp *t, const char *addr,
 	int fd;
 
 	if (hvd__parse_addr(addr, &sa) != HVD_OK)
-		return -1;
+		return HVD_EINVAL;
 	/* The peer may not listen yet: retry until the deadline. */
 	while (hvd__now_ms() < deadline) {
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
-			return -1;
+			return HVD_ESYS;
 		/* Leave by the chosen interface, not by the routing table's. */
 		if (t->bound && bind(fd, (const struct sockaddr *)&t->src,
 				     sizeof(t->src)) != 0) {
 			close(fd);
-			return -1;
+			return HVD_ESYS;
 		}
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 			return fd;
 		close(fd);
 		poll(NULL, 0, 20);
 	}
-	return -1;
+	return HVD_ECONN;
 }
 
 int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
@@ -223,7 +225,7 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		from = xfer(fd, hello, sizeof(hello), false,
 			    hvd__now_ms() + 2000) == HVD_OK
 			       ? rdv_mesh_hello_decode(hello, token)
-			       : -1;
+			       : RDV_EBAD;
 		if (from <= rank || from >= size || t->fd[from] >= 0) {
 			close(fd);
 			continue;
@@ -434,9 +436,31 @@ static int tcp_check(void *tp)
 	return HVD_OK;
 }
 
+static void tcp_tune(void *t, int timeout_ms, int spin_us)
+{
+	if (t != NULL) {
+		hvd__tcp_set_timeout(t, timeout_ms);
+		hvd__tcp_set_spin(t, spin_us);
+	}
+}
+
+static void tcp_abort(void *t)
+{
+	if (t != NULL)
+		hvd__tcp_abort(t);
+}
+
+static void tcp_close(void *t)
+{
+	hvd__tcp_free(t);
+}
+
 const struct hvd__transport_ops hvd__tcp_ops = {
 	.name = "tcp",
 	.sendrecv = tcp_sendrecv,
 	.sendrecv_v = tcp_sendrecv_v,
 	.check = tcp_check,
+	.tune = tcp_tune,
+	.abort = tcp_abort,
+	.close = tcp_close,
 };

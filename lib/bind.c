@@ -4,6 +4,8 @@
 #include <sched.h>
 #include <string.h>
 
+#include "util.h"
+
 static const char *env_get(char *const *envp, const char *name)
 {
 	size_t n = strlen(name);
@@ -14,16 +16,16 @@ static const char *env_get(char *const *envp, const char *name)
 	return NULL;
 }
 
-/* A decimal number, or -1. */
+/* A decimal number, or HL_EINVAL. */
 static long number(const char *s)
 {
 	long v = 0;
 
 	if (s == NULL || *s == '\0')
-		return -1;
+		return HL_EINVAL;
 	for (; *s; s++) {
 		if (*s < '0' || *s > '9' || v > 1L << 30)
-			return -1;
+			return HL_EINVAL;
 		v = v * 10 + (*s - '0');
 	}
 	return v;

@@ -93,7 +93,7 @@ static char *start_probe(struct nc_thread *t)
 					 &err) == HL_OK;
 		return err;
 	}
-	if (hl_ssh_connect(host, t->g->so, &t->s, &err) != 0)
+	if (hl_ssh_connect(host, t->g->so, &t->s, &err) != HL_OK)
 		return err ? err : hl_strdup("out of memory");
 	t->h->ssh_ok = true;
 	t->h->ssh_ms = (double)(hl_now_ms() - t0);
@@ -102,7 +102,8 @@ static char *start_probe(struct nc_thread *t)
 	return err;
 }
 
-/* Read more of the probe's output. 1: got some; 0: deadline; -1: end. */
+/* Read more of the probe's output. 1: got some; 0: deadline; HL_EPROTO:
+ * the end of the output (or no memory for it). */
 static int fill(struct nc_thread *t, long long deadline)
 {
 	char chunk[8192];
@@ -114,13 +115,14 @@ static int fill(struct nc_thread *t, long long deadline)
 	n = hl_rchan_read(&t->c, chunk, sizeof(chunk),
 			  left < 200 ? (int)left : 200);
 	if (n < 0)
-		return -1;
+		return HL_EPROTO;
 	if (n > 0 && hl_buf_append(&t->in, chunk, (size_t)n) != HL_OK)
-		return -1;
+		return HL_EPROTO;
 	return n > 0 ? 1 : 0;
 }
 
-/* The next record, or 0 at the deadline, -1 at the end of the output. */
+/* The next record (1), or 0 at the deadline, HL_EPROTO at the end of the
+ * output or a malformed record. */
 static int next(struct nc_thread *t, long long deadline, size_t *used,
 		char *type, const char **data, size_t *len)
 {
@@ -132,7 +134,7 @@ static int next(struct nc_thread *t, long long deadline, size_t *used,
 		do {
 			r = fill(t, deadline);
 			if (r < 0)
-				return -1;
+				return HL_EPROTO;
 		} while (r == 0 && hl_now_ms() < deadline);
 		if (r == 0)
 			return 0;

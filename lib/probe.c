@@ -110,9 +110,9 @@ static int listen_any(struct probe *p)
 		}
 	}
 	if (fd < 0 || listen(fd, 1024) != 0)
-		return -1;
+		return HL_ESYS;
 	p->listen_fd = fd;
-	return 0;
+	return HL_OK;
 }
 
 static int listen_port(int fd)
@@ -121,7 +121,7 @@ static int listen_port(int fd)
 	socklen_t sl = sizeof(ss);
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
-		return -1;
+		return HL_ESYS;
 	return ntohs(ss.ss_family == AF_INET6
 			     ? ((struct sockaddr_in6 *)&ss)->sin6_port
 			     : ((struct sockaddr_in *)&ss)->sin_port);
@@ -174,13 +174,13 @@ static int add_target(struct probe *p, const char *data, size_t len)
 	struct target *t;
 
 	if (p->nt == MAX_TARGETS || hl_pm_target(data, len, &m) != HL_OK)
-		return -1;
+		return HL_EPROTO;
 	if (p->nt == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 64;
 		struct target *nt = realloc(p->t, cap * sizeof(*nt));
 
 		if (nt == NULL)
-			return -1;
+			return HL_ENOMEM;
 		p->t = nt;
 		p->cap = cap;
 	}
@@ -201,12 +201,12 @@ static int add_target(struct probe *p, const char *data, size_t len)
 			htons((uint16_t)m.port);
 		t->salen = sizeof(struct sockaddr_in6);
 	} else {
-		return -1;
+		return HL_EPROTO;
 	}
 	t->id = m.id;
 	memcpy(t->token, m.token, TOKEN_HEX + 1);
 	p->nt++;
-	return 0;
+	return HL_OK;
 }
 
 static void finish(struct probe *p, struct target *t, bool ok,
@@ -332,7 +332,8 @@ static void report(struct probe *p)
 	p->reported = true;
 }
 
-/* Records from hvdrun. -1: stdin is closed or unreadable. */
+/* Records from hvdrun. HL_EPROTO: stdin is closed, unreadable or holds
+ * what the dialogue does not allow. */
 static int read_input(struct probe *p)
 {
 	char chunk[16384];
@@ -341,7 +342,7 @@ static int read_input(struct probe *p)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	if (n <= 0 || hl_buf_append(&p->in, chunk, (size_t)n) != HL_OK)
-		return -1;
+		return HL_EPROTO;
 	for (;;) {
 		const char *data;
 		size_t len, used;
@@ -349,14 +350,14 @@ static int read_input(struct probe *p)
 		int r = hl_proto_next(&p->in, &used, &type, &data, &len);
 
 		if (r < 0)
-			return -1;
+			return HL_EPROTO;
 		if (r == 0)
-			return 0;
-		if (type == 'T' && !p->go && add_target(p, data, len) != 0)
-			return -1;
+			return HL_OK;
+		if (type == 'T' && !p->go && add_target(p, data, len) != HL_OK)
+			return HL_EPROTO;
 		if (type == 'G' && !p->go) {
 			if (hl_pm_go(data, len, &p->timeout_ms) != HL_OK)
-				return -1;
+				return HL_EPROTO;
 			p->go = true;
 		}
 		hl_buf_consume(&p->in, used);

@@ -90,7 +90,7 @@ static void accept_one(struct hl_rdv *r)
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	c->deadline = hl_now_ms() + REGISTER_WINDOW_MS;
-	if (rdv_random(c->nonce, sizeof(c->nonce)) != 0) {
+	if (rdv_random(c->nonce, sizeof(c->nonce)) != RDV_OK) {
 		close(fd);
 		return;
 	}
@@ -269,7 +269,8 @@ int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
 	sa.sin_addr.s_addr = htonl(INADDR_ANY);
 	r->listen_fd =
 		socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (rdv_random(r->secret, sizeof(r->secret)) != 0 || r->listen_fd < 0 ||
+	if (rdv_random(r->secret, sizeof(r->secret)) != RDV_OK ||
+	    r->listen_fd < 0 ||
 	    bind(r->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    listen(r->listen_fd, 4096) != 0 ||
 	    getsockname(r->listen_fd, (struct sockaddr *)&sa, &sl) != 0 ||

@@ -80,14 +80,14 @@ static int connect_host(struct ssh_host *h)
 {
 	char *err = NULL;
 
-	if (hl_ssh_connect(host_of(h), h->g->l->ssh, &h->s, &err) != 0) {
+	if (hl_ssh_connect(host_of(h), h->g->l->ssh, &h->s, &err) != HL_OK) {
 		host_fail(h, "%s", err ? err : "out of memory");
 		free(err);
-		return -1;
+		return HL_ESTART;
 	}
 	if (h->want_port)
 		find_port(h);
-	return 0;
+	return HL_OK;
 }
 
 static void on_exit_status(ssh_session s, ssh_channel ch, int code, void *ud)
@@ -207,7 +207,8 @@ static void notify(struct ssh_host *h, struct rank_ch *r, int lost)
 	(void)hl_write_all(h->g->notify_fd, note, n.len);
 }
 
-/* Move what the channel has into the worker's pipes. -1: session lost. */
+/* Move what the channel has into the worker's pipes. HL_ESTART: the
+ * session is lost. */
 static int pump_rank(struct rank_ch *r)
 {
 	char buf[32768];
@@ -219,9 +220,9 @@ static int pump_rank(struct rank_ch *r)
 			(void)hl_write_all(j ? r->err_w : r->out_w, buf,
 					   (size_t)n);
 		if (n == SSH_ERROR)
-			return -1;
+			return HL_ESTART;
 	}
-	return 0;
+	return HL_OK;
 }
 
 /* A signal for one rank, from the supervisor on the host's control
@@ -305,7 +306,7 @@ static void pump(struct ssh_host *h)
 
 			if (r->done)
 				continue;
-			if (pump_rank(r) != 0) {
+			if (pump_rank(r) != HL_OK) {
 				lost = true;
 				break;
 			}
@@ -344,7 +345,7 @@ void *hl_ssh_host_main(void *arg)
 	pthread_mutex_lock(&g->lock);
 	go = !g->abort;
 	pthread_mutex_unlock(&g->lock);
-	if (go && connect_host(h) == 0) {
+	if (go && connect_host(h) == HL_OK) {
 		pthread_mutex_lock(&g->lock);
 		h->connected = true;
 		g->nconnected++;

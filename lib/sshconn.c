@@ -106,7 +106,7 @@ int hl_ssh_connect(const struct hl_host *host, const struct hl_ssh_opts *o,
 	*error = NULL;
 	if (s == NULL) {
 		*error = hl_asprintf("host '%s': out of memory", host->name);
-		return -1;
+		return HL_ENOMEM;
 	}
 	err = set_options(s, host, o);
 	if (err == NULL && ssh_connect(s) != SSH_OK)
@@ -127,10 +127,10 @@ int hl_ssh_connect(const struct hl_host *host, const struct hl_ssh_opts *o,
 		ssh_disconnect(s);
 		ssh_free(s);
 		*error = err;
-		return -1;
+		return HL_ESTART;
 	}
 	*session = s;
-	return 0;
+	return HL_OK;
 }
 
 /* The shell-quoted form of s for the remote command line: it holds only

@@ -11,8 +11,8 @@
 #include "hosts.h"
 #include "ssh_opts.h"
 
-/* Connect and authenticate. On failure: -1, *session NULL, and *error a
- * one-line message that names the host. */
+/* Connect and authenticate. On failure: HL_ESTART (HL_ENOMEM), *session
+ * NULL, and *error a one-line message that names the host. */
 int hl_ssh_connect(const struct hl_host *host, const struct hl_ssh_opts *o,
 		   ssh_session *session, char **error);
 

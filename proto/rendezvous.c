@@ -19,10 +19,10 @@ int rdv_random(uint8_t *buf, size_t n)
 		ssize_t r = getrandom(buf + got, n - got, 0);
 
 		if (r < 0)
-			return -1;
+			return RDV_ESYS;
 		got += (size_t)r;
 	}
-	return 0;
+	return RDV_OK;
 }
 
 void rdv_secret_to_hex(const uint8_t *secret, char *hex)
@@ -37,6 +37,7 @@ void rdv_secret_to_hex(const uint8_t *secret, char *hex)
 	hex[2 * RDV_SECRET_LEN] = '\0';
 }
 
+/* The value of a hex digit, RDV_EBAD for another character. */
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -45,7 +46,7 @@ static int hexval(char c)
 		return c - 'a' + 10;
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
-	return -1;
+	return RDV_EBAD;
 }
 
 bool rdv_secret_from_hex(const char *hex, uint8_t *secret)
@@ -165,14 +166,14 @@ long rdv_register_decode(const uint8_t *in, size_t len, struct rdv_register *r)
 	if (rd.bad)
 		return 0;
 	if (alen == 0 || alen > RDV_ADDR_MAX)
-		return -1;
+		return RDV_EBAD;
 	wire_get(&rd, r->addr, alen);
 	wire_get(&rd, r->mac, RDV_MAC_LEN);
 	if (rd.bad)
 		return 0;
 	r->addr[alen] = '\0';
 	if (memchr(r->addr, '\0', alen) != NULL)
-		return -1;
+		return RDV_EBAD;
 	return (long)rd.off;
 }
 
@@ -244,7 +245,7 @@ int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 	if (wire_left(&r) < 4)
 		return 0;
 	if (wire_get_u32(&r) != size)
-		return -1;
+		return RDV_EBAD;
 	for (i = 0; i < size; i++) {
 		size_t alen;
 
@@ -252,7 +253,7 @@ int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 			return 0;
 		alen = wire_get_u16(&r);
 		if (alen == 0 || alen > RDV_ADDR_MAX)
-			return -1;
+			return RDV_EBAD;
 		if (wire_view(&r, alen) == NULL)
 			return 0;
 	}
@@ -262,7 +263,7 @@ int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 		return 0;
 	mac3(secret, "hvd-peers", worker_nonce, RDV_NONCE_LEN, in, body, mac);
 	if (!rdv_mac_equal(mac, theirs))
-		return -1;
+		return RDV_EBAD;
 	wire_r_init(&r, in, body);
 	wire_get_u32(&r);
 	for (i = 0; i < size; i++) {
@@ -300,6 +301,6 @@ long rdv_mesh_hello_decode(const uint8_t *in, const uint8_t *token)
 	theirs = wire_view(&r, RDV_MAC_LEN);
 	if (theirs == NULL || !rdv_mac_equal(theirs, token) ||
 	    rank > RDV_MAX_SIZE)
-		return -1;
+		return RDV_EBAD;
 	return (long)rank;
 }

@@ -41,6 +41,13 @@
 #define RDV_MESH_HELLO_LEN (4 + RDV_MAC_LEN)
 #define RDV_MAX_SIZE (1 << 20)
 
+/* What the rendezvous functions return besides lengths and counts. */
+enum {
+	RDV_OK = 0,
+	RDV_EBAD = -1, /* malformed, or a mac that does not match: refuse */
+	RDV_ESYS = -2, /* the system's random source failed */
+};
+
 struct rdv_register {
 	uint32_t rank, size;
 	uint8_t nonce[RDV_NONCE_LEN];
@@ -48,7 +55,7 @@ struct rdv_register {
 	uint8_t mac[RDV_MAC_LEN];
 };
 
-/* Fill buf with n random bytes. 0 or -1. */
+/* Fill buf with n random bytes: RDV_OK or RDV_ESYS. */
 int rdv_random(uint8_t *buf, size_t n);
 /* Hex of the secret (2 * RDV_SECRET_LEN + 1 bytes), and back. */
 void rdv_secret_to_hex(const uint8_t *secret, char *hex);
@@ -65,7 +72,7 @@ size_t rdv_register_max(void);
 size_t rdv_register_encode(struct rdv_register *r, const uint8_t *secret,
 			   const uint8_t *server_nonce, uint8_t *out);
 /* hvdrun's side: decode one REGISTER from in[0..len). Returns its length,
- * 0 if more bytes are needed, -1 if malformed. */
+ * 0 if more bytes are needed, RDV_EBAD if malformed. */
 long rdv_register_decode(const uint8_t *in, size_t len,
 			 struct rdv_register *r);
 bool rdv_register_verify(const struct rdv_register *r,
@@ -79,14 +86,15 @@ void rdv_welcome_mac(const uint8_t *secret, const uint8_t *worker_nonce,
 uint8_t *rdv_peers_encode(char *const *addrs, uint32_t size,
 			  const uint8_t *secret, const uint8_t *worker_nonce,
 			  size_t *len);
-/* 1 done, 0 more bytes needed, -1 malformed or a bad mac. */
+/* 1 done, 0 more bytes needed, RDV_EBAD malformed or a bad mac. */
 int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 		     const uint8_t *worker_nonce, uint32_t size, char *addrs);
 
 void rdv_mesh_token(const uint8_t *secret, uint8_t *token);
 /* A worker's MESH message of RDV_MESH_HELLO_LEN bytes. */
 void rdv_mesh_hello_encode(uint32_t rank, const uint8_t *token, uint8_t *out);
-/* The rank a MESH message names, or -1 when its token is not token. */
+/* The rank a MESH message names, or RDV_EBAD when its token is not
+ * token. */
 long rdv_mesh_hello_decode(const uint8_t *in, const uint8_t *token);
 
 #endif

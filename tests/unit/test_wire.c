@@ -235,9 +235,9 @@ static void test_mesh_hello(void)
 	rdv_mesh_hello_encode(5, token, hello);
 	CHECK(hello[3] == 5);
 	CHECK(rdv_mesh_hello_decode(hello, token) == 5);
-	CHECK(rdv_mesh_hello_decode(hello, other) == -1);
+	CHECK(rdv_mesh_hello_decode(hello, other) == RDV_EBAD);
 	hello[0] = 0x80; /* a rank no job has */
-	CHECK(rdv_mesh_hello_decode(hello, token) == -1);
+	CHECK(rdv_mesh_hello_decode(hello, token) == RDV_EBAD);
 }
 
 static void test_agent_records(void)
