@@ -19,12 +19,7 @@ teardown_file() {
 }
 
 setup() {
-	[ -n "${RIG_NS-}" ] || skip "no rig"
-	export PIDDIR=$BATS_TEST_TMPDIR/pids
-	mkdir -p "$PIDDIR"
-	unset SSH_AUTH_SOCK
-	export HOME=$BATS_TEST_TMPDIR
-	SSH=(--ssh-config "$RIG/ssh_config")
+	rig_test_setup RIG_NS
 }
 
 # No probe outlives the check, on any host (they all share this pid space).

@@ -17,12 +17,7 @@ teardown_file() {
 }
 
 setup() {
-	[ -n "${RIG_NS-}" ] || skip "no rig"
-	export PIDDIR=$BATS_TEST_TMPDIR/pids
-	mkdir -p "$PIDDIR"
-	unset SSH_AUTH_SOCK
-	export HOME=$BATS_TEST_TMPDIR
-	SSH=(--ssh-config "$RIG/ssh_config" -x PIDDIR)
+	rig_test_setup RIG_NS
 }
 
 @test "the rig: eth1 of ns1 and ns2 routes to no other host" {

@@ -10,6 +10,19 @@
 #
 # Requires root (unshare, sshd). Everything listens on 127.0.0.0/8.
 
+# Each test of a rig file: skip without the rig (var: RIG, or RIG_NS for
+# the namespace hosts); a folder for pid files (PIDDIR); only the rig's
+# keys (no agent, no keys of the machine's own user); and SSH, the options
+# every hvdrun of the test passes, remote workers getting PIDDIR.
+rig_test_setup() {
+	[ -n "${!1-}" ] || skip "no rig"
+	export PIDDIR=$BATS_TEST_TMPDIR/pids
+	mkdir -p "$PIDDIR"
+	unset SSH_AUTH_SOCK
+	export HOME=$BATS_TEST_TMPDIR
+	SSH=(--ssh-config "$RIG/ssh_config" -x PIDDIR)
+}
+
 rig_up() {
 	local n=$1 i
 	RIG=$(mktemp -d /tmp/hvdrun-rig.XXXXXX)

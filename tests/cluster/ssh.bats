@@ -17,14 +17,7 @@ teardown_file() {
 }
 
 setup() {
-	[ -n "${RIG-}" ] || skip "no rig"
-	export PIDDIR=$BATS_TEST_TMPDIR/pids
-	mkdir -p "$PIDDIR"
-	# Only the rig's keys: no agent, no keys of the machine's own user.
-	unset SSH_AUTH_SOCK
-	export HOME=$BATS_TEST_TMPDIR
-	# Remote workers get the job's environment only: -x PIDDIR.
-	SSH=(--ssh-config "$RIG/ssh_config" -x PIDDIR)
+	rig_test_setup RIG
 }
 
 # Every test ends with no agent left on any host (within 5 s).

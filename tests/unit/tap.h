@@ -70,6 +70,31 @@ static inline char *tap_write_tmp(const char *text)
 	return path;
 }
 
+/* Bad files: each text, written to a file and given to load, must fail
+ * with code, the cause naming the file and holding expect. */
+struct tap_bad_file {
+	const char *text, *expect;
+};
+
+static inline void tap_bad_files(const struct tap_bad_file *bad, size_t n,
+				 int (*load)(const char *path, char **cause),
+				 int code)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		char *path = tap_write_tmp(bad[i].text);
+		char *cause = NULL;
+
+		CHECK(load(path, &cause) == code);
+		CHECK_HAS(cause, path);
+		CHECK_HAS(cause, bad[i].expect);
+		unlink(path);
+		free(path);
+		free(cause);
+	}
+}
+
 static inline int tap_done(void)
 {
 	printf("1..%d\n", tap_n);

@@ -178,12 +178,21 @@ static void test_config_valid(void)
 	free(cause);
 }
 
+static int load_config(const char *path, char **cause)
+{
+	struct hl_opts o;
+	int rc;
+
+	hl_opts_init(&o);
+	rc = hl_config_load(path, &o, cause);
+	hl_opts_close(&o);
+	return rc;
+}
+
 static void test_config_malformed(void)
 {
 	char longline[400];
-	static const struct {
-		const char *text, *expect;
-	} bad[] = {
+	static const struct tap_bad_file bad[] = {
 		{"[job]\nnp = many\n",
 		 ":2: bad value 'many' for 'np' in [job]"},
 		{"[job]\nnp = 0\n", ":2: bad value '0'"},
@@ -212,22 +221,8 @@ static void test_config_malformed(void)
 		 ":2: HOROVOD_SIZE is set by hvdrun"},
 		{"[env]\nA = 1\nA = 2\n", ":3: 'A' in [env] is set twice"},
 	};
-	size_t i;
-
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *path = tap_write_tmp(bad[i].text);
-		struct hl_opts o;
-		char *cause = NULL;
-
-		hl_opts_init(&o);
-		CHECK(hl_config_load(path, &o, &cause) == HL_EINVAL);
-		CHECK_HAS(cause, path);
-		CHECK_HAS(cause, bad[i].expect);
-		hl_opts_close(&o);
-		unlink(path);
-		free(path);
-		free(cause);
-	}
+	tap_bad_files(bad, sizeof(bad) / sizeof(bad[0]), load_config,
+		      HL_EINVAL);
 	/* A line longer than inih's buffer is refused, not split. */
 	memset(longline, 'a', sizeof(longline));
 	memcpy(longline, "[job]\nhosts = ", 14);

@@ -133,11 +133,20 @@ static void test_hostfile_valid(void)
 	free(cause);
 }
 
+static int load_hostfile(const char *path, char **cause)
+{
+	struct hl_hostlist hl;
+	int rc;
+
+	hl_hostlist_init(&hl);
+	rc = hl_hosts_parse_file(path, &hl, cause);
+	hl_hostlist_close(&hl);
+	return rc;
+}
+
 static void test_hostfile_malformed(void)
 {
-	static const struct {
-		const char *text, *expect;
-	} bad[] = {
+	static const struct tap_bad_file bad[] = {
 		{"a slots=x\n", ":1: bad slot count 'slots=x'"},
 		{"a slots=0\n", ":1: bad slot count 'slots=0'"},
 		{"a\nb slots=\n", ":2: bad slot count 'slots='"},
@@ -153,22 +162,8 @@ static void test_hostfile_malformed(void)
 		{"# only comments\n\n", "no hosts in hostfile"},
 		{"", "no hosts in hostfile"},
 	};
-	size_t i;
-
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *path = tap_write_tmp(bad[i].text);
-		struct hl_hostlist hl;
-		char *cause = NULL;
-
-		hl_hostlist_init(&hl);
-		CHECK(hl_hosts_parse_file(path, &hl, &cause) == HL_EINVAL);
-		CHECK_HAS(cause, bad[i].expect);
-		CHECK_HAS(cause, path);
-		hl_hostlist_close(&hl);
-		unlink(path);
-		free(path);
-		free(cause);
-	}
+	tap_bad_files(bad, sizeof(bad) / sizeof(bad[0]), load_hostfile,
+		      HL_EINVAL);
 }
 
 static void test_hostfile_missing(void)

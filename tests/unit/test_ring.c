@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "reduce.h"
+#include "ref_reduce.h"
 #include "ring.h"
 #include "tap.h"
 #include "tcp.h"
@@ -169,27 +170,20 @@ static double load(const void *buf, size_t i, enum hvd_dtype t)
 	return 0;
 }
 
+/* Rank r's element i: arg is {dtype, op}. */
+static double ref_value(int r, size_t i, const void *arg)
+{
+	const int *to = arg;
+
+	return value(r, i, (enum hvd_dtype)to[0], (enum hvd_op)to[1]);
+}
+
 static double reference(int n, size_t i, enum hvd_dtype t, enum hvd_op op)
 {
-	double acc = value(0, i, t, op);
-	int r;
+	int to[2] = {(int)t, (int)op};
 
-	for (r = 1; r < n; r++) {
-		double v = value(r, i, t, op);
-
-		if (op == HVD_SUM || op == HVD_AVERAGE)
-			acc += v;
-		else if (op == HVD_PRODUCT)
-			acc *= v;
-		else if (op == HVD_MIN)
-			acc = v < acc ? v : acc;
-		else
-			acc = v > acc ? v : acc;
-	}
-	if (op == HVD_AVERAGE)
-		acc = (t <= HVD_INT64 || t == HVD_INT16) ? trunc(acc / n)
-							 : acc / n;
-	return acc;
+	return ref_reduce(n, i, op, t <= HVD_INT64 || t == HVD_INT16, ref_value,
+			  to);
 }
 
 struct ar_case {

@@ -40,6 +40,8 @@
 #include <cuda_runtime.h>
 #endif
 
+#include "../../unit/ref_reduce.h"
+
 static int failures;
 
 #define EXPECT(cond, ...)                                         \
@@ -162,26 +164,20 @@ static double tolerance(int t, int op)
 						: 1e-6;
 }
 
+/* Rank r's element i of the reduction test: arg is {op, dtype}. */
+static double ref_value(int r, size_t i, const void *arg)
+{
+	const int *ot = arg;
+
+	return uvalue(r, i, ot[0], ot[1]);
+}
+
 static double expected(size_t i, int op, int t)
 {
-	int n = hvd_size(), r;
-	double acc = uvalue(0, i, op, t);
+	int ot[2] = {op, t};
 
-	for (r = 1; r < n; r++) {
-		double v = uvalue(r, i, op, t);
-
-		if (op == HVD_SUM || op == HVD_AVERAGE)
-			acc += v;
-		else if (op == HVD_PRODUCT)
-			acc *= v;
-		else if (op == HVD_MIN)
-			acc = v < acc ? v : acc;
-		else
-			acc = v > acc ? v : acc;
-	}
-	if (op == HVD_AVERAGE)
-		acc = is_int(t) ? trunc(acc / n) : acc / n;
-	return acc;
+	return ref_reduce(hvd_size(), i, (enum hvd_op)op, is_int(t) != 0,
+			  ref_value, ot);
 }
 
 /* gpu: the same allreduce on copies in GPU memory (hvd_allreduce_gpu). */
