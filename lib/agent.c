@@ -123,7 +123,7 @@ static void end_family(pid_t pgid, int first_sig)
 static pid_t start_worker(const struct job *j, const char *path,
 			  int *exec_errno)
 {
-	int ep[2], e = 0;
+	int ep[2];
 	pid_t pid;
 
 	*exec_errno = 0;
@@ -143,16 +143,12 @@ static pid_t start_worker(const struct job *j, const char *path,
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		hl_bind_worker(j->env.v);
 		execve(path, j->argv.v, j->env.v);
-		e = errno;
-		(void)!write(ep[1], &e, sizeof(e));
-		_exit(e == ENOENT ? 127 : 126);
+		hl_exec_failed(ep[1]);
 	}
 	close(ep[1]);
 	if (pid > 0) {
 		setpgid(pid, pid);
-		while (read(ep[0], &e, sizeof(e)) < 0 && errno == EINTR)
-			;
-		*exec_errno = e;
+		*exec_errno = hl_exec_result(ep[0]);
 	}
 	close(ep[0]);
 	return pid;

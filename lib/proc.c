@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../proto/wire.h"
 #include "util.h"
 
 int hl_children(pid_t **out, size_t *n)
@@ -119,4 +120,47 @@ int hl_resolve_command(const char *cmd, const char *path, char **resolved,
 		return hl_fail(cause, HL_ENOEXEC,
 			       "cannot execute '%s': permission denied", cmd);
 	return hl_fail(cause, HL_ENOENT, "command not found: '%s'", cmd);
+}
+
+int hl_word_write(int fd, int32_t v)
+{
+	unsigned char b[4];
+	struct wire_w w;
+
+	wire_w_fixed(&w, b, sizeof(b));
+	wire_put_i32(&w, v);
+	return write(fd, b, sizeof(b)) == (ssize_t)sizeof(b) ? HL_OK : HL_ESYS;
+}
+
+int hl_word_read(int fd, int32_t *v)
+{
+	unsigned char b[4];
+	ssize_t n = read(fd, b, sizeof(b));
+	struct wire_r r;
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return HL_EAGAIN;
+	if (n != (ssize_t)sizeof(b))
+		return HL_EPROTO;
+	wire_r_init(&r, b, sizeof(b));
+	*v = wire_get_i32(&r);
+	return HL_OK;
+}
+
+void hl_exec_failed(int fd)
+{
+	int e = errno;
+
+	(void)hl_word_write(fd, e);
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+int hl_exec_result(int fd)
+{
+	int32_t e = 0;
+	int rc;
+
+	while ((rc = hl_word_read(fd, &e)) == HL_EAGAIN)
+		;
+	return rc == HL_OK ? (int)e : 0;
 }

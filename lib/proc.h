@@ -6,10 +6,25 @@
 #define HL_PROC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Fill *out (malloc'ed) with the pids whose parent is this process. */
 int hl_children(pid_t **out, size_t *n);
+
+/* One word on an internal pipe (the exec-failure pipe of a forked child,
+ * the watchdog's): 4 bytes, big-endian, written with one write(2) and
+ * async-signal-safe. hl_word_read: HL_OK with *v, HL_EAGAIN when
+ * interrupted or nothing is there yet, HL_EPROTO at the end of the pipe
+ * or on a short read. */
+int hl_word_write(int fd, int32_t v);
+int hl_word_read(int fd, int32_t *v);
+/* In a forked child whose exec failed: report errno on the close-on-exec
+ * pipe fd and exit (127 for ENOENT, else 126). */
+void hl_exec_failed(int fd) __attribute__((noreturn));
+/* In the parent: 0 once the child's exec succeeded (fd closed empty), or
+ * the errno its exec failed with. */
+int hl_exec_result(int fd);
 
 /* Find cmd like execvp would, in path (a PATH value). HL_ENOENT when it is
  * not found, HL_ENOEXEC when it is found but cannot be executed. */

@@ -14,6 +14,7 @@
 
 #include "bind.h"
 #include "launch.h"
+#include "proc.h"
 #include "spawn.h"
 
 extern char **environ;
@@ -23,7 +24,7 @@ static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 		  pid_t parent, char **envp)
 {
 	sigset_t none;
-	int null_fd, e;
+	int null_fd;
 
 	setpgid(0, 0);
 	/* If hvdrun dies, the worker hears of it at once; the watchdog then
@@ -50,9 +51,7 @@ static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 	hl_bind_worker(envp);
 	execve(l->exec_path, l->argv, envp);
 fail:
-	e = errno;
-	(void)!write(errp, &e, sizeof(e));
-	_exit(127);
+	hl_exec_failed(errp);
 }
 
 static int start_one(const struct hl_launch *l, struct hl_worker *w,
@@ -60,8 +59,7 @@ static int start_one(const struct hl_launch *l, struct hl_worker *w,
 {
 	struct hl_strvec envp;
 	int out[2] = {-1, -1}, err[2] = {-1, -1}, ep[2] = {-1, -1};
-	int rc, e = 0;
-	ssize_t n;
+	int rc, e = 0, n;
 	pid_t pid, self = getpid();
 
 	rc = hl_env_build(environ, l->env, l->plan, l->hosts, w->rank, &envp);
@@ -83,10 +81,8 @@ static int start_one(const struct hl_launch *l, struct hl_worker *w,
 	w->pid = pid;
 	close(ep[1]);
 	ep[1] = -1;
-	do
-		n = read(ep[0], &e, sizeof(e));
-	while (n < 0 && errno == EINTR);
-	if (n > 0) {
+	e = hl_exec_result(ep[0]);
+	if (e != 0) {
 		rc = hl_fail(cause, e == ENOENT ? HL_ENOENT : HL_ENOEXEC,
 			     "cannot execute '%s': %s", l->argv[0],
 			     strerror(e));

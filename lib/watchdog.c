@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "util.h"
 
 #define WD_DONE 0 /* the word that means "ended cleanly" */
@@ -53,11 +54,11 @@ static void watchdog_main(int rfd, int grace_ms)
 		dup2(nullfd, 2);
 	}
 	for (;;) {
-		ssize_t r = read(rfd, &word, sizeof(word));
+		int r = hl_word_read(rfd, &word);
 
-		if (r < 0 && errno == EINTR)
+		if (r == HL_EAGAIN)
 			continue;
-		if (r != (ssize_t)sizeof(word))
+		if (r != HL_OK)
 			break; /* hvdrun is gone */
 		if (word == WD_DONE)
 			_exit(0);
@@ -120,19 +121,15 @@ int hl_watchdog_start(struct hl_watchdog *wd, int grace_ms, char **cause)
 
 void hl_watchdog_add(struct hl_watchdog *wd, pid_t pgid)
 {
-	int32_t word = (int32_t)pgid;
-
 	if (wd->fd >= 0)
-		(void)hl_write_all(wd->fd, &word, sizeof(word));
+		(void)hl_word_write(wd->fd, (int32_t)pgid);
 }
 
 void hl_watchdog_done(struct hl_watchdog *wd)
 {
-	int32_t word = WD_DONE;
-
 	if (wd->fd < 0)
 		return;
-	(void)hl_write_all(wd->fd, &word, sizeof(word));
+	(void)hl_word_write(wd->fd, WD_DONE);
 	close(wd->fd);
 	wd->fd = -1;
 	while (waitpid(wd->pid, NULL, 0) < 0 && errno == EINTR)
