@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../proto/ifaces.h"
 #include "env.h"
 #include "hvdrun.h"
-#include "ifaces.h"
 #include "records.h"
 
 int cmd_free_port_main(int argc, char **argv)
@@ -26,7 +26,7 @@ int cmd_free_port_main(int argc, char **argv)
 		free(cause);
 		return EXIT_START;
 	}
-	if (argc == 2 && hl_iface_ipv4(argv[1], addr, sizeof(addr)) != HL_OK)
+	if (argc == 2 && ifaces_ipv4(argv[1], addr, sizeof(addr)) != HL_OK)
 		addr[0] = '\0';
 	hl_free_port_format(line, sizeof(line), port, addr);
 	fputs(line, stdout);

@@ -831,6 +831,24 @@ static int result_buffer(struct hvd__gpu *g, void *ready, const size_t *bytes,
 	return e == cudaSuccess ? HVD_OK : cuda_fail(e, what, why, len);
 }
 
+/* End the group of calls that fill buf (rc: how its start went), wait
+ * for it, and hand buf to *out; on failure buf is freed. */
+static int group_result(struct hvd__gpu *g, int rc, char *buf, void **out,
+			char *why, size_t len)
+{
+	if (rc == HVD_OK)
+		rc = settle(g, g->world, ncclGroupEnd(), "ncclGroupEnd", why,
+			    len);
+	if (rc == HVD_OK)
+		rc = wait_stream(g, why, len);
+	if (rc != HVD_OK) {
+		cudaFree(buf);
+		return rc;
+	}
+	*out = buf;
+	return HVD_OK;
+}
+
 int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
 		      const size_t *sbytes, const size_t *rbytes, void *ready,
 		      void **out, char *why, size_t len)
@@ -860,17 +878,7 @@ int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
 		soff += sbytes[r];
 		roff += rbytes[r];
 	}
-	if (rc == HVD_OK)
-		rc = settle(g, g->world, ncclGroupEnd(), "ncclGroupEnd", why,
-			    len);
-	if (rc == HVD_OK)
-		rc = wait_stream(g, why, len);
-	if (rc != HVD_OK) {
-		cudaFree(buf);
-		return rc;
-	}
-	*out = buf;
-	return HVD_OK;
+	return group_result(g, rc, buf, out, why, len);
 }
 
 int hvd__gpu_broadcast(struct hvd__gpu *g, void *buf, size_t bytes, int root,
@@ -916,17 +924,7 @@ int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
 				"ncclBroadcast", why, len);
 		off += bytes[r];
 	}
-	if (rc == HVD_OK)
-		rc = settle(g, g->world, ncclGroupEnd(), "ncclGroupEnd", why,
-			    len);
-	if (rc == HVD_OK)
-		rc = wait_stream(g, why, len);
-	if (rc != HVD_OK) {
-		cudaFree(buf);
-		return rc;
-	}
-	*out = buf;
-	return HVD_OK;
+	return group_result(g, rc, buf, out, why, len);
 }
 
 void hvd__gpu_free(struct hvd__gpu *g, bool broken)

@@ -7,8 +7,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -17,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../proto/ifaces.h"
 #include "../proto/rendezvous.h"
 #include "internal.h"
 #include "tcp.h"
@@ -172,39 +171,6 @@ static int read_peers(int fd, int size, const uint8_t *secret,
 	return rc;
 }
 
-/* The IPv4 address of the first interface of list ("eth0,eth2") that
- * has one. */
-static int iface_addr(const char *list, char *ip, size_t len)
-{
-	struct ifaddrs *ifs, *ifa;
-	char *copy = strdup(list), *save = NULL, *name;
-	int rc = HVD_EINVAL;
-
-	if (copy == NULL)
-		return HVD_ENOMEM;
-	if (getifaddrs(&ifs) != 0) {
-		free(copy);
-		return HVD_ESYS;
-	}
-	for (name = strtok_r(copy, ",", &save); name && rc != HVD_OK;
-	     name = strtok_r(NULL, ",", &save))
-		for (ifa = ifs; ifa != NULL && rc != HVD_OK;
-		     ifa = ifa->ifa_next)
-			if (ifa->ifa_addr != NULL &&
-			    ifa->ifa_addr->sa_family == AF_INET &&
-			    (ifa->ifa_flags & IFF_UP) &&
-			    strcmp(ifa->ifa_name, name) == 0 &&
-			    inet_ntop(AF_INET,
-				      &((struct sockaddr_in *)(void *)
-						ifa->ifa_addr)
-					       ->sin_addr,
-				      ip, (socklen_t)len) != NULL)
-				rc = HVD_OK;
-	freeifaddrs(ifs);
-	free(copy);
-	return rc;
-}
-
 static int join_mesh(int rank, int size, struct hvd__tcp **out)
 {
 	const char *ifaces = getenv("HVD_NETWORK_INTERFACES");
@@ -231,12 +197,14 @@ static int join_mesh(int rank, int size, struct hvd__tcp **out)
 		return rc;
 	deadline = hvd__now_ms() + timeout_s * 1000 + 5000;
 	if (ifaces != NULL && *ifaces != '\0') {
-		rc = iface_addr(ifaces, bind_ip, sizeof(bind_ip));
-		if (rc != HVD_OK) {
+		rc = ifaces_ipv4(ifaces, bind_ip, sizeof(bind_ip));
+		if (rc == IFACES_ENOMEM || rc == IFACES_ESYS)
+			return rc == IFACES_ENOMEM ? HVD_ENOMEM : HVD_ESYS;
+		if (rc != IFACES_OK) {
 			hvd__error(
 				"rank %d: no interface of HVD_NETWORK_INTERFACES=%s has an IPv4 address here",
 				rank, ifaces);
-			return rc;
+			return HVD_EINVAL;
 		}
 	}
 	rc = hvd__tcp_new(&t, ifaces && *ifaces ? bind_ip : NULL, self,

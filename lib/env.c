@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../proto/ifaces.h"
 #include "../proto/worker_env.h"
-#include "ifaces.h"
 
 int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 		    struct hl_strvec *warnings, char **cause)
@@ -187,7 +187,7 @@ int hl_master_local(struct hl_envspec *es, size_t host, char **cause)
 
 	if (rc == HL_OK && es->host_ifaces != NULL &&
 	    es->host_ifaces[host] != NULL &&
-	    hl_iface_ipv4(es->host_ifaces[host], addr, sizeof(addr)) == HL_OK)
+	    ifaces_ipv4(es->host_ifaces[host], addr, sizeof(addr)) == HL_OK)
 		rc = hl_master_addr(es, addr, cause);
 	return rc;
 }

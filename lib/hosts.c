@@ -13,7 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "ifaces.h"
+#include "../proto/ifaces.h"
 
 void hl_hostlist_init(struct hl_hostlist *hl)
 {
@@ -348,7 +348,7 @@ static bool is_interface_address(const char *name)
 {
 	char canon[INET6_ADDRSTRLEN];
 	struct in6_addr a6;
-	struct hl_iface *v;
+	struct iface *v;
 	bool found = false;
 	size_t n, k;
 	int fam = inet_pton(AF_INET, name, &a6) == 1	? AF_INET
@@ -357,7 +357,7 @@ static bool is_interface_address(const char *name)
 
 	/* inet_ntop's form, as the interface list writes it. */
 	if (fam == 0 || inet_ntop(fam, &a6, canon, sizeof(canon)) == NULL ||
-	    hl_ifaces(&v, &n) != HL_OK)
+	    ifaces_list(&v, &n) != HL_OK)
 		return false;
 	for (k = 0; k < n && !found; k++)
 		found = v[k].family == fam && strcmp(v[k].addr, canon) == 0;

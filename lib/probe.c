@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../proto/ifaces.h"
 #include "gpucheck.h"
-#include "ifaces.h"
 #include "probe_msg.h"
 #include "records.h"
 #include "util.h"
@@ -129,10 +129,10 @@ static int listen_port(int fd)
 
 static void describe_interfaces(struct probe *p, struct hl_buf *b)
 {
-	struct hl_iface *v;
+	struct iface *v;
 	size_t n, k;
 
-	if (hl_ifaces(&v, &n) != HL_OK)
+	if (ifaces_list(&v, &n) != HL_OK)
 		return;
 	for (k = 0; k < n; k++) {
 		struct hl_pm_iface i = {.loopback = v[k].loopback};

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "../proto/rendezvous.h"
+#include "../proto/ifaces.h"
 #include "../proto/worker_env.h"
-#include "ifaces.h"
 #include "util.h"
 
 #define REGISTER_WINDOW_MS 10000 /* a connection must register by then */
@@ -297,12 +297,12 @@ int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
  * secret's proof and the next is tried. */
 static char *addresses(int port)
 {
-	struct hl_iface *v;
+	struct iface *v;
 	char *list = NULL;
 	size_t n, k;
 	int pass;
 
-	if (hl_ifaces(&v, &n) != HL_OK)
+	if (ifaces_list(&v, &n) != HL_OK)
 		return hl_asprintf("127.0.0.1:%d", port);
 	for (pass = 0; pass < 2; pass++)
 		for (k = 0; k < n; k++) {

@@ -7,34 +7,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
-
-int hl_ifaces(struct hl_iface **out, size_t *n)
+int ifaces_list(struct iface **out, size_t *n)
 {
 	struct ifaddrs *ifs, *ifa;
-	struct hl_iface *v = NULL;
+	struct iface *v = NULL;
 	size_t k = 0, cap = 0;
 
 	*out = NULL;
 	*n = 0;
 	if (getifaddrs(&ifs) != 0)
-		return HL_ESYS;
+		return IFACES_ESYS;
 	for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
 		int fam = ifa->ifa_addr ? ifa->ifa_addr->sa_family : -1;
 		const void *a;
-		struct hl_iface *x;
+		struct iface *x;
 
 		if (fam != AF_INET && fam != AF_INET6)
 			continue;
 		if (k == cap) {
-			struct hl_iface *nv;
+			struct iface *nv;
 
 			cap = cap ? cap * 2 : 16;
 			nv = realloc(v, cap * sizeof(*v));
 			if (nv == NULL) {
 				free(v);
 				freeifaddrs(ifs);
-				return HL_ENOMEM;
+				return IFACES_ENOMEM;
 			}
 			v = nv;
 		}
@@ -61,28 +59,28 @@ int hl_ifaces(struct hl_iface **out, size_t *n)
 	freeifaddrs(ifs);
 	*out = v;
 	*n = k;
-	return HL_OK;
+	return IFACES_OK;
 }
 
-int hl_iface_ipv4(const char *names, char *buf, size_t len)
+int ifaces_ipv4(const char *names, char *buf, size_t len)
 {
-	struct hl_iface *v;
+	struct iface *v;
 	size_t n, i;
 	const char *p;
-	int rc = hl_ifaces(&v, &n);
+	int rc = ifaces_list(&v, &n);
 
-	if (rc != HL_OK)
+	if (rc != IFACES_OK)
 		return rc;
-	rc = HL_ENOENT;
-	for (p = names; *p != '\0' && rc != HL_OK;) {
+	rc = IFACES_ENOENT;
+	for (p = names; *p != '\0' && rc != IFACES_OK;) {
 		size_t k = strcspn(p, ",");
 
-		for (i = 0; i < n && rc != HL_OK; i++)
+		for (i = 0; i < n && rc != IFACES_OK; i++)
 			if (v[i].family == AF_INET && v[i].up &&
 			    strlen(v[i].name) == k &&
 			    strncmp(v[i].name, p, k) == 0) {
 				snprintf(buf, len, "%s", v[i].addr);
-				rc = HL_OK;
+				rc = IFACES_OK;
 			}
 		p += k;
 		p += *p == ',';
