@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "gpu.h"
+#include "shm.h"
 #include "internal.h"
 #include "timeline.h"
 #include "transport.h"
@@ -107,6 +108,7 @@ struct hvd__knobs {
 	bool mark_cycles;
 	size_t segment; /* bytes reduced at a time (cache-sized) */
 	int spin_us;	/* HVD_SPIN_US */
+	bool shm;	/* HVD_SHM */
 };
 
 struct hvd__cache_entry {
@@ -130,6 +132,7 @@ struct hvd__engine {
 	struct hvd__knobs k;
 	struct hvd__comm comm;
 	struct hvd__gpu *gpu; /* NCCL, from the first GPU collective on */
+	struct hvd__shm *shm; /* this host's ranks' segment (shm.h), or NULL */
 	char gpu_why[512];    /* why the last GPU collective failed */
 	struct hvd__req *pending_local;	  /* submitted here, not yet run */
 	struct hvd__cache_entry *cache;	  /* k.cache_cap entries */

@@ -34,7 +34,7 @@ int hvd__env_long(enum wenv_id v, long *out)
 
 int hvd__knobs_read(struct hvd__knobs *k, int size)
 {
-	long fusion, cache, warn, shut, disable, mark, seg, spin;
+	long fusion, cache, warn, shut, disable, mark, seg, spin, shm;
 	int rc;
 
 	rc = hvd__env_long(WENV_FUSION_THRESHOLD, &fusion);
@@ -60,6 +60,8 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	 * sleeping CPU is slow to wake. */
 	if (rc == HVD_OK)
 		rc = hvd__env_long(WENV_SPIN_US, &spin);
+	if (rc == HVD_OK)
+		rc = hvd__env_long(WENV_SHM, &shm);
 	if (rc != HVD_OK)
 		return rc;
 	k->fusion_threshold = fusion;
@@ -70,6 +72,7 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	k->mark_cycles = mark != 0;
 	k->segment = (size_t)seg;
 	k->spin_us = (int)spin;
+	k->shm = shm != 0;
 	return HVD_OK;
 }
 

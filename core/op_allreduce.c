@@ -97,8 +97,9 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	size_t es = hvd__dtype_size(t), total = 0, seg, pos, i;
 	long long t0, t_in = 0, t_out = 0, t1;
 	struct hvd__ring_times rt = {0, 0};
-	bool direct = n == 1 || (e->comm.ops->sendrecv_v != NULL &&
-				 e->comm.ops->allreduce == NULL);
+	bool direct = n == 1 || e->shm != NULL ||
+		      (e->comm.ops->sendrecv_v != NULL &&
+		       e->comm.ops->allreduce == NULL);
 	struct iovec *v;
 	int k, rc = HVD_OK;
 
@@ -143,7 +144,12 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 		}
 		scale_pieces(v, k, t, 1, pre);
 		t_in += hvd__now_us() - t1;
-		if (k == 1)
+		if (e->shm != NULL) {
+			t1 = hvd__now_us();
+			rc = hvd__shm_allreduce_v(e->shm, v, k, t, run,
+						  hvd__transport_timeout_ms());
+			rt.reduce_scatter_us += hvd__now_us() - t1;
+		} else if (k == 1)
 			rc = allreduce(e, v[0].iov_base, len / es, t, run, &rt);
 		else
 			rc = hvd__ring_allreduce_v(&e->comm, v, k, t, run, &rt);

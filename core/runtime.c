@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../proto/rendezvous.h"
 #include "engine.h"
 #include "runtime.h"
 
@@ -190,6 +191,38 @@ static void *background(void *arg)
 	return NULL;
 }
 
+/* Bytes of one rank's slot in the shared segment, per slot set. */
+#define SHM_SLOT (256u << 10)
+
+/* The ranks of this host share a segment (shm.h) when every rank of the
+ * job is here; across hosts they talk over TCP. */
+static int shm_start(struct hvd__engine *e)
+{
+	uint8_t secret[RDV_SECRET_LEN];
+	char name[RDV_SHM_NAME_LEN];
+	long start_s;
+	int rc;
+
+	if (!e->k.shm || hvd__g.local_size < 2 ||
+	    hvd__g.local_size != e->comm.size ||
+	    !rdv_secret_from_hex(getenv(wenv_vars[WENV_SECRET].name), secret))
+		return HVD_OK;
+	rdv_shm_name(secret, name);
+	rc = hvd__env_long(WENV_START_TIMEOUT, &start_s);
+	if (rc == HVD_OK)
+		rc = hvd__shm_open(&e->shm, hvd__g.local_rank,
+				   hvd__g.local_size, name, SHM_SLOT,
+				   e->k.spin_us, (int)start_s * 1000);
+	if (rc != HVD_OK)
+		hvd__error(
+			"rank %d: cannot share memory with the ranks of this host (%s); HVD_SHM=0 turns it off",
+			e->comm.rank, hvd_strerror(rc));
+	else
+		hvd__debug("shared memory: %zu bytes for %d local ranks",
+			   hvd__shm_bytes(e->shm), hvd__g.local_size);
+	return rc;
+}
+
 int hvd__runtime_start(int rank, int size, bool joined,
 		       const struct hvd__comm *mpi)
 {
@@ -218,6 +251,8 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	if (E.comm.ops->tune != NULL)
 		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms(),
 				 E.k.spin_us);
+	if (mpi == NULL && joined && (rc = shm_start(&E)) != HVD_OK)
+		return rc; /* hvd__runtime_stop releases the comm */
 	E.joined = calloc((size_t)size, 1);
 	E.coord_joined = calloc((size_t)size, 1);
 	if (E.joined == NULL || E.coord_joined == NULL ||
@@ -254,6 +289,8 @@ void hvd__runtime_stop(void)
 	broken = hvd__queue_broken();
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
 	E.gpu = NULL;
+	hvd__shm_close(E.shm);
+	E.shm = NULL;
 	if (E.comm.ops != NULL)
 		E.comm.ops->close(E.comm.t);
 	E.comm.t = NULL;

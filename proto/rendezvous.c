@@ -281,6 +281,21 @@ void rdv_mesh_token(const uint8_t *secret, uint8_t *token)
 	mac3(secret, "hvd-mesh", NULL, 0, NULL, 0, token);
 }
 
+void rdv_shm_name(const uint8_t *secret, char *name)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t mac[RDV_MAC_LEN];
+	int i;
+
+	mac3(secret, "hvd-shm", NULL, 0, NULL, 0, mac);
+	memcpy(name, "hvd-shm-", 8);
+	for (i = 0; i < 16; i++) {
+		name[8 + 2 * i] = hex[mac[i] >> 4];
+		name[9 + 2 * i] = hex[mac[i] & 15];
+	}
+	name[40] = '\0';
+}
+
 void rdv_mesh_hello_encode(uint32_t rank, const uint8_t *token, uint8_t *out)
 {
 	struct wire_w w;

@@ -91,6 +91,12 @@ int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 		     const uint8_t *worker_nonce, uint32_t size, char *addrs);
 
 void rdv_mesh_token(const uint8_t *secret, uint8_t *token);
+/* The name at which one host's ranks meet to share memory (core/shm.h):
+ * "hvd-shm-" and 32 hex digits of a MAC of the secret, which neither
+ * the secret nor the mesh token can be read from (RDV_SHM_NAME_LEN
+ * bytes with the NUL). */
+#define RDV_SHM_NAME_LEN 41
+void rdv_shm_name(const uint8_t *secret, char *name);
 /* A worker's MESH message of RDV_MESH_HELLO_LEN bytes. */
 void rdv_mesh_hello_encode(uint32_t rank, const uint8_t *token, uint8_t *out);
 /* The rank a MESH message names, or RDV_EBAD when its token is not

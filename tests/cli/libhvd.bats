@@ -19,6 +19,38 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	done
 }
 
+@test "the ranks of one host reduce through shared memory, or over TCP with --no-shared-memory: same results" {
+	local n r
+	for n in 2 4; do
+		run "$HVDRUN" -np "$n" -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
+		assert_success
+		assert_line --regexp "^\[0\]<stderr>:libhvd debug: shm_start: shared memory: [0-9]+ bytes for $n local ranks$"
+		run "$HVDRUN" -np "$n" --no-shared-memory -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
+		assert_success
+		refute_output --partial "shared memory:"
+		for ((r = 0; r < n; r++)); do
+			assert_line "[$r]<stdout>:rank $r: ok"
+		done
+	done
+}
+
+@test "a job killed as a whole leaves nothing in /dev/shm" {
+	local before after pid
+	# Open MPI's segments of other jobs may come and go meanwhile.
+	before=$(ls /dev/shm | grep -i hvd | sort || true)
+	"$HVDRUN" -np 3 "$SELFTEST" stall >/dev/null 2>&1 &
+	pid=$!
+	sleep 1
+	kill -KILL "$pid"
+	wait "$pid" || true
+	# The watchdog ends the workers; give it its grace period.
+	sleep 4
+	after=$(ls /dev/shm | grep -i hvd | sort || true)
+	[ "$before" = "$after" ]
+	run pgrep -f -- "$SELFTEST stall"
+	assert_failure
+}
+
 @test "alltoall, reducescatter, scaled allreduce, int16 against a serial reference: 1 to 4 ranks" {
 	local n r
 	for n in 1 2 3 4; do

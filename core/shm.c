@@ -1,0 +1,413 @@
+/* shm.c: see shm.h. */
+#include "shm.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "reduce.h"
+
+#define SPINS 64	   /* checks before yielding */
+#define SLEEP_NS 20000000L /* one futex sleep: 20 ms, then a liveness check */
+
+/* One cache line per rank: what its peers wait on. */
+struct line {
+	_Atomic uint32_t arrive;   /* rounds this rank has reached */
+	_Atomic uint32_t sleepers; /* peers asleep on arrive */
+	int32_t pid;
+	char pad[64 - 3 * sizeof(uint32_t)];
+};
+
+struct hvd__shm {
+	int lrank, lsize;
+	size_t slot;
+	unsigned char *base;
+	size_t len;
+	struct line *lines;
+	unsigned char *slots;
+	int *pidfd;
+	uint32_t seq;
+	unsigned set; /* the slot set of the next chunk */
+	int spin_us;  /* how long a wait yields before it sleeps */
+};
+
+/* What local rank 0 sends each peer with the segment's fd. */
+struct offer {
+	uint32_t lsize;
+	uint64_t slot;
+};
+
+static size_t header_bytes(int lsize)
+{
+	size_t h = (size_t)lsize * sizeof(struct line);
+
+	return (h + 4095) & ~(size_t)4095;
+}
+
+static unsigned char *slot_of(const struct hvd__shm *s, unsigned set, int r)
+{
+	return s->slots +
+	       ((size_t)set * (size_t)s->lsize + (size_t)r) * s->slot;
+}
+
+static socklen_t abstract_addr(struct sockaddr_un *a, const char *name)
+{
+	size_t n = strlen(name);
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (n > sizeof(a->sun_path) - 1)
+		n = sizeof(a->sun_path) - 1;
+	memcpy(a->sun_path + 1, name, n); /* sun_path[0] = 0: abstract */
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static int send_fd(int sock, int fd, const struct offer *o)
+{
+	char ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {(void *)o, sizeof(*o)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = ctl,
+			   .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *c;
+
+	memset(ctl, 0, sizeof(ctl));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(*o)
+		       ? HVD_OK
+		       : HVD_ECONN;
+}
+
+static int recv_fd(int sock, int *fd, struct offer *o, long long deadline)
+{
+	char ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {o, sizeof(*o)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = ctl,
+			   .msg_controllen = sizeof(ctl)};
+	struct pollfd pf = {sock, POLLIN, 0};
+	struct cmsghdr *c;
+	long long left = deadline - hvd__now_ms();
+
+	if (left <= 0 || poll(&pf, 1, (int)left) != 1)
+		return HVD_ETIMEDOUT;
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(*o))
+		return HVD_ECONN;
+	c = CMSG_FIRSTHDR(&m);
+	if (c == NULL || c->cmsg_type != SCM_RIGHTS)
+		return HVD_EPROTO;
+	memcpy(fd, CMSG_DATA(c), sizeof(int));
+	return HVD_OK;
+}
+
+/* Local rank 0: create the segment and hand it to every peer. */
+static int create(const char *name, int lsize, size_t len, size_t slot,
+		  long long deadline, int *out)
+{
+	struct offer o = {(uint32_t)lsize, slot};
+	struct sockaddr_un a;
+	socklen_t al = abstract_addr(&a, name);
+	int fd = (int)syscall(SYS_memfd_create, "hvd-shm", MFD_CLOEXEC);
+	int ls = -1, rc = HVD_OK, given = 0;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+
+	if (fd < 0 || ftruncate(fd, (off_t)len) != 0)
+		rc = HVD_ESYS;
+	if (rc == HVD_OK && lsize > 1) {
+		ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (ls < 0 || bind(ls, (struct sockaddr *)&a, al) != 0 ||
+		    listen(ls, lsize) != 0)
+			rc = HVD_ESYS;
+	}
+	while (rc == HVD_OK && given < lsize - 1) {
+		struct pollfd pf = {ls, POLLIN, 0};
+		long long left = deadline - hvd__now_ms();
+		int c;
+
+		if (left <= 0 || poll(&pf, 1, (int)left) != 1) {
+			rc = HVD_ETIMEDOUT;
+			break;
+		}
+		c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		/* Only this user's processes get the segment. */
+		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
+		    cred.uid != getuid()) {
+			close(c);
+			continue;
+		}
+		rc = send_fd(c, fd, &o);
+		close(c);
+		given++;
+	}
+	if (ls >= 0)
+		close(ls);
+	if (rc != HVD_OK && fd >= 0)
+		close(fd);
+	*out = rc == HVD_OK ? fd : -1;
+	return rc;
+}
+
+/* A peer: take the segment from local rank 0. */
+static int join(const char *name, int lsize, size_t slot, long long deadline,
+		int *out)
+{
+	struct sockaddr_un a;
+	socklen_t al = abstract_addr(&a, name);
+	struct offer o;
+	int rc = HVD_ETIMEDOUT;
+
+	*out = -1;
+	while (hvd__now_ms() < deadline) {
+		int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (c < 0)
+			return HVD_ESYS;
+		if (connect(c, (struct sockaddr *)&a, al) == 0) {
+			rc = recv_fd(c, out, &o, deadline);
+			close(c);
+			if (rc == HVD_OK &&
+			    (o.lsize != (uint32_t)lsize || o.slot != slot)) {
+				close(*out);
+				*out = -1;
+				rc = HVD_EMISMATCH;
+			}
+			return rc;
+		}
+		close(c);
+		poll(NULL, 0, 5); /* local rank 0 is not listening yet */
+	}
+	return rc;
+}
+
+static long futex(_Atomic uint32_t *w, int op, uint32_t v,
+		  const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)w, op, v, ts, NULL, 0);
+}
+
+static int peer_dead(const struct hvd__shm *s, int p)
+{
+	struct pollfd pf = {s->pidfd[p], POLLIN, 0};
+
+	return s->pidfd[p] >= 0 && poll(&pf, 1, 0) == 1;
+}
+
+/* Wait until peer p has reached round seq. */
+static int wait_peer(struct hvd__shm *s, int p, uint32_t seq,
+		     long long deadline)
+{
+	struct line *l = &s->lines[p];
+	struct timespec ts = {0, SLEEP_NS};
+	uint32_t v;
+	int i;
+
+	long long until = hvd__now_us() + s->spin_us;
+
+	/* A few checks, then checks that yield the CPU (a peer may be
+	 * waiting for it), then sleeps: a sleeping CPU is slow to wake. */
+	for (i = 0; i < SPINS; i++)
+		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0)
+			return HVD_OK;
+	while (hvd__now_us() < until) {
+		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0)
+			return HVD_OK;
+		sched_yield();
+	}
+	for (;;) {
+		atomic_fetch_add(&l->sleepers, 1);
+		v = atomic_load(&l->arrive);
+		if ((int32_t)(v - seq) < 0)
+			futex(&l->arrive, FUTEX_WAIT, v, &ts);
+		atomic_fetch_sub(&l->sleepers, 1);
+		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0)
+			return HVD_OK;
+		if (peer_dead(s, p))
+			return HVD_ECONN;
+		if (hvd__now_ms() >= deadline)
+			return HVD_ETIMEDOUT;
+	}
+}
+
+int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms)
+{
+	long long deadline = hvd__now_ms() + timeout_ms;
+	struct line *me = &s->lines[s->lrank];
+	uint32_t seq = ++s->seq;
+	int p, rc = HVD_OK;
+
+	atomic_store(&me->arrive, seq);
+	if (atomic_load(&me->sleepers) > 0)
+		futex(&me->arrive, FUTEX_WAKE, INT32_MAX, NULL);
+	for (p = 0; p < s->lsize && rc == HVD_OK; p++)
+		if (p != s->lrank)
+			rc = wait_peer(s, p, seq, deadline);
+	return rc;
+}
+
+int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
+		  size_t slot, int spin_us, int timeout_ms)
+{
+	long long deadline = hvd__now_ms() + timeout_ms;
+	struct hvd__shm *s;
+	int fd = -1, p, rc;
+
+	*out = NULL;
+	if (lsize < 1 || lrank < 0 || lrank >= lsize || slot == 0)
+		return HVD_EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return HVD_ENOMEM;
+	s->lrank = lrank;
+	s->lsize = lsize;
+	s->spin_us = spin_us;
+	s->slot = (slot + 63) & ~(size_t)63;
+	s->len = header_bytes(lsize) + 2 * (size_t)lsize * s->slot;
+	s->pidfd = malloc((size_t)lsize * sizeof(int));
+	if (s->pidfd == NULL) {
+		free(s);
+		return HVD_ENOMEM;
+	}
+	for (p = 0; p < lsize; p++)
+		s->pidfd[p] = -1;
+	rc = lrank == 0 ? create(name, lsize, s->len, s->slot, deadline, &fd)
+			: join(name, lsize, s->slot, deadline, &fd);
+	if (rc == HVD_OK) {
+		s->base = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			       fd, 0);
+		if (s->base == MAP_FAILED) {
+			s->base = NULL;
+			rc = HVD_ESYS;
+		}
+		close(fd);
+	}
+	if (rc != HVD_OK) {
+		hvd__shm_close(s);
+		return rc;
+	}
+	s->lines = (struct line *)(void *)s->base;
+	s->slots = s->base + header_bytes(lsize);
+	s->lines[lrank].pid = (int32_t)getpid();
+	/* Every pid is written once every rank has arrived. */
+	rc = hvd__shm_barrier(s, (int)(deadline - hvd__now_ms()));
+	for (p = 0; p < lsize && rc == HVD_OK; p++)
+		if (p != lrank)
+			s->pidfd[p] = (int)syscall(SYS_pidfd_open,
+						   s->lines[p].pid, 0);
+	if (rc != HVD_OK) {
+		hvd__shm_close(s);
+		return rc;
+	}
+	*out = s;
+	return HVD_OK;
+}
+
+/* Copy bytes [off, off + len) of the pieces into dst (gather) or from
+ * src into them (scatter). */
+static void pieces_copy(const struct iovec *v, int k, size_t off, size_t len,
+			void *dst, const void *src)
+{
+	size_t at = 0, done = 0;
+	int j;
+
+	for (j = 0; j < k && done < len; j++) {
+		size_t b = v[j].iov_len, lo, n;
+
+		if (at + b <= off) {
+			at += b;
+			continue;
+		}
+		lo = off + done - at;
+		n = b - lo < len - done ? b - lo : len - done;
+		if (dst != NULL)
+			memcpy((char *)dst + done, (char *)v[j].iov_base + lo,
+			       n);
+		else
+			memcpy((char *)v[j].iov_base + lo,
+			       (const char *)src + done, n);
+		done += n;
+		at += b;
+	}
+}
+
+int hvd__shm_allreduce_v(struct hvd__shm *s, const struct iovec *v, int k,
+			 enum hvd_dtype t, enum hvd_op op, int timeout_ms)
+{
+	size_t es = hvd__dtype_size(t), total = 0, chunk, off;
+	int j, p, rc = HVD_OK;
+
+	for (j = 0; j < k; j++)
+		total += v[j].iov_len;
+	chunk = s->slot - s->slot % es;
+	for (off = 0; off < total && rc == HVD_OK; off += chunk) {
+		size_t len = total - off < chunk ? total - off : chunk;
+		size_t ne = len / es;
+		size_t lo = ne * (size_t)s->lrank / (size_t)s->lsize;
+		size_t hi = ne * (size_t)(s->lrank + 1) / (size_t)s->lsize;
+		unsigned set = s->set;
+
+		s->set ^= 1;
+		pieces_copy(v, k, off, len, slot_of(s, set, s->lrank), NULL);
+		rc = hvd__shm_barrier(s, timeout_ms);
+		for (p = 0; p < s->lsize && rc == HVD_OK && hi > lo; p++)
+			if (p != s->lrank)
+				hvd__reduce(slot_of(s, set, s->lrank) + lo * es,
+					    slot_of(s, set, p) + lo * es,
+					    hi - lo, t, op);
+		/* An average sums, then divides once. */
+		if (rc == HVD_OK && op == HVD_AVERAGE && hi > lo)
+			hvd__divide(slot_of(s, set, s->lrank) + lo * es,
+				    hi - lo, t, s->lsize);
+		if (rc == HVD_OK)
+			rc = hvd__shm_barrier(s, timeout_ms);
+		for (p = 0; p < s->lsize && rc == HVD_OK; p++) {
+			size_t plo = ne * (size_t)p / (size_t)s->lsize;
+			size_t phi = ne * (size_t)(p + 1) / (size_t)s->lsize;
+
+			if (phi > plo)
+				pieces_copy(v, k, off + plo * es,
+					    (phi - plo) * es, NULL,
+					    slot_of(s, set, p) + plo * es);
+		}
+	}
+	return rc;
+}
+
+size_t hvd__shm_bytes(const struct hvd__shm *s)
+{
+	return s->len;
+}
+
+void hvd__shm_close(struct hvd__shm *s)
+{
+	int p;
+
+	if (s == NULL)
+		return;
+	if (s->base != NULL)
+		munmap(s->base, s->len);
+	for (p = 0; p < s->lsize; p++)
+		if (s->pidfd[p] >= 0)
+			close(s->pidfd[p]);
+	free(s->pidfd);
+	free(s);
+}

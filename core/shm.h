@@ -1,0 +1,49 @@
+/* shm.h: the ranks of one host share memory (issue 14, in progress).
+ *
+ * Local rank 0 creates the segment as a memfd (nothing is ever named in
+ * /dev/shm, so nothing is left behind by a crash or a SIGKILL) and hands
+ * it to its local peers over an abstract unix socket whose name the job's
+ * secret derives (abstract names vanish with their process). Every rank
+ * maps it. The segment holds a header, one cache line per rank with its
+ * arrival counter and pid, then two sets of one slot per rank.
+ *
+ * A rank waits for its peers on their counters: a short bounded spin,
+ * then a futex sleep in short steps, checking between steps that the
+ * peer is alive (its pidfd) and that the deadline has not passed, so an
+ * idle rank burns no core and a dead peer fails the others with
+ * HVD_ECONN at once.
+ *
+ * An allreduce reduces its data one chunk of at most `slot` bytes per
+ * rank at a time: every rank copies its chunk into its slot; after a
+ * barrier each rank reduces its 1/L of the chunk across all L slots into
+ * its own slot; after another, every rank copies the L reduced slices
+ * out. The two slot sets alternate, so a chunk's copy-in never overwrites
+ * what a slower rank is still copying out of the previous one. */
+#ifndef HVD_SHM_H
+#define HVD_SHM_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+#include "hvd.h"
+
+struct hvd__shm;
+
+/* Open (local rank 0: create) the segment of the lsize local ranks, each
+ * slot `slot` bytes, at the abstract socket name `name` (at most 100
+ * bytes, no NUL), within timeout_ms. A wait yields the CPU for spin_us
+ * before it sleeps. */
+int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
+		  size_t slot, int spin_us, int timeout_ms);
+/* Wait for every local rank to arrive; HVD_ECONN when a peer died,
+ * HVD_ETIMEDOUT when one did not arrive within timeout_ms. */
+int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms);
+/* Allreduce the pieces (laid end to end, every rank the same total
+ * length, a multiple of dtype's size) in place. */
+int hvd__shm_allreduce_v(struct hvd__shm *s, const struct iovec *v, int k,
+			 enum hvd_dtype t, enum hvd_op op, int timeout_ms);
+/* The bytes the segment takes. */
+size_t hvd__shm_bytes(const struct hvd__shm *s);
+void hvd__shm_close(struct hvd__shm *s);
+
+#endif
