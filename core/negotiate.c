@@ -577,8 +577,17 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 		return HVD_ENOMEM;
 	vec[1] = !mark_ready(e, vec);
 	vec[0] = !shutdown_local;
-	/* MIN over bytes: AND of the ready bits, OR of the flags. */
-	rc = hvd__ring_allreduce(&e->comm, vec, vlen, HVD_UINT8, HVD_MIN);
+	/* MIN over bytes: AND of the ready bits, OR of the flags; through
+	 * the host's shared segment when every rank shares it. */
+	if (e->shm != NULL) {
+		struct iovec one = {vec, vlen};
+
+		rc = hvd__shm_allreduce_v(e->shm, &one, 1, HVD_UINT8, HVD_MIN,
+					  hvd__transport_timeout_ms());
+	} else {
+		rc = hvd__ring_allreduce(&e->comm, vec, vlen, HVD_UINT8,
+					 HVD_MIN);
+	}
 	if (rc == HVD_OK && vec[0] == 0)
 		rc = HVD_ESHUTDOWN;
 	/* The cached tensors ready everywhere, in entry order. */
