@@ -204,6 +204,7 @@ bench: deps
 	@tests/bench/launch-ssh
 	@tests/bench/check
 	@tests/bench/allreduce
+	@tests/bench/allreduce-hosts
 	@tests/bench/collectives
 	@tests/bench/torch
 	@tests/bench/gpu

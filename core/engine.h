@@ -5,6 +5,9 @@
  *   queue.c      requests and handles, between user threads and the
  *                background thread (the only lock)
  *   runtime.c    the background thread: one cycle after another
+ *   hier.c       at start: which ranks share a host (a shared segment,
+ *                shm.h) and which own the same slice across hosts
+ *                (a group, group.h)
  *   negotiate.c  each cycle, which requests every rank has submitted
  *                (the cache's bit vector, else the coordinator on rank
  *                0), and whether they agree
@@ -133,7 +136,9 @@ struct hvd__engine {
 	struct hvd__comm comm;
 	struct hvd__gpu *gpu; /* NCCL, from the first GPU collective on */
 	struct hvd__shm *shm; /* this host's ranks' segment (shm.h), or NULL */
-	char gpu_why[512];    /* why the last GPU collective failed */
+	struct hvd__comm cross; /* with shm: this local rank's group across
+				   hosts (hier.h); ops NULL: one host */
+	char gpu_why[512];	/* why the last GPU collective failed */
 	struct hvd__req *pending_local;	  /* submitted here, not yet run */
 	struct hvd__cache_entry *cache;	  /* k.cache_cap entries */
 	struct hvd__pending *coord;	  /* rank 0: names some ranks sent */

@@ -582,8 +582,8 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 	if (e->shm != NULL) {
 		struct iovec one = {vec, vlen};
 
-		rc = hvd__shm_allreduce_v(e->shm, &one, 1, HVD_UINT8, HVD_MIN,
-					  hvd__transport_timeout_ms());
+		rc = hvd__shm_allreduce_v(e->shm, &e->cross, &one, 1, HVD_UINT8,
+					  HVD_MIN, hvd__transport_timeout_ms());
 	} else {
 		rc = hvd__ring_allreduce(&e->comm, vec, vlen, HVD_UINT8,
 					 HVD_MIN);

@@ -146,7 +146,8 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 		t_in += hvd__now_us() - t1;
 		if (e->shm != NULL) {
 			t1 = hvd__now_us();
-			rc = hvd__shm_allreduce_v(e->shm, v, k, t, run,
+			rc = hvd__shm_allreduce_v(e->shm, &e->cross, v, k, t,
+						  run,
 						  hvd__transport_timeout_ms());
 			rt.reduce_scatter_us += hvd__now_us() - t1;
 		} else if (k == 1)

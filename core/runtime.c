@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../proto/rendezvous.h"
 #include "engine.h"
+#include "hier.h"
 #include "runtime.h"
 
 /* The background thread's state (engine.h); start and stop touch it
@@ -178,6 +178,7 @@ static void *background(void *arg)
 				hvd_strerror(rc));
 			if (e->comm.ops->abort != NULL)
 				e->comm.ops->abort(e->comm.t);
+			hvd__shm_abort(e->shm);
 			hvd__gpu_free(e->gpu, true);
 			e->gpu = NULL;
 			fail_all(e, rc);
@@ -189,38 +190,6 @@ static void *background(void *arg)
 	pthread_mutex_unlock(&T.lock);
 	timeline_apply(e); /* a request that came as the loop ended */
 	return NULL;
-}
-
-/* Bytes of one rank's slot in the shared segment, per slot set. */
-#define SHM_SLOT (256u << 10)
-
-/* The ranks of this host share a segment (shm.h) when every rank of the
- * job is here; across hosts they talk over TCP. */
-static int shm_start(struct hvd__engine *e)
-{
-	uint8_t secret[RDV_SECRET_LEN];
-	char name[RDV_SHM_NAME_LEN];
-	long start_s;
-	int rc;
-
-	if (!e->k.shm || hvd__g.local_size < 2 ||
-	    hvd__g.local_size != e->comm.size ||
-	    !rdv_secret_from_hex(getenv(wenv_vars[WENV_SECRET].name), secret))
-		return HVD_OK;
-	rdv_shm_name(secret, name);
-	rc = hvd__env_long(WENV_START_TIMEOUT, &start_s);
-	if (rc == HVD_OK)
-		rc = hvd__shm_open(&e->shm, hvd__g.local_rank,
-				   hvd__g.local_size, name, SHM_SLOT,
-				   e->k.spin_us, (int)start_s * 1000);
-	if (rc != HVD_OK)
-		hvd__error(
-			"rank %d: cannot share memory with the ranks of this host (%s); HVD_SHM=0 turns it off",
-			e->comm.rank, hvd_strerror(rc));
-	else
-		hvd__debug("shared memory: %zu bytes for %d local ranks",
-			   hvd__shm_bytes(e->shm), hvd__g.local_size);
-	return rc;
 }
 
 int hvd__runtime_start(int rank, int size, bool joined,
@@ -251,7 +220,8 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	if (E.comm.ops->tune != NULL)
 		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms(),
 				 E.k.spin_us);
-	if (mpi == NULL && joined && (rc = shm_start(&E)) != HVD_OK)
+	if (mpi == NULL && joined && size > 1 &&
+	    (rc = hvd__hier_start(&E)) != HVD_OK)
 		return rc; /* hvd__runtime_stop releases the comm */
 	E.joined = calloc((size_t)size, 1);
 	E.coord_joined = calloc((size_t)size, 1);
@@ -289,8 +259,7 @@ void hvd__runtime_stop(void)
 	broken = hvd__queue_broken();
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
 	E.gpu = NULL;
-	hvd__shm_close(E.shm);
-	E.shm = NULL;
+	hvd__hier_stop(&E);
 	if (E.comm.ops != NULL)
 		E.comm.ops->close(E.comm.t);
 	E.comm.t = NULL;

@@ -17,9 +17,17 @@
 
 #include "internal.h"
 #include "reduce.h"
+#include "ring.h"
 
 #define SPINS 64	   /* checks before yielding */
 #define SLEEP_NS 20000000L /* one futex sleep: 20 ms, then a liveness check */
+
+/* The first cache line: set once a rank has failed, so that no local
+ * peer waits for it. */
+struct head {
+	_Atomic uint32_t broken;
+	char pad[64 - sizeof(uint32_t)];
+};
 
 /* One cache line per rank: what its peers wait on. */
 struct line {
@@ -34,6 +42,7 @@ struct hvd__shm {
 	size_t slot;
 	unsigned char *base;
 	size_t len;
+	struct head *head;
 	struct line *lines;
 	unsigned char *slots;
 	int *pidfd;
@@ -50,7 +59,7 @@ struct offer {
 
 static size_t header_bytes(int lsize)
 {
-	size_t h = (size_t)lsize * sizeof(struct line);
+	size_t h = sizeof(struct head) + (size_t)lsize * sizeof(struct line);
 
 	return (h + 4095) & ~(size_t)4095;
 }
@@ -231,21 +240,35 @@ static int wait_peer(struct hvd__shm *s, int p, uint32_t seq,
 	while (hvd__now_us() < until) {
 		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0)
 			return HVD_OK;
+		if (atomic_load(&s->head->broken))
+			return HVD_ECONN;
 		sched_yield();
 	}
 	for (;;) {
 		atomic_fetch_add(&l->sleepers, 1);
 		v = atomic_load(&l->arrive);
-		if ((int32_t)(v - seq) < 0)
+		if ((int32_t)(v - seq) < 0 && !atomic_load(&s->head->broken))
 			futex(&l->arrive, FUTEX_WAIT, v, &ts);
 		atomic_fetch_sub(&l->sleepers, 1);
 		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0)
 			return HVD_OK;
-		if (peer_dead(s, p))
+		if (atomic_load(&s->head->broken) || peer_dead(s, p))
 			return HVD_ECONN;
 		if (hvd__now_ms() >= deadline)
 			return HVD_ETIMEDOUT;
 	}
+}
+
+void hvd__shm_abort(struct hvd__shm *s)
+{
+	int p;
+
+	if (s == NULL || s->base == NULL)
+		return;
+	atomic_store(&s->head->broken, 1);
+	for (p = 0; p < s->lsize; p++)
+		if (atomic_load(&s->lines[p].sleepers) > 0)
+			futex(&s->lines[p].arrive, FUTEX_WAKE, INT32_MAX, NULL);
 }
 
 int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms)
@@ -304,7 +327,8 @@ int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
 		hvd__shm_close(s);
 		return rc;
 	}
-	s->lines = (struct line *)(void *)s->base;
+	s->head = (struct head *)(void *)s->base;
+	s->lines = (struct line *)(void *)(s->base + sizeof(struct head));
 	s->slots = s->base + header_bytes(lsize);
 	s->lines[lrank].pid = (int32_t)getpid();
 	/* Every pid is written once every rank has arrived. */
@@ -349,8 +373,35 @@ static void pieces_copy(const struct iovec *v, int k, size_t off, size_t len,
 	}
 }
 
-int hvd__shm_allreduce_v(struct hvd__shm *s, const struct iovec *v, int k,
-			 enum hvd_dtype t, enum hvd_op op, int timeout_ms)
+/* This rank's slice [lo, hi) of the chunk in set, reduced across the
+ * local slots and then, with cross, across hosts: an average sums, and
+ * divides once by every rank's count. */
+static int reduce_slice(struct hvd__shm *s, const struct hvd__comm *cross,
+			unsigned set, size_t lo, size_t hi, enum hvd_dtype t,
+			enum hvd_op op)
+{
+	size_t es = hvd__dtype_size(t);
+	unsigned char *mine = slot_of(s, set, s->lrank) + lo * es;
+	enum hvd_op sum = op == HVD_AVERAGE ? HVD_SUM : op;
+	int p, rc = HVD_OK;
+	int hosts = cross != NULL && cross->size > 1 ? cross->size : 1;
+
+	if (hi <= lo)
+		return HVD_OK;
+	for (p = 0; p < s->lsize; p++)
+		if (p != s->lrank)
+			hvd__reduce(mine, slot_of(s, set, p) + lo * es, hi - lo,
+				    t, sum);
+	if (hosts > 1)
+		rc = hvd__ring_allreduce(cross, mine, hi - lo, t, sum);
+	if (rc == HVD_OK && op == HVD_AVERAGE)
+		hvd__divide(mine, hi - lo, t, s->lsize * hosts);
+	return rc;
+}
+
+int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
+			 const struct iovec *v, int k, enum hvd_dtype t,
+			 enum hvd_op op, int timeout_ms)
 {
 	size_t es = hvd__dtype_size(t), total = 0, chunk, off;
 	int j, p, rc = HVD_OK;
@@ -361,22 +412,17 @@ int hvd__shm_allreduce_v(struct hvd__shm *s, const struct iovec *v, int k,
 	for (off = 0; off < total && rc == HVD_OK; off += chunk) {
 		size_t len = total - off < chunk ? total - off : chunk;
 		size_t ne = len / es;
-		size_t lo = ne * (size_t)s->lrank / (size_t)s->lsize;
-		size_t hi = ne * (size_t)(s->lrank + 1) / (size_t)s->lsize;
 		unsigned set = s->set;
 
 		s->set ^= 1;
 		pieces_copy(v, k, off, len, slot_of(s, set, s->lrank), NULL);
 		rc = hvd__shm_barrier(s, timeout_ms);
-		for (p = 0; p < s->lsize && rc == HVD_OK && hi > lo; p++)
-			if (p != s->lrank)
-				hvd__reduce(slot_of(s, set, s->lrank) + lo * es,
-					    slot_of(s, set, p) + lo * es,
-					    hi - lo, t, op);
-		/* An average sums, then divides once. */
-		if (rc == HVD_OK && op == HVD_AVERAGE && hi > lo)
-			hvd__divide(slot_of(s, set, s->lrank) + lo * es,
-				    hi - lo, t, s->lsize);
+		if (rc == HVD_OK)
+			rc = reduce_slice(
+				s, cross, set,
+				ne * (size_t)s->lrank / (size_t)s->lsize,
+				ne * (size_t)(s->lrank + 1) / (size_t)s->lsize,
+				t, op);
 		if (rc == HVD_OK)
 			rc = hvd__shm_barrier(s, timeout_ms);
 		for (p = 0; p < s->lsize && rc == HVD_OK; p++) {
@@ -389,6 +435,9 @@ int hvd__shm_allreduce_v(struct hvd__shm *s, const struct iovec *v, int k,
 					    slot_of(s, set, p) + plo * es);
 		}
 	}
+	/* A rank that failed here fails its local peers at once. */
+	if (rc != HVD_OK)
+		hvd__shm_abort(s);
 	return rc;
 }
 

@@ -1,4 +1,4 @@
-/* shm.h: the ranks of one host share memory (issue 14, in progress).
+/* shm.h: the ranks of one host share memory.
  *
  * Local rank 0 creates the segment as a memfd (nothing is ever named in
  * /dev/shm, so nothing is left behind by a crash or a SIGKILL) and hands
@@ -18,7 +18,15 @@
  * barrier each rank reduces its 1/L of the chunk across all L slots into
  * its own slot; after another, every rank copies the L reduced slices
  * out. The two slot sets alternate, so a chunk's copy-in never overwrites
- * what a slower rank is still copying out of the previous one. */
+ * what a slower rank is still copying out of the previous one.
+ *
+ * Across hosts (hierarchical): between the two barriers, each rank
+ * allreduces its reduced slice over TCP with the ranks that own the same
+ * slice on the other hosts (a group, group.h), so every rank's connection
+ * carries 1/L of the data and each host sends its data across once.
+ *
+ * A rank that fails marks the segment broken and wakes every sleeper:
+ * its local peers fail with HVD_ECONN at once instead of waiting on it. */
 #ifndef HVD_SHM_H
 #define HVD_SHM_H
 
@@ -26,6 +34,7 @@
 #include <sys/uio.h>
 
 #include "hvd.h"
+#include "transport.h"
 
 struct hvd__shm;
 
@@ -39,9 +48,15 @@ int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
  * HVD_ETIMEDOUT when one did not arrive within timeout_ms. */
 int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms);
 /* Allreduce the pieces (laid end to end, every rank the same total
- * length, a multiple of dtype's size) in place. */
-int hvd__shm_allreduce_v(struct hvd__shm *s, const struct iovec *v, int k,
-			 enum hvd_dtype t, enum hvd_op op, int timeout_ms);
+ * length, a multiple of dtype's size) in place, across the host and,
+ * with cross (NULL: this host is the job), with the ranks of the same
+ * local rank on the other hosts. */
+int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
+			 const struct iovec *v, int k, enum hvd_dtype t,
+			 enum hvd_op op, int timeout_ms);
+/* Mark the segment broken: every wait of every local rank fails with
+ * HVD_ECONN from now on. s may be NULL. */
+void hvd__shm_abort(struct hvd__shm *s);
 /* The bytes the segment takes. */
 size_t hvd__shm_bytes(const struct hvd__shm *s);
 void hvd__shm_close(struct hvd__shm *s);

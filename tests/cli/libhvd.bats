@@ -24,12 +24,62 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	for n in 2 4; do
 		run "$HVDRUN" -np "$n" -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
 		assert_success
-		assert_line --regexp "^\[0\]<stderr>:libhvd debug: shm_start: shared memory: [0-9]+ bytes for $n local ranks$"
+		assert_line --regexp "^\[0\]<stderr>:libhvd debug: hvd__hier_start: shared memory: [0-9]+ bytes for $n local ranks, 1 host$"
 		run "$HVDRUN" -np "$n" --no-shared-memory -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
 		assert_success
-		refute_output --partial "shared memory:"
+		refute_output --partial "hvd__hier_start: shared memory:"
 		for ((r = 0; r < n; r++)); do
 			assert_line "[$r]<stdout>:rank $r: ok"
+		done
+	done
+}
+
+# localhost and 127.0.0.1 are two hosts to hvdrun, both on this machine:
+# two segments, one per host, and the allreduce across them over TCP.
+@test "2 hosts x 2 ranks: hierarchical allreduce through each host's memory and TCP between them; same results without" {
+	local mode r
+	for mode in all more join; do
+		run "$HVDRUN" -H localhost:2,127.0.0.1:2 -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" "$mode"
+		assert_success
+		refute_output --partial FAIL
+		for r in 0 1 2 3; do
+			assert_line --regexp "^\[$r\]<stderr>:libhvd debug: hvd__hier_start: shared memory: [0-9]+ bytes for 2 local ranks \(hierarchical allreduce\), 2 hosts$"
+			assert_line "[$r]<stdout>:rank $r: ok"
+		done
+	done
+	run "$HVDRUN" -H localhost:2,127.0.0.1:2 --no-shared-memory -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
+	assert_success
+	refute_output --partial "hvd__hier_start: shared memory:"
+}
+
+@test "hosts with different numbers of ranks: no shared memory, every collective over TCP" {
+	run "$HVDRUN" -H localhost:3,127.0.0.1:1 -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
+	assert_success
+	assert_line "[0]<stderr>:libhvd debug: hvd__hier_start: no shared memory: the hosts run different numbers of ranks"
+	refute_output --partial "hvd__hier_start: shared memory:"
+	assert_line "[3]<stdout>:rank 3: ok"
+}
+
+@test "a rank killed mid-allreduce across 2 hosts x 2 ranks: its local peer and the other host fail within a second" {
+	run "$HVDRUN" -H localhost:2,127.0.0.1:2 "$SELFTEST" kill
+	[ "$status" -eq 137 ] || [ "$status" -eq 3 ]
+	local r ms
+	for r in 0 2 3; do
+		ms=$(printf '%s\n' "${lines[@]}" | sed -n "s/^\[$r\]<stdout>:rank $r: error after \([0-9]*\) ms: .*/\1/p")
+		[ -n "$ms" ] && [ "$ms" -lt 1000 ]
+	done
+}
+
+# CPU time, not wall time: what the process used, whatever else runs.
+@test "an idle job (ranks in a barrier for 5 s) uses less than 5% of a core, with and without shared memory" {
+	local opts r cpu
+	for opts in "-np 4" "-np 4 --no-shared-memory"; do
+		# shellcheck disable=SC2086 # the options, word by word
+		run "$HVDRUN" $opts "$SELFTEST" idle
+		assert_success
+		for r in 0 1 2 3; do
+			cpu=$(printf '%s\n' "${lines[@]}" | sed -n "s/^\[$r\]<stdout>:rank $r: idle cpu \([0-9]*\) ms over [0-9]* ms$/\1/p")
+			[ -n "$cpu" ] && [ "$cpu" -lt 250 ]
 		done
 	done
 }

@@ -67,6 +67,24 @@ setup() {
 	assert_line "[2]<stdout>:rank 2: ok"
 }
 
+@test "libhvd on 2 namespace hosts x 2 ranks: hierarchical allreduce, and the same results over TCP alone" {
+	local r
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 -x HOROVOD_LOG_LEVEL=debug "$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	for r in 0 1 2 3; do
+		assert_line --regexp "^\[$r\]<stderr>:libhvd debug: hvd__hier_start: shared memory: [0-9]+ bytes for 2 local ranks \(hierarchical allreduce\), 2 hosts$"
+		assert_line "[$r]<stdout>:rank $r: ok"
+	done
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 --no-shared-memory "$ROOT/build/tests/hvd_selftest" more
+	assert_success
+	refute_output --partial FAIL
+	assert_line "[3]<stdout>:rank 3: ok"
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 "$ROOT/build/tests/hvd_selftest" more
+	assert_success
+	refute_output --partial FAIL
+	assert_line "[3]<stdout>:rank 3: ok"
+}
+
 @test "a link that goes down mid-job: every rank gets an error within seconds" {
 	ip netns exec "${RIG_NS}c" "$HVDRUN" "${SSH[@]}" -H ns1:1,ns2:1,ns3:1 \
 		"$ROOT/build/tests/hvd_selftest" drop >"$BATS_TEST_TMPDIR/out" 2>&1 &

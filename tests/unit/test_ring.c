@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "group.h"
 #include "reduce.h"
 #include "ref_reduce.h"
 #include "ring.h"
@@ -474,6 +475,46 @@ static void test_barrier(void)
 	}
 }
 
+/* Two groups of a world of four (group.h): the even ranks, and the odd
+ * ones in reverse order. Each allreduces and allgathers within itself;
+ * results[rank] says what it got. */
+static void group_body(const struct hvd__comm *c, void *arg)
+{
+	static const int even[] = {0, 2}, odd[] = {3, 1};
+	const int *members = c->rank % 2 ? odd : even;
+	int *results = arg,
+	    me = c->rank % 2 ? (c->rank == 3 ? 0 : 1) : c->rank / 2;
+	struct hvd__comm g;
+	float buf[1000];
+	int32_t ranks[2];
+	size_t len[2] = {sizeof(int32_t), sizeof(int32_t)}, i;
+	bool ok;
+
+	if (hvd__group_new(c, members, 2, me, &g) != HVD_OK)
+		return;
+	for (i = 0; i < 1000; i++)
+		buf[i] = (float)(c->rank + 1) * (float)i;
+	ranks[me] = c->rank;
+	ok = hvd__ring_allreduce(&g, buf, 1000, HVD_FLOAT32, HVD_SUM) ==
+		     HVD_OK &&
+	     hvd__ring_allgatherv(&g, ranks, len) == HVD_OK;
+	/* Evens: (1 + 3) i; odds: (2 + 4) i; members in group order. */
+	for (i = 0; ok && i < 1000; i++)
+		ok = buf[i] == (float)(c->rank % 2 ? 6 : 4) * (float)i;
+	ok = ok && ranks[0] == members[0] && ranks[1] == members[1];
+	results[c->rank] = ok ? 1 : -1;
+	g.ops->close(g.t);
+}
+
+static void test_groups(void)
+{
+	int results[MAXN] = {0}, r;
+
+	run_world(4, group_body, results, -1);
+	for (r = 0; r < 4; r++)
+		CHECK(results[r] == 1);
+}
+
 static void test_peer_dies(void)
 {
 	struct ar_case k = {.t = HVD_FLOAT32, .op = HVD_SUM, .count = 100000};
@@ -531,6 +572,7 @@ int main(void)
 	RUN(test_broadcast_every_root);
 	RUN(test_allgather_uneven);
 	RUN(test_barrier);
+	RUN(test_groups);
 	RUN(test_peer_dies);
 	return tap_done();
 }

@@ -46,8 +46,8 @@ static int rank_main(int lrank, int lsize, const char *name)
 		v[0] = (struct iovec){x, cut1 * sizeof(float)};
 		v[1] = (struct iovec){x + cut1, (cut2 - cut1) * sizeof(float)};
 		v[2] = (struct iovec){x + cut2, (n - cut2) * sizeof(float)};
-		if (hvd__shm_allreduce_v(s, v, 3, HVD_FLOAT32, HVD_SUM, 5000) !=
-		    HVD_OK)
+		if (hvd__shm_allreduce_v(s, NULL, v, 3, HVD_FLOAT32, HVD_SUM,
+					 5000) != HVD_OK)
 			return 12;
 		for (i = 0; i < n; i++) {
 			want = (float)(lsize * (lsize + 1) / 2) *
@@ -65,8 +65,8 @@ static int rank_main(int lrank, int lsize, const char *name)
 
 		for (i = 0; i < 5; i++)
 			y[i] = (int32_t)(lrank * 10 + (int)i);
-		if (hvd__shm_allreduce_v(s, &one, 1, HVD_INT32, HVD_AVERAGE,
-					 5000) != HVD_OK)
+		if (hvd__shm_allreduce_v(s, NULL, &one, 1, HVD_INT32,
+					 HVD_AVERAGE, 5000) != HVD_OK)
 			return 14;
 		for (i = 0; i < 5; i++)
 			if (y[i] != (int32_t)((10 * lsize * (lsize - 1) / 2 +
@@ -108,9 +108,11 @@ static void test_one_to_four_ranks(void)
 		run_ranks(n);
 }
 
-/* Rank 1 dies after opening; ranks 0 and 2 wait in a barrier with a
- * 20 s deadline and must fail with HVD_ECONN within a second. */
-static void test_dead_peer(void)
+/* Rank 1 dies after opening (abort false), or lives on but marks the
+ * segment broken, as a rank does whose allreduce failed across hosts;
+ * ranks 0 and 2 wait in a barrier with a 20 s deadline and must fail with
+ * HVD_ECONN within a second. */
+static void peer_fails(bool abort)
 {
 	char name[64];
 	pid_t pid[3];
@@ -126,6 +128,11 @@ static void test_dead_peer(void)
 
 			if (rc != HVD_OK)
 				_exit(10);
+			if (r == 1 && abort) {
+				hvd__shm_abort(s);
+				sleep(2);
+				_exit(0);
+			}
 			if (r == 1)
 				raise(SIGKILL);
 			t0 = hvd__now_ms();
@@ -137,11 +144,21 @@ static void test_dead_peer(void)
 	}
 	for (r = 0; r < 3; r++) {
 		CHECK(waitpid(pid[r], &status, 0) == pid[r]);
-		if (r == 1)
+		if (r == 1 && !abort)
 			CHECK(WIFSIGNALED(status));
 		else
 			CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	}
+}
+
+static void test_dead_peer(void)
+{
+	peer_fails(false);
+}
+
+static void test_broken_segment(void)
+{
+	peer_fails(true);
 }
 
 /* Ranks that disagree on the slot size do not share a segment. */
@@ -171,6 +188,7 @@ int main(void)
 {
 	RUN(test_one_to_four_ranks);
 	RUN(test_dead_peer);
+	RUN(test_broken_segment);
 	RUN(test_mismatch);
 	return tap_done();
 }

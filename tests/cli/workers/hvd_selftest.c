@@ -478,6 +478,33 @@ static void mode_kill(void)
 	exit(3);
 }
 
+/* Every rank but the last waits in a barrier for IDLE_MS while the last
+ * sleeps; each reports the CPU its whole process (the background thread
+ * included) used meanwhile, in ms. */
+#define IDLE_MS 5000
+static void mode_idle(void)
+{
+	struct timespec a, b;
+	long long t0;
+	int rc;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+	t0 = ms_now();
+	if (hvd_rank() == hvd_size() - 1)
+		usleep(IDLE_MS * 1000);
+	rc = hvd_barrier();
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+	if (rc != 0) {
+		printf("rank %d: FAIL barrier: %s\n", hvd_rank(),
+		       hvd_strerror(rc));
+		failures++;
+	}
+	printf("rank %d: idle cpu %lld ms over %lld ms\n", hvd_rank(),
+	       (long long)(b.tv_sec - a.tv_sec) * 1000 +
+		       (b.tv_nsec - a.tv_nsec) / 1000000,
+	       ms_now() - t0);
+}
+
 /* Allreduce until an error; report how long after the last success it
  * came. A file in $PIDDIR says the loop runs. */
 static void mode_drop(void)
@@ -1192,6 +1219,8 @@ int main(int argc, char **argv)
 		mode_mismatch2();
 	else if (strcmp(mode, "killa2a") == 0)
 		mode_killa2a();
+	else if (strcmp(mode, "idle") == 0)
+		mode_idle();
 	else {
 		fprintf(stderr, "unknown mode '%s'\n", mode);
 		return 2;
