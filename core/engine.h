@@ -138,7 +138,9 @@ struct hvd__engine {
 	struct hvd__shm *shm; /* this host's ranks' segment (shm.h), or NULL */
 	struct hvd__comm cross; /* with shm: this local rank's group across
 				   hosts (hier.h); ops NULL: one host */
-	char gpu_why[512];	/* why the last GPU collective failed */
+	bool shm_job;	   /* the segment's ranks are the job's, local rank =
+			 rank: every collective may run through it */
+	char gpu_why[512]; /* why the last GPU collective failed */
 	struct hvd__req *pending_local;	  /* submitted here, not yet run */
 	struct hvd__cache_entry *cache;	  /* k.cache_cap entries */
 	struct hvd__pending *coord;	  /* rank 0: names some ranks sent */
@@ -148,6 +150,8 @@ struct hvd__engine {
 	char *fusion; /* the fusion buffer, when the transport needs one */
 	size_t fusion_cap;
 	long long decided_us; /* when this cycle's responses were known */
+	int idle_cycles;      /* cycles in a row that ran nothing */
+	int spin_now;	      /* the spin the transports have now */
 	long long last_stall_us;
 	/* Join: the ranks that have joined, as every rank agreed (responses
 	 * in order); the coordinator's own view runs ahead of it. */
@@ -171,9 +175,10 @@ int hvd__enqueue(struct hvd__req *r, hvd_handle **out);
 bool hvd__in_group(void);
 /* Ready the queue for a new start. */
 void hvd__queue_reset(void);
-/* The background thread: wait up to cycle_ms for new requests and take
- * them; *shutdown says whether hvd_shutdown() asked to stop. */
-struct hvd__req *hvd__queue_take(double cycle_ms, bool *shutdown);
+/* The background thread: wait up to cycle_ms for new requests (checking
+ * for them without sleeping for the first spin_us) and take them;
+ * *shutdown says whether hvd_shutdown() asked to stop. */
+struct hvd__req *hvd__queue_take(double cycle_ms, int spin_us, bool *shutdown);
 /* Ask the background thread to stop. */
 void hvd__queue_shutdown(void);
 /* Refuse every later request with status; return the requests queued

@@ -137,6 +137,9 @@ int hvd__hier_start(struct hvd__engine *e)
 				    &e->cross);
 	if (rc == HVD_OK)
 		rc = open_segment(e, hvd__g.cross_rank);
+	e->shm_job = rc == HVD_OK && H == 1;
+	for (h = 0; e->shm_job && h < L; h++)
+		e->shm_job = at[h] == h;
 	if (rc != HVD_OK)
 		hvd__error(
 			"rank %d: cannot share memory with the ranks of this host (%s); HVD_SHM=0 turns it off",
@@ -158,6 +161,7 @@ void hvd__hier_stop(struct hvd__engine *e)
 {
 	hvd__shm_close(e->shm);
 	e->shm = NULL;
+	e->shm_job = false;
 	if (e->cross.ops != NULL)
 		e->cross.ops->close(e->cross.t);
 	memset(&e->cross, 0, sizeof(e->cross));

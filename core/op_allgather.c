@@ -1,12 +1,22 @@
 /* op_allgather.c: how an allgather runs. Counts may differ per rank, so
- * every rank's count goes round first; then the blocks, around the ring
- * (ring.h) or over NCCL (gpu.h), into a buffer of the right size. */
+ * every rank's count goes round first; then the blocks, through the
+ * host's shared segment when the job is one host (shm.h), around the ring
+ * (ring.h), or over NCCL (gpu.h), into a buffer of the right size. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
 #include "reduce.h"
 #include "ring.h"
+
+/* len[r] bytes of each rank r, laid end to end in out, this rank's
+ * already in place. */
+static int allgatherv(struct hvd__engine *e, void *out, const size_t *len)
+{
+	return e->shm_job ? hvd__shm_allgatherv(e->shm, out, len,
+						hvd__transport_timeout_ms())
+			  : hvd__ring_allgatherv(&e->comm, out, len);
+}
 
 /* counts[r] = rank r's local count, for every r. */
 static int exchange_counts(struct hvd__engine *e, uint64_t mine,
@@ -20,7 +30,7 @@ static int exchange_counts(struct hvd__engine *e, uint64_t mine,
 	for (i = 0; i < e->comm.size; i++)
 		eight[i] = sizeof(uint64_t);
 	counts[e->comm.rank] = mine;
-	rc = hvd__ring_allgatherv(&e->comm, counts, eight);
+	rc = allgatherv(e, counts, eight);
 	free(eight);
 	return rc;
 }
@@ -64,7 +74,7 @@ int hvd__op_allgather(struct hvd__engine *e, struct hvd__req *r)
 		goto out;
 	if (bytes[e->comm.rank])
 		memcpy(out + off, r->sendbuf, bytes[e->comm.rank]);
-	rc = hvd__ring_allgatherv(&e->comm, out, bytes);
+	rc = allgatherv(e, out, bytes);
 	if (rc == HVD_OK) {
 		*r->gather_out = out;
 		*r->gather_count = total / es;

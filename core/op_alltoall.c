@@ -32,13 +32,31 @@ static int exchange_counts(const struct hvd__comm *c, const uint64_t *send,
 	return rc;
 }
 
-static int cpu_alltoall(const struct hvd__comm *c, const struct hvd__req *r,
+static int cpu_alltoall(const struct hvd__engine *e, const struct hvd__req *r,
 			size_t es, const size_t *soff, const size_t *roff,
 			const uint64_t *rcount, char *out)
 {
+	const struct hvd__comm *c = &e->comm;
 	const char *send = r->sendbuf;
 	int s, rc = HVD_OK;
 
+	if (e->shm_job) {
+		size_t n = (size_t)c->size, i;
+		size_t *b = calloc(n * 4, sizeof(*b));
+
+		if (b == NULL)
+			return HVD_ENOMEM;
+		for (i = 0; i < n; i++) {
+			b[i] = (size_t)r->sendcounts[i] * es;
+			b[n + i] = soff[i] * es;
+			b[2 * n + i] = (size_t)rcount[i] * es;
+			b[3 * n + i] = roff[i] * es;
+		}
+		rc = hvd__shm_alltoallv(e->shm, send, b, b + n, out, b + 2 * n,
+					b + 3 * n, hvd__transport_timeout_ms());
+		free(b);
+		return rc;
+	}
 	if (r->sendcounts[c->rank] > 0)
 		memcpy(out + roff[c->rank] * es, send + soff[c->rank] * es,
 		       r->sendcounts[c->rank] * es);
@@ -88,9 +106,9 @@ int hvd__op_alltoall(struct hvd__engine *e, struct hvd__req *r)
 		out = dev;
 	} else {
 		out = hvd__result_alloc(total * es);
-		rc = out == NULL ? HVD_ENOMEM
-				 : cpu_alltoall(&e->comm, r, es, soff, roff,
-						rcount, out);
+		rc = out == NULL
+			     ? HVD_ENOMEM
+			     : cpu_alltoall(e, r, es, soff, roff, rcount, out);
 	}
 	if (rc != HVD_OK)
 		goto out;

@@ -1,5 +1,6 @@
 /* op_broadcast.c: how a broadcast runs: the root's buffer to every rank,
- * by the ring's pipelined chain (ring.h) or over NCCL (gpu.h). */
+ * through the host's shared segment when the job is one host (shm.h), by
+ * the ring's pipelined chain (ring.h), or over NCCL (gpu.h). */
 #include "engine.h"
 #include "reduce.h"
 #include "ring.h"
@@ -10,7 +11,10 @@ int hvd__op_broadcast(struct hvd__engine *e, struct hvd__req *r)
 		       hvd__dtype_size((enum hvd_dtype)r->m.dtype);
 	int rc;
 
-	if (!r->m.gpu)
+	if (!r->m.gpu && e->shm_job)
+		rc = hvd__shm_broadcast(e->shm, r->recvbuf, bytes, r->m.root,
+					hvd__transport_timeout_ms());
+	else if (!r->m.gpu)
 		rc = hvd__ring_broadcast(&e->comm, r->recvbuf, bytes,
 					 r->m.root);
 	else if ((rc = hvd__gpu_engine(e)) == HVD_OK)

@@ -1,7 +1,8 @@
 /* op_reducescatter.c: how a reducescatter runs. On the CPU: the input is
- * copied (and prescaled) into a working buffer, the ring's reduce-scatter
- * leaves this rank's rows of the result in it (ring.h), and they are
- * averaged, postscaled and copied out. On the GPU: ncclReduceScatter
+ * copied (and prescaled) into a working buffer, the host's shared segment
+ * when the job is one host (shm.h) or the ring's reduce-scatter (ring.h)
+ * leaves this rank's rows of the result in it, and they are averaged,
+ * postscaled and copied out. On the GPU: ncclReduceScatter
  * (gpu.h). The split is Horovod's: rows / size each, the first
  * rows % size ranks one more. */
 #include <stdlib.h>
@@ -24,10 +25,17 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 	if (count > 0)
 		memcpy(work, r->sendbuf, count * es);
 	hvd__scale(work, count, t, r->m.prescale);
-	rc = hvd__ring_reducescatter(&e->comm, work, count, (size_t)r->m.block,
-				     t, op == HVD_AVERAGE ? HVD_SUM : op);
 	hvd__ring_chunk(count, (size_t)r->m.block, e->comm.size, e->comm.rank,
 			&start, &len);
+	if (e->shm_job)
+		rc = hvd__shm_reduce_keep(e->shm, work, count * es, start * es,
+					  (start + len) * es, t,
+					  op == HVD_AVERAGE ? HVD_SUM : op,
+					  hvd__transport_timeout_ms());
+	else
+		rc = hvd__ring_reducescatter(&e->comm, work, count,
+					     (size_t)r->m.block, t,
+					     op == HVD_AVERAGE ? HVD_SUM : op);
 	if (rc == HVD_OK && len > 0) {
 		char *mine = work + start * es;
 

@@ -3,7 +3,9 @@
  * on handles; the background thread takes the queue each cycle and
  * completes handles. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* the background thread waits here */
 	pthread_cond_t done; /* hvd_wait waits here */
+	_Atomic bool work;   /* incoming or shutdown_req: read unlocked */
 	struct hvd__req *incoming;
 	struct hvd__req **incoming_tail;
 	bool shutdown_req;
@@ -52,6 +55,7 @@ static struct hvd__req *take_incoming(void)
 
 	Q.incoming = NULL;
 	Q.incoming_tail = &Q.incoming;
+	atomic_store(&Q.work, Q.shutdown_req);
 	return in;
 }
 
@@ -60,6 +64,7 @@ void hvd__queue_reset(void)
 	pthread_mutex_lock(&Q.lock);
 	take_incoming();
 	Q.shutdown_req = false;
+	atomic_store(&Q.work, false);
 	Q.broken = 0;
 	Q.inflight = NULL;
 	pthread_mutex_unlock(&Q.lock);
@@ -142,6 +147,7 @@ static int submit(struct hvd__req *list)
 		for (r = list; r->next != NULL; r = r->next)
 			;
 		Q.incoming_tail = &r->next;
+		atomic_store(&Q.work, true);
 		pthread_cond_signal(&Q.wake);
 	}
 	pthread_mutex_unlock(&Q.lock);
@@ -238,12 +244,17 @@ HVD_EXPORT int hvd_group_end(void)
 	return rc;
 }
 
-struct hvd__req *hvd__queue_take(double cycle_ms, bool *shutdown)
+struct hvd__req *hvd__queue_take(double cycle_ms, int spin_us, bool *shutdown)
 {
 	long long cycle_ns = (long long)(cycle_ms * 1e6);
+	long long until = spin_us > 0 ? hvd__now_us() + spin_us : 0;
 	struct hvd__req *in;
 	struct timespec ts;
 
+	/* Work that comes within spin_us is taken without the wake-up of a
+	 * sleeping thread, which costs more than a small allreduce. */
+	while (!atomic_load(&Q.work) && until > 0 && hvd__now_us() < until)
+		sched_yield();
 	pthread_mutex_lock(&Q.lock);
 	if (Q.incoming == NULL && !Q.shutdown_req && cycle_ns > 0) {
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -262,6 +273,7 @@ void hvd__queue_shutdown(void)
 {
 	pthread_mutex_lock(&Q.lock);
 	Q.shutdown_req = true;
+	atomic_store(&Q.work, true);
 	pthread_cond_broadcast(&Q.wake);
 	pthread_mutex_unlock(&Q.lock);
 }

@@ -50,6 +50,39 @@ int hvd__gpu_engine(struct hvd__engine *e)
 
 /* One cycle. Returns a transport error, or HVD_ESHUTDOWN when the job is
  * shutting down, or HVD_OK. */
+/* After this many cycles in a row that ran nothing, waits on peers sleep
+ * at once instead of yielding first, and the time between cycles doubles
+ * each cycle up to IDLE_WAIT_MS: an idle job (ranks in a barrier for a
+ * late one, or between epochs) leaves the CPU alone. New work wakes the
+ * background thread at once whatever the wait; only a rank with no work
+ * of its own that others need in a cycle (a joined rank) may answer up
+ * to IDLE_WAIT_MS late, once. */
+#define IDLE_CYCLES 2
+#define IDLE_WAIT_MS 20.0
+
+static double wait_ms(const struct hvd__engine *e)
+{
+	double ms = e->k.cycle_ms;
+	int k;
+
+	for (k = IDLE_CYCLES; k < e->idle_cycles && ms < IDLE_WAIT_MS; k++)
+		ms *= 2;
+	return ms > IDLE_WAIT_MS && e->k.cycle_ms < IDLE_WAIT_MS ? IDLE_WAIT_MS
+								 : ms;
+}
+
+static void spin_for(struct hvd__engine *e)
+{
+	int spin = e->idle_cycles >= IDLE_CYCLES ? 0 : e->k.spin_us;
+
+	if (spin == e->spin_now)
+		return;
+	e->spin_now = spin;
+	if (e->comm.ops->tune != NULL)
+		e->comm.ops->tune(e->comm.t, hvd__transport_timeout_ms(), spin);
+	hvd__shm_set_spin(e->shm, spin);
+}
+
 static int cycle(struct hvd__engine *e, bool shutdown_local)
 {
 	struct hvd__resp *v;
@@ -58,9 +91,11 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 
 	if (e->k.mark_cycles && e->tl != NULL)
 		hvd__timeline_mark(e->tl, "CYCLE_START", hvd__now_us());
+	spin_for(e);
 	rc = hvd__negotiate(e, shutdown_local, &v, &n);
 	if (rc != HVD_OK)
 		return rc;
+	e->idle_cycles = n > 0 ? 0 : e->idle_cycles + 1;
 	e->decided_us = hvd__now_us();
 	rc = hvd__execute(e, v, n);
 	hvd__resps_free(v, n);
@@ -162,7 +197,7 @@ static void *background(void *arg)
 		int rc;
 
 		timeline_apply(e);
-		in = hvd__queue_take(e->k.cycle_ms, &shutdown_local);
+		in = hvd__queue_take(wait_ms(e), e->spin_now, &shutdown_local);
 		for (tail = &e->pending_local; *tail != NULL;
 		     tail = &(*tail)->next)
 			;
@@ -220,6 +255,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	if (E.comm.ops->tune != NULL)
 		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms(),
 				 E.k.spin_us);
+	E.spin_now = E.k.spin_us;
 	if (mpi == NULL && joined && size > 1 &&
 	    (rc = hvd__hier_start(&E)) != HVD_OK)
 		return rc; /* hvd__runtime_stop releases the comm */

@@ -259,6 +259,12 @@ static int wait_peer(struct hvd__shm *s, int p, uint32_t seq,
 	}
 }
 
+void hvd__shm_set_spin(struct hvd__shm *s, int spin_us)
+{
+	if (s != NULL)
+		s->spin_us = spin_us;
+}
+
 void hvd__shm_abort(struct hvd__shm *s)
 {
 	int p;
@@ -399,9 +405,12 @@ static int reduce_slice(struct hvd__shm *s, const struct hvd__comm *cross,
 	return rc;
 }
 
-int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
-			 const struct iovec *v, int k, enum hvd_dtype t,
-			 enum hvd_op op, int timeout_ms)
+/* The allreduce of the pieces, every rank copying out only the bytes of
+ * [keep_lo, keep_hi) of the result. */
+static int allreduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
+			  const struct iovec *v, int k, enum hvd_dtype t,
+			  enum hvd_op op, int timeout_ms, size_t keep_lo,
+			  size_t keep_hi)
 {
 	size_t es = hvd__dtype_size(t), total = 0, chunk, off;
 	int j, p, rc = HVD_OK;
@@ -426,16 +435,135 @@ int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
 		if (rc == HVD_OK)
 			rc = hvd__shm_barrier(s, timeout_ms);
 		for (p = 0; p < s->lsize && rc == HVD_OK; p++) {
-			size_t plo = ne * (size_t)p / (size_t)s->lsize;
-			size_t phi = ne * (size_t)(p + 1) / (size_t)s->lsize;
+			size_t lo =
+				off + ne * (size_t)p / (size_t)s->lsize * es;
+			size_t hi = off + ne * (size_t)(p + 1) /
+						  (size_t)s->lsize * es;
 
-			if (phi > plo)
-				pieces_copy(v, k, off + plo * es,
-					    (phi - plo) * es, NULL,
-					    slot_of(s, set, p) + plo * es);
+			lo = lo > keep_lo ? lo : keep_lo;
+			hi = hi < keep_hi ? hi : keep_hi;
+			if (hi > lo)
+				pieces_copy(v, k, lo, hi - lo, NULL,
+					    slot_of(s, set, p) + (lo - off));
 		}
 	}
 	/* A rank that failed here fails its local peers at once. */
+	if (rc != HVD_OK)
+		hvd__shm_abort(s);
+	return rc;
+}
+
+int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
+			 const struct iovec *v, int k, enum hvd_dtype t,
+			 enum hvd_op op, int timeout_ms)
+{
+	return allreduce_keep(s, cross, v, k, t, op, timeout_ms, 0, SIZE_MAX);
+}
+
+int hvd__shm_reduce_keep(struct hvd__shm *s, void *buf, size_t len,
+			 size_t keep_lo, size_t keep_hi, enum hvd_dtype t,
+			 enum hvd_op op, int timeout_ms)
+{
+	struct iovec one = {buf, len};
+
+	return allreduce_keep(s, NULL, &one, 1, t, op, timeout_ms, keep_lo,
+			      keep_hi);
+}
+
+int hvd__shm_broadcast(struct hvd__shm *s, void *buf, size_t len, int root,
+		       int timeout_ms)
+{
+	size_t chunk = (size_t)s->lsize * s->slot, off;
+	int rc = HVD_OK;
+
+	/* The slots of a set lie end to end: a chunk fills one set. */
+	for (off = 0; off < len && rc == HVD_OK; off += chunk) {
+		size_t n = len - off < chunk ? len - off : chunk;
+		unsigned char *set = slot_of(s, s->set, 0);
+
+		s->set ^= 1;
+		if (s->lrank == root)
+			memcpy(set, (char *)buf + off, n);
+		rc = hvd__shm_barrier(s, timeout_ms);
+		if (rc == HVD_OK && s->lrank != root)
+			memcpy((char *)buf + off, set, n);
+	}
+	if (rc != HVD_OK)
+		hvd__shm_abort(s);
+	return rc;
+}
+
+int hvd__shm_allgatherv(struct hvd__shm *s, void *out, const size_t *len,
+			int timeout_ms)
+{
+	size_t most = 0, off, at;
+	int p, rc = HVD_OK;
+
+	for (p = 0; p < s->lsize; p++)
+		if (len[p] > most)
+			most = len[p];
+	/* Round by round, every rank's next slot-full of its block. */
+	for (off = 0; off < most && rc == HVD_OK; off += s->slot) {
+		unsigned set = s->set;
+
+		s->set ^= 1;
+		for (p = 0, at = 0; p < s->lrank; p++)
+			at += len[p];
+		if (len[s->lrank] > off)
+			memcpy(slot_of(s, set, s->lrank),
+			       (char *)out + at + off,
+			       len[s->lrank] - off < s->slot
+				       ? len[s->lrank] - off
+				       : s->slot);
+		rc = hvd__shm_barrier(s, timeout_ms);
+		for (p = 0, at = 0; p < s->lsize && rc == HVD_OK;
+		     at += len[p], p++)
+			if (p != s->lrank && len[p] > off)
+				memcpy((char *)out + at + off,
+				       slot_of(s, set, p),
+				       len[p] - off < s->slot ? len[p] - off
+							      : s->slot);
+	}
+	if (rc != HVD_OK)
+		hvd__shm_abort(s);
+	return rc;
+}
+
+int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
+		       const size_t *soff, void *out, const size_t *rb,
+		       const size_t *roff, int timeout_ms)
+{
+	/* Each slot holds one part per destination. */
+	size_t part = s->slot / (size_t)s->lsize / 64 * 64, off;
+	int64_t most = 0;
+	struct iovec one = {&most, sizeof(most)};
+	int p, me = s->lrank, rc;
+
+	for (p = 0; p < s->lsize; p++)
+		if (p != me && (int64_t)sb[p] > most)
+			most = (int64_t)sb[p];
+	/* The rounds: as many as the largest block of any rank needs. */
+	rc = hvd__shm_allreduce_v(s, NULL, &one, 1, HVD_INT64, HVD_MAX,
+				  timeout_ms);
+	if (rc == HVD_OK && sb[me] > 0)
+		memcpy((char *)out + roff[me], (const char *)send + soff[me],
+		       sb[me]);
+	for (off = 0; rc == HVD_OK && off < (size_t)most; off += part) {
+		unsigned set = s->set;
+
+		s->set ^= 1;
+		for (p = 0; p < s->lsize; p++)
+			if (p != me && sb[p] > off)
+				memcpy(slot_of(s, set, me) + (size_t)p * part,
+				       (const char *)send + soff[p] + off,
+				       sb[p] - off < part ? sb[p] - off : part);
+		rc = hvd__shm_barrier(s, timeout_ms);
+		for (p = 0; p < s->lsize && rc == HVD_OK; p++)
+			if (p != me && rb[p] > off)
+				memcpy((char *)out + roff[p] + off,
+				       slot_of(s, set, p) + (size_t)me * part,
+				       rb[p] - off < part ? rb[p] - off : part);
+	}
 	if (rc != HVD_OK)
 		hvd__shm_abort(s);
 	return rc;

@@ -54,6 +54,31 @@ int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms);
 int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
 			 const struct iovec *v, int k, enum hvd_dtype t,
 			 enum hvd_op op, int timeout_ms);
+/* A reduce-scatter: buf (len bytes) reduced across the local ranks in
+ * place, but only bytes [keep_lo, keep_hi) of the result are copied
+ * into this rank's buf; the rest is left as it was. */
+int hvd__shm_reduce_keep(struct hvd__shm *s, void *buf, size_t len,
+			 size_t keep_lo, size_t keep_hi, enum hvd_dtype t,
+			 enum hvd_op op, int timeout_ms);
+/* root's buf (len bytes) is copied to every local rank's buf: the root
+ * fills one slot set at a time, and the others copy it out after one
+ * barrier. */
+int hvd__shm_broadcast(struct hvd__shm *s, void *buf, size_t len, int root,
+		       int timeout_ms);
+/* out gets every local rank's block in rank order: rank r's len[r]
+ * bytes at offset sum(len[0..r-1]); this rank's block must be in place.
+ * One slot-full of every block per barrier. */
+int hvd__shm_allgatherv(struct hvd__shm *s, void *out, const size_t *len,
+			int timeout_ms);
+/* Rank p gets sb[p] bytes at send + soff[p] from this rank, into its
+ * out + roff[this rank]; this rank gets rb[q] bytes from each rank q
+ * into out + roff[q] (byte counts and offsets). Each slot holds one
+ * part per destination; one part of every block per barrier. */
+int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
+		       const size_t *soff, void *out, const size_t *rb,
+		       const size_t *roff, int timeout_ms);
+/* How long a wait yields before it sleeps, from now on. s may be NULL. */
+void hvd__shm_set_spin(struct hvd__shm *s, int spin_us);
 /* Mark the segment broken: every wait of every local rank fails with
  * HVD_ECONN from now on. s may be NULL. */
 void hvd__shm_abort(struct hvd__shm *s);

@@ -22,6 +22,116 @@ static float elem(int r, size_t i)
 	return (float)(r + 1) * (float)(i % 97);
 }
 
+/* A reduce-scatter over several slot-fulls: each rank keeps its own
+ * window of the sum (not cut at a slot's edge), the rest of its buffer
+ * untouched. */
+static int reduce_keep(struct hvd__shm *s, int lrank, int lsize)
+{
+	size_t n = 5 * SLOT / sizeof(float) + 7, i;
+	size_t lo = n * (size_t)lrank / (size_t)lsize;
+	size_t hi = n * (size_t)(lrank + 1) / (size_t)lsize;
+	float *x = malloc(n * sizeof(float));
+	int rc = 0;
+
+	for (i = 0; i < n; i++)
+		x[i] = elem(lrank, i);
+	if (hvd__shm_reduce_keep(s, x, n * sizeof(float), lo * sizeof(float),
+				 hi * sizeof(float), HVD_FLOAT32, HVD_SUM,
+				 5000) != HVD_OK)
+		rc = 20;
+	for (i = 0; rc == 0 && i < n; i++)
+		if (x[i] != (i >= lo && i < hi
+				     ? (float)(lsize * (lsize + 1) / 2) *
+					       (float)(i % 97)
+				     : elem(lrank, i)))
+			rc = 21;
+	free(x);
+	return rc;
+}
+
+/* Bytes rank `from` sends rank `to` in the alltoall: some none, some
+ * several slot-fulls. */
+static size_t a2a_len(int from, int to)
+{
+	return (size_t)((from + 2 * to) % 3) * 3000;
+}
+
+static int alltoall(struct hvd__shm *s, int lrank, int lsize)
+{
+	size_t sb[4], so[4], rb[4], ro[4], st = 0, rt = 0, i;
+	unsigned char *send, *out;
+	int p, rc = 0;
+
+	for (p = 0; p < lsize; p++) {
+		sb[p] = a2a_len(lrank, p);
+		so[p] = st;
+		st += sb[p];
+		rb[p] = a2a_len(p, lrank);
+		ro[p] = rt;
+		rt += rb[p];
+	}
+	send = malloc(st + 1);
+	out = malloc(rt + 1);
+	for (p = 0; p < lsize; p++)
+		for (i = 0; i < sb[p]; i++)
+			send[so[p] + i] = (unsigned char)(i + 10 * lrank + p);
+	if (hvd__shm_alltoallv(s, send, sb, so, out, rb, ro, 5000) != HVD_OK)
+		rc = 22;
+	for (p = 0; rc == 0 && p < lsize; p++)
+		for (i = 0; i < rb[p]; i++)
+			if (out[ro[p] + i] !=
+			    (unsigned char)(i + 10 * p + lrank))
+				rc = 23;
+	free(send);
+	free(out);
+	return rc;
+}
+
+/* Broadcasts from every root, of 0 bytes to several slot sets; then
+ * allgathers of blocks that differ per rank (one empty, one several
+ * slots long), every block's bytes telling whose they are. */
+static int bcast_gather(struct hvd__shm *s, int lrank, int lsize)
+{
+	static const size_t sizes[] = {0, 1, 4096, 3 * 4096 * 4 + 5};
+	size_t z, i, len[4], total, at;
+	unsigned char *b;
+	int root, p, rc;
+
+	for (z = 0; z < sizeof(sizes) / sizeof(*sizes); z++)
+		for (root = 0; root < lsize; root++) {
+			b = malloc(sizes[z] + 1);
+			for (i = 0; i < sizes[z]; i++)
+				b[i] = (unsigned char)(lrank == root
+							       ? (i * 7 + root)
+							       : 0xee);
+			if (hvd__shm_broadcast(s, b, sizes[z], root, 5000) !=
+			    HVD_OK)
+				return 16;
+			for (i = 0; i < sizes[z]; i++)
+				if (b[i] != (unsigned char)(i * 7 + root))
+					return 17;
+			free(b);
+		}
+	for (p = 0, total = 0; p < lsize; p++) {
+		len[p] = p == 1 ? 0 : (size_t)(p + 1) * 5000 + 3;
+		total += len[p];
+	}
+	b = malloc(total + 1);
+	for (p = 0, at = 0; p < lsize; at += len[p], p++)
+		for (i = 0; i < len[p]; i++)
+			b[at + i] =
+				(unsigned char)(p == lrank ? i + 31 * p : 0xee);
+	if (hvd__shm_allgatherv(s, b, len, 5000) != HVD_OK)
+		return 18;
+	for (p = 0, at = 0; p < lsize; at += len[p], p++)
+		for (i = 0; i < len[p]; i++)
+			if (b[at + i] != (unsigned char)(i + 31 * p))
+				return 19;
+	free(b);
+	rc = reduce_keep(s, lrank, lsize);
+	return rc != 0 ? rc : alltoall(s, lrank, lsize);
+}
+
 static int rank_main(int lrank, int lsize, const char *name)
 {
 	static const size_t sizes[] = {1, 3, 1000, 1024, 5000, 70001};
@@ -74,8 +184,9 @@ static int rank_main(int lrank, int lsize, const char *name)
 					      lsize))
 				return 15;
 	}
+	rc = bcast_gather(s, lrank, lsize);
 	hvd__shm_close(s);
-	return 0;
+	return rc;
 }
 
 static void run_ranks(int lsize)

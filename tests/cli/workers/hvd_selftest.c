@@ -893,6 +893,8 @@ static void mode_more(void)
 		check_alltoall(types[ti], 1);
 		check_alltoall(types[ti], 3);
 	}
+	/* Blocks of up to 547 KiB: several rounds through shared memory. */
+	check_alltoall(HVD_FLOAT32, 70001);
 	for (t = 0; t < NDTYPE; t++)
 		for (op = 0; op < 5; op++) {
 			/* fewer rows than ranks, a prime, a large one */
