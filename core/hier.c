@@ -142,7 +142,7 @@ int hvd__hier_start(struct hvd__engine *e)
 		e->shm_job = at[h] == h;
 	if (rc != HVD_OK)
 		hvd__error(
-			"rank %d: cannot share memory with the ranks of this host (%s); HVD_SHM=0 turns it off",
+			"rank %d: cannot share memory with the ranks of this host (%s); hvdrun --no-shared-memory (HVD_SHM=0) runs without it",
 			e->comm.rank, hvd_strerror(rc));
 	else
 		hvd__debug(

@@ -32,42 +32,27 @@ static int exchange_counts(const struct hvd__comm *c, const uint64_t *send,
 	return rc;
 }
 
-static int cpu_alltoall(const struct hvd__engine *e, const struct hvd__req *r,
-			size_t es, const size_t *soff, const size_t *roff,
-			const uint64_t *rcount, char *out)
+/* Over the transport (or the host's segment when the job is one host):
+ * sb[p] bytes at send + soff[p] to each rank p, rb[p] bytes from it
+ * into out + roff[p] (byte counts and offsets). */
+static int cpu_alltoall(const struct hvd__engine *e, const char *send,
+			const size_t *sb, const size_t *soff, const size_t *rb,
+			const size_t *roff, char *out)
 {
 	const struct hvd__comm *c = &e->comm;
-	const char *send = r->sendbuf;
 	int s, rc = HVD_OK;
 
-	if (e->shm_job) {
-		size_t n = (size_t)c->size, i;
-		size_t *b = calloc(n * 4, sizeof(*b));
-
-		if (b == NULL)
-			return HVD_ENOMEM;
-		for (i = 0; i < n; i++) {
-			b[i] = (size_t)r->sendcounts[i] * es;
-			b[n + i] = soff[i] * es;
-			b[2 * n + i] = (size_t)rcount[i] * es;
-			b[3 * n + i] = roff[i] * es;
-		}
-		rc = hvd__shm_alltoallv(e->shm, send, b, b + n, out, b + 2 * n,
-					b + 3 * n, hvd__transport_timeout_ms());
-		free(b);
-		return rc;
-	}
-	if (r->sendcounts[c->rank] > 0)
-		memcpy(out + roff[c->rank] * es, send + soff[c->rank] * es,
-		       r->sendcounts[c->rank] * es);
+	if (sb[c->rank] > 0)
+		memcpy(out + roff[c->rank], send + soff[c->rank], sb[c->rank]);
+	if (e->shm_job)
+		return hvd__shm_alltoallv(e->shm, send, sb, soff, out, rb, roff,
+					  hvd__transport_timeout_ms());
 	for (s = 1; s < c->size && rc == HVD_OK; s++) {
 		int to = mod(c->rank + s, c->size),
 		    from = mod(c->rank - s, c->size);
 
-		rc = c->ops->sendrecv(c->t, to, send + soff[to] * es,
-				      r->sendcounts[to] * es, from,
-				      out + roff[from] * es, rcount[from] * es,
-				      NULL, NULL);
+		rc = c->ops->sendrecv(c->t, to, send + soff[to], sb[to], from,
+				      out + roff[from], rb[from], NULL, NULL);
 	}
 	return rc;
 }
@@ -91,12 +76,13 @@ int hvd__op_alltoall(struct hvd__engine *e, struct hvd__req *r)
 	rc = exchange_counts(&e->comm, r->sendcounts, rcount);
 	if (rc != HVD_OK)
 		goto out;
+	/* Byte counts and offsets; total in elements. */
 	for (i = 0; i < n; i++) {
-		soff[i] = i ? soff[i - 1] + (size_t)r->sendcounts[i - 1] : 0;
-		roff[i] = total;
-		total += (size_t)rcount[i];
 		sb[i] = (size_t)r->sendcounts[i] * es;
 		rb[i] = (size_t)rcount[i] * es;
+		soff[i] = i ? soff[i - 1] + sb[i - 1] : 0;
+		roff[i] = total * es;
+		total += (size_t)rcount[i];
 	}
 	if (r->m.gpu) {
 		void *dev = NULL;
@@ -106,9 +92,9 @@ int hvd__op_alltoall(struct hvd__engine *e, struct hvd__req *r)
 		out = dev;
 	} else {
 		out = hvd__result_alloc(total * es);
-		rc = out == NULL
-			     ? HVD_ENOMEM
-			     : cpu_alltoall(e, r, es, soff, roff, rcount, out);
+		rc = out == NULL ? HVD_ENOMEM
+				 : cpu_alltoall(e, r->sendbuf, sb, soff, rb,
+						roff, out);
 	}
 	if (rc != HVD_OK)
 		goto out;

@@ -48,8 +48,6 @@ int hvd__gpu_engine(struct hvd__engine *e)
 	return rc;
 }
 
-/* One cycle. Returns a transport error, or HVD_ESHUTDOWN when the job is
- * shutting down, or HVD_OK. */
 /* After this many cycles in a row that ran nothing, waits on peers sleep
  * at once instead of yielding first, and the time between cycles doubles
  * each cycle up to IDLE_WAIT_MS: an idle job (ranks in a barrier for a
@@ -83,6 +81,8 @@ static void spin_for(struct hvd__engine *e)
 	hvd__shm_set_spin(e->shm, spin);
 }
 
+/* One cycle. Returns a transport error, or HVD_ESHUTDOWN when the job is
+ * shutting down, or HVD_OK. */
 static int cycle(struct hvd__engine *e, bool shutdown_local)
 {
 	struct hvd__resp *v;

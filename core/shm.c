@@ -447,9 +447,6 @@ static int allreduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
 					    slot_of(s, set, p) + (lo - off));
 		}
 	}
-	/* A rank that failed here fails its local peers at once. */
-	if (rc != HVD_OK)
-		hvd__shm_abort(s);
 	return rc;
 }
 
@@ -488,30 +485,29 @@ int hvd__shm_broadcast(struct hvd__shm *s, void *buf, size_t len, int root,
 		if (rc == HVD_OK && s->lrank != root)
 			memcpy((char *)buf + off, set, n);
 	}
-	if (rc != HVD_OK)
-		hvd__shm_abort(s);
 	return rc;
 }
 
 int hvd__shm_allgatherv(struct hvd__shm *s, void *out, const size_t *len,
 			int timeout_ms)
 {
-	size_t most = 0, off, at;
+	size_t most = 0, mine = 0, off, at;
 	int p, rc = HVD_OK;
 
-	for (p = 0; p < s->lsize; p++)
+	for (p = 0; p < s->lsize; p++) {
 		if (len[p] > most)
 			most = len[p];
+		if (p < s->lrank)
+			mine += len[p];
+	}
 	/* Round by round, every rank's next slot-full of its block. */
 	for (off = 0; off < most && rc == HVD_OK; off += s->slot) {
 		unsigned set = s->set;
 
 		s->set ^= 1;
-		for (p = 0, at = 0; p < s->lrank; p++)
-			at += len[p];
 		if (len[s->lrank] > off)
 			memcpy(slot_of(s, set, s->lrank),
-			       (char *)out + at + off,
+			       (char *)out + mine + off,
 			       len[s->lrank] - off < s->slot
 				       ? len[s->lrank] - off
 				       : s->slot);
@@ -524,8 +520,6 @@ int hvd__shm_allgatherv(struct hvd__shm *s, void *out, const size_t *len,
 				       len[p] - off < s->slot ? len[p] - off
 							      : s->slot);
 	}
-	if (rc != HVD_OK)
-		hvd__shm_abort(s);
 	return rc;
 }
 
@@ -545,9 +539,6 @@ int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
 	/* The rounds: as many as the largest block of any rank needs. */
 	rc = hvd__shm_allreduce_v(s, NULL, &one, 1, HVD_INT64, HVD_MAX,
 				  timeout_ms);
-	if (rc == HVD_OK && sb[me] > 0)
-		memcpy((char *)out + roff[me], (const char *)send + soff[me],
-		       sb[me]);
 	for (off = 0; rc == HVD_OK && off < (size_t)most; off += part) {
 		unsigned set = s->set;
 
@@ -564,8 +555,6 @@ int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
 				       slot_of(s, set, p) + (size_t)me * part,
 				       rb[p] - off < part ? rb[p] - off : part);
 	}
-	if (rc != HVD_OK)
-		hvd__shm_abort(s);
 	return rc;
 }
 

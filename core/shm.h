@@ -25,8 +25,9 @@
  * slice on the other hosts (a group, group.h), so every rank's connection
  * carries 1/L of the data and each host sends its data across once.
  *
- * A rank that fails marks the segment broken and wakes every sleeper:
- * its local peers fail with HVD_ECONN at once instead of waiting on it. */
+ * The engine marks the segment broken when a rank's cycle fails
+ * (hvd__shm_abort), which wakes every sleeper: its local peers fail with
+ * HVD_ECONN at once instead of waiting on it. */
 #ifndef HVD_SHM_H
 #define HVD_SHM_H
 
@@ -71,9 +72,10 @@ int hvd__shm_broadcast(struct hvd__shm *s, void *buf, size_t len, int root,
 int hvd__shm_allgatherv(struct hvd__shm *s, void *out, const size_t *len,
 			int timeout_ms);
 /* Rank p gets sb[p] bytes at send + soff[p] from this rank, into its
- * out + roff[this rank]; this rank gets rb[q] bytes from each rank q
- * into out + roff[q] (byte counts and offsets). Each slot holds one
- * part per destination; one part of every block per barrier. */
+ * out + roff[this rank]; this rank gets rb[q] bytes from each other rank
+ * q into out + roff[q] (byte counts and offsets). Its block to itself is
+ * the caller's to copy. Each slot holds one part per destination; one
+ * part of every block per barrier. */
 int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
 		       const size_t *soff, void *out, const size_t *rb,
 		       const size_t *roff, int timeout_ms);

@@ -50,7 +50,7 @@ static int reduce_keep(struct hvd__shm *s, int lrank, int lsize)
 }
 
 /* Bytes rank `from` sends rank `to` in the alltoall: some none, some
- * several slot-fulls. */
+ * several slot-fulls; none to itself (that block is the caller's). */
 static size_t a2a_len(int from, int to)
 {
 	return (size_t)((from + 2 * to) % 3) * 3000;
