@@ -430,10 +430,14 @@ HVD_EXPORT int hvd_gpu_device(void)
 /* ---- the synchronous forms: submit, then wait ---- */
 
 /* A synchronous call inside a group would wait for itself. */
+/* A synchronous collective starts: refused inside a group; else its
+ * submission is marked as waited for at once (queue.c). */
 static int not_in_group(void)
 {
-	if (!hvd__in_group())
+	if (!hvd__in_group()) {
+		hvd__queue_sync_next(true);
 		return HVD_OK;
+	}
 	hvd__set_error("a synchronous collective inside a group: use the "
 		       "_async form and wait after hvd_group_end()");
 	return HVD_EINVAL;
@@ -442,6 +446,7 @@ static int not_in_group(void)
 /* Wait for h if the submission (rc) succeeded. */
 static int finish(int rc, hvd_handle *h)
 {
+	hvd__queue_sync_next(false);
 	return rc != HVD_OK ? rc : hvd_wait(h);
 }
 

@@ -64,8 +64,9 @@ struct hvd__meta {
 
 struct hvd_handle {
 	int status;
-	bool done;
-	char *msg; /* why it failed, for the waiting thread */
+	_Atomic bool done; /* read unlocked by a waiting thread */
+	bool driver;	   /* its submission counted a driver (queue.c) */
+	char *msg;	   /* why it failed, for the waiting thread */
 };
 
 /* One collective submitted by this rank. */
@@ -175,10 +176,22 @@ int hvd__enqueue(struct hvd__req *r, hvd_handle **out);
 bool hvd__in_group(void);
 /* Ready the queue for a new start. */
 void hvd__queue_reset(void);
-/* The background thread: wait up to cycle_ms for new requests (checking
- * for them without sleeping for the first spin_us) and take them;
- * *shutdown says whether hvd_shutdown() asked to stop. */
-struct hvd__req *hvd__queue_take(double cycle_ms, int spin_us, bool *shutdown);
+/* The next submission of this thread is waited for at once (a
+ * synchronous collective): its thread will drive the engine (hvd_wait),
+ * so the background thread leaves it alone. false: forget it. */
+void hvd__queue_sync_next(bool on);
+/* Wait up to cycle_ms for new requests, checking for them without
+ * sleeping for the first spin_us. The background thread (bg) waits also
+ * while a user thread drives the engine (hvd_wait), unless hvd_shutdown()
+ * asked to stop. */
+void hvd__queue_wait(double cycle_ms, int spin_us, bool bg);
+/* Sleep up to ms, or until a thread that drove the engine is done. */
+void hvd__queue_nap(double ms);
+/* Take the new requests; *shutdown says whether hvd_shutdown() asked to
+ * stop. */
+struct hvd__req *hvd__queue_take(bool *shutdown);
+/* Whether some GPU request was ever queued since the start. */
+bool hvd__queue_gpu_seen(void);
 /* Ask the background thread to stop. */
 void hvd__queue_shutdown(void);
 /* Refuse every later request with status; return the requests queued

@@ -1,7 +1,8 @@
 /* queue.c: requests and handles, the one place where user threads and
  * the background thread meet. User threads queue named requests and wait
- * on handles; the background thread takes the queue each cycle and
- * completes handles. */
+ * on handles; the engine's owner (the background thread, or a thread
+ * that waits: runtime.c) takes the queue each cycle and completes
+ * handles. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -12,13 +13,17 @@
 #include <time.h>
 
 #include "engine.h"
+#include "runtime.h"
 
 /* lock protects every field, and every handle's done, status and msg. */
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t wake; /* the background thread waits here */
+	pthread_cond_t wake; /* the engine's owner, or would-be, waits here */
 	pthread_cond_t done; /* hvd_wait waits here */
 	_Atomic bool work;   /* incoming or shutdown_req: read unlocked */
+	_Atomic bool stop;   /* shutdown_req: read unlocked */
+	_Atomic int drivers; /* threads in hvd_wait, or about to be */
+	_Atomic bool gpu;    /* some GPU request was queued */
 	struct hvd__req *incoming;
 	struct hvd__req **incoming_tail;
 	bool shutdown_req;
@@ -33,6 +38,8 @@ static struct {
 };
 
 static __thread char last_error[512];
+/* The next submission of this thread is waited for at once. */
+static __thread bool sync_next;
 
 void hvd__set_error(const char *fmt, ...)
 {
@@ -64,7 +71,10 @@ void hvd__queue_reset(void)
 	pthread_mutex_lock(&Q.lock);
 	take_incoming();
 	Q.shutdown_req = false;
+	atomic_store(&Q.stop, false);
 	atomic_store(&Q.work, false);
+	atomic_store(&Q.drivers, 0);
+	atomic_store(&Q.gpu, false);
 	Q.broken = 0;
 	Q.inflight = NULL;
 	pthread_mutex_unlock(&Q.lock);
@@ -111,14 +121,26 @@ bool hvd__in_group(void)
 	return group.open;
 }
 
+void hvd__queue_sync_next(bool on)
+{
+	sync_next = on;
+}
+
+bool hvd__queue_gpu_seen(void)
+{
+	return atomic_load(&Q.gpu);
+}
+
 /* Queue the list of requests (linked by next) at once, or none of them:
  * a name in flight on this rank, or twice in the list, is refused. */
 static int submit(struct hvd__req *list)
 {
 	struct hvd__req *r, *p;
 	long long now = hvd__now_us();
+	bool driver = sync_next;
 	int rc = HVD_OK;
 
+	sync_next = false;
 	pthread_mutex_lock(&Q.lock);
 	if (Q.broken != 0)
 		rc = Q.broken;
@@ -147,8 +169,21 @@ static int submit(struct hvd__req *list)
 		for (r = list; r->next != NULL; r = r->next)
 			;
 		Q.incoming_tail = &r->next;
+		for (r = list; r != NULL; r = r->next)
+			if (r->m.gpu)
+				atomic_store(&Q.gpu, true);
+		/* A synchronous collective's thread runs the cycle itself
+		 * (hvd_wait): the background thread is not woken for it. */
+		if (driver && list->next == NULL && list->h != NULL &&
+		    !atomic_load(&Q.gpu) && hvd__runtime_drivable()) {
+			list->h->driver = true;
+			atomic_fetch_add(&Q.drivers, 1);
+		}
 		atomic_store(&Q.work, true);
-		pthread_cond_signal(&Q.wake);
+		/* The background thread, or a thread that drives and waits
+		 * for new work between its cycles: both, if both wait. */
+		if (list->h == NULL || !list->h->driver)
+			pthread_cond_broadcast(&Q.wake);
 	}
 	pthread_mutex_unlock(&Q.lock);
 	return rc;
@@ -244,25 +279,56 @@ HVD_EXPORT int hvd_group_end(void)
 	return rc;
 }
 
-struct hvd__req *hvd__queue_take(double cycle_ms, int spin_us, bool *shutdown)
+/* Whether the caller has something to take now (bg: see
+ * hvd__queue_wait). */
+static bool has_work(bool bg)
 {
-	long long cycle_ns = (long long)(cycle_ms * 1e6);
-	long long until = spin_us > 0 ? hvd__now_us() + spin_us : 0;
-	struct hvd__req *in;
+	return atomic_load(&Q.stop) ||
+	       (atomic_load(&Q.work) && (!bg || atomic_load(&Q.drivers) == 0));
+}
+
+/* Sleep on Q.wake up to ms; Q.lock held. */
+static void sleep_wake(double ms)
+{
+	long long ns = (long long)(ms * 1e6);
 	struct timespec ts;
 
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += ns % 1000000000;
+	ts.tv_sec += ns / 1000000000 + ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	pthread_cond_timedwait(&Q.wake, &Q.lock, &ts);
+}
+
+void hvd__queue_wait(double cycle_ms, int spin_us, bool bg)
+{
+	long long until = spin_us > 0 ? hvd__now_us() + spin_us : 0;
+
 	/* Work that comes within spin_us is taken without the wake-up of a
-	 * sleeping thread, which costs more than a small allreduce. */
-	while (!atomic_load(&Q.work) && until > 0 && hvd__now_us() < until)
+	 * sleeping thread, which costs more than a small allreduce. The
+	 * background thread stops checking once a user thread drives: it
+	 * would only take the CPU from it. */
+	while (!has_work(bg) && until > 0 && hvd__now_us() < until &&
+	       !(bg && atomic_load(&Q.drivers) > 0))
 		sched_yield();
 	pthread_mutex_lock(&Q.lock);
-	if (Q.incoming == NULL && !Q.shutdown_req && cycle_ns > 0) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += cycle_ns % 1000000000;
-		ts.tv_sec += cycle_ns / 1000000000 + ts.tv_nsec / 1000000000;
-		ts.tv_nsec %= 1000000000;
-		pthread_cond_timedwait(&Q.wake, &Q.lock, &ts);
-	}
+	if (!has_work(bg) && cycle_ms > 0)
+		sleep_wake(cycle_ms);
+	pthread_mutex_unlock(&Q.lock);
+}
+
+void hvd__queue_nap(double ms)
+{
+	pthread_mutex_lock(&Q.lock);
+	sleep_wake(ms);
+	pthread_mutex_unlock(&Q.lock);
+}
+
+struct hvd__req *hvd__queue_take(bool *shutdown)
+{
+	struct hvd__req *in;
+
+	pthread_mutex_lock(&Q.lock);
 	in = take_incoming();
 	*shutdown = Q.shutdown_req;
 	pthread_mutex_unlock(&Q.lock);
@@ -273,6 +339,7 @@ void hvd__queue_shutdown(void)
 {
 	pthread_mutex_lock(&Q.lock);
 	Q.shutdown_req = true;
+	atomic_store(&Q.stop, true);
 	atomic_store(&Q.work, true);
 	pthread_cond_broadcast(&Q.wake);
 	pthread_mutex_unlock(&Q.lock);
@@ -346,6 +413,39 @@ void hvd__req_complete(struct hvd__req *r, int status, const char *why)
 	hvd__req_finish(r, status, msg);
 }
 
+/* Wake the background thread for the work a driver leaves (or could
+ * not take: the engine was busy). */
+static void wake_background(void)
+{
+	pthread_mutex_lock(&Q.lock);
+	pthread_cond_signal(&Q.wake);
+	pthread_mutex_unlock(&Q.lock);
+}
+
+/* Run the engine until h completes, if no other thread runs it (else
+ * the caller sleeps until the owner completes h: checking for it
+ * meanwhile would take the CPU from the owner where threads outnumber
+ * cores). */
+static void drive(hvd_handle *h)
+{
+	int left;
+
+	if (!h->driver && hvd__runtime_drivable() && !atomic_load(&Q.gpu)) {
+		h->driver = true;
+		atomic_fetch_add(&Q.drivers, 1);
+	}
+	if (!h->driver)
+		return;
+	left = hvd__runtime_drive(h);
+	h->driver = false;
+	atomic_fetch_sub(&Q.drivers, 1);
+	/* Work this thread leaves, or could not take (the engine was busy),
+	 * or that came meanwhile: the background thread left it alone while
+	 * a thread drove. */
+	if (left != 0 || atomic_load(&Q.work))
+		wake_background();
+}
+
 HVD_EXPORT int hvd_wait(hvd_handle *h)
 {
 	struct hvd__req *r;
@@ -359,6 +459,13 @@ HVD_EXPORT int hvd_wait(hvd_handle *h)
 				       "yet ended (hvd_group_end)");
 			return HVD_EINVAL;
 		}
+	if (!atomic_load(&h->done)) {
+		drive(h);
+	} else if (h->driver) {
+		atomic_fetch_sub(&Q.drivers, 1);
+		if (atomic_load(&Q.work))
+			wake_background();
+	}
 	pthread_mutex_lock(&Q.lock);
 	while (!h->done)
 		pthread_cond_wait(&Q.done, &Q.lock);

@@ -1,14 +1,27 @@
 /* runtime.c: libhvd's background thread, Horovod's model. User threads
- * queue named requests (api.c, queue.c); this one thread owns the
+ * queue named requests (api.c, queue.c); the engine's owner holds the
  * transport and, every cycle (HOROVOD_CYCLE_TIME, woken early by new
  * work), takes the queue, agrees with every rank on what is ready
  * (negotiate.c) and runs it in that order (fusion.c, op_*.c).
+ *
+ * The owner is the background thread, except while a user thread waits
+ * for a collective (hvd_wait, every synchronous call): that thread then
+ * runs the cycles itself until its collective completes, as a leader
+ * does in a leader/follower pool, and the background thread stays
+ * asleep. A small collective so costs no hand-off to another thread and
+ * back, each a wake-up or, with more threads than cores, a scheduling
+ * turn. Asynchronous work that no thread waits for (gradients of a
+ * backward pass) stays with the background thread. A GPU job, whose
+ * device is the background thread's, and one over MPI (initialised for
+ * one thread at a time, always the same) keep the background thread as
+ * the only owner.
  *
  * A transport error aborts the mesh (so every rank fails within a
  * moment, not only the dead one's neighbours) and fails every pending
  * and later operation. */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +34,11 @@
 static struct hvd__engine E;
 static pthread_t thread;
 static bool running;
+/* Held by the engine's owner: every field of E but the constants set at
+ * start is touched only by it. */
+static pthread_mutex_t own = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic bool ended;    /* the engine stopped: no owner runs a cycle */
+static _Atomic bool drivable; /* set before the start, cleared after */
 
 /* A timeline start or stop that a user thread asks for
  * (hvd_start_timeline, hvd_stop_timeline): the background thread, which
@@ -96,6 +114,7 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 	if (rc != HVD_OK)
 		return rc;
 	e->idle_cycles = n > 0 ? 0 : e->idle_cycles + 1;
+	spin_for(e); /* what runs now waits on its peers by spinning */
 	e->decided_us = hvd__now_us();
 	rc = hvd__execute(e, v, n);
 	hvd__resps_free(v, n);
@@ -187,38 +206,84 @@ static void fail_all(struct hvd__engine *e, int status)
 		}
 }
 
+/* One turn of the engine, by its owner: take the new requests and run a
+ * cycle. Sets `ended` when the job shuts down or its connections fail. */
+static void turn(struct hvd__engine *e)
+{
+	struct hvd__req *in, **tail;
+	bool shutdown_local;
+	int rc;
+
+	timeline_apply(e);
+	in = hvd__queue_take(&shutdown_local);
+	if (in != NULL)
+		e->idle_cycles = 0; /* new work: no longer idle */
+	for (tail = &e->pending_local; *tail != NULL; tail = &(*tail)->next)
+		;
+	*tail = in;
+	rc = cycle(e, shutdown_local);
+	if (rc == HVD_ESHUTDOWN) {
+		atomic_store(&ended, true);
+		fail_all(e, HVD_ESHUTDOWN);
+	} else if (rc != HVD_OK) {
+		atomic_store(&ended, true);
+		hvd__error(
+			"the job's connections failed (%s): every pending and later operation fails",
+			hvd_strerror(rc));
+		if (e->comm.ops->abort != NULL)
+			e->comm.ops->abort(e->comm.t);
+		hvd__shm_abort(e->shm);
+		hvd__gpu_free(e->gpu, true);
+		e->gpu = NULL;
+		fail_all(e, rc);
+	}
+}
+
+bool hvd__runtime_drivable(void)
+{
+	return atomic_load(&drivable);
+}
+
+int hvd__runtime_drive(const hvd_handle *h)
+{
+	bool first = true, left;
+
+	if (!atomic_load(&drivable) || hvd__queue_gpu_seen() ||
+	    pthread_mutex_trylock(&own) != 0)
+		return -1;
+	while (!atomic_load(&ended) && !atomic_load(&h->done)) {
+		/* Its own request is queued: the first cycle runs at once. */
+		if (!first)
+			hvd__queue_wait(wait_ms(&E), E.spin_now, false);
+		first = false;
+		turn(&E);
+	}
+	left = !atomic_load(&ended) && E.pending_local != NULL;
+	pthread_mutex_unlock(&own);
+	return left ? 1 : 0;
+}
+
 static void *background(void *arg)
 {
 	struct hvd__engine *e = arg;
+	double wait = wait_ms(e);
+	int spin = e->spin_now;
 
 	for (;;) {
-		struct hvd__req *in, **tail;
-		bool shutdown_local;
-		int rc;
-
-		timeline_apply(e);
-		in = hvd__queue_take(wait_ms(e), e->spin_now, &shutdown_local);
-		for (tail = &e->pending_local; *tail != NULL;
-		     tail = &(*tail)->next)
-			;
-		*tail = in;
-		rc = cycle(e, shutdown_local);
-		if (rc == HVD_ESHUTDOWN) {
-			fail_all(e, HVD_ESHUTDOWN);
-			break;
+		hvd__queue_wait(wait, spin, true);
+		if (pthread_mutex_trylock(&own) != 0) {
+			/* A user thread drives: it wakes this one when it
+			 * leaves work behind. */
+			hvd__queue_nap(IDLE_WAIT_MS);
+			continue;
 		}
-		if (rc != HVD_OK) {
-			hvd__error(
-				"the job's connections failed (%s): every pending and later operation fails",
-				hvd_strerror(rc));
-			if (e->comm.ops->abort != NULL)
-				e->comm.ops->abort(e->comm.t);
-			hvd__shm_abort(e->shm);
-			hvd__gpu_free(e->gpu, true);
-			e->gpu = NULL;
-			fail_all(e, rc);
+		if (!atomic_load(&ended))
+			turn(e);
+		wait = wait_ms(e);
+		spin = e->spin_now;
+		pthread_mutex_unlock(&own);
+		if (atomic_load(&ended))
 			break;
-		}
 	}
 	pthread_mutex_lock(&T.lock);
 	T.alive = false;
@@ -235,6 +300,8 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	int rc;
 
 	memset(&E, 0, sizeof(E));
+	atomic_store(&ended, false);
+	atomic_store(&drivable, false);
 	hvd__queue_reset();
 	rc = hvd__knobs_read(&E.k, size);
 	if (rc != HVD_OK)
@@ -272,6 +339,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	T.alive = true;
+	atomic_store(&drivable, mpi == NULL);
 	rc = pthread_create(&thread, NULL, background, &E);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
@@ -292,6 +360,7 @@ void hvd__runtime_stop(void)
 		pthread_join(thread, NULL);
 		running = false;
 	}
+	atomic_store(&drivable, false);
 	broken = hvd__queue_broken();
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
 	E.gpu = NULL;

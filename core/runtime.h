@@ -3,6 +3,7 @@
 #ifndef HVD_RUNTIME_H
 #define HVD_RUNTIME_H
 
+#include <hvd.h>
 #include <stdbool.h>
 
 #include "join.h"
@@ -14,6 +15,14 @@
 int hvd__runtime_start(int rank, int size, bool joined,
 		       const struct hvd__comm *mpi);
 void hvd__runtime_stop(void);
+/* Whether a thread that waits may run the engine's cycles itself. */
+bool hvd__runtime_drivable(void);
+/* Run the engine's cycles in this thread until h completes, if no other
+ * thread runs them (a waiting thread takes the background thread's
+ * place: no hand-off to it and back, which costs more than a small
+ * collective). Returns -1 if it did not run them, else 1 if work is left
+ * for the background thread, 0 if none. */
+int hvd__runtime_drive(const hvd_handle *h);
 /* Close the timeline and, if path is not NULL, start one there (rank 0
  * writes it; mark: HOROVOD_TIMELINE_MARK_CYCLES). Returns once the
  * background thread has done it. */

@@ -21,6 +21,10 @@
 
 #define SPINS 64	   /* checks before yielding */
 #define SLEEP_NS 20000000L /* one futex sleep: 20 ms, then a liveness check */
+/* An allreduce on one host up to this size takes one barrier, not two:
+ * every rank reduces all of it (reading it from every slot costs less
+ * than a barrier's wait). */
+#define SMALL_BYTES (16u << 10)
 
 /* The first cache line: set once a rank has failed, so that no local
  * peer waits for it. */
@@ -405,6 +409,40 @@ static int reduce_slice(struct hvd__shm *s, const struct hvd__comm *cross,
 	return rc;
 }
 
+/* allreduce_keep of at most one slot on one host, in one barrier: every
+ * rank reduces the bytes it keeps from every slot, in the same order, so
+ * every rank has the same bits. The set is written again two chunks
+ * later, after a barrier that no peer reaches before it has read it. */
+static int allreduce_small(struct hvd__shm *s, const struct iovec *v, int k,
+			   size_t total, enum hvd_dtype t, enum hvd_op op,
+			   int timeout_ms, size_t keep_lo, size_t keep_hi)
+{
+	size_t es = hvd__dtype_size(t), at = 0;
+	enum hvd_op sum = op == HVD_AVERAGE ? HVD_SUM : op;
+	unsigned set = s->set;
+	int j, p, rc;
+
+	s->set ^= 1;
+	pieces_copy(v, k, 0, total, slot_of(s, set, s->lrank), NULL);
+	rc = hvd__shm_barrier(s, timeout_ms);
+	for (j = 0; j < k && rc == HVD_OK; at += v[j].iov_len, j++) {
+		size_t lo = at > keep_lo ? at : keep_lo;
+		size_t hi = at + v[j].iov_len < keep_hi ? at + v[j].iov_len
+							: keep_hi;
+		unsigned char *dst = (unsigned char *)v[j].iov_base + (lo - at);
+
+		if (hi <= lo)
+			continue;
+		memcpy(dst, slot_of(s, set, 0) + lo, hi - lo);
+		for (p = 1; p < s->lsize; p++)
+			hvd__reduce(dst, slot_of(s, set, p) + lo,
+				    (hi - lo) / es, t, sum);
+		if (op == HVD_AVERAGE)
+			hvd__divide(dst, (hi - lo) / es, t, s->lsize);
+	}
+	return rc;
+}
+
 /* The allreduce of the pieces, every rank copying out only the bytes of
  * [keep_lo, keep_hi) of the result. */
 static int allreduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
@@ -417,6 +455,10 @@ static int allreduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
 
 	for (j = 0; j < k; j++)
 		total += v[j].iov_len;
+	if (total <= SMALL_BYTES && total <= s->slot &&
+	    (cross == NULL || cross->size <= 1))
+		return allreduce_small(s, v, k, total, t, op, timeout_ms,
+				       keep_lo, keep_hi);
 	chunk = s->slot - s->slot % es;
 	for (off = 0; off < total && rc == HVD_OK; off += chunk) {
 		size_t len = total - off < chunk ? total - off : chunk;

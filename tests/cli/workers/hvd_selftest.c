@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 #if HVD_NCCL
@@ -881,6 +882,106 @@ static void check_scaled(int t, size_t count, double pre, double post)
 	free(buf);
 }
 
+/* Work that no thread waits for still runs (the background thread runs
+ * it when no waiting thread does): submitted at different times on each
+ * rank, then only polled. */
+static void check_polled(void)
+{
+	int n = hvd_size(), rc, i, bad = 0;
+	long long deadline;
+	float v[1000];
+	hvd_handle *h = NULL;
+
+	for (i = 0; i < 1000; i++)
+		v[i] = (float)(hvd_rank() + i);
+	usleep((useconds_t)(hvd_rank() * 30000));
+	rc = hvd_allreduce_async("polled", v, v, 1000, HVD_FLOAT32, HVD_SUM,
+				 &h);
+	EXPECT(rc == 0, "polled: %s", hvd_error_message());
+	if (rc != 0)
+		return;
+	deadline = ms_now() + 10000;
+	while (hvd_poll(h) == 0 && ms_now() < deadline)
+		usleep(1000);
+	EXPECT(hvd_poll(h) == 1,
+	       "an allreduce that no thread waits for is not done in 10 s");
+	rc = hvd_wait(h);
+	for (i = 0; rc == 0 && i < 1000; i++)
+		bad += v[i] != (float)(n * i + n * (n - 1) / 2);
+	EXPECT(rc == 0 && bad == 0, "polled: %d wrong, %s", bad,
+	       hvd_strerror(rc));
+}
+
+/* Every rank ends with the same bits of a float sum, small (reduced by
+ * every rank) or large (each part by one rank): the MIN and the MAX of
+ * the results across the ranks are equal. */
+static void check_same_bits(size_t count)
+{
+	float *v = malloc(count * sizeof(float));
+	float *lo = malloc(count * sizeof(float));
+	float *hi = malloc(count * sizeof(float));
+	size_t i, bad = 0;
+	int rc;
+
+	for (i = 0; i < count; i++)
+		v[i] = 0.1f * (float)(hvd_rank() + 1) * (float)i / 7.0f;
+	rc = hvd_allreduce("bits", v, v, count, HVD_FLOAT32, HVD_SUM);
+	if (rc == 0)
+		rc = hvd_allreduce("bits.min", v, lo, count, HVD_FLOAT32,
+				   HVD_MIN);
+	if (rc == 0)
+		rc = hvd_allreduce("bits.max", v, hi, count, HVD_FLOAT32,
+				   HVD_MAX);
+	for (i = 0; rc == 0 && i < count; i++)
+		bad += memcmp(&lo[i], &hi[i], sizeof(float)) != 0;
+	EXPECT(rc == 0 && bad == 0,
+	       "a sum of %zu floats: %zu elements differ between ranks (%s)",
+	       count, bad, hvd_strerror(rc));
+	free(v);
+	free(lo);
+	free(hi);
+}
+
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+/* The thread that waits runs the engine: a signal handler that
+ * interrupts it every 200 us (no SA_RESTART) changes no result. */
+static void check_interrupted(void)
+{
+	struct sigaction sa = {.sa_handler = on_alarm}, old;
+	struct itimerval it = {{0, 200}, {0, 200}}, off = {{0, 0}, {0, 0}};
+	size_t count[2] = {1000, 200003}, c, i, bad = 0;
+	int n = hvd_size(), k, rc = 0;
+	float *v = malloc(200003 * sizeof(float));
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, &old);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (k = 0; k < 400 && rc == 0; k++) {
+		c = count[k % 2];
+		for (i = 0; i < c; i++)
+			v[i] = (float)(hvd_rank() + (int)(i % 1000));
+		rc = hvd_allreduce("interrupted", v, v, c, HVD_FLOAT32,
+				   HVD_SUM);
+		for (i = 0; rc == 0 && i < c; i++)
+			bad += v[i] != (float)(n * (int)(i % 1000) +
+					       n * (n - 1) / 2);
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	sigaction(SIGALRM, &old, NULL);
+	EXPECT(rc == 0 && bad == 0 && alarms > 0,
+	       "allreduces under a 200 us timer signal: %s, %zu wrong, %d "
+	       "signals",
+	       hvd_strerror(rc), bad, (int)alarms);
+	free(v);
+}
+
 static void mode_more(void)
 {
 	static const int types[] = {HVD_UINT8,	 HVD_INT16,   HVD_INT32,
@@ -895,6 +996,10 @@ static void mode_more(void)
 	}
 	/* Blocks of up to 547 KiB: several rounds through shared memory. */
 	check_alltoall(HVD_FLOAT32, 70001);
+	check_polled();
+	check_same_bits(3001);
+	check_same_bits(300007);
+	check_interrupted();
 	for (t = 0; t < NDTYPE; t++)
 		for (op = 0; op < 5; op++) {
 			/* fewer rows than ranks, a prime, a large one */
