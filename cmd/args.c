@@ -105,6 +105,7 @@ void cmd_usage(void)
 	      "       hvdrun check [options] [--json]\n"
 	      "Run command as a data-parallel job, one worker per slot; or check the\n"
 	      "hosts: SSH, the interfaces that route between them, GPUs.\n"
+	      "Inside a Slurm allocation, the hosts and -np default to its nodes and tasks.\n"
 	      "Each group is a section of the config file (hvdrun.ini(5)).\n",
 	      stdout);
 	for (s = 0; hl_sections[s].name != NULL; s++) {

@@ -217,10 +217,13 @@ static int run(int *code, char **cause)
 	cmd_warnings(&hosts.warnings);
 	rc = hl_plan_init(&plan, &hosts,
 			  o->v[HL_K_NP].set ? o->v[HL_K_NP].i
+			  : hosts.np > 0    ? hosts.np
 					    : hl_hosts_total_slots(&hosts),
 			  cause);
 	if (rc != HL_OK)
 		goto out;
+	if (hosts.origin != NULL && (cmd_args.dry_run || o->v[HL_K_VERBOSE].b))
+		fprintf(stderr, "hvdrun: hosts: %s\n", hosts.origin);
 	if (cmd_args.dry_run) {
 		print_plan(&plan, &hosts, stdout);
 		goto out;

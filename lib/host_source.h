@@ -1,8 +1,10 @@
 /* host_source.h: which host list a job runs on. -H or --hostfile on the
  * command line wins over the config file's hosts or hostfile (a file that
- * gives both is refused); with neither, localhost with one slot per worker
- * (-np N), or without -np the caller's default (`hvdrun check`: this
- * machine). */
+ * gives both is refused); with neither, inside a Slurm allocation
+ * (SLURM_JOB_ID set) its nodes and tasks per node (slurm.h), else
+ * localhost with one slot per worker (-np N), or without -np the caller's
+ * default (`hvdrun check`: this machine). Inside an allocation,
+ * hosts->origin says where the hosts came from. */
 #ifndef HL_HOST_SOURCE_H
 #define HL_HOST_SOURCE_H
 

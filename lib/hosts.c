@@ -20,6 +20,8 @@ void hl_hostlist_init(struct hl_hostlist *hl)
 	hl->v = NULL;
 	hl->n = 0;
 	hl_strvec_init(&hl->warnings);
+	hl->origin = NULL;
+	hl->np = 0;
 }
 
 void hl_hostlist_close(struct hl_hostlist *hl)
@@ -32,6 +34,8 @@ void hl_hostlist_close(struct hl_hostlist *hl)
 	}
 	free(hl->v);
 	hl_strvec_close(&hl->warnings);
+	free(hl->origin);
+	hl->origin = NULL;
 	hl->v = NULL;
 	hl->n = 0;
 }

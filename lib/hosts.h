@@ -31,6 +31,9 @@ struct hl_hostlist {
 	struct hl_host *v;
 	size_t n;
 	struct hl_strvec warnings; /* non-fatal remarks for cmd/ to print */
+	char *origin; /* where the list came from, for --dry-run and
+			 --verbose (host_source.c); NULL: nowhere to say */
+	long np;      /* -np when none is given (0: every slot) */
 };
 
 void hl_hostlist_init(struct hl_hostlist *hl);

@@ -8,6 +8,10 @@ HVDRUN=${HVDRUN_BIN:-$ROOT/build/bin/hvdrun}
 HELLO=$ROOT/build/examples/hello
 WORKERS=$ROOT/tests/cli/workers
 
+# Tests run as if outside any Slurm allocation (hvdrun reads SLURM_*);
+# those that test it set their own.
+for v in $(compgen -e | grep '^SLURM_'); do unset "$v"; done
+
 # Every worker script records its pid (and its children's) here.
 setup() {
 	export PIDDIR=$BATS_TEST_TMPDIR/pids

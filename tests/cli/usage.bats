@@ -70,6 +70,55 @@ rank=4 host=c local_rank=1 local_size=2 cross_rank=1 cross_size=2"
 	[ ! -e "$BATS_TEST_TMPDIR/started" ]
 }
 
+@test "inside a Slurm allocation, its nodes and tasks per node are the hosts, -np from SLURM_NTASKS" {
+	export SLURM_JOB_ID=42 SLURM_JOB_NODELIST='node[08-09],gpu1' SLURM_TASKS_PER_NODE='2,1(x2)'
+	run --separate-stderr "$HVDRUN" --dry-run
+	assert_success
+	assert_output "rank=0 host=node08 local_rank=0 local_size=2 cross_rank=0 cross_size=3
+rank=1 host=node08 local_rank=1 local_size=2 cross_rank=0 cross_size=1
+rank=2 host=node09 local_rank=0 local_size=1 cross_rank=1 cross_size=3
+rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
+	[ "$stderr" = "hvdrun: hosts: the Slurm allocation of job 42 (SLURM_JOB_NODELIST=node[08-09],gpu1, SLURM_TASKS_PER_NODE=2,1(x2))" ]
+	SLURM_NTASKS=3 run --separate-stderr "$HVDRUN" --dry-run
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	[[ "$stderr" == *", -np from SLURM_NTASKS=3)" ]]
+	run --separate-stderr "$HVDRUN" -np 2 --dry-run
+	[ "${#lines[@]}" -eq 2 ]
+	# Hosts given explicitly win, and --dry-run says so.
+	run --separate-stderr "$HVDRUN" -H a:2 --dry-run
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$stderr" = "hvdrun: hosts: the hosts of -H, not the Slurm allocation of job 42" ]
+}
+
+@test "inside a Slurm allocation: -np above it, a malformed list, srun -n4 hvdrun: exit 2, named" {
+	export SLURM_JOB_ID=42 SLURM_JOB_NODELIST='node[01-02]' SLURM_TASKS_PER_NODE='2(x2)'
+	run "$HVDRUN" -np 5 --dry-run true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: -np 5 is more than the 4 slots of Slurm job 42 (SLURM_JOB_NODELIST=node[01-02], SLURM_TASKS_PER_NODE=2(x2))"
+	SLURM_JOB_NODELIST='node[01-' run "$HVDRUN" true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: SLURM_JOB_NODELIST 'node[01-': a '[' without its ']'"
+	SLURM_TASKS_PER_NODE='2(x3)' run "$HVDRUN" true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: SLURM_TASKS_PER_NODE '2(x3)': bad repetition at '(x3)'"
+	SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=4 run "$HVDRUN" true
+	assert_failure 2
+	assert_output --partial "this hvdrun is one of the 4 tasks of Slurm step 42.0"
+	SLURM_JOB_NODELIST= run "$HVDRUN" true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: inside Slurm job 42, but SLURM_JOB_NODELIST is not set: give hosts with -H or --hostfile"
+}
+
+@test "inside a Slurm allocation of this machine, the job runs with no -H and no -np" {
+	SLURM_JOB_ID=7 SLURM_JOB_NODELIST=localhost SLURM_TASKS_PER_NODE=3 \
+		run "$HVDRUN" sh -c 'echo "r=$HOROVOD_RANK/$HOROVOD_SIZE l=$HOROVOD_LOCAL_SIZE"'
+	assert_success
+	assert_output --partial "r=0/3 l=3"
+	assert_output --partial "r=2/3 l=3"
+}
+
 @test "malformed host lists: exit 2, the bad entry named" {
 	local bad
 	for bad in "a,,b" "a:0" "a:x" ":2" "a b" "[::1" "a:2,a:1" "" "a:-1" "a::2"; do
