@@ -432,7 +432,7 @@ HVD_EXPORT int hvd_gpu_device(void)
 /* A synchronous call inside a group would wait for itself. */
 /* A synchronous collective starts: refused inside a group; else its
  * submission is marked as waited for at once (queue.c). */
-static int not_in_group(void)
+static int sync_start(void)
 {
 	if (!hvd__in_group()) {
 		hvd__queue_sync_next(true);
@@ -455,7 +455,7 @@ HVD_EXPORT int hvd_allreduce(const char *name, const void *sendbuf,
 			     enum hvd_op op)
 {
 	hvd_handle *h = NULL;
-	int rc = not_in_group();
+	int rc = sync_start();
 
 	if (rc == HVD_OK)
 		rc = hvd_allreduce_async(name, sendbuf, recvbuf, count, dtype,
@@ -469,7 +469,7 @@ HVD_EXPORT int hvd_allreduce_scaled(const char *name, const void *sendbuf,
 				    double prescale, double postscale)
 {
 	hvd_handle *h = NULL;
-	int rc = not_in_group();
+	int rc = sync_start();
 
 	if (rc == HVD_OK)
 		rc = hvd_allreduce_scaled_async(name, sendbuf, recvbuf, count,
@@ -482,7 +482,7 @@ HVD_EXPORT int hvd_broadcast(const char *name, void *buf, size_t count,
 			     enum hvd_dtype dtype, int root)
 {
 	hvd_handle *h = NULL;
-	int rc = not_in_group();
+	int rc = sync_start();
 
 	if (rc == HVD_OK)
 		rc = hvd_broadcast_async(name, buf, count, dtype, root, &h);
@@ -494,7 +494,7 @@ HVD_EXPORT int hvd_allgather(const char *name, const void *sendbuf,
 			     size_t *recvcount)
 {
 	hvd_handle *h = NULL;
-	int rc = not_in_group();
+	int rc = sync_start();
 
 	if (rc == HVD_OK)
 		rc = hvd_allgather_async(name, sendbuf, count, dtype, recvbuf,
@@ -508,7 +508,7 @@ HVD_EXPORT int hvd_alltoall(const char *name, const void *sendbuf,
 			    size_t *recvcount, size_t *recvcounts)
 {
 	hvd_handle *h = NULL;
-	int rc = not_in_group();
+	int rc = sync_start();
 
 	if (rc == HVD_OK)
 		rc = hvd_alltoall_async(name, sendbuf, sendcounts, block, dtype,
@@ -522,7 +522,7 @@ HVD_EXPORT int hvd_reducescatter(const char *name, const void *sendbuf,
 				 double prescale, double postscale)
 {
 	hvd_handle *h = NULL;
-	int rc = not_in_group();
+	int rc = sync_start();
 
 	if (rc == HVD_OK)
 		rc = hvd_reducescatter_async(name, sendbuf, recvbuf, count,
@@ -536,7 +536,7 @@ HVD_EXPORT int hvd_allreduce_gpu(const char *name, const void *sendbuf,
 				 enum hvd_dtype dtype, enum hvd_op op)
 {
 	hvd_handle *h = NULL;
-	int rc = not_in_group();
+	int rc = sync_start();
 
 	if (rc == HVD_OK)
 		rc = hvd_allreduce_gpu_async(name, sendbuf, recvbuf, count,
@@ -548,7 +548,7 @@ HVD_EXPORT int hvd_broadcast_gpu(const char *name, void *buf, size_t count,
 				 enum hvd_dtype dtype, int root)
 {
 	hvd_handle *h = NULL;
-	int rc = not_in_group();
+	int rc = sync_start();
 
 	if (rc == HVD_OK)
 		rc = hvd_broadcast_gpu_async(name, buf, count, dtype, root, &h);
@@ -560,7 +560,7 @@ HVD_EXPORT int hvd_allgather_gpu(const char *name, const void *sendbuf,
 				 void **recvbuf, size_t *recvcount)
 {
 	hvd_handle *h = NULL;
-	int rc = not_in_group();
+	int rc = sync_start();
 
 	if (rc == HVD_OK)
 		rc = hvd_allgather_gpu_async(name, sendbuf, count, dtype,
@@ -575,7 +575,7 @@ static int fixed(const char *name, enum hvd__req_type type)
 		.name = name,
 		.m = {(uint8_t)type, HVD_UINT8, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0}};
 	hvd_handle *h = NULL;
-	int rc = not_in_group();
+	int rc = sync_start();
 
 	if (rc == HVD_OK)
 		rc = queue_call(&c, 0, 0, &h);

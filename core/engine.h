@@ -188,10 +188,10 @@ void hvd__queue_wait(double cycle_ms, int spin_us, bool bg);
 /* Sleep up to ms, or until a thread that drove the engine is done. */
 void hvd__queue_nap(double ms);
 /* Take the new requests; *shutdown says whether hvd_shutdown() asked to
- * stop. */
-struct hvd__req *hvd__queue_take(bool *shutdown);
-/* Whether some GPU request was ever queued since the start. */
-bool hvd__queue_gpu_seen(void);
+ * stop. A user thread that drives the engine passes gpu: *gpu is then
+ * whether a GPU request was ever queued since the start, and if so it
+ * takes nothing (the GPU's work is the background thread's). */
+struct hvd__req *hvd__queue_take(bool *shutdown, bool *gpu);
 /* Ask the background thread to stop. */
 void hvd__queue_shutdown(void);
 /* Refuse every later request with status; return the requests queued

@@ -20,13 +20,12 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* the engine's owner, or would-be, waits here */
 	pthread_cond_t done; /* hvd_wait waits here */
-	_Atomic bool work;   /* incoming or shutdown_req: read unlocked */
-	_Atomic bool stop;   /* shutdown_req: read unlocked */
+	_Atomic bool work;   /* incoming or stop: read unlocked */
+	_Atomic bool stop;   /* hvd_shutdown() asked to stop (set locked) */
 	_Atomic int drivers; /* threads in hvd_wait, or about to be */
 	_Atomic bool gpu;    /* some GPU request was queued */
 	struct hvd__req *incoming;
 	struct hvd__req **incoming_tail;
-	bool shutdown_req;
 	int broken;		   /* 0, or the error that stopped the engine */
 	struct hvd__req *inflight; /* every request not yet completed, by
 				      its inflight_next link */
@@ -62,7 +61,7 @@ static struct hvd__req *take_incoming(void)
 
 	Q.incoming = NULL;
 	Q.incoming_tail = &Q.incoming;
-	atomic_store(&Q.work, Q.shutdown_req);
+	atomic_store(&Q.work, atomic_load(&Q.stop));
 	return in;
 }
 
@@ -70,7 +69,6 @@ void hvd__queue_reset(void)
 {
 	pthread_mutex_lock(&Q.lock);
 	take_incoming();
-	Q.shutdown_req = false;
 	atomic_store(&Q.stop, false);
 	atomic_store(&Q.work, false);
 	atomic_store(&Q.drivers, 0);
@@ -126,11 +124,6 @@ void hvd__queue_sync_next(bool on)
 	sync_next = on;
 }
 
-bool hvd__queue_gpu_seen(void)
-{
-	return atomic_load(&Q.gpu);
-}
-
 /* Queue the list of requests (linked by next) at once, or none of them:
  * a name in flight on this rank, or twice in the list, is refused. */
 static int submit(struct hvd__req *list)
@@ -144,7 +137,7 @@ static int submit(struct hvd__req *list)
 	pthread_mutex_lock(&Q.lock);
 	if (Q.broken != 0)
 		rc = Q.broken;
-	else if (Q.shutdown_req)
+	else if (atomic_load(&Q.stop))
 		rc = HVD_ESHUTDOWN;
 	for (r = list; r != NULL && rc == HVD_OK; r = r->next) {
 		for (p = Q.inflight; p != NULL && rc == HVD_OK;
@@ -324,13 +317,18 @@ void hvd__queue_nap(double ms)
 	pthread_mutex_unlock(&Q.lock);
 }
 
-struct hvd__req *hvd__queue_take(bool *shutdown)
+struct hvd__req *hvd__queue_take(bool *shutdown, bool *gpu)
 {
-	struct hvd__req *in;
+	struct hvd__req *in = NULL;
 
 	pthread_mutex_lock(&Q.lock);
-	in = take_incoming();
-	*shutdown = Q.shutdown_req;
+	/* Checked under the lock that a GPU request's submission takes:
+	 * no GPU request reaches a user thread. */
+	if (gpu != NULL)
+		*gpu = atomic_load(&Q.gpu);
+	if (gpu == NULL || !*gpu)
+		in = take_incoming();
+	*shutdown = atomic_load(&Q.stop);
 	pthread_mutex_unlock(&Q.lock);
 	return in;
 }
@@ -338,7 +336,6 @@ struct hvd__req *hvd__queue_take(bool *shutdown)
 void hvd__queue_shutdown(void)
 {
 	pthread_mutex_lock(&Q.lock);
-	Q.shutdown_req = true;
 	atomic_store(&Q.stop, true);
 	atomic_store(&Q.work, true);
 	pthread_cond_broadcast(&Q.wake);
@@ -422,22 +419,23 @@ static void wake_background(void)
 	pthread_mutex_unlock(&Q.lock);
 }
 
-/* Run the engine until h completes, if no other thread runs it (else
- * the caller sleeps until the owner completes h: checking for it
- * meanwhile would take the CPU from the owner where threads outnumber
- * cores). */
+/* Run the engine until h completes, if it is not done and no other
+ * thread runs the engine (else the caller sleeps until the owner
+ * completes h: checking for it meanwhile would take the CPU from the
+ * owner where threads outnumber cores). */
 static void drive(hvd_handle *h)
 {
-	int left;
+	bool can = !atomic_load(&h->done) && hvd__runtime_drivable() &&
+		   !atomic_load(&Q.gpu);
+	int left = 0;
 
-	if (!h->driver && hvd__runtime_drivable() && !atomic_load(&Q.gpu)) {
-		h->driver = true;
-		atomic_fetch_add(&Q.drivers, 1);
-	}
-	if (!h->driver)
+	if (!h->driver && !can)
 		return;
-	left = hvd__runtime_drive(h);
+	if (!h->driver)
+		atomic_fetch_add(&Q.drivers, 1);
 	h->driver = false;
+	if (can)
+		left = hvd__runtime_drive(h);
 	atomic_fetch_sub(&Q.drivers, 1);
 	/* Work this thread leaves, or could not take (the engine was busy),
 	 * or that came meanwhile: the background thread left it alone while
@@ -459,13 +457,7 @@ HVD_EXPORT int hvd_wait(hvd_handle *h)
 				       "yet ended (hvd_group_end)");
 			return HVD_EINVAL;
 		}
-	if (!atomic_load(&h->done)) {
-		drive(h);
-	} else if (h->driver) {
-		atomic_fetch_sub(&Q.drivers, 1);
-		if (atomic_load(&Q.work))
-			wake_background();
-	}
+	drive(h);
 	pthread_mutex_lock(&Q.lock);
 	while (!h->done)
 		pthread_cond_wait(&Q.done, &Q.lock);

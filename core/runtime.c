@@ -207,15 +207,19 @@ static void fail_all(struct hvd__engine *e, int status)
 }
 
 /* One turn of the engine, by its owner: take the new requests and run a
- * cycle. Sets `ended` when the job shuts down or its connections fail. */
-static void turn(struct hvd__engine *e)
+ * cycle. Sets `ended` when the job shuts down or its connections fail.
+ * A user thread (driver) turns only while no GPU request was queued:
+ * returns false, having done nothing, once one was. */
+static bool turn(struct hvd__engine *e, bool driver)
 {
 	struct hvd__req *in, **tail;
-	bool shutdown_local;
+	bool shutdown_local, gpu = false;
 	int rc;
 
+	in = hvd__queue_take(&shutdown_local, driver ? &gpu : NULL);
+	if (gpu)
+		return false;
 	timeline_apply(e);
-	in = hvd__queue_take(&shutdown_local);
 	if (in != NULL)
 		e->idle_cycles = 0; /* new work: no longer idle */
 	for (tail = &e->pending_local; *tail != NULL; tail = &(*tail)->next)
@@ -237,6 +241,7 @@ static void turn(struct hvd__engine *e)
 		e->gpu = NULL;
 		fail_all(e, rc);
 	}
+	return true;
 }
 
 bool hvd__runtime_drivable(void)
@@ -248,15 +253,15 @@ int hvd__runtime_drive(const hvd_handle *h)
 {
 	bool first = true, left;
 
-	if (!atomic_load(&drivable) || hvd__queue_gpu_seen() ||
-	    pthread_mutex_trylock(&own) != 0)
+	if (!atomic_load(&drivable) || pthread_mutex_trylock(&own) != 0)
 		return -1;
 	while (!atomic_load(&ended) && !atomic_load(&h->done)) {
 		/* Its own request is queued: the first cycle runs at once. */
 		if (!first)
 			hvd__queue_wait(wait_ms(&E), E.spin_now, false);
 		first = false;
-		turn(&E);
+		if (!turn(&E, true))
+			break;
 	}
 	left = !atomic_load(&ended) && E.pending_local != NULL;
 	pthread_mutex_unlock(&own);
@@ -278,7 +283,7 @@ static void *background(void *arg)
 			continue;
 		}
 		if (!atomic_load(&ended))
-			turn(e);
+			turn(e, false);
 		wait = wait_ms(e);
 		spin = e->spin_now;
 		pthread_mutex_unlock(&own);

@@ -45,6 +45,18 @@ static int from_slurm(const struct hl_opts *o, const char *job,
 	if (rc == HL_OK)
 		rc = hl_hosts_parse_list(list, hosts, cause);
 	free(list);
+	if (rc == HL_EINVAL && step != NULL && cause != NULL) {
+		/* srun -n1 hvdrun: the step's SLURM_TASKS_PER_NODE, the
+		 * job's SLURM_JOB_NODELIST. */
+		char *why = *cause;
+
+		*cause = NULL;
+		rc = hl_fail(
+			cause, HL_EINVAL,
+			"%s; inside Slurm step %s.%s these may describe the step, not the allocation: start hvdrun outside srun, or give hosts with -H",
+			why, job, step);
+		free(why);
+	}
 	if (rc != HL_OK)
 		return rc;
 	total = hl_hosts_total_slots(hosts);
@@ -67,8 +79,8 @@ static int from_slurm(const struct hl_opts *o, const char *job,
 }
 
 /* Inside an allocation, say which hosts a job uses instead of it. */
-static int not_slurm(const char *job, const char *what,
-		     struct hl_hostlist *hosts, char **cause)
+static int origin_beside_slurm(const char *job, const char *what,
+			       struct hl_hostlist *hosts, char **cause)
 {
 	if (job == NULL)
 		return HL_OK;
@@ -99,7 +111,7 @@ int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
 		rc = hl_hosts_parse_list(o->v[HL_K_HOSTS].s, hosts, cause);
 		return rc != HL_OK
 			       ? rc
-			       : not_slurm(
+			       : origin_beside_slurm(
 					 job,
 					 from_cli[HL_K_HOSTS]
 						 ? "the hosts of -H"
@@ -109,8 +121,9 @@ int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
 	if (use_file) {
 		rc = hl_hosts_parse_file(o->v[HL_K_HOSTFILE].s, hosts, cause);
 		return rc != HL_OK ? rc
-				   : not_slurm(job, "the hosts of the hostfile",
-					       hosts, cause);
+				   : origin_beside_slurm(
+					     job, "the hosts of the hostfile",
+					     hosts, cause);
 	}
 	if (job != NULL)
 		return from_slurm(o, job, hosts, cause);

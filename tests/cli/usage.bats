@@ -106,6 +106,10 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=4 run "$HVDRUN" true
 	assert_failure 2
 	assert_output --partial "this hvdrun is one of the 4 tasks of Slurm step 42.0"
+	# srun -n1 hvdrun in a 2-node allocation: the step's tasks per node.
+	SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=1 SLURM_TASKS_PER_NODE=1 run "$HVDRUN" true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: SLURM_TASKS_PER_NODE '1': counts for 1 of the 2 nodes; inside Slurm step 42.0 these may describe the step, not the allocation: start hvdrun outside srun, or give hosts with -H"
 	SLURM_JOB_NODELIST= run "$HVDRUN" true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: inside Slurm job 42, but SLURM_JOB_NODELIST is not set: give hosts with -H or --hostfile"
