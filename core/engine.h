@@ -139,12 +139,16 @@ struct hvd__engine {
 	struct hvd__shm *shm; /* this host's ranks' segment (shm.h), or NULL */
 	struct hvd__comm cross; /* with shm: this local rank's group across
 				   hosts (hier.h); ops NULL: one host */
-	bool shm_job;	   /* the segment's ranks are the job's, local rank =
+	bool shm_job; /* the segment's ranks are the job's, local rank =
 			 rank: every collective may run through it */
-	char gpu_why[512]; /* why the last GPU collective failed */
-	struct hvd__req *pending_local;	  /* submitted here, not yet run */
-	struct hvd__cache_entry *cache;	  /* k.cache_cap entries */
-	struct hvd__pending *coord;	  /* rank 0: names some ranks sent */
+	/* With shm: host h's local rank l is rank host_at[h * lsize + l];
+	 * rank r is host place[r] / lsize, local rank place[r] % lsize. */
+	int *host_at, *place;
+	int lsize, nhosts;
+	char gpu_why[512];		/* why the last GPU collective failed */
+	struct hvd__req *pending_local; /* submitted here, not yet run */
+	struct hvd__cache_entry *cache; /* k.cache_cap entries */
+	struct hvd__pending *coord;	/* rank 0: names some ranks sent */
 	struct hvd__failed_group *failed; /* rank 0, this round */
 	size_t nfailed;
 	struct hvd__timeline *tl;
@@ -276,6 +280,12 @@ bool hvd__meta_equal(const struct hvd__meta *a, const struct hvd__meta *b);
 int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n);
 /* The fusion buffer, at least bytes long. */
 int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes);
+/* A working buffer of bytes for one collective: up to the fusion
+ * threshold, the fusion buffer (kept, so its pages fault in once, not on
+ * every call: a fresh 1 MiB costs more in faults than its transfer);
+ * above it, one of its own that the caller frees (*own). NULL: out of
+ * memory. */
+char *hvd__scratch(struct hvd__engine *e, size_t bytes, bool *own);
 /* A result buffer the caller will own and free() (allgather, alltoall). */
 void *hvd__result_alloc(size_t bytes);
 

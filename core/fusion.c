@@ -36,6 +36,14 @@ int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes)
 	return HVD_OK;
 }
 
+char *hvd__scratch(struct hvd__engine *e, size_t bytes, bool *own)
+{
+	*own = bytes > (size_t)e->k.fusion_threshold;
+	if (*own)
+		return hvd__result_alloc(bytes);
+	return hvd__fusion_reserve(e, bytes + 1) == HVD_OK ? e->fusion : NULL;
+}
+
 void *hvd__result_alloc(size_t bytes)
 {
 	/* One byte more: malloc(0) may return NULL. */

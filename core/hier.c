@@ -114,9 +114,10 @@ int hvd__hier_start(struct hvd__engine *e)
 	struct place *all = calloc((size_t)size, sizeof(*all));
 	int *at = calloc((size_t)size, sizeof(int));
 	int *cross = calloc((size_t)size, sizeof(int));
+	int *place = calloc((size_t)size, sizeof(int));
 	const char *why;
 
-	if (all == NULL || at == NULL || cross == NULL) {
+	if (all == NULL || at == NULL || cross == NULL || place == NULL) {
 		rc = HVD_ENOMEM;
 		goto out;
 	}
@@ -132,6 +133,8 @@ int hvd__hier_start(struct hvd__engine *e)
 	H = size / L;
 	for (h = 0; h < H; h++)
 		cross[h] = at[h * L + hvd__g.local_rank];
+	for (h = 0; h < size; h++)
+		place[at[h]] = h;
 	if (H > 1)
 		rc = hvd__group_new(&e->comm, cross, H, hvd__g.cross_rank,
 				    &e->cross);
@@ -140,6 +143,13 @@ int hvd__hier_start(struct hvd__engine *e)
 	e->shm_job = rc == HVD_OK && H == 1;
 	for (h = 0; e->shm_job && h < L; h++)
 		e->shm_job = at[h] == h;
+	if (rc == HVD_OK) {
+		e->host_at = at;
+		e->place = place;
+		e->lsize = L;
+		e->nhosts = H;
+		at = place = NULL;
+	}
 	if (rc != HVD_OK)
 		hvd__error(
 			"rank %d: cannot share memory with the ranks of this host (%s); hvdrun --no-shared-memory (HVD_SHM=0) runs without it",
@@ -148,12 +158,13 @@ int hvd__hier_start(struct hvd__engine *e)
 		hvd__debug(
 			"shared memory: %zu bytes for %d local ranks%s, %d host%s",
 			hvd__shm_bytes(e->shm), L,
-			H > 1 ? " (hierarchical allreduce)" : "", H,
+			H > 1 ? " (hierarchical collectives)" : "", H,
 			H > 1 ? "s" : "");
 out:
 	free(all);
 	free(at);
 	free(cross);
+	free(place);
 	return rc;
 }
 
@@ -162,7 +173,101 @@ void hvd__hier_stop(struct hvd__engine *e)
 	hvd__shm_close(e->shm);
 	e->shm = NULL;
 	e->shm_job = false;
+	free(e->host_at);
+	free(e->place);
+	e->host_at = e->place = NULL;
+	e->lsize = e->nhosts = 0;
 	if (e->cross.ops != NULL)
 		e->cross.ops->close(e->cross.t);
 	memset(&e->cross, 0, sizeof(e->cross));
+}
+
+/* Bytes [*off, *off + *len) of len bytes: local rank l's slice of L, cut
+ * at cache lines. */
+static void slice(size_t len, int L, int l, size_t *off, size_t *n)
+{
+	size_t step = (len / (size_t)L + 63) / 64 * 64;
+	size_t lo = step * (size_t)l, hi = lo + step;
+
+	lo = lo < len ? lo : len;
+	hi = hi < len ? hi : len;
+	*off = lo;
+	*n = hi - lo;
+}
+
+int hvd__hier_broadcast(struct hvd__engine *e, void *buf, size_t len, int root)
+{
+	int L = e->lsize, rh = e->place[root] / L, rl = e->place[root] % L;
+	int me = hvd__g.local_rank, host = hvd__g.cross_rank, l, rc = HVD_OK;
+	int ms = hvd__transport_timeout_ms();
+	size_t *part = calloc((size_t)L, sizeof(*part)), off, n;
+
+	if (part == NULL)
+		return HVD_ENOMEM;
+	for (l = 0; l < L; l++)
+		slice(len, L, l, &off, &part[l]);
+	/* The root's host: the whole buffer through its segment. */
+	if (host == rh)
+		rc = hvd__shm_broadcast(e->shm, buf, len, rl, ms);
+	/* Local rank l carries slice l to the other hosts... */
+	slice(len, L, me, &off, &n);
+	if (rc == HVD_OK && e->nhosts > 1)
+		rc = hvd__ring_broadcast(&e->cross, (char *)buf + off, n, rh);
+	/* ...where the local ranks gather the slices. */
+	if (rc == HVD_OK && host != rh)
+		rc = hvd__shm_allgatherv(e->shm, buf, part, ms);
+	free(part);
+	return rc;
+}
+
+int hvd__hier_allgatherv(struct hvd__engine *e, void *out, const size_t *len)
+{
+	int L = e->lsize, H = e->nhosts, me = hvd__g.local_rank;
+	int host = hvd__g.cross_rank, size = e->comm.size, l, h,
+	    rc = HVD_ENOMEM;
+	size_t *at = calloc((size_t)size, sizeof(*at)), total = 0, mine = 0;
+	size_t *per = calloc((size_t)L, sizeof(*per));
+	size_t *cl = calloc((size_t)H, sizeof(*cl)), pos, i;
+	char *big = NULL;
+	bool own = false;
+
+	if (at == NULL || per == NULL || cl == NULL)
+		goto out;
+	for (i = 0; i < (size_t)size; i++) {
+		at[i] = total; /* rank i's block in out */
+		total += len[i];
+	}
+	for (h = 0; h < H; h++)
+		cl[h] = len[e->host_at[h * L + me]];
+	for (l = 0; l < L; l++)
+		for (h = 0; h < H; h++)
+			per[l] += len[e->host_at[h * L + l]];
+	/* big: local rank l's part (the blocks of local rank l on every
+	 * host, in host order), for every l. */
+	if ((big = hvd__scratch(e, total, &own)) == NULL)
+		goto out;
+	for (l = 0; l < me; l++)
+		mine += per[l];
+	for (h = 0, pos = mine; h < host; h++)
+		pos += cl[h];
+	memcpy(big + pos, (char *)out + at[e->comm.rank], cl[host]);
+	/* Across hosts, the ranks of this local rank; then within the host. */
+	rc = H > 1 ? hvd__ring_allgatherv(&e->cross, big + mine, cl) : HVD_OK;
+	if (rc == HVD_OK)
+		rc = hvd__shm_allgatherv(e->shm, big, per,
+					 hvd__transport_timeout_ms());
+	for (l = 0, pos = 0; rc == HVD_OK && l < L; l++)
+		for (h = 0; h < H; h++) {
+			int r = e->host_at[h * L + l];
+
+			memcpy((char *)out + at[r], big + pos, len[r]);
+			pos += len[r];
+		}
+out:
+	if (own)
+		free(big);
+	free(at);
+	free(per);
+	free(cl);
+	return rc;
 }

@@ -1,11 +1,13 @@
 /* op_allgather.c: how an allgather runs. Counts may differ per rank, so
  * every rank's count goes round first; then the blocks, through the
- * host's shared segment when the job is one host (shm.h), around the ring
- * (ring.h), or over NCCL (gpu.h), into a buffer of the right size. */
+ * host's shared segment when the job is one host (shm.h), through the
+ * segments and across hosts (hier.h), around the ring (ring.h), or over
+ * NCCL (gpu.h), into a buffer of the right size. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "hier.h"
 #include "reduce.h"
 #include "ring.h"
 
@@ -13,9 +15,12 @@
  * already in place. */
 static int allgatherv(struct hvd__engine *e, void *out, const size_t *len)
 {
-	return e->shm_job ? hvd__shm_allgatherv(e->shm, out, len,
-						hvd__transport_timeout_ms())
-			  : hvd__ring_allgatherv(&e->comm, out, len);
+	if (e->shm_job)
+		return hvd__shm_allgatherv(e->shm, out, len,
+					   hvd__transport_timeout_ms());
+	if (e->shm != NULL)
+		return hvd__hier_allgatherv(e, out, len);
+	return hvd__ring_allgatherv(&e->comm, out, len);
 }
 
 /* counts[r] = rank r's local count, for every r. */

@@ -1,7 +1,8 @@
 /* op_broadcast.c: how a broadcast runs: the root's buffer to every rank,
- * through the host's shared segment when the job is one host (shm.h), by
- * the ring's pipelined chain (ring.h), or over NCCL (gpu.h). */
+ * through the hosts' shared segments and across hosts by slices (hier.h),
+ * by the ring's pipelined chain (ring.h), or over NCCL (gpu.h). */
 #include "engine.h"
+#include "hier.h"
 #include "reduce.h"
 #include "ring.h"
 
@@ -11,9 +12,8 @@ int hvd__op_broadcast(struct hvd__engine *e, struct hvd__req *r)
 		       hvd__dtype_size((enum hvd_dtype)r->m.dtype);
 	int rc;
 
-	if (!r->m.gpu && e->shm_job)
-		rc = hvd__shm_broadcast(e->shm, r->recvbuf, bytes, r->m.root,
-					hvd__transport_timeout_ms());
+	if (!r->m.gpu && e->shm != NULL)
+		rc = hvd__hier_broadcast(e, r->recvbuf, bytes, r->m.root);
 	else if (!r->m.gpu)
 		rc = hvd__ring_broadcast(&e->comm, r->recvbuf, bytes,
 					 r->m.root);

@@ -1,7 +1,10 @@
 /* op_reducescatter.c: how a reducescatter runs. On the CPU: the input is
  * copied (and prescaled) into a working buffer, the host's shared segment
- * when the job is one host (shm.h) or the ring's reduce-scatter (ring.h)
- * leaves this rank's rows of the result in it, and they are averaged,
+ * when the job is one host (shm.h), the hierarchical allreduce across
+ * hosts with a segment each (shm.h: no rank's connection then carries
+ * more than 1/L of the data, where the ring's would carry (N-1)/N of it
+ * also between the ranks of one host), or the ring's reduce-scatter
+ * (ring.h) leaves this rank's rows of the result in it, and they are averaged,
  * postscaled and copied out. On the GPU: ncclReduceScatter
  * (gpu.h). The split is Horovod's: rows / size each, the first
  * rows % size ranks one more. */
@@ -17,7 +20,8 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 	enum hvd_dtype t = (enum hvd_dtype)r->m.dtype;
 	enum hvd_op op = (enum hvd_op)r->m.op;
 	size_t es = hvd__dtype_size(t), count = (size_t)r->m.count, start, len;
-	char *work = malloc(count * es + 1);
+	bool own;
+	char *work = hvd__scratch(e, count * es, &own);
 	int rc;
 
 	if (work == NULL)
@@ -32,7 +36,13 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 					  (start + len) * es, t,
 					  op == HVD_AVERAGE ? HVD_SUM : op,
 					  hvd__transport_timeout_ms());
-	else
+	else if (e->shm != NULL) {
+		struct iovec all = {work, count * es};
+
+		rc = hvd__shm_allreduce_v(e->shm, &e->cross, &all, 1, t,
+					  op == HVD_AVERAGE ? HVD_SUM : op,
+					  hvd__transport_timeout_ms());
+	} else
 		rc = hvd__ring_reducescatter(&e->comm, work, count,
 					     (size_t)r->m.block, t,
 					     op == HVD_AVERAGE ? HVD_SUM : op);
@@ -44,7 +54,8 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 		hvd__scale(mine, len, t, r->m.postscale);
 		memcpy(r->recvbuf, mine, len * es);
 	}
-	free(work);
+	if (own)
+		free(work);
 	return rc;
 }
 

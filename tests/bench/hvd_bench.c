@@ -2,9 +2,12 @@
  *   hvd_bench sizes   float32 sum, 4 KiB to 64 MiB: "bytes seconds" lines
  *   hvd_bench resnet  the 161 gradient tensors of ResNet-50 submitted at
  *                     once, then waited for: "step seconds" per step
- *   hvd_bench alltoall, hvd_bench reducescatter
+ *   hvd_bench alltoall, hvd_bench reducescatter, hvd_bench allgather,
+ *   hvd_bench broadcast
  *                     float32, 64 KiB to 64 MiB per rank (alltoall: an
- *                     equal share to every rank; reducescatter: sum)
+ *                     equal share to every rank; reducescatter: sum;
+ *                     allgather: 64 KiB to 64 MiB in all, an equal share
+ *                     from every rank; broadcast: from rank 0)
  * Each figure is the median of the repetitions; rank 0 prints. */
 #include <hvd.h>
 #include <stdio.h>
@@ -22,7 +25,7 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-enum kind { ALLREDUCE, ALLTOALL, REDUCESCATTER };
+enum kind { ALLREDUCE, ALLTOALL, REDUCESCATTER, ALLGATHER, BROADCAST };
 
 /* One collective of bytes per rank. */
 static int one(enum kind k, float *buf, float *out, size_t bytes)
@@ -37,6 +40,14 @@ static int one(enum kind k, float *buf, float *out, size_t bytes)
 	if (k == REDUCESCATTER)
 		return hvd_reducescatter("bench.rs", buf, out, c, 1,
 					 HVD_FLOAT32, HVD_SUM, 1, 1);
+	if (k == BROADCAST)
+		return hvd_broadcast("bench.bc", buf, c, HVD_FLOAT32, 0);
+	if (k == ALLGATHER) {
+		r = hvd_allgather("bench.ag", buf, c / n, HVD_FLOAT32, &res,
+				  &got);
+		free(res);
+		return r;
+	}
 	for (i = 0; i < n && i < 64; i++)
 		sc[i] = c / n;
 	r = hvd_alltoall("bench.a2a", buf, sc, 1, HVD_FLOAT32, &res, &got, rc);
@@ -133,6 +144,10 @@ int main(int argc, char **argv)
 		rc = run_sizes(ALLTOALL);
 	else if (argc > 1 && strcmp(argv[1], "reducescatter") == 0)
 		rc = run_sizes(REDUCESCATTER);
+	else if (argc > 1 && strcmp(argv[1], "allgather") == 0)
+		rc = run_sizes(ALLGATHER);
+	else if (argc > 1 && strcmp(argv[1], "broadcast") == 0)
+		rc = run_sizes(BROADCAST);
 	else
 		rc = run_sizes(ALLREDUCE);
 	hvd_shutdown();

@@ -3,9 +3,12 @@
  *   mpi_bench resnet   ResNet-50's 161 tensors: one MPI_Allreduce per
  *                      tensor ("per-tensor"), and one of their total
  *                      ("total")
- *   mpi_bench alltoall, mpi_bench reducescatter
- *                      MPI_Alltoallv and MPI_Reduce_scatter, float32, 64 KiB
- *                      to 64 MiB per rank, split as hvd_bench splits */
+ *   mpi_bench alltoall, mpi_bench reducescatter, mpi_bench allgather,
+ *   mpi_bench broadcast
+ *                      MPI_Alltoallv, MPI_Reduce_scatter, MPI_Allgather and
+ *                      MPI_Bcast (from rank 0), float32, 64 KiB to 64 MiB
+ *                      per rank (allgather: in all), split as hvd_bench
+ *                      splits */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +61,12 @@ int main(int argc, char **argv)
 		report("total ", total, bench_median(tt, 11), rank);
 		free(g);
 	} else if (argc > 1 && (strcmp(argv[1], "alltoall") == 0 ||
-				strcmp(argv[1], "reducescatter") == 0)) {
+				strcmp(argv[1], "reducescatter") == 0 ||
+				strcmp(argv[1], "allgather") == 0 ||
+				strcmp(argv[1], "broadcast") == 0)) {
 		int a2a = strcmp(argv[1], "alltoall") == 0, size, r;
+		int ag = strcmp(argv[1], "allgather") == 0;
+		int bc = strcmp(argv[1], "broadcast") == 0;
 		float *buf = calloc((64u << 20) / 4, 4);
 		float *out = calloc((64u << 20) / 4, 4);
 		int *cnt, *disp;
@@ -88,6 +95,13 @@ int main(int argc, char **argv)
 					MPI_Alltoallv(buf, cnt, disp, MPI_FLOAT,
 						      out, cnt, disp, MPI_FLOAT,
 						      MPI_COMM_WORLD);
+				else if (ag)
+					MPI_Allgather(buf, c / size, MPI_FLOAT,
+						      out, c / size, MPI_FLOAT,
+						      MPI_COMM_WORLD);
+				else if (bc)
+					MPI_Bcast(buf, c, MPI_FLOAT, 0,
+						  MPI_COMM_WORLD);
 				else
 					MPI_Reduce_scatter(buf, out, cnt,
 							   MPI_FLOAT, MPI_SUM,

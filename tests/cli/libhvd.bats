@@ -55,7 +55,7 @@ assert_survivors_failed_fast() {
 		assert_success
 		refute_output --partial FAIL
 		for r in 0 1 2 3; do
-			assert_line --regexp "^\[$r\]<stderr>:libhvd debug: hvd__hier_start: shared memory: [0-9]+ bytes for 2 local ranks \(hierarchical allreduce\), 2 hosts$"
+			assert_line --regexp "^\[$r\]<stderr>:libhvd debug: hvd__hier_start: shared memory: [0-9]+ bytes for 2 local ranks \(hierarchical collectives\), 2 hosts$"
 			assert_line "[$r]<stdout>:rank $r: ok"
 		done
 	done

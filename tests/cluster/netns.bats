@@ -72,7 +72,7 @@ setup() {
 	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 -x HOROVOD_LOG_LEVEL=debug "$ROOT/build/tests/hvd_selftest" all
 	assert_success
 	for r in 0 1 2 3; do
-		assert_line --regexp "^\[$r\]<stderr>:libhvd debug: hvd__hier_start: shared memory: [0-9]+ bytes for 2 local ranks \(hierarchical allreduce\), 2 hosts$"
+		assert_line --regexp "^\[$r\]<stderr>:libhvd debug: hvd__hier_start: shared memory: [0-9]+ bytes for 2 local ranks \(hierarchical collectives\), 2 hosts$"
 		assert_line "[$r]<stdout>:rank $r: ok"
 	done
 	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 --no-shared-memory "$ROOT/build/tests/hvd_selftest" more

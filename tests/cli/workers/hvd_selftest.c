@@ -297,6 +297,29 @@ static void mode_all(void)
 	}
 	free(all);
 	free(mine);
+	/* Uneven blocks of several slot-fulls of the shared segment. */
+	{
+		size_t n = (size_t)(hvd_rank() + 1) * 70001, k = 0;
+		int q;
+
+		mine = malloc(sizeof(*mine) * n);
+		for (i = 0; i < n; i++)
+			mine[i] = hvd_rank() * 1000003 + (int)i;
+		r = hvd_allgather("ag.big", mine, n, HVD_INT32, (void **)&all,
+				  &got_n);
+		EXPECT(r == 0, "ag.big: %s", hvd_strerror(r));
+		for (q = 0; r == 0 && q < hvd_size(); q++)
+			for (i = 0; i < (size_t)(q + 1) * 70001; i++, k++)
+				if (k >= got_n || all[k] != q * 1000003 + (int)i) {
+					EXPECT(0, "ag.big: element %zu wrong", k);
+					q = hvd_size();
+					break;
+				}
+		EXPECT(r != 0 || got_n == k, "ag.big gave %zu elements, want %zu",
+		       got_n, k);
+		free(all);
+		free(mine);
+	}
 	r = hvd_barrier();
 	EXPECT(r == 0, "barrier: %s", hvd_strerror(r));
 	/* Bad arguments are refused on the spot. */
