@@ -158,7 +158,8 @@ DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libssl-dev \
             libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
             iproute2 procps util-linux clang-format jq \
-            python3-torch python3-numpy python3-pytest
+            python3-torch python3-numpy python3-pytest \
+            slurmctld slurmd slurm-client munge
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \

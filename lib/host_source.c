@@ -67,6 +67,7 @@ static int from_slurm(const struct hl_opts *o, const char *job,
 			o->v[HL_K_NP].i, total, job, nodes, tasks);
 	if (ntasks != NULL && hl_parse_long(ntasks, 1, total, &n))
 		hosts->np = n;
+	hosts->slurm = true;
 	hosts->origin = hl_asprintf(
 		"the Slurm allocation of job %s (SLURM_JOB_NODELIST=%s, SLURM_TASKS_PER_NODE=%s%s%s%s)",
 		job, nodes, tasks,

@@ -34,6 +34,7 @@ struct hl_hostlist {
 	char *origin; /* where the list came from, for --dry-run and
 			 --verbose (host_source.c); NULL: nowhere to say */
 	long np;      /* -np when none is given (0: every slot) */
+	bool slurm;   /* the hosts are the Slurm allocation's */
 };
 
 void hl_hostlist_init(struct hl_hostlist *hl);

@@ -95,7 +95,9 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 				hosts->v[hi].name,
 				strchr(hosts->v[hi].name, ':') ? "]" : "",
 				hosts->v[hi].slots);
-	if (rc == HL_OK && hl.n > 0)
+	/* Inside a Slurm allocation, mpirun reads it itself and starts its
+	 * daemons through srun. */
+	if (rc == HL_OK && hl.n > 0 && !hosts->slurm)
 		rc = (s = hl_strvec_join(&hl, ",")) ? push2(out, "-H", s)
 						    : HL_ENOMEM;
 	free(s);

@@ -36,6 +36,17 @@ assert_no_leftovers() {
 	fi
 }
 
+# Wait (at most S tenths of a second, default 60) until assert_no_leftovers
+# holds; then assert it.
+wait_no_leftovers() {
+	local i
+	for i in $(seq 1 "${1:-60}"); do
+		assert_no_leftovers >/dev/null && return 0
+		sleep 0.1
+	done
+	assert_no_leftovers
+}
+
 # Wait (bounded) until N pid files exist: the job is fully up.
 wait_pids() {
 	local n=$1 i

@@ -110,11 +110,7 @@ signal_test() {
 	kill -KILL $pid
 	wait $pid || true
 	# The watchdog ends the workers' groups, SIGKILL after its grace.
-	local i
-	for i in $(seq 1 50); do
-		assert_no_leftovers >/dev/null && break
-		sleep 0.1
-	done
+	wait_no_leftovers 50 || true
 	kill $escaped
 	assert_no_leftovers
 }

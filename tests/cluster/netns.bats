@@ -49,15 +49,11 @@ setup() {
 	# ip netns exec execs: $! is hvdrun itself.
 	ip netns exec "${RIG_NS}c" "$HVDRUN" "${SSH[@]}" -H ns1:1,ns2:1,ns3:1 \
 		"$WORKERS/family.sh" >/dev/null 2>&1 &
-	local pid=$! i
+	local pid=$!
 	wait_pids 9
 	kill -KILL $pid
 	wait $pid || true
-	for i in $(seq 1 60); do
-		assert_no_leftovers >/dev/null && break
-		sleep 0.1
-	done
-	assert_no_leftovers
+	wait_no_leftovers
 }
 
 @test "libhvd across namespace hosts: peers meet on the routed interface" {

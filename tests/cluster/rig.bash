@@ -121,6 +121,10 @@ rig_wait_port() {
 rig_down() {
 	local i pid
 	[ -n "${RIG-}" ] && [ -d "$RIG" ] || return 0
+	# A Slurm cluster on the rig (slurm.bash) first.
+	if declare -F slurm_down >/dev/null; then
+		slurm_down
+	fi
 	while read -r i pid; do
 		kill -CONT "$pid" 2>/dev/null || true
 		# Its sessions first: an orphaned session waiting on a dead

@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# hvdrun inside a real Slurm cluster (slurm.bash): slurmctld on the login
+# namespace, a slurmd on each of 3 namespace hosts (4 CPUs each), munge;
+# jobs through salloc and sbatch as users run them. Workers start over
+# SSH to the same namespace hosts (rig.bash).
+bats_require_minimum_version 1.5.0
+load ../cli/helper
+load rig
+load slurm
+
+setup_file() {
+	[ "$(id -u)" -eq 0 ] || skip "the rig needs root (ip netns, unshare, sshd, slurmd)"
+	[ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] && [ -x /usr/sbin/munged ] ||
+		skip "Slurm is not installed (make deps installs it)"
+	rig_up 1
+	RIG_NS_DOCKER=0 rig_ns_up 3 0
+	slurm_up
+	export RIG RIG_PORT RIG_NS RIG_SLURM
+}
+
+teardown_file() {
+	rig_down
+}
+
+setup() {
+	rig_test_setup RIG_NS
+	# The test's own environment must not leak a job of its own.
+	unset SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE SLURM_NTASKS
+}
+
+@test "Slurm's own expansion of node lists is hvdrun's" {
+	local list want got n
+	for list in 'ns[1-3]' 'node[01-04,07]' 'a[1-2],b3' 'r[1-2]n[08-10]' 'x[9-11]y,z[0-1]' 'c1,c[3-4]-ib'; do
+		want=$(slurm_exec scontrol show hostnames "$list" | paste -sd,)
+		n=$(echo "$want" | tr , '\n' | wc -l)
+		got=$(SLURM_JOB_ID=1 SLURM_JOB_NODELIST="$list" SLURM_TASKS_PER_NODE="1(x$n)" \
+			"$HVDRUN" --dry-run 2>/dev/null | sed -n 's/.* host=\([^ ]*\) .*/\1/p' | paste -sd,)
+		[ "$got" = "$want" ] || { echo "$list: Slurm $want, hvdrun $got"; return 1; }
+	done
+}
+
+@test "salloc -N3 --ntasks-per-node=2: hvdrun with no hosts and no -np runs 6 workers on the allocation's nodes" {
+	run --separate-stderr slurm_exec salloc -Q -N3 --ntasks-per-node=2 \
+		"$HVDRUN" "${SSH[@]}" --verbose sh -c 'echo "$HOROVOD_RANK/$HOROVOD_SIZE on $(hostname) local $HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE"'
+	assert_success
+	[[ "$stderr" == *"hvdrun: hosts: the Slurm allocation of job "*"(SLURM_JOB_NODELIST=ns[1-3], SLURM_TASKS_PER_NODE=2(x3), -np from SLURM_NTASKS=6)"* ]]
+	assert_line "[0]<stdout>:0/6 on ns1 local 0/2"
+	assert_line "[1]<stdout>:1/6 on ns1 local 1/2"
+	assert_line "[3]<stdout>:3/6 on ns2 local 1/2"
+	assert_line "[5]<stdout>:5/6 on ns3 local 1/2"
+}
+
+@test "salloc -N3 -n6: Slurm's uneven placement (4,1,1) is the plan" {
+	run --separate-stderr slurm_exec salloc -Q -N3 -n6 "$HVDRUN" --dry-run
+	assert_success
+	[[ "$stderr" == *"SLURM_TASKS_PER_NODE=4,1(x2)"* ]]
+	assert_line --index 3 "rank=3 host=ns1 local_rank=3 local_size=4 cross_rank=0 cross_size=1"
+	assert_line --index 4 "rank=4 host=ns2 local_rank=0 local_size=1 cross_rank=1 cross_size=3"
+	assert_line --index 5 "rank=5 host=ns3 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
+	# More workers than the allocation has: refused, the allocation named.
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=1 "$HVDRUN" -np 3 true
+	assert_failure 2
+	assert_line --index 0 --partial "hvdrun: -np 3 is more than the 2 slots of Slurm job"
+}
+
+@test "sbatch: the batch script's hvdrun runs the job on every node of the allocation" {
+	local out=$BATS_TEST_TMPDIR/job.out id t state
+	id=$(slurm_exec sbatch --parsable -N2 --ntasks-per-node=2 -o "$out" \
+		--wrap "'$HVDRUN' ${SSH[*]} sh -c 'echo \$HOROVOD_RANK on \$(hostname)'")
+	for t in $(seq 1 300); do
+		state=$(slurm_exec scontrol show job "$id" | sed -n 's/.*JobState=\([A-Z]*\).*/\1/p')
+		case $state in COMPLETED | FAILED | CANCELLED | TIMEOUT) break ;; esac
+		sleep 0.1
+	done
+	cat "$out"
+	[ "$state" = COMPLETED ]
+	grep -qx '\[0\]<stdout>:0 on ns1' "$out"
+	grep -qx '\[3\]<stdout>:3 on ns2' "$out"
+}
+
+@test "in an allocation: a failing worker's code is the job's, and libhvd's self-test passes across its nodes" {
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=1 "$HVDRUN" "${SSH[@]}" sh -c 'echo $$ >"$PIDDIR/w$HOROVOD_RANK"; [ "$HOROVOD_RANK" = 1 ] && exit 7; exec sleep 30'
+	assert_failure 7
+	assert_no_leftovers
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" "${SSH[@]}" "$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	assert_line "[3]<stdout>:rank 3: ok"
+}
+
+@test "srun -n2 hvdrun inside an allocation: refused, the step named" {
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=1 srun -n2 "$HVDRUN" true
+	assert_failure
+	assert_output --partial "this hvdrun is one of the 2 tasks of Slurm step"
+}
+
+@test "hvdrun SIGKILLed inside an allocation: no worker is left on any node" {
+	# salloc in the background runs hvdrun in the foreground of its own
+	# process; hvdrun is the child of salloc.
+	slurm_exec salloc -Q -N3 --ntasks-per-node=1 "$HVDRUN" "${SSH[@]}" "$WORKERS/family.sh" \
+		>/dev/null 2>&1 &
+	local salloc=$! pid
+	wait_pids 9
+	pid=$(pgrep -P "$salloc" -f "$HVDRUN" || pgrep -f "^$HVDRUN .*family.sh" | head -1)
+	[ -n "$pid" ]
+	kill -KILL "$pid"
+	wait "$salloc" || true
+	wait_no_leftovers
+}
+
+@test "hvdrun --mpi inside an allocation: mpirun reads the allocation itself (no -H) and starts its daemons through srun" {
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --mpi --verbose \
+		--network-interface eth0 "$ROOT/build/tests/mpi_user" serialized
+	assert_success
+	assert_line --regexp "^hvdrun: mpirun( --allow-run-as-root)? -np 4 --mca plm_rsh_args"
+	refute_output --partial " -H "
+	assert_line "rank 3 of 4: allreduce success, 4"
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --mpi \
+		--network-interface eth0 sh -c 'echo "$OMPI_COMM_WORLD_RANK on $(hostname)"'
+	assert_success
+	assert_line "1 on ns1"
+	assert_line "2 on ns2"
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --mpi \
+		--network-interface eth0 "$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	assert_line "rank 3: ok"
+}
+
+@test "hvdrun check inside an allocation checks the allocation's nodes" {
+	run slurm_exec salloc -Q -N3 --ntasks-per-node=1 "$HVDRUN" check "${SSH[@]}" \
+		--network-check-timeout 0.5
+	assert_success
+	assert_output --partial ns1
+	assert_output --partial ns2
+	assert_output --partial ns3
+}
