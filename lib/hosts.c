@@ -22,6 +22,7 @@ void hl_hostlist_init(struct hl_hostlist *hl)
 	hl_strvec_init(&hl->warnings);
 	hl->origin = NULL;
 	hl->np = 0;
+	hl->slurm = false;
 }
 
 void hl_hostlist_close(struct hl_hostlist *hl)
