@@ -429,9 +429,9 @@ HVD_EXPORT int hvd_gpu_device(void)
 
 /* ---- the synchronous forms: submit, then wait ---- */
 
-/* A synchronous call inside a group would wait for itself. */
-/* A synchronous collective starts: refused inside a group; else its
- * submission is marked as waited for at once (queue.c). */
+/* A synchronous collective starts: refused inside a group (it would wait
+ * for itself); else its submission is marked as waited for at once
+ * (queue.c). */
 static int sync_start(void)
 {
 	if (!hvd__in_group()) {

@@ -141,9 +141,8 @@ struct hvd__engine {
 				   hosts (hier.h); ops NULL: one host */
 	bool shm_job; /* the segment's ranks are the job's, local rank =
 			 rank: every collective may run through it */
-	/* With shm: host h's local rank l is rank host_at[h * lsize + l];
-	 * rank r is host place[r] / lsize, local rank place[r] % lsize. */
-	int *host_at, *place;
+	/* With shm: host h's local rank l is rank host_at[h * lsize + l]. */
+	int *host_at;
 	int lsize, nhosts;
 	char gpu_why[512];		/* why the last GPU collective failed */
 	struct hvd__req *pending_local; /* submitted here, not yet run */

@@ -114,10 +114,9 @@ int hvd__hier_start(struct hvd__engine *e)
 	struct place *all = calloc((size_t)size, sizeof(*all));
 	int *at = calloc((size_t)size, sizeof(int));
 	int *cross = calloc((size_t)size, sizeof(int));
-	int *place = calloc((size_t)size, sizeof(int));
 	const char *why;
 
-	if (all == NULL || at == NULL || cross == NULL || place == NULL) {
+	if (all == NULL || at == NULL || cross == NULL) {
 		rc = HVD_ENOMEM;
 		goto out;
 	}
@@ -133,8 +132,6 @@ int hvd__hier_start(struct hvd__engine *e)
 	H = size / L;
 	for (h = 0; h < H; h++)
 		cross[h] = at[h * L + hvd__g.local_rank];
-	for (h = 0; h < size; h++)
-		place[at[h]] = h;
 	if (H > 1)
 		rc = hvd__group_new(&e->comm, cross, H, hvd__g.cross_rank,
 				    &e->cross);
@@ -145,10 +142,9 @@ int hvd__hier_start(struct hvd__engine *e)
 		e->shm_job = at[h] == h;
 	if (rc == HVD_OK) {
 		e->host_at = at;
-		e->place = place;
 		e->lsize = L;
 		e->nhosts = H;
-		at = place = NULL;
+		at = NULL;
 	}
 	if (rc != HVD_OK)
 		hvd__error(
@@ -164,7 +160,6 @@ out:
 	free(all);
 	free(at);
 	free(cross);
-	free(place);
 	return rc;
 }
 
@@ -174,8 +169,7 @@ void hvd__hier_stop(struct hvd__engine *e)
 	e->shm = NULL;
 	e->shm_job = false;
 	free(e->host_at);
-	free(e->place);
-	e->host_at = e->place = NULL;
+	e->host_at = NULL;
 	e->lsize = e->nhosts = 0;
 	if (e->cross.ops != NULL)
 		e->cross.ops->close(e->cross.t);
@@ -197,22 +191,29 @@ static void slice(size_t len, int L, int l, size_t *off, size_t *n)
 
 int hvd__hier_broadcast(struct hvd__engine *e, void *buf, size_t len, int root)
 {
-	int L = e->lsize, rh = e->place[root] / L, rl = e->place[root] % L;
+	int L = e->lsize, at = 0, rh, rl;
 	int me = hvd__g.local_rank, host = hvd__g.cross_rank, l, rc = HVD_OK;
 	int ms = hvd__transport_timeout_ms();
-	size_t *part = calloc((size_t)L, sizeof(*part)), off, n;
+	size_t *part = calloc((size_t)L, sizeof(*part)), off = 0, mine = 0;
 
 	if (part == NULL)
 		return HVD_ENOMEM;
-	for (l = 0; l < L; l++)
+	while (e->host_at[at] != root)
+		at++;
+	rh = at / L; /* the root's host and local rank */
+	rl = at % L;
+	for (l = 0; l < L; l++) {
 		slice(len, L, l, &off, &part[l]);
+		if (l == me)
+			mine = off;
+	}
 	/* The root's host: the whole buffer through its segment. */
 	if (host == rh)
 		rc = hvd__shm_broadcast(e->shm, buf, len, rl, ms);
 	/* Local rank l carries slice l to the other hosts... */
-	slice(len, L, me, &off, &n);
 	if (rc == HVD_OK && e->nhosts > 1)
-		rc = hvd__ring_broadcast(&e->cross, (char *)buf + off, n, rh);
+		rc = hvd__ring_broadcast(&e->cross, (char *)buf + mine,
+					 part[me], rh);
 	/* ...where the local ranks gather the slices. */
 	if (rc == HVD_OK && host != rh)
 		rc = hvd__shm_allgatherv(e->shm, buf, part, ms);

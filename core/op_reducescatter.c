@@ -1,10 +1,10 @@
 /* op_reducescatter.c: how a reducescatter runs. On the CPU: the input is
- * copied (and prescaled) into a working buffer, the host's shared segment
- * when the job is one host (shm.h), the hierarchical allreduce across
- * hosts with a segment each (shm.h: no rank's connection then carries
- * more than 1/L of the data, where the ring's would carry (N-1)/N of it
- * also between the ranks of one host), or the ring's reduce-scatter
- * (ring.h) leaves this rank's rows of the result in it, and they are averaged,
+ * copied (and prescaled) into a working buffer, the hosts' shared
+ * segments (shm.h: the hierarchical allreduce, each rank copying out
+ * only its rows; across hosts no rank's connection then carries more
+ * than 1/L of the data, where the ring's would carry (N-1)/N of it also
+ * between the ranks of one host), or the ring's reduce-scatter (ring.h)
+ * leaves this rank's rows of the result in it, and they are averaged,
  * postscaled and copied out. On the GPU: ncclReduceScatter
  * (gpu.h). The split is Horovod's: rows / size each, the first
  * rows % size ranks one more. */
@@ -31,18 +31,12 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 	hvd__scale(work, count, t, r->m.prescale);
 	hvd__ring_chunk(count, (size_t)r->m.block, e->comm.size, e->comm.rank,
 			&start, &len);
-	if (e->shm_job)
-		rc = hvd__shm_reduce_keep(e->shm, work, count * es, start * es,
-					  (start + len) * es, t,
+	if (e->shm != NULL)
+		rc = hvd__shm_reduce_keep(e->shm, &e->cross, work, count * es,
+					  start * es, (start + len) * es, t,
 					  op == HVD_AVERAGE ? HVD_SUM : op,
 					  hvd__transport_timeout_ms());
-	else if (e->shm != NULL) {
-		struct iovec all = {work, count * es};
-
-		rc = hvd__shm_allreduce_v(e->shm, &e->cross, &all, 1, t,
-					  op == HVD_AVERAGE ? HVD_SUM : op,
-					  hvd__transport_timeout_ms());
-	} else
+	else
 		rc = hvd__ring_reducescatter(&e->comm, work, count,
 					     (size_t)r->m.block, t,
 					     op == HVD_AVERAGE ? HVD_SUM : op);

@@ -499,13 +499,13 @@ int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
 	return allreduce_keep(s, cross, v, k, t, op, timeout_ms, 0, SIZE_MAX);
 }
 
-int hvd__shm_reduce_keep(struct hvd__shm *s, void *buf, size_t len,
-			 size_t keep_lo, size_t keep_hi, enum hvd_dtype t,
-			 enum hvd_op op, int timeout_ms)
+int hvd__shm_reduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
+			 void *buf, size_t len, size_t keep_lo, size_t keep_hi,
+			 enum hvd_dtype t, enum hvd_op op, int timeout_ms)
 {
 	struct iovec one = {buf, len};
 
-	return allreduce_keep(s, NULL, &one, 1, t, op, timeout_ms, keep_lo,
+	return allreduce_keep(s, cross, &one, 1, t, op, timeout_ms, keep_lo,
 			      keep_hi);
 }
 

@@ -55,12 +55,12 @@ int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms);
 int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
 			 const struct iovec *v, int k, enum hvd_dtype t,
 			 enum hvd_op op, int timeout_ms);
-/* A reduce-scatter: buf (len bytes) reduced across the local ranks in
- * place, but only bytes [keep_lo, keep_hi) of the result are copied
+/* A reduce-scatter: buf (len bytes) reduced as hvd__shm_allreduce_v
+ * reduces, but only bytes [keep_lo, keep_hi) of the result are copied
  * into this rank's buf; the rest is left as it was. */
-int hvd__shm_reduce_keep(struct hvd__shm *s, void *buf, size_t len,
-			 size_t keep_lo, size_t keep_hi, enum hvd_dtype t,
-			 enum hvd_op op, int timeout_ms);
+int hvd__shm_reduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
+			 void *buf, size_t len, size_t keep_lo, size_t keep_hi,
+			 enum hvd_dtype t, enum hvd_op op, int timeout_ms);
 /* root's buf (len bytes) is copied to every local rank's buf: the root
  * fills one slot set at a time, and the others copy it out after one
  * barrier. */

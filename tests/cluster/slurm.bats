@@ -94,13 +94,13 @@ setup() {
 }
 
 @test "hvdrun SIGKILLed inside an allocation: no worker is left on any node" {
-	# salloc in the background runs hvdrun in the foreground of its own
-	# process; hvdrun is the child of salloc.
+	# ip netns exec and env exec salloc ($!), which runs hvdrun as its
+	# child.
 	slurm_exec salloc -Q -N3 --ntasks-per-node=1 "$HVDRUN" "${SSH[@]}" "$WORKERS/family.sh" \
 		>/dev/null 2>&1 &
 	local salloc=$! pid
 	wait_pids 9
-	pid=$(pgrep -P "$salloc" -f "$HVDRUN" || pgrep -f "^$HVDRUN .*family.sh" | head -1)
+	pid=$(pgrep -P "$salloc" -f "$HVDRUN")
 	[ -n "$pid" ]
 	kill -KILL "$pid"
 	wait "$salloc" || true

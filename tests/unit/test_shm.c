@@ -35,9 +35,9 @@ static int reduce_keep(struct hvd__shm *s, int lrank, int lsize)
 
 	for (i = 0; i < n; i++)
 		x[i] = elem(lrank, i);
-	if (hvd__shm_reduce_keep(s, x, n * sizeof(float), lo * sizeof(float),
-				 hi * sizeof(float), HVD_FLOAT32, HVD_SUM,
-				 5000) != HVD_OK)
+	if (hvd__shm_reduce_keep(s, NULL, x, n * sizeof(float),
+				 lo * sizeof(float), hi * sizeof(float),
+				 HVD_FLOAT32, HVD_SUM, 5000) != HVD_OK)
 		rc = 20;
 	for (i = 0; rc == 0 && i < n; i++)
 		if (x[i] != (i >= lo && i < hi
