@@ -31,6 +31,7 @@ struct hvd__gpu {
 	size_t fusion_cap;
 	cudaEvent_t ev[EV_N];
 	bool batch_copies; /* cudaMemcpyBatchAsync works here */
+	bool one_rank_bug; /* a scaled op on one rank needs whole blocks */
 	void **dsts;
 	const void **srcs;
 	size_t *sizes, copies_cap;
@@ -79,13 +80,15 @@ static void pause_us(long us)
 	nanosleep(&ts, NULL);
 }
 
-/* A peer that died shows on the control plane. */
+/* A peer that died shows on the control plane. A job of one rank has
+ * no peer, and no transport to ask. */
 static int peers_alive(struct hvd__gpu *g, const char *what, char *why,
 		       size_t len)
 {
 	const struct hvd__comm *c = g->ctrl;
 
-	if (c->ops->check == NULL || c->ops->check(c->t) == HVD_OK)
+	if (c->size <= 1 || c->t == NULL || c->ops->check == NULL ||
+	    c->ops->check(c->t) == HVD_OK)
 		return HVD_OK;
 	snprintf(why, len, "%s: a peer closed its connection", what);
 	abort_comms(g);
@@ -115,12 +118,23 @@ static int settle(struct hvd__gpu *g, ncclComm_t c, ncclResult_t r,
 	return r == ncclSuccess ? HVD_OK : nccl_fail(g, c, r, what, why, len);
 }
 
-/* A communicator just made (init or split): poll it until it is ready. */
-static int settle_new(struct hvd__gpu *g, ncclComm_t c, ncclResult_t r,
-		      const char *what, char *why, size_t len)
+/* A communicator just made (init or split): poll it until it is ready.
+ * A non-blocking split may hand its child over only when the parent's
+ * part is done (NCCL 2.28 does): then the parent is polled first. */
+static int settle_new(struct hvd__gpu *g, ncclComm_t parent, ncclComm_t *cp,
+		      ncclResult_t r, const char *what, char *why, size_t len)
 {
+	ncclComm_t c = __atomic_load_n(cp, __ATOMIC_ACQUIRE);
+
 	if (r != ncclSuccess && r != ncclInProgress)
 		return nccl_fail(g, c, r, what, why, len);
+	if (c == NULL && parent != NULL) {
+		int rc = settle(g, parent, ncclInProgress, what, why, len);
+
+		if (rc != HVD_OK)
+			return rc;
+		c = __atomic_load_n(cp, __ATOMIC_ACQUIRE);
+	}
 	if (c == NULL) {
 		snprintf(why, len, "%s gave no communicator", what);
 		return HVD_ESYS;
@@ -382,13 +396,13 @@ static int start_hierarchical(struct hvd__gpu *g, char *why, size_t len)
 	g->local_size = hvd__g.local_size;
 	r = ncclCommSplit(g->world, hvd__g.cross_rank, hvd__g.local_rank,
 			  &g->local, NULL);
-	rc = settle_new(g, g->local, r, "ncclCommSplit (the ranks of a host)",
-			why, len);
+	rc = settle_new(g, g->world, &g->local, r,
+			"ncclCommSplit (the ranks of a host)", why, len);
 	if (rc == HVD_OK) {
 		r = ncclCommSplit(g->world, hvd__g.local_rank,
 				  hvd__g.cross_rank, &g->cross, NULL);
-		rc = settle_new(g, g->cross, r, "ncclCommSplit (across hosts)",
-				why, len);
+		rc = settle_new(g, g->world, &g->cross, r,
+				"ncclCommSplit (across hosts)", why, len);
 	}
 	if (rc == HVD_OK)
 		hvd__debug("hierarchical allreduce: %d ranks a host, %d hosts",
@@ -412,8 +426,13 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 
 	*out = NULL;
 	if (g != NULL) {
+		int v = 0;
+
 		g->ctrl = ctrl;
 		g->batch_copies = true;
+		/* NVIDIA/nccl#1950, fixed in 2.29.7 (version code 22907). */
+		g->one_rank_bug =
+			ncclGetVersion(&v) != ncclSuccess || v < 22907;
 		g->dev = hvd__gpu_device(own, sizeof(own));
 		if (g->dev < 0)
 			e = cudaErrorNoDevice;
@@ -445,7 +464,7 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 	config.blocking = 0;
 	r = ncclCommInitRankConfig(&g->world, ctrl->size, uid.id, ctrl->rank,
 				   &config);
-	rc = settle_new(g, g->world, r, "ncclCommInitRank", why, len);
+	rc = settle_new(g, NULL, &g->world, r, "ncclCommInitRank", why, len);
 	if (rc == HVD_OK)
 		rc = start_hierarchical(g, why, len);
 	if (rc != HVD_OK)
@@ -589,6 +608,41 @@ static int copy_batch(struct hvd__gpu *g, size_t n, char *why, size_t len)
 	return HVD_OK;
 }
 
+/* An allreduce on the world communicator. NCCL before 2.29.7 leaves the
+ * last elements of a scaled op (a pre-multiplied sum) on one rank
+ * unwritten, unless the count fills its blocks (NVIDIA/nccl#1950: a
+ * grid of min(32, bytes / 16 KiB) blocks of floor(count / blocks)
+ * elements). There a scaled op of one rank runs as whole multiples of
+ * 512 KiB (32 full blocks), then pieces of at most 16 KiB (one block). */
+static int world_allreduce(struct hvd__gpu *g, const void *send, void *recv,
+			   size_t count, enum hvd_dtype t, ncclRedOp_t rop,
+			   bool custom, char *why, size_t len)
+{
+	size_t es = hvd__dtype_size(t), bytes = count * es, off = 0, piece;
+	int rc = HVD_OK;
+
+	if (!custom || !g->one_rank_bug || g->ctrl->size != 1)
+		return settle(g, g->world,
+			      ncclAllReduce(send, recv, count, nccl_type(t),
+					    rop, g->world, g->stream),
+			      "ncclAllReduce", why, len);
+	while (off < bytes && rc == HVD_OK) {
+		piece = bytes - off >= ((size_t)512 << 10)
+				? (bytes - off) / ((size_t)512 << 10) *
+					  ((size_t)512 << 10)
+			: bytes - off < ((size_t)16 << 10) ? bytes - off
+							   : (size_t)16 << 10;
+		rc = settle(g, g->world,
+			    ncclAllReduce((const char *)send + off,
+					  (char *)recv + off, piece / es,
+					  nccl_type(t), rop, g->world,
+					  g->stream),
+			    "ncclAllReduce", why, len);
+		off += piece;
+	}
+	return rc;
+}
+
 /* buf (count elements, padded to a multiple of the host's ranks) in
  * place: reduce-scatter in the host, allreduce across hosts, allgather
  * in the host. */
@@ -644,11 +698,8 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	if (n == 1 && !hier) {
 		/* One tensor: from its send buffer into its receive buffer. */
 		cudaEventRecord(g->ev[EV_IN], g->stream);
-		rc = settle(g, g->world,
-			    ncclAllReduce(t[0].send, t[0].recv, t[0].count,
-					  nccl_type(dtype), rop, g->world,
-					  g->stream),
-			    "ncclAllReduce", why, len);
+		rc = world_allreduce(g, t[0].send, t[0].recv, t[0].count, dtype,
+				     rop, flat, why, len);
 		cudaEventRecord(g->ev[EV_REDUCED], g->stream);
 		if (rc == HVD_OK)
 			rc = wait_stream(g, why, len);
@@ -679,11 +730,8 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	if (rc == HVD_OK && hier)
 		rc = hierarchical(g, g->fusion, padded, dtype, op, why, len);
 	else if (rc == HVD_OK)
-		rc = settle(g, g->world,
-			    ncclAllReduce(g->fusion, g->fusion, total,
-					  nccl_type(dtype), rop, g->world,
-					  g->stream),
-			    "ncclAllReduce", why, len);
+		rc = world_allreduce(g, g->fusion, g->fusion, total, dtype, rop,
+				     flat, why, len);
 	cudaEventRecord(g->ev[EV_REDUCED], g->stream);
 	for (i = 0, at = 0, k = 0; rc == HVD_OK && i < n; i++) {
 		if (t[i].count == 0)
@@ -719,6 +767,10 @@ static int scaled_op(struct hvd__gpu *g, enum hvd_dtype t, enum hvd_op op,
 		uint16_t h;
 	} v;
 
+	/* The average of one rank is its value: a copy, never NCCL's
+	 * one-rank scaling kernel (see world_allreduce). */
+	if (op == HVD_AVERAGE && g->ctrl->size == 1)
+		op = HVD_SUM;
 	*out = nccl_op(op);
 	*custom = false;
 	if (scale == 1.0)
@@ -777,7 +829,10 @@ int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
 		return rc;
 	for (r = 1; r < g->ctrl->size; r++)
 		even = even && counts[r] == counts[0];
-	if (even) {
+	if (g->ctrl->size == 1) {
+		rc = world_allreduce(g, send, recv, counts[0], dtype, rop,
+				     custom, why, len);
+	} else if (even) {
 		if (counts[0] > 0)
 			rc = settle(g, g->world,
 				    ncclReduceScatter(send, recv, counts[0],

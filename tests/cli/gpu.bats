@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # libhvd's GPU engine (NCCL): the collectives on GPU buffers where a GPU
-# exists (skipped with the reason where not), the refusal without one,
-# the hierarchical allreduce, and the build with and without NCCL.
+# exists (skipped with the reason where not), several ranks on one GPU,
+# the refusal without one, the hierarchical allreduce, and the build with
+# and without NCCL.
 bats_require_minimum_version 1.5.0
 load helper
 
@@ -38,6 +39,18 @@ need_gpu() {
 	done
 }
 
+@test "several ranks share one GPU (NCCL's network transport over loopback): 2 and 4 ranks" {
+	local n r
+	need_gpu
+	for n in 2 4; do
+		run "$HVDRUN" -np "$n" "$WORKERS/gpu_share.sh" "$GPU_SELFTEST" gpu
+		assert_success
+		for ((r = 0; r < n; r++)); do
+			assert_line "[$r]<stdout>:rank $r: ok"
+		done
+	done
+}
+
 @test "GPU collectives under the MPI engine give the same results" {
 	need_gpu
 	run "$HVDRUN" --mpi -np "$(gpus)" "$GPU_SELFTEST" gpu
@@ -46,13 +59,17 @@ need_gpu() {
 }
 
 @test "hierarchical allreduce (HOROVOD_HIERARCHICAL_ALLREDUCE=1) on every GPU of the host" {
+	local n=$(gpus) share=
 	need_gpu
-	[ "$(gpus)" -ge 2 ] || skip "one GPU: no host-local reduce-scatter to test"
-	run "$HVDRUN" -np "$(gpus)" -x HOROVOD_HIERARCHICAL_ALLREDUCE=1 \
-		-x HOROVOD_LOG_LEVEL=debug "$GPU_SELFTEST" gpu
+	# One GPU: four ranks share it, so that a host has ranks to split.
+	if [ "$n" -lt 2 ]; then
+		n=4 share=$WORKERS/gpu_share.sh
+	fi
+	run "$HVDRUN" -np "$n" -x HOROVOD_HIERARCHICAL_ALLREDUCE=1 \
+		-x HOROVOD_LOG_LEVEL=debug $share "$GPU_SELFTEST" gpu
 	assert_success
 	refute_output --partial FAIL
-	assert_output --partial "hierarchical allreduce: $(gpus) ranks a host"
+	assert_output --partial "hierarchical allreduce: $n ranks a host"
 }
 
 @test "without a GPU, GPU collectives refuse and say why; the CPU ones go on" {

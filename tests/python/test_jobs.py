@@ -6,10 +6,11 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HVDRUN = os.environ.get("HVDRUN_BIN", os.path.join(ROOT, "build", "bin", "hvdrun"))
-PY = "/usr/bin/python3"
+PY = sys.executable  # the Python running the tests (tests/python/run picks it)
 WORKERS = os.path.join(ROOT, "tests", "python", "workers")
 
 

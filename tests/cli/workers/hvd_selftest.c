@@ -214,7 +214,8 @@ static void check_allreduce_on(int t, int op, size_t count, int inplace,
 	char name[128];
 	char *send = malloc(count * esize[t] + 1);
 	char *recv = inplace ? send : malloc(count * esize[t] + 1);
-	size_t i, bad = 0;
+	size_t i, bad = 0, first = 0;
+	double first_got = 0;
 	int rc;
 
 	for (i = 0; i < count; i++)
@@ -229,10 +230,13 @@ static void check_allreduce_on(int t, int op, size_t count, int inplace,
 		double want = expected(i, op, t), got = get(recv, i, t);
 		double tol = tolerance(t, op);
 
-		if (fabs(got - want) > tol * fmax(1, fabs(want)))
-			bad++;
+		if (fabs(got - want) > tol * fmax(1, fabs(want)) && bad++ == 0) {
+			first = i;
+			first_got = got;
+		}
 	}
-	EXPECT(bad == 0, "%s: %zu of %zu elements wrong", name, bad, count);
+	EXPECT(bad == 0, "%s: %zu of %zu elements wrong (the first: [%zu] %g, want %g)",
+	       name, bad, count, first, first_got, expected(first, op, t));
 	free(send);
 	if (!inplace)
 		free(recv);

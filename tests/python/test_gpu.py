@@ -1,0 +1,132 @@
+"""hvd.torch on CUDA tensors (libhvd's NCCL engine), against the same
+serial reference as the CPU tests. Skipped where torch sees no GPU or
+libhvd was built without NCCL. Each rank uses the GPU libhvd gives it:
+its local rank's, or the one GPU CUDA_VISIBLE_DEVICES shows (several
+ranks on one GPU: tests/cli/workers/gpu_share.sh)."""
+
+import os
+
+import pytest
+import torch
+
+from test_ops import close, data, reference
+
+GPU_DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16,
+              torch.bfloat16, torch.float32, torch.float64]
+
+
+@pytest.fixture(scope="module")
+def dev(hvd):
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    if not hvd.nccl_built():
+        pytest.skip("libhvd was built without CUDA and NCCL")
+    gpus, shared = torch.cuda.device_count(), os.environ.get("CUDA_VISIBLE_DEVICES")
+    if hvd.local_size() > gpus and not (gpus == 1 and shared):
+        pytest.skip("%d ranks on this host, %d GPU(s)" % (hvd.local_size(), gpus))
+    d = torch.device("cuda", 0 if gpus == 1 else hvd.local_rank())
+    torch.cuda.set_device(d)
+    return d
+
+
+@pytest.mark.parametrize("dtype", GPU_DTYPES, ids=str)
+def test_allreduce(hvd, dev, dtype):
+    ops = [hvd.Sum, hvd.Min, hvd.Max] + ([hvd.Average] if dtype.is_floating_point else [])
+    shape = (17, 33)
+    outs = [hvd.allreduce(data(hvd.rank(), shape, dtype, seed=k).to(dev), op=op,
+                          name="gpu.ar.%s.%d" % (dtype, k))
+            for k, op in enumerate(ops)]
+    for k, (op, out) in enumerate(zip(ops, outs)):
+        assert out.device == dev and out.dtype == dtype
+        assert close(out.cpu(), reference(hvd, shape, dtype, op, k), dtype), (op, out)
+
+
+def test_allreduce_int16_refused(hvd, dev):
+    with pytest.raises(Exception, match="int16"):
+        hvd.allreduce(torch.ones(4, dtype=torch.int16, device=dev), name="gpu.i16")
+
+
+def test_grouped_and_scaled(hvd, dev):
+    ts = [data(hvd.rank(), (k + 1,), torch.float32, seed=k).to(dev) for k in range(40)]
+    outs = hvd.grouped_allreduce(ts, op=hvd.Sum, name="gpu.group")
+    scaled = hvd.allreduce(ts[7], op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.25,
+                           name="gpu.scaled")
+    for k, out in enumerate(outs):
+        assert close(out.cpu(), reference(hvd, (k + 1,), torch.float32, hvd.Sum, k),
+                     torch.float32)
+    assert close(scaled.cpu(), reference(hvd, (8,), torch.float32, hvd.Sum, 7) * 0.5,
+                 torch.float32)
+
+
+def test_large_allreduce(hvd, dev):
+    x = torch.full((48 << 20,), float(hvd.rank() + 1), device=dev)  # 192 MiB
+    hvd.allreduce_(x, op=hvd.Sum, name="gpu.big")
+    want = hvd.size() * (hvd.size() + 1) / 2
+    assert torch.all(x == want).item()
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.bfloat16, torch.float64], ids=str)
+def test_broadcast_every_root(hvd, dev, dtype):
+    outs = []
+    for root in range(hvd.size()):
+        t = data(hvd.rank(), (777,), dtype, seed=root).to(dev)
+        hvd.broadcast_(t, root_rank=root, name="gpu.bc.%s.%d" % (dtype, root))
+        outs.append(t)
+    for root, t in enumerate(outs):
+        assert torch.equal(t.cpu(), data(root, (777,), dtype, seed=root))
+
+
+def test_allgather_uneven(hvd, dev):
+    r = hvd.rank()
+    g = hvd.allgather(data(r, (r + 1, 5), torch.float32).to(dev), name="gpu.ag")
+    assert g.device == dev
+    want = torch.cat([data(k, (k + 1, 5), torch.float32) for k in range(hvd.size())])
+    assert torch.equal(g.cpu(), want)
+
+
+def test_alltoall_and_reducescatter(hvd, dev):
+    n, r = hvd.size(), hvd.rank()
+    a = hvd.alltoall(torch.arange(2 * n, dtype=torch.float32, device=dev) + 100 * r,
+                     name="gpu.a2a")
+    rs = hvd.reducescatter(data(r, (4 * n, 3), torch.float32).to(dev), op=hvd.Sum,
+                           name="gpu.rs")
+    assert torch.equal(a.cpu(), torch.tensor([100.0 * k + 2 * r + j
+                                              for k in range(n) for j in range(2)]))
+    full = reference(hvd, (4 * n, 3), torch.float32, hvd.Sum, 0)
+    assert close(rs.cpu(), full[4 * r:4 * r + 4], torch.float32)
+
+
+def test_distributed_optimizer_keeps_ranks_equal(hvd, dev):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, 4)).to(dev)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    g = torch.Generator().manual_seed(100 + hvd.rank())
+    grads = []
+    for _ in range(3):
+        xb = torch.randn(16, 32, generator=g).to(dev)
+        opt.zero_grad()
+        model(xb).pow(2).mean().backward()
+        opt.step()
+        grads.append(model[0].weight.grad.clone())
+    flat = torch.cat([p.detach().flatten() for p in model.parameters()])
+    every = hvd.allgather(flat.unsqueeze(0), name="gpu.params")
+    last = hvd.allgather(grads[-1].unsqueeze(0), name="gpu.grads")
+    for k in range(hvd.size()):
+        assert torch.allclose(every[k], every[0])
+        assert torch.allclose(last[k], last[0])
+
+
+@pytest.mark.parametrize("count", [7, 40961, (1 << 20) + 7, (3 << 20) + 4099])
+def test_scaled_and_average_every_element(hvd, dev, count):
+    """Every element, odd counts on both sides of NCCL's block sizes (its
+    one-rank scaling kernel dropped the tail before 2.29.7)."""
+    x = data(hvd.rank(), (count,), torch.float16, seed=count).to(dev)
+    avg = hvd.allreduce(x, op=hvd.Average, name="gpu.avg.%d" % count)
+    scaled = hvd.allreduce(x, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0,
+                           name="gpu.scaled.%d" % count)
+    ref = reference(hvd, (count,), torch.float16, hvd.Sum, count).double()
+    assert close(avg.cpu(), (ref / hvd.size()).half(), torch.float16)
+    assert close(scaled.cpu(), (ref * 1.5).half(), torch.float16)
