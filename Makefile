@@ -213,6 +213,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@tests/bench/launch
 	@tests/bench/launch-ssh
+	@tests/bench/launch-slurm
 	@tests/bench/check
 	@tests/bench/allreduce
 	@tests/bench/allreduce-hosts

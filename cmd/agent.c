@@ -1,6 +1,7 @@
-/* agent.c: `hvdrun --agent`, the remote end of an SSH start (lib/agent.h).
- * Its own failures go to stderr, which the channel carries back to the
- * hvdrun that started it, naming this host. */
+/* agent.c: `hvdrun --agent`, the remote end of an SSH start, and `hvdrun
+ * --node-agent`, a node's end of an srun start (lib/agent.h). Their own
+ * failures go to stderr, which the channel or srun carries back to the
+ * hvdrun that started them, naming this host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,19 +20,31 @@ void cmd_remote_error(const char *cause)
 		cause ? cause : "out of memory");
 }
 
-int cmd_agent_main(int argc, char **argv)
+/* Run one of the agents: no arguments, its own failure on stderr. */
+static int agent_main(int argc, const char *name, int (*run)(char **cause))
 {
 	char *cause = NULL;
 	int code;
 
-	(void)argv;
 	if (argc != 1) {
-		fprintf(stderr, "hvdrun: --agent takes no arguments\n");
+		fprintf(stderr, "hvdrun: %s takes no arguments\n", name);
 		return EXIT_USAGE;
 	}
-	code = hl_agent_run(&cause);
+	code = run(&cause);
 	if (cause != NULL)
 		cmd_remote_error(cause);
 	free(cause);
 	return code;
+}
+
+int cmd_agent_main(int argc, char **argv)
+{
+	(void)argv;
+	return agent_main(argc, "--agent", hl_agent_run);
+}
+
+int cmd_node_agent_main(int argc, char **argv)
+{
+	(void)argv;
+	return agent_main(argc, "--node-agent", hl_node_agent_run);
 }

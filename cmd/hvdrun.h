@@ -32,11 +32,12 @@ extern struct cmd_args cmd_args;
 
 /* The commands (main.c's table). Each gets argv from its own name on and
  * returns hvdrun's exit status. */
-int cmd_run_main(int argc, char **argv);       /* run.c: the job */
-int cmd_check_main(int argc, char **argv);     /* check.c: the preflight */
-int cmd_agent_main(int argc, char **argv);     /* agent.c: --agent */
-int cmd_free_port_main(int argc, char **argv); /* free_port.c */
-int cmd_probe_main(int argc, char **argv);     /* probe.c: --probe */
+int cmd_run_main(int argc, char **argv);	/* run.c: the job */
+int cmd_check_main(int argc, char **argv);	/* check.c: the preflight */
+int cmd_agent_main(int argc, char **argv);	/* agent.c: --agent */
+int cmd_node_agent_main(int argc, char **argv); /* agent.c: --node-agent */
+int cmd_free_port_main(int argc, char **argv);	/* free_port.c */
+int cmd_probe_main(int argc, char **argv);	/* probe.c: --probe */
 
 /* Parse the command line, then the config file, then the defaults into
  * cmd_args; print --help or --version. True: go on; false: hvdrun exits

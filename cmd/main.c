@@ -20,6 +20,7 @@ static const struct command commands[] = {
 	{"check", cmd_check_main},
 	/* Not for people: hvdrun starts these on a host. */
 	{"--agent", cmd_agent_main},
+	{"--node-agent", cmd_node_agent_main},
 	{"--free-port", cmd_free_port_main},
 	{"--probe", cmd_probe_main},
 };

@@ -164,6 +164,7 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	int report[2] = {-1, -1};
 	int rc;
 
+	hl_nofile_raise();
 	rc = resolve(l, &l->exec_path, cause);
 	/* A remote rank 0's port is found on its host, at connect time. */
 	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host))
@@ -237,6 +238,8 @@ static int run(int *code, char **cause)
 		goto out;
 	cmd_warnings(&warnings);
 	rc = hl_ssh_opts_from(&so, o, cause);
+	if (rc == HL_OK && !o->v[HL_K_MPI].b)
+		rc = hl_ssh_opts_launcher(&so, hosts.slurm, cause);
 	if (rc == HL_OK)
 		rc = hl_iface_choose(&ic, o, &hosts, &plan, &so, cause);
 	if (rc != HL_OK)
@@ -248,8 +251,12 @@ static int run(int *code, char **cause)
 		rc = run_mpirun(&hosts, &plan, &es, &so, ic.mpi, cause);
 		goto out;
 	}
-	if (o->v[HL_K_VERBOSE].b)
+	if (o->v[HL_K_VERBOSE].b) {
 		print_verbose(&plan, &hosts);
+		fprintf(stderr, "hvdrun: other hosts' workers start %s\n",
+			so.srun ? "through srun (one step, an agent a node)"
+				: "over SSH");
+	}
 	l.hosts = &hosts;
 	l.plan = &plan;
 	l.env = &es;

@@ -62,16 +62,6 @@ static int read_job(struct hl_buf *b, struct job *j)
 	}
 }
 
-static const char *env_get(const struct hl_strvec *env, const char *name)
-{
-	size_t i, n = strlen(name);
-
-	for (i = 0; i < env->n; i++)
-		if (strncmp(env->v[i], name, n) == 0 && env->v[i][n] == '=')
-			return env->v[i] + n + 1;
-	return NULL;
-}
-
 static void signal_family(pid_t pgid, int sig)
 {
 	pid_t *kids;
@@ -250,8 +240,8 @@ int hl_agent_run(char **cause)
 		code = 125;
 		goto out;
 	}
-	rc = hl_resolve_command(j.argv.v[0], env_get(&j.env, "PATH"), &path,
-				cause);
+	rc = hl_resolve_command(j.argv.v[0], hl_strvec_value(&j.env, "PATH"),
+				&path, cause);
 	if (rc != HL_OK) {
 		code = rc == HL_ENOENT ? 127 : 126;
 		goto out;

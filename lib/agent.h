@@ -13,4 +13,10 @@
  * *cause says why in one line. */
 int hl_agent_run(char **cause);
 
+/* `hvdrun --node-agent`, one a node in hvdrun's srun step (node_agent.c,
+ * records.h): every rank of its node, their output as lines on stdout.
+ * Returns the exit status (0, or 125 when hvdrun's request was
+ * malformed or SLURM_PROCID is missing: *cause says why). */
+int hl_node_agent_run(char **cause);
+
 #endif

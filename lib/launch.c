@@ -47,6 +47,27 @@ struct sup {
 	int signal;  /* a signal hvdrun received, 0 if none */
 };
 
+int hl_launch_remote_env(const struct hl_launch *l, int rank,
+			 struct hl_strvec *env)
+{
+	struct hl_strvec fwd;
+	size_t i;
+	int rc = HL_OK;
+
+	hl_strvec_init(&fwd);
+	for (i = 0; i < l->env->forward.n && rc == HL_OK; i++) {
+		const char *v = getenv(l->env->forward.v[i]);
+
+		if (v != NULL)
+			rc = hl_strvec_pushf(&fwd, "%s=%s",
+					     l->env->forward.v[i], v);
+	}
+	if (rc == HL_OK)
+		rc = hl_env_build(fwd.v, l->env, l->plan, l->hosts, rank, env);
+	hl_strvec_close(&fwd);
+	return rc;
+}
+
 static bool already_termed(struct sup *s, pid_t pid)
 {
 	pid_t *t;
@@ -75,7 +96,12 @@ static int signal_orphans(struct sup *s, int sig)
 	if (hl_children(&kids, &nkids) != HL_OK)
 		return 0;
 	for (k = 0; k < nkids; k++) {
-		bool worker = kids[k] == s->wd.pid;
+		/* The watchdog, and a spawner's own process (srun), which
+		 * its spawner ends, but for a SIGKILL. */
+		bool worker = kids[k] == s->wd.pid ||
+			      (sig != SIGKILL && s->ctx[1] != NULL &&
+			       s->ops[1]->helper != NULL &&
+			       kids[k] == s->ops[1]->helper(s->ctx[1]));
 
 		for (i = 0; i < s->n && !worker; i++)
 			worker = !s->w[i].remote && s->w[i].pid == kids[k] &&
@@ -429,7 +455,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	/* Connect to every remote host before anything starts: a host that
 	 * cannot be reached starts nothing anywhere. */
 	s.ops[0] = &hl_spawn_local;
-	s.ops[1] = &hl_spawn_ssh;
+	s.ops[1] = l->ssh->srun ? &hl_spawn_srun : &hl_spawn_ssh;
 	for (j = 0; j < 2 && rc == HL_OK; j++) {
 		for (i = 0; i < s.n && s.w[i].remote != j; i++)
 			;

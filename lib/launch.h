@@ -43,6 +43,11 @@ struct hl_launch {
 	void *event_arg;
 };
 
+/* The environment of rank, started on another host: hvdrun's values of
+ * the forwarded variables, then the job's (env.h). */
+int hl_launch_remote_env(const struct hl_launch *l, int rank,
+			 struct hl_strvec *env);
+
 /* Tell the caller of event ev (launch.c, the spawners). */
 void hl_launch_event(const struct hl_launch *l, const struct hl_event *ev);
 

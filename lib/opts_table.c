@@ -8,6 +8,8 @@
 
 static const char *const host_key_policies[] = {"yes", "accept-new", "no",
 						NULL};
+/* In this order: enum hl_launcher (ssh_opts.h). */
+static const char *const launchers[] = {"auto", "ssh", "srun", NULL};
 
 const struct hl_section hl_sections[] = {
 	{"job", "Job"},
@@ -50,6 +52,9 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 				HL_T_INT, 0, 0, NULL, NULL, "HVD_START_TIMEOUT",
 				HL_X_NONE, "seconds to start every worker",
 				"S"},
+	[HL_K_LAUNCHER] = {"job", "launcher", "launcher", NULL, HL_T_ENUM, 0, 0,
+			   launchers, "auto", NULL, HL_X_NONE,
+			   "how other hosts' workers start"},
 	[HL_K_BIND_TO] = {"job", "bind_to", "bind-to", NULL, HL_T_ENUM, 0, 0,
 			  NULL, NULL, "HVD_BIND_TO", HL_X_VALUE,
 			  "a share of the CPUs per local rank"},

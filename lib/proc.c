@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "../proto/wire.h"
@@ -163,4 +164,24 @@ int hl_exec_result(int fd)
 	while ((rc = hl_word_read(fd, &e)) == HL_EAGAIN)
 		;
 	return rc == HL_OK ? (int)e : 0;
+}
+
+static struct rlimit nofile_start;
+static bool nofile_raised;
+
+void hl_nofile_raise(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	nofile_start = rl;
+	rl.rlim_cur = rl.rlim_max;
+	nofile_raised = setrlimit(RLIMIT_NOFILE, &rl) == 0;
+}
+
+void hl_nofile_restore(void)
+{
+	if (nofile_raised)
+		setrlimit(RLIMIT_NOFILE, &nofile_start);
 }

@@ -26,6 +26,13 @@ void hl_exec_failed(int fd) __attribute__((noreturn));
  * the errno its exec failed with. */
 int hl_exec_result(int fd);
 
+/* A job of thousands of ranks holds several descriptors a rank in hvdrun
+ * (output pipes, rendezvous connections): hl_nofile_raise lifts the soft
+ * limit on open files to the hard one, and hl_nofile_restore, in a
+ * forked child before exec, gives a worker the limit hvdrun started with. */
+void hl_nofile_raise(void);
+void hl_nofile_restore(void);
+
 /* Find cmd like execvp would, in path (a PATH value). HL_ENOENT when it is
  * not found, HL_ENOEXEC when it is found but cannot be executed. */
 int hl_resolve_command(const char *cmd, const char *path, char **resolved,

@@ -107,6 +107,67 @@ void hl_buf_consume(struct hl_buf *b, size_t n)
 	b->len -= n;
 }
 
+size_t hl_line_escape(const char *data, size_t n, char *out, size_t cap,
+		      size_t *outlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)data[i];
+
+		if (c == '\\') {
+			if (o + 2 > cap)
+				break;
+			out[o++] = '\\';
+			out[o++] = '\\';
+		} else if (c >= 0x20 && c < 0x7f) {
+			if (o + 1 > cap)
+				break;
+			out[o++] = (char)c;
+		} else {
+			if (o + 4 > cap)
+				break;
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	*outlen = o;
+	return i;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+int hl_line_unescape(char *s, size_t len)
+{
+	size_t i = 0, o = 0;
+
+	while (i < len) {
+		if (s[i] != '\\') {
+			s[o++] = s[i++];
+		} else if (i + 1 < len && s[i + 1] == '\\') {
+			s[o++] = '\\';
+			i += 2;
+		} else if (i + 3 < len && s[i + 1] == 'x' &&
+			   hexval(s[i + 2]) >= 0 && hexval(s[i + 3]) >= 0) {
+			s[o++] = (char)(hexval(s[i + 2]) * 16 +
+					hexval(s[i + 3]));
+			i += 4;
+		} else {
+			return HL_EPROTO;
+		}
+	}
+	return (int)o;
+}
+
 void hl_free_port_format(char *buf, size_t len, int port, const char *addr)
 {
 	snprintf(buf, len, "%d%s%s\n", port, addr && *addr ? " " : "",

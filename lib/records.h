@@ -11,6 +11,28 @@
  *
  * The network check's probe (`hvdrun --probe`) speaks the same records;
  * its messages are defined in probe_msg.h.
+ *
+ * Through srun (spawn_srun.c), one `hvdrun --node-agent` a node reads
+ * what hvdrun writes to srun's standard input, which srun gives every
+ * node (--input=all); each takes what is addressed to it:
+ *
+ *   'C' N=V     an environment entry of every rank (before any 'T')
+ *   'T' u32     the records up to the next 'T' are for step task N
+ *   'P' ifaces  find a free TCP port there (answered by a 'p' line)
+ *   'R' u32     rank N's job follows: 'E' (its own entries), 'D', 'A',
+ *               then 'G' starts it
+ *   'K' u32 i32 signal rank N's process group
+ *   'Z'         every job has been sent
+ *
+ * and answers in text lines, since srun's --label keeps only whole lines
+ * of a task together (and only lines shorter than about 1 KiB): each
+ * line is one write(2) of at most HL_LINE_MAX bytes, after srun's "N: ":
+ *
+ *   h NODE      the agent runs on node NODE (its hello)
+ *   p PORT ADDR the answer to 'P' ("-" for no address)
+ *   o RANK DATA a piece of rank's stdout, escaped (hl_line_escape)
+ *   e RANK DATA the same of its stderr
+ *   x RANK ST   rank's wait(2) status, after all its output
  */
 #ifndef HL_RECORDS_H
 #define HL_RECORDS_H
@@ -43,6 +65,16 @@ int hl_proto_next(struct hl_buf *b, size_t *consumed, char *type,
 void hl_buf_consume(struct hl_buf *b, size_t n);
 /* The signal of an 'S' record, or HL_EPROTO. */
 int hl_proto_signal_of(const char *data, size_t len);
+
+/* The srun agent's lines (above). hl_line_escape escapes up to n bytes
+ * of data into out (at most cap bytes, no NUL): printable ASCII but '\\'
+ * as is, '\\' doubled, every other byte as \xHH. Returns how many
+ * bytes of data it took. hl_line_unescape undoes it in place: the length
+ * of the bytes, or HL_EPROTO for a malformed escape. */
+#define HL_LINE_MAX 900
+size_t hl_line_escape(const char *data, size_t n, char *out, size_t cap,
+		      size_t *outlen);
+int hl_line_unescape(char *s, size_t len);
 
 /* The answer of `hvdrun --free-port [NAMES]`, one text line: "PORT\n" or
  * "PORT ADDR\n", ADDR the IPv4 address of the first named interface that

@@ -27,6 +27,7 @@ static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 	int null_fd;
 
 	setpgid(0, 0);
+	hl_nofile_restore();
 	/* If hvdrun dies, the worker hears of it at once; the watchdog then
 	 * ends the worker's whole group. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);

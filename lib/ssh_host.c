@@ -128,22 +128,10 @@ static int job_records(struct ssh_host *h, const struct rank_ch *r,
 		       struct hl_buf *b)
 {
 	const struct hl_launch *l = h->g->l;
-	struct hl_strvec fwd, env;
+	struct hl_strvec env;
 	size_t i;
-	int rc = HL_OK;
+	int rc = hl_launch_remote_env(l, r->w->rank, &env);
 
-	hl_strvec_init(&fwd);
-	for (i = 0; i < l->env->forward.n && rc == HL_OK; i++) {
-		const char *v = getenv(l->env->forward.v[i]);
-
-		if (v != NULL)
-			rc = hl_strvec_pushf(&fwd, "%s=%s",
-					     l->env->forward.v[i], v);
-	}
-	if (rc == HL_OK)
-		rc = hl_env_build(fwd.v, l->env, l->plan, l->hosts, r->w->rank,
-				  &env);
-	hl_strvec_close(&fwd);
 	if (rc != HL_OK)
 		return rc;
 	rc = hl_proto_put(b, 'D', l->ssh->cwd, strlen(l->ssh->cwd));
@@ -190,21 +178,25 @@ out:
 	return rc;
 }
 
-static void notify(struct ssh_host *h, struct rank_ch *r, int lost)
+void hl_note_write(int fd, int rank, int status, bool lost)
 {
 	unsigned char note[NOTE_LEN];
 	struct wire_w n;
 
 	wire_w_fixed(&n, note, sizeof(note));
-	wire_put_u32(&n, (uint32_t)r->w->rank);
-	wire_put_i32(&n, r->status);
+	wire_put_u32(&n, (uint32_t)rank);
+	wire_put_i32(&n, status);
 	wire_put_u8(&n, (uint8_t)lost);
+	(void)hl_write_all(fd, note, n.len);
+}
 
+static void notify(struct ssh_host *h, struct rank_ch *r, int lost)
+{
 	r->done = true;
 	close(r->out_w);
 	close(r->err_w);
 	r->out_w = r->err_w = -1;
-	(void)hl_write_all(h->g->notify_fd, note, n.len);
+	hl_note_write(h->g->notify_fd, r->w->rank, r->status, lost != 0);
 }
 
 /* Move what the channel has into the worker's pipes. HL_ESTART: the

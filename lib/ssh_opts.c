@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proc.h"
+
 /* "~/x" is "$HOME/x", as ssh -F takes it. */
 static char *expand_home(const char *path)
 {
@@ -55,6 +57,35 @@ int hl_ssh_opts_from(struct hl_ssh_opts *so, const struct hl_opts *o,
 	so->concurrency = (int)v[HL_K_SSH_CONCURRENCY].i;
 	so->channels_per_session = (int)v[HL_K_SSH_CHANNELS].i;
 	so->force = v[HL_K_SSH_FORCE].b;
+	so->launcher = (enum hl_launcher)v[HL_K_LAUNCHER].i;
+	return HL_OK;
+}
+
+int hl_ssh_opts_launcher(struct hl_ssh_opts *so, bool slurm, char **cause)
+{
+	char *path = NULL, *why = NULL;
+	bool found;
+
+	so->srun = false;
+	if (so->launcher == HL_LAUNCH_SSH)
+		return HL_OK;
+	found = hl_resolve_command("srun", getenv("PATH"), &path, &why) ==
+		HL_OK;
+	free(path);
+	free(why);
+	if (so->launcher == HL_LAUNCH_AUTO) {
+		so->srun = slurm && found;
+		return HL_OK;
+	}
+	if (getenv("SLURM_JOB_ID") == NULL)
+		return hl_fail(cause, HL_EINVAL,
+			       "--launcher srun: not inside a Slurm allocation "
+			       "(SLURM_JOB_ID is not set); run hvdrun under "
+			       "salloc or sbatch, or use --launcher ssh");
+	if (!found)
+		return hl_fail(cause, HL_ENOENT,
+			       "--launcher srun: srun is not on the PATH");
+	so->srun = true;
 	return HL_OK;
 }
 

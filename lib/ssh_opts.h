@@ -14,6 +14,9 @@ enum hl_host_key_policy {
 	HL_HOSTKEY_NO,	       /* do not check */
 };
 
+/* --launcher (opts_table.c's order). */
+enum hl_launcher { HL_LAUNCH_AUTO, HL_LAUNCH_SSH, HL_LAUNCH_SRUN };
+
 /* Unset fields (0, NULL) leave the choice to the SSH config files and
  * libssh's defaults. */
 struct hl_ssh_opts {
@@ -24,11 +27,13 @@ struct hl_ssh_opts {
 	enum hl_host_key_policy host_key_checking;
 	long connect_timeout_s; /* at most start_timeout_s */
 	int start_timeout_s;
-	int concurrency;	  /* sessions connecting at once */
-	int channels_per_session; /* ranks per session (sshd MaxSessions) */
-	bool force;		  /* SSH even to this machine */
-	char *agent_path;	  /* this hvdrun, at the same path there */
-	char *cwd;		  /* where remote workers start */
+	int concurrency;	   /* sessions connecting at once */
+	int channels_per_session;  /* ranks per session (sshd MaxSessions) */
+	bool force;		   /* SSH even to this machine */
+	enum hl_launcher launcher; /* as asked */
+	bool srun; /* the hosts' workers through one srun step, not SSH */
+	char *agent_path; /* this hvdrun, at the same path there */
+	char *cwd;	  /* where remote workers start */
 };
 
 /* Fill so from the finished options o (which must outlive it): "~/" in
@@ -38,5 +43,11 @@ struct hl_ssh_opts {
 int hl_ssh_opts_from(struct hl_ssh_opts *so, const struct hl_opts *o,
 		     char **cause);
 void hl_ssh_opts_close(struct hl_ssh_opts *so);
+
+/* Settle so->srun for a job on these hosts (slurm: they are the Slurm
+ * allocation's): auto takes srun for the allocation's hosts when srun is
+ * on the PATH; srun needs an allocation (SLURM_JOB_ID) and srun.
+ * HL_EINVAL or HL_ENOENT with *cause naming what is missing. */
+int hl_ssh_opts_launcher(struct hl_ssh_opts *so, bool slurm, char **cause);
 
 #endif

@@ -238,3 +238,13 @@ char *hl_strvec_join(const struct hl_strvec *sv, const char *sep)
 	}
 	return s;
 }
+
+const char *hl_strvec_value(const struct hl_strvec *sv, const char *name)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < sv->n; i++)
+		if (strncmp(sv->v[i], name, n) == 0 && sv->v[i][n] == '=')
+			return sv->v[i] + n + 1;
+	return NULL;
+}

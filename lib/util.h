@@ -52,6 +52,8 @@ int hl_strvec_pushf(struct hl_strvec *sv, const char *fmt, ...)
 
 /* The strings of sv, separated by sep; NULL when out of memory. */
 char *hl_strvec_join(const struct hl_strvec *sv, const char *sep);
+/* The value of NAME in a vector of NAME=VALUE entries, NULL if none. */
+const char *hl_strvec_value(const struct hl_strvec *sv, const char *name);
 
 char *hl_vasprintf(const char *fmt, va_list ap)
 	__attribute__((format(printf, 1, 0)));

@@ -188,3 +188,14 @@ load helper
 	assert_failure 2
 	assert_output --partial "bad value 'cores' for --bind-to"
 }
+
+@test "hvdrun lifts its own open-files limit to the hard one (descriptors a rank); its workers keep the limit it started with" {
+	local soft hard
+	soft=$(ulimit -Sn)
+	hard=$(ulimit -Hn)
+	[ "$soft" != "$hard" ] || skip "the soft limit is already the hard one"
+	run "$HVDRUN" -np 2 sh -c 'echo "soft=$(ulimit -Sn) parent=$(sed -n "s/^Max open files *\([0-9a-z]*\) .*/\1/p" /proc/$PPID/limits)"'
+	assert_success
+	assert_line "[0]<stdout>:soft=$soft parent=$hard"
+	assert_line "[1]<stdout>:soft=$soft parent=$hard"
+}

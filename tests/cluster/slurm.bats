@@ -93,18 +93,24 @@ setup() {
 	assert_output --partial "this hvdrun is one of the 2 tasks of Slurm step"
 }
 
-@test "hvdrun SIGKILLed inside an allocation: no worker is left on any node" {
-	# ip netns exec and env exec salloc ($!), which runs hvdrun as its
-	# child.
-	slurm_exec salloc -Q -N3 --ntasks-per-node=1 "$HVDRUN" "${SSH[@]}" "$WORKERS/family.sh" \
+# A 3-node job of family.sh workers (hvdrun options in "$@"), hvdrun
+# SIGKILLed once every family is up: nothing may be left on any node.
+# hvdrun itself is the oldest process that runs it (salloc's command line
+# names it too, and its own helpers are younger).
+sigkill_job() {
+	slurm_exec salloc -Q -N3 --ntasks-per-node=1 "$HVDRUN" "$@" -x PIDDIR "$WORKERS/family.sh" \
 		>/dev/null 2>&1 &
 	local salloc=$! pid
 	wait_pids 9
-	pid=$(pgrep -P "$salloc" -f "$HVDRUN")
+	pid=$(pgrep -o -f "^$HVDRUN ")
 	[ -n "$pid" ]
 	kill -KILL "$pid"
 	wait "$salloc" || true
 	wait_no_leftovers
+}
+
+@test "hvdrun SIGKILLed inside an allocation (--launcher ssh): no worker is left on any node" {
+	sigkill_job --launcher ssh "${SSH[@]}"
 }
 
 @test "hvdrun --mpi inside an allocation: mpirun reads the allocation itself (no -H) and starts its daemons through srun" {
@@ -132,4 +138,81 @@ setup() {
 	assert_output --partial ns1
 	assert_output --partial ns2
 	assert_output --partial ns3
+}
+
+# The worker's view of its job: every variable but the ones that differ
+# from run to run (ports, the rendezvous address, the job's secret) and
+# Slurm's own.
+ENVDUMP='env | grep -Ev "^(SLURM_|SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "PORT=|SECRET=|RENDEZVOUS=" | sort | sed "s/^/$HOROVOD_RANK /"'
+
+@test "--launcher srun and --launcher ssh: the same plan and the same environment for every rank" {
+	local a=$BATS_TEST_TMPDIR/srun b=$BATS_TEST_TMPDIR/ssh
+	run --separate-stderr slurm_exec salloc -Q -N3 -n6 "$HVDRUN" --verbose "${SSH[@]}" sh -c "$ENVDUMP"
+	assert_success
+	[[ "$stderr" == *"hvdrun: other hosts' workers start through srun"* ]]
+	sed 's/^\[[0-9]*\]<stdout>://' <<<"$output" | sort >"$a"
+	run --separate-stderr slurm_exec salloc -Q -N3 -n6 "$HVDRUN" --verbose --launcher ssh "${SSH[@]}" sh -c "$ENVDUMP"
+	assert_success
+	[[ "$stderr" == *"hvdrun: other hosts' workers start over SSH"* ]]
+	sed 's/^\[[0-9]*\]<stdout>://' <<<"$output" | sort >"$b"
+	# Slurm's placement, 4,1,1, in both.
+	grep -qx '3 HOROVOD_LOCAL_SIZE=4' "$a"
+	grep -qx '5 HOROVOD_CROSS_RANK=2' "$a"
+	[ "$(grep -c ' HOROVOD_RANK=' "$a")" -eq 6 ]
+	diff "$a" "$b"
+}
+
+@test "--launcher srun: a failing worker's code is the job's, output arrives whole, libhvd's self-test passes, nothing is left" {
+	run slurm_exec salloc -Q -N3 --ntasks-per-node=2 "$HVDRUN" --launcher srun "${SSH[@]}" \
+		sh -c 'echo $$ >"$PIDDIR/w$HOROVOD_RANK"; [ "$HOROVOD_RANK" = 4 ] && exit 9; exec sleep 30'
+	assert_failure 9
+	assert_output --partial "hvdrun: rank 4 on ns3 exited with code 9; stopping the job"
+	wait_no_leftovers
+	# Every byte value, 256 KiB of them per rank, through the agents'
+	# escaped lines: the same checksum at both ends.
+	export DATA=$BATS_TEST_TMPDIR/data
+	mkdir -p "$DATA"
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --launcher srun -x DATA \
+		--output-filename "$BATS_TEST_TMPDIR/out" \
+		sh -c 'head -c 262144 /dev/urandom >"$DATA/in$HOROVOD_RANK"; cat "$DATA/in$HOROVOD_RANK" >&2'
+	assert_success
+	local r
+	for r in 0 1 2 3; do
+		cmp "$DATA/in$r" "$BATS_TEST_TMPDIR/out/rank.$r/stderr"
+	done
+	run slurm_exec salloc -Q -N3 --ntasks-per-node=2 "$HVDRUN" --launcher srun "$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	assert_line "[5]<stdout>:rank 5: ok"
+}
+
+@test "--launcher srun: hvdrun SIGKILLed ends the step and every worker on every node" {
+	sigkill_job --launcher srun
+	run pgrep -f -- "--node-agent"
+	assert_failure
+}
+
+@test "--launcher srun: hosts that are not the allocation's nodes are named, nothing starts; outside an allocation it is refused" {
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=1 "$HVDRUN" --launcher srun --start-timeout 10 \
+		-H ns1:1,ns3:1 -x PIDDIR sh -c 'echo $$ >"$PIDDIR/w$HOROVOD_RANK"'
+	assert_failure 125
+	assert_output --partial "hvdrun: srun ended before 'ns1', 'ns3' answered (its own message is above)"
+	[ -z "$(ls "$PIDDIR")" ]
+	run "$HVDRUN" --launcher srun -np 1 true
+	assert_failure 2
+	assert_output --partial "--launcher srun: not inside a Slurm allocation (SLURM_JOB_ID is not set)"
+}
+
+@test "--launcher srun: a node whose slurmd does not answer is named within the start timeout, and nothing starts" {
+	local slurmd
+	slurmd=$(pgrep -f "slurmd -D -N ns3 -f $RIG_SLURM/slurm.conf")
+	[ -n "$slurmd" ]
+	kill -STOP "$slurmd"
+	run slurm_exec timeout 60 salloc -Q -N3 --ntasks-per-node=1 "$HVDRUN" --launcher srun \
+		--start-timeout 3 -x PIDDIR sh -c 'echo $$ >"$PIDDIR/w$HOROVOD_RANK"'
+	kill -CONT "$slurmd"
+	assert_failure 125
+	assert_output --partial "hvdrun: srun: node 'ns3' did not start the agent within 3 s (start timeout)"
+	[ -z "$(ls "$PIDDIR")" ]
+	run pgrep -f -- "--node-agent"
+	assert_failure
 }

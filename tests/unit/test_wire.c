@@ -267,6 +267,39 @@ static void test_agent_records(void)
 	hl_buf_close(&b);
 }
 
+/* The srun agent's escaped lines: every byte value survives, no output
+ * byte is a newline, the cap is kept, and broken escapes are refused. */
+static void test_agent_lines(void)
+{
+	char data[512], out[HL_LINE_MAX], copy[HL_LINE_MAX + 1];
+	size_t i, n, took, total = 0, got = 0;
+	char back[512];
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (char)(i * 7 + 3);
+	while (total < sizeof(data)) {
+		took = hl_line_escape(data + total, sizeof(data) - total, out,
+				      100, &n);
+		CHECK(took > 0 && n <= 100 && memchr(out, '\n', n) == NULL);
+		memcpy(copy, out, n);
+		CHECK(hl_line_unescape(copy, n) == (int)took);
+		memcpy(back + got, copy, took);
+		got += took;
+		total += took;
+	}
+	CHECK(got == sizeof(data) && memcmp(back, data, got) == 0);
+	/* An escape is never cut: 3 bytes of room take no \xHH. */
+	CHECK(hl_line_escape("\n", 1, out, 3, &n) == 0 && n == 0);
+	CHECK(hl_line_escape("\\a", 2, out, 3, &n) == 2 && n == 3);
+	CHECK(memcmp(out, "\\\\a", 3) == 0);
+	memcpy(copy, "ab\\x4", 6);
+	CHECK(hl_line_unescape(copy, 6) == HL_EPROTO);
+	memcpy(copy, "\\q", 2);
+	CHECK(hl_line_unescape(copy, 2) == HL_EPROTO);
+	memcpy(copy, "\\x41\\\\", 6);
+	CHECK(hl_line_unescape(copy, 6) == 2 && memcmp(copy, "A\\", 2) == 0);
+}
+
 /* The payload of the only record in b. */
 static bool only(struct hl_buf *b, char want, const char **data, size_t *len)
 {
@@ -391,6 +424,7 @@ int main(void)
 	RUN(test_control_requests);
 	RUN(test_mesh_hello);
 	RUN(test_agent_records);
+	RUN(test_agent_lines);
 	RUN(test_probe_messages);
 	RUN(test_probe_gpu_facts);
 	return tap_done();

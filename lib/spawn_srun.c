@@ -1,0 +1,647 @@
+/* spawn_srun.c: starts the workers of the remote hosts inside a Slurm
+ * allocation through one srun step: `hvdrun --node-agent` as one task a
+ * node (node_agent.c), so that Slurm's own launch carries the start. What
+ * hvdrun writes to srun's standard input reaches every agent (--input=all):
+ * the environment common to all ranks once, then each node's ranks,
+ * addressed by step task (records.h). The agents answer in lines that
+ * srun labels with the task (--label); a thread reads them, maps each
+ * task to its host by the node name of its hello, and moves output and
+ * exit statuses into the per-rank pipes and notes the supervisor reads,
+ * as the SSH spawner does. Closing srun's standard input ends every
+ * agent and its workers; so does hvdrun's death, even by SIGKILL. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../proto/wire.h"
+#include "launch.h"
+#include "proc.h"
+#include "records.h"
+#include "spawn.h"
+
+struct srun_rank {
+	struct hl_worker *w;
+	int task;    /* the step task of its host */
+	int pipe[2]; /* write ends of its stdout and stderr pipes */
+	bool done;   /* its note was written */
+};
+
+struct srun {
+	const struct hl_launch *l;
+	int notify_fd;
+	pid_t pid;
+	int pidfd;
+	int in_fd, out_fd; /* srun's stdin (ours to write), its stdout */
+	size_t *hosts;	   /* task -> host index, in our order until hellos */
+	size_t ntasks;
+	long *task_of; /* host index -> task, -1 when none */
+	struct srun_rank *r;
+	size_t nr;
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	size_t nhello;
+	bool *hello;  /* by host index */
+	bool port_in; /* the 'p' answer came */
+	int port;
+	char addr[64];
+	char *error; /* the first failure the reader found */
+	bool eof;    /* srun's output ended */
+};
+
+static void fail_locked(struct srun *s, char *msg)
+{
+	if (s->error == NULL)
+		s->error = msg;
+	else
+		free(msg);
+	pthread_cond_broadcast(&s->cond);
+}
+
+static struct srun_rank *rank_of(struct srun *s, long rank)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr; i++)
+		if (s->r[i].w->rank == rank)
+			return &s->r[i];
+	return NULL;
+}
+
+static void rank_done(struct srun *s, struct srun_rank *r, int status,
+		      bool lost)
+{
+	if (r->done)
+		return;
+	r->done = true;
+	close(r->pipe[0]);
+	close(r->pipe[1]);
+	r->pipe[0] = r->pipe[1] = -1;
+	hl_note_write(s->notify_fd, r->w->rank, status, lost);
+}
+
+/* One line of an agent, "TASK: KIND ...". */
+static void on_line(struct srun *s, char *line, size_t len)
+{
+	char *p = line, *end = line + len, *rest;
+	long task, rank, v;
+	size_t hi;
+
+	while (p < end && *p == ' ')
+		p++;
+	task = strtol(p, &rest, 10);
+	if (rest == p || rest + 2 > end || rest[0] != ':' || rest[1] != ' ')
+		return; /* srun's own words on its stdout: not ours */
+	p = rest + 2;
+	if (p + 2 > end || p[1] != ' ')
+		return;
+	line[len] = '\0';
+	switch (p[0]) {
+	case 'h':
+		pthread_mutex_lock(&s->lock);
+		for (hi = 0; hi < s->l->hosts->n; hi++)
+			if (s->task_of[hi] >= 0 &&
+			    !strcmp(s->l->hosts->v[hi].name, p + 2))
+				break;
+		if (hi == s->l->hosts->n) {
+			fail_locked(s,
+				    hl_asprintf("srun started an agent on node "
+						"'%s', which is not one of the "
+						"job's hosts (a host list that "
+						"names nodes otherwise than "
+						"Slurm does?)",
+						p + 2));
+		} else if (!s->hello[hi] && task >= 0 &&
+			   (size_t)task < s->ntasks) {
+			s->hello[hi] = true;
+			s->hosts[task] = hi;
+			s->nhello++;
+			pthread_cond_broadcast(&s->cond);
+		}
+		pthread_mutex_unlock(&s->lock);
+		return;
+	case 'p':
+		pthread_mutex_lock(&s->lock);
+		v = strtol(p + 2, &rest, 10);
+		s->port = v > 0 && v < 65536 ? (int)v : 0;
+		if (*rest == ' ' && strcmp(rest + 1, "-") != 0)
+			snprintf(s->addr, sizeof(s->addr), "%s", rest + 1);
+		s->port_in = true;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		return;
+	case 'o':
+	case 'e':
+	case 'x': {
+		struct srun_rank *r;
+		int k = p[0] == 'e';
+
+		rank = strtol(p + 2, &rest, 10);
+		r = rank_of(s, rank);
+		if (r == NULL || r->done || *rest != ' ')
+			return;
+		if (p[0] == 'x') {
+			rank_done(s, r, (int)strtol(rest + 1, NULL, 10), false);
+		} else {
+			int n = hl_line_unescape(rest + 1,
+						 (size_t)(end - rest - 1));
+
+			/* A reader gone (the supervisor closed its end):
+			 * EPIPE, and the output is dropped. */
+			if (n > 0)
+				(void)hl_write_all(r->pipe[k], rest + 1,
+						   (size_t)n);
+		}
+		return;
+	}
+	default:
+		return;
+	}
+}
+
+static void *reader(void *arg)
+{
+	struct srun *s = arg;
+	struct hl_buf b;
+	char chunk[65536];
+	size_t i;
+
+	hl_buf_init(&b);
+	for (;;) {
+		ssize_t n = read(s->out_fd, chunk, sizeof(chunk));
+		char *nl;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || hl_buf_append(&b, chunk, (size_t)n) != 0)
+			break;
+		while ((nl = memchr(b.p, '\n', b.len)) != NULL) {
+			size_t len = (size_t)(nl - b.p);
+
+			on_line(s, b.p, len);
+			hl_buf_consume(&b, len + 1);
+		}
+	}
+	hl_buf_close(&b);
+	/* srun has ended: a rank not reported is lost with its node. */
+	pthread_mutex_lock(&s->lock);
+	s->eof = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	for (i = 0; i < s->nr; i++)
+		rank_done(s, &s->r[i], W_EXITCODE(255, 0), true);
+	return NULL;
+}
+
+/* Wait until *counter reaches want, the reader fails or srun ends, or
+ * the deadline passes: true when it was reached. */
+static bool wait_for(struct srun *s, size_t *counter, size_t want, bool *flag,
+		     long long deadline_ms)
+{
+	bool ok;
+
+	pthread_mutex_lock(&s->lock);
+	while ((flag ? !*flag : *counter < want) && s->error == NULL &&
+	       !s->eof && hl_now_ms() < deadline_ms)
+		hl_cond_wait_ms(&s->cond, &s->lock, 50);
+	ok = flag ? *flag : *counter >= want;
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+/* Why the agents did not all answer: the reader's error, or the nodes
+ * that never said hello. */
+static int start_error(struct srun *s, const char *what, char **cause)
+{
+	char *names = NULL;
+	size_t hi;
+
+	if (s->error != NULL)
+		return hl_fail(cause, HL_ESTART, "%s", s->error);
+	for (hi = 0; hi < s->l->hosts->n; hi++)
+		if (s->task_of[hi] >= 0 && !s->hello[hi]) {
+			char *more = hl_asprintf("%s%s'%s'", names ? names : "",
+						 names ? ", " : "",
+						 s->l->hosts->v[hi].name);
+
+			free(names);
+			names = more;
+		}
+	if (s->eof) {
+		hl_fail(cause, HL_ESTART,
+			"srun ended before %s answered (its own message is "
+			"above)",
+			names ? names : "every node");
+	} else {
+		hl_fail(cause, HL_ESTART,
+			"srun: node%s %s did not %s within %d s (start timeout)",
+			names && strchr(names, ',') ? "s" : "",
+			names ? names : "?", what, s->l->ssh->start_timeout_s);
+	}
+	free(names);
+	return HL_ESTART;
+}
+
+/* srun's command line: one task a node of the job's remote hosts, every
+ * CPU of the allocation on them (the workers' own), sharing them with
+ * other steps; stdin to every task, output labelled with the task. */
+static int srun_argv(const struct srun *s, struct hl_strvec *av)
+{
+	const struct hl_launch *l = s->l;
+	char *nodes = NULL;
+	size_t t;
+	int rc = HL_OK;
+
+	for (t = 0; t < s->ntasks; t++) {
+		char *more = hl_asprintf("%s%s%s", nodes ? nodes : "",
+					 nodes ? "," : "",
+					 l->hosts->v[s->hosts[t]].name);
+
+		free(nodes);
+		nodes = more;
+		if (nodes == NULL)
+			return HL_ENOMEM;
+	}
+	hl_strvec_init(av);
+	rc = hl_strvec_push(av, "srun");
+	if (rc == HL_OK)
+		rc = hl_strvec_pushf(av, "--nodes=%zu", s->ntasks);
+	if (rc == HL_OK)
+		rc = hl_strvec_pushf(av, "--ntasks=%zu", s->ntasks);
+	if (rc == HL_OK)
+		rc = hl_strvec_pushf(av, "--nodelist=%s", nodes);
+	{
+		static const char *const fixed[] = {"--ntasks-per-node=1",
+						    "--overlap",
+						    "--whole",
+						    "--input=all",
+						    "--label",
+						    "--cpu-bind=none",
+						    "--kill-on-bad-exit=0",
+						    "--job-name=hvdrun",
+						    "--quiet",
+						    NULL};
+		size_t i;
+
+		for (i = 0; fixed[i] != NULL && rc == HL_OK; i++)
+			rc = hl_strvec_push(av, fixed[i]);
+	}
+	if (rc == HL_OK)
+		rc = hl_strvec_push(av, l->ssh->agent_path);
+	if (rc == HL_OK)
+		rc = hl_strvec_push(av, "--node-agent");
+	free(nodes);
+	return rc;
+}
+
+static int put_u32(struct hl_buf *b, char type, uint32_t a)
+{
+	uint8_t v[4];
+	struct wire_w w;
+
+	wire_w_fixed(&w, v, sizeof(v));
+	wire_put_u32(&w, a);
+	return hl_proto_put(b, type, v, sizeof(v));
+}
+
+static int send_buf(struct srun *s, struct hl_buf *b)
+{
+	int rc = hl_write_all(s->in_fd, b->p, b->len) == 0 ? HL_OK : HL_ESYS;
+
+	b->len = 0;
+	return rc;
+}
+
+static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
+		     int notify_fd, char **cause)
+{
+	struct srun *s = calloc(1, sizeof(*s));
+	struct hl_strvec av;
+	size_t hi, i;
+	int in[2], out[2], ep[2], rc, exec_errno, r0;
+
+	*ctx = s;
+	if (s == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	s->l = l;
+	s->notify_fd = notify_fd;
+	s->pidfd = s->in_fd = s->out_fd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->hosts = calloc(l->hosts->n, sizeof(*s->hosts));
+	s->task_of = calloc(l->hosts->n, sizeof(*s->task_of));
+	s->hello = calloc(l->hosts->n, sizeof(*s->hello));
+	s->r = calloc((size_t)l->plan->size, sizeof(*s->r));
+	if (!s->hosts || !s->task_of || !s->hello || !s->r)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	/* The remote hosts with ranks, in the job's order. */
+	for (hi = 0; hi < l->hosts->n; hi++) {
+		s->task_of[hi] = -1;
+		if (!hl_worker_remote(l, hi))
+			continue;
+		for (r0 = 0; r0 < l->plan->size; r0++)
+			if (l->plan->ranks[r0].host == hi)
+				break;
+		if (r0 == l->plan->size)
+			continue;
+		s->task_of[hi] = (long)s->ntasks;
+		s->hosts[s->ntasks++] = hi;
+	}
+	for (r0 = 0; r0 < l->plan->size; r0++) {
+		struct srun_rank *r;
+		int p[2][2];
+
+		if (s->task_of[l->plan->ranks[r0].host] < 0)
+			continue;
+		if (pipe2(p[0], O_CLOEXEC) != 0)
+			return hl_fail(cause, HL_ESYS, "pipe: %s",
+				       strerror(errno));
+		if (pipe2(p[1], O_CLOEXEC) != 0) {
+			close(p[0][0]);
+			close(p[0][1]);
+			return hl_fail(cause, HL_ESYS, "pipe: %s",
+				       strerror(errno));
+		}
+		r = &s->r[s->nr++];
+		r->w = &w[r0];
+		r->pipe[0] = p[0][1];
+		r->pipe[1] = p[1][1];
+		w[r0].fd[0] = p[0][0];
+		w[r0].fd[1] = p[1][0];
+		fcntl(w[r0].fd[0], F_SETFL, O_NONBLOCK);
+		fcntl(w[r0].fd[1], F_SETFL, O_NONBLOCK);
+	}
+	rc = srun_argv(s, &av);
+	if (rc != HL_OK)
+		return hl_fail(cause, rc, "out of memory");
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
+	    pipe2(ep, O_CLOEXEC) != 0) {
+		hl_strvec_close(&av);
+		return hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
+	}
+	s->pid = fork();
+	if (s->pid == 0) {
+		sigset_t none;
+
+		/* Its own process group: a Ctrl-C at the terminal reaches
+		 * hvdrun, which decides; srun would cancel the step. */
+		setpgid(0, 0);
+		/* srun hands its limits on to the step (Slurm's
+		 * PropagateResourceLimits): hvdrun's own, not its raised. */
+		hl_nofile_restore();
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(av.v[0], av.v);
+		hl_exec_failed(ep[1]);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(ep[1]);
+	s->in_fd = in[1];
+	s->out_fd = out[0];
+	exec_errno = s->pid > 0 ? hl_exec_result(ep[0]) : errno;
+	close(ep[0]);
+	hl_strvec_close(&av);
+	if (s->pid < 0)
+		return hl_fail(cause, HL_ESYS, "fork: %s",
+			       strerror(exec_errno));
+	s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+	if (exec_errno != 0)
+		return hl_fail(cause, HL_ESTART,
+			       "cannot run srun (--launcher srun): %s",
+			       strerror(exec_errno));
+	if (hl_thread_create(&s->thread, reader, s) != HL_OK)
+		return hl_fail(cause, HL_ESYS, "cannot start a thread");
+	s->thread_started = true;
+	if (!wait_for(s, &s->nhello, s->ntasks, NULL,
+		      hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
+		return start_error(s, "start the agent", cause);
+	/* MASTER_PORT free on rank 0's host, when srun starts it. */
+	hi = l->plan->ranks[0].host;
+	if (s->task_of[hi] >= 0) {
+		struct hl_buf b;
+		char **ifs = l->env->host_ifaces;
+		const char *names = ifs && ifs[hi] ? ifs[hi] : "";
+
+		for (i = 0; i < s->ntasks && s->hosts[i] != hi; i++)
+			;
+		hl_buf_init(&b);
+		rc = put_u32(&b, 'T', (uint32_t)i);
+		if (rc == HL_OK)
+			rc = hl_proto_put(&b, 'P', names, strlen(names));
+		if (rc == HL_OK)
+			rc = send_buf(s, &b);
+		hl_buf_close(&b);
+		if (rc != HL_OK ||
+		    !wait_for(s, NULL, 0, &s->port_in,
+			      hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
+			return start_error(s, "answer", cause);
+		if (s->port > 0) {
+			l->env->master_port = s->port;
+			if (s->addr[0] != '\0' &&
+			    hl_master_addr(l->env, s->addr, cause) != HL_OK)
+				return HL_ENOMEM;
+		}
+	}
+	return HL_OK;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool has(char **sorted, size_t n, const char *e)
+{
+	return bsearch(&e, sorted, n, sizeof(*sorted), cmp_str) != NULL;
+}
+
+/* Every rank's job, once: the entries every rank has alike go first as
+ * 'C' records, and each rank gets only its own. */
+static int srun_start(void *ctx, char **cause)
+{
+	struct srun *s = ctx;
+	const struct hl_launch *l = s->l;
+	struct hl_strvec *env = calloc(s->nr ? s->nr : 1, sizeof(*env));
+	bool *common = NULL;
+	char **sorted = NULL;
+	struct hl_buf b;
+	size_t i, j, t, k, nc = 0;
+	int rc = env ? HL_OK : HL_ENOMEM;
+
+	hl_buf_init(&b);
+	for (i = 0; i < s->nr && rc == HL_OK; i++)
+		rc = hl_launch_remote_env(l, s->r[i].w->rank, &env[i]);
+	if (rc == HL_OK && s->nr > 0) {
+		common = calloc(env[0].n + 1, sizeof(*common));
+		rc = common ? HL_OK : HL_ENOMEM;
+	}
+	if (rc == HL_OK && s->nr > 0) {
+		for (j = 0; j < env[0].n; j++)
+			common[j] = true;
+		for (i = 1; i < s->nr; i++) {
+			char **mine = malloc((env[i].n + 1) * sizeof(char *));
+
+			if (mine == NULL) {
+				rc = HL_ENOMEM;
+				break;
+			}
+			memcpy(mine, env[i].v, env[i].n * sizeof(char *));
+			qsort(mine, env[i].n, sizeof(char *), cmp_str);
+			for (j = 0; j < env[0].n; j++)
+				common[j] = common[j] &&
+					    has(mine, env[i].n, env[0].v[j]);
+			free(mine);
+		}
+		for (j = 0; j < env[0].n && rc == HL_OK; j++)
+			if (common[j])
+				rc = hl_proto_put(&b, 'C', env[0].v[j],
+						  strlen(env[0].v[j]));
+	}
+	/* The common entries, sorted, to leave out of each rank's. */
+	if (rc == HL_OK && s->nr > 0) {
+		sorted = malloc((env[0].n + 1) * sizeof(char *));
+		rc = sorted ? HL_OK : HL_ENOMEM;
+		for (j = 0; rc == HL_OK && j < env[0].n; j++)
+			if (common[j])
+				sorted[nc++] = env[0].v[j];
+		if (rc == HL_OK)
+			qsort(sorted, nc, sizeof(char *), cmp_str);
+	}
+	for (t = 0; t < s->ntasks && rc == HL_OK; t++) {
+		rc = put_u32(&b, 'T', (uint32_t)t);
+		for (i = 0; i < s->nr && rc == HL_OK; i++) {
+			const struct srun_rank *r = &s->r[i];
+
+			if (l->plan->ranks[r->w->rank].host != s->hosts[t])
+				continue;
+			rc = put_u32(&b, 'R', (uint32_t)r->w->rank);
+			if (rc == HL_OK)
+				rc = hl_proto_put(&b, 'D', l->ssh->cwd,
+						  strlen(l->ssh->cwd));
+			for (k = 0; k < env[i].n && rc == HL_OK; k++)
+				if (!has(sorted, nc, env[i].v[k]))
+					rc = hl_proto_put(&b, 'E', env[i].v[k],
+							  strlen(env[i].v[k]));
+			for (k = 0; l->argv[k] != NULL && rc == HL_OK; k++)
+				rc = hl_proto_put(&b, 'A', l->argv[k],
+						  strlen(l->argv[k]));
+			if (rc == HL_OK)
+				rc = hl_proto_put(&b, 'G', NULL, 0);
+			/* Sent as it grows: srun reads while we write. */
+			if (rc == HL_OK && b.len > (1u << 20))
+				rc = send_buf(s, &b);
+		}
+	}
+	if (rc == HL_OK)
+		rc = hl_proto_put(&b, 'Z', NULL, 0);
+	if (rc == HL_OK)
+		rc = send_buf(s, &b);
+	for (i = 0; env != NULL && i < s->nr; i++)
+		hl_strvec_close(&env[i]);
+	free(env);
+	free(common);
+	free(sorted);
+	hl_buf_close(&b);
+	if (rc == HL_ENOMEM)
+		return hl_fail(cause, rc, "out of memory");
+	if (rc != HL_OK)
+		return hl_fail(cause, HL_ESTART,
+			       "srun ended before it took the jobs");
+	return HL_OK;
+}
+
+static int srun_signal(void *ctx, struct hl_worker *w, int sig)
+{
+	struct srun *s = ctx;
+	uint8_t v[8];
+	struct wire_w ww;
+	struct hl_buf b;
+	int rc;
+
+	if (s->in_fd < 0)
+		return HL_OK;
+	wire_w_fixed(&ww, v, sizeof(v));
+	wire_put_u32(&ww, (uint32_t)w->rank);
+	wire_put_i32(&ww, sig);
+	hl_buf_init(&b);
+	rc = hl_proto_put(&b, 'K', v, sizeof(v));
+	if (rc == HL_OK)
+		rc = send_buf(s, &b);
+	hl_buf_close(&b);
+	return rc;
+}
+
+static pid_t srun_helper(void *ctx)
+{
+	struct srun *s = ctx;
+
+	return s != NULL && s->pid > 0 ? s->pid : 0;
+}
+
+static void srun_close(void *ctx)
+{
+	struct srun *s = ctx;
+	size_t i;
+
+	if (s == NULL)
+		return;
+	/* End of input: every agent ends its workers, then srun ends. */
+	if (s->in_fd >= 0)
+		close(s->in_fd);
+	s->in_fd = -1;
+	if (s->pidfd >= 0) {
+		struct pollfd pf = {s->pidfd, POLLIN, 0};
+
+		if (poll(&pf, 1, s->l->grace_ms + 5000) == 0) {
+			syscall(SYS_pidfd_send_signal, s->pidfd, SIGTERM, NULL,
+				0);
+			if (poll(&pf, 1, 3000) == 0)
+				syscall(SYS_pidfd_send_signal, s->pidfd,
+					SIGKILL, NULL, 0);
+		}
+	}
+	if (s->thread_started)
+		pthread_join(s->thread, NULL);
+	else
+		for (i = 0; i < s->nr; i++)
+			if (!s->r[i].done) {
+				close(s->r[i].pipe[0]);
+				close(s->r[i].pipe[1]);
+			}
+	if (s->pid > 0)
+		waitpid(s->pid, NULL, WNOHANG);
+	if (s->pidfd >= 0)
+		close(s->pidfd);
+	if (s->out_fd >= 0)
+		close(s->out_fd);
+	free(s->hosts);
+	free(s->task_of);
+	free(s->hello);
+	free(s->r);
+	free(s->error);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+const struct hl_spawner_ops hl_spawn_srun = {
+	.name = "srun",
+	.open = srun_open,
+	.start = srun_start,
+	.signal = srun_signal,
+	.close = srun_close,
+	.helper = srun_helper,
+};
