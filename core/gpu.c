@@ -618,6 +618,7 @@ static int world_allreduce(struct hvd__gpu *g, const void *send, void *recv,
 			   size_t count, enum hvd_dtype t, ncclRedOp_t rop,
 			   bool custom, char *why, size_t len)
 {
+	const size_t full = (size_t)512 << 10, block = (size_t)16 << 10;
 	size_t es = hvd__dtype_size(t), bytes = count * es, off = 0, piece;
 	int rc = HVD_OK;
 
@@ -627,11 +628,11 @@ static int world_allreduce(struct hvd__gpu *g, const void *send, void *recv,
 					    rop, g->world, g->stream),
 			      "ncclAllReduce", why, len);
 	while (off < bytes && rc == HVD_OK) {
-		piece = bytes - off >= ((size_t)512 << 10)
-				? (bytes - off) / ((size_t)512 << 10) *
-					  ((size_t)512 << 10)
-			: bytes - off < ((size_t)16 << 10) ? bytes - off
-							   : (size_t)16 << 10;
+		piece = bytes - off;
+		if (piece >= full)
+			piece -= piece % full;
+		else if (piece > block)
+			piece = block;
 		rc = settle(g, g->world,
 			    ncclAllReduce((const char *)send + off,
 					  (char *)recv + off, piece / es,

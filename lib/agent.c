@@ -108,10 +108,8 @@ static void end_family(pid_t pgid, int first_sig)
 		;
 }
 
-/* Fork and exec the worker. An exec failure comes back as its errno on
- * a close-on-exec pipe: *exec_errno, 0 when the worker runs. */
-static pid_t start_worker(const struct job *j, const char *path,
-			  int *exec_errno)
+pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
+		    int *exec_errno)
 {
 	int ep[2];
 	pid_t pid;
@@ -127,12 +125,16 @@ static pid_t start_worker(const struct job *j, const char *path,
 		setpgid(0, 0);
 		if (null_fd >= 0)
 			dup2(null_fd, 0);
+		if (out >= 0)
+			dup2(out, 1);
+		if (err >= 0)
+			dup2(err, 2);
 		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 		signal(SIGPIPE, SIG_DFL);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		hl_bind_worker(j->env.v);
-		execve(path, j->argv.v, j->env.v);
+		hl_bind_worker(env);
+		execve(path, argv, env);
 		hl_exec_failed(ep[1]);
 	}
 	close(ep[1]);
@@ -253,7 +255,7 @@ int hl_agent_run(char **cause)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	/* sshd may close the channel under us: never die of SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
-	pid = start_worker(&j, path, &exec_errno);
+	pid = hl_agent_exec(path, j.argv.v, j.env.v, -1, -1, &exec_errno);
 	if (pid < 0) {
 		hl_fail(cause, HL_ESYS, "fork: %s", strerror(errno));
 		code = 125;

@@ -8,10 +8,19 @@
 #ifndef HL_AGENT_H
 #define HL_AGENT_H
 
+#include <sys/types.h>
+
 /* Run the agent on stdin/stdout/stderr; returns the exit status. When
  * the agent itself fails (a bad start request, the folder, the command),
  * *cause says why in one line. */
 int hl_agent_run(char **cause);
+
+/* Fork and exec a worker in a process group of its own: stdin from
+ * /dev/null, stdout and stderr to out and err (-1: inherited), signals
+ * unblocked, bound to its CPUs (bind.h). An exec failure comes back as
+ * its errno: *exec_errno, 0 when the worker runs. -1 when fork fails. */
+pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
+		    int *exec_errno);
 
 /* `hvdrun --node-agent`, one a node in hvdrun's srun step (node_agent.c,
  * records.h): every rank of its node, their output as lines on stdout.

@@ -40,8 +40,7 @@ struct sup {
 	enum phase phase;
 	long long deadline;
 	struct hl_watchdog wd;
-	pid_t *termed; /* orphans already sent SIGTERM */
-	size_t ntermed;
+	struct hl_pids termed; /* orphans already sent SIGTERM */
 	int exit_code;
 	bool failed; /* a worker failed: exit_code is its code */
 	int signal;  /* a signal hvdrun received, 0 if none */
@@ -66,22 +65,6 @@ int hl_launch_remote_env(const struct hl_launch *l, int rank,
 		rc = hl_env_build(fwd.v, l->env, l->plan, l->hosts, rank, env);
 	hl_strvec_close(&fwd);
 	return rc;
-}
-
-static bool already_termed(struct sup *s, pid_t pid)
-{
-	pid_t *t;
-	size_t i;
-
-	for (i = 0; i < s->ntermed; i++)
-		if (s->termed[i] == pid)
-			return true;
-	t = realloc(s->termed, (s->ntermed + 1) * sizeof(*t));
-	if (t != NULL) {
-		s->termed = t;
-		s->termed[s->ntermed++] = pid;
-	}
-	return false;
 }
 
 /* Signal every direct child that is not a live worker: a worker's
@@ -109,7 +92,7 @@ static int signal_orphans(struct sup *s, int sig)
 		if (worker)
 			continue;
 		found++;
-		if (sig == SIGTERM && already_termed(s, kids[k]))
+		if (sig == SIGTERM && !hl_pids_add(&s->termed, kids[k]))
 			continue;
 		kill(kids[k], sig);
 	}
@@ -500,7 +483,7 @@ out_sfd:
 out_mask:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out_free:
-	free(s.termed);
+	free(s.termed.v);
 	workers_close(s.w, s.n);
 	return rc;
 }

@@ -45,13 +45,12 @@ struct node {
 	struct hl_strvec common;
 	struct nrank *r;
 	size_t n, cap;
-	long cur_task;	   /* the task the records now address */
-	struct nrank *job; /* the job being read, NULL if none */
-	bool all_sent;	   /* 'Z' seen */
-	bool stopping;	   /* stdin ended or the step was signalled */
-	long long kill_at; /* stopping: SIGKILL everything then */
-	pid_t *termed;	   /* processes (-group) sent SIGTERM */
-	size_t ntermed;
+	long cur_task;	       /* the task the records now address */
+	struct nrank *job;     /* the job being read, NULL if none */
+	bool all_sent;	       /* 'Z' seen */
+	bool stopping;	       /* stdin ended or the step was signalled */
+	long long kill_at;     /* stopping: SIGKILL everything then */
+	struct hl_pids termed; /* processes (-group) sent SIGTERM */
 };
 
 /* One line on stdout, in one write(2). */
@@ -142,16 +141,32 @@ static struct nrank *add_rank(struct node *nd, int rank)
 	return r;
 }
 
+/* Rank r could not start: why on its stderr, and its status. */
+static void fail_rank(struct nrank *r, int code, const char *why)
+{
+	say_stderr(r->rank, why ? why : "out of memory");
+	r->status = W_EXITCODE(code, 0);
+	r->reaped = true;
+}
+
 /* Start rank r: its environment is the common entries, then its own. An
  * exec failure becomes its stderr and status 127 or 126, as over SSH. */
 static void start_rank(struct node *nd, struct nrank *r)
 {
 	char *path = NULL, *cause = NULL;
-	int out[2], err[2], ep[2], rc;
+	int out[2], err[2], rc;
 	size_t i;
 
 	for (i = 0; i < nd->common.n; i++)
 		hl_strvec_push(&r->env, nd->common.v[i]);
+	/* The folder first: a relative command is found from it. */
+	if (r->cwd != NULL && chdir(r->cwd) != 0) {
+		cause = hl_asprintf("cannot use the working directory '%s': %s",
+				    r->cwd, strerror(errno));
+		fail_rank(r, 125, cause);
+		free(cause);
+		return;
+	}
 	if (r->argv.n == 0) {
 		rc = HL_EINVAL;
 		cause = hl_strdup("incomplete start request from hvdrun");
@@ -161,56 +176,32 @@ static void start_rank(struct node *nd, struct nrank *r)
 					&cause);
 	}
 	if (rc != HL_OK) {
-		say_stderr(r->rank, cause ? cause : "out of memory");
-		r->status = W_EXITCODE(rc == HL_ENOENT ? 127 : 126, 0);
-		r->reaped = true;
+		fail_rank(r, rc == HL_ENOENT ? 127 : 126, cause);
 		free(cause);
 		return;
 	}
-	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
-	    pipe2(ep, O_CLOEXEC) != 0) {
-		say_stderr(r->rank, "out of file descriptors");
-		r->status = W_EXITCODE(125, 0);
-		r->reaped = true;
+	if (pipe2(out, O_CLOEXEC) != 0) {
+		fail_rank(r, 125, "out of file descriptors");
 		free(path);
 		return;
 	}
-	r->pid = fork();
-	if (r->pid == 0) {
-		sigset_t none;
-		int null_fd = open("/dev/null", O_RDONLY);
-
-		setpgid(0, 0);
-		if (null_fd >= 0)
-			dup2(null_fd, 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-		signal(SIGPIPE, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (r->cwd != NULL && chdir(r->cwd) != 0)
-			hl_exec_failed(ep[1]);
-		hl_bind_worker(r->env.v);
-		execve(path, r->argv.v, r->env.v);
-		hl_exec_failed(ep[1]);
+	if (pipe2(err, O_CLOEXEC) != 0) {
+		close(out[0]);
+		close(out[1]);
+		fail_rank(r, 125, "out of file descriptors");
+		free(path);
+		return;
 	}
+	r->pid = hl_agent_exec(path, r->argv.v, r->env.v, out[1], err[1], &rc);
 	close(out[1]);
 	close(err[1]);
-	close(ep[1]);
 	free(path);
 	if (r->pid < 0) {
 		close(out[0]);
 		close(err[0]);
-		close(ep[0]);
-		say_stderr(r->rank, "fork failed");
-		r->status = W_EXITCODE(125, 0);
-		r->reaped = true;
+		fail_rank(r, 125, "fork failed");
 		return;
 	}
-	setpgid(r->pid, r->pid);
-	rc = hl_exec_result(ep[0]);
-	close(ep[0]);
 	r->fd[0] = out[0];
 	r->fd[1] = err[0];
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
@@ -315,23 +306,6 @@ static int on_record(struct node *nd, char type, const char *data, size_t len)
 	}
 }
 
-/* Whether pid was already sent SIGTERM (and note that it now is). */
-static bool termed(struct node *nd, pid_t pid)
-{
-	size_t i;
-	pid_t *t;
-
-	for (i = 0; i < nd->ntermed; i++)
-		if (nd->termed[i] == pid)
-			return true;
-	t = realloc(nd->termed, (nd->ntermed + 1) * sizeof(*t));
-	if (t != NULL) {
-		nd->termed = t;
-		nd->termed[nd->ntermed++] = pid;
-	}
-	return false;
-}
-
 /* Every worker's group and every child: TERM once each, KILL at kill_at.
  * Called again while stopping, so that a worker's child that outlives
  * it (re-parented to this subreaper) gets its TERM at once, not only
@@ -343,11 +317,11 @@ static void stop_all(struct node *nd, int sig)
 
 	for (i = 0; i < nd->n; i++)
 		if (nd->r[i].pid > 0 &&
-		    (sig != SIGTERM || !termed(nd, -nd->r[i].pid)))
+		    (sig != SIGTERM || hl_pids_add(&nd->termed, -nd->r[i].pid)))
 			kill(-nd->r[i].pid, sig);
 	if (hl_children(&kids, &n) == HL_OK) {
 		for (i = 0; i < n; i++)
-			if (sig != SIGTERM || !termed(nd, kids[i]))
+			if (sig != SIGTERM || hl_pids_add(&nd->termed, kids[i]))
 				kill(kids[i], sig);
 		free(kids);
 	}
@@ -438,7 +412,7 @@ static void node_close(struct node *nd)
 			close(nd->r[i].fd[1]);
 	}
 	free(nd->r);
-	free(nd->termed);
+	free(nd->termed.v);
 	hl_strvec_close(&nd->common);
 }
 

@@ -185,3 +185,19 @@ void hl_nofile_restore(void)
 	if (nofile_raised)
 		setrlimit(RLIMIT_NOFILE, &nofile_start);
 }
+
+bool hl_pids_add(struct hl_pids *set, pid_t pid)
+{
+	pid_t *t;
+	size_t i;
+
+	for (i = 0; i < set->n; i++)
+		if (set->v[i] == pid)
+			return false;
+	t = realloc(set->v, (set->n + 1) * sizeof(*t));
+	if (t != NULL) {
+		set->v = t;
+		set->v[set->n++] = pid;
+	}
+	return true;
+}

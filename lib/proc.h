@@ -5,6 +5,7 @@
 #ifndef HL_PROC_H
 #define HL_PROC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,6 +26,14 @@ void hl_exec_failed(int fd) __attribute__((noreturn));
 /* In the parent: 0 once the child's exec succeeded (fd closed empty), or
  * the errno its exec failed with. */
 int hl_exec_result(int fd);
+
+/* A set of pids (a process, or -group), for a signal sent once to each:
+ * hl_pids_add is true when pid was not in it yet (and now is). Free v. */
+struct hl_pids {
+	pid_t *v;
+	size_t n;
+};
+bool hl_pids_add(struct hl_pids *set, pid_t pid);
 
 /* A job of thousands of ranks holds several descriptors a rank in hvdrun
  * (output pipes, rendezvous connections): hl_nofile_raise lifts the soft

@@ -51,7 +51,7 @@ struct srun {
 	pthread_cond_t cond;
 	size_t nhello;
 	bool *hello;  /* by host index */
-	bool port_in; /* the 'p' answer came */
+	size_t nport; /* 'p' answers: 1 once rank 0's host answered */
 	int port;
 	char addr[64];
 	char *error; /* the first failure the reader found */
@@ -113,13 +113,13 @@ static void on_line(struct srun *s, char *line, size_t len)
 			    !strcmp(s->l->hosts->v[hi].name, p + 2))
 				break;
 		if (hi == s->l->hosts->n) {
-			fail_locked(s,
-				    hl_asprintf("srun started an agent on node "
-						"'%s', which is not one of the "
-						"job's hosts (a host list that "
-						"names nodes otherwise than "
-						"Slurm does?)",
-						p + 2));
+			fail_locked(
+				s, hl_asprintf("srun started an agent on node "
+					       "'%s', which is not one of the "
+					       "job's hosts: name the hosts as "
+					       "Slurm names its nodes, or use "
+					       "--launcher ssh",
+					       p + 2));
 		} else if (!s->hello[hi] && task >= 0 &&
 			   (size_t)task < s->ntasks) {
 			s->hello[hi] = true;
@@ -135,7 +135,7 @@ static void on_line(struct srun *s, char *line, size_t len)
 		s->port = v > 0 && v < 65536 ? (int)v : 0;
 		if (*rest == ' ' && strcmp(rest + 1, "-") != 0)
 			snprintf(s->addr, sizeof(s->addr), "%s", rest + 1);
-		s->port_in = true;
+		s->nport++;
 		pthread_cond_broadcast(&s->cond);
 		pthread_mutex_unlock(&s->lock);
 		return;
@@ -204,16 +204,16 @@ static void *reader(void *arg)
 
 /* Wait until *counter reaches want, the reader fails or srun ends, or
  * the deadline passes: true when it was reached. */
-static bool wait_for(struct srun *s, size_t *counter, size_t want, bool *flag,
+static bool wait_for(struct srun *s, const size_t *counter, size_t want,
 		     long long deadline_ms)
 {
 	bool ok;
 
 	pthread_mutex_lock(&s->lock);
-	while ((flag ? !*flag : *counter < want) && s->error == NULL &&
-	       !s->eof && hl_now_ms() < deadline_ms)
+	while (*counter < want && s->error == NULL && !s->eof &&
+	       hl_now_ms() < deadline_ms)
 		hl_cond_wait_ms(&s->cond, &s->lock, 50);
-	ok = flag ? *flag : *counter >= want;
+	ok = *counter >= want;
 	pthread_mutex_unlock(&s->lock);
 	return ok;
 }
@@ -222,32 +222,30 @@ static bool wait_for(struct srun *s, size_t *counter, size_t want, bool *flag,
  * that never said hello. */
 static int start_error(struct srun *s, const char *what, char **cause)
 {
-	char *names = NULL;
+	struct hl_strvec missing;
+	char *names;
 	size_t hi;
 
 	if (s->error != NULL)
 		return hl_fail(cause, HL_ESTART, "%s", s->error);
+	hl_strvec_init(&missing);
 	for (hi = 0; hi < s->l->hosts->n; hi++)
-		if (s->task_of[hi] >= 0 && !s->hello[hi]) {
-			char *more = hl_asprintf("%s%s'%s'", names ? names : "",
-						 names ? ", " : "",
-						 s->l->hosts->v[hi].name);
-
-			free(names);
-			names = more;
-		}
-	if (s->eof) {
+		if (s->task_of[hi] >= 0 && !s->hello[hi])
+			hl_strvec_pushf(&missing, "'%s'",
+					s->l->hosts->v[hi].name);
+	names = hl_strvec_join(&missing, ", ");
+	if (s->eof)
 		hl_fail(cause, HL_ESTART,
 			"srun ended before %s answered (its own message is "
 			"above)",
-			names ? names : "every node");
-	} else {
+			missing.n > 0 && names ? names : "every node");
+	else
 		hl_fail(cause, HL_ESTART,
 			"srun: node%s %s did not %s within %d s (start timeout)",
-			names && strchr(names, ',') ? "s" : "",
-			names ? names : "?", what, s->l->ssh->start_timeout_s);
-	}
+			missing.n > 1 ? "s" : "", names ? names : "?", what,
+			s->l->ssh->start_timeout_s);
 	free(names);
+	hl_strvec_close(&missing);
 	return HL_ESTART;
 }
 
@@ -257,20 +255,18 @@ static int start_error(struct srun *s, const char *what, char **cause)
 static int srun_argv(const struct srun *s, struct hl_strvec *av)
 {
 	const struct hl_launch *l = s->l;
-	char *nodes = NULL;
+	struct hl_strvec names;
+	char *nodes;
 	size_t t;
 	int rc = HL_OK;
 
-	for (t = 0; t < s->ntasks; t++) {
-		char *more = hl_asprintf("%s%s%s", nodes ? nodes : "",
-					 nodes ? "," : "",
-					 l->hosts->v[s->hosts[t]].name);
-
-		free(nodes);
-		nodes = more;
-		if (nodes == NULL)
-			return HL_ENOMEM;
-	}
+	hl_strvec_init(&names);
+	for (t = 0; t < s->ntasks && rc == HL_OK; t++)
+		rc = hl_strvec_push(&names, l->hosts->v[s->hosts[t]].name);
+	nodes = rc == HL_OK ? hl_strvec_join(&names, ",") : NULL;
+	hl_strvec_close(&names);
+	if (nodes == NULL)
+		return HL_ENOMEM;
 	hl_strvec_init(av);
 	rc = hl_strvec_push(av, "srun");
 	if (rc == HL_OK)
@@ -425,7 +421,7 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	if (hl_thread_create(&s->thread, reader, s) != HL_OK)
 		return hl_fail(cause, HL_ESYS, "cannot start a thread");
 	s->thread_started = true;
-	if (!wait_for(s, &s->nhello, s->ntasks, NULL,
+	if (!wait_for(s, &s->nhello, s->ntasks,
 		      hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
 		return start_error(s, "start the agent", cause);
 	/* MASTER_PORT free on rank 0's host, when srun starts it. */
@@ -445,7 +441,7 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 			rc = send_buf(s, &b);
 		hl_buf_close(&b);
 		if (rc != HL_OK ||
-		    !wait_for(s, NULL, 0, &s->port_in,
+		    !wait_for(s, &s->nport, 1,
 			      hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
 			return start_error(s, "answer", cause);
 		if (s->port > 0) {

@@ -84,7 +84,9 @@ int hl_ssh_opts_launcher(struct hl_ssh_opts *so, bool slurm, char **cause)
 			       "salloc or sbatch, or use --launcher ssh");
 	if (!found)
 		return hl_fail(cause, HL_ENOENT,
-			       "--launcher srun: srun is not on the PATH");
+			       "--launcher srun: srun is not on the PATH (add "
+			       "Slurm's client to the PATH, or use --launcher "
+			       "ssh)");
 	so->srun = true;
 	return HL_OK;
 }
