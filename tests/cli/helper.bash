@@ -25,6 +25,9 @@ assert_no_leftovers() {
 	for f in "$PIDDIR"/*; do
 		[ -e "$f" ] || continue
 		pid=$(cat "$f")
+		# Empty: a worker stopped by the job between its shell's
+		# opening the file and writing its pid; it has ended.
+		case $pid in '' | *[!0-9]*) continue ;; esac
 		# A zombie has ended; only its parent has yet to reap it.
 		if [ -d "/proc/$pid" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$pid/stat" 2>/dev/null; then
 			left="$left $pid($(tr '\0' ' ' <"/proc/$pid/cmdline"| head -c 60), $(cut -d' ' -f3,4 "/proc/$pid/stat"))"
