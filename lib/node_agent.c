@@ -68,12 +68,13 @@ static void sayf(const char *fmt, ...)
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	n = vsnprintf(line, sizeof(line) - 2, fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		return;
-	if ((size_t)n > sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
+	if ((size_t)n > sizeof(line) - 3)
+		n = (int)sizeof(line) - 3;
+	line[n++] = HL_LINE_END;
 	line[n++] = '\n';
 	say(line, (size_t)n);
 }
@@ -89,9 +90,10 @@ static void say_data(int rank, int k, const char *data, size_t n)
 		size_t out, took;
 
 		took = hl_line_escape(data, n, line + head,
-				      sizeof(line) - (size_t)head - 1, &out);
-		line[(size_t)head + out] = '\n';
-		say(line, (size_t)head + out + 1);
+				      sizeof(line) - (size_t)head - 2, &out);
+		line[(size_t)head + out] = HL_LINE_END;
+		line[(size_t)head + out + 1] = '\n';
+		say(line, (size_t)head + out + 2);
 		data += took;
 		n -= took;
 	}

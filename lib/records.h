@@ -26,7 +26,12 @@
  *
  * and answers in text lines, since srun's --label keeps only whole lines
  * of a task together (and only lines shorter than about 1 KiB): each
- * line is one write(2) of at most HL_LINE_MAX bytes, after srun's "N: ":
+ * line is one write(2) of at most HL_LINE_MAX bytes, after srun's "N: ",
+ * and ends with HL_LINE_END before its newline. When a task's output
+ * ends, slurmstepd sends what it still holds in raw 1 KiB pieces, and
+ * srun ends each piece with a newline and labels the next: a line
+ * without HL_LINE_END is such a piece, and the reader joins it to what
+ * follows from the same task.
  *
  *   h NODE      the agent runs on node NODE (its hello)
  *   p PORT ADDR the answer to 'P' ("-" for no address)
@@ -72,6 +77,7 @@ int hl_proto_signal_of(const char *data, size_t len);
  * bytes of data it took. hl_line_unescape undoes it in place: the length
  * of the bytes, or HL_EPROTO for a malformed escape. */
 #define HL_LINE_MAX 900
+#define HL_LINE_END '\x1e' /* never in an escaped line: it is escaped */
 size_t hl_line_escape(const char *data, size_t n, char *out, size_t cap,
 		      size_t *outlen);
 int hl_line_unescape(char *s, size_t len);

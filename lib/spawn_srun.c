@@ -54,8 +54,9 @@ struct srun {
 	size_t nport; /* 'p' answers: 1 once rank 0's host answered */
 	int port;
 	char addr[64];
-	char *error; /* the first failure the reader found */
-	bool eof;    /* srun's output ended */
+	char *error;	     /* the first failure the reader found */
+	bool eof;	     /* srun's output ended */
+	struct hl_buf *part; /* by task: a line srun cut, so far */
 };
 
 static void fail_locked(struct srun *s, char *msg)
@@ -89,19 +90,14 @@ static void rank_done(struct srun *s, struct srun_rank *r, int status,
 	hl_note_write(s->notify_fd, r->w->rank, status, lost);
 }
 
-/* One line of an agent, "TASK: KIND ...". */
-static void on_line(struct srun *s, char *line, size_t len)
+/* One whole line of the agent of step task `task`, "KIND ...", without
+ * its HL_LINE_END; line[len] may be overwritten. */
+static void on_line(struct srun *s, long task, char *line, size_t len)
 {
 	char *p = line, *end = line + len, *rest;
-	long task, rank, v;
+	long rank, v;
 	size_t hi;
 
-	while (p < end && *p == ' ')
-		p++;
-	task = strtol(p, &rest, 10);
-	if (rest == p || rest + 2 > end || rest[0] != ':' || rest[1] != ' ')
-		return; /* srun's own words on its stdout: not ours */
-	p = rest + 2;
 	if (p + 2 > end || p[1] != ' ')
 		return;
 	line[len] = '\0';
@@ -168,6 +164,43 @@ static void on_line(struct srun *s, char *line, size_t len)
 	}
 }
 
+/* One line of srun's output: "TASK: " and an agent's line or a piece of
+ * one (records.h), or srun's own words, which are not ours. */
+static void on_output(struct srun *s, char *line, size_t len)
+{
+	char *p = line, *end = line + len, *rest;
+	struct hl_buf *part;
+	size_t n;
+	long task;
+	bool whole;
+
+	while (p < end && *p == ' ')
+		p++;
+	task = strtol(p, &rest, 10);
+	if (rest == p || rest + 2 > end || rest[0] != ':' || rest[1] != ' ' ||
+	    task < 0 || (size_t)task >= s->ntasks)
+		return;
+	p = rest + 2;
+	n = (size_t)(end - p);
+	whole = n > 0 && p[n - 1] == HL_LINE_END;
+	part = &s->part[task];
+	if (!whole || part->len > 0) {
+		/* A piece: kept until its line's end comes; past two
+		 * lines' worth it is no line of an agent. */
+		if (part->len + n > 2 * HL_LINE_MAX ||
+		    hl_buf_append(part, p, n) != 0) {
+			part->len = 0;
+			return;
+		}
+		if (!whole)
+			return;
+		p = part->p;
+		n = part->len;
+	}
+	on_line(s, task, p, n - 1);
+	part->len = 0;
+}
+
 static void *reader(void *arg)
 {
 	struct srun *s = arg;
@@ -187,7 +220,7 @@ static void *reader(void *arg)
 		while ((nl = memchr(b.p, '\n', b.len)) != NULL) {
 			size_t len = (size_t)(nl - b.p);
 
-			on_line(s, b.p, len);
+			on_output(s, b.p, len);
 			hl_buf_consume(&b, len + 1);
 		}
 	}
@@ -337,7 +370,8 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	s->task_of = calloc(l->hosts->n, sizeof(*s->task_of));
 	s->hello = calloc(l->hosts->n, sizeof(*s->hello));
 	s->r = calloc((size_t)l->plan->size, sizeof(*s->r));
-	if (!s->hosts || !s->task_of || !s->hello || !s->r)
+	s->part = calloc(l->hosts->n, sizeof(*s->part)); /* empty buffers */
+	if (!s->hosts || !s->task_of || !s->hello || !s->r || !s->part)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	/* The remote hosts with ranks, in the job's order. */
 	for (hi = 0; hi < l->hosts->n; hi++) {
@@ -626,6 +660,9 @@ static void srun_close(void *ctx)
 	free(s->hosts);
 	free(s->task_of);
 	free(s->hello);
+	for (i = 0; s->part != NULL && i < s->ntasks; i++)
+		hl_buf_close(&s->part[i]);
+	free(s->part);
 	free(s->r);
 	free(s->error);
 	pthread_cond_destroy(&s->cond);

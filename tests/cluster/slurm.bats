@@ -93,6 +93,18 @@ setup() {
 	assert_output --partial "this hvdrun is one of the 2 tasks of Slurm step"
 }
 
+# No agent, nor srun running one, left on any node within 10 s: once
+# hvdrun has ended srun, Slurm ends the step's tasks on its own time.
+assert_no_agent() {
+	local i
+	for i in $(seq 1 100); do
+		pgrep -f -- "--node-agent" >/dev/null || return 0
+		sleep 0.1
+	done
+	pgrep -af -- "--node-agent"
+	return 1
+}
+
 # A 3-node job of family.sh workers (hvdrun options in "$@"), hvdrun
 # SIGKILLed once every family is up: nothing may be left on any node.
 # hvdrun itself is the oldest process that runs it (salloc's command line
@@ -169,15 +181,18 @@ ENVDUMP='env | grep -Ev "^(SLURM_|SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "P
 	assert_output --partial "hvdrun: rank 4 on ns3 exited with code 9; stopping the job"
 	wait_no_leftovers
 	# Every byte value, 256 KiB of them per rank, through the agents'
-	# escaped lines: the same checksum at both ends.
+	# escaped lines: the same bytes at both ends. Four ranks a node that
+	# end at once leave slurmstepd holding output that srun cuts into
+	# pieces (records.h); before they were joined, about one rank in
+	# eight lost part of its last KiB here.
 	export DATA=$BATS_TEST_TMPDIR/data
 	mkdir -p "$DATA"
-	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --launcher srun -x DATA \
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=4 "$HVDRUN" --launcher srun -x DATA \
 		--output-filename "$BATS_TEST_TMPDIR/out" \
 		sh -c 'head -c 262144 /dev/urandom >"$DATA/in$HOROVOD_RANK"; cat "$DATA/in$HOROVOD_RANK" >&2'
 	assert_success
 	local r
-	for r in 0 1 2 3; do
+	for r in 0 1 2 3 4 5 6 7; do
 		cmp "$DATA/in$r" "$BATS_TEST_TMPDIR/out/rank.$r/stderr"
 	done
 	run slurm_exec salloc -Q -N3 --ntasks-per-node=2 "$HVDRUN" --launcher srun "$ROOT/build/tests/hvd_selftest" all
@@ -187,8 +202,7 @@ ENVDUMP='env | grep -Ev "^(SLURM_|SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "P
 
 @test "--launcher srun: hvdrun SIGKILLed ends the step and every worker on every node" {
 	sigkill_job --launcher srun
-	run pgrep -f -- "--node-agent"
-	assert_failure
+	assert_no_agent
 }
 
 @test "--launcher srun: hosts that are not the allocation's nodes are named, nothing starts; outside an allocation it is refused" {
@@ -213,6 +227,5 @@ ENVDUMP='env | grep -Ev "^(SLURM_|SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "P
 	assert_failure 125
 	assert_output --partial "hvdrun: srun: node 'ns3' did not start the agent within 3 s (start timeout)"
 	[ -z "$(ls "$PIDDIR")" ]
-	run pgrep -f -- "--node-agent"
-	assert_failure
+	assert_no_agent
 }
