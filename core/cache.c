@@ -21,6 +21,7 @@ void hvd__cache_free(struct hvd__engine *e)
 		free(e->cache[i].name);
 	free(e->cache);
 	e->cache = NULL;
+	e->cache_used = 0;
 }
 
 int hvd__cache_find(const struct hvd__engine *e, const char *name,
@@ -69,6 +70,8 @@ void hvd__cache_record(struct hvd__engine *e, const struct hvd__resp *v,
 		if (x->error != NULL || x->cache < 0 ||
 		    x->cache >= e->k.cache_cap || x->m.type == HVD__REQ_JOIN)
 			continue;
+		if (x->cache >= e->cache_used)
+			e->cache_used = x->cache + 1;
 		free(e->cache[x->cache].name);
 		e->cache[x->cache].name = strdup(x->name);
 		e->cache[x->cache].m = x->m;

@@ -100,6 +100,7 @@ struct hvd__resp {
 	int32_t cache; /* entry to record it in, -1 none; for an
 			       error, its HVD_E* code */
 	char *error;   /* NULL: run it */
+	bool done;     /* reduced already, in the cycle's agreement */
 };
 
 /* The settings of knobs.c. */
@@ -147,7 +148,8 @@ struct hvd__engine {
 	char gpu_why[512];		/* why the last GPU collective failed */
 	struct hvd__req *pending_local; /* submitted here, not yet run */
 	struct hvd__cache_entry *cache; /* k.cache_cap entries */
-	struct hvd__pending *coord;	/* rank 0: names some ranks sent */
+	long cache_used; /* 1 + the highest entry ever given (every rank's) */
+	struct hvd__pending *coord;	  /* rank 0: names some ranks sent */
 	struct hvd__failed_group *failed; /* rank 0, this round */
 	size_t nfailed;
 	struct hvd__timeline *tl;

@@ -94,9 +94,10 @@ static void complete(struct hvd__engine *e, struct hvd__req *r, int status)
 /* Whether response x may join a batch that r started. */
 static bool fuses_with(const struct hvd__resp *x, const struct hvd__req *r)
 {
-	return x->error == NULL && x->m.type == HVD__REQ_ALLREDUCE &&
-	       x->m.dtype == r->m.dtype && x->m.op == r->m.op &&
-	       x->m.gpu == r->m.gpu && x->m.prescale == r->m.prescale &&
+	return x->error == NULL && !x->done &&
+	       x->m.type == HVD__REQ_ALLREDUCE && x->m.dtype == r->m.dtype &&
+	       x->m.op == r->m.op && x->m.gpu == r->m.gpu &&
+	       x->m.prescale == r->m.prescale &&
 	       x->m.postscale == r->m.postscale;
 }
 
@@ -241,6 +242,16 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 			r = hvd__op_join(e, &v[i]);
 			if (r != NULL)
 				hvd__req_complete(r, v[i].m.root, NULL);
+			i++;
+			continue;
+		}
+		if (v[i].done) { /* reduced in the agreement (negotiate.c) */
+			r = take_local(e, v[i].name);
+			if (r != NULL) {
+				span(e, r->name, "NEGOTIATE_ALLREDUCE",
+				     r->enqueued_us);
+				complete(e, r, HVD_OK);
+			}
 			i++;
 			continue;
 		}

@@ -80,7 +80,7 @@ static void resps_add(struct resps *out, char *name, const struct hvd__meta *m,
 		return;
 	}
 	out->v = v;
-	v[out->n] = (struct hvd__resp){name, *m, cache, err};
+	v[out->n] = (struct hvd__resp){name, *m, cache, err, false};
 	out->n++;
 }
 
@@ -510,7 +510,7 @@ static bool mark_ready(struct hvd__engine *e, uint8_t *vec)
 			vec[2 + r->cache] = 1;
 		else if (!r->reported)
 			news = true;
-	for (i = 0; e->joined[e->comm.rank] && i < e->k.cache_cap; i++)
+	for (i = 0; e->joined[e->comm.rank] && i < e->cache_used; i++)
 		vec[2 + i] = 1;
 	/* Rank 0 asks for a coordinator round about once a second while
 	 * tensors wait there, so that stalls are seen without new work. */
@@ -563,12 +563,89 @@ static void cache_settled(struct hvd__engine *e, const uint8_t *vec)
 	}
 }
 
+/* On one host, the data of one small allreduce rides with the agreement
+ * through the segment: one exchange where there would be two. Each rank
+ * offers its ready cached allreduce of the lowest entry that fits; when
+ * every rank offered the same entry, every rank has it ready, and every
+ * rank reduces it from the slots at once, in local rank order, as the
+ * segment's own small allreduce would (the same bits). */
+#define RIDE_MAX (16u << 10)
+
+static const struct hvd__req *ride_pick(const struct hvd__engine *e,
+					size_t room)
+{
+	const struct hvd__req *r, *best = NULL;
+
+	for (r = e->pending_local; r != NULL; r = r->next) {
+		size_t bytes = (size_t)r->m.count *
+			       hvd__dtype_size((enum hvd_dtype)r->m.dtype);
+
+		if (r->cache < 0 || r->m.type != HVD__REQ_ALLREDUCE ||
+		    r->m.gpu || r->m.prescale != 1 || r->m.postscale != 1 ||
+		    r->m.group_n > 0 || bytes > room || bytes > RIDE_MAX)
+			continue;
+		if (best == NULL || r->cache < best->cache)
+			best = r;
+	}
+	return best;
+}
+
+/* The agreement (MIN over vec's bytes) among the ranks of one host, and
+ * a ride: *rode is the entry every rank reduced, or -1. */
+static int agree_on_host(struct hvd__engine *e, uint8_t *vec, size_t vlen,
+			 int32_t *rode)
+{
+	static const char zeros[64];
+	size_t head = (sizeof(int32_t) + vlen + 63) & ~(size_t)63, i;
+	size_t slot = hvd__shm_slot_bytes(e->shm);
+	const struct hvd__req *r =
+		slot > head ? ride_pick(e, slot - head) : NULL;
+	int32_t entry = r != NULL ? r->cache : -1;
+	size_t bytes =
+		r != NULL ? (size_t)r->m.count *
+				    hvd__dtype_size((enum hvd_dtype)r->m.dtype)
+			  : 0;
+	struct iovec v[4] = {{&entry, sizeof(entry)},
+			     {vec, vlen},
+			     {(void *)zeros, head - sizeof(entry) - vlen},
+			     {(void *)(r != NULL ? r->sendbuf : zeros), bytes}};
+	int size = e->comm.size, p, rc;
+	const unsigned char **slots = malloc((size_t)size * sizeof(*slots));
+	bool same = entry >= 0;
+
+	*rode = -1;
+	if (slots == NULL)
+		return HVD_ENOMEM;
+	rc = hvd__shm_exchange(e->shm, v, 4, slots,
+			       hvd__transport_timeout_ms());
+	for (i = 0; rc == HVD_OK && i < vlen; i++)
+		for (p = 0; p < size; p++)
+			if (slots[p][sizeof(entry) + i] < vec[i])
+				vec[i] = slots[p][sizeof(entry) + i];
+	for (p = 0; rc == HVD_OK && p < size && same; p++) {
+		int32_t theirs;
+
+		memcpy(&theirs, slots[p], sizeof(theirs));
+		same = theirs == entry;
+	}
+	if (rc == HVD_OK && same && vec[0] != 0) {
+		hvd__shm_reduce_slots(
+			e->shm, slots, head, r->recvbuf, (size_t)r->m.count,
+			(enum hvd_dtype)r->m.dtype, (enum hvd_op)r->m.op);
+		*rode = entry;
+	}
+	free(slots);
+	return rc;
+}
+
 int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 		   struct hvd__resp **v, size_t *n)
 {
-	size_t vlen = 2 + (size_t)e->k.cache_cap, i;
+	/* Only the entries given out so far: the same on every rank. */
+	size_t vlen = 2 + (size_t)e->cache_used, i;
 	uint8_t *vec = calloc(vlen, 1);
 	struct resps out = {NULL, 0, false}, news = {NULL, 0, false};
+	int32_t rode = -1;
 	int rc;
 
 	*v = NULL;
@@ -579,7 +656,9 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 	vec[0] = !shutdown_local;
 	/* MIN over bytes: AND of the ready bits, OR of the flags; through
 	 * the host's shared segment when every rank shares it. */
-	if (e->shm != NULL) {
+	if (e->shm != NULL && e->cross.size <= 1) {
+		rc = agree_on_host(e, vec, vlen, &rode);
+	} else if (e->shm != NULL) {
 		struct iovec one = {vec, vlen};
 
 		rc = hvd__shm_allreduce_v(e->shm, &e->cross, &one, 1, HVD_UINT8,
@@ -591,10 +670,13 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 	if (rc == HVD_OK && vec[0] == 0)
 		rc = HVD_ESHUTDOWN;
 	/* The cached tensors ready everywhere, in entry order. */
-	for (i = 0; rc == HVD_OK && i < (size_t)e->k.cache_cap; i++)
-		if (vec[2 + i] && e->cache[i].name != NULL)
+	for (i = 0; rc == HVD_OK && i < (size_t)e->cache_used; i++)
+		if (vec[2 + i] && e->cache[i].name != NULL) {
 			resps_add(&out, strdup(e->cache[i].name),
 				  &e->cache[i].m, (int32_t)i, NULL);
+			if ((int32_t)i == rode && !out.bad)
+				out.v[out.n - 1].done = true;
+		}
 	group_adjacent(out.v, out.n);
 	if (rc == HVD_OK)
 		cache_settled(e, vec);

@@ -50,6 +50,7 @@ struct hvd__shm {
 	struct line *lines;
 	unsigned char *slots;
 	int *pidfd;
+	const unsigned char **view; /* lsize slots, for allreduce_small */
 	uint32_t seq;
 	unsigned set; /* the slot set of the next chunk */
 	int spin_us;  /* how long a wait yields before it sleeps */
@@ -316,7 +317,10 @@ int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
 	s->slot = (slot + 63) & ~(size_t)63;
 	s->len = header_bytes(lsize) + 2 * (size_t)lsize * s->slot;
 	s->pidfd = malloc((size_t)lsize * sizeof(int));
-	if (s->pidfd == NULL) {
+	s->view = malloc((size_t)lsize * sizeof(*s->view));
+	if (s->pidfd == NULL || s->view == NULL) {
+		free(s->pidfd);
+		free(s->view);
 		free(s);
 		return HVD_ENOMEM;
 	}
@@ -409,22 +413,59 @@ static int reduce_slice(struct hvd__shm *s, const struct hvd__comm *cross,
 	return rc;
 }
 
-/* allreduce_keep of at most one slot on one host, in one barrier: every
- * rank reduces the bytes it keeps from every slot, in the same order, so
- * every rank has the same bits. The set is written again two chunks
- * later, after a barrier that no peer reaches before it has read it. */
-static int allreduce_small(struct hvd__shm *s, const struct iovec *v, int k,
-			   size_t total, enum hvd_dtype t, enum hvd_op op,
-			   int timeout_ms, size_t keep_lo, size_t keep_hi)
+size_t hvd__shm_slot_bytes(const struct hvd__shm *s)
 {
-	size_t es = hvd__dtype_size(t), at = 0;
-	enum hvd_op sum = op == HVD_AVERAGE ? HVD_SUM : op;
+	return s->slot;
+}
+
+/* The set is written again two exchanges later, after a barrier that no
+ * peer reaches before it has read it. */
+int hvd__shm_exchange(struct hvd__shm *s, const struct iovec *v, int k,
+		      const unsigned char **slots, int timeout_ms)
+{
 	unsigned set = s->set;
+	size_t total = 0;
 	int j, p, rc;
 
+	for (j = 0; j < k; j++)
+		total += v[j].iov_len;
+	if (total > s->slot)
+		return HVD_EINVAL;
 	s->set ^= 1;
 	pieces_copy(v, k, 0, total, slot_of(s, set, s->lrank), NULL);
 	rc = hvd__shm_barrier(s, timeout_ms);
+	for (p = 0; p < s->lsize; p++)
+		slots[p] = slot_of(s, set, p);
+	return rc;
+}
+
+void hvd__shm_reduce_slots(const struct hvd__shm *s,
+			   const unsigned char *const *slots, size_t off,
+			   void *dst, size_t count, enum hvd_dtype t,
+			   enum hvd_op op)
+{
+	enum hvd_op sum = op == HVD_AVERAGE ? HVD_SUM : op;
+	int p;
+
+	memcpy(dst, slots[0] + off, count * hvd__dtype_size(t));
+	for (p = 1; p < s->lsize; p++)
+		hvd__reduce(dst, slots[p] + off, count, t, sum);
+	if (op == HVD_AVERAGE)
+		hvd__divide(dst, count, t, s->lsize);
+}
+
+/* allreduce_keep of at most one slot on one host, in one exchange: every
+ * rank reduces the bytes it keeps from every slot, in the same order, so
+ * every rank has the same bits. */
+static int allreduce_small(struct hvd__shm *s, const struct iovec *v, int k,
+			   enum hvd_dtype t, enum hvd_op op, int timeout_ms,
+			   size_t keep_lo, size_t keep_hi)
+{
+	size_t es = hvd__dtype_size(t), at = 0;
+	const unsigned char **slots = s->view;
+	int j, rc;
+
+	rc = hvd__shm_exchange(s, v, k, slots, timeout_ms);
 	for (j = 0; j < k && rc == HVD_OK; at += v[j].iov_len, j++) {
 		size_t lo = at > keep_lo ? at : keep_lo;
 		size_t hi = at + v[j].iov_len < keep_hi ? at + v[j].iov_len
@@ -433,12 +474,7 @@ static int allreduce_small(struct hvd__shm *s, const struct iovec *v, int k,
 
 		if (hi <= lo)
 			continue;
-		memcpy(dst, slot_of(s, set, 0) + lo, hi - lo);
-		for (p = 1; p < s->lsize; p++)
-			hvd__reduce(dst, slot_of(s, set, p) + lo,
-				    (hi - lo) / es, t, sum);
-		if (op == HVD_AVERAGE)
-			hvd__divide(dst, (hi - lo) / es, t, s->lsize);
+		hvd__shm_reduce_slots(s, slots, lo, dst, (hi - lo) / es, t, op);
 	}
 	return rc;
 }
@@ -457,8 +493,8 @@ static int allreduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
 		total += v[j].iov_len;
 	if (total <= SMALL_BYTES && total <= s->slot &&
 	    (cross == NULL || cross->size <= 1))
-		return allreduce_small(s, v, k, total, t, op, timeout_ms,
-				       keep_lo, keep_hi);
+		return allreduce_small(s, v, k, t, op, timeout_ms, keep_lo,
+				       keep_hi);
 	chunk = s->slot - s->slot % es;
 	for (off = 0; off < total && rc == HVD_OK; off += chunk) {
 		size_t len = total - off < chunk ? total - off : chunk;
@@ -617,5 +653,6 @@ void hvd__shm_close(struct hvd__shm *s)
 		if (s->pidfd[p] >= 0)
 			close(s->pidfd[p]);
 	free(s->pidfd);
+	free(s->view);
 	free(s);
 }

@@ -55,6 +55,19 @@ int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms);
 int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
 			 const struct iovec *v, int k, enum hvd_dtype t,
 			 enum hvd_op op, int timeout_ms);
+/* One exchange on one host: the pieces (at most a slot, laid end to
+ * end) into this rank's slot, then every local rank's slot in slots[]
+ * (lsize entries), readable until the exchange after next. */
+int hvd__shm_exchange(struct hvd__shm *s, const struct iovec *v, int k,
+		      const unsigned char **slots, int timeout_ms);
+/* count elements at byte off of every slot of an exchange, reduced in
+ * local rank order into dst (an average divided by the local ranks). */
+void hvd__shm_reduce_slots(const struct hvd__shm *s,
+			   const unsigned char *const *slots, size_t off,
+			   void *dst, size_t count, enum hvd_dtype t,
+			   enum hvd_op op);
+/* The bytes of one slot. */
+size_t hvd__shm_slot_bytes(const struct hvd__shm *s);
 /* A reduce-scatter: buf (len bytes) reduced as hvd__shm_allreduce_v
  * reduces, but only bytes [keep_lo, keep_hi) of the result are copied
  * into this rank's buf; the rest is left as it was. */

@@ -247,6 +247,53 @@ static void check_allreduce(int t, int op, size_t count, int inplace)
 	check_allreduce_on(t, op, count, inplace, 0);
 }
 
+/* Names seen before (the response cache): on one host a small one rides
+ * the cycle's agreement through the segment (negotiate.c). Every dtype
+ * and op, below and above the ride's 16 KiB; then pairs submitted in
+ * opposite orders by even and odd ranks, whose offers differ. */
+static void check_cached(void)
+{
+	int t, op, round, r, n = hvd_size();
+
+	for (round = 0; round < 3; round++)
+		for (t = 0; t < NDTYPE; t++)
+			for (op = 0; op < 5; op++) {
+				check_allreduce(t, op, 3, round % 2);
+				check_allreduce(t, op, 4099, 1);
+			}
+	for (round = 0; round < 50; round++) {
+		float a[5], b[5];
+		hvd_handle *ha = NULL, *hb = NULL;
+		int i, ra, rb;
+
+		for (i = 0; i < 5; i++) {
+			a[i] = (float)(hvd_rank() + 1);
+			b[i] = (float)(2 * hvd_rank() + i);
+		}
+		if (hvd_rank() % 2) {
+			rb = hvd_allreduce_async("cached.b", b, b, 5,
+						 HVD_FLOAT32, HVD_AVERAGE, &hb);
+			ra = hvd_allreduce_async("cached.a", a, a, 5,
+						 HVD_FLOAT32, HVD_SUM, &ha);
+		} else {
+			ra = hvd_allreduce_async("cached.a", a, a, 5,
+						 HVD_FLOAT32, HVD_SUM, &ha);
+			rb = hvd_allreduce_async("cached.b", b, b, 5,
+						 HVD_FLOAT32, HVD_AVERAGE, &hb);
+		}
+		r = ra == 0 ? hvd_wait(ha) : ra;
+		EXPECT(r == 0, "cached.a: %s", hvd_strerror(r));
+		r = rb == 0 ? hvd_wait(hb) : rb;
+		EXPECT(r == 0, "cached.b: %s", hvd_strerror(r));
+		for (i = 0; i < 5; i++) {
+			EXPECT(a[i] == (float)(n * (n + 1) / 2),
+			       "cached.a round %d: [%d] %g", round, i, a[i]);
+			EXPECT(b[i] == (float)(n - 1 + i),
+			       "cached.b round %d: [%d] %g", round, i, b[i]);
+		}
+	}
+}
+
 static void mode_all(void)
 {
 	static const size_t counts[] = {0, 1, 7, 10007};
@@ -259,6 +306,7 @@ static void mode_all(void)
 		for (op = 0; op < 5; op++)
 			for (ci = 0; ci < 4; ci++)
 				check_allreduce(t, op, counts[ci], ci % 2);
+	check_cached();
 	/* Several MiB. */
 	check_allreduce(HVD_FLOAT32, HVD_SUM, 1572869, 1);
 	check_allreduce(HVD_FLOAT16, HVD_AVERAGE, 1048583, 0);
