@@ -341,17 +341,3 @@ int hvd__ring_allgatherv(const struct hvd__comm *c, void *out,
 	free(off);
 	return rc;
 }
-
-int hvd__ring_barrier(const struct hvd__comm *c)
-{
-	/* One byte per chunk: every step moves a byte, so no rank leaves
-	 * before every rank has entered. */
-	uint8_t *b = calloc((size_t)c->size, 1);
-	int rc;
-
-	if (b == NULL)
-		return HVD_ENOMEM;
-	rc = hvd__ring_allreduce(c, b, (size_t)c->size, HVD_UINT8, HVD_MAX);
-	free(b);
-	return rc;
-}

@@ -66,7 +66,5 @@ int hvd__ring_broadcast(const struct hvd__comm *c, void *buf, size_t len,
  * offset sum(len[0..r-1]). This rank's block must already be in place. */
 int hvd__ring_allgatherv(const struct hvd__comm *c, void *out,
 			 const size_t *len);
-/* Returns when every rank has called it. */
-int hvd__ring_barrier(const struct hvd__comm *c);
 
 #endif

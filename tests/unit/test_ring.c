@@ -1,7 +1,7 @@
 /* test_ring.c: the ring algorithms over the TCP transport, ranks as
  * threads of this process on 127.0.0.1 (gloo's way): every dtype and op
  * against a serial reference, counts 0, 1, primes and several MiB,
- * broadcast from every root, allgather of uneven blocks, a barrier, and a
+ * broadcast from every root, allgather of uneven blocks, and a
  * peer that dies. Also the float16/bfloat16 conversions. */
 #include <math.h>
 #include <pthread.h>
@@ -456,25 +456,6 @@ static void test_allgather_uneven(void)
 	CHECK(k3.bad[0] == 0 && k3.bad[1] == 0);
 }
 
-static void barrier_body(const struct hvd__comm *c, void *arg)
-{
-	int *bad = arg;
-
-	if (hvd__ring_barrier(c) != HVD_OK)
-		bad[c->rank] = 1;
-}
-
-static void test_barrier(void)
-{
-	int bad[MAXN] = {0}, r, n;
-
-	for (n = 1; n <= MAXN; n++) {
-		run_world(n, barrier_body, bad, -1);
-		for (r = 0; r < n; r++)
-			CHECK(bad[r] == 0);
-	}
-}
-
 /* Two groups of a world of four (group.h): the even ranks, and the odd
  * ones in reverse order. Each allreduces and allgathers within itself;
  * results[rank] says what it got. */
@@ -571,7 +552,6 @@ int main(void)
 	RUN(test_allreduce_in_pieces);
 	RUN(test_broadcast_every_root);
 	RUN(test_allgather_uneven);
-	RUN(test_barrier);
 	RUN(test_groups);
 	RUN(test_peer_dies);
 	return tap_done();

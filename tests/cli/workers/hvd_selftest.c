@@ -294,6 +294,26 @@ static void check_cached(void)
 	}
 }
 
+/* No rank leaves a barrier before the last has entered: the last rank
+ * enters 300 ms late, and the others must have waited for it. */
+static void check_barrier(void)
+{
+	struct timespec a, b;
+	double waited;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	if (hvd_rank() == hvd_size() - 1)
+		usleep(300000);
+	rc = hvd_barrier();
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	waited = (double)(b.tv_sec - a.tv_sec) +
+		 (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	EXPECT(rc == 0, "barrier: %s", hvd_strerror(rc));
+	EXPECT(waited >= 0.25, "left the barrier after %.3f s, before the "
+	       "last rank entered it (0.3 s)", waited);
+}
+
 static void mode_all(void)
 {
 	static const size_t counts[] = {0, 1, 7, 10007};
@@ -307,6 +327,7 @@ static void mode_all(void)
 			for (ci = 0; ci < 4; ci++)
 				check_allreduce(t, op, counts[ci], ci % 2);
 	check_cached();
+	check_barrier();
 	/* Several MiB. */
 	check_allreduce(HVD_FLOAT32, HVD_SUM, 1572869, 1);
 	check_allreduce(HVD_FLOAT16, HVD_AVERAGE, 1048583, 0);
