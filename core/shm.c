@@ -447,6 +447,8 @@ void hvd__shm_reduce_slots(const struct hvd__shm *s,
 	enum hvd_op sum = op == HVD_AVERAGE ? HVD_SUM : op;
 	int p;
 
+	if (count == 0) /* dst may then be NULL */
+		return;
 	memcpy(dst, slots[0] + off, count * hvd__dtype_size(t));
 	for (p = 1; p < s->lsize; p++)
 		hvd__reduce(dst, slots[p] + off, count, t, sum);

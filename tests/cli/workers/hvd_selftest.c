@@ -261,6 +261,12 @@ static void check_cached(void)
 				check_allreduce(t, op, 3, round % 2);
 				check_allreduce(t, op, 4099, 1);
 			}
+	/* An empty tensor has no buffer; once cached, it rides too. */
+	for (round = 0; round < 20; round++) {
+		r = hvd_allreduce("cached.empty", NULL, NULL, 0, HVD_FLOAT32,
+				  HVD_SUM);
+		EXPECT(r == 0, "cached.empty: %s", hvd_strerror(r));
+	}
 	for (round = 0; round < 50; round++) {
 		float a[5], b[5];
 		hvd_handle *ha = NULL, *hb = NULL;
