@@ -74,7 +74,7 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 
 .SECONDARY:
 
-.PHONY: FORCE all deps test unit-test cli-test demo bench install uninstall clean \
+.PHONY: FORCE all deps test unit-test cli-test demo bench fuzz fuzz-seeds install uninstall clean \
         checkstyle format
 
 all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN)
@@ -162,7 +162,8 @@ DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libssl-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
             iproute2 procps util-linux clang-format jq \
             python3-torch python3-numpy python3-pytest \
-            slurmctld slurmd slurm-client munge
+            slurmctld slurmd slurm-client munge \
+            clang libclang-rt-dev
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -185,7 +186,8 @@ deps:
 
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
-	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest $(B)/tests/mpi_user
+	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest $(B)/tests/mpi_user \
+	    $(FUZZ_BIN)
 	@tests/run
 
 demo: deps
@@ -221,6 +223,45 @@ bench: deps
 	@tests/bench/torch
 	@tests/bench/gpu
 
+# Fuzzing (tests/fuzz): one libFuzzer target per input that hvdrun or
+# libhvd parses or decodes, built by clang with AddressSanitizer and
+# UndefinedBehaviorSanitizer, each calling the project's own function.
+# `make test` replays every corpus and fuzzes each target a few seconds;
+# `make fuzz` fuzzes each for FUZZ_SECONDS and prints a table.
+FUZZ_CC     := clang
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
+               -fsanitize=fuzzer-no-link,address,undefined \
+               -fno-sanitize-recover=undefined
+FUZZ_INC    := -Ilib -Icore/include -Icore -Iproto -Itests/fuzz
+FUZZ_LIB    := hostlist hostfile config slurm records probe rendezvous
+FUZZ_CORE   := control
+FUZZ_BIN    := $(addprefix $(B)/fuzz/,$(FUZZ_LIB) $(FUZZ_CORE))
+FUZZ_SECONDS ?= 600
+fobj = $(patsubst %.c,$(B)/fuzz/obj/%.o,$(1))
+
+$(B)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_INC) -MMD -MP -c $< -o $@
+
+$(addprefix $(B)/fuzz/,$(FUZZ_LIB)): $(B)/fuzz/%: $(B)/fuzz/obj/tests/fuzz/%.o \
+    $(call fobj,tests/fuzz/fuzz_util.c $(LIB_SRC))
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LIBS)
+
+$(B)/fuzz/control: $(call fobj,tests/fuzz/control.c tests/fuzz/fuzz_util.c \
+    core/control.c proto/wire.c)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^
+
+# The binary seeds, written by the project's own encoders (tests/fuzz/seeds.c).
+$(B)/fuzz/seeds: $(call fobj,tests/fuzz/seeds.c core/control.c $(LIB_SRC))
+	$(FUZZ_CC) -fsanitize=address,undefined -pthread -o $@ $^ $(LIBS)
+
+fuzz-seeds: $(B)/fuzz/seeds
+	$(B)/fuzz/seeds tests/fuzz/corpus
+
+fuzz: deps
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run long $(FUZZ_BIN)
+
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 \
@@ -252,7 +293,8 @@ uninstall:
 	rm -rf $(DESTDIR)$(PYDIR)/hvd
 
 STYLE_SRC = $(sort $(CORE_SRC) $(wildcard core/*.c)) $(LIB_SRC) $(CMD_SRC) $(UNIT_SRC) $(EX_SRC) \
-            $(wildcard core/*.h core/include/*.h lib/*.h cmd/*.h tests/unit/*.h)
+            $(wildcard tests/fuzz/*.c) \
+            $(wildcard core/*.h core/include/*.h lib/*.h cmd/*.h tests/unit/*.h tests/fuzz/*.h)
 
 checkstyle:
 	clang-format --dry-run --Werror $(STYLE_SRC)

@@ -107,14 +107,14 @@ static int recv_msg(const struct hvd__comm *c, int from, uint8_t **p,
 	return HVD_OK;
 }
 
-static void encode_requests(struct hvd__engine *e, struct wire_w *b)
+void hvd__ctl_encode_requests(struct wire_w *b, struct hvd__req *pending)
 {
 	struct hvd__req *r;
 	uint32_t n = 0;
 
 	wire_w_init(b, CTL_MAX);
 	wire_put_u32(b, 0);
-	for (r = e->pending_local; r != NULL; r = r->next) {
+	for (r = pending; r != NULL; r = r->next) {
 		if (r->reported)
 			continue;
 		wire_put_str(b, r->name);
@@ -152,7 +152,7 @@ int hvd__ctl_send_requests(struct hvd__engine *e, int to)
 	struct wire_w b;
 	int rc;
 
-	encode_requests(e, &b);
+	hvd__ctl_encode_requests(&b, e->pending_local);
 	rc = send_msg(&e->comm, to, &b);
 	wire_w_free(&b);
 	return rc;
@@ -164,7 +164,7 @@ int hvd__ctl_local_requests(struct hvd__engine *e, hvd__ctl_submit submit,
 	struct wire_w b;
 	int rc;
 
-	encode_requests(e, &b);
+	hvd__ctl_encode_requests(&b, e->pending_local);
 	rc = b.bad ? HVD_ENOMEM
 		   : hvd__ctl_decode_requests(b.p, b.len, e->comm.rank, submit,
 					      arg);

@@ -249,8 +249,11 @@ int hvd__ctl_send_responses(struct hvd__engine *e, int to,
 			    const struct hvd__resp *v, size_t n);
 int hvd__ctl_recv_responses(struct hvd__engine *e, int from,
 			    struct hvd__resp **v, size_t *n);
-/* The responses message, into a writer it starts (b->bad: no memory). */
+/* The messages, into a writer each starts (b->bad: no memory): the
+ * requests of pending not yet reported (marked reported now), and the
+ * responses. */
 struct wire_w;
+void hvd__ctl_encode_requests(struct wire_w *b, struct hvd__req *pending);
 void hvd__ctl_encode_responses(struct wire_w *b, const struct hvd__resp *v,
 			       size_t n);
 /* The decoders alone, of a message's len bytes (without its length):

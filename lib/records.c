@@ -24,6 +24,8 @@ void hl_buf_close(struct hl_buf *b)
 
 int hl_buf_append(struct hl_buf *b, const void *data, size_t n)
 {
+	if (n == 0) /* an empty buffer has no memory to add nothing to */
+		return HL_OK;
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
 		char *p;

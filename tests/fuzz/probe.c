@@ -1,0 +1,45 @@
+/* probe: the messages of `hvdrun check`'s probes as each side decodes
+ * them (probe_msg.h); the input's first byte picks the decoder. */
+#include <stdlib.h>
+
+#include "fuzz.h"
+#include "probe_msg.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *d = (const char *)data + 1;
+	size_t n = size - 1;
+	char token[HL_PM_TOKEN + 1], *s;
+	struct hl_pm_iface i;
+	struct hl_pm_target t;
+	struct hl_pm_result r;
+	struct hl_pm_gpu g;
+	int v;
+
+	if (size == 0)
+		return 0;
+	switch (data[0] % 6) {
+	case 0:
+		(void)hl_pm_port(d, n, &v);
+		break;
+	case 1:
+		(void)hl_pm_token(d, n, token);
+		break;
+	case 2:
+		(void)hl_pm_iface(d, n, &i);
+		break;
+	case 3:
+		(void)hl_pm_target(d, n, &t);
+		break;
+	case 4:
+		(void)hl_pm_go(d, n, &v);
+		(void)hl_pm_result(d, n, &r);
+		break;
+	default:
+		s = fuzz_string(data + 1, n);
+		if (s != NULL)
+			(void)hl_pm_gpu(s, &g);
+		free(s);
+	}
+	return 0;
+}

@@ -1,0 +1,159 @@
+/* seeds.c: writes the binary seed inputs of tests/fuzz/corpus with the
+ * project's own encoders (what hvdrun, its agents and libhvd send), so
+ * that each target starts from valid messages: `seeds DIR`. The text
+ * seeds (host lists, hostfiles, configs, Slurm lists) are written by
+ * hand. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "probe_msg.h"
+#include "records.h"
+#include "rendezvous.h"
+#include "wire.h"
+
+static const char *dir;
+
+static void put(const char *target, const char *name, const void *p, size_t n)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, target, name);
+	f = fopen(path, "wb");
+	if (f == NULL || fwrite(p, 1, n, f) != n || fclose(f) != 0) {
+		perror(path);
+		exit(1);
+	}
+}
+
+/* One byte that picks a decoder, then the message. */
+static void put_picked(const char *target, const char *name, uint8_t pick,
+		       const struct hl_buf *b)
+{
+	char *p = malloc(b->len + 1);
+
+	p[0] = (char)pick;
+	memcpy(p + 1, b->p, b->len);
+	put(target, name, p, b->len + 1);
+	free(p);
+}
+
+static void records(void)
+{
+	struct hl_buf b;
+	static const char line[] = "e 3 hello\\x0a\\\\world\\x1e";
+	static const char argv[] = "./train\0--epochs\0"
+				   "3";
+
+	hl_buf_init(&b);
+	hl_proto_put(&b, 'E', "PATH=/usr/bin", 13);
+	hl_proto_put(&b, 'D', "/tmp", 4);
+	hl_proto_put(&b, 'A', argv, sizeof(argv));
+	hl_proto_put_signal(&b, 15);
+	hl_proto_put(&b, 'G', NULL, 0);
+	put("records", "job", b.p, b.len);
+	hl_buf_close(&b);
+	put("records", "line", line, sizeof(line) - 1);
+	put("records", "port", "40123 10.0.0.2\n", 15);
+}
+
+static void probe(void)
+{
+	struct hl_pm_iface i = {"eth0", "10.1.2.3", false};
+	struct hl_pm_target t = {7, "10.1.2.4", 40000,
+				 "0123456789abcdef0123456789abcdef"};
+	struct hl_pm_result r = {7, false, 12.5, "connection refused"};
+	struct hl_buf b;
+
+	hl_buf_init(&b);
+	hl_pm_put_port(&b, 40000);
+	put_picked("probe", "port", 0, &b);
+	b.len = 0;
+	hl_pm_put_text(&b, 'K', t.token);
+	put_picked("probe", "token", 1, &b);
+	b.len = 0;
+	hl_pm_put_iface(&b, &i);
+	put_picked("probe", "iface", 2, &b);
+	b.len = 0;
+	hl_pm_put_target(&b, &t);
+	put_picked("probe", "target", 3, &b);
+	b.len = 0;
+	hl_pm_put_result(&b, &r);
+	put_picked("probe", "result", 4, &b);
+	b.len = 0;
+	hl_pm_put_go(&b, 500);
+	put_picked("probe", "go", 4, &b);
+	hl_buf_close(&b);
+	put("probe", "gpu",
+	    "\5"
+	    "0\tNVIDIA H100 80GB HBM3\t85520809984",
+	    35);
+}
+
+static void rendezvous(void)
+{
+	static const uint8_t secret[RDV_SECRET_LEN] = {1, 2, 3};
+	uint8_t nonce[RDV_NONCE_LEN] = {4, 5, 6}, hello[RDV_HELLO_LEN];
+	uint8_t *reg = malloc(rdv_register_max()), *peers;
+	char *addrs[2] = {"10.0.0.1:40000", "10.0.0.2:40001"};
+	struct rdv_register r = {1, 2, {9}, "10.0.0.2:40001", {0}};
+	size_t n;
+
+	rdv_hello_encode(nonce, hello);
+	put("rendezvous", "hello", hello, sizeof(hello));
+	n = rdv_register_encode(&r, secret, nonce, reg);
+	put("rendezvous", "register", reg, n);
+	peers = rdv_peers_encode(addrs, 2, secret, nonce, &n);
+	put("rendezvous", "peers", peers, n);
+	free(peers);
+	free(reg);
+}
+
+/* A message with the decoder's pick (0: responses, 1: requests). */
+static void put_msg(const char *name, uint8_t pick, const struct wire_w *w)
+{
+	struct hl_buf b = {(char *)w->p, w->len, w->cap};
+
+	put_picked("control", name, pick, &b);
+}
+
+static void control(void)
+{
+	struct hvd__meta m = {.type = HVD__REQ_ALLREDUCE,
+			      .dtype = HVD_FLOAT32,
+			      .op = HVD_AVERAGE,
+			      .count = 1000,
+			      .prescale = 1,
+			      .postscale = 1};
+	struct hvd__resp v[2] = {{"grad.conv1", m, 0, NULL, false},
+				 {"grad.fc", m, -1, "mismatch", false}};
+	struct hvd__req q[2] = {{.name = "grad.conv1", .m = m},
+				{.name = "bcast.w", .m = m}};
+	struct wire_w w;
+
+	hvd__ctl_encode_responses(&w, v, 2);
+	put_msg("responses", 0, &w);
+	wire_w_free(&w);
+	q[0].next = &q[1];
+	q[1].m.type = HVD__REQ_BROADCAST;
+	q[1].m.root = 1;
+	hvd__ctl_encode_requests(&w, q);
+	put_msg("requests", 1, &w);
+	wire_w_free(&w);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: seeds DIR\n");
+		return 2;
+	}
+	dir = argv[1];
+	records();
+	probe();
+	rendezvous();
+	control();
+	return 0;
+}
