@@ -75,7 +75,7 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 .SECONDARY:
 
 .PHONY: FORCE all deps test unit-test cli-test demo bench fuzz fuzz-seeds install uninstall clean \
-        checkstyle format
+        checkstyle format lint
 
 all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN)
 
@@ -83,8 +83,8 @@ inc_for = $(if $(filter core/% proto/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(i
 
 # The reduction kernels are loops the compiler vectorises at -O3.
 $(B)/obj/core/reduce.o: CFLAGS += -O3
-$(B)/obj/core/mpi.o $(B)/san/core/mpi.o: BASE += $(MPI_CFLAGS)
-$(B)/obj/core/gpu.o $(B)/san/core/gpu.o: BASE += $(GPU_CFLAGS)
+$(B)/obj/core/mpi.o $(B)/san/core/mpi.o $(B)/lint/core/mpi.ok: BASE += $(MPI_CFLAGS)
+$(B)/obj/core/gpu.o $(B)/san/core/gpu.o $(B)/lint/core/gpu.ok: BASE += $(GPU_CFLAGS)
 $(B)/obj/core/gpu.o $(B)/san/core/gpu.o $(B)/lib/libhvd.so: $(B)/gpu.flags
 
 # Rebuild the GPU engine when NCCL= or CUDA_HOME change.
@@ -163,7 +163,7 @@ DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libssl-dev \
             iproute2 procps util-linux clang-format jq \
             python3-torch python3-numpy python3-pytest \
             slurmctld slurmd slurm-client munge \
-            clang libclang-rt-dev
+            clang libclang-rt-dev clang-tidy cppcheck
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -188,6 +188,7 @@ test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
 	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest $(B)/tests/mpi_user \
 	    $(FUZZ_BIN)
+	@$(MAKE) --no-print-directory -j$$(nproc) lint
 	@tests/run
 
 demo: deps
@@ -232,10 +233,9 @@ FUZZ_CC     := clang
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
                -fsanitize=fuzzer-no-link,address,undefined \
                -fno-sanitize-recover=undefined
-FUZZ_INC    := -Ilib -Icore/include -Icore -Iproto -Itests/fuzz
-FUZZ_LIB    := hostlist hostfile config slurm records probe rendezvous
-FUZZ_CORE   := control
-FUZZ_BIN    := $(addprefix $(B)/fuzz/,$(FUZZ_LIB) $(FUZZ_CORE))
+FUZZ_INC    := -Ilib -Icmd -Icore/include -Icore -Iproto -Itests/fuzz
+FUZZ_LIB    := hostlist hostfile config slurm records agent probe rendezvous
+FUZZ_BIN    := $(addprefix $(B)/fuzz/,$(FUZZ_LIB) options control)
 FUZZ_SECONDS ?= 600
 fobj = $(patsubst %.c,$(B)/fuzz/obj/%.o,$(1))
 
@@ -245,6 +245,10 @@ $(B)/fuzz/obj/%.o: %.c
 
 $(addprefix $(B)/fuzz/,$(FUZZ_LIB)): $(B)/fuzz/%: $(B)/fuzz/obj/tests/fuzz/%.o \
     $(call fobj,tests/fuzz/fuzz_util.c $(LIB_SRC))
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LIBS)
+
+$(B)/fuzz/options: $(call fobj,tests/fuzz/options.c tests/fuzz/fuzz_util.c \
+    cmd/args.c $(LIB_SRC))
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LIBS)
 
 $(B)/fuzz/control: $(call fobj,tests/fuzz/control.c tests/fuzz/fuzz_util.c \
@@ -298,6 +302,26 @@ STYLE_SRC = $(sort $(CORE_SRC) $(wildcard core/*.c)) $(LIB_SRC) $(CMD_SRC) $(UNI
 
 checkstyle:
 	clang-format --dry-run --Werror $(STYLE_SRC)
+
+# Lint: clang-tidy (the checks of .clang-tidy) on every source of cmd/,
+# lib/, core/ and proto/ with the flags it is built with, one stamp a file
+# (again when the file, a header it includes or .clang-tidy changes), and
+# cppcheck over the four folders. `make test` runs it.
+LINT_SRC := $(sort $(CORE_SRC) $(LIB_SRC) $(CMD_SRC))
+LINT_OK  := $(patsubst %.c,$(B)/lint/%.ok,$(LINT_SRC))
+CPPCHECK := cppcheck --quiet --error-exitcode=1 --inline-suppr \
+            --enable=warning,style,performance,portability --std=c11 \
+            --suppress=missingIncludeSystem --suppress=variableScope \
+            -D_GNU_SOURCE -Icmd -Ilib -Icore/include -Icore
+
+$(B)/lint/%.ok: %.c $(B)/obj/%.o .clang-tidy
+	@mkdir -p $(dir $@)
+	@clang-tidy --quiet $< -- $(BASE) $(call inc_for,$<) >$@.log 2>&1; \
+	    rc=$$?; grep -v 'warnings\? generated\.$$' $@.log >&2; \
+	    rm -f $@.log; [ $$rc -eq 0 ] && touch $@
+
+lint: $(LINT_OK)
+	$(CPPCHECK) cmd lib core proto
 
 format:
 	clang-format -i $(STYLE_SRC)

@@ -172,7 +172,7 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 	memcpy(&longopts[n], extra_options, sizeof(extra_options));
 	hl_opts_init(&cmd_args.opts);
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* glibc: start afresh, whatever an earlier parse left */
 	while (rc == HL_OK && (c = getopt_long_only(argc, argv, "+:H:x:hp:i:",
 						    longopts, NULL)) != -1) {
 		const char *bad = argv[optind - 1];

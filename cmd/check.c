@@ -1,5 +1,6 @@
 /* check.c: `hvdrun check`, the preflight of a cluster (lib/netcheck.h),
  * and its report: a table for people, JSON for programs. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,21 @@ static int gpu_count(const struct hl_nc_host *h)
 	return n;
 }
 
+/* A version fact of a host's probe ("12040"), as people write it; the
+ * text as it came when it is not a number. */
+static const char *version_of(const char *fact, bool nccl, char *v, size_t len)
+{
+	long n;
+
+	if (!hl_parse_long(fact, 0, INT_MAX, &n))
+		snprintf(v, len, "%s", fact);
+	else if (nccl)
+		hl_gpu_nccl_version((int)n, v, len);
+	else
+		hl_gpu_cuda_version((int)n, v, len);
+	return v;
+}
+
 static void print_gpus(const struct hl_nc_host *h, int w)
 {
 	const char *drv = hl_pm_gpu_fact(&h->gpu, "driver"),
@@ -72,17 +88,14 @@ static void print_gpus(const struct hl_nc_host *h, int w)
 	else
 		printf("no GPU");
 	if (rt != NULL) {
-		hl_gpu_cuda_version(atoi(rt), v, sizeof(v));
-		printf("; CUDA runtime %s", v);
-		if (cd != NULL) {
-			hl_gpu_cuda_version(atoi(cd), v, sizeof(v));
-			printf(" (driver's CUDA %s)", v);
-		}
+		printf("; CUDA runtime %s",
+		       version_of(rt, false, v, sizeof(v)));
+		if (cd != NULL)
+			printf(" (driver's CUDA %s)",
+			       version_of(cd, false, v, sizeof(v)));
 	}
-	if (nccl != NULL) {
-		hl_gpu_nccl_version(atoi(nccl), v, sizeof(v));
-		printf("; NCCL %s", v);
-	}
+	if (nccl != NULL)
+		printf("; NCCL %s", version_of(nccl, true, v, sizeof(v)));
 	putchar('\n');
 	for (i = 0; i < h->gpu.n; i++) {
 		const char *f = h->gpu.v[i];
@@ -259,23 +272,21 @@ static void json_gpus(const struct hl_nc_host *h)
 	size_t i, k;
 	bool first = true;
 	char v[32];
+	long n;
 
 	printf("{");
 	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 		const char *f = hl_pm_gpu_fact(&h->gpu, keys[k]);
 
 		printf("\"%s\":", keys[k]);
-		if (f != NULL && !strcmp(keys[k], "cuda_runtime")) {
-			hl_gpu_cuda_version(atoi(f), v, sizeof(v));
-			jstr(v);
-		} else if (f != NULL && !strcmp(keys[k], "cuda_driver")) {
-			hl_gpu_cuda_version(atoi(f), v, sizeof(v));
-			jstr(v);
-		} else if (f != NULL && !strcmp(keys[k], "nccl")) {
-			hl_gpu_nccl_version(atoi(f), v, sizeof(v));
-			jstr(v);
-		} else if (f != NULL && !strcmp(keys[k], "cuda_devices")) {
-			printf("%d", atoi(f));
+		if (f != NULL && (!strcmp(keys[k], "cuda_runtime") ||
+				  !strcmp(keys[k], "cuda_driver") ||
+				  !strcmp(keys[k], "nccl"))) {
+			jstr(version_of(f, !strcmp(keys[k], "nccl"), v,
+					sizeof(v)));
+		} else if (f != NULL && !strcmp(keys[k], "cuda_devices") &&
+			   hl_parse_long(f, 0, INT_MAX, &n)) {
+			printf("%ld", n);
 		} else {
 			jstr(f);
 		}

@@ -227,6 +227,7 @@ static int run_one(struct hvd__engine *e, struct hvd__req *r)
 
 int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 {
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): of pointers */
 	struct hvd__req **batch = calloc(n + 1, sizeof(*batch));
 	size_t i = 0, nb, k;
 	int rc = HVD_OK, s;

@@ -447,7 +447,7 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 			cuda_fail(e, "CUDA set-up", own, sizeof(own));
 	}
 	rc = agree(ctrl, g != NULL && e == cudaSuccess, own, why, len);
-	if (rc != HVD_OK)
+	if (rc != HVD_OK || g == NULL) /* every rank agreed: g is set */
 		goto fail;
 	/* Rank 0's unique id, over the control plane. */
 	memset(&uid, 0, sizeof(uid));

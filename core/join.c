@@ -135,7 +135,9 @@ static int read_peers(int fd, int size, const uint8_t *secret,
 	uint8_t *buf = malloc(cap);
 	int rc = HVD_ETIMEDOUT;
 
-	while (buf != NULL) {
+	if (buf == NULL)
+		return HVD_ENOMEM;
+	for (;;) {
 		struct pollfd pf = {fd, POLLIN, 0};
 		long long left = deadline - hvd__now_ms();
 		ssize_t n;
@@ -211,7 +213,7 @@ static int join_mesh(int rank, int size, struct hvd__tcp **out)
 			  sizeof(self));
 	if (rc != HVD_OK)
 		return rc;
-	port = atoi(strrchr(self, ':') + 1);
+	port = (int)strtol(strrchr(self, ':') + 1, NULL, 10); /* ours */
 	copy = strdup(list);
 	rc = HVD_ECONN;
 	for (a = copy ? strtok_r(copy, ",", &save) : NULL; a != NULL;

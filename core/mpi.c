@@ -2,7 +2,7 @@
 #include "mpi.h"
 
 #include <limits.h>
-#include <mpi.h>
+#include <mpi.h> /* NOLINT(readability-duplicate-include): Open MPI's */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,8 +134,9 @@ static int mpi_sendrecv(void *t, int to, const void *sbuf, size_t slen,
 	size_t so = 0, ro = 0;
 
 	while (so < slen || ro < rlen) {
-		int sn = (int)(slen - so < PIECE ? slen - so : PIECE),
-		    rn = (int)(rlen - ro < PIECE ? rlen - ro : PIECE);
+		size_t sl = slen - so, rl = rlen - ro;
+		int sn = sl < PIECE ? (int)sl : PIECE,
+		    rn = rl < PIECE ? (int)rl : PIECE;
 		int rc;
 
 		if (sn > 0 && rn > 0)

@@ -144,9 +144,10 @@ static void pending_drop(struct hvd__engine *e, struct hvd__pending *p)
 {
 	struct hvd__pending **pp;
 
-	for (pp = &e->coord; *pp != p; pp = &(*pp)->next)
+	for (pp = &e->coord; *pp != NULL && *pp != p; pp = &(*pp)->next)
 		;
-	*pp = p->next;
+	if (*pp != NULL)
+		*pp = p->next;
 	pending_free(p);
 }
 
@@ -421,8 +422,10 @@ static void coord_stalls(struct submit_ctx *ctx)
 				ctx->out->bad = true;
 				return;
 			}
+			/* settle may free p: look at the list afresh. */
 			settle(ctx, p, true);
 			again = true;
+			break;
 		}
 	}
 }

@@ -110,7 +110,7 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 		seg = es;
 	if (!direct && hvd__fusion_reserve(e, seg) != HVD_OK)
 		return HVD_ENOMEM;
-	v = malloc(n * sizeof(*v));
+	v = malloc((n > 0 ? n : 1) * sizeof(*v));
 	if (v == NULL)
 		return HVD_ENOMEM;
 	t0 = hvd__now_us();

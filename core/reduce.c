@@ -133,6 +133,8 @@ uint16_t hvd__float_to_bf16(float f)
 #define MIN(a, b) ((b) < (a) ? (b) : (a))
 #define MAX(a, b) ((b) > (a) ? (b) : (a))
 
+/* In the macros below T names a type, which takes no parentheses.
+ * NOLINTBEGIN(bugprone-macro-parentheses) */
 #define KERNEL(name, T, F)                                                     \
 	CLONES static void name(void *dst, const void *src, size_t n)          \
 	{                                                                      \
@@ -230,6 +232,7 @@ void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor)
 		for (i = 0; i < n; i++)                                        \
 			p[i] = (T)(p[i] / (T)divisor);                         \
 	} while (0)
+	/* NOLINTEND(bugprone-macro-parentheses) */
 	switch (t) {
 	case HVD_UINT8:
 		DIV(uint8_t);

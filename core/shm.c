@@ -379,7 +379,7 @@ static void pieces_copy(const struct iovec *v, int k, size_t off, size_t len,
 		if (dst != NULL)
 			memcpy((char *)dst + done, (char *)v[j].iov_base + lo,
 			       n);
-		else
+		else if (src != NULL)
 			memcpy((char *)v[j].iov_base + lo,
 			       (const char *)src + done, n);
 		done += n;

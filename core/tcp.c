@@ -226,6 +226,7 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 			    hvd__now_ms() + 2000) == HVD_OK
 			       ? rdv_mesh_hello_decode(hello, token)
 			       : RDV_EBAD;
+		/* NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult): rank < from < size, and t->fd has size entries */
 		if (from <= rank || from >= size || t->fd[from] >= 0) {
 			close(fd);
 			continue;
@@ -295,7 +296,7 @@ static ssize_t try_io(int fd, const struct cursor *c, bool sending)
 
 static void advance(struct cursor *c, size_t n)
 {
-	while (n > 0) {
+	while (n > 0 && c->i < c->n) {
 		size_t left = c->v[c->i].iov_len - c->off;
 
 		if (n < left) {

@@ -13,7 +13,9 @@ typedef int (*nvml_str_fn)(char *, unsigned int);
 typedef int (*nvml_count_fn)(unsigned int *);
 typedef int (*nvml_handle_fn)(unsigned int, void **);
 typedef int (*nvml_name_fn)(void *, char *, unsigned int);
+/* NVML's nvmlMemory_t, as the library fills it in. */
 struct nvml_memory {
+	/* cppcheck-suppress unusedStructMember */
 	unsigned long long total, free, used;
 };
 typedef int (*nvml_mem_fn)(void *, struct nvml_memory *);

@@ -172,6 +172,8 @@ static int hostlist_append(struct hl_hostlist *hl, struct hl_host *h,
 	struct hl_host *v;
 	size_t i;
 
+	if (h->name == NULL) /* its copy failed */
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	for (i = 0; i < hl->n; i++) {
 		if (strcmp(hl->v[i].name, h->name) != 0)
 			continue;

@@ -33,7 +33,7 @@ static char *mpi_interfaces(const struct hl_netcheck *nc, char **v,
 					&nc->h[i].addrs[a];
 
 				if (strcmp(ad->ifname,
-					   nc->h[i].selected.v[k]) ||
+					   nc->h[i].selected.v[k]) != 0 ||
 				    strchr(ad->addr, ':') != NULL)
 					continue;
 				j = hl_asprintf("%s%s%s/32", s ? s : "",

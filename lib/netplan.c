@@ -86,8 +86,8 @@ int hl_nc_plan(struct hl_netcheck *nc, const char *own)
 
 	nc->loopback = true;
 	for (i = 0; i < nc->n; i++)
-		if (nc->h[i].probed &&
-		    (nc->h[i].machine == NULL || strcmp(nc->h[i].machine, own)))
+		if (nc->h[i].probed && (nc->h[i].machine == NULL ||
+					strcmp(nc->h[i].machine, own) != 0))
 			nc->loopback = false;
 	for (i = 0; i < nc->n; i++) {
 		struct hl_nc_host *h = &nc->h[i];

@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "../proto/ifaces.h"
-#include "../proto/wire.h"
 #include "bind.h"
 #include "env.h"
 #include "proc.h"
@@ -240,30 +239,32 @@ static void answer_port(const char *ifs)
 /* Act on one record. HL_EPROTO for a malformed one. */
 static int on_record(struct node *nd, char type, const char *data, size_t len)
 {
-	struct wire_r rd;
+	struct hl_node_req q;
+	struct nrank *r;
 	char *s;
 
+	if (hl_node_req_decode(type, data, len, &q) != HL_OK)
+		return HL_EPROTO;
 	switch (type) {
 	case 'C':
-		return hl_strvec_push_owned(&nd->common, hl_strndup(data, len));
+		return hl_strvec_push_owned(&nd->common,
+					    hl_strndup(q.text, q.len));
 	case 'T':
-		wire_r_init(&rd, data, len);
-		nd->cur_task = (long)wire_get_u32(&rd);
+		nd->cur_task = (long)q.num;
 		nd->job = NULL;
-		return wire_r_done(&rd) ? HL_OK : HL_EPROTO;
+		return HL_OK;
 	case 'P':
 		if (mine(nd)) {
-			s = hl_strndup(data, len);
+			s = hl_strndup(q.text, q.len);
 			answer_port(s);
 			free(s);
 		}
 		return HL_OK;
 	case 'R':
-		wire_r_init(&rd, data, len);
 		if (mine(nd)) {
-			int rank = (int)wire_get_u32(&rd);
-
-			nd->job = find(nd, rank) ? NULL : add_rank(nd, rank);
+			nd->job = find(nd, (int)q.num)
+					  ? NULL
+					  : add_rank(nd, (int)q.num);
 			if (nd->job == NULL)
 				return HL_EPROTO;
 		}
@@ -273,7 +274,7 @@ static int on_record(struct node *nd, char type, const char *data, size_t len)
 	case 'D':
 		if (nd->job == NULL)
 			return HL_OK;
-		s = hl_strndup(data, len);
+		s = hl_strndup(q.text, q.len);
 		if (type == 'D') {
 			free(nd->job->cwd);
 			nd->job->cwd = s;
@@ -286,20 +287,11 @@ static int on_record(struct node *nd, char type, const char *data, size_t len)
 			start_rank(nd, nd->job);
 		nd->job = NULL;
 		return HL_OK;
-	case 'K': {
-		struct nrank *r;
-		int rank, sig;
-
-		wire_r_init(&rd, data, len);
-		rank = (int)wire_get_u32(&rd);
-		sig = wire_get_i32(&rd);
-		if (!wire_r_done(&rd) || sig <= 0 || sig >= NSIG)
-			return HL_EPROTO;
-		r = find(nd, rank);
+	case 'K':
+		r = find(nd, (int)q.num);
 		if (r != NULL && r->pid > 0 && !r->reaped)
-			kill(-r->pid, sig);
+			kill(-r->pid, q.sig);
 		return HL_OK;
-	}
 	case 'Z':
 		nd->all_sent = true;
 		return HL_OK;
@@ -485,7 +477,9 @@ int hl_node_agent_run(char **cause)
 			size_t cap = 2 + 2 * nd.n;
 			struct pollfd *p2 = realloc(pf, cap * sizeof(*pf));
 			struct nrank **w2 =
-				p2 ? realloc(who, cap * sizeof(*who)) : NULL;
+				p2 ? realloc(who,
+					     cap * sizeof(*who)) /* NOLINT(bugprone-sizeof-expression) */
+				   : NULL;
 			int *k2 = w2 ? realloc(whichk, cap * sizeof(*whichk))
 				     : NULL;
 

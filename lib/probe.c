@@ -117,14 +117,18 @@ static int listen_any(struct probe *p)
 
 static int listen_port(int fd)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} a;
+	socklen_t sl = sizeof(a);
 
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+	memset(&a, 0, sizeof(a));
+	if (getsockname(fd, &a.sa, &sl) != 0)
 		return HL_ESYS;
-	return ntohs(ss.ss_family == AF_INET6
-			     ? ((struct sockaddr_in6 *)&ss)->sin6_port
-			     : ((struct sockaddr_in *)&ss)->sin_port);
+	return ntohs(a.sa.sa_family == AF_INET6 ? a.in6.sin6_port
+						: a.in.sin_port);
 }
 
 static void describe_interfaces(struct probe *p, struct hl_buf *b)
@@ -368,6 +372,7 @@ static void loop(struct probe *p)
 {
 	long long end = hl_now_ms() + LIFETIME_MS;
 	struct pollfd *pf = malloc((MAX_INFLIGHT + 2) * sizeof(*pf));
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): of pointers */
 	struct target **who = malloc(MAX_INFLIGHT * sizeof(*who));
 	bool in_open = true;
 

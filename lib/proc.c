@@ -28,7 +28,7 @@ int hl_children(pid_t **out, size_t *n)
 		return HL_ESYS;
 	while ((de = readdir(d)) != NULL) {
 		long pid, ppid;
-		char *rp;
+		char *rp, *end;
 		ssize_t r;
 		int fd;
 
@@ -45,8 +45,10 @@ int hl_children(pid_t **out, size_t *n)
 		buf[r] = '\0';
 		/* "pid (comm) state ppid ...": comm may hold spaces. */
 		rp = strrchr(buf, ')');
-		if (rp == NULL || sscanf(rp + 1, " %*c %ld", &ppid) != 1 ||
-		    ppid != self)
+		if (rp == NULL || rp[1] != ' ' || rp[2] == '\0' || rp[3] != ' ')
+			continue;
+		ppid = strtol(rp + 4, &end, 10);
+		if (end == rp + 4 || ppid != self)
 			continue;
 		if ((cnt & (cnt - 1)) == 0) {
 			pid_t *nv =
@@ -84,7 +86,7 @@ int hl_resolve_command(const char *cmd, const char *path, char **resolved,
 		       char **cause)
 {
 	const char *p;
-	int rc = HL_ENOENT, first_noexec = HL_OK;
+	int rc, first_noexec = HL_OK;
 
 	*resolved = NULL;
 	if (cmd[0] == '\0')

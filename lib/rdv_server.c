@@ -180,8 +180,7 @@ static void report_missing(struct hl_rdv *r)
 		if (r->by_rank[rank] >= 0)
 			continue;
 		if (shown++ == 16) {
-			off += (size_t)snprintf(msg + off, sizeof(msg) - off,
-						" ...");
+			snprintf(msg + off, sizeof(msg) - off, " ...");
 			break;
 		}
 		off += (size_t)snprintf(msg + off, sizeof(msg) - off, " %d",

@@ -3,6 +3,8 @@
 #include "records.h"
 
 #include <arpa/inet.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +170,131 @@ int hl_line_unescape(char *s, size_t len)
 		}
 	}
 	return (int)o;
+}
+
+int hl_node_req_decode(char type, const char *data, size_t len,
+		       struct hl_node_req *q)
+{
+	struct wire_r r;
+
+	memset(q, 0, sizeof(*q));
+	q->type = type;
+	q->text = data;
+	q->len = len;
+	wire_r_init(&r, data, len);
+	switch (type) {
+	case 'T':
+	case 'R':
+		q->num = wire_get_u32(&r);
+		break;
+	case 'K':
+		q->num = wire_get_u32(&r);
+		q->sig = wire_get_i32(&r);
+		if (q->sig <= 0 || q->sig >= NSIG)
+			return HL_EPROTO;
+		break;
+	default:
+		return HL_OK;
+	}
+	return wire_r_done(&r) ? HL_OK : HL_EPROTO;
+}
+
+int hl_node_req_put(struct hl_buf *b, char type, uint32_t num, int sig)
+{
+	uint8_t v[8];
+	struct wire_w w;
+
+	wire_w_fixed(&w, v, sizeof(v));
+	wire_put_u32(&w, num);
+	if (type == 'K')
+		wire_put_i32(&w, sig);
+	return hl_proto_put(b, type, v, type == 'K' ? 8 : 4);
+}
+
+int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,
+		 long *task, char **out, size_t *outlen)
+{
+	char *p = line, *end = line + len, *rest;
+	struct hl_buf *part;
+	size_t n;
+	bool whole;
+
+	while (p < end && *p == ' ')
+		p++;
+	/* Digits within the line only: the line ends in no NUL. */
+	for (*task = 0, rest = p; rest < end && *rest >= '0' && *rest <= '9' &&
+				  (size_t)*task < ntasks;
+	     rest++)
+		*task = *task * 10 + (*rest - '0');
+	if (rest == p || rest + 2 > end || rest[0] != ':' || rest[1] != ' ' ||
+	    (size_t)*task >= ntasks)
+		return 0;
+	p = rest + 2;
+	n = (size_t)(end - p);
+	whole = n > 0 && p[n - 1] == HL_LINE_END;
+	part = &parts[*task];
+	if (!whole || part->len > 0) {
+		/* A piece: kept until its line's end comes; past two
+		 * lines' worth it is no line of an agent. */
+		if (part->len + n > 2 * HL_LINE_MAX ||
+		    hl_buf_append(part, p, n) != 0) {
+			part->len = 0;
+			return 0;
+		}
+		if (!whole)
+			return 0;
+		p = part->p;
+		n = part->len;
+		part->len = 0; /* its bytes stay until the next append */
+	}
+	*out = p;
+	*outlen = n - 1;
+	return 1;
+}
+
+int hl_agent_line_parse(char *line, size_t len, struct hl_agent_line *m)
+{
+	char *end = line + len, *rest;
+	long v;
+	int n;
+
+	memset(m, 0, sizeof(*m));
+	if (len < 2 || line[1] != ' ')
+		return HL_EPROTO;
+	line[len] = '\0';
+	m->kind = line[0];
+	switch (line[0]) {
+	case 'h':
+		m->text = line + 2;
+		m->len = len - 2;
+		return HL_OK;
+	case 'p':
+		v = strtol(line + 2, &rest, 10);
+		m->num = v > 0 && v < 65536 ? v : 0;
+		if (*rest == ' ' && strcmp(rest + 1, "-") != 0) {
+			m->text = rest + 1;
+			m->len = (size_t)(end - rest - 1);
+		}
+		return HL_OK;
+	case 'o':
+	case 'e':
+	case 'x':
+		m->num = strtol(line + 2, &rest, 10);
+		if (rest == line + 2 || *rest != ' ')
+			return HL_EPROTO;
+		if (line[0] == 'x') {
+			m->status = (int)strtol(rest + 1, NULL, 10);
+			return HL_OK;
+		}
+		n = hl_line_unescape(rest + 1, (size_t)(end - rest - 1));
+		if (n < 0)
+			return HL_EPROTO;
+		m->text = rest + 1;
+		m->len = (size_t)n;
+		return HL_OK;
+	default:
+		return HL_EPROTO;
+	}
 }
 
 void hl_free_port_format(char *buf, size_t len, int port, const char *addr)

@@ -87,6 +87,45 @@ int hl_line_unescape(char *s, size_t len);
  * has one. Format it into buf (at least HL_FREE_PORT_LEN bytes); parse
  * the first line of data: HL_OK with *port, and addr (INET_ADDRSTRLEN
  * bytes, "" when none), or HL_EPROTO. */
+/* A record hvdrun wrote to the node agents (above), decoded: num is the
+ * task of 'T' and the rank of 'R' and 'K', sig the signal of 'K'; text
+ * and len the payload of every other type (none is known to be bad).
+ * HL_OK, or HL_EPROTO for a 'T', 'R' or 'K' of the wrong size or a 'K'
+ * with no signal. */
+struct hl_node_req {
+	char type;
+	uint32_t num;
+	int sig;
+	const char *text;
+	size_t len;
+};
+int hl_node_req_decode(char type, const char *data, size_t len,
+		       struct hl_node_req *q);
+/* Append a 'T' or 'R' record (num), or a 'K' (num and sig). */
+int hl_node_req_put(struct hl_buf *b, char type, uint32_t num, int sig);
+/* One line of srun's output (srun's "TASK: " label, then a node agent's
+ * line or a piece of one): 1 with *task and the agent's whole line,
+ * without its HL_LINE_END, at *out and *outlen, valid until the next
+ * call for the same task ((*out)[*outlen] may be overwritten); 0 for a
+ * piece, kept in parts[task] (ntasks buffers) until its line's end
+ * comes, or a line that is not an agent's (srun's own words). */
+int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,
+		 long *task, char **out, size_t *outlen);
+/* A node agent's whole line (above), parsed in place (line[len] is
+ * overwritten): kind is 'h', 'p', 'o', 'e' or 'x'; num the port of 'p'
+ * (0 when it is none) and the rank of the others; status the wait(2)
+ * status of 'x'; text the node of 'h', the address of 'p' (NULL for
+ * "-"), the unescaped bytes of 'o' and 'e', with their count in len.
+ * HL_OK, or HL_EPROTO for any other line. */
+struct hl_agent_line {
+	char kind;
+	long num;
+	int status;
+	char *text;
+	size_t len;
+};
+int hl_agent_line_parse(char *line, size_t len, struct hl_agent_line *m);
+
 #define HL_FREE_PORT_LEN 32
 void hl_free_port_format(char *buf, size_t len, int port, const char *addr);
 int hl_free_port_parse(const char *data, size_t len, int *port, char *addr);

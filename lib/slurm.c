@@ -54,7 +54,9 @@ struct expand {
 };
 
 /* Expand s[0..len), an item's text from its next bracket group on, behind
- * the name built so far, buf[0..at). */
+ * the name built so far, buf[0..at). Each call deeper adds a number to the
+ * name, which HL_MAX_HOSTNAME bounds, and so bounds the recursion. */
+/* NOLINTNEXTLINE(misc-no-recursion) */
 static int expand(struct expand *x, const char *s, size_t len, size_t at)
 {
 	const char *open = memchr(s, '[', len), *close, *r;
@@ -218,7 +220,7 @@ int hl_slurm_hosts(const char *nodelist, const char *tasks, char **hosts,
 	if (rc == HL_OK)
 		rc = hl_slurm_tasks(tasks, "SLURM_TASKS_PER_NODE", names.n,
 				    slots, cause);
-	for (i = 0; rc == HL_OK && i < names.n; i++)
+	for (i = 0; rc == HL_OK && slots != NULL && i < names.n; i++)
 		if (hl_strvec_pushf(&entries, "%s:%d", names.v[i], slots[i]) !=
 		    HL_OK)
 			rc = hl_fail(cause, HL_ENOMEM, "out of memory");

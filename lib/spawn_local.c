@@ -17,8 +17,6 @@
 #include "proc.h"
 #include "spawn.h"
 
-extern char **environ;
-
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 		  pid_t parent, char **envp)

@@ -21,7 +21,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../proto/wire.h"
 #include "launch.h"
 #include "proc.h"
 #include "records.h"
@@ -29,7 +28,6 @@
 
 struct srun_rank {
 	struct hl_worker *w;
-	int task;    /* the step task of its host */
 	int pipe[2]; /* write ends of its stdout and stderr pipes */
 	bool done;   /* its note was written */
 };
@@ -90,23 +88,21 @@ static void rank_done(struct srun *s, struct srun_rank *r, int status,
 	hl_note_write(s->notify_fd, r->w->rank, status, lost);
 }
 
-/* One whole line of the agent of step task `task`, "KIND ...", without
- * its HL_LINE_END; line[len] may be overwritten. */
+/* One whole line of the agent of step task `task` (records.h). */
 static void on_line(struct srun *s, long task, char *line, size_t len)
 {
-	char *p = line, *end = line + len, *rest;
-	long rank, v;
+	struct hl_agent_line m;
+	struct srun_rank *r;
 	size_t hi;
 
-	if (p + 2 > end || p[1] != ' ')
+	if (hl_agent_line_parse(line, len, &m) != HL_OK)
 		return;
-	line[len] = '\0';
-	switch (p[0]) {
+	switch (m.kind) {
 	case 'h':
 		pthread_mutex_lock(&s->lock);
 		for (hi = 0; hi < s->l->hosts->n; hi++)
 			if (s->task_of[hi] >= 0 &&
-			    !strcmp(s->l->hosts->v[hi].name, p + 2))
+			    !strcmp(s->l->hosts->v[hi].name, m.text))
 				break;
 		if (hi == s->l->hosts->n) {
 			fail_locked(
@@ -115,9 +111,8 @@ static void on_line(struct srun *s, long task, char *line, size_t len)
 					       "job's hosts: name the hosts as "
 					       "Slurm names its nodes, or use "
 					       "--launcher ssh",
-					       p + 2));
-		} else if (!s->hello[hi] && task >= 0 &&
-			   (size_t)task < s->ntasks) {
+					       m.text));
+		} else if (!s->hello[hi] && (size_t)task < s->ntasks) {
 			s->hello[hi] = true;
 			s->hosts[task] = hi;
 			s->nhello++;
@@ -127,78 +122,26 @@ static void on_line(struct srun *s, long task, char *line, size_t len)
 		return;
 	case 'p':
 		pthread_mutex_lock(&s->lock);
-		v = strtol(p + 2, &rest, 10);
-		s->port = v > 0 && v < 65536 ? (int)v : 0;
-		if (*rest == ' ' && strcmp(rest + 1, "-") != 0)
-			snprintf(s->addr, sizeof(s->addr), "%s", rest + 1);
+		s->port = (int)m.num;
+		if (m.text != NULL)
+			snprintf(s->addr, sizeof(s->addr), "%s", m.text);
 		s->nport++;
 		pthread_cond_broadcast(&s->cond);
 		pthread_mutex_unlock(&s->lock);
 		return;
-	case 'o':
-	case 'e':
-	case 'x': {
-		struct srun_rank *r;
-		int k = p[0] == 'e';
-
-		rank = strtol(p + 2, &rest, 10);
-		r = rank_of(s, rank);
-		if (r == NULL || r->done || *rest != ' ')
+	default: /* 'o', 'e', 'x' */
+		r = rank_of(s, m.num);
+		if (r == NULL || r->done)
 			return;
-		if (p[0] == 'x') {
-			rank_done(s, r, (int)strtol(rest + 1, NULL, 10), false);
-		} else {
-			int n = hl_line_unescape(rest + 1,
-						 (size_t)(end - rest - 1));
-
-			/* A reader gone (the supervisor closed its end):
-			 * EPIPE, and the output is dropped. */
-			if (n > 0)
-				(void)hl_write_all(r->pipe[k], rest + 1,
-						   (size_t)n);
-		}
+		if (m.kind == 'x')
+			rank_done(s, r, m.status, false);
+		/* A reader gone (the supervisor closed its end): EPIPE,
+		 * and the output is dropped. */
+		else if (m.len > 0)
+			(void)hl_write_all(r->pipe[m.kind == 'e'], m.text,
+					   m.len);
 		return;
 	}
-	default:
-		return;
-	}
-}
-
-/* One line of srun's output: "TASK: " and an agent's line or a piece of
- * one (records.h), or srun's own words, which are not ours. */
-static void on_output(struct srun *s, char *line, size_t len)
-{
-	char *p = line, *end = line + len, *rest;
-	struct hl_buf *part;
-	size_t n;
-	long task;
-	bool whole;
-
-	while (p < end && *p == ' ')
-		p++;
-	task = strtol(p, &rest, 10);
-	if (rest == p || rest + 2 > end || rest[0] != ':' || rest[1] != ' ' ||
-	    task < 0 || (size_t)task >= s->ntasks)
-		return;
-	p = rest + 2;
-	n = (size_t)(end - p);
-	whole = n > 0 && p[n - 1] == HL_LINE_END;
-	part = &s->part[task];
-	if (!whole || part->len > 0) {
-		/* A piece: kept until its line's end comes; past two
-		 * lines' worth it is no line of an agent. */
-		if (part->len + n > 2 * HL_LINE_MAX ||
-		    hl_buf_append(part, p, n) != 0) {
-			part->len = 0;
-			return;
-		}
-		if (!whole)
-			return;
-		p = part->p;
-		n = part->len;
-	}
-	on_line(s, task, p, n - 1);
-	part->len = 0;
 }
 
 static void *reader(void *arg)
@@ -218,9 +161,13 @@ static void *reader(void *arg)
 		if (n <= 0 || hl_buf_append(&b, chunk, (size_t)n) != 0)
 			break;
 		while ((nl = memchr(b.p, '\n', b.len)) != NULL) {
-			size_t len = (size_t)(nl - b.p);
+			size_t len = (size_t)(nl - b.p), got;
+			char *line;
+			long task;
 
-			on_output(s, b.p, len);
+			if (hl_srun_line(b.p, len, s->part, s->ntasks, &task,
+					 &line, &got) == 1)
+				on_line(s, task, line, got);
 			hl_buf_consume(&b, len + 1);
 		}
 	}
@@ -330,16 +277,6 @@ static int srun_argv(const struct srun *s, struct hl_strvec *av)
 		rc = hl_strvec_push(av, "--node-agent");
 	free(nodes);
 	return rc;
-}
-
-static int put_u32(struct hl_buf *b, char type, uint32_t a)
-{
-	uint8_t v[4];
-	struct wire_w w;
-
-	wire_w_fixed(&w, v, sizeof(v));
-	wire_put_u32(&w, a);
-	return hl_proto_put(b, type, v, sizeof(v));
 }
 
 static int send_buf(struct srun *s, struct hl_buf *b)
@@ -468,7 +405,7 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		for (i = 0; i < s->ntasks && s->hosts[i] != hi; i++)
 			;
 		hl_buf_init(&b);
-		rc = put_u32(&b, 'T', (uint32_t)i);
+		rc = hl_node_req_put(&b, 'T', (uint32_t)i, 0);
 		if (rc == HL_OK)
 			rc = hl_proto_put(&b, 'P', names, strlen(names));
 		if (rc == HL_OK)
@@ -522,14 +459,14 @@ static int srun_start(void *ctx, char **cause)
 		for (j = 0; j < env[0].n; j++)
 			common[j] = true;
 		for (i = 1; i < s->nr; i++) {
-			char **mine = malloc((env[i].n + 1) * sizeof(char *));
+			char **mine = malloc((env[i].n + 1) * sizeof(*mine));
 
 			if (mine == NULL) {
 				rc = HL_ENOMEM;
 				break;
 			}
-			memcpy(mine, env[i].v, env[i].n * sizeof(char *));
-			qsort(mine, env[i].n, sizeof(char *), cmp_str);
+			memcpy(mine, env[i].v, env[i].n * sizeof(*mine));
+			qsort(mine, env[i].n, sizeof(*mine), cmp_str);
 			for (j = 0; j < env[0].n; j++)
 				common[j] = common[j] &&
 					    has(mine, env[i].n, env[0].v[j]);
@@ -551,13 +488,13 @@ static int srun_start(void *ctx, char **cause)
 			qsort(sorted, nc, sizeof(char *), cmp_str);
 	}
 	for (t = 0; t < s->ntasks && rc == HL_OK; t++) {
-		rc = put_u32(&b, 'T', (uint32_t)t);
+		rc = hl_node_req_put(&b, 'T', (uint32_t)t, 0);
 		for (i = 0; i < s->nr && rc == HL_OK; i++) {
 			const struct srun_rank *r = &s->r[i];
 
 			if (l->plan->ranks[r->w->rank].host != s->hosts[t])
 				continue;
-			rc = put_u32(&b, 'R', (uint32_t)r->w->rank);
+			rc = hl_node_req_put(&b, 'R', (uint32_t)r->w->rank, 0);
 			if (rc == HL_OK)
 				rc = hl_proto_put(&b, 'D', l->ssh->cwd,
 						  strlen(l->ssh->cwd));
@@ -596,18 +533,13 @@ static int srun_start(void *ctx, char **cause)
 static int srun_signal(void *ctx, struct hl_worker *w, int sig)
 {
 	struct srun *s = ctx;
-	uint8_t v[8];
-	struct wire_w ww;
 	struct hl_buf b;
 	int rc;
 
 	if (s->in_fd < 0)
 		return HL_OK;
-	wire_w_fixed(&ww, v, sizeof(v));
-	wire_put_u32(&ww, (uint32_t)w->rank);
-	wire_put_i32(&ww, sig);
 	hl_buf_init(&b);
-	rc = hl_proto_put(&b, 'K', v, sizeof(v));
+	rc = hl_node_req_put(&b, 'K', (uint32_t)w->rank, sig);
 	if (rc == HL_OK)
 		rc = send_buf(s, &b);
 	hl_buf_close(&b);

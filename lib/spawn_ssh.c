@@ -26,7 +26,7 @@
 #include "sshconn.h"
 
 /* Wait until pred holds or the deadline passes. */
-static bool wait_until(struct ssh_group *g, size_t *counter, size_t want,
+static bool wait_until(struct ssh_group *g, const size_t *counter, size_t want,
 		       long long deadline_ms)
 {
 	bool ok;

@@ -225,17 +225,24 @@ void hl_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int ms)
 
 char *hl_strvec_join(const struct hl_strvec *sv, const char *sep)
 {
-	size_t i, len = 1;
+	size_t i, len = 1, at = 0, ns = strlen(sep);
 	char *s;
 
 	for (i = 0; i < sv->n; i++)
-		len += strlen(sv->v[i]) + strlen(sep);
-	s = calloc(1, len);
+		len += strlen(sv->v[i]) + ns;
+	s = malloc(len);
 	for (i = 0; s != NULL && i < sv->n; i++) {
-		if (i > 0)
-			strcat(s, sep);
-		strcat(s, sv->v[i]);
+		size_t n = strlen(sv->v[i]);
+
+		if (i > 0) {
+			memcpy(s + at, sep, ns);
+			at += ns;
+		}
+		memcpy(s + at, sv->v[i], n);
+		at += n;
 	}
+	if (s != NULL)
+		s[at] = '\0';
 	return s;
 }
 

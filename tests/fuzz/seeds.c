@@ -59,6 +59,64 @@ static void records(void)
 	put("records", "port", "40123 10.0.0.2\n", 15);
 }
 
+/* The srun launcher's records to the node agents, and their lines back
+ * through srun, one cut into pieces as slurmstepd cuts a task's tail. */
+static void agent(void)
+{
+	static const char lines[] = "0: h node1\x1e\n"
+				    "1: h node2\x1e\n"
+				    "0: p 40123 10.0.0.1\x1e\n"
+				    "1: o 2 step 1 loss 0.25\x1e\n"
+				    "0: e 0 warn\\x0a\x1e\n"
+				    "1: o 3 first half\n"
+				    "1:  and the rest\x1e\n"
+				    "srun: error: node2: task 1: Exited\n"
+				    "0: x 0 0\x1e\n"
+				    "1: x 2 256\x1e\n";
+	struct hl_buf b;
+
+	hl_buf_init(&b);
+	hl_proto_put(&b, 'C', "HVD_SIZE=4", 10);
+	hl_node_req_put(&b, 'T', 0, 0);
+	hl_proto_put(&b, 'P', "eth0,ib0", 8);
+	hl_node_req_put(&b, 'R', 0, 0);
+	hl_proto_put(&b, 'E', "HVD_RANK=0", 10);
+	hl_proto_put(&b, 'D', "/home/u", 7);
+	hl_proto_put(&b, 'A', "./train", 7);
+	hl_proto_put(&b, 'G', NULL, 0);
+	hl_proto_put(&b, 'Z', NULL, 0);
+	hl_node_req_put(&b, 'K', 0, 15);
+	put("agent", "records", b.p, b.len);
+	hl_buf_close(&b);
+	put("agent", "lines", lines, sizeof(lines) - 1);
+}
+
+/* Command lines, their arguments separated by NUL bytes after the byte
+ * that picks `hvdrun check` (odd) or a job (even). */
+static void options(void)
+{
+	static const char job[] =
+		"\0-np\0"
+		"4\0-H\0a:2,b:2\0-x\0NCCL_DEBUG=INFO\0-x\0PATH\0"
+		"--fusion-threshold-mb\0"
+		"64\0--timeline-filename\0t.json\0"
+		"--verbose\0python\0train.py\0--lr\0"
+		"0.1";
+	static const char ssh[] =
+		"\0--hostfile\0hosts\0-p\0"
+		"2222\0-i\0key\0"
+		"--ssh-host-key-checking=no\0--network-interface\0eth0\0"
+		"--network-interface=ib0\0--launcher\0ssh\0--bind-to\0none\0"
+		"--log-level\0debug\0./train";
+	static const char check[] = "\1-H\0a,b\0--json\0"
+				    "--network-check-timeout\0"
+				    "5";
+
+	put("options", "job", job, sizeof(job) - 1);
+	put("options", "ssh", ssh, sizeof(ssh) - 1);
+	put("options", "check", check, sizeof(check) - 1);
+}
+
 static void probe(void)
 {
 	struct hl_pm_iface i = {"eth0", "10.1.2.3", false};
@@ -152,6 +210,8 @@ int main(int argc, char **argv)
 	}
 	dir = argv[1];
 	records();
+	agent();
+	options();
 	probe();
 	rendezvous();
 	control();

@@ -1,8 +1,9 @@
 /* test_wire.c: the wire helper (proto/wire.h) and the decoders built on
  * it, each called alone on a buffer: libhvd's control messages
  * (core/control.c), the mesh hello (proto/rendezvous.c), the agent
- * records (lib/records.c) and the probe's messages (lib/probe_msg.c). Every cut of a good message is refused, never
- * read past; a bad value is refused, never used. */
+ * records and the srun launcher's lines (lib/records.c) and the probe's
+ * messages (lib/probe_msg.c). Every cut of a good message is refused,
+ * never read past; a bad value is refused, never used. */
 #include "../../proto/rendezvous.h"
 #include "../../proto/wire.h"
 #include "engine.h"
@@ -300,6 +301,71 @@ static void test_agent_lines(void)
 	CHECK(hl_line_unescape(copy, 6) == 2 && memcmp(copy, "A\\", 2) == 0);
 }
 
+/* What the node agents read: 'T', 'R' and 'K' of the right size only,
+ * 'K' with a signal; text records as they are. */
+static void test_node_requests(void)
+{
+	struct hl_node_req q;
+	struct hl_buf b;
+	const char *d;
+	size_t used, len;
+	char type;
+
+	hl_buf_init(&b);
+	CHECK(hl_node_req_put(&b, 'K', 7, 15) == HL_OK);
+	CHECK(hl_proto_next(&b, &used, &type, &d, &len) == 1);
+	CHECK(hl_node_req_decode(type, d, len, &q) == HL_OK);
+	CHECK(q.type == 'K' && q.num == 7 && q.sig == 15);
+	CHECK(hl_node_req_decode('K', d, len - 1, &q) == HL_EPROTO);
+	CHECK(hl_node_req_decode('R', d, len, &q) == HL_EPROTO);
+	CHECK(hl_node_req_decode('R', d, 4, &q) == HL_OK && q.num == 7);
+	CHECK(hl_node_req_decode('K', "\0\0\0\1\0\0\0\0", 8, &q) == HL_EPROTO);
+	CHECK(hl_node_req_decode('E', "A=1", 3, &q) == HL_OK && q.len == 3 &&
+	      q.text[0] == 'A');
+	hl_buf_close(&b);
+}
+
+/* What hvdrun reads back through srun: labels within the line only (a
+ * blank line and a label past the tasks are srun's own words), pieces
+ * joined per task, and each kind of line parsed. */
+static void test_srun_lines(void)
+{
+	struct hl_buf parts[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+	struct hl_agent_line m;
+	char buf[128], *out;
+	size_t n;
+	long task;
+
+	memcpy(buf, "   \n\n 1", 8);
+	CHECK(hl_srun_line(buf, 3, parts, 2, &task, &out, &n) == 0);
+	memcpy(buf, "2: h x\x1e", 7);
+	CHECK(hl_srun_line(buf, 7, parts, 2, &task, &out, &n) == 0);
+	memcpy(buf, "1: o 3 ab", 9);
+	CHECK(hl_srun_line(buf, 9, parts, 2, &task, &out, &n) == 0);
+	memcpy(buf, "0: x 5 0\x1e", 9);
+	CHECK(hl_srun_line(buf, 9, parts, 2, &task, &out, &n) == 1);
+	CHECK(task == 0 && n == 5 && memcmp(out, "x 5 0", 5) == 0);
+	CHECK(hl_agent_line_parse(out, n, &m) == HL_OK);
+	CHECK(m.kind == 'x' && m.num == 5 && m.status == 0);
+	memcpy(buf, "1: c\\x0a\x1e", 9);
+	CHECK(hl_srun_line(buf, 9, parts, 2, &task, &out, &n) == 1);
+	CHECK(task == 1 && hl_agent_line_parse(out, n, &m) == HL_OK);
+	CHECK(m.kind == 'o' && m.num == 3 && m.len == 4);
+	CHECK(memcmp(m.text, "abc\n", 4) == 0);
+	memcpy(buf, "p 40000 -", 9);
+	CHECK(hl_agent_line_parse(buf, 9, &m) == HL_OK);
+	CHECK(m.num == 40000 && m.text == NULL);
+	memcpy(buf, "h node7", 7);
+	CHECK(hl_agent_line_parse(buf, 7, &m) == HL_OK);
+	CHECK_STR(m.text, "node7");
+	memcpy(buf, "e 1 \\q", 7);
+	CHECK(hl_agent_line_parse(buf, 7, &m) == HL_EPROTO);
+	memcpy(buf, "o x y", 5);
+	CHECK(hl_agent_line_parse(buf, 5, &m) == HL_EPROTO);
+	hl_buf_close(&parts[0]);
+	hl_buf_close(&parts[1]);
+}
+
 /* The payload of the only record in b. */
 static bool only(struct hl_buf *b, char want, const char **data, size_t *len)
 {
@@ -425,6 +491,8 @@ int main(void)
 	RUN(test_mesh_hello);
 	RUN(test_agent_records);
 	RUN(test_agent_lines);
+	RUN(test_node_requests);
+	RUN(test_srun_lines);
 	RUN(test_probe_messages);
 	RUN(test_probe_gpu_facts);
 	return tap_done();
