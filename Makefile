@@ -75,7 +75,7 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 .SECONDARY:
 
 .PHONY: FORCE all deps test unit-test cli-test demo bench fuzz fuzz-seeds install uninstall clean \
-        checkstyle format lint
+        checkstyle format lint lint-tidy
 
 all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN)
 
@@ -320,8 +320,11 @@ $(B)/lint/%.ok: %.c $(B)/obj/%.o .clang-tidy
 	    rc=$$?; grep -v 'warnings\? generated\.$$' $@.log >&2; \
 	    rm -f $@.log; [ $$rc -eq 0 ] && touch $@
 
-lint: $(LINT_OK)
+lint: deps
+	@$(MAKE) --no-print-directory lint-tidy
 	$(CPPCHECK) cmd lib core proto
+
+lint-tidy: $(LINT_OK)
 
 format:
 	clang-format -i $(STYLE_SRC)

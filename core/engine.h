@@ -276,6 +276,8 @@ void hvd__negotiate_free(struct hvd__engine *e);
 /* "allreduce of 10 float32 op sum", for messages. */
 void hvd__meta_describe(const struct hvd__meta *m, char *buf, size_t len);
 bool hvd__meta_equal(const struct hvd__meta *a, const struct hvd__meta *b);
+/* count elements of dtype, in bytes. */
+size_t hvd__meta_bytes(const struct hvd__meta *m);
 
 /* ---- fusion.c (background thread) ---- */
 

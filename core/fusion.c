@@ -105,8 +105,7 @@ static bool fuses_with(const struct hvd__resp *x, const struct hvd__req *r)
  * stand-in (zeros to reduce, nothing to gather, somewhere to receive). */
 static struct hvd__req *stand_in(const struct hvd__resp *x)
 {
-	size_t bytes = (size_t)x->m.count *
-		       hvd__dtype_size((enum hvd_dtype)x->m.dtype);
+	size_t bytes = hvd__meta_bytes(&x->m);
 	struct hvd__req *r = calloc(1, sizeof(*r));
 
 	if (r == NULL || (r->name = strdup(x->name)) == NULL ||
@@ -227,8 +226,7 @@ static int run_one(struct hvd__engine *e, struct hvd__req *r)
 
 int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 {
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): of pointers */
-	struct hvd__req **batch = calloc(n + 1, sizeof(*batch));
+	struct hvd__req **batch = calloc(n + 1, sizeof(struct hvd__req *));
 	size_t i = 0, nb, k;
 	int rc = HVD_OK, s;
 

@@ -84,6 +84,11 @@ static void resps_add(struct resps *out, char *name, const struct hvd__meta *m,
 	out->n++;
 }
 
+size_t hvd__meta_bytes(const struct hvd__meta *m)
+{
+	return (size_t)m->count * hvd__dtype_size((enum hvd_dtype)m->dtype);
+}
+
 bool hvd__meta_equal(const struct hvd__meta *a, const struct hvd__meta *b)
 {
 	return a->type == b->type && a->dtype == b->dtype && a->op == b->op &&
@@ -580,8 +585,7 @@ static const struct hvd__req *ride_pick(const struct hvd__engine *e,
 	const struct hvd__req *r, *best = NULL;
 
 	for (r = e->pending_local; r != NULL; r = r->next) {
-		size_t bytes = (size_t)r->m.count *
-			       hvd__dtype_size((enum hvd_dtype)r->m.dtype);
+		size_t bytes = hvd__meta_bytes(&r->m);
 
 		if (r->cache < 0 || r->m.type != HVD__REQ_ALLREDUCE ||
 		    r->m.gpu || r->m.prescale != 1 || r->m.postscale != 1 ||
@@ -604,22 +608,17 @@ static int agree_on_host(struct hvd__engine *e, uint8_t *vec, size_t vlen,
 	const struct hvd__req *r =
 		slot > head ? ride_pick(e, slot - head) : NULL;
 	int32_t entry = r != NULL ? r->cache : -1;
-	size_t bytes =
-		r != NULL ? (size_t)r->m.count *
-				    hvd__dtype_size((enum hvd_dtype)r->m.dtype)
-			  : 0;
+	size_t bytes = r != NULL ? hvd__meta_bytes(&r->m) : 0;
 	struct iovec v[4] = {{&entry, sizeof(entry)},
 			     {vec, vlen},
 			     {(void *)zeros, head - sizeof(entry) - vlen},
 			     {(void *)(r != NULL ? r->sendbuf : zeros), bytes}};
 	int size = e->comm.size, p, rc;
-	const unsigned char **slots = malloc((size_t)size * sizeof(*slots));
+	const unsigned char *const *slots;
 	bool same = entry >= 0;
 
 	*rode = -1;
-	if (slots == NULL)
-		return HVD_ENOMEM;
-	rc = hvd__shm_exchange(e->shm, v, 4, slots,
+	rc = hvd__shm_exchange(e->shm, v, 4, &slots,
 			       hvd__transport_timeout_ms());
 	for (i = 0; rc == HVD_OK && i < vlen; i++)
 		for (p = 0; p < size; p++)
@@ -637,7 +636,6 @@ static int agree_on_host(struct hvd__engine *e, uint8_t *vec, size_t vlen,
 			(enum hvd_dtype)r->m.dtype, (enum hvd_op)r->m.op);
 		*rode = entry;
 	}
-	free(slots);
 	return rc;
 }
 

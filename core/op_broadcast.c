@@ -8,8 +8,7 @@
 
 int hvd__op_broadcast(struct hvd__engine *e, struct hvd__req *r)
 {
-	size_t bytes = (size_t)r->m.count *
-		       hvd__dtype_size((enum hvd_dtype)r->m.dtype);
+	size_t bytes = hvd__meta_bytes(&r->m);
 	int rc;
 
 	if (!r->m.gpu && e->shm != NULL)

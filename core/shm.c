@@ -50,7 +50,7 @@ struct hvd__shm {
 	struct line *lines;
 	unsigned char *slots;
 	int *pidfd;
-	const unsigned char **view; /* lsize slots, for allreduce_small */
+	const unsigned char **view; /* lsize slots: the last exchange's */
 	uint32_t seq;
 	unsigned set; /* the slot set of the next chunk */
 	int spin_us;  /* how long a wait yields before it sleeps */
@@ -421,7 +421,7 @@ size_t hvd__shm_slot_bytes(const struct hvd__shm *s)
 /* The set is written again two exchanges later, after a barrier that no
  * peer reaches before it has read it. */
 int hvd__shm_exchange(struct hvd__shm *s, const struct iovec *v, int k,
-		      const unsigned char **slots, int timeout_ms)
+		      const unsigned char *const **slots, int timeout_ms)
 {
 	unsigned set = s->set;
 	size_t total = 0;
@@ -435,7 +435,8 @@ int hvd__shm_exchange(struct hvd__shm *s, const struct iovec *v, int k,
 	pieces_copy(v, k, 0, total, slot_of(s, set, s->lrank), NULL);
 	rc = hvd__shm_barrier(s, timeout_ms);
 	for (p = 0; p < s->lsize; p++)
-		slots[p] = slot_of(s, set, p);
+		s->view[p] = slot_of(s, set, p);
+	*slots = s->view;
 	return rc;
 }
 
@@ -464,10 +465,10 @@ static int allreduce_small(struct hvd__shm *s, const struct iovec *v, int k,
 			   size_t keep_lo, size_t keep_hi)
 {
 	size_t es = hvd__dtype_size(t), at = 0;
-	const unsigned char **slots = s->view;
+	const unsigned char *const *slots;
 	int j, rc;
 
-	rc = hvd__shm_exchange(s, v, k, slots, timeout_ms);
+	rc = hvd__shm_exchange(s, v, k, &slots, timeout_ms);
 	for (j = 0; j < k && rc == HVD_OK; at += v[j].iov_len, j++) {
 		size_t lo = at > keep_lo ? at : keep_lo;
 		size_t hi = at + v[j].iov_len < keep_hi ? at + v[j].iov_len

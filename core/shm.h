@@ -56,10 +56,11 @@ int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
 			 const struct iovec *v, int k, enum hvd_dtype t,
 			 enum hvd_op op, int timeout_ms);
 /* One exchange on one host: the pieces (at most a slot, laid end to
- * end) into this rank's slot, then every local rank's slot in slots[]
- * (lsize entries), readable until the exchange after next. */
+ * end) into this rank's slot, then *slots the array of every local
+ * rank's slot (lsize entries, s's own), readable until the exchange after
+ * next. */
 int hvd__shm_exchange(struct hvd__shm *s, const struct iovec *v, int k,
-		      const unsigned char **slots, int timeout_ms);
+		      const unsigned char *const **slots, int timeout_ms);
 /* count elements at byte off of every slot of an exchange, reduced in
  * local rank order into dst (an average divided by the local ranks). */
 void hvd__shm_reduce_slots(const struct hvd__shm *s,

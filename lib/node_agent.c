@@ -52,10 +52,13 @@ struct node {
 	struct hl_pids termed; /* processes (-group) sent SIGTERM */
 };
 
-/* One line on stdout, in one write(2). */
-static void say(const char *line, size_t len)
+/* line[0..len) as one line on stdout, in one write(2), ended by
+ * HL_LINE_END and '\n' (line has room for both). */
+static void say(char *line, size_t len)
 {
-	(void)hl_write_all(1, line, len);
+	line[len] = HL_LINE_END;
+	line[len + 1] = '\n';
+	(void)hl_write_all(1, line, len + 2);
 }
 
 static void sayf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -73,8 +76,6 @@ static void sayf(const char *fmt, ...)
 		return;
 	if ((size_t)n > sizeof(line) - 3)
 		n = (int)sizeof(line) - 3;
-	line[n++] = HL_LINE_END;
-	line[n++] = '\n';
 	say(line, (size_t)n);
 }
 
@@ -90,9 +91,7 @@ static void say_data(int rank, int k, const char *data, size_t n)
 
 		took = hl_line_escape(data, n, line + head,
 				      sizeof(line) - (size_t)head - 2, &out);
-		line[(size_t)head + out] = HL_LINE_END;
-		line[(size_t)head + out + 1] = '\n';
-		say(line, (size_t)head + out + 2);
+		say(line, (size_t)head + out);
 		data += took;
 		n -= took;
 	}
@@ -477,8 +476,7 @@ int hl_node_agent_run(char **cause)
 			size_t cap = 2 + 2 * nd.n;
 			struct pollfd *p2 = realloc(pf, cap * sizeof(*pf));
 			struct nrank **w2 =
-				p2 ? realloc(who,
-					     cap * sizeof(*who)) /* NOLINT(bugprone-sizeof-expression) */
+				p2 ? realloc(who, cap * sizeof(struct nrank *))
 				   : NULL;
 			int *k2 = w2 ? realloc(whichk, cap * sizeof(*whichk))
 				     : NULL;

@@ -372,8 +372,7 @@ static void loop(struct probe *p)
 {
 	long long end = hl_now_ms() + LIFETIME_MS;
 	struct pollfd *pf = malloc((MAX_INFLIGHT + 2) * sizeof(*pf));
-	/* NOLINTNEXTLINE(bugprone-sizeof-expression): of pointers */
-	struct target **who = malloc(MAX_INFLIGHT * sizeof(*who));
+	struct target **who = malloc(MAX_INFLIGHT * sizeof(struct target *));
 	bool in_open = true;
 
 	if (pf == NULL || who == NULL)

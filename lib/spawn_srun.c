@@ -112,7 +112,7 @@ static void on_line(struct srun *s, long task, char *line, size_t len)
 					       "Slurm names its nodes, or use "
 					       "--launcher ssh",
 					       m.text));
-		} else if (!s->hello[hi] && (size_t)task < s->ntasks) {
+		} else if (!s->hello[hi]) { /* task < ntasks: hl_srun_line */
 			s->hello[hi] = true;
 			s->hosts[task] = hi;
 			s->nhello++;

@@ -116,6 +116,20 @@ rig_wait_port() {
 	return 1
 }
 
+# Wait at most TENTHS tenths of a second until no process's command line
+# matches PATTERN (pgrep -f, on every host: the rig's hosts share this pid
+# space); else print those left, their ids in RIG_LEFT, and fail.
+rig_wait_gone() {
+	local pattern=$1 tenths=$2 i
+	for i in $(seq 1 "$tenths"); do
+		pgrep -f -- "$pattern" >/dev/null || return 0
+		sleep 0.1
+	done
+	pgrep -af -- "$pattern"
+	RIG_LEFT=$(pgrep -f -- "$pattern" || true)
+	return 1
+}
+
 # Every step may find its part gone already: none fails the caller (a
 # script under set -e that calls this from its EXIT trap).
 rig_down() {

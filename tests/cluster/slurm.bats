@@ -96,13 +96,7 @@ setup() {
 # No agent, nor srun running one, left on any node within 10 s: once
 # hvdrun has ended srun, Slurm ends the step's tasks on its own time.
 assert_no_agent() {
-	local i
-	for i in $(seq 1 100); do
-		pgrep -f -- "--node-agent" >/dev/null || return 0
-		sleep 0.1
-	done
-	pgrep -af -- "--node-agent"
-	return 1
+	rig_wait_gone "--node-agent" 100
 }
 
 # A 3-node job of family.sh workers (hvdrun options in "$@"), hvdrun

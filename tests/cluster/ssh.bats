@@ -22,14 +22,9 @@ setup() {
 
 # Every test ends with no agent left on any host (within 5 s).
 teardown() {
-	local i left
-	for i in $(seq 1 50); do
-		left=$(pgrep -f -- "^$HVDRUN --agent" || true)
-		[ -z "$left" ] && return 0
-		sleep 0.1
-	done
-	echo "agents left behind: $left"
-	kill $left
+	rig_wait_gone "^$HVDRUN --agent" 50 && return 0
+	echo "agents left behind"
+	kill $RIG_LEFT
 	return 1
 }
 
