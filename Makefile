@@ -217,6 +217,7 @@ bench: deps
 	@tests/bench/launch
 	@tests/bench/launch-ssh
 	@tests/bench/launch-slurm
+	@tests/bench/launch-scale
 	@tests/bench/check
 	@tests/bench/allreduce
 	@tests/bench/allreduce-hosts

@@ -33,7 +33,9 @@ struct sup {
 	const struct hl_launch *l;
 	const struct hl_spawner_ops *ops[2]; /* local, ssh */
 	void *ctx[2];
-	int notify[2]; /* SSH exit notes */
+	int notify[2]; /* remote workers' notes (notes.c) */
+	char *notes;   /* what was read of them, a partial note last */
+	size_t nnotes;
 	struct hl_worker *w;
 	int n;
 	int sfd;
@@ -228,15 +230,52 @@ static void on_report(struct sup *s)
 	terminate(s, SIGTERM);
 }
 
-/* Exits of remote workers, from the SSH spawner. */
+/* Output and exits of remote workers, from the SSH and srun spawners. A
+ * bounded number of reads a call, so that a flood of output cannot keep
+ * signals and local workers waiting. */
+#define NOTES_CAP (64 * 1024)
+
 static void on_notes(struct sup *s)
 {
-	int rank, status;
-	bool lost;
+	int rounds;
 
-	while (hl_ssh_read_note(s->notify[0], &rank, &status, &lost) == HL_OK)
-		if (rank >= 0 && rank < s->n && !s->w[rank].exited)
-			worker_exited(s, &s->w[rank], status, lost);
+	for (rounds = 0; rounds < 16; rounds++) {
+		ssize_t n = read(s->notify[0], s->notes + s->nnotes,
+				 NOTES_CAP - s->nnotes);
+		struct hl_note note;
+		size_t at = 0;
+		int used;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		s->nnotes += (size_t)n;
+		while ((used = hl_note_next(s->notes + at, s->nnotes - at,
+					    &note)) > 0) {
+			struct hl_worker *w;
+
+			at += (size_t)used;
+			if (note.rank < 0 || note.rank >= s->n)
+				continue;
+			w = &s->w[note.rank];
+			if (note.kind == 'o' || note.kind == 'e') {
+				hl_out_feed(&w->out[note.kind == 'e'],
+					    note.data, note.len);
+			} else if (!w->exited) {
+				/* Its output came first: end its last line. */
+				hl_out_flush(&w->out[0]);
+				hl_out_flush(&w->out[1]);
+				worker_exited(s, w, note.status,
+					      note.kind == 'l');
+			}
+		}
+		/* Only our own threads write here: a bad note is a bug. */
+		if (used < 0)
+			at = s->nnotes;
+		memmove(s->notes, s->notes + at, s->nnotes - at);
+		s->nnotes -= at;
+	}
 }
 
 static void close_stream(struct hl_worker *w, int j)
@@ -429,10 +468,15 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 		goto out_sfd;
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	signal(SIGPIPE, SIG_IGN);
-	if (pipe2(s.notify, O_CLOEXEC | O_NONBLOCK) != 0) {
+	/* The spawners' threads block on a full pipe (their output waits
+	 * for us); a large one lets them run ahead. */
+	s.notes = malloc(NOTES_CAP);
+	if (s.notes == NULL || pipe2(s.notify, O_CLOEXEC) != 0) {
 		rc = hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
 		goto out_watchdog;
 	}
+	fcntl(s.notify[0], F_SETFL, O_NONBLOCK);
+	(void)fcntl(s.notify[0], F_SETPIPE_SZ, 1 << 20);
 	for (i = 0; i < s.n; i++)
 		s.w[i].remote = hl_worker_remote(l, l->plan->ranks[i].host);
 	/* Connect to every remote host before anything starts: a host that
@@ -471,10 +515,10 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 		for (j = 0; j < 2; j++)
 			if (s.w[i].fd[j] >= 0)
 				close_stream(&s.w[i], j);
+	close(s.notify[0]);
 	for (j = 0; j < 2; j++)
 		if (s.ctx[j] != NULL)
 			s.ops[j]->close(s.ctx[j]);
-	close(s.notify[0]);
 	close(s.notify[1]);
 out_watchdog:
 	hl_watchdog_done(&s.wd);
@@ -483,6 +527,7 @@ out_sfd:
 out_mask:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out_free:
+	free(s.notes);
 	free(s.termed.v);
 	workers_close(s.w, s.n);
 	return rc;

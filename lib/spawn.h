@@ -18,17 +18,17 @@ struct hl_worker {
 	int rank;
 	bool remote; /* started by the SSH spawner */
 	pid_t pid;   /* local: the worker, leader of its process group */
-	int fd[2];   /* its stdout and stderr, -1 once at end of file */
+	int fd[2];   /* a local one's stdout and stderr, -1 at end of file */
 	struct hl_outstream out[2];
 	bool exited;
 	int status; /* wait(2) status */
 };
 
 /* open gets ready to start the ranks the spawner owns (SSH: connect and
- * authenticate every host), start starts them and fills each worker's
- * output fds, signal reaches a worker and its children, close releases
- * everything. A local worker's exit arrives as SIGCHLD; a remote one's as
- * a note on the notify fd (hl_ssh_read_note). */
+ * authenticate every host), start starts them (the local spawner fills
+ * each worker's output fds), signal reaches a worker and its children, close releases
+ * everything. A local worker's output comes through its fds and its exit
+ * as SIGCHLD; a remote one's both as notes on the notify fd (below). */
 struct hl_spawner_ops {
 	const char *name;
 	int (*open)(void **ctx, const struct hl_launch *l, struct hl_worker *w,
@@ -47,11 +47,21 @@ extern const struct hl_spawner_ops hl_spawn_srun;
 
 /* Whether host hi of the launch is started over SSH. */
 bool hl_worker_remote(const struct hl_launch *l, size_t hi);
-/* One exit note of a remote worker (SSH or srun spawner) on the notify
- * fd: its rank, wait(2) status, and whether its host was lost instead.
- * Written in one write(2) shorter than PIPE_BUF. Read one: 0, or
- * HL_EAGAIN when none is waiting. */
+/* The notes of the remote spawners (SSH and srun) to the supervisor, on
+ * its notify fd (notes.c): a worker's output, in pieces, and its exit
+ * (wait(2) status, or its host lost), each note one write(2) of at most
+ * PIPE_BUF bytes. hl_note_next decodes the first note of p: its length
+ * with *note (data points into p), 0 when p holds no whole note yet, or
+ * HL_EPROTO. */
+struct hl_note {
+	int rank;
+	char kind; /* 'o', 'e': output; 'x': exited; 'l': host lost */
+	int status;
+	const char *data;
+	size_t len;
+};
 void hl_note_write(int fd, int rank, int status, bool lost);
-int hl_ssh_read_note(int fd, int *rank, int *status, bool *lost);
+void hl_note_output(int fd, int rank, int stream, const char *data, size_t n);
+int hl_note_next(const char *p, size_t len, struct hl_note *note);
 
 #endif

@@ -5,9 +5,9 @@
  * the environment common to all ranks once, then each node's ranks,
  * addressed by step task (records.h). The agents answer in lines that
  * srun labels with the task (--label); a thread reads them, maps each
- * task to its host by the node name of its hello, and moves output and
- * exit statuses into the per-rank pipes and notes the supervisor reads,
- * as the SSH spawner does. Closing srun's standard input ends every
+ * task to its host by the node name of its hello, and passes output and
+ * exit statuses to the supervisor as notes (notes.c), as the SSH spawner
+ * does. Closing srun's standard input ends every
  * agent and its workers; so does hvdrun's death, even by SIGKILL. */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,8 +28,7 @@
 
 struct srun_rank {
 	struct hl_worker *w;
-	int pipe[2]; /* write ends of its stdout and stderr pipes */
-	bool done;   /* its note was written */
+	bool done; /* its exit note was written */
 };
 
 struct srun {
@@ -82,9 +81,6 @@ static void rank_done(struct srun *s, struct srun_rank *r, int status,
 	if (r->done)
 		return;
 	r->done = true;
-	close(r->pipe[0]);
-	close(r->pipe[1]);
-	r->pipe[0] = r->pipe[1] = -1;
 	hl_note_write(s->notify_fd, r->w->rank, status, lost);
 }
 
@@ -135,11 +131,9 @@ static void on_line(struct srun *s, long task, char *line, size_t len)
 			return;
 		if (m.kind == 'x')
 			rank_done(s, r, m.status, false);
-		/* A reader gone (the supervisor closed its end): EPIPE,
-		 * and the output is dropped. */
 		else if (m.len > 0)
-			(void)hl_write_all(r->pipe[m.kind == 'e'], m.text,
-					   m.len);
+			hl_note_output(s->notify_fd, (int)m.num, m.kind == 'e',
+				       m.text, m.len);
 		return;
 	}
 }
@@ -323,30 +317,9 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		s->task_of[hi] = (long)s->ntasks;
 		s->hosts[s->ntasks++] = hi;
 	}
-	for (r0 = 0; r0 < l->plan->size; r0++) {
-		struct srun_rank *r;
-		int p[2][2];
-
-		if (s->task_of[l->plan->ranks[r0].host] < 0)
-			continue;
-		if (pipe2(p[0], O_CLOEXEC) != 0)
-			return hl_fail(cause, HL_ESYS, "pipe: %s",
-				       strerror(errno));
-		if (pipe2(p[1], O_CLOEXEC) != 0) {
-			close(p[0][0]);
-			close(p[0][1]);
-			return hl_fail(cause, HL_ESYS, "pipe: %s",
-				       strerror(errno));
-		}
-		r = &s->r[s->nr++];
-		r->w = &w[r0];
-		r->pipe[0] = p[0][1];
-		r->pipe[1] = p[1][1];
-		w[r0].fd[0] = p[0][0];
-		w[r0].fd[1] = p[1][0];
-		fcntl(w[r0].fd[0], F_SETFL, O_NONBLOCK);
-		fcntl(w[r0].fd[1], F_SETFL, O_NONBLOCK);
-	}
+	for (r0 = 0; r0 < l->plan->size; r0++)
+		if (s->task_of[l->plan->ranks[r0].host] >= 0)
+			s->r[s->nr++].w = &w[r0];
 	rc = srun_argv(s, &av);
 	if (rc != HL_OK)
 		return hl_fail(cause, rc, "out of memory");
@@ -378,6 +351,8 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	close(ep[1]);
 	s->in_fd = in[1];
 	s->out_fd = out[0];
+	/* A signal to every rank is a record a rank: room for them all. */
+	(void)fcntl(s->in_fd, F_SETPIPE_SZ, 1 << 20);
 	exec_errno = s->pid > 0 ? hl_exec_result(ep[0]) : errno;
 	close(ep[0]);
 	hl_strvec_close(&av);
@@ -577,12 +552,6 @@ static void srun_close(void *ctx)
 	}
 	if (s->thread_started)
 		pthread_join(s->thread, NULL);
-	else
-		for (i = 0; i < s->nr; i++)
-			if (!s->r[i].done) {
-				close(s->r[i].pipe[0]);
-				close(s->r[i].pipe[1]);
-			}
 	if (s->pid > 0)
 		waitpid(s->pid, NULL, WNOHANG);
 	if (s->pidfd >= 0)

@@ -92,8 +92,6 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		if (!hl_worker_remote(l, hi))
 			continue;
 		for (r = 0; r < l->plan->size; r++) {
-			int p[2][2];
-
 			if (l->plan->ranks[r].host != hi)
 				continue;
 			if (h == NULL || h->nranks == (size_t)cps) {
@@ -112,18 +110,7 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 					first && l->plan->ranks[0].host == hi;
 				first = false;
 			}
-			if (pipe2(p[0], O_CLOEXEC) != 0 ||
-			    pipe2(p[1], O_CLOEXEC) != 0)
-				return hl_fail(cause, HL_ESYS, "pipe: %s",
-					       strerror(errno));
-			h->ranks[h->nranks].w = &w[r];
-			h->ranks[h->nranks].out_w = p[0][1];
-			h->ranks[h->nranks].err_w = p[1][1];
-			h->nranks++;
-			w[r].fd[0] = p[0][0];
-			w[r].fd[1] = p[1][0];
-			fcntl(w[r].fd[0], F_SETFL, O_NONBLOCK);
-			fcntl(w[r].fd[1], F_SETFL, O_NONBLOCK);
+			h->ranks[h->nranks++].w = &w[r];
 		}
 	}
 	for (i = 0; i < g->nhosts; i++) {
@@ -197,10 +184,6 @@ static void ssh_close(void *ctx)
 				/* The agent sees EOF and ends the worker. */
 				ssh_channel_close(r->ch);
 				ssh_channel_free(r->ch);
-			}
-			if (!r->done) {
-				close(r->out_w);
-				close(r->err_w);
 			}
 		}
 		if (h->s != NULL) {

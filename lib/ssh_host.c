@@ -21,11 +21,6 @@
 #include "ssh_host.h"
 #include "sshconn.h"
 
-/* One exit report to the supervisor, on its notify pipe: rank, wait(2)
- * status, and 1 when the connection to the host was lost. Shorter than
- * PIPE_BUF, so that notes of several hosts' threads never interleave. */
-#define NOTE_LEN 9
-
 static void host_fail(struct ssh_host *h, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -178,30 +173,15 @@ out:
 	return rc;
 }
 
-void hl_note_write(int fd, int rank, int status, bool lost)
-{
-	unsigned char note[NOTE_LEN];
-	struct wire_w n;
-
-	wire_w_fixed(&n, note, sizeof(note));
-	wire_put_u32(&n, (uint32_t)rank);
-	wire_put_i32(&n, status);
-	wire_put_u8(&n, (uint8_t)lost);
-	(void)hl_write_all(fd, note, n.len);
-}
-
 static void notify(struct ssh_host *h, struct rank_ch *r, int lost)
 {
 	r->done = true;
-	close(r->out_w);
-	close(r->err_w);
-	r->out_w = r->err_w = -1;
 	hl_note_write(h->g->notify_fd, r->w->rank, r->status, lost != 0);
 }
 
-/* Move what the channel has into the worker's pipes. HL_ESTART: the
- * session is lost. */
-static int pump_rank(struct rank_ch *r)
+/* Move what the channel has to the supervisor. HL_ESTART: the session
+ * is lost. */
+static int pump_rank(const struct ssh_host *h, struct rank_ch *r)
 {
 	char buf[32768];
 	int j, n;
@@ -209,8 +189,8 @@ static int pump_rank(struct rank_ch *r)
 	for (j = 0; j < 2; j++) {
 		while ((n = ssh_channel_read_nonblocking(r->ch, buf,
 							 sizeof(buf), j)) > 0)
-			(void)hl_write_all(j ? r->err_w : r->out_w, buf,
-					   (size_t)n);
+			hl_note_output(h->g->notify_fd, r->w->rank, j, buf,
+				       (size_t)n);
 		if (n == SSH_ERROR)
 			return HL_ESTART;
 	}
@@ -298,7 +278,7 @@ static void pump(struct ssh_host *h)
 
 			if (r->done)
 				continue;
-			if (pump_rank(r) != HL_OK) {
+			if (pump_rank(h, r) != HL_OK) {
 				lost = true;
 				break;
 			}
@@ -363,21 +343,4 @@ void *hl_ssh_host_main(void *arg)
 	pthread_mutex_unlock(&g->lock);
 	pump(h);
 	return NULL;
-}
-
-int hl_ssh_read_note(int fd, int *rank, int *status, bool *lost)
-{
-	unsigned char note[NOTE_LEN];
-	ssize_t n = read(fd, note, sizeof(note));
-	struct wire_r r;
-
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return HL_EAGAIN;
-	if (n != (ssize_t)sizeof(note))
-		return HL_EPROTO;
-	wire_r_init(&r, note, sizeof(note));
-	*rank = (int)wire_get_u32(&r);
-	*status = wire_get_i32(&r);
-	*lost = wire_get_u8(&r) != 0;
-	return wire_r_done(&r) ? HL_OK : HL_EPROTO;
 }

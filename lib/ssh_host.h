@@ -17,7 +17,6 @@
 struct rank_ch {
 	struct hl_worker *w;
 	ssh_channel ch;
-	int out_w, err_w; /* write ends of the worker's output pipes */
 	struct ssh_channel_callbacks_struct cb;
 	bool got_exit;
 	int status; /* wait(2)-style */

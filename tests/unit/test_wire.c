@@ -1,14 +1,20 @@
 /* test_wire.c: the wire helper (proto/wire.h) and the decoders built on
  * it, each called alone on a buffer: libhvd's control messages
  * (core/control.c), the mesh hello (proto/rendezvous.c), the agent
- * records and the srun launcher's lines (lib/records.c) and the probe's
+ * records and the srun launcher's lines (lib/records.c), the remote
+ * spawners' notes to the supervisor (lib/notes.c) and the probe's
  * messages (lib/probe_msg.c). Every cut of a good message is refused,
  * never read past; a bad value is refused, never used. */
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "../../proto/rendezvous.h"
 #include "../../proto/wire.h"
 #include "engine.h"
 #include "probe_msg.h"
 #include "records.h"
+#include "spawn.h"
 #include "tap.h"
 #include "util.h"
 
@@ -481,6 +487,58 @@ static void test_probe_gpu_facts(void)
 	hl_buf_close(&b);
 }
 
+/* Notes through a real pipe: output of any size arrives whole and in
+ * order, in pieces that each fit one atomic write, then the exit. */
+static void test_notes(void)
+{
+	static char big[10000], got[10000];
+	struct hl_note note;
+	char buf[32768];
+	size_t len = 0, at = 0, ngot = 0, i;
+	int fd[2], used, exits = 0, pieces = 0;
+	ssize_t n;
+
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (char)(i * 7);
+	CHECK(pipe(fd) == 0);
+	hl_note_output(fd[1], 5, 1, big, sizeof(big));
+	hl_note_write(fd[1], 5, 256, false);
+	hl_note_write(fd[1], 6, 0, true);
+	close(fd[1]);
+	while ((n = read(fd[0], buf + len, sizeof(buf) - len)) > 0)
+		len += (size_t)n;
+	close(fd[0]);
+	while ((used = hl_note_next(buf + at, len - at, &note)) > 0) {
+		at += (size_t)used;
+		CHECK((size_t)used <= PIPE_BUF);
+		if (note.kind == 'e') {
+			CHECK(note.rank == 5 && exits == 0);
+			memcpy(got + ngot, note.data, note.len);
+			ngot += note.len;
+			pieces++;
+		} else if (note.kind == 'x') {
+			CHECK(note.rank == 5 && note.status == 256);
+			exits++;
+		} else {
+			CHECK(note.kind == 'l' && note.rank == 6 && exits == 1);
+			exits++;
+		}
+	}
+	CHECK(used == 0 && at == len && exits == 2 && pieces == 3);
+	CHECK(ngot == sizeof(big) && memcmp(got, big, sizeof(big)) == 0);
+	/* Every cut of the first note waits for the rest. */
+	used = hl_note_next(buf, len, &note);
+	for (i = 0; used > 0 && i < (size_t)used; i++)
+		if (hl_note_next(buf, i, &note) != 0)
+			break;
+	CHECK(used == PIPE_BUF && i == (size_t)used);
+	/* A kind no spawner writes, and a length over PIPE_BUF. */
+	memcpy(buf, "\0\0\0\1z\0\0\0\0", 9);
+	CHECK(hl_note_next(buf, 9, &note) == HL_EPROTO);
+	memcpy(buf, "\0\0\0\1o\0\1\0\0", 9);
+	CHECK(hl_note_next(buf, 9, &note) == HL_EPROTO);
+}
+
 int main(void)
 {
 	RUN(test_big_endian_round_trip);
@@ -493,6 +551,7 @@ int main(void)
 	RUN(test_agent_lines);
 	RUN(test_node_requests);
 	RUN(test_srun_lines);
+	RUN(test_notes);
 	RUN(test_probe_messages);
 	RUN(test_probe_gpu_facts);
 	return tap_done();
