@@ -64,7 +64,8 @@ int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,
 		free(t);
 		return HVD_EINVAL;
 	}
-	t->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	t->listen_fd =
+		socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (t->listen_fd < 0 ||
 	    bind(t->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    listen(t->listen_fd, 1024) != 0 ||
@@ -174,12 +175,121 @@ static int connect_to(const struct hvd__tcp *t, const char *addr,
 	return HVD_ECONN;
 }
 
+/* A connection accepted on the listening port that has not yet said
+ * its MESH hello. */
+struct pending {
+	long long deadline;
+	size_t got;
+	int fd;
+	uint8_t hello[RDV_MESH_HELLO_LEN];
+};
+
+/* At most this many at once, each for at most PENDING_MS: anyone can
+ * connect to this port, and connections that never say a valid hello
+ * must neither hold up the peers' nor grow the worker. Past the cap a
+ * new one takes the place of the oldest; a peer says its hello as soon
+ * as it has connected. */
+#define PENDING_MAX 64
+#define PENDING_MS 2000
+
+/* Take pending connection i out of the list; close it unless kept. */
+static void pending_remove(struct pending *p, int *n, int i, bool keep)
+{
+	if (!keep)
+		close(p[i].fd);
+	memmove(&p[i], &p[i + 1], (size_t)(*n - i - 1) * sizeof(*p));
+	(*n)--;
+}
+
+/* Read what pending connection i has sent; once its hello is whole, take
+ * it as its rank's connection (counted in *accepted) or close it. */
+static void pending_read(struct hvd__tcp *t, const uint8_t *token,
+			 struct pending *p, int *n, int i, int *accepted)
+{
+	struct pending *c = &p[i];
+	ssize_t got =
+		recv(c->fd, c->hello + c->got, sizeof(c->hello) - c->got, 0);
+	long from;
+
+	if (got < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (got <= 0) {
+		pending_remove(p, n, i, false);
+		return;
+	}
+	c->got += (size_t)got;
+	if (c->got < sizeof(c->hello))
+		return;
+	from = rdv_mesh_hello_decode(c->hello, token);
+	/* NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult): rank < from < size, and t->fd has size entries */
+	if (from <= t->rank || from >= t->size || t->fd[from] >= 0) {
+		pending_remove(p, n, i, false);
+		return;
+	}
+	t->fd[from] = c->fd;
+	(*accepted)++;
+	pending_remove(p, n, i, true);
+}
+
+/* Accept the want peers above this rank; a connection without the job's
+ * token is closed. */
+static int accept_up(struct hvd__tcp *t, const uint8_t *token, int want,
+		     long long deadline)
+{
+	struct pending p[PENDING_MAX];
+	struct pollfd pf[PENDING_MAX + 1];
+	int n = 0, accepted = 0, i, rc = HVD_OK;
+
+	while (accepted < want) {
+		long long now = hvd__now_ms(), wait = deadline - now;
+
+		if (wait <= 0) {
+			hvd__error("%d of %d peers never connected",
+				   want - accepted, want);
+			rc = HVD_ETIMEDOUT;
+			break;
+		}
+		for (i = 0; i < n; i++)
+			if (now >= p[i].deadline)
+				pending_remove(p, &n, i--, false);
+		pf[0] = (struct pollfd){t->listen_fd, POLLIN, 0};
+		for (i = 0; i < n; i++) {
+			pf[i + 1] = (struct pollfd){p[i].fd, POLLIN, 0};
+			if (p[i].deadline - now < wait)
+				wait = p[i].deadline - now;
+		}
+		if (poll(pf, (nfds_t)n + 1, (int)wait) <= 0)
+			continue;
+		/* Back to front: a connection taken or dropped moves only
+		 * the ones after it. */
+		for (i = n - 1; i >= 0; i--)
+			if (pf[i + 1].revents)
+				pending_read(t, token, p, &n, i, &accepted);
+		while (pf[0].revents && accepted < want) {
+			int fd = accept4(t->listen_fd, NULL, NULL,
+					 SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			if (fd < 0)
+				break;
+			tune(fd);
+			if (n == PENDING_MAX)
+				pending_remove(p, &n, 0, false);
+			p[n++] = (struct pending){.fd = fd,
+						  .deadline = hvd__now_ms() +
+							      PENDING_MS};
+		}
+	}
+	for (i = 0; i < n; i++)
+		close(p[i].fd);
+	return rc;
+}
+
 int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		     const uint8_t token[HVD__TOKEN_LEN], int timeout_ms)
 {
 	long long deadline = hvd__now_ms() + timeout_ms;
 	uint8_t hello[RDV_MESH_HELLO_LEN];
-	int r, accepted = 0, rc = HVD_OK;
+	int r, rc = HVD_OK;
 
 	t->rank = rank;
 	t->size = size;
@@ -203,37 +313,8 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		rc = xfer(fd, hello, sizeof(hello), true, deadline);
 		t->fd[r] = fd;
 	}
-	/* Accept up; a connection without our token is closed. */
-	while (rc == HVD_OK && accepted < size - 1 - rank) {
-		struct pollfd pf = {t->listen_fd, POLLIN, 0};
-		long long left = deadline - hvd__now_ms();
-		long from;
-		int fd;
-
-		if (left <= 0) {
-			hvd__error("%d of %d peers never connected",
-				   size - 1 - rank - accepted, size - 1 - rank);
-			rc = HVD_ETIMEDOUT;
-			break;
-		}
-		if (poll(&pf, 1, (int)left) <= 0)
-			continue;
-		fd = accept4(t->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		tune(fd);
-		from = xfer(fd, hello, sizeof(hello), false,
-			    hvd__now_ms() + 2000) == HVD_OK
-			       ? rdv_mesh_hello_decode(hello, token)
-			       : RDV_EBAD;
-		/* NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult): rank < from < size, and t->fd has size entries */
-		if (from <= rank || from >= size || t->fd[from] >= 0) {
-			close(fd);
-			continue;
-		}
-		t->fd[from] = fd;
-		accepted++;
-	}
+	if (rc == HVD_OK)
+		rc = accept_up(t, token, size - 1 - rank, deadline);
 	return rc;
 }
 

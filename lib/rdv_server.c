@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,13 @@
 #include "util.h"
 
 #define REGISTER_WINDOW_MS 10000 /* a connection must register by then */
+/* Connections not yet registered held at once beyond the job's ranks:
+ * past that, a new one takes the place of the oldest. Any machine can
+ * reach this port; connections that never register cost hvdrun at most
+ * this many descriptors and buffers, and a worker's REGISTER, which
+ * follows its connect at once, gets in. */
+#define PENDING_SPARE 256
+#define ACCEPTS_PER_WAKE 64
 
 struct conn {
 	int fd;
@@ -66,7 +74,44 @@ static void drop(struct hl_rdv *r, size_t i)
 	r->conns[i].fd = -1;
 }
 
-static void accept_one(struct hl_rdv *r)
+/* Make room for one more connection not yet registered: when the job's
+ * ranks and PENDING_SPARE are all held, drop the oldest. */
+static void make_room(struct hl_rdv *r)
+{
+	size_t i, pending = 0, oldest = SIZE_MAX;
+
+	for (i = 0; i < r->nconns; i++) {
+		if (r->conns[i].fd < 0 || r->conns[i].registered)
+			continue;
+		pending++;
+		if (oldest == SIZE_MAX ||
+		    r->conns[i].deadline < r->conns[oldest].deadline)
+			oldest = i;
+	}
+	if (pending >= (size_t)r->size + PENDING_SPARE)
+		drop(r, oldest);
+}
+
+/* Close up the places of dropped connections. */
+static void compact(struct hl_rdv *r)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < r->nconns; i++) {
+		if (r->conns[i].fd < 0)
+			continue;
+		if (k != i) {
+			r->conns[k] = r->conns[i];
+			if (r->conns[k].registered)
+				r->by_rank[r->conns[k].reg.rank] = (int)k;
+		}
+		k++;
+	}
+	r->nconns = k;
+}
+
+/* HL_OK, or HL_EAGAIN when no connection is waiting. */
+static int accept_one(struct hl_rdv *r)
 {
 	uint8_t hello[RDV_HELLO_LEN];
 	struct conn *c;
@@ -74,14 +119,16 @@ static void accept_one(struct hl_rdv *r)
 		accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
-		return;
+		return errno == EINTR || errno == ECONNABORTED ? HL_OK
+							       : HL_EAGAIN;
+	make_room(r);
 	if (r->nconns == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 16;
 		struct conn *v = realloc(r->conns, cap * sizeof(*v));
 
 		if (v == NULL) {
 			close(fd);
-			return;
+			return HL_OK;
 		}
 		r->conns = v;
 		r->cap = cap;
@@ -92,15 +139,16 @@ static void accept_one(struct hl_rdv *r)
 	c->deadline = hl_now_ms() + REGISTER_WINDOW_MS;
 	if (rdv_random(c->nonce, sizeof(c->nonce)) != RDV_OK) {
 		close(fd);
-		return;
+		return HL_OK;
 	}
 	rdv_hello_encode(c->nonce, hello);
 	if (send(fd, hello, sizeof(hello), MSG_NOSIGNAL) !=
 	    (ssize_t)sizeof(hello)) {
 		close(fd);
-		return;
+		return HL_OK;
 	}
 	r->nconns++;
+	return HL_OK;
 }
 
 /* Read what the connection sent; admit it once its REGISTER verifies. */
@@ -210,6 +258,7 @@ static void *rdv_main(void *arg)
 		}
 		if (r->deadline != 0 && r->deadline - now < timeout)
 			timeout = (int)(r->deadline - now);
+		compact(r);
 		npf = realloc(pf, (r->nconns + 2) * sizeof(*pf));
 		if (npf == NULL)
 			break;
@@ -230,8 +279,9 @@ static void *rdv_main(void *arg)
 		for (i = 0; i < r->nconns; i++)
 			if (r->conns[i].fd >= 0 && pf[i + 2].revents)
 				serve(r, i);
-		if (pf[1].revents)
-			accept_one(r);
+		for (i = 0; pf[1].revents && i < ACCEPTS_PER_WAKE; i++)
+			if (accept_one(r) != HL_OK)
+				break;
 	}
 	free(pf);
 	for (i = 0; i < r->nconns; i++)

@@ -2,7 +2,8 @@
 # libhvd in jobs started by hvdrun on this host: the collectives, 1 to 4
 # ranks (hvd_selftest), many tensors from many threads, fusion seen in the
 # timeline, ranks that disagree, a rank killed mid-allreduce, a stall,
-# and the rendezvous refusing strangers.
+# the rendezvous refusing strangers, and floods of the ports that face
+# the network.
 bats_require_minimum_version 1.5.0
 load helper
 
@@ -240,6 +241,38 @@ assert_survivors_failed_fast() {
 		'[ $HOROVOD_RANK = 1 ] && export HVD_SECRET=$(printf "%064d" 7); exec "$0" all' "$SELFTEST"
 	assert_failure
 	assert_output --partial "cannot reach hvdrun's rendezvous"
+}
+
+# tests/cli/workers/flood.py: rank 1 opens 500 silent connections, 100
+# that send random bytes and 100 that send the first bytes of a valid
+# message and stall, holds them all, then runs the self-test.
+@test "the rendezvous port under a flood: the job starts at once, hvdrun holds at most 256 strangers" {
+	local t0 t1 fds
+	t0=${EPOCHREALTIME/./}
+	run "$HVDRUN" -np 2 --no-shared-memory --start-timeout 10 \
+		"$ROOT/tests/cli/workers/flood.py" rdv -- "$SELFTEST" all
+	t1=${EPOCHREALTIME/./}
+	assert_success
+	assert_line "[0]<stdout>:rank 0: ok"
+	assert_line "[1]<stdout>:rank 1: ok"
+	# Within the start timeout and a second, not after the strangers'.
+	[ $(((t1 - t0) / 1000)) -lt 11000 ]
+	fds=$(printf '%s\n' "${lines[@]}" | sed -n 's/^\[1\]<stderr>:flood: hvdrun fds \([0-9]*\) -> \([0-9]*\),.*/\2 - \1/p')
+	[ -n "$fds" ]
+	echo "hvdrun's descriptors grew by $((fds))"
+	[ $((fds)) -le $((256 + 2)) ]
+}
+
+@test "a worker's mesh port under a flood: the peers still connect, within the start timeout" {
+	local t0 t1
+	t0=${EPOCHREALTIME/./}
+	run "$HVDRUN" -np 2 --no-shared-memory --start-timeout 10 \
+		"$ROOT/tests/cli/workers/flood.py" mesh -- "$SELFTEST" all
+	t1=${EPOCHREALTIME/./}
+	assert_success
+	assert_line "[0]<stdout>:rank 0: ok"
+	assert_line "[1]<stdout>:rank 1: ok"
+	[ $(((t1 - t0) / 1000)) -lt 11000 ]
 }
 
 @test "the Iris example trains: 1, 2 and 4 ranks end with the same weights" {
