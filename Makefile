@@ -160,7 +160,7 @@ $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_S
 DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libssl-dev \
             libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
-            iproute2 procps util-linux clang-format jq \
+            iproute2 procps util-linux clang-format jq faketime \
             python3-torch python3-numpy python3-pytest \
             slurmctld slurmd slurm-client munge \
             clang libclang-rt-dev clang-tidy cppcheck

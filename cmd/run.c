@@ -143,8 +143,18 @@ static void on_event(void *arg, const struct hl_event *ev)
 			ev->rank, ev->host, ev->text);
 		break;
 	case HL_EV_NOT_READY:
+	case HL_EV_OUTPUT_LOST:
 		fprintf(stderr, "hvdrun: %s; stopping the job\n", ev->text);
 		break;
+	case HL_EV_STOPPED: {
+		const char *name = sigabbrev_np(ev->sig);
+
+		fprintf(stderr,
+			"hvdrun: rank %d on %s was stopped (SIG%s); every rank "
+			"waits for it: SIGCONT resumes it, Ctrl-C ends the job\n",
+			ev->rank, ev->host, name ? name : "?");
+		break;
+	}
 	case HL_EV_SIGNAL:
 		if (verbose)
 			fprintf(stderr,

@@ -108,6 +108,19 @@ static void end_family(pid_t pgid, int first_sig)
 		;
 }
 
+char *hl_agent_stopped_text(int sig)
+{
+	const char *name = sigabbrev_np(sig);
+	char host[256] = "?";
+
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	return hl_asprintf("hvdrun: on %s: this rank was stopped (SIG%s); "
+			   "every rank waits for it: SIGCONT resumes it, "
+			   "Ctrl-C ends the job\n",
+			   host, name ? name : "?");
+}
+
 pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
 		    int *exec_errno)
 {
@@ -207,11 +220,20 @@ static int supervise_worker(pid_t pid, struct hl_buf *b, int sfd)
 		if (pf[1].revents)
 			while (read(sfd, &si, sizeof(si)) > 0)
 				;
-		while ((r = waitpid(-1, &status, WNOHANG)) > 0)
-			if (r == pid) {
+		while ((r = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
+			if (r == pid && WIFSTOPPED(status)) {
+				char *text =
+					hl_agent_stopped_text(WSTOPSIG(status));
+
+				if (text != NULL)
+					(void)hl_write_all(2, text,
+							   strlen(text));
+				free(text);
+			} else if (r == pid) {
 				end_family(pid, SIGTERM);
 				return status;
 			}
+		}
 	}
 	end_family(pid, SIGKILL);
 	return status;

@@ -22,6 +22,11 @@ int hl_agent_run(char **cause);
 pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
 		    int *exec_errno);
 
+/* What an agent says, in the rank's stderr, of a worker stopped by sig
+ * (a debugger's, SIGSTOP): "this rank was stopped (SIGSTOP); ...". Every
+ * other rank waits for it; hvdrun names local ones itself. */
+char *hl_agent_stopped_text(int sig);
+
 /* `hvdrun --node-agent`, one a node in hvdrun's srun step (node_agent.c,
  * records.h): every rank of its node, their output as lines on stdout.
  * Returns the exit status (0, or 125 when hvdrun's request was

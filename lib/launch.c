@@ -122,6 +122,9 @@ static void terminate(struct sup *s, int sig)
 	if (s->phase != PH_RUNNING)
 		return;
 	signal_all(s, sig);
+	/* A stopped worker (SIGSTOP, a debugger's) acts on it only once
+	 * continued; left stopped, it would wait out the grace period. */
+	signal_all(s, SIGCONT);
 	s->phase = PH_TERMINATING;
 	s->deadline = hl_now_ms() + s->l->grace_ms;
 }
@@ -174,13 +177,26 @@ static void reap(struct sup *s)
 	int status, i;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
 		for (i = 0; i < s->n; i++) {
-			if (!s->w[i].remote && s->w[i].pid == pid &&
-			    !s->w[i].exited) {
-				worker_exited(s, &s->w[i], status, false);
-				break;
+			struct hl_worker *w = &s->w[i];
+
+			if (w->remote || w->pid != pid || w->exited)
+				continue;
+			if (WIFSTOPPED(status)) {
+				/* It holds up every other rank: say so. */
+				struct hl_event ev = {
+					HL_EV_STOPPED, w->rank,
+					s->l->hosts
+						->v[s->l->plan->ranks[i].host]
+						.name,
+					NULL, WSTOPSIG(status)};
+
+				hl_launch_event(s->l, &ev);
+			} else {
+				worker_exited(s, w, status, false);
 			}
+			break;
 		}
 	}
 }
@@ -326,6 +342,28 @@ static bool any_stream_open(const struct sup *s)
 	return false;
 }
 
+/* hvdrun's own stdout or stderr cannot be written (hvdrun | head, a
+ * full disk): the job's output is being lost, so the job ends, as a
+ * program writing to a closed pipe ends by SIGPIPE (exit 128+SIGPIPE). */
+static void output_lost(struct sup *s)
+{
+	int which, err;
+
+	if (!hl_out_lost(&which, &err) || s->failed || s->signal != 0)
+		return;
+	{
+		char text[160];
+		struct hl_event ev = {HL_EV_OUTPUT_LOST, -1, NULL, text, 0};
+
+		snprintf(text, sizeof(text),
+			 "cannot write its standard %s (%s)",
+			 which == 1 ? "output" : "error", strerror(err));
+		hl_launch_event(s->l, &ev);
+	}
+	s->signal = SIGPIPE;
+	terminate(s, SIGTERM);
+}
+
 static void supervise(struct sup *s)
 {
 	struct pollfd *pf = calloc((size_t)s->n * 2 + 3, sizeof(*pf));
@@ -393,6 +431,7 @@ static void supervise(struct sup *s)
 			for (j = 0; j < 2; j++)
 				if (s->w[i].fd[j] >= 0)
 					drain(&s->w[i], j);
+		output_lost(s);
 		reap(s);
 	}
 	free(pf);

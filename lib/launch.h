@@ -17,6 +17,8 @@ enum hl_event_kind {
 	HL_EV_FAILED,	 /* rank on host failed (text: how); the job stops */
 	HL_EV_NOT_READY, /* the rendezvous failed (text: why); the job stops */
 	HL_EV_SIGNAL,	 /* hvdrun got signal sig; every worker gets it */
+	HL_EV_STOPPED,	 /* rank on host was stopped by signal sig */
+	HL_EV_OUTPUT_LOST, /* hvdrun's own output failed (text); job stops */
 };
 
 struct hl_event {

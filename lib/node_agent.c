@@ -326,9 +326,17 @@ static void reap(struct node *nd)
 	pid_t pid;
 	size_t i;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0)
 		for (i = 0; i < nd->n; i++)
-			if (nd->r[i].pid == pid && !nd->r[i].reaped) {
+			if (nd->r[i].pid == pid && WIFSTOPPED(status)) {
+				char *text =
+					hl_agent_stopped_text(WSTOPSIG(status));
+
+				if (text != NULL)
+					say_data(nd->r[i].rank, 1, text,
+						 strlen(text));
+				free(text);
+			} else if (nd->r[i].pid == pid && !nd->r[i].reaped) {
 				nd->r[i].reaped = true;
 				nd->r[i].status = status;
 				nd->r[i].ended_ms = hl_now_ms();

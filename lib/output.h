@@ -16,6 +16,7 @@ struct hl_outstream {
 	int which;   /* 1: stdout, 2: stderr */
 	int sink_fd; /* hvdrun's fd the lines go to */
 	int tee_fd;  /* the per-rank file, or -1 */
+	char *tee_path;
 	bool timestamps;
 	char *buf;
 	size_t len;
@@ -29,8 +30,15 @@ void hl_out_feed(struct hl_outstream *os, const char *data, size_t n);
 void hl_out_flush(struct hl_outstream *os);
 void hl_out_close(struct hl_outstream *os);
 /* --output-filename: open DIR/rank.N/stdout and stderr as the copies of
- * a rank's two streams, creating the folders. */
+ * a rank's two streams, creating the folders. A copy that cannot be
+ * written (a full file system) is given up with one line on stderr that
+ * names the file; the lines go on to hvdrun's own output. */
 int hl_out_open_files(struct hl_outstream os[2], const char *dir, int rank,
 		      char **cause);
+
+/* When a line could not be written to hvdrun's own stdout (1) or stderr
+ * (2), a closed pipe or a full disk: true, with which and its errno, the
+ * first time. Lines for a sink that failed are dropped after that. */
+bool hl_out_lost(int *which, int *err);
 
 #endif

@@ -304,15 +304,18 @@ static void expire(struct probe *p)
 	}
 }
 
+/* Anyone may connect: each connection gets the token and is closed at
+ * once, so none is held whatever it sends or does not send; at most 64 a
+ * wake, so that a flood cannot keep the probe from its own work. */
 static void answer(struct probe *p)
 {
 	char line[TOKEN_HEX + 1];
-	int fd;
+	int fd, n = 0;
 
 	memcpy(line, p->token, TOKEN_HEX);
 	line[TOKEN_HEX] = '\n';
-	while ((fd = accept4(p->listen_fd, NULL, NULL,
-			     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+	while (n++ < 64 && (fd = accept4(p->listen_fd, NULL, NULL,
+					 SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
 		(void)!send(fd, line, sizeof(line), MSG_NOSIGNAL);
 		close(fd);
 	}

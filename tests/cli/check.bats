@@ -85,3 +85,9 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	assert_failure
 	assert_line --partial "no interface of HVD_NETWORK_INTERFACES=nosuch0 has an IPv4 address here"
 }
+
+@test "the probe's port under a flood: 700 strangers held open, the probe still answers at once and checks" {
+	run "$WORKERS/probe_flood.py" "$HVDRUN"
+	assert_success
+	assert_line "ok"
+}

@@ -54,8 +54,12 @@ rig_up() {
 	done
 }
 
+# rig_start_sshd I [skew]: with skew, the clocks of host I's sessions
+# differ from this machine's: monotonic and boot clocks a day ahead (a
+# time namespace, which sshd's children enter), the wall clock three
+# hours ahead (libfaketime, through sshd's SetEnv).
 rig_start_sshd() {
-	local i=$1 addr=127.0.0.$(($1 + 1))
+	local i=$1 addr=127.0.0.$(($1 + 1)) clock=()
 	[ -f "$RIG/host_key$i" ] ||
 		ssh-keygen -q -t ed25519 -N '' -f "$RIG/host_key$i" -C "node$i" </dev/null
 	cat >"$RIG/sshd_config$i" <<-CFG
@@ -73,9 +77,15 @@ rig_start_sshd() {
 	UseDNS no
 	LogLevel ERROR
 	CFG
+	if [ "${2-}" = skew ]; then
+		clock=(--time --monotonic 86400 --boottime 86400)
+		# An agent built with AddressSanitizer must let the library in.
+		echo "SetEnv LD_PRELOAD=$(dpkg -L libfaketime | grep '/libfaketimeMT\.so\.1$') FAKETIME=+3h ASAN_OPTIONS=verify_asan_link_order=0" \
+			>>"$RIG/sshd_config$i"
+	fi
 	# The host's own hostname, and a tmpfs over $RIG/hidden: a folder made
 	# there on this machine does not exist on the host.
-	unshare --uts --mount --propagation private sh -c \
+	unshare "${clock[@]}" --uts --mount --propagation private sh -c \
 		"hostname node$i && mount -t tmpfs none '$RIG/hidden' && exec /usr/sbin/sshd -D -e -f '$RIG/sshd_config$i'" \
 		2>>"$RIG/sshd$i.log" &
 	echo "$i $!" >>"$RIG/sshd.pids"
