@@ -171,18 +171,7 @@ load helper
 }
 
 @test "a worker's 100 MiB line with no newline: 64 KiB lines, every byte, hvdrun's memory bounded" {
-	local out=$BATS_TEST_TMPDIR/out
-	# Under AddressSanitizer (make test's second run), freed memory is
-	# held back in a quarantine of up to 256 MiB: not hvdrun's own.
-	ASAN_OPTIONS=quarantine_size_mb=0:thread_local_quarantine_size_kb=0 \
-		/usr/bin/time -f '%M' -o "$BATS_TEST_TMPDIR/rss" "$HVDRUN" -np 1 \
-		sh -c 'head -c 104857600 /dev/zero | tr "\0" a' >"$out"
-	# 1,600 lines of 65,536 bytes after the 12-byte prefix.
-	[ "$(wc -l <"$out")" -eq 1600 ]
-	[ "$(awk 'substr($0, 1, 12) != "[0]<stdout>:" || length($0) != 65548 ||
-		substr($0, 13) ~ /[^a]/ { bad++ } END { print bad + 0 }' "$out")" -eq 0 ]
-	echo "hvdrun's peak resident memory: $(cat "$BATS_TEST_TMPDIR/rss") KiB"
-	[ "$(cat "$BATS_TEST_TMPDIR/rss")" -lt 65536 ]
+	assert_long_line_bounded -np 1
 }
 
 @test "--prefix-output-with-timestamp" {

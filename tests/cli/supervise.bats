@@ -83,24 +83,9 @@ signal_test() {
 
 @test "a worker SIGSTOPped mid-job is named at once, and Ctrl-C still ends the job at once" {
 	env --default-signal=INT,TERM,HUP "$HVDRUN" -np 3 "$WORKERS/family.sh" >"$BATS_TEST_TMPDIR/out" 2>&1 &
-	local pid=$! status=0 i t0 t1
 	wait_pids 9
-	kill -STOP "$(cat "$PIDDIR/rank1")"
-	for i in $(seq 1 50); do
-		grep -q "was stopped" "$BATS_TEST_TMPDIR/out" && break
-		sleep 0.1
-	done
-	run cat "$BATS_TEST_TMPDIR/out"
-	assert_line "hvdrun: rank 1 on localhost was stopped (SIGSTOP); every rank waits for it: SIGCONT resumes it, Ctrl-C ends the job"
-	t0=${EPOCHREALTIME/./}
-	kill -INT $pid
-	wait $pid || status=$?
-	t1=${EPOCHREALTIME/./}
-	[ "$status" -eq 130 ]
-	# The stopped rank is continued with its SIGINT: the job ends at
-	# once, not by SIGKILL after the 3 s grace period.
-	echo "ended $(((t1 - t0) / 1000)) ms after Ctrl-C"
-	[ $((t1 - t0)) -lt 2000000 ]
+	stop_rank_then_ctrl_c $! "$BATS_TEST_TMPDIR/out" "$PIDDIR/rank1" \
+		"hvdrun: rank 1 on localhost was stopped (SIGSTOP); every rank waits for it: SIGCONT resumes it, Ctrl-C ends the job"
 	sleep 0.2
 	assert_no_leftovers
 }
