@@ -185,7 +185,7 @@ deps:
 	else echo "all dependencies are installed"; fi
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
+	@$(MAKE) --no-print-directory -j$$(nproc) all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
 	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest $(B)/tests/mpi_user \
 	    $(FUZZ_BIN)
 	@$(MAKE) --no-print-directory -j$$(nproc) lint
