@@ -265,7 +265,11 @@ static int accept_up(struct hvd__tcp *t, const uint8_t *token, int want,
 		for (i = n - 1; i >= 0; i--)
 			if (pf[i + 1].revents)
 				pending_read(t, token, p, &n, i, &accepted);
-		while (pf[0].revents && accepted < want) {
+		/* A peer's hello is usually there by the time it is
+		 * accepted: read it at once, before newer connections could
+		 * push it out. At most PENDING_MAX a wake. */
+		for (i = 0; pf[0].revents && accepted < want && i < PENDING_MAX;
+		     i++) {
 			int fd = accept4(t->listen_fd, NULL, NULL,
 					 SOCK_CLOEXEC | SOCK_NONBLOCK);
 
@@ -277,6 +281,7 @@ static int accept_up(struct hvd__tcp *t, const uint8_t *token, int want,
 			p[n++] = (struct pending){.fd = fd,
 						  .deadline = hvd__now_ms() +
 							      PENDING_MS};
+			pending_read(t, token, p, &n, n - 1, &accepted);
 		}
 	}
 	for (i = 0; i < n; i++)
