@@ -15,12 +15,18 @@
 void hl_buf_init(struct hl_buf *b)
 {
 	b->p = NULL;
-	b->len = b->cap = 0;
+	b->len = b->cap = b->off = 0;
+}
+
+/* The allocation: off bytes before the data. */
+static char *buf_base(const struct hl_buf *b)
+{
+	return b->off > 0 ? b->p - b->off : b->p;
 }
 
 void hl_buf_close(struct hl_buf *b)
 {
-	free(b->p);
+	free(buf_base(b));
 	hl_buf_init(b);
 }
 
@@ -28,6 +34,14 @@ int hl_buf_append(struct hl_buf *b, const void *data, size_t n)
 {
 	if (n == 0) /* an empty buffer has no memory to add nothing to */
 		return HL_OK;
+	/* What was consumed makes room first: one move for many takes. */
+	if (b->off + b->len + n > b->cap && b->off > 0) {
+		char *base = buf_base(b);
+
+		memmove(base, b->p, b->len);
+		b->p = base;
+		b->off = 0;
+	}
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
 		char *p;
@@ -107,8 +121,18 @@ int hl_proto_next(struct hl_buf *b, size_t *consumed, char *type,
 
 void hl_buf_consume(struct hl_buf *b, size_t n)
 {
-	memmove(b->p, b->p + n, b->len - n);
+	if (n == 0)
+		return;
+	/* No move here: a reader that takes many small records from one
+	 * large read would move the rest once for each. */
 	b->len -= n;
+	if (b->len == 0) {
+		b->p = buf_base(b);
+		b->off = 0;
+	} else {
+		b->p += n;
+		b->off += n;
+	}
 }
 
 size_t hl_line_escape(const char *data, size_t n, char *out, size_t cap,

@@ -48,9 +48,12 @@
 #define HL_PROTO_MAX_RECORD (1u << 20)
 #define HL_PROTO_HEAD 5 /* type, length */
 
+/* A byte buffer: len bytes at p, which lies off bytes into an allocation
+ * of cap; hl_buf_consume takes from the front without moving the rest. */
 struct hl_buf {
 	char *p;
 	size_t len, cap;
+	size_t off;
 };
 
 void hl_buf_init(struct hl_buf *b);

@@ -172,7 +172,7 @@ static void rendezvous(void)
 /* A message with the decoder's pick (0: responses, 1: requests). */
 static void put_msg(const char *name, uint8_t pick, const struct wire_w *w)
 {
-	struct hl_buf b = {(char *)w->p, w->len, w->cap};
+	struct hl_buf b = {(char *)w->p, w->len, w->cap, 0};
 
 	put_picked("control", name, pick, &b);
 }

@@ -336,7 +336,7 @@ static void test_node_requests(void)
  * joined per task, and each kind of line parsed. */
 static void test_srun_lines(void)
 {
-	struct hl_buf parts[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+	struct hl_buf parts[2] = {{NULL, 0, 0, 0}, {NULL, 0, 0, 0}};
 	struct hl_agent_line m;
 	char buf[128], *out;
 	size_t n;
