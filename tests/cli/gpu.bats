@@ -90,6 +90,7 @@ need_gpu() {
 }
 
 @test "make NCCL=0 leaves the GPU engine out, and the GPU calls say so" {
+	plain_run_only
 	local b=$BATS_TEST_TMPDIR/b
 	run make -C "$ROOT" -s -j2 B="$b" NCCL=0 "$b/lib/libhvd.so"
 	assert_success

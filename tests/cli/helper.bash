@@ -13,6 +13,12 @@ WORKERS=$ROOT/tests/cli/workers
 # np 3 under mpirun: 28 s polling, 1.7 s yielding).
 export OMPI_MCA_mpi_yield_when_idle=1
 
+# A test that neither runs $HVDRUN nor the self-test (a build, an
+# install) would repeat itself to the byte in make test's sanitizer run.
+plain_run_only() {
+	[ -z "${HVD_SANITIZER_RUN-}" ] || skip "it uses no sanitized binary: the plain run has it"
+}
+
 # Tests run as if outside any Slurm allocation (hvdrun reads SLURM_*);
 # those that test it set their own.
 for v in $(compgen -e | grep '^SLURM_'); do unset "$v"; done
