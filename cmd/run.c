@@ -76,6 +76,29 @@ static int run_mpirun(const struct hl_hostlist *hosts,
 	return rc;
 }
 
+/* --min-np and --reset-limit: an elastic job, on hvdrun's transport. */
+static int check_elastic(const struct hl_opts *o, const struct hl_plan *plan,
+			 char **cause)
+{
+	if (!o->v[HL_K_MIN_NP].set) {
+		if (o->v[HL_K_RESET_LIMIT].set)
+			return hl_fail(
+				cause, HL_EINVAL,
+				"--reset-limit is for an elastic job: add --min-np");
+		return HL_OK;
+	}
+	if (o->v[HL_K_MIN_NP].i > plan->size)
+		return hl_fail(cause, HL_EINVAL,
+			       "--min-np %ld is more than the %d workers "
+			       "the job starts with",
+			       o->v[HL_K_MIN_NP].i, plan->size);
+	if (o->v[HL_K_MPI].b)
+		return hl_fail(cause, HL_EINVAL,
+			       "--min-np: an elastic job runs on hvdrun's own "
+			       "rendezvous, not --mpi");
+	return HL_OK;
+}
+
 /* One line per rank, Horovod's names. */
 static void print_plan(const struct hl_plan *plan,
 		       const struct hl_hostlist *hosts, FILE *out)
@@ -142,6 +165,10 @@ static void on_event(void *arg, const struct hl_event *ev)
 		fprintf(stderr, "hvdrun: rank %d on %s %s; stopping the job\n",
 			ev->rank, ev->host, ev->text);
 		break;
+	case HL_EV_RESET:
+		fprintf(stderr, "hvdrun: worker %d on %s %s\n", ev->rank,
+			ev->host, ev->text);
+		break;
 	case HL_EV_NOT_READY:
 	case HL_EV_OUTPUT_LOST:
 		fprintf(stderr, "hvdrun: %s; stopping the job\n", ev->text);
@@ -185,7 +212,7 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	if (pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0)
 		return hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
 	rc = hl_rdv_start(&rdv, plan->size, (int)o->v[HL_K_START_TIMEOUT].i,
-			  report[1], cause);
+			  report[1], l->env->elastic, cause);
 	if (rc == HL_OK)
 		rc = hl_rdv_export(rdv, l->env);
 	if (rc == HL_OK) {
@@ -195,6 +222,13 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 		l->timestamps = o->v[HL_K_PREFIX_TIMESTAMP].b;
 		l->grace_ms = 3000;
 		l->on_event = on_event;
+		if (l->env->elastic) {
+			l->rdv = rdv;
+			l->min_np = (int)o->v[HL_K_MIN_NP].i;
+			l->reset_limit = o->v[HL_K_RESET_LIMIT].set
+						 ? (int)o->v[HL_K_RESET_LIMIT].i
+						 : 0;
+		}
 		fflush(stdout);
 		fflush(stderr);
 		rc = hl_launch_run(l, code, cause);
@@ -244,8 +278,11 @@ static int run(int *code, char **cause)
 		goto out;
 	}
 	rc = hl_envspec_init(&es, o, &warnings, cause);
+	if (rc == HL_OK)
+		rc = check_elastic(o, &plan, cause);
 	if (rc != HL_OK)
 		goto out;
+	es.elastic = o->v[HL_K_MIN_NP].set;
 	cmd_warnings(&warnings);
 	rc = hl_ssh_opts_from(&so, o, cause);
 	if (rc == HL_OK && !o->v[HL_K_MPI].b)

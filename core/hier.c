@@ -91,14 +91,17 @@ static int uniform(const struct place *all, int size, int *at, const char **why)
  * hosts of a job may be one machine (-H localhost:2,127.0.0.1:2). */
 static int open_segment(struct hvd__engine *e, int host)
 {
-	uint8_t secret[RDV_SECRET_LEN];
+	uint8_t secret[RDV_SECRET_LEN], key[RDV_SECRET_LEN];
 	char base[RDV_SHM_NAME_LEN], name[RDV_SHM_NAME_LEN + 16];
 	long start_s;
 	int rc;
 
 	if (!rdv_secret_from_hex(getenv(wenv_vars[WENV_SECRET].name), secret))
 		return HVD_EINVAL;
-	rdv_shm_name(secret, base);
+	/* An elastic generation's own (its key): the last one's may be in
+	 * use yet by a rank that has not left it. */
+	rdv_generation_key(secret, (uint32_t)hvd__g.generation, key);
+	rdv_shm_name(key, base);
 	snprintf(name, sizeof(name), "%s-%d", base, host);
 	rc = hvd__env_long(WENV_START_TIMEOUT, &start_s);
 	if (rc == HVD_OK)

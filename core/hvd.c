@@ -93,13 +93,17 @@ HVD_EXPORT int hvd_init(void)
 				getenv("HVD_RENDEZVOUS") != NULL,
 				mpi != NULL ? &mpi_comm : NULL);
 	if (rc != HVD_OK) {
+		/* Elastic: a generation that did not form (a worker lost on
+		 * the way) is a reset: hvd_init() again joins the next. */
+		if (hvd__g.generation > 0 && rc != HVD_ENOMEM)
+			rc = HVD_ERESET;
 		hvd__runtime_stop();
 		hvd__g = fresh_state;
 		return rc;
 	}
-	hvd__debug("rank %d of %d (local %d of %d, cross %d of %d)", st.rank,
-		   st.size, st.local_rank, st.local_size, st.cross_rank,
-		   st.cross_size);
+	hvd__debug("rank %d of %d (local %d of %d, cross %d of %d)",
+		   hvd__g.rank, hvd__g.size, hvd__g.local_rank,
+		   hvd__g.local_size, hvd__g.cross_rank, hvd__g.cross_size);
 	return HVD_OK;
 }
 
@@ -113,6 +117,11 @@ HVD_EXPORT void hvd_shutdown(void)
 HVD_EXPORT int hvd_initialized(void)
 {
 	return hvd__g.initialized;
+}
+
+HVD_EXPORT int hvd_elastic_generation(void)
+{
+	return hvd__g.initialized ? hvd__g.generation : -1;
 }
 
 HVD_EXPORT int hvd_mpi_built(void)
@@ -171,6 +180,7 @@ HVD_EXPORT const char *hvd_strerror(int err)
 		[-HVD_ESHUTDOWN] = "libhvd was shut down",
 		[-HVD_ESTALL] = "some ranks never submitted the tensor",
 		[-HVD_ENOTSUP] = "not available here",
+		[-HVD_ERESET] = "a worker was lost: the job resets",
 	};
 
 	if (err > 0 || -err >= (int)(sizeof(names) / sizeof(names[0])) ||

@@ -24,6 +24,7 @@ struct hvd__state {
 	int rank, size;
 	int local_rank, local_size;
 	int cross_rank, cross_size;
+	int generation; /* an elastic job's (join.h), else 0 */
 };
 
 extern struct hvd__state hvd__g;

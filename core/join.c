@@ -128,64 +128,123 @@ out:
 	return rc;
 }
 
-static int read_peers(int fd, int size, const uint8_t *secret,
-		      const uint8_t *nonce, char *addrs, long long deadline)
+/* Read from fd into a growing buffer until try (given what was read)
+ * returns non-zero: its result, or HVD_ETIMEDOUT at the deadline, or
+ * HVD_ECONN when hvdrun closes the connection (it gave up on the job, and
+ * said why). *buf and *len: what was read (the caller frees *buf). */
+static int read_until(int fd, long long deadline,
+		      int (*try)(void *arg, const uint8_t *in, size_t len),
+		      void *arg, uint8_t **buf, size_t *len)
 {
-	size_t cap = 4096, len = 0;
-	uint8_t *buf = malloc(cap);
+	size_t cap = 4096;
 	int rc = HVD_ETIMEDOUT;
 
-	if (buf == NULL)
+	*len = 0;
+	*buf = malloc(cap);
+	if (*buf == NULL)
 		return HVD_ENOMEM;
 	for (;;) {
 		struct pollfd pf = {fd, POLLIN, 0};
 		long long left = deadline - hvd__now_ms();
+		int d = try(arg, *buf, *len);
 		ssize_t n;
-		int d = rdv_peers_decode(buf, len, secret, nonce,
-					 (uint32_t)size, addrs);
 
-		if (d != 0) {
-			rc = d == 1 ? HVD_OK : HVD_EPROTO;
-			break;
-		}
+		if (d != 0)
+			return d;
 		if (left <= 0)
 			break;
-		if (len == cap) {
-			uint8_t *nb = realloc(buf, cap * 2);
+		if (*len == cap) {
+			uint8_t *nb = realloc(*buf, cap * 2);
 
 			if (nb == NULL)
-				break;
-			buf = nb;
+				return HVD_ENOMEM;
+			*buf = nb;
 			cap *= 2;
 		}
 		if (poll(&pf, 1, (int)left) <= 0)
 			continue;
-		n = recv(fd, buf + len, cap - len, 0);
+		n = recv(fd, *buf + *len, cap - *len, 0);
 		if (n == 0) {
-			/* hvdrun gave up on the job: it said why. */
 			rc = HVD_ECONN;
 			break;
 		}
 		if (n > 0)
-			len += (size_t)n;
+			*len += (size_t)n;
 	}
-	free(buf);
 	return rc;
 }
 
-static int join_mesh(int rank, int size, struct hvd__tcp **out)
+struct peers_arg {
+	int size;
+	const uint8_t *secret, *nonce;
+	char *addrs;
+};
+
+static int try_peers(void *arg, const uint8_t *in, size_t len)
+{
+	struct peers_arg *a = arg;
+	int d = rdv_peers_decode(in, len, a->secret, a->nonce,
+				 (uint32_t)a->size, a->addrs);
+
+	return d == 0 ? 0 : d == 1 ? 1 : HVD_EPROTO;
+}
+
+struct world_arg {
+	const uint8_t *secret, *nonce;
+	struct rdv_world w;
+	char *addrs;
+	size_t used; /* WORLD's length */
+};
+
+/* WORLD, after any notice meant for the generation the worker left. */
+static int try_world(void *arg, const uint8_t *in, size_t len)
+{
+	struct world_arg *a = arg;
+	size_t at = 0;
+
+	for (;;) {
+		char type, what;
+		long n = rdv_elastic_decode(in + at, len - at, a->secret,
+					    a->nonce, &type, &what, &a->w,
+					    &a->addrs);
+
+		if (n == 0)
+			return 0;
+		if (n < 0)
+			return HVD_EPROTO;
+		at += (size_t)n;
+		if (type == 'W') {
+			a->used = at;
+			return 1;
+		}
+	}
+}
+
+/* One join. Static: as rank of size. Elastic (link not NULL): as worker
+ * id after generation last_gen; the WORLD gives rank and size (*w), and
+ * the rendezvous connection stays open in *link. */
+struct join_as {
+	int rank, size;
+	struct hvd__rdv_link *link;
+	struct rdv_world w;
+};
+
+static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 {
 	const char *ifaces = getenv("HVD_NETWORK_INTERFACES");
 	char bind_ip[INET_ADDRSTRLEN];
 	const char *list = getenv("HVD_RENDEZVOUS");
-	uint8_t secret[RDV_SECRET_LEN], token[RDV_SECRET_LEN];
+	uint8_t secret[RDV_SECRET_LEN], key[RDV_SECRET_LEN],
+		token[RDV_SECRET_LEN];
 	char self[64], *copy = NULL, *save = NULL, *a, *addrs = NULL;
 	char **addrv = NULL;
 	struct rdv_register reg;
 	struct hvd__tcp *t = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
 	long timeout_s;
 	long long deadline;
-	int fd = -1, rc, r, port;
+	int fd = -1, rc, r, port, rank = j->rank;
 
 	*out = NULL;
 	if (list == NULL ||
@@ -219,7 +278,7 @@ static int join_mesh(int rank, int size, struct hvd__tcp **out)
 	for (a = copy ? strtok_r(copy, ",", &save) : NULL; a != NULL;
 	     a = strtok_r(NULL, ",", &save)) {
 		rc = try_register(a, ifaces && *ifaces ? bind_ip : NULL, rank,
-				  size, port, secret, &reg, deadline, &fd);
+				  j->size, port, secret, &reg, deadline, &fd);
 		if (rc == HVD_OK)
 			break;
 	}
@@ -228,27 +287,64 @@ static int join_mesh(int rank, int size, struct hvd__tcp **out)
 			   rank, list);
 		goto out;
 	}
-	addrs = malloc((size_t)size * (RDV_ADDR_MAX + 1));
-	addrv = malloc((size_t)size * sizeof(*addrv));
-	if (addrs == NULL || addrv == NULL) {
+	if (j->link != NULL) {
+		struct world_arg wa = {secret, reg.nonce, {0}, NULL, 0};
+
+		rc = read_until(fd, deadline, try_world, &wa, &buf, &len);
+		addrs = wa.addrs;
+		j->w = wa.w;
+		if (rc == 1) {
+			j->rank = rank = (int)wa.w.rank;
+			j->size = (int)wa.w.size;
+			memmove(buf, buf + wa.used, len - wa.used);
+			len -= wa.used;
+		}
+	} else {
+		struct peers_arg pa = {j->size, secret, reg.nonce, NULL};
+
+		addrs = pa.addrs = malloc((size_t)j->size * (RDV_ADDR_MAX + 1));
+		rc = addrs == NULL ? HVD_ENOMEM
+				   : read_until(fd, deadline, try_peers, &pa,
+						&buf, &len);
+	}
+	if (rc != 1) {
+		if (j->link != NULL && rc == HVD_ECONN)
+			hvd__error(
+				"worker %d: hvdrun left it out of the job's next generation",
+				j->rank);
+		else
+			hvd__error(
+				"rank %d: the job did not start: not every rank joined (%s)",
+				rank, hvd_strerror(rc));
+		goto out;
+	}
+	addrv = malloc((size_t)j->size * sizeof(*addrv));
+	if (addrv == NULL) {
 		rc = HVD_ENOMEM;
 		goto out;
 	}
-	rc = read_peers(fd, size, secret, reg.nonce, addrs, deadline);
-	if (rc != HVD_OK) {
-		hvd__error(
-			"rank %d: the job did not start: not every rank joined (%s)",
-			rank, hvd_strerror(rc));
-		goto out;
-	}
-	for (r = 0; r < size; r++)
+	for (r = 0; r < j->size; r++)
 		addrv[r] = addrs + (size_t)r * (RDV_ADDR_MAX + 1);
-	rdv_mesh_token(secret, token);
-	rc = hvd__tcp_connect(t, rank, size, addrv, token,
+	rdv_generation_key(secret, j->link ? j->w.gen : 0, key);
+	rdv_mesh_token(key, token);
+	/* Elastic: a reset notice calls the connects off. */
+	if (j->link != NULL)
+		hvd__tcp_set_cancel(t, fd);
+	rc = hvd__tcp_connect(t, rank, j->size, addrv, token,
 			      (int)(deadline - hvd__now_ms()));
+	if (rc == HVD_OK && j->link != NULL) {
+		j->link->fd = fd;
+		fd = -1;
+		memcpy(j->link->secret, secret, sizeof(secret));
+		memcpy(j->link->nonce, reg.nonce, sizeof(reg.nonce));
+		j->link->rest = buf;
+		j->link->nrest = len;
+		buf = NULL;
+	}
 out:
 	if (fd >= 0)
 		close(fd);
+	free(buf);
 	free(copy);
 	free(addrs);
 	free(addrv);
@@ -262,11 +358,37 @@ out:
 
 int hvd__join(int rank, int size, bool mesh, struct hvd__comm *comm)
 {
+	struct join_as j = {rank, size, NULL, {0}};
 	struct hvd__tcp *t = NULL;
-	int rc = mesh ? join_mesh(rank, size, &t) : HVD_OK;
+	int rc = mesh ? join_mesh(&j, &t) : HVD_OK;
 
 	comm->rank = rank;
 	comm->size = size;
+	comm->ops = &hvd__tcp_ops;
+	comm->t = t;
+	return rc;
+}
+
+int hvd__join_elastic(struct hvd__state *st, uint32_t id, uint32_t last_gen,
+		      struct hvd__comm *comm, struct hvd__rdv_link *link)
+{
+	struct join_as j = {(int)id, (int)last_gen, link, {0}};
+	struct hvd__tcp *t = NULL;
+	int rc = join_mesh(&j, &t);
+
+	if (rc == HVD_OK) {
+		st->rank = (int)j.w.rank;
+		st->size = (int)j.w.size;
+		st->local_rank = (int)j.w.local_rank;
+		st->local_size = (int)j.w.local_size;
+		st->cross_rank = (int)j.w.cross_rank;
+		st->cross_size = (int)j.w.cross_size;
+	}
+	/* Its world came: the generation is this worker's, whether or not
+	 * its mesh formed (hvd_init then fails with HVD_ERESET). */
+	st->generation = (int)j.w.gen;
+	comm->rank = st->rank;
+	comm->size = st->size;
 	comm->ops = &hvd__tcp_ops;
 	comm->t = t;
 	return rc;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elastic.h"
 #include "engine.h"
 #include "hier.h"
 #include "runtime.h"
@@ -231,9 +232,20 @@ static bool turn(struct hvd__engine *e, bool driver)
 		fail_all(e, HVD_ESHUTDOWN);
 	} else if (rc != HVD_OK) {
 		atomic_store(&ended, true);
-		hvd__error(
-			"the job's connections failed (%s): every pending and later operation fails",
-			hvd_strerror(rc));
+		if (hvd__g.generation > 0) {
+			/* Elastic: the survivors go on in a new generation. */
+			hvd__warn(
+				"generation %d ended (%s): every pending and later operation fails with HVD_ERESET",
+				hvd__g.generation,
+				hvd__elastic_reset_seen()
+					? "hvdrun reset the job"
+					: hvd_strerror(rc));
+			rc = HVD_ERESET;
+		} else {
+			hvd__error(
+				"the job's connections failed (%s): every pending and later operation fails",
+				hvd_strerror(rc));
+		}
 		if (e->comm.ops->abort != NULL)
 			e->comm.ops->abort(e->comm.t);
 		hvd__shm_abort(e->shm);
@@ -297,22 +309,43 @@ static void *background(void *arg)
 	return NULL;
 }
 
+/* Called by the elastic watcher (elastic.h), from its own thread: every
+ * blocked and later transfer fails at once, and the engine's owner ends
+ * the generation. */
+static void abort_engine(void)
+{
+	if (E.comm.ops->abort != NULL)
+		E.comm.ops->abort(E.comm.t);
+	hvd__shm_abort(E.shm);
+}
+
 int hvd__runtime_start(int rank, int size, bool joined,
 		       const struct hvd__comm *mpi)
 {
 	const char *tl = getenv(wenv_vars[WENV_TIMELINE].name);
 	sigset_t all, old;
+	uint32_t id;
+	bool elastic;
 	int rc;
 
 	memset(&E, 0, sizeof(E));
 	atomic_store(&ended, false);
 	atomic_store(&drivable, false);
 	hvd__queue_reset();
+	if (mpi != NULL)
+		joined = false;
+	/* An elastic worker learns its rank and size as it joins. */
+	elastic = joined && hvd__elastic_wanted(&id);
+	if (elastic) {
+		rc = hvd__elastic_join(&hvd__g, id, &E.comm);
+		if (rc != HVD_OK)
+			return rc; /* hvd__runtime_stop releases the comm */
+		rank = hvd__g.rank;
+		size = hvd__g.size;
+	}
 	rc = hvd__knobs_read(&E.k, size);
 	if (rc != HVD_OK)
 		return rc;
-	if (mpi != NULL)
-		joined = false;
 	if (!joined && size > 1 && mpi == NULL) {
 		hvd__error(
 			"rank %d of %d, but no rendezvous (HVD_RENDEZVOUS): start the job with hvdrun",
@@ -321,8 +354,8 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	}
 	if (mpi != NULL)
 		E.comm = *mpi;
-	else if ((rc = hvd__join(rank, size, joined && size > 1, &E.comm)) !=
-		 HVD_OK)
+	else if (!elastic && (rc = hvd__join(rank, size, joined && size > 1,
+					     &E.comm)) != HVD_OK)
 		return rc;
 	if (E.comm.ops->tune != NULL)
 		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms(),
@@ -353,13 +386,14 @@ int hvd__runtime_start(int rank, int size, bool joined,
 		return HVD_ESYS;
 	}
 	running = true;
-	return HVD_OK;
+	return elastic ? hvd__elastic_watch(abort_engine) : HVD_OK;
 }
 
 void hvd__runtime_stop(void)
 {
 	int broken;
 
+	hvd__elastic_leave(); /* no abort from its thread from here on */
 	if (running) {
 		hvd__queue_shutdown();
 		pthread_join(thread, NULL);

@@ -29,8 +29,22 @@ struct hvd__tcp {
 	int rank, size;
 	int *fd; /* fd[r]: the connection to rank r, -1 for self */
 	int timeout_ms;
-	int spin_us; /* retry, yielding, this long before poll() */
+	int spin_us;   /* retry, yielding, this long before poll() */
+	int cancel_fd; /* readable: hvd__tcp_connect gives up, or -1 */
 };
+
+/* Whether the connect was called off (hvd__tcp_connect); waits up to ms
+ * for it. */
+static bool cancelled(const struct hvd__tcp *t, int ms)
+{
+	struct pollfd pf = {t->cancel_fd, POLLIN, 0};
+
+	if (t->cancel_fd < 0) {
+		poll(NULL, 0, ms);
+		return false;
+	}
+	return poll(&pf, 1, ms) > 0;
+}
 
 /* TCP_NODELAY, and socket buffers left to the kernel's autotuning, which
  * grows them to tcp_rmem/tcp_wmem's maximum (6 MiB and 4 MiB by default):
@@ -55,6 +69,7 @@ int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,
 	*out = NULL;
 	if (t == NULL)
 		return HVD_ENOMEM;
+	t->cancel_fd = -1;
 	t->timeout_ms = 30000;
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
@@ -157,7 +172,7 @@ static int connect_to(const struct hvd__tcp *t, const char *addr,
 	if (hvd__parse_addr(addr, &sa) != HVD_OK)
 		return HVD_EINVAL;
 	/* The peer may not listen yet: retry until the deadline. */
-	while (hvd__now_ms() < deadline) {
+	while (hvd__now_ms() < deadline && !cancelled(t, 0)) {
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return HVD_ESYS;
@@ -170,9 +185,10 @@ static int connect_to(const struct hvd__tcp *t, const char *addr,
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 			return fd;
 		close(fd);
-		poll(NULL, 0, 20);
+		if (cancelled(t, 20))
+			break;
 	}
-	return HVD_ECONN;
+	return cancelled(t, 0) ? HVD_ERESET : HVD_ECONN;
 }
 
 /* A connection accepted on the listening port that has not yet said
@@ -237,7 +253,7 @@ static int accept_up(struct hvd__tcp *t, const uint8_t *token, int want,
 		     long long deadline)
 {
 	struct pending p[PENDING_MAX];
-	struct pollfd pf[PENDING_MAX + 1];
+	struct pollfd pf[PENDING_MAX + 2];
 	int n = 0, accepted = 0, i, rc = HVD_OK;
 
 	while (accepted < want) {
@@ -258,8 +274,13 @@ static int accept_up(struct hvd__tcp *t, const uint8_t *token, int want,
 			if (p[i].deadline - now < wait)
 				wait = p[i].deadline - now;
 		}
-		if (poll(pf, (nfds_t)n + 1, (int)wait) <= 0)
+		pf[n + 1] = (struct pollfd){t->cancel_fd, POLLIN, 0};
+		if (poll(pf, (nfds_t)n + 2, (int)wait) <= 0)
 			continue;
+		if (pf[n + 1].revents) {
+			rc = HVD_ERESET;
+			break;
+		}
 		/* Back to front: a connection taken or dropped moves only
 		 * the ones after it. */
 		for (i = n - 1; i >= 0; i--)
@@ -307,6 +328,10 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 	for (r = 0; r < rank && rc == HVD_OK; r++) {
 		int fd = connect_to(t, addrs[r], deadline);
 
+		if (fd == HVD_ERESET) {
+			rc = fd;
+			break;
+		}
 		if (fd < 0) {
 			hvd__error("cannot connect to rank %d at %s", r,
 				   addrs[r]);
@@ -321,6 +346,11 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 	if (rc == HVD_OK)
 		rc = accept_up(t, token, size - 1 - rank, deadline);
 	return rc;
+}
+
+void hvd__tcp_set_cancel(struct hvd__tcp *t, int fd)
+{
+	t->cancel_fd = fd;
 }
 
 void hvd__tcp_abort(struct hvd__tcp *t)

@@ -122,6 +122,8 @@ int hl_env_rank_vars(const struct hl_plan *plan,
 		es->master_addr ? es->master_addr
 				: hosts->v[plan->ranks[0].host].name);
 	PUT_INT(WENV_TORCH_MASTER_PORT, es->master_port);
+	if (es->elastic)
+		PUT_INT(WENV_WORKER_ID, r->rank);
 	if (es->host_ifaces != NULL && es->host_ifaces[r->host] != NULL) {
 		const char *ifs = es->host_ifaces[r->host];
 

@@ -17,6 +17,9 @@ struct hl_envspec {
 	 * NULL. Exported as HVD_NETWORK_INTERFACES (libhvd's transport) and
 	 * NCCL_SOCKET_IFNAME, unless -x or [env] sets the latter. */
 	char **host_ifaces;
+	/* An elastic job: each worker gets HVD_WORKER_ID, its rank at the
+	 * start (proto/rendezvous.h). */
+	bool elastic;
 };
 
 /* Collect the shared layers from the options. Names forwarded with -x but

@@ -20,6 +20,7 @@
 
 #include "launch.h"
 #include "proc.h"
+#include "rdv_server.h"
 #include "spawn.h"
 #include "watchdog.h"
 
@@ -46,6 +47,11 @@ struct sup {
 	int exit_code;
 	bool failed; /* a worker failed: exit_code is its code */
 	int signal;  /* a signal hvdrun received, 0 if none */
+	/* Elastic (l->rdv): resets so far, hosts out of the job, and when
+	 * the workers ended with their host get SIGKILL (0: none due). */
+	int resets;
+	bool *host_out;
+	long long removal_deadline;
 };
 
 int hl_launch_remote_env(const struct hl_launch *l, int rank,
@@ -145,6 +151,103 @@ static void describe_status(int status, char *buf, size_t len)
 		snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
 }
 
+/* Elastic: set the next generation, of every worker that is neither
+ * exited nor out with its host, in rank order. */
+static int next_generation(struct sup *s, int *n)
+{
+	const struct hl_launch *l = s->l;
+	int *count = calloc(l->hosts->n, sizeof(*count));
+	int *ids = calloc((size_t)s->n, sizeof(*ids));
+	struct hl_plan plan = {0};
+	int i, gen = HL_ENOMEM;
+
+	*n = 0;
+	for (i = 0; count != NULL && ids != NULL && i < s->n; i++) {
+		size_t h = l->plan->ranks[i].host;
+
+		if (s->w[i].exited || s->w[i].removed || s->host_out[h])
+			continue;
+		count[h]++;
+		ids[(*n)++] = i;
+	}
+	if (count != NULL && ids != NULL &&
+	    hl_plan_counts(&plan, count, l->hosts->n, NULL) == HL_OK)
+		gen = hl_rdv_generation(l->rdv, ids, plan.ranks, *n);
+	hl_plan_close(&plan);
+	free(count);
+	free(ids);
+	return gen;
+}
+
+/* Elastic: worker w failed (how). Its host leaves the job (the host's
+ * other workers are ended) and the rest reset without it. Returns false
+ * when the job cannot go on: the reset limit is reached, or fewer than
+ * --min-np workers would remain. */
+static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
+{
+	const struct hl_launch *l = s->l;
+	size_t host = l->plan->ranks[w->rank].host;
+	struct hl_event ev = {HL_EV_RESET, w->rank, l->hosts->v[host].name,
+			      NULL, 0};
+	char text[256];
+	int i, left = 0, gen;
+
+	size_t at = strlen(how);
+
+	if (l->reset_limit > 0 && s->resets >= l->reset_limit) {
+		snprintf(how + at, howlen - at,
+			 " after %d resets (--reset-limit)", s->resets);
+		return false;
+	}
+	for (i = 0; i < s->n; i++)
+		left += !s->w[i].exited && !s->w[i].removed &&
+			!s->host_out[l->plan->ranks[i].host] &&
+			l->plan->ranks[i].host != host;
+	if (left < l->min_np) {
+		snprintf(how + at, howlen - at,
+			 "; %d workers would go on, fewer than --min-np %d",
+			 left, l->min_np);
+		return false;
+	}
+	s->host_out[host] = true;
+	for (i = 0; i < s->n; i++) {
+		struct hl_worker *o = &s->w[i];
+
+		if (o->exited || l->plan->ranks[i].host != host)
+			continue;
+		o->removed = true;
+		s->ops[o->remote]->signal(s->ctx[o->remote], o, SIGTERM);
+		s->ops[o->remote]->signal(s->ctx[o->remote], o, SIGCONT);
+		s->removal_deadline = hl_now_ms() + l->grace_ms;
+	}
+	gen = next_generation(s, &left);
+	if (gen < 0)
+		return false;
+	s->resets++;
+	snprintf(
+		text, sizeof(text),
+		"%s; its host leaves the job and %d workers go on (generation %d)",
+		how, left, gen);
+	ev.text = text;
+	hl_launch_event(l, &ev);
+	return true;
+}
+
+/* Elastic: workers ended with their host that outlive the grace period
+ * get SIGKILL. */
+static void removals_due(struct sup *s)
+{
+	int i;
+
+	if (s->removal_deadline == 0 || hl_now_ms() < s->removal_deadline)
+		return;
+	s->removal_deadline = 0;
+	for (i = 0; i < s->n; i++)
+		if (s->w[i].removed && !s->w[i].exited)
+			s->ops[s->w[i].remote]->signal(s->ctx[s->w[i].remote],
+						       &s->w[i], SIGKILL);
+}
+
 static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 			  bool lost)
 {
@@ -152,21 +255,23 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 	struct hl_event ev = {HL_EV_FAILED, w->rank,
 			      l->hosts->v[l->plan->ranks[w->rank].host].name,
 			      NULL, 0};
-	char how[128];
+	char how[256];
 
 	w->exited = true;
 	w->status = status;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return;
-	if (s->failed || s->signal != 0)
+	if (s->failed || s->signal != 0 || w->removed)
 		return; /* ended by us, or after the job had already failed */
-	s->failed = true;
-	s->exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-					   : WEXITSTATUS(status);
 	if (lost)
 		snprintf(how, sizeof(how), "lost its connection to the host");
 	else
 		describe_status(status, how, sizeof(how));
+	if (l->rdv != NULL && shrink(s, w, how, sizeof(how)))
+		return;
+	s->failed = true;
+	s->exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+					   : WEXITSTATUS(status);
 	ev.text = how;
 	hl_launch_event(l, &ev);
 	terminate(s, SIGTERM);
@@ -404,7 +509,8 @@ static void supervise(struct sup *s)
 		if (s->phase != PH_RUNNING)
 			timeout = (int)(s->deadline > now ? s->deadline - now
 							  : 0);
-		if ((all_exited(s) || s->phase != PH_RUNNING) &&
+		if ((all_exited(s) || s->phase != PH_RUNNING ||
+		     s->removal_deadline != 0) &&
 		    (timeout < 0 || timeout > 50))
 			timeout = 50; /* look for adopted children */
 		pf[nfds].fd = s->sfd;
@@ -433,6 +539,7 @@ static void supervise(struct sup *s)
 					drain(&s->w[i], j);
 		output_lost(s);
 		reap(s);
+		removals_due(s);
 	}
 	free(pf);
 }
@@ -468,8 +575,12 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	s.l = l;
 	s.n = l->plan->size;
 	s.w = calloc((size_t)s.n, sizeof(*s.w));
-	if (s.w == NULL)
+	s.host_out = calloc(l->hosts->n, sizeof(*s.host_out));
+	if (s.w == NULL || s.host_out == NULL) {
+		free(s.w);
+		free(s.host_out);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	}
 	for (i = 0; i < s.n; i++) {
 		s.w[i].rank = i;
 		for (j = 0; j < 2; j++) {
@@ -481,6 +592,9 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	/* Per-rank files first: a bad directory starts nothing. */
 	for (i = 0; i < s.n && l->output_dir != NULL && rc == HL_OK; i++)
 		rc = hl_out_open_files(s.w[i].out, l->output_dir, i, cause);
+	/* Elastic: the first generation is the plan. */
+	if (rc == HL_OK && l->rdv != NULL && next_generation(&s, &i) < 0)
+		rc = hl_fail(cause, HL_ENOMEM, "out of memory");
 	if (rc != HL_OK)
 		goto out_free;
 
@@ -518,6 +632,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	(void)fcntl(s.notify[0], F_SETPIPE_SZ, 1 << 20);
 	for (i = 0; i < s.n; i++)
 		s.w[i].remote = hl_worker_remote(l, l->plan->ranks[i].host);
+
 	/* Connect to every remote host before anything starts: a host that
 	 * cannot be reached starts nothing anywhere. */
 	s.ops[0] = &hl_spawn_local;
@@ -568,6 +683,7 @@ out_mask:
 out_free:
 	free(s.notes);
 	free(s.termed.v);
+	free(s.host_out);
 	workers_close(s.w, s.n);
 	return rc;
 }

@@ -19,6 +19,8 @@ enum hl_event_kind {
 	HL_EV_SIGNAL,	 /* hvdrun got signal sig; every worker gets it */
 	HL_EV_STOPPED,	 /* rank on host was stopped by signal sig */
 	HL_EV_OUTPUT_LOST, /* hvdrun's own output failed (text); job stops */
+	HL_EV_RESET,	   /* elastic: rank on host failed (text: how and what
+			goes on); the rest of the job resets without it */
 };
 
 struct hl_event {
@@ -40,6 +42,13 @@ struct hl_launch {
 	bool timestamps;
 	int grace_ms;  /* SIGTERM to SIGKILL */
 	int report_fd; /* failures of the rendezvous, or -1 */
+	/* An elastic job (min_np > 0): the rendezvous, whose generations
+	 * the supervisor sets; a failed worker's host leaves the job and
+	 * the others go on while min_np remain, at most reset_limit times
+	 * (0: no limit). */
+	struct hl_rdv *rdv;
+	int min_np;
+	int reset_limit;
 	/* Called from the launching thread; NULL: events are dropped. */
 	void (*on_event)(void *arg, const struct hl_event *ev);
 	void *event_arg;

@@ -13,6 +13,7 @@ static const char *const launchers[] = {"auto", "ssh", "srun", NULL};
 
 const struct hl_section hl_sections[] = {
 	{"job", "Job"},
+	{"elastic", "Elastic jobs: lose workers and go on"},
 	{"env", "Worker environment"},
 	{"ssh", "SSH, for hosts that are not this machine"},
 	{"network", "Network"},
@@ -58,6 +59,14 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 	[HL_K_BIND_TO] = {"job", "bind_to", "bind-to", NULL, HL_T_ENUM, 0, 0,
 			  NULL, NULL, "HVD_BIND_TO", HL_X_VALUE,
 			  "a share of the CPUs per local rank"},
+	[HL_K_MIN_NP] = {"elastic", "min_np", "min-np", NULL, HL_T_INT, 1,
+			 1 << 20, NULL, NULL, NULL, HL_X_NONE,
+			 "go on after a host fails while N workers remain",
+			 "N"},
+	[HL_K_RESET_LIMIT] = {"elastic", "reset_limit", "reset-limit", NULL,
+			      HL_T_INT, 1, 1 << 20, NULL, NULL, NULL, HL_X_NONE,
+			      "resets allowed before a failure ends the job",
+			      "N"},
 	[HL_K_FUSION_THRESHOLD_MB] = {"tuning", "fusion_threshold_mb",
 				      "fusion-threshold-mb", NULL, HL_T_INT, 0,
 				      0, NULL, NULL, "HOROVOD_FUSION_THRESHOLD",

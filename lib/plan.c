@@ -5,13 +5,58 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+int hl_plan_counts(struct hl_plan *plan, const int *count, size_t nhosts,
+		   char **cause)
+{
+	size_t h;
+	int r = 0, np = 0;
+
+	plan->ranks = NULL;
+	plan->size = 0;
+	plan->nhosts_used = 0;
+	for (h = 0; h < nhosts; h++)
+		np += count[h];
+	plan->ranks = calloc((size_t)(np > 0 ? np : 1), sizeof(*plan->ranks));
+	if (plan->ranks == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	/* Fill hosts in order. */
+	for (h = 0; h < nhosts; h++) {
+		int s;
+
+		for (s = 0; s < count[h]; s++, r++) {
+			plan->ranks[r].rank = r;
+			plan->ranks[r].host = h;
+			plan->ranks[r].local_rank = s;
+		}
+		plan->nhosts_used += count[h] > 0;
+	}
+	plan->size = np;
+	for (r = 0; r < plan->size; r++) {
+		struct hl_rank *rk = &plan->ranks[r];
+		int cross_rank = 0, cross_size = 0;
+
+		rk->local_size = count[rk->host];
+		/* Hosts that have a worker with this local rank, in order. */
+		for (h = 0; h < nhosts; h++) {
+			if (count[h] <= rk->local_rank)
+				continue;
+			if (h < rk->host)
+				cross_rank++;
+			cross_size++;
+		}
+		rk->cross_rank = cross_rank;
+		rk->cross_size = cross_size;
+	}
+	return HL_OK;
+}
+
 int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
 		 char **cause)
 {
-	long total = hl_hosts_total_slots(hosts);
-	int *used = NULL;
+	long total = hl_hosts_total_slots(hosts), left = np;
+	int *count;
 	size_t h;
-	int r, rc = HL_OK;
+	int rc;
 
 	plan->ranks = NULL;
 	plan->size = 0;
@@ -23,46 +68,16 @@ int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
 			cause, HL_EINVAL,
 			"-np %ld is more than the %ld slots of the host list",
 			np, total);
-	plan->ranks = calloc((size_t)np, sizeof(*plan->ranks));
-	used = calloc(hosts->n, sizeof(*used));
-	if (plan->ranks == NULL || used == NULL) {
-		rc = hl_fail(cause, HL_ENOMEM, "out of memory");
-		goto out_free_used;
+	count = calloc(hosts->n, sizeof(*count));
+	if (count == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	for (h = 0; h < hosts->n; h++) {
+		count[h] = (int)(left < hosts->v[h].slots ? left
+							  : hosts->v[h].slots);
+		left -= count[h];
 	}
-	/* Fill hosts in order; count the workers each host gets. */
-	r = 0;
-	for (h = 0; h < hosts->n && r < np; h++) {
-		int s;
-
-		for (s = 0; s < hosts->v[h].slots && r < np; s++, r++) {
-			plan->ranks[r].rank = r;
-			plan->ranks[r].host = h;
-			plan->ranks[r].local_rank = s;
-		}
-		used[h] = s;
-		plan->nhosts_used++;
-	}
-	plan->size = (int)np;
-	for (r = 0; r < plan->size; r++) {
-		struct hl_rank *rk = &plan->ranks[r];
-		int cross_rank = 0, cross_size = 0;
-
-		rk->local_size = used[rk->host];
-		/* Hosts that have a worker with this local rank, in order. */
-		for (h = 0; h < hosts->n; h++) {
-			if (used[h] <= rk->local_rank)
-				continue;
-			if (h < rk->host)
-				cross_rank++;
-			cross_size++;
-		}
-		rk->cross_rank = cross_rank;
-		rk->cross_size = cross_size;
-	}
-out_free_used:
-	free(used);
-	if (rc != HL_OK)
-		hl_plan_close(plan);
+	rc = hl_plan_counts(plan, count, hosts->n, cause);
+	free(count);
 	return rc;
 }
 

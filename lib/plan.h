@@ -27,6 +27,10 @@ struct hl_plan {
 /* Plan np workers over hosts. np must be 1..total slots. */
 int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
 		 char **cause);
+/* Plan count[h] workers on host h, for each of nhosts hosts in order (an
+ * elastic job's next generation: its surviving workers, host by host). */
+int hl_plan_counts(struct hl_plan *plan, const int *count, size_t nhosts,
+		   char **cause);
 void hl_plan_close(struct hl_plan *plan);
 
 #endif

@@ -34,6 +34,8 @@
 struct conn {
 	int fd;
 	bool registered;
+	int slot;      /* its place in by_rank, -1: none */
+	bool in_world; /* elastic: it was sent the running generation */
 	long long deadline;
 	uint8_t nonce[RDV_NONCE_LEN]; /* ours, sent in HELLO */
 	struct rdv_register reg;
@@ -56,6 +58,15 @@ struct hl_rdv {
 	int *by_rank; /* conn index per rank, -1 */
 	int nregistered;
 	long long deadline; /* 0 until the first rank registers */
+	/* Elastic: the generation being formed or running (0: none yet),
+	 * its members (worker ids, in rank order) and their places; the
+	 * supervisor sets them (hl_rdv_generation), under lock. */
+	bool elastic;
+	pthread_mutex_t lock;
+	uint32_t gen;
+	bool formed; /* WORLD was sent to every member */
+	int *ids;
+	struct rdv_world *places;
 };
 
 static void report(struct hl_rdv *r, const char *msg)
@@ -65,9 +76,10 @@ static void report(struct hl_rdv *r, const char *msg)
 
 static void drop(struct hl_rdv *r, size_t i)
 {
-	if (r->conns[i].registered &&
-	    r->by_rank[r->conns[i].reg.rank] == (int)i) {
-		r->by_rank[r->conns[i].reg.rank] = -1;
+	int slot = r->conns[i].slot;
+
+	if (slot >= 0 && r->by_rank[slot] == (int)i) {
+		r->by_rank[slot] = -1;
 		r->nregistered--;
 	}
 	close(r->conns[i].fd);
@@ -102,8 +114,9 @@ static void compact(struct hl_rdv *r)
 			continue;
 		if (k != i) {
 			r->conns[k] = r->conns[i];
-			if (r->conns[k].registered)
-				r->by_rank[r->conns[k].reg.rank] = (int)k;
+			if (r->conns[k].slot >= 0 &&
+			    r->by_rank[r->conns[k].slot] == (int)i)
+				r->by_rank[r->conns[k].slot] = (int)k;
 		}
 		k++;
 	}
@@ -136,6 +149,7 @@ static int accept_one(struct hl_rdv *r)
 	c = &r->conns[r->nconns];
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
+	c->slot = -1;
 	c->deadline = hl_now_ms() + REGISTER_WINDOW_MS;
 	if (rdv_random(c->nonce, sizeof(c->nonce)) != RDV_OK) {
 		close(fd);
@@ -149,6 +163,15 @@ static int accept_one(struct hl_rdv *r)
 	}
 	r->nconns++;
 	return HL_OK;
+}
+
+/* Connection i holds rank (static) or member (elastic) slot. */
+static void take_slot(struct hl_rdv *r, size_t i, int slot)
+{
+	r->conns[i].slot = slot;
+	r->by_rank[slot] = (int)i;
+	if (r->nregistered++ == 0)
+		r->deadline = hl_now_ms() + r->timeout_s * 1000LL;
 }
 
 /* Read what the connection sent; admit it once its REGISTER verifies. */
@@ -170,10 +193,13 @@ static void serve(struct hl_rdv *r, size_t i)
 	used = rdv_register_decode(c->buf, c->len, &c->reg);
 	if (used == 0 && c->len < sizeof(c->buf))
 		return;
-	/* Malformed, a wrong secret, a rank out of range or taken: out. */
+	/* Malformed, a wrong secret, a rank out of range or taken: out.
+	 * Elastic: rank is the worker's id, size its last generation. */
 	if (used <= 0 || !rdv_register_verify(&c->reg, r->secret, c->nonce) ||
-	    c->reg.size != (uint32_t)r->size ||
-	    c->reg.rank >= (uint32_t)r->size || r->by_rank[c->reg.rank] >= 0) {
+	    (r->elastic ? c->reg.size > r->gen
+			: c->reg.size != (uint32_t)r->size ||
+				  c->reg.rank >= (uint32_t)r->size ||
+				  r->by_rank[c->reg.rank] >= 0)) {
 		drop(r, i);
 		return;
 	}
@@ -184,9 +210,18 @@ static void serve(struct hl_rdv *r, size_t i)
 		return;
 	}
 	c->registered = true;
-	r->by_rank[c->reg.rank] = (int)i;
-	if (r->nregistered++ == 0)
-		r->deadline = hl_now_ms() + r->timeout_s * 1000LL;
+	if (!r->elastic)
+		take_slot(r, i, (int)c->reg.rank);
+}
+
+/* Send len bytes on a connection that is otherwise non-blocking. */
+static void send_blocking(int fd, const void *msg, size_t len)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	(void)hl_write_all(fd, msg, len);
+	fcntl(fd, F_SETFL, fl);
 }
 
 static void send_peers(struct hl_rdv *r)
@@ -205,9 +240,7 @@ static void send_peers(struct hl_rdv *r)
 						r->secret, c->reg.nonce, &len);
 
 		if (msg != NULL) {
-			fcntl(c->fd, F_SETFL,
-			      fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
-			(void)hl_write_all(c->fd, msg, len);
+			send_blocking(c->fd, msg, len);
 			free(msg);
 		}
 	}
@@ -220,10 +253,17 @@ static void report_missing(struct hl_rdv *r)
 	size_t off;
 	int rank, shown = 0;
 
-	off = (size_t)snprintf(
-		msg, sizeof(msg),
-		"rendezvous: %d of %d ranks never joined within %d s (start timeout):",
-		r->size - r->nregistered, r->size, r->timeout_s);
+	if (r->elastic)
+		off = (size_t)snprintf(
+			msg, sizeof(msg),
+			"rendezvous: generation %u: %d of %d ranks never joined within %d s (start timeout):",
+			r->gen, r->size - r->nregistered, r->size,
+			r->timeout_s);
+	else
+		off = (size_t)snprintf(
+			msg, sizeof(msg),
+			"rendezvous: %d of %d ranks never joined within %d s (start timeout):",
+			r->size - r->nregistered, r->size, r->timeout_s);
 	for (rank = 0; rank < r->size && off < sizeof(msg) - 16; rank++) {
 		if (r->by_rank[rank] >= 0)
 			continue;
@@ -237,6 +277,110 @@ static void report_missing(struct hl_rdv *r)
 	report(r, msg);
 }
 
+/* Elastic: the member index of worker id in the generation, or -1. */
+static int member(const struct hl_rdv *r, uint32_t id)
+{
+	int m;
+
+	for (m = 0; m < r->size; m++)
+		if (r->ids[m] == (int)id)
+			return m;
+	return -1;
+}
+
+static void send_world(struct hl_rdv *r)
+{
+	char **addrs = calloc((size_t)r->size, sizeof(*addrs));
+	int m;
+
+	if (addrs == NULL)
+		return;
+	for (m = 0; m < r->size; m++)
+		addrs[m] = r->conns[r->by_rank[m]].reg.addr;
+	for (m = 0; m < r->size; m++) {
+		struct conn *c = &r->conns[r->by_rank[m]];
+		size_t len;
+		uint8_t *msg = rdv_world_encode(&r->places[m], addrs, r->secret,
+						c->reg.nonce, &len);
+
+		if (msg != NULL) {
+			send_blocking(c->fd, msg, len);
+			free(msg);
+		}
+		c->in_world = true;
+	}
+	free(addrs);
+	r->formed = true;
+	r->deadline = 0;
+}
+
+static int next_generation(struct hl_rdv *r, const int *ids,
+			   const struct hl_rank *places, int n);
+
+/* Elastic: seat the workers waiting for a later generation than theirs,
+ * turn away those it leaves out, and send the world once it is whole.
+ * When every member of a running generation has come back on its own
+ * (each called hvd_shutdown and hvd_init), the next one has the same
+ * members. */
+/* Same members, same places: the next generation of a running one. */
+static void same_again(struct hl_rdv *r)
+{
+	struct hl_rank *places = calloc((size_t)r->size, sizeof(*places));
+	int *ids = malloc((size_t)r->size * sizeof(*ids));
+	int m;
+
+	for (m = 0; places != NULL && ids != NULL && m < r->size; m++) {
+		ids[m] = r->ids[m];
+		places[m].local_rank = (int)r->places[m].local_rank;
+		places[m].local_size = (int)r->places[m].local_size;
+		places[m].cross_rank = (int)r->places[m].cross_rank;
+		places[m].cross_size = (int)r->places[m].cross_size;
+	}
+	if (places != NULL && ids != NULL)
+		next_generation(r, ids, places, r->size);
+	free(places);
+	free(ids);
+}
+
+/* Elastic: seat the workers waiting for a later generation than theirs,
+ * turn away those it leaves out, and send the world once it is whole.
+ * When every member of a running generation has come back on its own
+ * (each called hvd_shutdown and hvd_init), the next one has the same
+ * members. */
+static void elastic_progress(struct hl_rdv *r)
+{
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		size_t i;
+		int back = 0;
+
+		for (i = 0; i < r->nconns; i++) {
+			struct conn *c = &r->conns[i];
+			int m;
+
+			if (c->fd < 0 || !c->registered || c->in_world ||
+			    c->slot >= 0)
+				continue;
+			if (c->reg.size >= r->gen) {
+				back += r->formed && c->reg.size == r->gen &&
+					member(r, c->reg.rank) >= 0;
+				continue; /* waits for the next generation */
+			}
+			m = member(r, c->reg.rank);
+			if (m < 0 || r->by_rank[m] >= 0)
+				drop(r, i); /* left out: hvd_init fails */
+			else
+				take_slot(r, i, m);
+		}
+		if (!r->formed || back != r->size || r->size == 0)
+			break;
+		same_again(r); /* and seat them */
+	}
+	if (!r->formed && r->size > 0 && r->nregistered == r->size)
+		send_world(r);
+}
+
 static void *rdv_main(void *arg)
 {
 	struct hl_rdv *r = arg;
@@ -248,20 +392,30 @@ static void *rdv_main(void *arg)
 		int timeout = 1000, n = 0;
 		struct pollfd *npf;
 
-		if (r->nregistered == r->size) {
+		pthread_mutex_lock(&r->lock);
+		if (r->elastic)
+			elastic_progress(r);
+		if (!r->elastic && r->nregistered == r->size) {
 			send_peers(r);
+			pthread_mutex_unlock(&r->lock);
 			break;
 		}
 		if (r->deadline != 0 && now >= r->deadline) {
 			report_missing(r);
-			break;
+			r->deadline = 0;
+			if (!r->elastic) {
+				pthread_mutex_unlock(&r->lock);
+				break;
+			}
 		}
 		if (r->deadline != 0 && r->deadline - now < timeout)
 			timeout = (int)(r->deadline - now);
 		compact(r);
 		npf = realloc(pf, (r->nconns + 2) * sizeof(*pf));
-		if (npf == NULL)
+		if (npf == NULL) {
+			pthread_mutex_unlock(&r->lock);
 			break;
+		}
 		pf = npf;
 		pf[n++] = (struct pollfd){r->stop[0], POLLIN, 0};
 		pf[n++] = (struct pollfd){r->listen_fd, POLLIN, 0};
@@ -272,16 +426,26 @@ static void *rdv_main(void *arg)
 				drop(r, i);
 			pf[n++] = (struct pollfd){r->conns[i].fd, POLLIN, 0};
 		}
+		pthread_mutex_unlock(&r->lock);
 		if (poll(pf, (nfds_t)n, timeout) < 0 && errno != EINTR)
 			break;
-		if (pf[0].revents)
+		if (pf[0].revents) {
+			char b[64];
+			ssize_t got = read(r->stop[0], b, sizeof(b));
+
+			/* A wake from hl_rdv_generation, or the stop. */
+			if (got > 0 && memchr(b, 'x', (size_t)got) == NULL)
+				continue;
 			break;
+		}
+		pthread_mutex_lock(&r->lock);
 		for (i = 0; i < r->nconns; i++)
 			if (r->conns[i].fd >= 0 && pf[i + 2].revents)
 				serve(r, i);
 		for (i = 0; pf[1].revents && i < ACCEPTS_PER_WAKE; i++)
 			if (accept_one(r) != HL_OK)
 				break;
+		pthread_mutex_unlock(&r->lock);
 	}
 	free(pf);
 	for (i = 0; i < r->nconns; i++)
@@ -291,8 +455,78 @@ static void *rdv_main(void *arg)
 	return NULL;
 }
 
+/* Under lock. The world of ids (in rank order) at places replaces the
+ * running one, whose workers are told. Returns its number. */
+static int next_generation(struct hl_rdv *r, const int *ids,
+			   const struct hl_rank *places, int n)
+{
+	int *nids = malloc((size_t)(n > 0 ? n : 1) * sizeof(*nids));
+	int *nby = malloc((size_t)(n > 0 ? n : 1) * sizeof(*nby));
+	struct rdv_world *np = calloc((size_t)(n > 0 ? n : 1), sizeof(*np));
+	size_t i;
+	int m;
+
+	if (nids == NULL || nby == NULL || np == NULL) {
+		free(nids);
+		free(nby);
+		free(np);
+		return HL_ENOMEM;
+	}
+	r->gen++;
+	for (i = 0; i < r->nconns; i++) {
+		struct conn *c = &r->conns[i];
+
+		if (c->fd >= 0 && c->in_world) {
+			uint8_t msg[RDV_NOTICE_LEN];
+
+			rdv_notice_encode(RDV_NOTICE_RESET, r->gen, r->secret,
+					  c->reg.nonce, msg);
+			(void)!send(c->fd, msg, sizeof(msg),
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+			c->slot = -1;
+			drop(r, i);
+		} else if (c->slot >= 0) {
+			c->slot = -1; /* seated again for this one */
+		}
+	}
+	for (m = 0; m < n; m++) {
+		nids[m] = ids[m];
+		nby[m] = -1;
+		np[m] = (struct rdv_world){r->gen,
+					   (uint32_t)m,
+					   (uint32_t)n,
+					   (uint32_t)places[m].local_rank,
+					   (uint32_t)places[m].local_size,
+					   (uint32_t)places[m].cross_rank,
+					   (uint32_t)places[m].cross_size};
+	}
+	free(r->ids);
+	free(r->by_rank);
+	free(r->places);
+	r->ids = nids;
+	r->by_rank = nby;
+	r->places = np;
+	r->size = n;
+	r->nregistered = 0;
+	r->formed = false;
+	r->deadline = 0;
+	return (int)r->gen;
+}
+
+int hl_rdv_generation(struct hl_rdv *r, const int *ids,
+		      const struct hl_rank *places, int n)
+{
+	int gen;
+
+	pthread_mutex_lock(&r->lock);
+	gen = next_generation(r, ids, places, n);
+	pthread_mutex_unlock(&r->lock);
+	(void)!write(r->stop[1], "w", 1);
+	return gen;
+}
+
 int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
-		 char **cause)
+		 bool elastic, char **cause)
 {
 	struct hl_rdv *r = calloc(1, sizeof(*r));
 	struct sockaddr_in sa;
@@ -302,11 +536,14 @@ int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
 	*out = NULL;
 	if (r == NULL)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
-	r->size = size;
+	r->size = elastic ? 0 : size;
+	r->elastic = elastic;
+	pthread_mutex_init(&r->lock, NULL);
 	r->timeout_s = timeout_s;
 	r->report_fd = report_fd;
 	r->stop[0] = r->stop[1] = -1;
-	r->by_rank = malloc((size_t)size * sizeof(*r->by_rank));
+	r->by_rank =
+		malloc((size_t)(size > 0 ? size : 1) * sizeof(*r->by_rank));
 	if (r->by_rank == NULL) {
 		free(r);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
@@ -323,7 +560,7 @@ int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
 	    bind(r->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    listen(r->listen_fd, 4096) != 0 ||
 	    getsockname(r->listen_fd, (struct sockaddr *)&sa, &sl) != 0 ||
-	    pipe2(r->stop, O_CLOEXEC) != 0) {
+	    pipe2(r->stop, O_CLOEXEC | O_NONBLOCK) != 0) {
 		int e = errno;
 
 		hl_rdv_stop(r);
@@ -408,5 +645,8 @@ void hl_rdv_stop(struct hl_rdv *r)
 		close(r->listen_fd);
 	free(r->conns);
 	free(r->by_rank);
+	free(r->ids);
+	free(r->places);
+	pthread_mutex_destroy(&r->lock);
 	free(r);
 }

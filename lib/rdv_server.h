@@ -7,12 +7,26 @@
 #ifndef HL_RDV_SERVER_H
 #define HL_RDV_SERVER_H
 
+#include <stdbool.h>
+
 #include "env.h"
+#include "plan.h"
 
 struct hl_rdv;
 
+/* elastic: the job runs in generations that the supervisor sets (below),
+ * size is only a hint. */
 int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
-		 char **cause);
+		 bool elastic, char **cause);
+/* An elastic job's next generation: n workers, by id in rank order, each
+ * at its place (local and cross rank and size). The workers of the
+ * running generation are told to reset (their connections end); a worker
+ * that registers for it joins if it is a member, else its hvd_init()
+ * fails. Once every member has joined, each is sent its world. Once one
+ * has, the others must join within the start timeout, or the failure is
+ * written to report_fd. Returns the generation's number, or HL_ENOMEM. */
+int hl_rdv_generation(struct hl_rdv *r, const int *ids,
+		      const struct hl_rank *places, int n);
 /* Add HVD_RENDEZVOUS, HVD_SECRET and HVD_START_TIMEOUT for the workers. */
 int hl_rdv_export(const struct hl_rdv *r, struct hl_envspec *es);
 void hl_rdv_stop(struct hl_rdv *r);

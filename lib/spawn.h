@@ -21,7 +21,8 @@ struct hl_worker {
 	int fd[2];   /* a local one's stdout and stderr, -1 at end of file */
 	struct hl_outstream out[2];
 	bool exited;
-	int status; /* wait(2) status */
+	int status;   /* wait(2) status */
+	bool removed; /* elastic: ended by hvdrun with its host */
 };
 
 /* open gets ready to start the ranks the spawner owns (SSH: connect and

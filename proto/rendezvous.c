@@ -201,81 +201,234 @@ void rdv_welcome_mac(const uint8_t *secret, const uint8_t *worker_nonce,
 	mac3(secret, "hvd-welcome", worker_nonce, RDV_NONCE_LEN, r, 4, mac);
 }
 
-uint8_t *rdv_peers_encode(char *const *addrs, uint32_t size,
-			  const uint8_t *secret, const uint8_t *worker_nonce,
-			  size_t *len)
+/* size addresses, each addr_len(2) and its bytes. */
+static void put_addrs(struct wire_w *w, char *const *addrs, uint32_t size)
 {
-	size_t n = 4 + RDV_MAC_LEN, i;
-	struct wire_w w;
+	uint32_t i;
 
-	for (i = 0; i < size; i++)
-		n += 2 + strlen(addrs[i]);
-	wire_w_init(&w, n);
-	wire_put_u32(&w, size);
 	for (i = 0; i < size; i++) {
 		size_t alen = strlen(addrs[i]);
 
 		if (alen == 0 || alen > RDV_ADDR_MAX)
-			w.bad = true;
-		wire_put_u16(&w, (uint16_t)alen);
-		wire_put(&w, addrs[i], alen);
+			w->bad = true;
+		wire_put_u16(w, (uint16_t)alen);
+		wire_put(w, addrs[i], alen);
 	}
-	if (!w.bad) {
+}
+
+static size_t addrs_len(char *const *addrs, uint32_t size)
+{
+	size_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < size; i++)
+		n += 2 + strlen(addrs[i]);
+	return n;
+}
+
+/* Append the mac of label over w's bytes; a bad writer is freed. */
+static uint8_t *seal(struct wire_w *w, const char *label, const uint8_t *secret,
+		     const uint8_t *worker_nonce, size_t *len)
+{
+	if (!w->bad) {
 		uint8_t mac[RDV_MAC_LEN];
 
-		mac3(secret, "hvd-peers", worker_nonce, RDV_NONCE_LEN, w.p,
-		     w.len, mac);
-		wire_put(&w, mac, RDV_MAC_LEN);
+		mac3(secret, label, worker_nonce, RDV_NONCE_LEN, w->p, w->len,
+		     mac);
+		wire_put(w, mac, RDV_MAC_LEN);
 	}
-	if (w.bad) {
-		wire_w_free(&w);
+	if (w->bad) {
+		wire_w_free(w);
 		return NULL;
 	}
-	*len = w.len;
-	return w.p;
+	*len = w->len;
+	return w->p;
+}
+
+uint8_t *rdv_peers_encode(char *const *addrs, uint32_t size,
+			  const uint8_t *secret, const uint8_t *worker_nonce,
+			  size_t *len)
+{
+	struct wire_w w;
+
+	wire_w_init(&w, 4 + addrs_len(addrs, size) + RDV_MAC_LEN);
+	wire_put_u32(&w, size);
+	put_addrs(&w, addrs, size);
+	return seal(&w, "hvd-peers", secret, worker_nonce, len);
+}
+
+/* Past size addresses and the mac that follows them, from r: 1 (*body:
+ * where the mac starts), 0 more bytes needed, RDV_EBAD. */
+static int scan_addrs(struct wire_r *r, uint32_t size, size_t *body)
+{
+	uint32_t i;
+
+	for (i = 0; i < size; i++) {
+		size_t alen;
+
+		if (wire_left(r) < 2)
+			return 0;
+		alen = wire_get_u16(r);
+		if (alen == 0 || alen > RDV_ADDR_MAX)
+			return RDV_EBAD;
+		if (wire_view(r, alen) == NULL)
+			return 0;
+	}
+	*body = r->off;
+	return wire_view(r, RDV_MAC_LEN) == NULL ? 0 : 1;
+}
+
+/* Whether the mac after in[0..body) is label's. */
+static bool sealed(const uint8_t *in, size_t body, const char *label,
+		   const uint8_t *secret, const uint8_t *worker_nonce)
+{
+	uint8_t mac[RDV_MAC_LEN];
+
+	mac3(secret, label, worker_nonce, RDV_NONCE_LEN, in, body, mac);
+	return rdv_mac_equal(mac, in + body);
+}
+
+/* The size addresses scanned from r into addrs. */
+static void get_addrs(struct wire_r *r, uint32_t size, char *addrs)
+{
+	uint32_t i;
+
+	for (i = 0; i < size; i++) {
+		size_t alen = wire_get_u16(r);
+		char *a = addrs + (size_t)i * (RDV_ADDR_MAX + 1);
+
+		wire_get(r, a, alen);
+		a[alen] = '\0';
+	}
 }
 
 int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 		     const uint8_t *worker_nonce, uint32_t size, char *addrs)
 {
-	uint8_t mac[RDV_MAC_LEN];
-	const uint8_t *theirs;
 	struct wire_r r;
-	size_t body, i;
+	size_t body;
+	int rc;
 
 	wire_r_init(&r, in, len);
 	if (wire_left(&r) < 4)
 		return 0;
 	if (wire_get_u32(&r) != size)
 		return RDV_EBAD;
-	for (i = 0; i < size; i++) {
-		size_t alen;
-
-		if (wire_left(&r) < 2)
-			return 0;
-		alen = wire_get_u16(&r);
-		if (alen == 0 || alen > RDV_ADDR_MAX)
-			return RDV_EBAD;
-		if (wire_view(&r, alen) == NULL)
-			return 0;
-	}
-	body = r.off;
-	theirs = wire_view(&r, RDV_MAC_LEN);
-	if (theirs == NULL)
-		return 0;
-	mac3(secret, "hvd-peers", worker_nonce, RDV_NONCE_LEN, in, body, mac);
-	if (!rdv_mac_equal(mac, theirs))
+	rc = scan_addrs(&r, size, &body);
+	if (rc != 1)
+		return rc;
+	if (!sealed(in, body, "hvd-peers", secret, worker_nonce))
 		return RDV_EBAD;
-	wire_r_init(&r, in, body);
-	wire_get_u32(&r);
-	for (i = 0; i < size; i++) {
-		size_t alen = wire_get_u16(&r);
-		char *a = addrs + i * (RDV_ADDR_MAX + 1);
-
-		wire_get(&r, a, alen);
-		a[alen] = '\0';
-	}
+	wire_r_init(&r, in + 4, body - 4);
+	get_addrs(&r, size, addrs);
 	return 1;
+}
+
+#define WORLD_HEAD (1 + 7 * 4)
+
+uint8_t *rdv_world_encode(const struct rdv_world *w, char *const *addrs,
+			  const uint8_t *secret, const uint8_t *worker_nonce,
+			  size_t *len)
+{
+	struct wire_w o;
+
+	wire_w_init(&o, WORLD_HEAD + addrs_len(addrs, w->size) + RDV_MAC_LEN);
+	wire_put_u8(&o, 'W');
+	wire_put_u32(&o, w->gen);
+	wire_put_u32(&o, w->rank);
+	wire_put_u32(&o, w->size);
+	wire_put_u32(&o, w->local_rank);
+	wire_put_u32(&o, w->local_size);
+	wire_put_u32(&o, w->cross_rank);
+	wire_put_u32(&o, w->cross_size);
+	put_addrs(&o, addrs, w->size);
+	return seal(&o, "hvd-world", secret, worker_nonce, len);
+}
+
+void rdv_notice_encode(char what, uint32_t gen, const uint8_t *secret,
+		       const uint8_t *worker_nonce, uint8_t *out)
+{
+	struct wire_w w;
+
+	wire_w_fixed(&w, out, RDV_NOTICE_LEN);
+	wire_put_u8(&w, 'N');
+	wire_put_u8(&w, (uint8_t)what);
+	wire_put_u32(&w, gen);
+	mac3(secret, "hvd-notice", worker_nonce, RDV_NONCE_LEN, out, w.len,
+	     out + w.len);
+}
+
+static long world_decode(const uint8_t *in, size_t len, const uint8_t *secret,
+			 const uint8_t *worker_nonce, struct rdv_world *w,
+			 char **addrs)
+{
+	struct wire_r r;
+	size_t body;
+	int rc;
+
+	wire_r_init(&r, in, len);
+	if (wire_left(&r) < WORLD_HEAD)
+		return 0;
+	wire_get_u8(&r);
+	w->gen = wire_get_u32(&r);
+	w->rank = wire_get_u32(&r);
+	w->size = wire_get_u32(&r);
+	w->local_rank = wire_get_u32(&r);
+	w->local_size = wire_get_u32(&r);
+	w->cross_rank = wire_get_u32(&r);
+	w->cross_size = wire_get_u32(&r);
+	if (w->gen == 0 || w->size == 0 || w->size > RDV_MAX_SIZE ||
+	    w->rank >= w->size || w->local_size == 0 ||
+	    w->local_size > w->size || w->local_rank >= w->local_size ||
+	    w->cross_size == 0 || w->cross_size > w->size ||
+	    w->cross_rank >= w->cross_size)
+		return RDV_EBAD;
+	rc = scan_addrs(&r, w->size, &body);
+	if (rc != 1)
+		return rc;
+	if (!sealed(in, body, "hvd-world", secret, worker_nonce))
+		return RDV_EBAD;
+	*addrs = malloc((size_t)w->size * (RDV_ADDR_MAX + 1));
+	if (*addrs == NULL)
+		return RDV_EBAD;
+	wire_r_init(&r, in + WORLD_HEAD, body - WORLD_HEAD);
+	get_addrs(&r, w->size, *addrs);
+	return (long)(body + RDV_MAC_LEN);
+}
+
+long rdv_elastic_decode(const uint8_t *in, size_t len, const uint8_t *secret,
+			const uint8_t *worker_nonce, char *type, char *what,
+			struct rdv_world *w, char **addrs)
+{
+	if (len < 1)
+		return 0;
+	*type = (char)in[0];
+	*addrs = NULL;
+	if (in[0] == 'W')
+		return world_decode(in, len, secret, worker_nonce, w, addrs);
+	if (in[0] != 'N')
+		return RDV_EBAD;
+	if (len < RDV_NOTICE_LEN)
+		return 0;
+	*what = (char)in[1];
+	w->gen = wire_de32(in + 2);
+	if ((*what != RDV_NOTICE_RESET && *what != RDV_NOTICE_HOSTS) ||
+	    !sealed(in, RDV_NOTICE_LEN - RDV_MAC_LEN, "hvd-notice", secret,
+		    worker_nonce))
+		return RDV_EBAD;
+	return RDV_NOTICE_LEN;
+}
+
+void rdv_generation_key(const uint8_t *secret, uint32_t gen, uint8_t *key)
+{
+	uint8_t g[4];
+
+	if (gen == 0) {
+		memcpy(key, secret, RDV_SECRET_LEN);
+		return;
+	}
+	wire_be32(g, gen);
+	mac3(secret, "hvd-generation", g, 4, NULL, 0, key);
 }
 
 void rdv_mesh_token(const uint8_t *secret, uint8_t *token)

@@ -24,7 +24,29 @@
  *
  *   worker -> peer    MESH     rank(4) token(32)
  *
- * and the peer closes a connection whose token is not the job's. */
+ * and the peer closes a connection whose token is not the job's.
+ *
+ * An elastic job (hvdrun --min-np, --max-np; the worker has HVD_WORKER_ID)
+ * runs in generations, 1, 2, ..., each its own world. REGISTER's rank is
+ * the worker's id and its size the last generation it belonged to (0:
+ * none); hvdrun answers WELCOME, holds the connection until a later
+ * generation that has the worker is complete, and sends
+ *
+ *   hvdrun -> worker  WORLD    'W' gen(4) rank(4) size(4) local_rank(4)
+ *                              local_size(4) cross_rank(4) cross_size(4)
+ *                              { addr_len(2) addr } * size mac(32)
+ *       mac = HMAC(secret, "hvd-world" worker_nonce the bytes before)
+ *
+ * and, on the same connection while the generation runs,
+ *
+ *   hvdrun -> worker  NOTICE   'N' what(1) gen(4) mac(32)
+ *       mac = HMAC(secret, "hvd-notice" worker_nonce the bytes before)
+ *
+ * what: RDV_NOTICE_RESET (generation gen replaces the worker's: a worker
+ * was lost), RDV_NOTICE_HOSTS (hosts were added: the workers re-join at
+ * their next commit). A generation's key, HMAC(secret, "hvd-generation"
+ * gen), takes the secret's place in the mesh token and the shared-memory
+ * name: no worker of another generation can join its mesh. */
 #ifndef HVD_PROTO_RENDEZVOUS_H
 #define HVD_PROTO_RENDEZVOUS_H
 
@@ -40,6 +62,9 @@
 #define RDV_HELLO_LEN (4 + 1 + RDV_NONCE_LEN)
 #define RDV_MESH_HELLO_LEN (4 + RDV_MAC_LEN)
 #define RDV_MAX_SIZE (1 << 20)
+#define RDV_NOTICE_LEN (1 + 1 + 4 + RDV_MAC_LEN)
+#define RDV_NOTICE_RESET 'R'
+#define RDV_NOTICE_HOSTS 'U'
 
 /* What the rendezvous functions return besides lengths and counts. */
 enum {
@@ -89,6 +114,31 @@ uint8_t *rdv_peers_encode(char *const *addrs, uint32_t size,
 /* 1 done, 0 more bytes needed, RDV_EBAD malformed or a bad mac. */
 int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 		     const uint8_t *worker_nonce, uint32_t size, char *addrs);
+
+/* An elastic generation's world, as WORLD gives it to one worker. */
+struct rdv_world {
+	uint32_t gen, rank, size, local_rank, local_size, cross_rank,
+		cross_size;
+};
+
+/* WORLD, into a malloc'ed buffer (NULL: out of memory, a bad address). */
+uint8_t *rdv_world_encode(const struct rdv_world *w, char *const *addrs,
+			  const uint8_t *secret, const uint8_t *worker_nonce,
+			  size_t *len);
+/* NOTICE, RDV_NOTICE_LEN bytes into out. */
+void rdv_notice_encode(char what, uint32_t gen, const uint8_t *secret,
+		       const uint8_t *worker_nonce, uint8_t *out);
+/* What hvdrun sends an elastic worker after WELCOME: the first message of
+ * in[0..len). Returns its length, 0 when more bytes are needed, RDV_EBAD
+ * when malformed or its mac does not match. *type: 'W' (w filled, *addrs
+ * a malloc'ed array of w->size addresses of RDV_ADDR_MAX + 1 bytes, the
+ * caller's to free) or 'N' (*what, w->gen). */
+long rdv_elastic_decode(const uint8_t *in, size_t len, const uint8_t *secret,
+			const uint8_t *worker_nonce, char *type, char *what,
+			struct rdv_world *w, char **addrs);
+/* Generation gen's key (RDV_SECRET_LEN bytes); gen 0 (a job that is not
+ * elastic): the secret itself. */
+void rdv_generation_key(const uint8_t *secret, uint32_t gen, uint8_t *key);
 
 void rdv_mesh_token(const uint8_t *secret, uint8_t *token);
 /* The name at which one host's ranks meet to share memory (core/shm.h):

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -61,6 +62,10 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 	[WENV_NETWORK_INTERFACES] = {"HVD_NETWORK_INTERFACES", WENV_T_TEXT,
 				     true, 0, 0, 0, NULL,
 				     "the interfaces to use, NAME,..."},
+	[WENV_WORKER_ID] = {"HVD_WORKER_ID", WENV_T_INT, true, 0, INT32_MAX, 0,
+			    NULL,
+			    "an elastic job's worker: its id (hvdrun "
+			    "--min-np, --max-np)"},
 	[WENV_FUSION_THRESHOLD] = {"HOROVOD_FUSION_THRESHOLD", WENV_T_INT,
 				   false, 0, 1LL << 40, 128 << 20, NULL,
 				   "bytes fused into one operation"},

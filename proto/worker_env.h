@@ -30,6 +30,7 @@ enum wenv_id {
 	WENV_SECRET,
 	WENV_START_TIMEOUT,
 	WENV_NETWORK_INTERFACES,
+	WENV_WORKER_ID,
 	/* Settings: from hvdrun's options, or the user's environment. */
 	WENV_FUSION_THRESHOLD,
 	WENV_CYCLE_TIME,

@@ -35,6 +35,7 @@ enum hvd_error {
 	HVD_ESHUTDOWN = -10, /* libhvd was shut down */
 	HVD_ESTALL = -11,    /* some ranks never submitted the tensor */
 	HVD_ENOTSUP = -12,   /* not available here (no GPU, no such engine) */
+	HVD_ERESET = -13,    /* elastic: a worker was lost, the world resets */
 };
 
 /* Element types and reduction operations of the collectives. float16 and
@@ -59,6 +60,14 @@ enum hvd_op { HVD_SUM, HVD_AVERAGE, HVD_MIN, HVD_MAX, HVD_PRODUCT };
 HVD_EXPORT int hvd_init(void);
 HVD_EXPORT void hvd_shutdown(void);
 HVD_EXPORT int hvd_initialized(void);
+
+/* Elastic jobs (hvdrun --min-np, --max-np): the world changes between
+ * generations. When a worker is lost, every pending and later operation
+ * fails with HVD_ERESET within a moment; hvd_shutdown() then hvd_init()
+ * joins the next generation, in which the surviving workers keep their
+ * order (new ranks, sizes, connections). The generation (1, 2, ...) of
+ * this world, 0 when the job is not elastic, -1 before hvd_init(). */
+HVD_EXPORT int hvd_elastic_generation(void);
 
 /* Ranks; -1 before hvd_init(). */
 HVD_EXPORT int hvd_rank(void);

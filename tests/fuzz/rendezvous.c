@@ -1,6 +1,7 @@
 /* rendezvous: what hvdrun's rendezvous port reads from anyone who
  * connects (HELLO's answer, REGISTER) and what a worker reads back
- * (PEERS), decoded and checked with a fixed secret (proto/rendezvous.h). */
+ * (PEERS; an elastic worker: WORLD and NOTICEs), decoded and checked
+ * with a fixed secret (proto/rendezvous.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,5 +33,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (addrs != NULL)
 		(void)rdv_peers_decode(data, size, secret, nonce, n, addrs);
 	free(addrs);
+	/* An elastic worker's stream: WORLDs and NOTICEs, back to back. */
+	p = data;
+	left = size;
+	for (;;) {
+		struct rdv_world w;
+		char type, what;
+
+		used = rdv_elastic_decode(p, left, secret, nonce, &type, &what,
+					  &w, &addrs);
+		free(addrs);
+		if (used <= 0)
+			break;
+		p += used;
+		left -= (size_t)used;
+	}
 	return 0;
 }

@@ -166,6 +166,16 @@ static void rendezvous(void)
 	peers = rdv_peers_encode(addrs, 2, secret, nonce, &n);
 	put("rendezvous", "peers", peers, n);
 	free(peers);
+	{
+		struct rdv_world w = {3, 1, 2, 0, 1, 1, 2};
+		uint8_t notice[RDV_NOTICE_LEN];
+
+		peers = rdv_world_encode(&w, addrs, secret, nonce, &n);
+		put("rendezvous", "world", peers, n);
+		free(peers);
+		rdv_notice_encode(RDV_NOTICE_RESET, 4, secret, nonce, notice);
+		put("rendezvous", "notice", notice, sizeof(notice));
+	}
 	free(reg);
 }
 

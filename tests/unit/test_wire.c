@@ -247,6 +247,59 @@ static void test_mesh_hello(void)
 	CHECK(rdv_mesh_hello_decode(hello, token) == RDV_EBAD);
 }
 
+/* An elastic worker's WORLD and NOTICEs: each read back whole, in
+ * pieces, after one another; a changed byte or another nonce refused;
+ * each generation its own key, and generation 0 the secret's. */
+static void test_elastic_messages(void)
+{
+	uint8_t secret[RDV_SECRET_LEN] = {7}, nonce[RDV_NONCE_LEN] = {8};
+	uint8_t other[RDV_NONCE_LEN] = {9}, k1[RDV_SECRET_LEN],
+		k2[RDV_SECRET_LEN], k0[RDV_SECRET_LEN];
+	char *addrs[3] = {"10.0.0.1:1", "10.0.0.2:2", "10.0.0.3:3"}, *got;
+	struct rdv_world w = {5, 2, 3, 0, 1, 2, 3}, r;
+	uint8_t buf[512], notice[RDV_NOTICE_LEN];
+	size_t n, k;
+	uint8_t *msg = rdv_world_encode(&w, addrs, secret, nonce, &n);
+	char type, what;
+
+	CHECK(msg != NULL && n + RDV_NOTICE_LEN <= sizeof(buf));
+	if (msg == NULL)
+		return;
+	memcpy(buf, msg, n);
+	rdv_notice_encode(RDV_NOTICE_RESET, 6, secret, nonce, notice);
+	memcpy(buf + n, notice, sizeof(notice));
+	for (k = 0; k < n; k++)
+		CHECK(rdv_elastic_decode(buf, k, secret, nonce, &type, &what,
+					 &r, &got) == 0);
+	CHECK(rdv_elastic_decode(buf, n + 3, secret, nonce, &type, &what, &r,
+				 &got) == (long)n);
+	CHECK(type == 'W' && r.gen == 5 && r.rank == 2 && r.size == 3 &&
+	      r.local_size == 1 && r.cross_rank == 2 && r.cross_size == 3);
+	CHECK(got != NULL &&
+	      strcmp(got + 2 * (RDV_ADDR_MAX + 1), "10.0.0.3:3") == 0);
+	free(got);
+	CHECK(rdv_elastic_decode(buf + n, RDV_NOTICE_LEN, secret, nonce, &type,
+				 &what, &r, &got) == RDV_NOTICE_LEN);
+	CHECK(type == 'N' && what == RDV_NOTICE_RESET && r.gen == 6);
+	CHECK(rdv_elastic_decode(buf + n, RDV_NOTICE_LEN, secret, other, &type,
+				 &what, &r, &got) == RDV_EBAD);
+	buf[5] ^= 1; /* the rank */
+	CHECK(rdv_elastic_decode(buf, n, secret, nonce, &type, &what, &r,
+				 &got) == RDV_EBAD);
+	free(msg);
+	w.rank = 3; /* not below the size */
+	msg = rdv_world_encode(&w, addrs, secret, nonce, &n);
+	CHECK(msg != NULL && rdv_elastic_decode(msg, n, secret, nonce, &type,
+						&what, &r, &got) == RDV_EBAD);
+	free(msg);
+	rdv_generation_key(secret, 0, k0);
+	rdv_generation_key(secret, 1, k1);
+	rdv_generation_key(secret, 2, k2);
+	CHECK(memcmp(k0, secret, sizeof(k0)) == 0);
+	CHECK(memcmp(k1, k2, sizeof(k1)) != 0 &&
+	      memcmp(k1, secret, sizeof(k1)) != 0);
+}
+
 static void test_agent_records(void)
 {
 	struct hl_buf b;
@@ -547,6 +600,7 @@ int main(void)
 	RUN(test_control_responses);
 	RUN(test_control_requests);
 	RUN(test_mesh_hello);
+	RUN(test_elastic_messages);
 	RUN(test_agent_records);
 	RUN(test_agent_lines);
 	RUN(test_node_requests);

@@ -25,7 +25,13 @@
  *             factors, group membership, a joined root): an error on
  *             every rank
  *   killa2a   rank 1 kills itself mid-alltoall
+ *   resets [N [KIB]]  an elastic job (hvdrun --min-np): N times (100)
+ *             hvd_shutdown() and hvd_init() into the next generation
+ *             and an allreduce there; descriptors and threads the same
+ *             after the 10th as after the last, memory (VmRSS) grown by
+ *             at most KIB (0: not checked)
  * Prints "rank R: ok" and exits 0, or names what went wrong and exits 1. */
+#include <dirent.h>
 #include <hvd.h>
 #include <math.h>
 #include <pthread.h>
@@ -1391,6 +1397,76 @@ static void mode_killa2a(void)
 	exit(3);
 }
 
+/* Entries of /proc/self/<dir>, or VmRSS in KiB for dir NULL. */
+static long proc_count(const char *dir)
+{
+	char path[64], line[256];
+	struct dirent *e;
+	long n = 0;
+	FILE *f;
+	DIR *d;
+
+	if (dir == NULL) {
+		f = fopen("/proc/self/status", "r");
+		while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+			if (strncmp(line, "VmRSS:", 6) == 0)
+				n = strtol(line + 6, NULL, 10);
+		if (f != NULL)
+			fclose(f);
+		return n;
+	}
+	snprintf(path, sizeof(path), "/proc/self/%s", dir);
+	d = opendir(path);
+	while (d != NULL && (e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
+static void mode_resets(int times, long kib)
+{
+	long fds = 0, threads = 0, rss = 0;
+	int i, rc, gen = hvd_elastic_generation();
+
+	EXPECT(gen >= 1, "generation %d: not an elastic job", gen);
+	for (i = 1; i <= times; i++) {
+		float x = 1;
+
+		hvd_shutdown();
+		rc = hvd_init();
+		if (rc != HVD_OK) {
+			EXPECT(0, "hvd_init %d: %s", i, hvd_strerror(rc));
+			return;
+		}
+		rc = hvd_allreduce("resets.x", &x, &x, 1, HVD_FLOAT32, HVD_SUM);
+		EXPECT(rc == 0 && x == (float)hvd_size(), "allreduce %d: %s", i,
+		       hvd_strerror(rc));
+		if (i == 10) {
+			fds = proc_count("fd");
+			threads = proc_count("task");
+			rss = proc_count(NULL);
+		}
+	}
+	EXPECT(hvd_elastic_generation() == gen + times,
+	       "generation %d after %d resets from %d",
+	       hvd_elastic_generation(), times, gen);
+	if (times >= 10) {
+		long f = proc_count("fd"), t = proc_count("task"),
+		     m = proc_count(NULL);
+
+		EXPECT(f == fds, "descriptors: %ld after 10 resets, %ld after %d",
+		       fds, f, times);
+		EXPECT(t == threads, "threads: %ld after 10 resets, %ld after %d",
+		       threads, t, times);
+		EXPECT(kib == 0 || m - rss <= kib,
+		       "memory: %ld KiB after 10 resets, %ld after %d", rss, m,
+		       times);
+		printf("rank %d: %d resets: %ld descriptors, %ld threads, RSS %ld KiB (%+ld)\n",
+		       hvd_rank(), times, f, t, m, m - rss);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "all";
@@ -1430,6 +1506,9 @@ int main(int argc, char **argv)
 		mode_killa2a();
 	else if (strcmp(mode, "idle") == 0)
 		mode_idle();
+	else if (strcmp(mode, "resets") == 0)
+		mode_resets(argc > 2 ? atoi(argv[2]) : 100,
+			    argc > 3 ? atol(argv[3]) : 0);
 	else {
 		fprintf(stderr, "unknown mode '%s'\n", mode);
 		return 2;

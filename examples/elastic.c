@@ -1,0 +1,105 @@
+/* elastic.c: an elastic training loop over libhvd's C API, the loop that
+ * hvd.elastic.run runs in Python. Every few steps the state is committed
+ * (copied aside); when a worker is lost, the collective in flight fails
+ * with HVD_ERESET on every survivor, each restores the last commit, calls
+ * hvd_shutdown() and hvd_init() to join the next generation, and takes
+ * rank 0's state. Training goes on, at the new size, from the commit.
+ *
+ *   hvdrun -np 4 -H a:2,b:2 --min-np 2 ./elastic [STEPS [COMMIT [MS]]]
+ *
+ * Each step averages a gradient that depends only on the step, so the
+ * final weights are the same whatever the size and however many resets:
+ * the last line says so ("weights 1234.500000"). */
+#include <hvd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NW 1024
+
+struct state {
+	double step;
+	double w[NW];
+};
+
+static void fail(const char *what, int rc)
+{
+	fprintf(stderr, "elastic: %s: %s\n", what, hvd_strerror(rc));
+	exit(1);
+}
+
+/* Every rank takes rank 0's state; HVD_ERESET if the world resets
+ * meanwhile. */
+static int sync_state(struct state *s)
+{
+	return hvd_broadcast("elastic.state", s, sizeof(*s) / sizeof(double),
+			     HVD_FLOAT64, 0);
+}
+
+/* Join the next generation and take its state, as often as it takes: a
+ * generation may end (HVD_ERESET) while it forms, or before the state is
+ * synced. */
+static void reset(struct state *s, const struct state *committed, int *resets)
+{
+	int rc;
+
+	do {
+		*s = *committed;
+		hvd_shutdown();
+		rc = hvd_init();
+		if (rc == HVD_OK)
+			rc = sync_state(s);
+		else if (rc != HVD_ERESET)
+			fail("hvd_init", rc);
+		++*resets;
+	} while (rc == HVD_ERESET);
+	if (rc != HVD_OK)
+		fail("broadcast", rc);
+}
+
+int main(int argc, char **argv)
+{
+	int steps = argc > 1 ? atoi(argv[1]) : 100;
+	int every = argc > 2 ? atoi(argv[2]) : 5;
+	int ms = argc > 3 ? atoi(argv[3]) : 10;
+	struct timespec nap = {ms / 1000, (ms % 1000) * 1000000L};
+	static struct state s, committed;
+	static double grad[NW];
+	double sum = 0;
+	int resets = 0, rc, i;
+
+	rc = hvd_init();
+	if (rc == HVD_OK)
+		rc = sync_state(&s);
+	if (rc == HVD_ERESET)
+		reset(&s, &committed, &resets);
+	else if (rc != HVD_OK)
+		fail("hvd_init", rc);
+	committed = s;
+	while (s.step < steps) {
+		for (i = 0; i < NW; i++)
+			grad[i] = (s.step + 1) * 0.5 + i % 3;
+		rc = hvd_allreduce("elastic.grad", grad, grad, NW, HVD_FLOAT64,
+				   HVD_AVERAGE);
+		if (rc == HVD_ERESET) {
+			reset(&s, &committed, &resets);
+			continue;
+		}
+		if (rc != HVD_OK)
+			fail("allreduce", rc);
+		for (i = 0; i < NW; i++)
+			s.w[i] += grad[i] / NW;
+		s.step++;
+		if ((int)s.step % every == 0)
+			committed = s;
+		nanosleep(&nap, NULL);
+	}
+	for (i = 0; i < NW; i++)
+		sum += s.w[i];
+	printf("rank %d of %d: %d steps, generation %d, %d resets, weights %.6f\n",
+	       hvd_rank(), hvd_size(), (int)s.step, hvd_elastic_generation(),
+	       resets, sum);
+	hvd_shutdown();
+	return 0;
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env bats
+# Elastic jobs (--min-np) on this host, localhost, 127.0.0.1 and
+# localhost.localdomain being three hosts to hvdrun: a worker killed mid-training takes its host out of the
+# job and the others go on from their last commit (examples/elastic.c,
+# whose final weights are the same whatever the resets); failures during
+# a reset; --min-np and --reset-limit ending the job with the failing
+# code; 100 resets without growth; the options' errors.
+bats_require_minimum_version 1.5.0
+load helper
+
+SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
+ELASTIC=$ROOT/build/examples/elastic
+KILL=$WORKERS/elastic_kill.sh
+
+# The weights of STEPS steps of examples/elastic.c, from a job of one.
+weights() {
+	"$ELASTIC" "$1" 5 0 | sed -n 's/.*weights \(.*\)/\1/p'
+}
+
+@test "elastic: a worker killed mid-training: its host leaves, the others go on from the last commit to the same weights" {
+	local want
+	want=$(weights 150)
+	ELASTIC_KILL="3:1" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 \
+		"$KILL" "$ELASTIC" 150 5 10
+	assert_success
+	assert_line "hvdrun: worker 3 on 127.0.0.1 was killed by signal 9 (Killed); its host leaves the job and 2 workers go on (generation 2)"
+	assert_line "[0]<stdout>:rank 0 of 2: 150 steps, generation 2, 1 resets, weights $want"
+	assert_line "[1]<stdout>:rank 1 of 2: 150 steps, generation 2, 1 resets, weights $want"
+	# Worker 2 shared the host: ended with it, quietly.
+	refute_output --partial "[2]<stdout>"
+	refute_output --partial "stopping the job"
+	wait_no_leftovers
+}
+
+@test "elastic: rank 0's host fails: the other host's workers become ranks 0 and 1" {
+	local want
+	want=$(weights 150)
+	ELASTIC_KILL="0:1" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 \
+		"$KILL" "$ELASTIC" 150 5 10
+	assert_success
+	assert_line "[2]<stdout>:rank 0 of 2: 150 steps, generation 2, 1 resets, weights $want"
+	assert_line "[3]<stdout>:rank 1 of 2: 150 steps, generation 2, 1 resets, weights $want"
+	wait_no_leftovers
+}
+
+@test "elastic: a second host fails during the first reset: one more generation, the last host goes on" {
+	local want
+	want=$(weights 150)
+	ELASTIC_KILL="5:1 1:1.05" run "$HVDRUN" -np 6 -H localhost:2,127.0.0.1:2,localhost.localdomain:2 \
+		--min-np 2 "$KILL" "$ELASTIC" 150 5 10
+	assert_success
+	assert_line --regexp "^hvdrun: worker 5 on localhost.localdomain was killed by signal 9 \(Killed\); its host leaves the job and [24] workers go on \(generation [23]\)$"
+	assert_line --regexp "^hvdrun: worker 1 on localhost was killed by signal 9 \(Killed\); its host leaves the job and [24] workers go on \(generation [23]\)$"
+	assert_line --regexp "^\[2\]<stdout>:rank 0 of 2: 150 steps, generation 3, [12] resets, weights $want$"
+	assert_line --regexp "^\[3\]<stdout>:rank 1 of 2: 150 steps, generation 3, [12] resets, weights $want$"
+	wait_no_leftovers
+}
+
+@test "elastic: fewer than --min-np left: the job ends with the failing worker's code" {
+	ELASTIC_KILL="1:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 3 \
+		"$KILL" "$ELASTIC" 1000 5 10
+	[ "$status" -eq 137 ]
+	assert_line "hvdrun: rank 1 on localhost was killed by signal 9 (Killed); 2 workers would go on, fewer than --min-np 3; stopping the job"
+	wait_no_leftovers
+}
+
+@test "elastic: --reset-limit: the failure after the last reset allowed ends the job" {
+	ELASTIC_KILL="5:0.5 1:2" run "$HVDRUN" -np 6 -H localhost:2,127.0.0.1:2,localhost.localdomain:2 \
+		--min-np 2 --reset-limit 1 "$KILL" "$ELASTIC" 1000 5 10
+	[ "$status" -eq 137 ]
+	assert_line "hvdrun: worker 5 on localhost.localdomain was killed by signal 9 (Killed); its host leaves the job and 4 workers go on (generation 2)"
+	assert_line "hvdrun: rank 1 on localhost was killed by signal 9 (Killed) after 1 resets (--reset-limit); stopping the job"
+	wait_no_leftovers
+}
+
+@test "elastic: 100 resets (hvd_shutdown, hvd_init) leak no descriptor, thread, memory or shared-memory segment" {
+	local kib=2048 r
+	# Under the sanitizers, memory is ASan's to judge (it checks leaks at
+	# exit); its quarantine holds freed memory.
+	[ -z "${HVD_SANITIZER_RUN-}" ] || kib=0
+	run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 "$SELFTEST" resets 100 "$kib"
+	assert_success
+	refute_output --partial FAIL
+	for r in 0 1 2 3; do
+		assert_line "[$r]<stdout>:rank $r: ok"
+	done
+	run ls /dev/shm
+	refute_output --partial hvd-shm-
+}
+
+@test "elastic: an exit 0 is no failure; a job that is not elastic still ends at the first failure" {
+	run "$HVDRUN" -np 2 --min-np 1 "$ELASTIC" 20 5 0
+	assert_success
+	assert_line --regexp "^\[0\]<stdout>:rank 0 of 2: 20 steps, generation 1, 0 resets"
+	ELASTIC_KILL="1:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 "$KILL" "$ELASTIC" 1000 5 10
+	[ "$status" -eq 137 ]
+	assert_line "hvdrun: rank 1 on localhost was killed by signal 9 (Killed); stopping the job"
+	wait_no_leftovers
+}
+
+@test "elastic: bad --min-np and --reset-limit: one line, exit 2, nothing started" {
+	run "$HVDRUN" -np 2 --min-np 3 "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --min-np 3 is more than the 2 workers the job starts with"
+	run "$HVDRUN" -np 2 --reset-limit 2 "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --reset-limit is for an elastic job: add --min-np"
+	run "$HVDRUN" -np 2 --min-np 1 --mpi "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --min-np: an elastic job runs on hvdrun's own rendezvous, not --mpi"
+	run "$HVDRUN" -np 2 --min-np 0 "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 --partial "--min-np"
+	refute_output --partial "Hello"
+}
