@@ -189,7 +189,7 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 	size_t host = l->plan->ranks[w->rank].host;
 	struct hl_event ev = {HL_EV_RESET, w->rank, l->hosts->v[host].name,
 			      NULL, 0};
-	char text[256];
+	char text[384];
 	int i, left = 0, gen;
 
 	size_t at = strlen(how);
