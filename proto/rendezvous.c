@@ -400,10 +400,10 @@ long rdv_elastic_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 			const uint8_t *worker_nonce, char *type, char *what,
 			struct rdv_world *w, char **addrs)
 {
+	*addrs = NULL;
 	if (len < 1)
 		return 0;
 	*type = (char)in[0];
-	*addrs = NULL;
 	if (in[0] == 'W')
 		return world_decode(in, len, secret, worker_nonce, w, addrs);
 	if (in[0] != 'N')

@@ -65,8 +65,8 @@ weights() {
 }
 
 @test "elastic: --reset-limit: the failure after the last reset allowed ends the job" {
-	ELASTIC_KILL="5:0.5 1:2" run "$HVDRUN" -np 6 -H localhost:2,127.0.0.1:2,localhost.localdomain:2 \
-		--min-np 2 --reset-limit 1 "$KILL" "$ELASTIC" 1000 5 10
+	ELASTIC_KILL="5:1 1:5" run "$HVDRUN" -np 6 -H localhost:2,127.0.0.1:2,localhost.localdomain:2 \
+		--min-np 2 --reset-limit 1 "$KILL" "$ELASTIC" 3000 5 10
 	[ "$status" -eq 137 ]
 	assert_line "hvdrun: worker 5 on localhost.localdomain was killed by signal 9 (Killed); its host leaves the job and 4 workers go on (generation 2)"
 	assert_line "hvdrun: rank 1 on localhost was killed by signal 9 (Killed) after 1 resets (--reset-limit); stopping the job"
