@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "env.h"
 #include "host_source.h"
 #include "hosts.h"
@@ -153,6 +154,9 @@ static void print_verbose(const struct hl_plan *plan,
 static void on_event(void *arg, const struct hl_event *ev)
 {
 	bool verbose = cmd_args.opts.v[HL_K_VERBOSE].b;
+	/* An elastic job's workers are known by id (their first rank): a
+	 * rank changes with each generation. */
+	const char *who = cmd_args.opts.v[HL_K_MIN_NP].set ? "worker" : "rank";
 
 	(void)arg;
 	switch (ev->kind) {
@@ -162,11 +166,11 @@ static void on_event(void *arg, const struct hl_event *ev)
 				ev->rank, ev->host);
 		break;
 	case HL_EV_FAILED:
-		fprintf(stderr, "hvdrun: rank %d on %s %s; stopping the job\n",
-			ev->rank, ev->host, ev->text);
+		fprintf(stderr, "hvdrun: %s %d on %s %s; stopping the job\n",
+			who, ev->rank, ev->host, ev->text);
 		break;
 	case HL_EV_RESET:
-		fprintf(stderr, "hvdrun: worker %d on %s %s\n", ev->rank,
+		fprintf(stderr, "hvdrun: %s %d on %s %s\n", who, ev->rank,
 			ev->host, ev->text);
 		break;
 	case HL_EV_NOT_READY:
@@ -174,12 +178,14 @@ static void on_event(void *arg, const struct hl_event *ev)
 		fprintf(stderr, "hvdrun: %s; stopping the job\n", ev->text);
 		break;
 	case HL_EV_STOPPED: {
-		const char *name = sigabbrev_np(ev->sig);
+		char name[300], *text;
 
-		fprintf(stderr,
-			"hvdrun: rank %d on %s was stopped (SIG%s); every rank "
-			"waits for it: SIGCONT resumes it, Ctrl-C ends the job\n",
-			ev->rank, ev->host, name ? name : "?");
+		snprintf(name, sizeof(name), "%s %d on %s", who, ev->rank,
+			 ev->host);
+		text = hl_stopped_text(name, ev->sig);
+		if (text != NULL)
+			fputs(text, stderr);
+		free(text);
 		break;
 	}
 	case HL_EV_SIGNAL:

@@ -108,17 +108,23 @@ static void end_family(pid_t pgid, int first_sig)
 		;
 }
 
-char *hl_agent_stopped_text(int sig)
+char *hl_stopped_text(const char *who, int sig)
 {
 	const char *name = sigabbrev_np(sig);
-	char host[256] = "?";
+
+	return hl_asprintf("hvdrun: %s was stopped (SIG%s); every rank waits "
+			   "for it: SIGCONT resumes it, Ctrl-C ends the job\n",
+			   who, name ? name : "?");
+}
+
+char *hl_agent_stopped_text(int sig)
+{
+	char host[256] = "?", who[300];
 
 	gethostname(host, sizeof(host) - 1);
 	host[sizeof(host) - 1] = '\0';
-	return hl_asprintf("hvdrun: on %s: this rank was stopped (SIG%s); "
-			   "every rank waits for it: SIGCONT resumes it, "
-			   "Ctrl-C ends the job\n",
-			   host, name ? name : "?");
+	snprintf(who, sizeof(who), "on %s: this rank", host);
+	return hl_stopped_text(who, sig);
 }
 
 pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,

@@ -22,9 +22,11 @@ int hl_agent_run(char **cause);
 pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
 		    int *exec_errno);
 
-/* What an agent says, in the rank's stderr, of a worker stopped by sig
- * (a debugger's, SIGSTOP): "this rank was stopped (SIGSTOP); ...". Every
- * other rank waits for it; hvdrun names local ones itself. */
+/* The line (malloc'ed, with its newline) that says a worker (who: "rank 1
+ * on node1") was stopped by sig (a debugger's, SIGSTOP): every other rank
+ * waits for it. hvdrun says it of local workers, an agent of its own, in
+ * the rank's stderr ("on node2: this rank"): hl_agent_stopped_text. */
+char *hl_stopped_text(const char *who, int sig);
 char *hl_agent_stopped_text(int sig);
 
 /* `hvdrun --node-agent`, one a node in hvdrun's srun step (node_agent.c,

@@ -153,7 +153,7 @@ static void describe_status(int status, char *buf, size_t len)
 
 /* Elastic: set the next generation, of every worker that is neither
  * exited nor out with its host, in rank order. */
-static int next_generation(struct sup *s, int *n)
+static int plan_generation(struct sup *s, int *n)
 {
 	const struct hl_launch *l = s->l;
 	int *count = calloc(l->hosts->n, sizeof(*count));
@@ -220,7 +220,7 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 		s->ops[o->remote]->signal(s->ctx[o->remote], o, SIGCONT);
 		s->removal_deadline = hl_now_ms() + l->grace_ms;
 	}
-	gen = next_generation(s, &left);
+	gen = plan_generation(s, &left);
 	if (gen < 0)
 		return false;
 	s->resets++;
@@ -593,7 +593,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	for (i = 0; i < s.n && l->output_dir != NULL && rc == HL_OK; i++)
 		rc = hl_out_open_files(s.w[i].out, l->output_dir, i, cause);
 	/* Elastic: the first generation is the plan. */
-	if (rc == HL_OK && l->rdv != NULL && next_generation(&s, &i) < 0)
+	if (rc == HL_OK && l->rdv != NULL && plan_generation(&s, &i) < 0)
 		rc = hl_fail(cause, HL_ENOMEM, "out of memory");
 	if (rc != HL_OK)
 		goto out_free;

@@ -224,6 +224,8 @@ static void send_blocking(int fd, const void *msg, size_t len)
 	fcntl(fd, F_SETFL, fl);
 }
 
+/* Every rank has registered: tell each where the others listen (PEERS),
+ * or, elastic, its world (WORLD). */
 static void send_peers(struct hl_rdv *r)
 {
 	char **addrs = calloc((size_t)r->size, sizeof(*addrs));
@@ -236,15 +238,23 @@ static void send_peers(struct hl_rdv *r)
 	for (rank = 0; rank < r->size; rank++) {
 		struct conn *c = &r->conns[r->by_rank[rank]];
 		size_t len;
-		uint8_t *msg = rdv_peers_encode(addrs, (uint32_t)r->size,
-						r->secret, c->reg.nonce, &len);
+		uint8_t *msg =
+			r->elastic ? rdv_world_encode(&r->places[rank], addrs,
+						      r->secret, c->reg.nonce,
+						      &len)
+				   : rdv_peers_encode(addrs, (uint32_t)r->size,
+						      r->secret, c->reg.nonce,
+						      &len);
 
 		if (msg != NULL) {
 			send_blocking(c->fd, msg, len);
 			free(msg);
 		}
+		c->in_world = r->elastic;
 	}
 	free(addrs);
+	r->formed = true;
+	r->deadline = 0;
 }
 
 static void report_missing(struct hl_rdv *r)
@@ -288,58 +298,42 @@ static int member(const struct hl_rdv *r, uint32_t id)
 	return -1;
 }
 
-static void send_world(struct hl_rdv *r)
+/* Under lock. The running generation ends: its workers are told, their
+ * connections closed, and nobody holds a place in the next (gen + 1). */
+static void end_generation(struct hl_rdv *r)
 {
-	char **addrs = calloc((size_t)r->size, sizeof(*addrs));
-	int m;
+	size_t i;
 
-	if (addrs == NULL)
-		return;
-	for (m = 0; m < r->size; m++)
-		addrs[m] = r->conns[r->by_rank[m]].reg.addr;
-	for (m = 0; m < r->size; m++) {
-		struct conn *c = &r->conns[r->by_rank[m]];
-		size_t len;
-		uint8_t *msg = rdv_world_encode(&r->places[m], addrs, r->secret,
-						c->reg.nonce, &len);
+	r->gen++;
+	for (i = 0; i < r->nconns; i++) {
+		struct conn *c = &r->conns[i];
 
-		if (msg != NULL) {
-			send_blocking(c->fd, msg, len);
-			free(msg);
+		if (c->fd >= 0 && c->in_world) {
+			uint8_t msg[RDV_NOTICE_LEN];
+
+			rdv_notice_encode(RDV_NOTICE_RESET, r->gen, r->secret,
+					  c->reg.nonce, msg);
+			(void)!send(c->fd, msg, sizeof(msg),
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+			drop(r, i);
 		}
-		c->in_world = true;
+		c->slot = -1;
 	}
-	free(addrs);
-	r->formed = true;
+	r->nregistered = 0;
+	r->formed = false;
 	r->deadline = 0;
 }
 
-static int next_generation(struct hl_rdv *r, const int *ids,
-			   const struct hl_rank *places, int n);
-
-/* Elastic: seat the workers waiting for a later generation than theirs,
- * turn away those it leaves out, and send the world once it is whole.
- * When every member of a running generation has come back on its own
- * (each called hvd_shutdown and hvd_init), the next one has the same
- * members. */
-/* Same members, same places: the next generation of a running one. */
+/* Same members at the same places: the running generation's next. */
 static void same_again(struct hl_rdv *r)
 {
-	struct hl_rank *places = calloc((size_t)r->size, sizeof(*places));
-	int *ids = malloc((size_t)r->size * sizeof(*ids));
 	int m;
 
-	for (m = 0; places != NULL && ids != NULL && m < r->size; m++) {
-		ids[m] = r->ids[m];
-		places[m].local_rank = (int)r->places[m].local_rank;
-		places[m].local_size = (int)r->places[m].local_size;
-		places[m].cross_rank = (int)r->places[m].cross_rank;
-		places[m].cross_size = (int)r->places[m].cross_size;
+	end_generation(r);
+	for (m = 0; m < r->size; m++) {
+		r->places[m].gen = r->gen;
+		r->by_rank[m] = -1;
 	}
-	if (places != NULL && ids != NULL)
-		next_generation(r, ids, places, r->size);
-	free(places);
-	free(ids);
 }
 
 /* Elastic: seat the workers waiting for a later generation than theirs,
@@ -378,7 +372,7 @@ static void elastic_progress(struct hl_rdv *r)
 		same_again(r); /* and seat them */
 	}
 	if (!r->formed && r->size > 0 && r->nregistered == r->size)
-		send_world(r);
+		send_peers(r);
 }
 
 static void *rdv_main(void *arg)
@@ -456,14 +450,14 @@ static void *rdv_main(void *arg)
 }
 
 /* Under lock. The world of ids (in rank order) at places replaces the
- * running one, whose workers are told. Returns its number. */
+ * running one. Returns its number. */
 static int next_generation(struct hl_rdv *r, const int *ids,
 			   const struct hl_rank *places, int n)
 {
-	int *nids = malloc((size_t)(n > 0 ? n : 1) * sizeof(*nids));
-	int *nby = malloc((size_t)(n > 0 ? n : 1) * sizeof(*nby));
-	struct rdv_world *np = calloc((size_t)(n > 0 ? n : 1), sizeof(*np));
-	size_t i;
+	size_t len = (size_t)(n > 0 ? n : 1);
+	int *nids = malloc(len * sizeof(*nids));
+	int *nby = malloc(len * sizeof(*nby));
+	struct rdv_world *np = calloc(len, sizeof(*np));
 	int m;
 
 	if (nids == NULL || nby == NULL || np == NULL) {
@@ -472,23 +466,7 @@ static int next_generation(struct hl_rdv *r, const int *ids,
 		free(np);
 		return HL_ENOMEM;
 	}
-	r->gen++;
-	for (i = 0; i < r->nconns; i++) {
-		struct conn *c = &r->conns[i];
-
-		if (c->fd >= 0 && c->in_world) {
-			uint8_t msg[RDV_NOTICE_LEN];
-
-			rdv_notice_encode(RDV_NOTICE_RESET, r->gen, r->secret,
-					  c->reg.nonce, msg);
-			(void)!send(c->fd, msg, sizeof(msg),
-				    MSG_NOSIGNAL | MSG_DONTWAIT);
-			c->slot = -1;
-			drop(r, i);
-		} else if (c->slot >= 0) {
-			c->slot = -1; /* seated again for this one */
-		}
-	}
+	end_generation(r);
 	for (m = 0; m < n; m++) {
 		nids[m] = ids[m];
 		nby[m] = -1;
@@ -507,9 +485,6 @@ static int next_generation(struct hl_rdv *r, const int *ids,
 	r->by_rank = nby;
 	r->places = np;
 	r->size = n;
-	r->nregistered = 0;
-	r->formed = false;
-	r->deadline = 0;
 	return (int)r->gen;
 }
 

@@ -60,7 +60,7 @@ weights() {
 	ELASTIC_KILL="1:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 3 \
 		"$KILL" "$ELASTIC" 1000 5 10
 	[ "$status" -eq 137 ]
-	assert_line "hvdrun: rank 1 on localhost was killed by signal 9 (Killed); 2 workers would go on, fewer than --min-np 3; stopping the job"
+	assert_line "hvdrun: worker 1 on localhost was killed by signal 9 (Killed); 2 workers would go on, fewer than --min-np 3; stopping the job"
 	wait_no_leftovers
 }
 
@@ -69,7 +69,7 @@ weights() {
 		--min-np 2 --reset-limit 1 "$KILL" "$ELASTIC" 3000 5 10
 	[ "$status" -eq 137 ]
 	assert_line "hvdrun: worker 5 on localhost.localdomain was killed by signal 9 (Killed); its host leaves the job and 4 workers go on (generation 2)"
-	assert_line "hvdrun: rank 1 on localhost was killed by signal 9 (Killed) after 1 resets (--reset-limit); stopping the job"
+	assert_line "hvdrun: worker 1 on localhost was killed by signal 9 (Killed) after 1 resets (--reset-limit); stopping the job"
 	wait_no_leftovers
 }
 
