@@ -93,9 +93,12 @@ HVD_EXPORT int hvd_init(void)
 				getenv("HVD_RENDEZVOUS") != NULL,
 				mpi != NULL ? &mpi_comm : NULL);
 	if (rc != HVD_OK) {
-		/* Elastic: a generation that did not form (a worker lost on
-		 * the way) is a reset: hvd_init() again joins the next. */
-		if (hvd__g.generation > 0 && rc != HVD_ENOMEM)
+		/* Elastic: a generation whose connections did not form (a
+		 * worker lost on the way) is a reset: hvd_init() again joins
+		 * the next. */
+		if (hvd__g.generation > 0 &&
+		    (rc == HVD_ECONN || rc == HVD_ETIMEDOUT ||
+		     rc == HVD_EPROTO))
 			rc = HVD_ERESET;
 		hvd__runtime_stop();
 		hvd__g = fresh_state;
