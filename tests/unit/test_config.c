@@ -197,8 +197,8 @@ static void test_config_malformed(void)
 		 ":2: bad value 'many' for 'np' in [job]"},
 		{"[job]\nnp = 0\n", ":2: bad value '0'"},
 		{"[jobs]\nnp = 2\n",
-		 ":1: unknown section '[jobs]' (want job, env, "},
-		{"[netwrk]\n", "(want job, env, ssh, network, mpi, tuning, "},
+		 ":1: unknown section '[jobs]' (want job, elastic, "},
+		{"[netwrk]\n", "(want job, elastic, env, ssh, network, mpi, "},
 		{"[job]\n[empty_unknown]\n",
 		 ":2: unknown section '[empty_unknown]'"},
 		{"[job]\nnpp = 2\n", ":2: unknown key 'npp' in [job]"},
@@ -340,9 +340,9 @@ static void test_table_complete(void)
 		CHECK(hl_opts_section_known(ki->section));
 		CHECK_HAS(hl_opts_section_list(), ki->section);
 	}
-	CHECK_STR(
-		hl_opts_section_list(),
-		"job, env, ssh, network, mpi, tuning, timeline, stall_check or logging");
+	CHECK_STR(hl_opts_section_list(),
+		  "job, elastic, env, ssh, network, mpi, tuning, timeline, "
+		  "stall_check or logging");
 }
 
 int main(void)
