@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../proto/wire.h"
 #include "internal.h"
 
 static struct {
@@ -48,41 +49,25 @@ int hvd__elastic_join(struct hvd__state *st, uint32_t id,
 	return hvd__join_elastic(st, id, W.last_gen, comm, &W.link);
 }
 
-/* Act on every whole notice in buf[0..*len); keep a partial one. */
-static bool take_notices(uint8_t *buf, size_t *len)
+/* Skip the hosts-added notices at the front of buf[0..*len) (growth:
+ * not started by this hvdrun yet); false once anything else is there: a
+ * reset notice, or bytes that are not hvdrun's, which end the generation
+ * too. The mac is not checked: the connection proved itself at
+ * registration, whatever comes ends the generation the same way, and the
+ * program's exit may tear OpenSSL down while this thread runs. */
+static bool only_hosts_notices(uint8_t *buf, size_t *len)
 {
-	size_t at = 0;
-	bool ok = true;
-
-	for (;;) {
-		struct rdv_world w;
-		char type, what;
-		char *addrs;
-		long n = rdv_elastic_decode(buf + at, *len - at, W.link.secret,
-					    W.link.nonce, &type, &what, &w,
-					    &addrs);
-
-		free(addrs);
-		if (n == 0)
-			break;
-		if (n < 0 || type != 'N') {
-			ok = false; /* not hvdrun, or a bug: act as lost */
-			break;
-		}
-		at += (size_t)n;
-		if (what == RDV_NOTICE_HOSTS) {
-			/* Growth: not started by this hvdrun yet. */
-			hvd__debug("hvdrun added hosts (generation %u next)",
-				   w.gen);
-		} else {
-			hvd__debug("generation %u replaces generation %d",
-				   w.gen, hvd__g.generation);
+	while (*len > 0) {
+		if (buf[0] != 'N' || (*len > 1 && buf[1] != RDV_NOTICE_HOSTS))
 			return false;
-		}
+		if (*len < RDV_NOTICE_LEN)
+			break;
+		hvd__debug("hvdrun added hosts (generation %u next)",
+			   wire_de32(buf + 2));
+		memmove(buf, buf + RDV_NOTICE_LEN, *len - RDV_NOTICE_LEN);
+		*len -= RDV_NOTICE_LEN;
 	}
-	memmove(buf, buf + at, *len - at);
-	*len -= at;
-	return ok;
+	return true;
 }
 
 static void *watch(void *arg)
@@ -100,7 +85,7 @@ static void *watch(void *arg)
 				       {W.link.fd, POLLIN, 0}};
 		ssize_t n;
 
-		if (!take_notices(buf, &len))
+		if (!only_hosts_notices(buf, &len))
 			break;
 		if (poll(pf, 2, -1) < 0 && errno != EINTR)
 			break;
@@ -162,6 +147,15 @@ void hvd__elastic_leave(void)
 	W.link.nrest = 0;
 	if (hvd__g.generation > 0)
 		W.last_gen = (uint32_t)hvd__g.generation;
+}
+
+int hvd__elastic_status(int status)
+{
+	if (hvd__g.generation > 0 &&
+	    (status == HVD_ECONN || status == HVD_ETIMEDOUT ||
+	     status == HVD_EPROTO))
+		return HVD_ERESET;
+	return status;
 }
 
 bool hvd__elastic_reset_seen(void)

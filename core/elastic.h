@@ -25,6 +25,11 @@ int hvd__elastic_watch(void (*abort_engine)(void));
 /* Stop watching and close the connection (hvd_shutdown, a failed
  * hvd_init); the generation is remembered for the next join. */
 void hvd__elastic_leave(void);
+/* What a failure of the connections (HVD_ECONN, HVD_ETIMEDOUT,
+ * HVD_EPROTO) is in an elastic job: HVD_ERESET, the generation is over;
+ * any other status, and every status of a job that is not elastic, as
+ * it is. */
+int hvd__elastic_status(int status);
 /* Whether this generation was ended by hvdrun (a reset notice). */
 bool hvd__elastic_reset_seen(void);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "elastic.h"
 #include "mpi.h"
 #include "runtime.h"
 
@@ -96,10 +97,7 @@ HVD_EXPORT int hvd_init(void)
 		/* Elastic: a generation whose connections did not form (a
 		 * worker lost on the way) is a reset: hvd_init() again joins
 		 * the next. */
-		if (hvd__g.generation > 0 &&
-		    (rc == HVD_ECONN || rc == HVD_ETIMEDOUT ||
-		     rc == HVD_EPROTO))
-			rc = HVD_ERESET;
+		rc = hvd__elastic_status(rc);
 		hvd__runtime_stop();
 		hvd__g = fresh_state;
 		return rc;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "elastic.h"
 #include "engine.h"
 #include "runtime.h"
 
@@ -407,7 +408,9 @@ void hvd__req_complete(struct hvd__req *r, int status, const char *why)
 	snprintf(msg, sizeof(msg), "%s '%.200s' failed: %s",
 		 hvd__req_names[r->m.type], r->name,
 		 why != NULL ? why : hvd_strerror(status));
-	hvd__req_finish(r, status, msg);
+	/* Elastic: a lost peer ends the generation (the message keeps what
+	 * happened). */
+	hvd__req_finish(r, hvd__elastic_status(status), msg);
 }
 
 /* Wake the background thread for the work a driver leaves (or could

@@ -251,7 +251,7 @@ static bool turn(struct hvd__engine *e, bool driver)
 		hvd__shm_abort(e->shm);
 		hvd__gpu_free(e->gpu, true);
 		e->gpu = NULL;
-		fail_all(e, rc);
+		fail_all(e, hvd__elastic_status(rc));
 	}
 	return true;
 }

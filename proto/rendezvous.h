@@ -44,7 +44,10 @@
  *
  * what: RDV_NOTICE_RESET (generation gen replaces the worker's: a worker
  * was lost), RDV_NOTICE_HOSTS (hosts were added: the workers re-join at
- * their next commit). A generation's key, HMAC(secret, "hvd-generation"
+ * their next commit). libhvd's watcher acts on the kind alone (anything
+ * but a hosts notice ends the generation, so a forged one could only do
+ * what closing the connection does); the mac is for readers that act on
+ * more. A generation's key, HMAC(secret, "hvd-generation"
  * gen), takes the secret's place in the mesh token and the shared-memory
  * name: no worker of another generation can join its mesh. */
 #ifndef HVD_PROTO_RENDEZVOUS_H

@@ -59,7 +59,7 @@ weights() {
 @test "elastic: fewer than --min-np left: the job ends with the failing worker's code" {
 	ELASTIC_KILL="1:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 3 \
 		"$KILL" "$ELASTIC" 1000 5 10
-	[ "$status" -eq 137 ]
+	assert_failure 137
 	assert_line "hvdrun: worker 1 on localhost was killed by signal 9 (Killed); 2 workers would go on, fewer than --min-np 3; stopping the job"
 	wait_no_leftovers
 }
@@ -67,7 +67,7 @@ weights() {
 @test "elastic: --reset-limit: the failure after the last reset allowed ends the job" {
 	ELASTIC_KILL="5:1 1:5" run "$HVDRUN" -np 6 -H localhost:2,127.0.0.1:2,localhost.localdomain:2 \
 		--min-np 2 --reset-limit 1 "$KILL" "$ELASTIC" 3000 5 10
-	[ "$status" -eq 137 ]
+	assert_failure 137
 	assert_line "hvdrun: worker 5 on localhost.localdomain was killed by signal 9 (Killed); its host leaves the job and 4 workers go on (generation 2)"
 	assert_line "hvdrun: worker 1 on localhost was killed by signal 9 (Killed) after 1 resets (--reset-limit); stopping the job"
 	wait_no_leftovers
@@ -93,7 +93,7 @@ weights() {
 	assert_success
 	assert_line --regexp "^\[0\]<stdout>:rank 0 of 2: 20 steps, generation 1, 0 resets"
 	ELASTIC_KILL="1:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 "$KILL" "$ELASTIC" 1000 5 10
-	[ "$status" -eq 137 ]
+	assert_failure 137
 	assert_line "hvdrun: rank 1 on localhost was killed by signal 9 (Killed); stopping the job"
 	wait_no_leftovers
 }
