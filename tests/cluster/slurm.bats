@@ -200,7 +200,9 @@ ENVDUMP='env | grep -Ev "^(SLURM_|SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "P
 }
 
 @test "--launcher srun: hosts that are not the allocation's nodes are named, nothing starts; outside an allocation it is refused" {
-	run slurm_exec salloc -Q -N2 --ntasks-per-node=1 "$HVDRUN" --launcher srun --start-timeout 10 \
+	# The allocation is pinned: a free choice of nodes may take ns3
+	# (while ns2 still ends an earlier job), and the list would be valid.
+	run slurm_exec salloc -Q -N2 -w ns1,ns2 --ntasks-per-node=1 "$HVDRUN" --launcher srun --start-timeout 10 \
 		-H ns1:1,ns3:1 -x PIDDIR sh -c 'echo $$ >"$PIDDIR/w$HOROVOD_RANK"'
 	assert_failure 125
 	assert_output --partial "hvdrun: srun ended before 'ns1', 'ns3' answered (its own message is above)"
