@@ -30,6 +30,8 @@ static struct {
 } W = {.link = {.fd = -1}, .stop = {-1, -1}};
 
 static _Atomic bool reset_seen;
+/* The generation the latest hosts notice announced, 0: none this world. */
+static _Atomic uint32_t hosts_gen;
 
 bool hvd__elastic_wanted(uint32_t *id)
 {
@@ -46,11 +48,13 @@ int hvd__elastic_join(struct hvd__state *st, uint32_t id,
 		      struct hvd__comm *comm)
 {
 	atomic_store(&reset_seen, false);
+	atomic_store(&hosts_gen, 0);
 	return hvd__join_elastic(st, id, W.last_gen, comm, &W.link);
 }
 
-/* Skip the hosts-added notices at the front of buf[0..*len) (growth:
- * not started by this hvdrun yet); false once anything else is there: a
+/* Take the hosts-added notices at the front of buf[0..*len) (the
+ * program re-joins at its next commit: hvd_elastic_hosts_updated);
+ * false once anything else is there: a
  * reset notice, or bytes that are not hvdrun's, which end the generation
  * too. The mac is not checked: the connection proved itself at
  * registration, whatever comes ends the generation the same way, and the
@@ -62,6 +66,7 @@ static bool only_hosts_notices(uint8_t *buf, size_t *len)
 			return false;
 		if (*len < RDV_NOTICE_LEN)
 			break;
+		atomic_store(&hosts_gen, wire_de32(buf + 2));
 		hvd__debug("hvdrun added hosts (generation %u next)",
 			   wire_de32(buf + 2));
 		memmove(buf, buf + RDV_NOTICE_LEN, *len - RDV_NOTICE_LEN);
@@ -161,4 +166,9 @@ int hvd__elastic_status(int status)
 bool hvd__elastic_reset_seen(void)
 {
 	return atomic_load(&reset_seen);
+}
+
+HVD_EXPORT int hvd_elastic_hosts_updated(void)
+{
+	return hvd__g.initialized ? (int)atomic_load(&hosts_gen) : -1;
 }

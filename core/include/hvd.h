@@ -68,6 +68,12 @@ HVD_EXPORT int hvd_initialized(void);
  * order (new ranks, sizes, connections). The generation (1, 2, ...) of
  * this world, 0 when the job is not elastic, -1 before hvd_init(). */
 HVD_EXPORT int hvd_elastic_generation(void);
+/* Elastic: hvdrun started workers on new hosts, and the generation that
+ * includes them waits for this world's workers: the number of that
+ * generation (the program re-joins, hvd_shutdown() then hvd_init(), at a
+ * point where every rank agrees, such as its next commit), 0 when none
+ * is announced, -1 before hvd_init(). */
+HVD_EXPORT int hvd_elastic_hosts_updated(void);
 
 /* Ranks; -1 before hvd_init(). */
 HVD_EXPORT int hvd_rank(void);

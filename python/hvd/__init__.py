@@ -6,7 +6,7 @@ transports, errors) happens in libhvd; this package maps tensors to
 pointers and libhvd's handles to Python objects.
 """
 
-from hvd.exceptions import HorovodInternalError
+from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 
 __version__ = "0.1.0"
-__all__ = ["HorovodInternalError", "__version__"]
+__all__ = ["HorovodInternalError", "HostsUpdatedInterrupt", "__version__"]

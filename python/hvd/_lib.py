@@ -61,6 +61,8 @@ _ABI = {
     "hvd_init": (_c.c_int, []),
     "hvd_shutdown": (None, []),
     "hvd_initialized": (_c.c_int, []),
+    "hvd_elastic_generation": (_c.c_int, []),
+    "hvd_elastic_hosts_updated": (_c.c_int, []),
     "hvd_rank": (_c.c_int, []),
     "hvd_size": (_c.c_int, []),
     "hvd_local_rank": (_c.c_int, []),
@@ -108,6 +110,7 @@ for _name, (_res, _args) in _ABI.items():
 # libhvd's error codes (hvd.h).
 EINVAL, ENOMEM, ENOTINIT, EALREADY = -1, -2, -3, -4
 ENOTSUP = -12
+ERESET = -13
 
 # free() for the results libhvd allocates with malloc (allgather,
 # alltoall): the C library libhvd itself uses.
@@ -139,4 +142,4 @@ def check(rc, what):
         raise NotImplementedError(text)
     if rc == ENOTINIT:
         raise ValueError("%s: Horovod has not been initialized; use hvd.init()." % what)
-    raise HorovodInternalError(text)
+    raise HorovodInternalError(text, rc)

@@ -4,7 +4,7 @@ A script written for Horovod runs with its import changed to
 ``import hvd.torch as hvd``, under ``hvdrun -np N python3 train.py``.
 """
 
-from hvd.exceptions import HorovodInternalError
+from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from hvd.torch.compression import Compression
 from hvd.torch.functions import (allgather_object, broadcast_object,
                                  broadcast_optimizer_state,
@@ -30,3 +30,4 @@ from hvd.torch.mpi_ops import (Adasum, Average, Max, Min, Product, ProcessSet,
                                remove_process_set, rocm_built, shutdown, size,
                                start_timeline, stop_timeline, synchronize)
 from hvd.torch.optimizer import DistributedOptimizer
+from hvd.torch import elastic  # noqa: E402  (hvd.elastic.run, TorchState, ...)

@@ -316,9 +316,9 @@ def synchronize(handle):
     for h in op.chandles:
         rc = lib.hvd_wait(h)
         if rc != 0 and err is None:
-            err = _lib.message(rc)
+            err = HorovodInternalError("%s: %s" % (op.what, _lib.message(rc)), rc)
     if err is not None:
-        raise HorovodInternalError("%s: %s" % (op.what, err))
+        raise err
     return op.finish()
 
 
@@ -335,7 +335,7 @@ def _group(submits):
         err = e
     rc = lib.hvd_group_end()
     if err is None and rc != 0:
-        err = HorovodInternalError("hvd.group: %s" % _lib.message(rc))
+        err = HorovodInternalError("hvd.group: %s" % _lib.message(rc), rc)
     if err is not None:
         for h in hs:
             lib.hvd_wait(h)
@@ -949,7 +949,7 @@ def join(device=-1):
         raise NotImplementedError("hvd.join: libhvd joins on the CPU only (device=-1)")
     rc = lib.hvd_join()
     if rc < 0:
-        raise HorovodInternalError("hvd.join: %s" % _lib.message(rc))
+        raise HorovodInternalError("hvd.join: %s" % _lib.message(rc), rc)
     return rc
 
 
@@ -958,4 +958,4 @@ def barrier(process_set=global_process_set):
     _check_set(process_set)
     rc = lib.hvd_barrier()
     if rc != 0:
-        raise HorovodInternalError("hvd.barrier: %s" % _lib.message(rc))
+        raise HorovodInternalError("hvd.barrier: %s" % _lib.message(rc), rc)

@@ -11,6 +11,7 @@ import warnings
 
 import torch
 
+from hvd._lib import lib
 from hvd.torch.compression import Compression
 from hvd.torch.mpi_ops import (Adasum, Average, _check_set, allgather_async,
                                allreduce_async_, global_process_set,
@@ -93,7 +94,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     self._p_to_group[p] = key
                 self._group_counts[key] = 0
 
-        if size() > 1:
+        # An elastic job may grow from one worker: its hooks are there.
+        if size() > 1 or lib.hvd_elastic_generation() > 0:
             self._register_hooks()
 
     # --- hooks ----------------------------------------------------------
@@ -203,12 +205,24 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p, out, (_, cctx) in zip(params, outs, pairs):
             p.grad.set_(self._compression.decompress(out, cctx))
 
+    def _hvd_forget(self):
+        """Drop what a failed step left (hvd.elastic, after a reset): the
+        handles of the old world and the passes counted toward them."""
+        self._handles.clear()
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        for key in self._group_counts:
+            self._group_counts[key] = 0
+        self._synchronized = False
+
     # --- Horovod's public methods ----------------------------------------
 
     def synchronize(self):
         """Wait for every gradient's allreduce; start those that backward
         did not (a parameter with no gradient on this rank this step)."""
-        if size() == 1:
+        if size() == 1 and not self._handles:
+            # Alone, with no hook (an elastic job's hooks stay when it
+            # shrinks to one: their handles are finished below).
             self._synchronized = True
             return
         done = set()

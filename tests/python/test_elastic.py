@@ -1,0 +1,117 @@
+"""Elastic PyTorch jobs under hvdrun --min-np: a job of 4 workers on two
+hosts (this machine's names localhost and 127.0.0.1) loses a worker
+mid-epoch; its host leaves and the other two finish every epoch from the
+last commit, with hvd.elastic.run, TorchState and ElasticSampler; and
+examples/torch_elastic_iris.py with a worker killed from outside."""
+
+import os
+import re
+import signal
+import subprocess
+
+from test_jobs import HVDRUN, PY, ROOT, WORKERS, hvdrun
+
+TRAIN = os.path.join(WORKERS, "elastic_train.py")
+HOSTS = ["-np", "4", "-H", "localhost:2,127.0.0.1:2"]
+
+
+def job(kill, min_np=2):
+    return hvdrun(*HOSTS, "--min-np", str(min_np), "env", "KILL=" + kill, PY, TRAIN,
+                  timeout=120)
+
+
+def batches(out):
+    """The indices each epoch's batches trained on, over all workers."""
+    seen = {}
+    for epoch, idx in re.findall(r"^\[\d+\]<stdout>:batch (\d+) ([\d,]+)$", out, re.M):
+        seen.setdefault(int(epoch), set()).update(int(i) for i in idx.split(","))
+    return seen
+
+
+def no_worker_left(script=TRAIN):
+    r = subprocess.run(["pgrep", "-f", script], capture_output=True, text=True)
+    return r.stdout.strip() == ""
+
+
+def finished(r, workers):
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    done = re.findall(r"^\[(\d)\]<stdout>:worker (\d): done: rank (\d) of (\d), generation (\d+), "
+                      r"epoch (\d+), loss (\S+) from (\S+), weights (\w+)$", r.stdout, re.M)
+    assert sorted(int(d[1]) for d in done) == workers, out
+    for prefix, worker, rank, size, gen, epoch, loss, first, _ in done:
+        # Output keeps the worker's first label; its rank is the new one.
+        assert prefix == worker and size == "2" and gen == "2" and epoch == "3", out
+        assert float(loss) < float(first) / 100, out
+    assert len({d[8] for d in done}) == 1, "the survivors' weights differ:\n" + out
+    # No sample of any epoch was skipped by the reset.
+    seen = batches(r.stdout)
+    assert sorted(seen) == [0, 1, 2], out
+    for epoch, idx in seen.items():
+        assert idx == set(range(96)), "epoch %d missed %s" % (epoch, set(range(96)) - idx)
+    assert no_worker_left()
+    return out
+
+
+def test_lost_worker_mid_epoch_the_others_finish_from_the_last_commit():
+    r = job("3:8")
+    out = finished(r, [0, 1])
+    assert ("hvdrun: worker 3 on 127.0.0.1 was killed by signal 9 (Killed); its host leaves "
+            "the job and 2 workers go on (generation 2)") in out
+    for w in (0, 1):
+        assert "worker %d: reset: rank %d of 2 (generation 2)" % (w, w) in r.stdout
+
+
+def test_rank0s_host_lost_the_other_host_goes_on_as_ranks_0_and_1():
+    r = job("0:5")
+    out = finished(r, [2, 3])
+    assert "hvdrun: worker 0 on localhost was killed by signal 9 (Killed)" in out
+    assert "worker 2: reset: rank 0 of 2 (generation 2)" in r.stdout
+    assert "worker 3: reset: rank 1 of 2 (generation 2)" in r.stdout
+
+
+def test_below_min_np_the_job_ends_with_the_failing_code():
+    r = job("3:8", min_np=3)
+    out = r.stdout + r.stderr
+    assert r.returncode == 137, out
+    assert ("hvdrun: worker 3 on 127.0.0.1 was killed by signal 9 (Killed); 2 workers would go "
+            "on, fewer than --min-np 3") in out
+    assert "done:" not in r.stdout
+    assert no_worker_left()
+
+
+def worker_pid(script, worker):
+    """The pid of the process running script with HVD_WORKER_ID=worker."""
+    for pid in subprocess.run(["pgrep", "-f", script], capture_output=True,
+                              text=True).stdout.split():
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if ("HVD_WORKER_ID=%d" % worker).encode() in env:
+            return int(pid)
+    return None
+
+
+def test_example_torch_elastic_iris_survives_a_worker_killed_from_outside():
+    script = os.path.join("examples", "torch_elastic_iris.py")
+    p = subprocess.Popen([HVDRUN, *HOSTS, "--min-np", "2", PY, script], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if "epoch  25" in line:
+                os.kill(worker_pid(script, 2), signal.SIGKILL)
+        assert p.wait(timeout=120) == 0, "".join(lines)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    out = "".join(lines)
+    assert "hvdrun: worker 2 on 127.0.0.1 was killed by signal 9 (Killed)" in out
+    assert "[0]<stdout>:worker 0: now rank 0 of 2" in out
+    acc = re.search(r"^\[0\]<stdout>:epoch 100 .*accuracy ([0-9.]+) \(2 workers\)$", out, re.M)
+    assert acc and float(acc.group(1)) >= 0.9, out
+    assert no_worker_left(script)
