@@ -231,6 +231,22 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 					     "unknown option '%s'", bad);
 				break;
 			}
+			if (hl_keys[k].type == HL_T_RANGE &&
+			    strpbrk(optarg, " ,\t") == NULL &&
+			    argv[optind] != NULL) {
+				/* Two words: --blacklist-cooldown-range 10 100 */
+				char *both = hl_asprintf("%s %s", optarg,
+							 argv[optind++]);
+
+				if (both == NULL)
+					rc = hl_fail(cause, HL_ENOMEM,
+						     "out of memory");
+				else
+					rc = set_key((enum hl_key)k, both,
+						     cause);
+				free(both);
+				break;
+			}
 			rc = set_key((enum hl_key)k,
 				     hl_keys[k].flag ? hl_keys[k].flag : optarg,
 				     cause);

@@ -81,13 +81,25 @@ static int run_mpirun(const struct hl_hostlist *hosts,
 static int check_elastic(const struct hl_opts *o, const struct hl_plan *plan,
 			 char **cause)
 {
+	static const enum hl_key only_elastic[] = {HL_K_RESET_LIMIT,
+						   HL_K_MAX_NP, HL_K_COOLDOWN};
+	size_t i;
+
 	if (!o->v[HL_K_MIN_NP].set) {
-		if (o->v[HL_K_RESET_LIMIT].set)
-			return hl_fail(
-				cause, HL_EINVAL,
-				"--reset-limit is for an elastic job: add --min-np");
+		for (i = 0; i < sizeof(only_elastic) / sizeof(*only_elastic);
+		     i++)
+			if (o->v[only_elastic[i]].set)
+				return hl_fail(
+					cause, HL_EINVAL,
+					"--%s is for an elastic job: add --min-np",
+					hl_keys[only_elastic[i]].longopt);
 		return HL_OK;
 	}
+	if (o->v[HL_K_MAX_NP].set && o->v[HL_K_MAX_NP].i < plan->size)
+		return hl_fail(cause, HL_EINVAL,
+			       "--max-np %ld is less than the %d workers "
+			       "the job starts with",
+			       o->v[HL_K_MAX_NP].i, plan->size);
 	if (o->v[HL_K_MIN_NP].i > plan->size)
 		return hl_fail(cause, HL_EINVAL,
 			       "--min-np %ld is more than the %d workers "
@@ -173,6 +185,13 @@ static void on_event(void *arg, const struct hl_event *ev)
 		fprintf(stderr, "hvdrun: %s %d on %s %s\n", who, ev->rank,
 			ev->host, ev->text);
 		break;
+	case HL_EV_GROW:
+		if (ev->host != NULL)
+			fprintf(stderr, "hvdrun: host %s %s\n", ev->host,
+				ev->text);
+		else
+			fprintf(stderr, "hvdrun: %s\n", ev->text);
+		break;
 	case HL_EV_NOT_READY:
 	case HL_EV_OUTPUT_LOST:
 		fprintf(stderr, "hvdrun: %s; stopping the job\n", ev->text);
@@ -234,6 +253,12 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 			l->reset_limit = o->v[HL_K_RESET_LIMIT].set
 						 ? (int)o->v[HL_K_RESET_LIMIT].i
 						 : 0;
+			l->max_np = o->v[HL_K_MAX_NP].set
+					    ? (int)o->v[HL_K_MAX_NP].i
+					    : plan->size;
+			l->cooldown = o->v[HL_K_COOLDOWN].set;
+			l->cooldown_min_s = (int)o->v[HL_K_COOLDOWN].i;
+			l->cooldown_max_s = (int)o->v[HL_K_COOLDOWN].d;
 		}
 		fflush(stdout);
 		fflush(stderr);

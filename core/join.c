@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -31,7 +32,7 @@ static int read_full(int fd, void *buf, size_t len, long long deadline)
 
 		if (left <= 0)
 			return HVD_ETIMEDOUT;
-		if (poll(&pf, 1, (int)left) <= 0)
+		if (poll(&pf, 1, left > 60000 ? 60000 : (int)left) <= 0)
 			continue;
 		n = recv(fd, p, len, 0);
 		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
@@ -161,7 +162,7 @@ static int read_until(int fd, long long deadline,
 			*buf = nb;
 			cap *= 2;
 		}
-		if (poll(&pf, 1, (int)left) <= 0)
+		if (poll(&pf, 1, left > 60000 ? 60000 : (int)left) <= 0)
 			continue;
 		n = recv(fd, *buf + *len, cap - *len, 0);
 		if (n == 0) {
@@ -290,7 +291,12 @@ static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 	if (j->link != NULL) {
 		struct world_arg wa = {secret, reg.nonce, {0}, NULL, 0};
 
-		rc = read_until(fd, deadline, try_world, &wa, &buf, &len);
+		/* Elastic: hvdrun sends the world when its generation forms,
+		 * which for a worker started on a new host waits for the
+		 * running workers' next commit; hvdrun closes the connection
+		 * if it gives up. The mesh then has the start timeout. */
+		rc = read_until(fd, LLONG_MAX / 2, try_world, &wa, &buf, &len);
+		deadline = hvd__now_ms() + timeout_s * 1000 + 5000;
 		addrs = wa.addrs;
 		j->w = wa.w;
 		if (rc == 1) {

@@ -4,6 +4,8 @@
  * with HVD_ERESET on every survivor, each restores the last commit, calls
  * hvd_shutdown() and hvd_init() to join the next generation, and takes
  * rank 0's state. Training goes on, at the new size, from the commit.
+ * When hvdrun starts workers on a host that is back (rank 0 sees it at a
+ * commit), every rank re-joins there, with them.
  *
  *   hvdrun -np 4 -H a:2,b:2 --min-np 2 ./elastic [STEPS [COMMIT [MS]]]
  *
@@ -11,6 +13,7 @@
  * final weights are the same whatever the size and however many resets:
  * the last line says so ("weights 1234.500000"). */
 #include <hvd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,17 @@ static int sync_state(struct state *s)
 {
 	return hvd_broadcast("elastic.state", s, sizeof(*s) / sizeof(double),
 			     HVD_FLOAT64, 0);
+}
+
+/* At a commit: whether hvdrun started workers on new hosts, as rank 0
+ * saw it (every rank then re-joins at the same step, with them). */
+static int hosts_updated(int *grown)
+{
+	int32_t gen = hvd_elastic_hosts_updated();
+	int rc = hvd_broadcast("elastic.hosts", &gen, 1, HVD_INT32, 0);
+
+	*grown = rc == HVD_OK && gen > 0;
+	return rc;
 }
 
 /* Join the next generation and take its state, as often as it takes: a
@@ -91,8 +105,16 @@ int main(int argc, char **argv)
 		for (i = 0; i < NW; i++)
 			s.w[i] += grad[i] / NW;
 		s.step++;
-		if ((int)s.step % every == 0)
+		if ((int)s.step % every == 0) {
+			int grown;
+
 			committed = s;
+			rc = hosts_updated(&grown);
+			if (rc == HVD_ERESET || (rc == HVD_OK && grown))
+				reset(&s, &committed, &resets);
+			else if (rc != HVD_OK)
+				fail("broadcast", rc);
+		}
 		nanosleep(&nap, NULL);
 	}
 	for (i = 0; i < NW; i++)

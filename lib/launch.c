@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,12 +48,20 @@ struct sup {
 	int exit_code;
 	bool failed; /* a worker failed: exit_code is its code */
 	int signal;  /* a signal hvdrun received, 0 if none */
-	/* Elastic (l->rdv): resets so far, hosts out of the job, and when
-	 * the workers ended with their host get SIGKILL (0: none due). */
+	/* Elastic (l->rdv): resets so far; per host, 0 while it is in the
+	 * job, else when it may return (LLONG_MAX: never); when the workers
+	 * ended with their host get SIGKILL (0: none due); whether a worker
+	 * has ended its work (exit 0: the job is finishing, nothing grows). */
 	int resets;
-	bool *host_out;
+	long long *host_back;
 	long long removal_deadline;
+	bool finishing;
 };
+
+static bool host_out(const struct sup *s, size_t h)
+{
+	return s->host_back[h] != 0;
+}
 
 int hl_launch_remote_env(const struct hl_launch *l, int rank,
 			 struct hl_strvec *env)
@@ -152,8 +161,9 @@ static void describe_status(int status, char *buf, size_t len)
 }
 
 /* Elastic: set the next generation, of every worker that is neither
- * exited nor out with its host, in rank order. */
-static int plan_generation(struct sup *s, int *n)
+ * exited nor out with its host, in rank order: at once (a reset), or
+ * once the running workers come back (grow: new workers started). */
+static int plan_generation(struct sup *s, int *n, bool grow)
 {
 	const struct hl_launch *l = s->l;
 	int *count = calloc(l->hosts->n, sizeof(*count));
@@ -165,14 +175,15 @@ static int plan_generation(struct sup *s, int *n)
 	for (i = 0; count != NULL && ids != NULL && i < s->n; i++) {
 		size_t h = l->plan->ranks[i].host;
 
-		if (s->w[i].exited || s->w[i].removed || s->host_out[h])
+		if (s->w[i].exited || s->w[i].removed || host_out(s, h))
 			continue;
 		count[h]++;
 		ids[(*n)++] = i;
 	}
 	if (count != NULL && ids != NULL &&
 	    hl_plan_counts(&plan, count, l->hosts->n, NULL) == HL_OK)
-		gen = hl_rdv_generation(l->rdv, ids, plan.ranks, *n);
+		gen = grow ? hl_rdv_grow(l->rdv, ids, plan.ranks, *n)
+			   : hl_rdv_generation(l->rdv, ids, plan.ranks, *n);
 	hl_plan_close(&plan);
 	free(count);
 	free(ids);
@@ -190,8 +201,7 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 	struct hl_event ev = {HL_EV_RESET, w->rank, l->hosts->v[host].name,
 			      NULL, 0};
 	char text[384];
-	int i, left = 0, gen;
-
+	int i, left = 0, gen, wait_s = -1;
 	size_t at = strlen(how);
 
 	if (l->reset_limit > 0 && s->resets >= l->reset_limit) {
@@ -201,7 +211,7 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 	}
 	for (i = 0; i < s->n; i++)
 		left += !s->w[i].exited && !s->w[i].removed &&
-			!s->host_out[l->plan->ranks[i].host] &&
+			!host_out(s, l->plan->ranks[i].host) &&
 			l->plan->ranks[i].host != host;
 	if (left < l->min_np) {
 		snprintf(how + at, howlen - at,
@@ -209,7 +219,13 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 			 left, l->min_np);
 		return false;
 	}
-	s->host_out[host] = true;
+	s->host_back[host] = LLONG_MAX;
+	if (l->cooldown) {
+		int span = l->cooldown_max_s - l->cooldown_min_s + 1;
+
+		wait_s = l->cooldown_min_s + (int)(random() % span);
+		s->host_back[host] = hl_now_ms() + wait_s * 1000LL;
+	}
 	for (i = 0; i < s->n; i++) {
 		struct hl_worker *o = &s->w[i];
 
@@ -220,17 +236,112 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 		s->ops[o->remote]->signal(s->ctx[o->remote], o, SIGCONT);
 		s->removal_deadline = hl_now_ms() + l->grace_ms;
 	}
-	gen = plan_generation(s, &left);
+	gen = plan_generation(s, &left, false);
 	if (gen < 0)
 		return false;
 	s->resets++;
-	snprintf(
+	at = (size_t)snprintf(
 		text, sizeof(text),
 		"%s; its host leaves the job and %d workers go on (generation %d)",
 		how, left, gen);
+	if (wait_s >= 0 && at < sizeof(text))
+		snprintf(text + at, sizeof(text) - at,
+			 "; the host may return in %d s", wait_s);
 	ev.text = text;
 	hl_launch_event(l, &ev);
 	return true;
+}
+
+/* Elastic: hosts whose cool-down is over, and whose workers have all
+ * ended, start them again while fewer than --max-np run; the running
+ * workers are told, and the next generation includes them. Not once the
+ * job is finishing, nor where the spawner cannot start one more. */
+static void regrow(struct sup *s)
+{
+	const struct hl_launch *l = s->l;
+	long long now = hl_now_ms();
+	size_t h;
+	int i, live = 0, started = 0, gen;
+	char text[256], *cause = NULL;
+
+	if (s->finishing || s->failed || s->signal != 0)
+		return;
+	for (i = 0; i < s->n; i++)
+		live += !s->w[i].exited && !s->w[i].removed;
+	for (h = 0; h < l->hosts->n && live < l->max_np; h++) {
+		struct hl_event ev = {HL_EV_GROW, -1, l->hosts->v[h].name, text,
+				      0};
+		int here = 0;
+
+		if (s->host_back[h] == 0 || s->host_back[h] > now)
+			continue;
+		for (i = 0; i < s->n; i++)
+			if (l->plan->ranks[i].host == h && !s->w[i].exited)
+				break;
+		if (i < s->n)
+			continue; /* its last workers are still ending */
+		s->host_back[h] = 0;
+		for (i = 0; i < s->n && live < l->max_np; i++) {
+			struct hl_worker *w = &s->w[i];
+			const struct hl_spawner_ops *ops = s->ops[w->remote];
+
+			if (l->plan->ranks[i].host != h)
+				continue;
+			if (ops->restart == NULL) {
+				s->host_back[h] = LLONG_MAX;
+				snprintf(
+					text, sizeof(text),
+					"is back after its cool-down, but hvdrun cannot start workers through %s again yet: it stays out",
+					ops->name);
+				hl_launch_event(l, &ev);
+				break;
+			}
+			w->exited = w->removed = false;
+			w->status = 0;
+			w->pid = 0;
+			if (ops->restart(s->ctx[w->remote], w, &cause) !=
+			    HL_OK) {
+				/* Not started: the host waits again. */
+				w->exited = true;
+				ev.rank = w->rank;
+				snprintf(text, sizeof(text),
+					 "could not start worker %d again: %s",
+					 w->rank, cause ? cause : "?");
+				free(cause);
+				cause = NULL;
+				hl_launch_event(l, &ev);
+				s->host_back[h] =
+					now + (l->cooldown_min_s > 0
+						       ? l->cooldown_min_s
+						       : 1) *
+						      1000LL;
+				break;
+			}
+			if (!w->remote)
+				hl_watchdog_add(&s->wd, w->pid);
+			live++;
+			here++;
+		}
+		if (here == 0)
+			continue;
+		started += here;
+		snprintf(text, sizeof(text),
+			 "is back after its cool-down: %d workers start there",
+			 here);
+		hl_launch_event(l, &ev);
+	}
+	if (started == 0)
+		return;
+	gen = plan_generation(s, &live, true);
+	if (gen > 0) {
+		struct hl_event ev = {HL_EV_GROW, -1, NULL, text, 0};
+
+		snprintf(
+			text, sizeof(text),
+			"%d workers form generation %d once the running ones reach their next commit",
+			live, gen);
+		hl_launch_event(l, &ev);
+	}
 }
 
 /* Elastic: workers ended with their host that outlive the grace period
@@ -259,8 +370,10 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 
 	w->exited = true;
 	w->status = status;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		s->finishing = true;
 		return;
+	}
 	if (s->failed || s->signal != 0 || w->removed)
 		return; /* ended by us, or after the job had already failed */
 	if (lost)
@@ -469,6 +582,17 @@ static void output_lost(struct sup *s)
 	terminate(s, SIGTERM);
 }
 
+/* Elastic: whether a host waits for the end of its cool-down. */
+static bool returns_pending(const struct sup *s)
+{
+	size_t h;
+
+	for (h = 0; s->l->rdv != NULL && h < s->l->hosts->n; h++)
+		if (s->host_back[h] != 0 && s->host_back[h] != LLONG_MAX)
+			return true;
+	return false;
+}
+
 static void supervise(struct sup *s)
 {
 	struct pollfd *pf = calloc((size_t)s->n * 2 + 3, sizeof(*pf));
@@ -510,7 +634,7 @@ static void supervise(struct sup *s)
 			timeout = (int)(s->deadline > now ? s->deadline - now
 							  : 0);
 		if ((all_exited(s) || s->phase != PH_RUNNING ||
-		     s->removal_deadline != 0) &&
+		     s->removal_deadline != 0 || returns_pending(s)) &&
 		    (timeout < 0 || timeout > 50))
 			timeout = 50; /* look for adopted children */
 		pf[nfds].fd = s->sfd;
@@ -540,6 +664,8 @@ static void supervise(struct sup *s)
 		output_lost(s);
 		reap(s);
 		removals_due(s);
+		if (s->l->rdv != NULL)
+			regrow(s);
 	}
 	free(pf);
 }
@@ -573,12 +699,14 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 
 	memset(&s, 0, sizeof(s));
 	s.l = l;
+	if (l->cooldown) /* hosts that fail together return apart */
+		srandom((unsigned)hl_now_ms() ^ (unsigned)getpid());
 	s.n = l->plan->size;
 	s.w = calloc((size_t)s.n, sizeof(*s.w));
-	s.host_out = calloc(l->hosts->n, sizeof(*s.host_out));
-	if (s.w == NULL || s.host_out == NULL) {
+	s.host_back = calloc(l->hosts->n, sizeof(*s.host_back));
+	if (s.w == NULL || s.host_back == NULL) {
 		free(s.w);
-		free(s.host_out);
+		free(s.host_back);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	}
 	for (i = 0; i < s.n; i++) {
@@ -593,7 +721,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	for (i = 0; i < s.n && l->output_dir != NULL && rc == HL_OK; i++)
 		rc = hl_out_open_files(s.w[i].out, l->output_dir, i, cause);
 	/* Elastic: the first generation is the plan. */
-	if (rc == HL_OK && l->rdv != NULL && plan_generation(&s, &i) < 0)
+	if (rc == HL_OK && l->rdv != NULL && plan_generation(&s, &i, false) < 0)
 		rc = hl_fail(cause, HL_ENOMEM, "out of memory");
 	if (rc != HL_OK)
 		goto out_free;
@@ -683,7 +811,7 @@ out_mask:
 out_free:
 	free(s.notes);
 	free(s.termed.v);
-	free(s.host_out);
+	free(s.host_back);
 	workers_close(s.w, s.n);
 	return rc;
 }

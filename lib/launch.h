@@ -21,6 +21,7 @@ enum hl_event_kind {
 	HL_EV_OUTPUT_LOST, /* hvdrun's own output failed (text); job stops */
 	HL_EV_RESET,	   /* elastic: rank on host failed (text: how and what
 			goes on); the rest of the job resets without it */
+	HL_EV_GROW,	   /* elastic: host is back (text: what starts there) */
 };
 
 struct hl_event {
@@ -49,6 +50,12 @@ struct hl_launch {
 	struct hl_rdv *rdv;
 	int min_np;
 	int reset_limit;
+	/* A host that failed may return after a cool-down drawn from
+	 * [cooldown_min_s, cooldown_max_s] (cooldown false: never); its
+	 * workers start again while fewer than max_np run. */
+	bool cooldown;
+	int cooldown_min_s, cooldown_max_s;
+	int max_np;
 	/* Called from the launching thread; NULL: events are dropped. */
 	void (*on_event)(void *arg, const struct hl_event *ev);
 	void *event_arg;

@@ -153,6 +153,11 @@ static int bad_value(enum hl_key k, const char *text, const char *where,
 	case HL_T_IFACES:
 		snprintf(want, sizeof(want), "interface names, NAME[,NAME...]");
 		break;
+	case HL_T_RANGE:
+		snprintf(want, sizeof(want),
+			 "two integers MIN MAX, %.0f <= MIN <= MAX <= %.0f",
+			 min, max);
+		break;
 	default:
 		snprintf(want, sizeof(want), "a non-empty value");
 		break;
@@ -227,6 +232,18 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 		if (!ifaces_valid(text))
 			return bad_value(k, text, where, cause);
 		break;
+	case HL_T_RANGE: {
+		char lo[32], hi[32], extra;
+		long b;
+
+		if (sscanf(text, "%31[^ ,\t]%*[ ,\t]%31s %c", lo, hi, &extra) !=
+			    2 ||
+		    !hl_parse_long(lo, (long)min, (long)max, &nv.i) ||
+		    !hl_parse_long(hi, nv.i, (long)max, &b))
+			return bad_value(k, text, where, cause);
+		nv.d = (double)b;
+		break;
+	}
 	case HL_T_STRING:
 	case HL_T_PATH:
 		if (text[0] == '\0')

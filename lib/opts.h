@@ -23,6 +23,8 @@ enum hl_key {
 	HL_K_BIND_TO,
 	HL_K_MIN_NP,
 	HL_K_RESET_LIMIT,
+	HL_K_MAX_NP,
+	HL_K_COOLDOWN,
 	HL_K_FUSION_THRESHOLD_MB,
 	HL_K_CYCLE_TIME_MS,
 	HL_K_CACHE_CAPACITY,
@@ -62,6 +64,8 @@ enum hl_type {
 	HL_T_USER,   /* a user name */
 	HL_T_IFACES, /* network interface names, NAME[,NAME...]; on the
 			command line the option may be repeated */
+	HL_T_RANGE,  /* two integers "MIN MAX", MIN <= MAX (i: MIN, d: MAX);
+			on the command line, two words */
 };
 
 /* How a value becomes a worker environment variable. */

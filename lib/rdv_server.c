@@ -67,6 +67,11 @@ struct hl_rdv {
 	bool formed; /* WORLD was sent to every member */
 	int *ids;
 	struct rdv_world *places;
+	/* Growth announced (hl_rdv_grow): the generation that the running
+	 * one's workers form with the new ones once all have come back. */
+	int *grow_ids;
+	struct hl_rank *grow_places;
+	int grow_n;
 };
 
 static void report(struct hl_rdv *r, const char *msg)
@@ -336,6 +341,29 @@ static void same_again(struct hl_rdv *r)
 	}
 }
 
+static int next_generation(struct hl_rdv *r, const int *ids,
+			   const struct hl_rank *places, int n);
+
+/* Whether worker id is in the generation growth announced. */
+static bool grow_member(const struct hl_rdv *r, uint32_t id)
+{
+	int m;
+
+	for (m = 0; r->grow_ids != NULL && m < r->grow_n; m++)
+		if (r->grow_ids[m] == (int)id)
+			return true;
+	return false;
+}
+
+static void forget_growth(struct hl_rdv *r)
+{
+	free(r->grow_ids);
+	free(r->grow_places);
+	r->grow_ids = NULL;
+	r->grow_places = NULL;
+	r->grow_n = 0;
+}
+
 /* Elastic: seat the workers waiting for a later generation than theirs,
  * turn away those it leaves out, and send the world once it is whole.
  * When every member of a running generation has come back on its own
@@ -362,6 +390,8 @@ static void elastic_progress(struct hl_rdv *r)
 				continue; /* waits for the next generation */
 			}
 			m = member(r, c->reg.rank);
+			if (m < 0 && grow_member(r, c->reg.rank))
+				continue; /* a new worker: waits for growth */
 			if (m < 0 || r->by_rank[m] >= 0)
 				drop(r, i); /* left out: hvd_init fails */
 			else
@@ -369,7 +399,13 @@ static void elastic_progress(struct hl_rdv *r)
 		}
 		if (!r->formed || back != r->size || r->size == 0)
 			break;
-		same_again(r); /* and seat them */
+		/* Every member came back: with the new workers if growth
+		 * was announced, else as they were; then seat them. */
+		if (r->grow_ids != NULL)
+			(void)next_generation(r, r->grow_ids, r->grow_places,
+					      r->grow_n);
+		else
+			same_again(r);
 	}
 	if (!r->formed && r->size > 0 && r->nregistered == r->size)
 		send_peers(r);
@@ -481,6 +517,7 @@ static int next_generation(struct hl_rdv *r, const int *ids,
 	free(r->ids);
 	free(r->by_rank);
 	free(r->places);
+	forget_growth(r); /* ids may have been its own: copied above */
 	r->ids = nids;
 	r->by_rank = nby;
 	r->places = np;
@@ -495,6 +532,52 @@ int hl_rdv_generation(struct hl_rdv *r, const int *ids,
 
 	pthread_mutex_lock(&r->lock);
 	gen = next_generation(r, ids, places, n);
+	pthread_mutex_unlock(&r->lock);
+	(void)!write(r->stop[1], "w", 1);
+	return gen;
+}
+
+int hl_rdv_grow(struct hl_rdv *r, const int *ids, const struct hl_rank *places,
+		int n)
+{
+	int *gids = malloc((size_t)n * sizeof(*gids));
+	struct hl_rank *gp = malloc((size_t)n * sizeof(*gp));
+	int gen;
+	size_t i;
+
+	if (gids == NULL || gp == NULL) {
+		free(gids);
+		free(gp);
+		return HL_ENOMEM;
+	}
+	memcpy(gids, ids, (size_t)n * sizeof(*gids));
+	memcpy(gp, places, (size_t)n * sizeof(*gp));
+	pthread_mutex_lock(&r->lock);
+	if (!r->formed) {
+		/* Nothing runs yet: the forming generation gets them. */
+		free(gids);
+		free(gp);
+		gen = next_generation(r, ids, places, n);
+		pthread_mutex_unlock(&r->lock);
+		(void)!write(r->stop[1], "w", 1);
+		return gen;
+	}
+	forget_growth(r);
+	r->grow_ids = gids;
+	r->grow_places = gp;
+	r->grow_n = n;
+	gen = (int)r->gen + 1;
+	for (i = 0; i < r->nconns; i++) {
+		struct conn *c = &r->conns[i];
+		uint8_t msg[RDV_NOTICE_LEN];
+
+		if (c->fd < 0 || !c->in_world)
+			continue;
+		rdv_notice_encode(RDV_NOTICE_HOSTS, (uint32_t)gen, r->secret,
+				  c->reg.nonce, msg);
+		(void)!send(c->fd, msg, sizeof(msg),
+			    MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
 	pthread_mutex_unlock(&r->lock);
 	(void)!write(r->stop[1], "w", 1);
 	return gen;
@@ -622,6 +705,7 @@ void hl_rdv_stop(struct hl_rdv *r)
 	free(r->by_rank);
 	free(r->ids);
 	free(r->places);
+	forget_growth(r);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }

@@ -27,6 +27,15 @@ int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
  * written to report_fd. Returns the generation's number, or HL_ENOMEM. */
 int hl_rdv_generation(struct hl_rdv *r, const int *ids,
 		      const struct hl_rank *places, int n);
+/* Elastic growth: ids (in rank order, at places) are the running
+ * generation's workers and new ones. The running workers are told (a
+ * hosts notice) and go on; once each has come back (hvd_shutdown and
+ * hvd_init at its next commit), the new generation forms with the new
+ * workers, which wait for it. A reset (hl_rdv_generation) before then
+ * replaces it. Returns the announced generation's number, or
+ * HL_ENOMEM. */
+int hl_rdv_grow(struct hl_rdv *r, const int *ids, const struct hl_rank *places,
+		int n);
 /* Add HVD_RENDEZVOUS, HVD_SECRET and HVD_START_TIMEOUT for the workers. */
 int hl_rdv_export(const struct hl_rdv *r, struct hl_envspec *es);
 void hl_rdv_stop(struct hl_rdv *r);

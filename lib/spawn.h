@@ -35,6 +35,9 @@ struct hl_spawner_ops {
 	int (*open)(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		    int notify_fd, char **cause);
 	int (*start)(void *ctx, char **cause);
+	/* Elastic: start worker w again (it has exited), or NULL where the
+	 * spawner cannot yet. */
+	int (*restart)(void *ctx, struct hl_worker *w, char **cause);
 	int (*signal)(void *ctx, struct hl_worker *w, int sig);
 	void (*close)(void *ctx);
 	/* A process of the spawner's own among hvdrun's children (srun), or

@@ -141,6 +141,17 @@ static int local_start(void *ctx, char **cause)
 	return rc;
 }
 
+static int local_restart(void *ctx, struct hl_worker *w, char **cause)
+{
+	struct local_ctx *c = ctx;
+	struct hl_event ev = {
+		HL_EV_STARTING, w->rank,
+		c->l->hosts->v[c->l->plan->ranks[w->rank].host].name, NULL, 0};
+
+	hl_launch_event(c->l, &ev);
+	return start_one(c->l, w, cause);
+}
+
 static int local_signal(void *ctx, struct hl_worker *w, int sig)
 {
 	(void)ctx;
@@ -166,6 +177,7 @@ const struct hl_spawner_ops hl_spawn_local = {
 	.name = "local",
 	.open = local_open,
 	.start = local_start,
+	.restart = local_restart,
 	.signal = local_signal,
 	.close = local_close,
 };

@@ -4,7 +4,8 @@
 # job and the others go on from their last commit (examples/elastic.c,
 # whose final weights are the same whatever the resets); failures during
 # a reset; --min-np and --reset-limit ending the job with the failing
-# code; 100 resets without growth; the options' errors.
+# code; 100 resets without growth; a failed host that returns after its
+# cool-down and the job growing back; the options' errors.
 bats_require_minimum_version 1.5.0
 load helper
 
@@ -96,6 +97,63 @@ weights() {
 	assert_failure 137
 	assert_line "hvdrun: rank 1 on localhost was killed by signal 9 (Killed); stopping the job"
 	wait_no_leftovers
+}
+
+@test "elastic: a failed host returns after --blacklist-cooldown-range: its workers start again and the job grows back at the next commit" {
+	local want
+	want=$(weights 300)
+	ELASTIC_KILL="3:1" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 \
+		--blacklist-cooldown-range 1 1 "$KILL" "$ELASTIC" 300 5 10
+	assert_success
+	assert_line "hvdrun: worker 3 on 127.0.0.1 was killed by signal 9 (Killed); its host leaves the job and 2 workers go on (generation 2); the host may return in 1 s"
+	assert_line "hvdrun: host 127.0.0.1 is back after its cool-down: 2 workers start there"
+	assert_line "hvdrun: 4 workers form generation 3 once the running ones reach their next commit"
+	# Every worker, the two started again too, ends with the weights of a
+	# job of one: the new ones took rank 0's committed state.
+	local w
+	for w in 0 1 2 3; do
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 300 steps, generation 3, [0-9]+ resets, weights $want$"
+	done
+	wait_no_leftovers
+}
+
+@test "elastic: without a cool-down a failed host stays out; with a cool-down of 0 it returns at once" {
+	# No --blacklist-cooldown-range: the host never returns.
+	ELASTIC_KILL="3:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 \
+		"$KILL" "$ELASTIC" 200 5 10
+	assert_success
+	refute_output --partial "back after its cool-down"
+	assert_line --regexp "^\[0\]<stdout>:rank 0 of 2: 200 steps, generation 2"
+	rm -rf "$PIDDIR"/killed*
+	ELASTIC_KILL="3:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 --max-np 4 \
+		--blacklist-cooldown-range 0 0 "$KILL" "$ELASTIC" 300 5 10
+	assert_success
+	assert_line "hvdrun: host 127.0.0.1 is back after its cool-down: 2 workers start there"
+	assert_line --regexp "^\[3\]<stdout>:rank 3 of 4: 300 steps, generation 3"
+	wait_no_leftovers
+}
+
+@test "elastic: bad --max-np and --blacklist-cooldown-range: one line, exit 2, nothing started" {
+	run "$HVDRUN" -np 2 --min-np 1 --max-np 1 "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --max-np 1 is less than the 2 workers the job starts with"
+	run "$HVDRUN" -np 2 --max-np 4 "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --max-np is for an elastic job: add --min-np"
+	run "$HVDRUN" -np 2 --blacklist-cooldown-range 1 5 "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --blacklist-cooldown-range is for an elastic job: add --min-np"
+	run "$HVDRUN" -np 2 --min-np 1 --blacklist-cooldown-range 9 5 "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: bad value '9 5' for --blacklist-cooldown-range (want two integers MIN MAX, 0 <= MIN <= MAX <= 86400)"
+	run "$HVDRUN" -np 2 --min-np 1 --blacklist-cooldown-range 5 "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 --partial "bad value '5 "
+	printf '[elastic]\nmin_np = 1\nblacklist_cooldown_range = 3 x\n' >"$BATS_TEST_TMPDIR/bad.ini"
+	run "$HVDRUN" --config "$BATS_TEST_TMPDIR/bad.ini" -np 2 "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 --partial "bad.ini:3: bad value '3 x' for 'blacklist_cooldown_range' in [elastic]"
+	refute_output --partial "Hello"
 }
 
 @test "elastic: bad --min-np and --reset-limit: one line, exit 2, nothing started" {

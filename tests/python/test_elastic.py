@@ -2,7 +2,8 @@
 hosts (this machine's names localhost and 127.0.0.1) loses a worker
 mid-epoch; its host leaves and the other two finish every epoch from the
 last commit, with hvd.elastic.run, TorchState and ElasticSampler; and
-examples/torch_elastic_iris.py with a worker killed from outside."""
+examples/torch_elastic_iris.py with a worker killed from outside; and a
+host that returns after its cool-down, the job growing back to 4."""
 
 import os
 import re
@@ -68,6 +69,26 @@ def test_rank0s_host_lost_the_other_host_goes_on_as_ranks_0_and_1():
     assert "hvdrun: worker 0 on localhost was killed by signal 9 (Killed)" in out
     assert "worker 2: reset: rank 0 of 2 (generation 2)" in r.stdout
     assert "worker 3: reset: rank 1 of 2 (generation 2)" in r.stdout
+
+
+def test_host_back_after_its_cool_down_the_job_grows_back_to_4():
+    r = hvdrun(*HOSTS, "--min-np", "2", "--blacklist-cooldown-range", "1", "1", "env",
+               "KILL=3:8", "STEP_MS=150", PY, TRAIN, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "hvdrun: host 127.0.0.1 is back after its cool-down: 2 workers start there" in out
+    # Workers 0 and 1 went 4 -> 2 -> 4 (HostsUpdatedInterrupt at a commit);
+    # 2 and 3 started again and took rank 0's state.
+    for w in (0, 1):
+        assert "worker %d: reset: rank %d of 2 (generation 2)" % (w, w) in r.stdout, out
+        assert "worker %d: reset: rank %d of 4 (generation 3)" % (w, w) in r.stdout, out
+    done = re.findall(r"^\[(\d)\]<stdout>:worker \d: done: rank (\d) of 4, generation 3, epoch 3, "
+                      r"loss \S+ from \S+, weights (\w+)$", r.stdout, re.M)
+    assert sorted(d[0] for d in done) == ["0", "1", "2", "3"], out
+    assert len({d[2] for d in done}) == 1, out
+    for epoch, idx in batches(r.stdout).items():
+        assert idx == set(range(96)), "epoch %d missed %s" % (epoch, set(range(96)) - idx)
+    assert no_worker_left()
 
 
 def test_below_min_np_the_job_ends_with_the_failing_code():

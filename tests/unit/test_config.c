@@ -25,6 +25,10 @@ static void test_set_values(void)
 	CHECK(hl_opts_set(&o, HL_K_STALL_CHECK, "off", "", NULL, &cause) ==
 	      HL_OK);
 	CHECK(!o.v[HL_K_STALL_CHECK].b);
+	/* A range: two words, or two values with a comma. */
+	CHECK(hl_opts_set(&o, HL_K_COOLDOWN, "10, 100", "", NULL, &cause) ==
+	      HL_OK);
+	CHECK(o.v[HL_K_COOLDOWN].i == 10 && o.v[HL_K_COOLDOWN].d == 100);
 	CHECK(hl_opts_finish(&o, &cause) == HL_OK);
 	CHECK(o.v[HL_K_START_TIMEOUT].i == 30 && !o.v[HL_K_START_TIMEOUT].set);
 	CHECK(o.v[HL_K_FUSION_THRESHOLD_MB].i == 128);
@@ -57,6 +61,12 @@ static void test_bad_values(void)
 		{HL_K_SSH_HOST_KEY_CHECKING, "ask",
 		 "one of yes, accept-new, no"},
 		{HL_K_TIMELINE_FILENAME, "", "bad value ''"},
+		{HL_K_COOLDOWN, "9 5",
+		 "want two integers MIN MAX, 0 <= MIN <= MAX <= 86400"},
+		{HL_K_COOLDOWN, "5", "bad value '5'"},
+		{HL_K_COOLDOWN, "1 2 3", "bad value '1 2 3'"},
+		{HL_K_COOLDOWN, "-1 2", "bad value '-1 2'"},
+		{HL_K_COOLDOWN, "1 99999", "bad value '1 99999'"},
 	};
 	size_t i;
 

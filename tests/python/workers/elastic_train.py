@@ -2,7 +2,7 @@
 TorchState (model, optimizer, ElasticSampler, epoch), a commit every
 COMMIT batches and at each epoch's end. KILL="ID:STEP" makes worker ID
 SIGKILL itself when it reaches its STEP-th step of the first generation
-(mid-epoch). Every batch's indices are printed ("batch EPOCH i,j,...")
+(mid-epoch); STEP_MS: a pause after each step. Every batch's indices are printed ("batch EPOCH i,j,...")
 so that the test can check that no sample of any epoch was skipped; at
 the end each worker prints its world and a digest of its weights."""
 
@@ -10,6 +10,7 @@ import hashlib
 import os
 import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
 import torch  # noqa: E402
@@ -21,6 +22,7 @@ EPOCHS, N, B, COMMIT = 3, 96, 4, 3
 WORKER = os.environ.get("HVD_WORKER_ID", os.environ.get("HOROVOD_RANK", "0"))
 kill = os.environ.get("KILL", "")
 kill_step = int(kill.split(":")[1]) if kill.split(":")[0] == WORKER else -1
+pause = int(os.environ.get("STEP_MS", "0")) / 1000
 
 hvd.init()
 torch.manual_seed(0)
@@ -58,6 +60,7 @@ def train(state):
             opt.step()
             print("batch %d %s" % (state.epoch, ",".join(str(int(j)) for j in idx)), flush=True)
             state.sampler.record_batch(i, B)
+            time.sleep(pause)
             if i % COMMIT == COMMIT - 1:
                 state.commit()
         state.epoch += 1
