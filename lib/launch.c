@@ -190,6 +190,14 @@ static int plan_generation(struct sup *s, int *n, bool grow)
 	return gen;
 }
 
+static void clear_fresh(struct sup *s)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		s->w[i].fresh = false;
+}
+
 /* Elastic: worker w failed (how). Its host leaves the job (the host's
  * other workers are ended) and the rest reset without it. Returns false
  * when the job cannot go on: the reset limit is reached, or fewer than
@@ -239,6 +247,7 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 	gen = plan_generation(s, &left, false);
 	if (gen < 0)
 		return false;
+	clear_fresh(s); /* workers started again are members now */
 	s->resets++;
 	at = (size_t)snprintf(
 		text, sizeof(text),
@@ -250,6 +259,17 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 	ev.text = text;
 	hl_launch_event(l, &ev);
 	return true;
+}
+
+/* Elastic: whether a host waits for the end of its cool-down. */
+static bool returns_pending(const struct sup *s)
+{
+	size_t h;
+
+	for (h = 0; s->l->rdv != NULL && h < s->l->hosts->n; h++)
+		if (s->host_back[h] != 0 && s->host_back[h] != LLONG_MAX)
+			return true;
+	return false;
 }
 
 /* Elastic: hosts whose cool-down is over, and whose workers have all
@@ -264,8 +284,10 @@ static void regrow(struct sup *s)
 	int i, live = 0, started = 0, gen;
 	char text[256], *cause = NULL;
 
-	if (s->finishing || s->failed || s->signal != 0)
+	if (s->finishing || s->failed || s->signal != 0 || !returns_pending(s))
 		return;
+	if (!hl_rdv_growing(l->rdv))
+		clear_fresh(s); /* earlier growth has formed */
 	for (i = 0; i < s->n; i++)
 		live += !s->w[i].exited && !s->w[i].removed;
 	for (h = 0; h < l->hosts->n && live < l->max_np; h++) {
@@ -319,6 +341,7 @@ static void regrow(struct sup *s)
 			}
 			if (!w->remote)
 				hl_watchdog_add(&s->wd, w->pid);
+			w->fresh = true;
 			live++;
 			here++;
 		}
@@ -359,6 +382,27 @@ static void removals_due(struct sup *s)
 						       &s->w[i], SIGKILL);
 }
 
+/* Elastic: the job is finishing (a worker's work is done). Workers
+ * started again that still wait for the larger generation will never
+ * get it: they end quietly. Once it has formed they are its members. */
+static void end_fresh(struct sup *s)
+{
+	bool waiting = hl_rdv_growing(s->l->rdv);
+	int i;
+
+	for (i = 0; i < s->n; i++) {
+		struct hl_worker *o = &s->w[i];
+
+		if (o->fresh && waiting && !o->exited) {
+			o->removed = true;
+			s->ops[o->remote]->signal(s->ctx[o->remote], o,
+						  SIGTERM);
+			s->removal_deadline = hl_now_ms() + s->l->grace_ms;
+		}
+		o->fresh = false;
+	}
+}
+
 static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 			  bool lost)
 {
@@ -371,6 +415,8 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 	w->exited = true;
 	w->status = status;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		if (!s->finishing && l->rdv != NULL)
+			end_fresh(s);
 		s->finishing = true;
 		return;
 	}
@@ -580,17 +626,6 @@ static void output_lost(struct sup *s)
 	}
 	s->signal = SIGPIPE;
 	terminate(s, SIGTERM);
-}
-
-/* Elastic: whether a host waits for the end of its cool-down. */
-static bool returns_pending(const struct sup *s)
-{
-	size_t h;
-
-	for (h = 0; s->l->rdv != NULL && h < s->l->hosts->n; h++)
-		if (s->host_back[h] != 0 && s->host_back[h] != LLONG_MAX)
-			return true;
-	return false;
 }
 
 static void supervise(struct sup *s)

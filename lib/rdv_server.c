@@ -583,6 +583,16 @@ int hl_rdv_grow(struct hl_rdv *r, const int *ids, const struct hl_rank *places,
 	return gen;
 }
 
+bool hl_rdv_growing(struct hl_rdv *r)
+{
+	bool growing;
+
+	pthread_mutex_lock(&r->lock);
+	growing = r->grow_ids != NULL;
+	pthread_mutex_unlock(&r->lock);
+	return growing;
+}
+
 int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
 		 bool elastic, char **cause)
 {

@@ -36,6 +36,8 @@ int hl_rdv_generation(struct hl_rdv *r, const int *ids,
  * HL_ENOMEM. */
 int hl_rdv_grow(struct hl_rdv *r, const int *ids, const struct hl_rank *places,
 		int n);
+/* Whether announced growth still waits for the running workers. */
+bool hl_rdv_growing(struct hl_rdv *r);
 /* Add HVD_RENDEZVOUS, HVD_SECRET and HVD_START_TIMEOUT for the workers. */
 int hl_rdv_export(const struct hl_rdv *r, struct hl_envspec *es);
 void hl_rdv_stop(struct hl_rdv *r);

@@ -23,6 +23,7 @@ struct hl_worker {
 	bool exited;
 	int status;   /* wait(2) status */
 	bool removed; /* elastic: ended by hvdrun with its host */
+	bool fresh;   /* elastic: started again, not yet in a generation */
 };
 
 /* open gets ready to start the ranks the spawner owns (SSH: connect and

@@ -101,9 +101,9 @@ weights() {
 
 @test "elastic: a failed host returns after --blacklist-cooldown-range: its workers start again and the job grows back at the next commit" {
 	local want
-	want=$(weights 300)
+	want=$(weights 500)
 	ELASTIC_KILL="3:1" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 \
-		--blacklist-cooldown-range 1 1 "$KILL" "$ELASTIC" 300 5 10
+		--blacklist-cooldown-range 1 1 "$KILL" "$ELASTIC" 500 5 10
 	assert_success
 	assert_line "hvdrun: worker 3 on 127.0.0.1 was killed by signal 9 (Killed); its host leaves the job and 2 workers go on (generation 2); the host may return in 1 s"
 	assert_line "hvdrun: host 127.0.0.1 is back after its cool-down: 2 workers start there"
@@ -112,7 +112,7 @@ weights() {
 	# job of one: the new ones took rank 0's committed state.
 	local w
 	for w in 0 1 2 3; do
-		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 300 steps, generation 3, [0-9]+ resets, weights $want$"
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 500 steps, generation 3, [0-9]+ resets, weights $want$"
 	done
 	wait_no_leftovers
 }
@@ -126,10 +126,22 @@ weights() {
 	assert_line --regexp "^\[0\]<stdout>:rank 0 of 2: 200 steps, generation 2"
 	rm -rf "$PIDDIR"/killed*
 	ELASTIC_KILL="3:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 --max-np 4 \
-		--blacklist-cooldown-range 0 0 "$KILL" "$ELASTIC" 300 5 10
+		--blacklist-cooldown-range 0 0 "$KILL" "$ELASTIC" 400 5 10
 	assert_success
 	assert_line "hvdrun: host 127.0.0.1 is back after its cool-down: 2 workers start there"
-	assert_line --regexp "^\[3\]<stdout>:rank 3 of 4: 300 steps, generation 3"
+	assert_line --regexp "^\[3\]<stdout>:rank 3 of 4: 400 steps, generation 3"
+	wait_no_leftovers
+}
+
+@test "elastic: the job ends before a returning host's workers could join: they end quietly, nothing is left" {
+	# A commit only at the start: the growth never forms.
+	ELASTIC_KILL="3:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 \
+		--blacklist-cooldown-range 0 0 "$KILL" "$ELASTIC" 150 1000 10
+	assert_success
+	assert_line "hvdrun: host 127.0.0.1 is back after its cool-down: 2 workers start there"
+	assert_line --regexp "^\[0\]<stdout>:rank 0 of 2: 150 steps, generation 2"
+	refute_output --partial "[2]<stdout>"
+	refute_output --partial "stopping the job"
 	wait_no_leftovers
 }
 

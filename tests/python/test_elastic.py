@@ -73,7 +73,7 @@ def test_rank0s_host_lost_the_other_host_goes_on_as_ranks_0_and_1():
 
 def test_host_back_after_its_cool_down_the_job_grows_back_to_4():
     r = hvdrun(*HOSTS, "--min-np", "2", "--blacklist-cooldown-range", "1", "1", "env",
-               "KILL=3:8", "STEP_MS=150", PY, TRAIN, timeout=120)
+               "KILL=3:8", "STEP_MS=300", PY, TRAIN, timeout=120)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert "hvdrun: host 127.0.0.1 is back after its cool-down: 2 workers start there" in out
