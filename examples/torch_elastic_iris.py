@@ -19,24 +19,10 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import hvd.torch as hvd  # noqa: E402  HVD
+from torch_iris import load  # noqa: E402  (the same CSV reader)
 
 BATCH = 8  # per worker
 COMMIT = 5  # batches between commits
-
-
-def load(path):
-    rows = []
-    with open(path) as f:
-        next(f)
-        for lineno, line in enumerate(f, start=2):
-            parts = line.strip().split(",")
-            try:
-                rows.append([float(v) for v in parts[:4]] + [int(parts[4])])
-            except (ValueError, IndexError):
-                sys.exit("torch_elastic_iris: %s:%d: bad row '%s'" % (path, lineno, line.strip()))
-    data = torch.tensor(rows, dtype=torch.float64)
-    x, y = data[:, :4], data[:, 4].long()
-    return (x - x.mean(0)) / x.std(0), y
 
 
 def main():

@@ -43,42 +43,12 @@ def run(func):
     return run_fn(func, _reset)
 
 
-class _ModelHandler:
-    def __init__(self, model):
-        self.value = model
-        self.save()
+class _Handler:
+    """Saves and restores an object through its state_dict(); sync is
+    the subclass's."""
 
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
-
-    def sync(self):
-        broadcast_parameters(self.value.state_dict(), root_rank=0)
-
-
-class _OptimizerHandler:
-    def __init__(self, optimizer):
-        self.value = optimizer
-        self.save()
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
-        forget = getattr(self.value, "_hvd_forget", None)
-        if forget is not None:
-            forget()  # the failed step's handles belong to the old world
-
-    def sync(self):
-        broadcast_optimizer_state(self.value, root_rank=0)
-
-
-class _SamplerHandler:
-    def __init__(self, sampler):
-        self.value = sampler
+    def __init__(self, value):
+        self.value = value
         self.save()
 
     def save(self):
@@ -87,6 +57,24 @@ class _SamplerHandler:
     def restore(self):
         self.value.load_state_dict(copy.deepcopy(self._saved))
 
+
+class _ModelHandler(_Handler):
+    def sync(self):
+        broadcast_parameters(self.value.state_dict(), root_rank=0)
+
+
+class _OptimizerHandler(_Handler):
+    def restore(self):
+        super().restore()
+        forget = getattr(self.value, "_hvd_forget", None)
+        if forget is not None:
+            forget()  # the failed step's handles belong to the old world
+
+    def sync(self):
+        broadcast_optimizer_state(self.value, root_rank=0)
+
+
+class _SamplerHandler(_Handler):
     def sync(self):
         # What any rank has processed this epoch is done, for all; then
         # rank 0's epoch and that union, split over the new world.
