@@ -190,6 +190,17 @@ static int plan_generation(struct sup *s, int *n, bool grow)
 	return gen;
 }
 
+/* Elastic: hvdrun ends worker o (its host left, or it can no longer
+ * join); its end is no failure, and SIGKILL follows after the grace
+ * period (removals_due). */
+static void remove_worker(struct sup *s, struct hl_worker *o)
+{
+	o->removed = true;
+	s->ops[o->remote]->signal(s->ctx[o->remote], o, SIGTERM);
+	s->ops[o->remote]->signal(s->ctx[o->remote], o, SIGCONT);
+	s->removal_deadline = hl_now_ms() + s->l->grace_ms;
+}
+
 static void clear_fresh(struct sup *s)
 {
 	int i;
@@ -239,10 +250,7 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 
 		if (o->exited || l->plan->ranks[i].host != host)
 			continue;
-		o->removed = true;
-		s->ops[o->remote]->signal(s->ctx[o->remote], o, SIGTERM);
-		s->ops[o->remote]->signal(s->ctx[o->remote], o, SIGCONT);
-		s->removal_deadline = hl_now_ms() + l->grace_ms;
+		remove_worker(s, o);
 	}
 	gen = plan_generation(s, &left, false);
 	if (gen < 0)
@@ -261,15 +269,17 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 	return true;
 }
 
-/* Elastic: whether a host waits for the end of its cool-down. */
-static bool returns_pending(const struct sup *s)
+/* Elastic: when the first host waiting for the end of its cool-down
+ * may return; LLONG_MAX when none waits. */
+static long long next_return(const struct sup *s)
 {
+	long long next = LLONG_MAX;
 	size_t h;
 
 	for (h = 0; s->l->rdv != NULL && h < s->l->hosts->n; h++)
-		if (s->host_back[h] != 0 && s->host_back[h] != LLONG_MAX)
-			return true;
-	return false;
+		if (s->host_back[h] != 0 && s->host_back[h] < next)
+			next = s->host_back[h];
+	return next;
 }
 
 /* Elastic: hosts whose cool-down is over, and whose workers have all
@@ -284,7 +294,7 @@ static void regrow(struct sup *s)
 	int i, live = 0, started = 0, gen;
 	char text[256], *cause = NULL;
 
-	if (s->finishing || s->failed || s->signal != 0 || !returns_pending(s))
+	if (s->finishing || s->failed || s->signal != 0 || next_return(s) > now)
 		return;
 	if (!hl_rdv_growing(l->rdv))
 		clear_fresh(s); /* earlier growth has formed */
@@ -393,12 +403,8 @@ static void end_fresh(struct sup *s)
 	for (i = 0; i < s->n; i++) {
 		struct hl_worker *o = &s->w[i];
 
-		if (o->fresh && waiting && !o->exited) {
-			o->removed = true;
-			s->ops[o->remote]->signal(s->ctx[o->remote], o,
-						  SIGTERM);
-			s->removal_deadline = hl_now_ms() + s->l->grace_ms;
-		}
+		if (o->fresh && waiting && !o->exited)
+			remove_worker(s, o);
 		o->fresh = false;
 	}
 }
@@ -669,9 +675,18 @@ static void supervise(struct sup *s)
 			timeout = (int)(s->deadline > now ? s->deadline - now
 							  : 0);
 		if ((all_exited(s) || s->phase != PH_RUNNING ||
-		     s->removal_deadline != 0 || returns_pending(s)) &&
+		     s->removal_deadline != 0) &&
 		    (timeout < 0 || timeout > 50))
 			timeout = 50; /* look for adopted children */
+		if (next_return(s) != LLONG_MAX) {
+			long long back = next_return(s) - now;
+
+			if (back < 0)
+				back = 0;
+			if (timeout < 0 || back < timeout)
+				timeout =
+					(int)(back < INT_MAX ? back : INT_MAX);
+		}
 		pf[nfds].fd = s->sfd;
 		pf[nfds++].events = POLLIN;
 		pf[nfds].fd = s->notify[0];

@@ -540,31 +540,24 @@ int hl_rdv_generation(struct hl_rdv *r, const int *ids,
 int hl_rdv_grow(struct hl_rdv *r, const int *ids, const struct hl_rank *places,
 		int n)
 {
-	int *gids = malloc((size_t)n * sizeof(*gids));
-	struct hl_rank *gp = malloc((size_t)n * sizeof(*gp));
-	int gen;
+	int gen = HL_ENOMEM;
 	size_t i;
 
-	if (gids == NULL || gp == NULL) {
-		free(gids);
-		free(gp);
-		return HL_ENOMEM;
-	}
-	memcpy(gids, ids, (size_t)n * sizeof(*gids));
-	memcpy(gp, places, (size_t)n * sizeof(*gp));
 	pthread_mutex_lock(&r->lock);
 	if (!r->formed) {
 		/* Nothing runs yet: the forming generation gets them. */
-		free(gids);
-		free(gp);
 		gen = next_generation(r, ids, places, n);
-		pthread_mutex_unlock(&r->lock);
-		(void)!write(r->stop[1], "w", 1);
-		return gen;
+		goto out;
 	}
 	forget_growth(r);
-	r->grow_ids = gids;
-	r->grow_places = gp;
+	r->grow_ids = malloc((size_t)n * sizeof(*r->grow_ids));
+	r->grow_places = malloc((size_t)n * sizeof(*r->grow_places));
+	if (r->grow_ids == NULL || r->grow_places == NULL) {
+		forget_growth(r);
+		goto out;
+	}
+	memcpy(r->grow_ids, ids, (size_t)n * sizeof(*ids));
+	memcpy(r->grow_places, places, (size_t)n * sizeof(*places));
 	r->grow_n = n;
 	gen = (int)r->gen + 1;
 	for (i = 0; i < r->nconns; i++) {
@@ -578,6 +571,7 @@ int hl_rdv_grow(struct hl_rdv *r, const int *ids, const struct hl_rank *places,
 		(void)!send(c->fd, msg, sizeof(msg),
 			    MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
+out:
 	pthread_mutex_unlock(&r->lock);
 	(void)!write(r->stop[1], "w", 1);
 	return gen;

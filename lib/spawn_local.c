@@ -124,23 +124,7 @@ static int local_open(void **ctx, const struct hl_launch *l,
 	return HL_OK;
 }
 
-static int local_start(void *ctx, char **cause)
-{
-	struct local_ctx *c = ctx;
-	struct hl_event ev = {HL_EV_STARTING, 0, NULL, NULL, 0};
-	int r, rc = HL_OK;
-
-	for (r = 0; r < c->l->plan->size && rc == HL_OK; r++) {
-		if (c->w[r].remote)
-			continue;
-		ev.rank = r;
-		ev.host = c->l->hosts->v[c->l->plan->ranks[r].host].name;
-		hl_launch_event(c->l, &ev);
-		rc = start_one(c->l, &c->w[r], cause);
-	}
-	return rc;
-}
-
+/* Worker w, announced (the caller's --verbose line), then started. */
 static int local_restart(void *ctx, struct hl_worker *w, char **cause)
 {
 	struct local_ctx *c = ctx;
@@ -150,6 +134,17 @@ static int local_restart(void *ctx, struct hl_worker *w, char **cause)
 
 	hl_launch_event(c->l, &ev);
 	return start_one(c->l, w, cause);
+}
+
+static int local_start(void *ctx, char **cause)
+{
+	struct local_ctx *c = ctx;
+	int r, rc = HL_OK;
+
+	for (r = 0; r < c->l->plan->size && rc == HL_OK; r++)
+		if (!c->w[r].remote)
+			rc = local_restart(ctx, &c->w[r], cause);
+	return rc;
 }
 
 static int local_signal(void *ctx, struct hl_worker *w, int sig)
