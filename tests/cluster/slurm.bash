@@ -11,6 +11,7 @@
 # SlurmdParameters=config_overrides). Processes are tracked by parentage
 # and not confined (proctrack/linuxproc, task/none), no accounting.
 #
+# slurm_wait_idle SECONDS: waits until every node is idle.
 # slurm_exec CMD...: CMD in the login namespace with SLURM_CONF set (never
 # run a Slurm client without it: it would look the controller up in DNS).
 # slurm_down (rig_down calls it) ends the daemons it started, by pid:
@@ -86,15 +87,23 @@ CONF
 			>>"$RIG_SLURM/slurmd.ns$k.err" 2>&1 &
 		echo $! >>"$RIG_SLURM/pids"
 	done
-	# Up when every node is idle (at most 10 s).
-	for t in $(seq 1 100); do
+	slurm_wait_idle 10 && return 0
+	echo "the Slurm cluster did not come up:" >&2
+	slurm_exec timeout 2 sinfo -N >&2 || true
+	tail -n 20 "$RIG_SLURM"/*.log "$RIG_SLURM"/*.err >&2
+	return 1
+}
+
+# slurm_wait_idle SECONDS: true once every node is idle (no job, none
+# still completing), false after SECONDS.
+slurm_wait_idle() {
+	local n t
+	n=$(grep -c '^Host ns[0-9]' "$RIG/ssh_config")
+	for t in $(seq 1 $(($1 * 10))); do
 		[ "$(slurm_exec timeout 2 sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l)" -eq "$n" ] &&
 			return 0
 		sleep 0.1
 	done
-	echo "the Slurm cluster did not come up:" >&2
-	slurm_exec timeout 2 sinfo -N >&2 || true
-	tail -n 20 "$RIG_SLURM"/*.log "$RIG_SLURM"/*.err >&2
 	return 1
 }
 

@@ -26,6 +26,10 @@ setup() {
 	rig_test_setup RIG_NS
 	# The test's own environment must not leak a job of its own.
 	unset SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE SLURM_NTASKS
+	# Each test starts on idle nodes: one still completing an earlier
+	# test's job would hold an allocation back (and one whose slurmd a
+	# test stops would never complete it).
+	slurm_wait_idle 30 || { slurm_exec sinfo -N; return 1; }
 }
 
 @test "Slurm's own expansion of node lists is hvdrun's" {
