@@ -221,6 +221,7 @@ bench: deps
 	@tests/bench/check
 	@tests/bench/allreduce
 	@tests/bench/allreduce-hosts
+	@tests/bench/elastic
 	@tests/bench/collectives
 	@tests/bench/torch
 	@tests/bench/gpu

@@ -11,7 +11,11 @@
  *
  * Each step averages a gradient that depends only on the step, so the
  * final weights are the same whatever the size and however many resets:
- * the last line says so ("weights 1234.500000"). */
+ * the last line says so ("weights 1234.500000"). With ELASTIC_TRACE set,
+ * each event of a reset is a line "trace EVENT WORKER_ID UNIX_NS": start,
+ * lost (HVD_ERESET), grow (hosts updated), joined (hvd_init returned),
+ * synced (rank 0's state taken), step (the first step after it);
+ * tests/bench/elastic times resets with them. */
 #include <hvd.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +29,21 @@ struct state {
 	double step;
 	double w[NW];
 };
+
+static int tracing;
+
+static void trace(const char *event)
+{
+	struct timespec t;
+	const char *id = getenv("HVD_WORKER_ID");
+
+	if (!tracing)
+		return;
+	clock_gettime(CLOCK_REALTIME, &t);
+	printf("trace %s %s %lld\n", event, id ? id : "-",
+	       (long long)t.tv_sec * 1000000000LL + t.tv_nsec);
+	fflush(stdout);
+}
 
 static void fail(const char *what, int rc)
 {
@@ -62,14 +81,16 @@ static void reset(struct state *s, const struct state *committed, int *resets)
 		*s = *committed;
 		hvd_shutdown();
 		rc = hvd_init();
-		if (rc == HVD_OK)
+		if (rc == HVD_OK) {
+			trace("joined");
 			rc = sync_state(s);
-		else if (rc != HVD_ERESET)
+		} else if (rc != HVD_ERESET)
 			fail("hvd_init", rc);
 		++*resets;
 	} while (rc == HVD_ERESET);
 	if (rc != HVD_OK)
 		fail("broadcast", rc);
+	trace("synced");
 }
 
 int main(int argc, char **argv)
@@ -81,15 +102,21 @@ int main(int argc, char **argv)
 	static struct state s, committed;
 	static double grad[NW];
 	double sum = 0;
-	int resets = 0, rc, i;
+	int resets = 0, rc, i, traced = 0;
 
+	tracing = getenv("ELASTIC_TRACE") != NULL;
+	trace("start");
 	rc = hvd_init();
-	if (rc == HVD_OK)
+	if (rc == HVD_OK) {
+		trace("joined");
 		rc = sync_state(&s);
+	}
 	if (rc == HVD_ERESET)
 		reset(&s, &committed, &resets);
 	else if (rc != HVD_OK)
 		fail("hvd_init", rc);
+	else
+		trace("synced");
 	committed = s;
 	while (s.step < steps) {
 		for (i = 0; i < NW; i++)
@@ -97,7 +124,9 @@ int main(int argc, char **argv)
 		rc = hvd_allreduce("elastic.grad", grad, grad, NW, HVD_FLOAT64,
 				   HVD_AVERAGE);
 		if (rc == HVD_ERESET) {
+			trace("lost");
 			reset(&s, &committed, &resets);
+			traced = 0;
 			continue;
 		}
 		if (rc != HVD_OK)
@@ -105,14 +134,20 @@ int main(int argc, char **argv)
 		for (i = 0; i < NW; i++)
 			s.w[i] += grad[i] / NW;
 		s.step++;
+		if (!traced) {
+			trace("step");
+			traced = 1;
+		}
 		if ((int)s.step % every == 0) {
 			int grown;
 
 			committed = s;
 			rc = hosts_updated(&grown);
-			if (rc == HVD_ERESET || (rc == HVD_OK && grown))
+			if (rc == HVD_ERESET || (rc == HVD_OK && grown)) {
+				trace(rc == HVD_OK ? "grow" : "lost");
 				reset(&s, &committed, &resets);
-			else if (rc != HVD_OK)
+				traced = 0;
+			} else if (rc != HVD_OK)
 				fail("broadcast", rc);
 		}
 		nanosleep(&nap, NULL);

@@ -55,7 +55,9 @@ struct sup {
 	int resets;
 	long long *host_back;
 	long long removal_deadline;
+	bool removal_killed; /* SIGKILL sent: the deadline gives up on them */
 	bool finishing;
+	struct hl_worker **again; /* room for the workers regrow starts */
 };
 
 static bool host_out(const struct sup *s, size_t h)
@@ -199,6 +201,7 @@ static void remove_worker(struct sup *s, struct hl_worker *o)
 	s->ops[o->remote]->signal(s->ctx[o->remote], o, SIGTERM);
 	s->ops[o->remote]->signal(s->ctx[o->remote], o, SIGCONT);
 	s->removal_deadline = hl_now_ms() + s->l->grace_ms;
+	s->removal_killed = false;
 }
 
 static void clear_fresh(struct sup *s)
@@ -209,35 +212,13 @@ static void clear_fresh(struct sup *s)
 		s->w[i].fresh = false;
 }
 
-/* Elastic: worker w failed (how). Its host leaves the job (the host's
- * other workers are ended) and the rest reset without it. Returns false
- * when the job cannot go on: the reset limit is reached, or fewer than
- * --min-np workers would remain. */
-static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
+/* Elastic: host leaves the job, its workers ended, for its cool-down
+ * (returned, in seconds) or for good (-1). */
+static int host_leaves(struct sup *s, size_t host)
 {
 	const struct hl_launch *l = s->l;
-	size_t host = l->plan->ranks[w->rank].host;
-	struct hl_event ev = {HL_EV_RESET, w->rank, l->hosts->v[host].name,
-			      NULL, 0};
-	char text[384];
-	int i, left = 0, gen, wait_s = -1;
-	size_t at = strlen(how);
+	int i, wait_s = -1;
 
-	if (l->reset_limit > 0 && s->resets >= l->reset_limit) {
-		snprintf(how + at, howlen - at,
-			 " after %d resets (--reset-limit)", s->resets);
-		return false;
-	}
-	for (i = 0; i < s->n; i++)
-		left += !s->w[i].exited && !s->w[i].removed &&
-			!host_out(s, l->plan->ranks[i].host) &&
-			l->plan->ranks[i].host != host;
-	if (left < l->min_np) {
-		snprintf(how + at, howlen - at,
-			 "; %d workers would go on, fewer than --min-np %d",
-			 left, l->min_np);
-		return false;
-	}
 	s->host_back[host] = LLONG_MAX;
 	if (l->cooldown) {
 		int span = l->cooldown_max_s - l->cooldown_min_s + 1;
@@ -248,18 +229,55 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 	for (i = 0; i < s->n; i++) {
 		struct hl_worker *o = &s->w[i];
 
-		if (o->exited || l->plan->ranks[i].host != host)
-			continue;
-		remove_worker(s, o);
+		if (!o->exited && l->plan->ranks[i].host == host)
+			remove_worker(s, o);
 	}
-	gen = plan_generation(s, &left, false);
+	return wait_s;
+}
+
+/* Elastic: worker w failed (how). Its host leaves the job (the host's
+ * other workers are ended) and the rest reset without it; a worker
+ * started again that fails before its generation formed only takes its
+ * host out of the growth. Returns false when the job cannot go on: the
+ * reset limit is reached, or fewer than --min-np workers would remain. */
+static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
+{
+	const struct hl_launch *l = s->l;
+	size_t host = l->plan->ranks[w->rank].host;
+	struct hl_event ev = {HL_EV_RESET, w->rank, l->hosts->v[host].name,
+			      NULL, 0};
+	char text[384];
+	int i, left = 0, gen, wait_s;
+	size_t at = strlen(how);
+	bool growth = w->fresh && hl_rdv_growing(l->rdv);
+
+	if (!growth && l->reset_limit > 0 && s->resets >= l->reset_limit) {
+		snprintf(how + at, howlen - at,
+			 " after %d resets (--reset-limit)", s->resets);
+		return false;
+	}
+	for (i = 0; i < s->n; i++)
+		left += !s->w[i].exited && !s->w[i].removed &&
+			!host_out(s, l->plan->ranks[i].host) &&
+			l->plan->ranks[i].host != host;
+	if (!growth && left < l->min_np) {
+		snprintf(how + at, howlen - at,
+			 "; %d workers would go on, fewer than --min-np %d",
+			 left, l->min_np);
+		return false;
+	}
+	wait_s = host_leaves(s, host);
+	gen = plan_generation(s, &left, growth);
 	if (gen < 0)
 		return false;
-	clear_fresh(s); /* workers started again are members now */
-	s->resets++;
+	if (!growth) {
+		clear_fresh(s); /* workers started again are members now */
+		s->resets++;
+	}
 	at = (size_t)snprintf(
 		text, sizeof(text),
-		"%s; its host leaves the job and %d workers go on (generation %d)",
+		growth ? "%s before it joined; its host leaves again and %d workers form generation %d"
+		       : "%s; its host leaves the job and %d workers go on (generation %d)",
 		how, left, gen);
 	if (wait_s >= 0 && at < sizeof(text))
 		snprintf(text + at, sizeof(text) - at,
@@ -289,6 +307,8 @@ static long long next_return(const struct sup *s)
 static void regrow(struct sup *s)
 {
 	const struct hl_launch *l = s->l;
+	const struct hl_spawner_ops *ops;
+	struct hl_worker **again = s->again;
 	long long now = hl_now_ms();
 	size_t h;
 	int i, live = 0, started = 0, gen;
@@ -313,51 +333,54 @@ static void regrow(struct sup *s)
 		if (i < s->n)
 			continue; /* its last workers are still ending */
 		s->host_back[h] = 0;
-		for (i = 0; i < s->n && live < l->max_np; i++) {
-			struct hl_worker *w = &s->w[i];
-			const struct hl_spawner_ops *ops = s->ops[w->remote];
-
-			if (l->plan->ranks[i].host != h)
-				continue;
-			if (ops->restart == NULL) {
-				s->host_back[h] = LLONG_MAX;
-				snprintf(
-					text, sizeof(text),
-					"is back after its cool-down, but hvdrun cannot start workers through %s again yet: it stays out",
-					ops->name);
-				hl_launch_event(l, &ev);
-				break;
-			}
-			w->exited = w->removed = false;
-			w->status = 0;
-			w->pid = 0;
-			if (ops->restart(s->ctx[w->remote], w, &cause) !=
-			    HL_OK) {
-				/* Not started: the host waits again. */
-				w->exited = true;
-				ev.rank = w->rank;
-				snprintf(text, sizeof(text),
-					 "could not start worker %d again: %s",
-					 w->rank, cause ? cause : "?");
-				free(cause);
-				cause = NULL;
-				hl_launch_event(l, &ev);
-				s->host_back[h] =
-					now + (l->cooldown_min_s > 0
-						       ? l->cooldown_min_s
-						       : 1) *
-						      1000LL;
-				break;
-			}
-			if (!w->remote)
-				hl_watchdog_add(&s->wd, w->pid);
-			w->fresh = true;
-			live++;
-			here++;
-		}
+		for (i = 0; i < s->n && live + here < l->max_np; i++)
+			if (l->plan->ranks[i].host == h)
+				again[here++] = &s->w[i];
 		if (here == 0)
 			continue;
-		started += here;
+		ops = s->ops[again[0]->remote];
+		if (ops->restart == NULL) {
+			s->host_back[h] = LLONG_MAX;
+			snprintf(
+				text, sizeof(text),
+				"is back after its cool-down, but hvdrun cannot start workers through %s again: it stays out",
+				ops->name);
+			hl_launch_event(l, &ev);
+			continue;
+		}
+		for (i = 0; i < here; i++) {
+			again[i]->exited = again[i]->removed = false;
+			again[i]->status = 0;
+			again[i]->pid = 0;
+			again[i]->fresh = true;
+		}
+		if (ops->restart(s->ctx[again[0]->remote], again, here,
+				 &cause) != HL_OK) {
+			/* Those not started: the host waits again. */
+			for (i = 0; i < here; i++)
+				if (again[i]->remote || again[i]->pid <= 0)
+					again[i]->exited = true;
+			snprintf(text, sizeof(text),
+				 "could not start its workers again: %s",
+				 cause ? cause : "?");
+			free(cause);
+			cause = NULL;
+			hl_launch_event(l, &ev);
+			s->host_back[h] =
+				now + (l->cooldown_min_s > 0 ? l->cooldown_min_s
+							     : 1) *
+					      1000LL;
+		}
+		for (i = 0; i < here; i++) {
+			if (again[i]->exited)
+				continue;
+			if (!again[i]->remote)
+				hl_watchdog_add(&s->wd, again[i]->pid);
+			live++;
+			started++;
+		}
+		if (s->host_back[h] != 0)
+			continue;
 		snprintf(text, sizeof(text),
 			 "is back after its cool-down: %d workers start there",
 			 here);
@@ -378,18 +401,31 @@ static void regrow(struct sup *s)
 }
 
 /* Elastic: workers ended with their host that outlive the grace period
- * get SIGKILL. */
+ * get SIGKILL; remote ones still not heard of 2 s later are given up
+ * (their host is unreachable: nothing more will come from it). */
 static void removals_due(struct sup *s)
 {
 	int i;
 
 	if (s->removal_deadline == 0 || hl_now_ms() < s->removal_deadline)
 		return;
+	if (!s->removal_killed) {
+		s->removal_killed = true;
+		s->removal_deadline = hl_now_ms() + 2000;
+		for (i = 0; i < s->n; i++)
+			if (s->w[i].removed && !s->w[i].exited)
+				s->ops[s->w[i].remote]->signal(
+					s->ctx[s->w[i].remote], &s->w[i],
+					SIGKILL);
+		return;
+	}
 	s->removal_deadline = 0;
+	s->removal_killed = false;
 	for (i = 0; i < s->n; i++)
-		if (s->w[i].removed && !s->w[i].exited)
-			s->ops[s->w[i].remote]->signal(s->ctx[s->w[i].remote],
-						       &s->w[i], SIGKILL);
+		if (s->w[i].removed && !s->w[i].exited && s->w[i].remote) {
+			s->w[i].exited = true;
+			s->w[i].status = 255 << 8;
+		}
 }
 
 /* Elastic: the job is finishing (a worker's work is done). Workers
@@ -409,8 +445,12 @@ static void end_fresh(struct sup *s)
 	}
 }
 
+/* How a worker's end is known: its exit status, its SSH session lost, or
+ * its host silent to the rendezvous' keepalive (elastic). */
+enum { EXITED, LOST_SESSION, LOST_SILENT };
+
 static void worker_exited(struct sup *s, struct hl_worker *w, int status,
-			  bool lost)
+			  int lost)
 {
 	const struct hl_launch *l = s->l;
 	struct hl_event ev = {HL_EV_FAILED, w->rank,
@@ -428,8 +468,11 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 	}
 	if (s->failed || s->signal != 0 || w->removed)
 		return; /* ended by us, or after the job had already failed */
-	if (lost)
+	if (lost == LOST_SESSION)
 		snprintf(how, sizeof(how), "lost its connection to the host");
+	else if (lost == LOST_SILENT)
+		snprintf(how, sizeof(how),
+			 "stopped answering: its host is unreachable");
 	else
 		describe_status(status, how, sizeof(how));
 	if (l->rdv != NULL && shrink(s, w, how, sizeof(how)))
@@ -464,7 +507,7 @@ static void reap(struct sup *s)
 
 				hl_launch_event(s->l, &ev);
 			} else {
-				worker_exited(s, w, status, false);
+				worker_exited(s, w, status, EXITED);
 			}
 			break;
 		}
@@ -498,22 +541,42 @@ static void on_signal(struct sup *s)
 	}
 }
 
-/* A failure of the rendezvous ends the job: it could not start. */
+/* Reports of the rendezvous (rdv_server.h), NUL-terminated: a failure
+ * ends the job (it could not start); an empty one says that workers'
+ * hosts stopped answering (elastic), and each such worker is lost. */
 static void on_report(struct sup *s)
 {
 	char msg[1024];
-	struct hl_event ev = {HL_EV_NOT_READY, -1, NULL, msg, 0};
 	ssize_t n = read(s->l->report_fd, msg, sizeof(msg) - 1);
+	size_t at = 0;
 
 	if (n <= 0)
 		return;
 	msg[n] = '\0';
-	if (s->failed || s->signal != 0)
-		return;
-	hl_launch_event(s->l, &ev);
-	s->failed = true;
-	s->exit_code = 125;
-	terminate(s, SIGTERM);
+	while (at < (size_t)n) {
+		const char *text = msg + at;
+		struct hl_event ev = {HL_EV_NOT_READY, -1, NULL, text, 0};
+		int ids[16];
+		size_t k, got;
+
+		at += strlen(text) + 1;
+		if (text[0] != '\0') {
+			if (s->failed || s->signal != 0)
+				continue;
+			hl_launch_event(s->l, &ev);
+			s->failed = true;
+			s->exit_code = 125;
+			terminate(s, SIGTERM);
+			continue;
+		}
+		while (s->l->rdv != NULL &&
+		       (got = hl_rdv_take_lost(s->l->rdv, ids, 16)) > 0)
+			for (k = 0; k < got; k++)
+				if (ids[k] >= 0 && ids[k] < s->n &&
+				    !s->w[ids[k]].exited)
+					worker_exited(s, &s->w[ids[k]],
+						      255 << 8, LOST_SILENT);
+	}
 }
 
 /* Output and exits of remote workers, from the SSH and srun spawners. A
@@ -553,7 +616,8 @@ static void on_notes(struct sup *s)
 				hl_out_flush(&w->out[0]);
 				hl_out_flush(&w->out[1]);
 				worker_exited(s, w, note.status,
-					      note.kind == 'l');
+					      note.kind == 'l' ? LOST_SESSION
+							       : EXITED);
 			}
 		}
 		/* Only our own threads write here: a bad note is a bug. */
@@ -754,9 +818,11 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	s.n = l->plan->size;
 	s.w = calloc((size_t)s.n, sizeof(*s.w));
 	s.host_back = calloc(l->hosts->n, sizeof(*s.host_back));
-	if (s.w == NULL || s.host_back == NULL) {
+	s.again = calloc((size_t)s.n, sizeof(*s.again));
+	if (s.w == NULL || s.host_back == NULL || s.again == NULL) {
 		free(s.w);
 		free(s.host_back);
+		free(s.again);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	}
 	for (i = 0; i < s.n; i++) {
@@ -862,6 +928,7 @@ out_free:
 	free(s.notes);
 	free(s.termed.v);
 	free(s.host_back);
+	free(s.again);
 	workers_close(s.w, s.n);
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -30,6 +31,11 @@
  * follows its connect at once, gets in. */
 #define PENDING_SPARE 256
 #define ACCEPTS_PER_WAKE 64
+/* Elastic: a worker's connection idle this long gets TCP keepalive
+ * probes, one a second; LOST_PROBES unanswered ones and its host is
+ * lost (its link down, the host off): about 3 s from the silence. */
+#define LOST_IDLE_S 1
+#define LOST_PROBES 2
 
 struct conn {
 	int fd;
@@ -72,6 +78,10 @@ struct hl_rdv {
 	int *grow_ids;
 	struct hl_rank *grow_places;
 	int grow_n;
+	/* Workers whose host stopped answering, for the supervisor
+	 * (hl_rdv_take_lost). */
+	int *lost;
+	size_t nlost, caplost;
 };
 
 static void report(struct hl_rdv *r, const char *msg)
@@ -151,6 +161,17 @@ static int accept_one(struct hl_rdv *r)
 		r->conns = v;
 		r->cap = cap;
 	}
+	if (r->elastic) {
+		int on = 1, idle = LOST_IDLE_S, probes = LOST_PROBES;
+
+		(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
+				 sizeof(idle));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle,
+				 sizeof(idle));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes,
+				 sizeof(probes));
+	}
 	c = &r->conns[r->nconns];
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
@@ -179,6 +200,23 @@ static void take_slot(struct hl_rdv *r, size_t i, int slot)
 		r->deadline = hl_now_ms() + r->timeout_s * 1000LL;
 }
 
+/* Elastic: worker id's host stopped answering (keepalive): the
+ * supervisor is told (an empty report), and takes the id. */
+static void host_lost(struct hl_rdv *r, uint32_t id)
+{
+	if (r->nlost == r->caplost) {
+		size_t cap = r->caplost ? 2 * r->caplost : 16;
+		int *v = realloc(r->lost, cap * sizeof(*v));
+
+		if (v == NULL)
+			return;
+		r->lost = v;
+		r->caplost = cap;
+	}
+	r->lost[r->nlost++] = (int)id;
+	report(r, "");
+}
+
 /* Read what the connection sent; admit it once its REGISTER verifies. */
 static void serve(struct hl_rdv *r, size_t i)
 {
@@ -188,6 +226,9 @@ static void serve(struct hl_rdv *r, size_t i)
 	long used;
 
 	n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
+	if (n < 0 && (errno == ETIMEDOUT || errno == EHOSTUNREACH) &&
+	    r->elastic && c->registered)
+		host_lost(r, c->reg.rank);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		drop(r, i);
 		return;
@@ -577,6 +618,19 @@ out:
 	return gen;
 }
 
+size_t hl_rdv_take_lost(struct hl_rdv *r, int *ids, size_t cap)
+{
+	size_t n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->nlost < cap ? r->nlost : cap;
+	memcpy(ids, r->lost, n * sizeof(*ids));
+	memmove(r->lost, r->lost + n, (r->nlost - n) * sizeof(*ids));
+	r->nlost -= n;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
 bool hl_rdv_growing(struct hl_rdv *r)
 {
 	bool growing;
@@ -709,6 +763,7 @@ void hl_rdv_stop(struct hl_rdv *r)
 	free(r->by_rank);
 	free(r->ids);
 	free(r->places);
+	free(r->lost);
 	forget_growth(r);
 	pthread_mutex_destroy(&r->lock);
 	free(r);

@@ -1,6 +1,7 @@
 /* rdv_server.h: hvdrun's end of the rendezvous (proto/rendezvous.h): a
  * server thread that admits workers proving they know the job's secret,
  * and once every rank has registered, tells each where the others listen.
+ * Reports (report_fd) are NUL-terminated texts.
  * A job whose program never uses libhvd never registers, and that is
  * fine; once one rank has registered, the others must within the start
  * timeout, or the failure (naming the ranks) is written to report_fd. */
@@ -36,6 +37,11 @@ int hl_rdv_generation(struct hl_rdv *r, const int *ids,
  * HL_ENOMEM. */
 int hl_rdv_grow(struct hl_rdv *r, const int *ids, const struct hl_rank *places,
 		int n);
+/* Elastic: the ids (at most cap) of workers whose host stopped
+ * answering: their connection's keepalive probes went unanswered (a
+ * link down, a host off), which no exit of theirs may ever report. Each
+ * loss also writes an empty report (a lone NUL) to report_fd. */
+size_t hl_rdv_take_lost(struct hl_rdv *r, int *ids, size_t cap);
 /* Whether announced growth still waits for the running workers. */
 bool hl_rdv_growing(struct hl_rdv *r);
 /* Add HVD_RENDEZVOUS, HVD_SECRET and HVD_START_TIMEOUT for the workers. */

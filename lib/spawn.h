@@ -36,9 +36,12 @@ struct hl_spawner_ops {
 	int (*open)(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		    int notify_fd, char **cause);
 	int (*start)(void *ctx, char **cause);
-	/* Elastic: start worker w again (it has exited), or NULL where the
-	 * spawner cannot yet. */
-	int (*restart)(void *ctx, struct hl_worker *w, char **cause);
+	/* Elastic: start the n workers w, all of one host, again (each has
+	 * exited), or NULL where the spawner cannot. The SSH spawner
+	 * connects in the background: a host it cannot reach reports each
+	 * worker lost, as a host lost later would. */
+	int (*restart)(void *ctx, struct hl_worker *const *w, int n,
+		       char **cause);
 	int (*signal)(void *ctx, struct hl_worker *w, int sig);
 	void (*close)(void *ctx);
 	/* A process of the spawner's own among hvdrun's children (srun), or

@@ -124,16 +124,24 @@ static int local_open(void **ctx, const struct hl_launch *l,
 	return HL_OK;
 }
 
-/* Worker w, announced (the caller's --verbose line), then started. */
-static int local_restart(void *ctx, struct hl_worker *w, char **cause)
+/* Workers w, each announced (the caller's --verbose line), then
+ * started. */
+static int local_restart(void *ctx, struct hl_worker *const *w, int n,
+			 char **cause)
 {
 	struct local_ctx *c = ctx;
-	struct hl_event ev = {
-		HL_EV_STARTING, w->rank,
-		c->l->hosts->v[c->l->plan->ranks[w->rank].host].name, NULL, 0};
+	int i, rc = HL_OK;
 
-	hl_launch_event(c->l, &ev);
-	return start_one(c->l, w, cause);
+	for (i = 0; i < n && rc == HL_OK; i++) {
+		struct hl_event ev = {
+			HL_EV_STARTING, w[i]->rank,
+			c->l->hosts->v[c->l->plan->ranks[w[i]->rank].host].name,
+			NULL, 0};
+
+		hl_launch_event(c->l, &ev);
+		rc = start_one(c->l, w[i], cause);
+	}
+	return rc;
 }
 
 static int local_start(void *ctx, char **cause)
@@ -141,9 +149,12 @@ static int local_start(void *ctx, char **cause)
 	struct local_ctx *c = ctx;
 	int r, rc = HL_OK;
 
-	for (r = 0; r < c->l->plan->size && rc == HL_OK; r++)
-		if (!c->w[r].remote)
-			rc = local_restart(ctx, &c->w[r], cause);
+	for (r = 0; r < c->l->plan->size && rc == HL_OK; r++) {
+		struct hl_worker *w = &c->w[r];
+
+		if (!w->remote)
+			rc = local_restart(ctx, &w, 1, cause);
+	}
 	return rc;
 }
 

@@ -44,12 +44,12 @@ static int group_error(struct ssh_group *g, const char *phase, char **cause)
 	size_t i;
 
 	for (i = 0; i < g->nhosts; i++)
-		if (g->hosts[i].failed)
+		if (g->hosts[i]->failed)
 			return hl_fail(cause, HL_ESTART, "%s",
-				       g->hosts[i].error ? g->hosts[i].error
-							 : "out of memory");
+				       g->hosts[i]->error ? g->hosts[i]->error
+							  : "out of memory");
 	for (i = 0; i < g->nhosts; i++) {
-		struct ssh_host *h = &g->hosts[i];
+		struct ssh_host *h = g->hosts[i];
 
 		if ((!strcmp(phase, "connect") && !h->connected) ||
 		    (!strcmp(phase, "start") && !h->started))
@@ -62,74 +62,121 @@ static int group_error(struct ssh_group *g, const char *phase, char **cause)
 	return hl_fail(cause, HL_ESTART, "SSH start failed");
 }
 
+/* A new session of host hi, for up to `channels_per_session` ranks;
+ * NULL when out of resources. */
+static struct ssh_host *new_session(struct ssh_group *g, size_t hi)
+{
+	struct ssh_host *h;
+
+	if (g->nhosts == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 8;
+		struct ssh_host **v = realloc(g->hosts, cap * sizeof(*v));
+
+		if (v == NULL)
+			return NULL;
+		g->hosts = v;
+		g->cap = cap;
+	}
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return NULL;
+	g->hosts[g->nhosts++] = h;
+	h->g = g;
+	h->index = hi;
+	h->ctl[0] = h->ctl[1] = -1;
+	h->ranks = calloc((size_t)g->l->ssh->channels_per_session,
+			  sizeof(*h->ranks));
+	if (h->ranks == NULL || pipe2(h->ctl, O_CLOEXEC) != 0)
+		return NULL;
+	fcntl(h->ctl[0], F_SETFL, O_NONBLOCK);
+	return h;
+}
+
+/* Sessions for the n workers w of host hi, from the group's first new
+ * one; more than one where the host has more ranks than sshd lets one
+ * session hold (MaxSessions). */
+static int add_sessions(struct ssh_group *g, size_t hi,
+			struct hl_worker *const *w, int n, bool late,
+			char **cause)
+{
+	struct ssh_host *h = NULL;
+	int r;
+
+	for (r = 0; r < n; r++) {
+		if (h == NULL ||
+		    h->nranks == (size_t)g->l->ssh->channels_per_session) {
+			h = new_session(g, hi);
+			if (h == NULL)
+				return hl_fail(cause, HL_ESYS,
+					       "out of resources");
+			h->late = late;
+			h->want_port = !late && r == 0 &&
+				       g->l->plan->ranks[0].host == hi;
+		}
+		h->ranks[h->nranks++].w = w[r];
+	}
+	return HL_OK;
+}
+
+static int start_threads(struct ssh_group *g, size_t from, char **cause)
+{
+	size_t i;
+
+	for (i = from; i < g->nhosts; i++) {
+		if (hl_thread_create(&g->hosts[i]->thread, hl_ssh_host_main,
+				     g->hosts[i]) != HL_OK)
+			return hl_fail(cause, HL_ESYS, "cannot start a thread");
+		g->hosts[i]->thread_started = true;
+	}
+	return HL_OK;
+}
+
 static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		    int notify_fd, char **cause)
 {
 	struct ssh_group *g = calloc(1, sizeof(*g));
-	int cps = l->ssh->channels_per_session;
+	struct hl_worker **mine = calloc((size_t)l->plan->size, sizeof(*mine));
 	size_t i, hi;
-	int r;
+	int r, n, rc = HL_OK;
 
 	*ctx = g;
-	if (g == NULL)
+	if (g == NULL || mine == NULL) {
+		free(mine);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	}
 	g->l = l;
 	g->w = w;
 	g->notify_fd = notify_fd;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	sem_init(&g->slots, 0, (unsigned)l->ssh->concurrency);
-	/* At most one session per rank: the upper bound. */
-	g->hosts = calloc((size_t)l->plan->size, sizeof(*g->hosts));
-	if (g->hosts == NULL)
-		return hl_fail(cause, HL_ENOMEM, "out of memory");
-	/* One session per remote host that has ranks; more where the host
-	 * has more ranks than sshd lets one session hold (MaxSessions). */
-	for (hi = 0; hi < l->hosts->n; hi++) {
-		struct ssh_host *h = NULL;
-		bool first = true;
-
+	/* Sessions of every remote host that has ranks. */
+	for (hi = 0; hi < l->hosts->n && rc == HL_OK; hi++) {
 		if (!hl_worker_remote(l, hi))
 			continue;
-		for (r = 0; r < l->plan->size; r++) {
-			if (l->plan->ranks[r].host != hi)
-				continue;
-			if (h == NULL || h->nranks == (size_t)cps) {
-				h = &g->hosts[g->nhosts++];
-				h->g = g;
-				h->index = hi;
-				h->ctl[0] = h->ctl[1] = -1;
-				h->ranks =
-					calloc((size_t)cps, sizeof(*h->ranks));
-				if (h->ranks == NULL ||
-				    pipe2(h->ctl, O_CLOEXEC) != 0)
-					return hl_fail(cause, HL_ESYS,
-						       "out of resources");
-				fcntl(h->ctl[0], F_SETFL, O_NONBLOCK);
-				h->want_port =
-					first && l->plan->ranks[0].host == hi;
-				first = false;
-			}
-			h->ranks[h->nranks++].w = &w[r];
-		}
+		for (r = n = 0; r < l->plan->size; r++)
+			if (l->plan->ranks[r].host == hi)
+				mine[n++] = &w[r];
+		rc = add_sessions(g, hi, mine, n, false, cause);
 	}
-	for (i = 0; i < g->nhosts; i++) {
-		if (hl_thread_create(&g->hosts[i].thread, hl_ssh_host_main,
-				     &g->hosts[i]) != HL_OK)
-			return hl_fail(cause, HL_ESYS, "cannot start a thread");
-		g->hosts[i].thread_started = true;
-	}
+	free(mine);
+	if (rc == HL_OK)
+		rc = start_threads(g, 0, cause);
+	if (rc != HL_OK)
+		return rc;
 	if (!wait_until(g, &g->nconnected, g->nhosts,
 			hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
 		return group_error(g, "connect", cause);
-	for (i = 0; i < g->nhosts; i++)
-		if (g->hosts[i].want_port && g->hosts[i].port > 0) {
-			l->env->master_port = g->hosts[i].port;
-			if (g->hosts[i].addr[0] != '\0' &&
-			    hl_master_addr(l->env, g->hosts[i].addr, cause) !=
-				    HL_OK)
+	for (i = 0; i < g->nhosts; i++) {
+		struct ssh_host *h = g->hosts[i];
+
+		if (h->want_port && h->port > 0) {
+			l->env->master_port = h->port;
+			if (h->addr[0] != '\0' &&
+			    hl_master_addr(l->env, h->addr, cause) != HL_OK)
 				return HL_ENOMEM;
 		}
+	}
 	return HL_OK;
 }
 
@@ -147,15 +194,49 @@ static int ssh_start(void *ctx, char **cause)
 	return HL_OK;
 }
 
+/* Elastic: the n workers w of one host again, each in a new session
+ * (the host's last ones may be gone with it). Its thread connects and
+ * starts them in the background; the go was given long ago. */
+static int ssh_restart(void *ctx, struct hl_worker *const *w, int n,
+		       char **cause)
+{
+	struct ssh_group *g = ctx;
+	size_t from = g->nhosts, i, j;
+	int k, rc;
+
+	for (i = 0; i < from; i++)
+		for (j = 0; j < g->hosts[i]->nranks; j++)
+			for (k = 0; k < n; k++)
+				if (g->hosts[i]->ranks[j].w == w[k])
+					atomic_store(&g->hosts[i]
+							      ->ranks[j]
+							      .superseded,
+						     true);
+	rc = add_sessions(g, g->l->plan->ranks[w[0]->rank].host, w, n, true,
+			  cause);
+	if (rc == HL_OK)
+		rc = start_threads(g, from, cause);
+	return rc;
+}
+
+/* Through the last session that holds w: one started again supersedes
+ * the ended one. */
 static int ssh_signal(void *ctx, struct hl_worker *w, int sig)
 {
 	struct ssh_group *g = ctx;
-	size_t i;
+	size_t i = g->nhosts, j;
 
-	for (i = 0; i < g->nhosts; i++)
-		if (g->l->plan->ranks[w->rank].host == g->hosts[i].index &&
-		    g->hosts[i].ctl[1] >= 0)
-			hl_ssh_host_signal(&g->hosts[i], w->rank, sig);
+	while (i-- > 0) {
+		struct ssh_host *h = g->hosts[i];
+
+		for (j = 0; j < h->nranks && h->ranks[j].w != w; j++)
+			;
+		if (j < h->nranks) {
+			if (h->ctl[1] >= 0)
+				hl_ssh_host_signal(h, w->rank, sig);
+			break;
+		}
+	}
 	return HL_OK;
 }
 
@@ -171,7 +252,7 @@ static void ssh_close(void *ctx)
 	pthread_cond_broadcast(&g->cond);
 	pthread_mutex_unlock(&g->lock);
 	for (i = 0; i < g->nhosts; i++) {
-		struct ssh_host *h = &g->hosts[i];
+		struct ssh_host *h = g->hosts[i];
 
 		if (h->ctl[1] >= 0)
 			close(h->ctl[1]); /* the pump's quit */
@@ -194,6 +275,7 @@ static void ssh_close(void *ctx)
 			close(h->ctl[0]);
 		free(h->ranks);
 		free(h->error);
+		free(h);
 	}
 	free(g->hosts);
 	sem_destroy(&g->slots);
@@ -206,6 +288,7 @@ const struct hl_spawner_ops hl_spawn_ssh = {
 	.name = "ssh",
 	.open = ssh_open,
 	.start = ssh_start,
+	.restart = ssh_restart,
 	.signal = ssh_signal,
 	.close = ssh_close,
 };

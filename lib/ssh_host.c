@@ -176,7 +176,9 @@ out:
 static void notify(struct ssh_host *h, struct rank_ch *r, int lost)
 {
 	r->done = true;
-	hl_note_write(h->g->notify_fd, r->w->rank, r->status, lost != 0);
+	if (!atomic_load(&r->superseded))
+		hl_note_write(h->g->notify_fd, r->w->rank, r->status,
+			      lost != 0);
 }
 
 /* Move what the channel has to the supervisor. HL_ESTART: the session
@@ -189,8 +191,9 @@ static int pump_rank(const struct ssh_host *h, struct rank_ch *r)
 	for (j = 0; j < 2; j++) {
 		while ((n = ssh_channel_read_nonblocking(r->ch, buf,
 							 sizeof(buf), j)) > 0)
-			hl_note_output(h->g->notify_fd, r->w->rank, j, buf,
-				       (size_t)n);
+			if (!atomic_load(&r->superseded))
+				hl_note_output(h->g->notify_fd, r->w->rank, j,
+					       buf, (size_t)n);
 		if (n == SSH_ERROR)
 			return HL_ESTART;
 	}
@@ -306,6 +309,41 @@ static void pump(struct ssh_host *h)
 	}
 }
 
+/* Elastic: a session started again that could not start its workers
+ * (the host is still unreachable): they are lost, as they would be with
+ * a host lost later, and the reason is the first one's last line. The
+ * channels already open close: their agents end their workers. */
+static void late_failed(struct ssh_host *h)
+{
+	size_t i;
+	bool abort;
+
+	pthread_mutex_lock(&h->g->lock);
+	abort = h->g->abort;
+	pthread_mutex_unlock(&h->g->lock);
+	if (!h->late || abort)
+		return;
+	for (i = 0; i < h->nranks; i++) {
+		struct rank_ch *r = &h->ranks[i];
+
+		if (r->ch != NULL) {
+			ssh_channel_close(r->ch);
+			ssh_channel_free(r->ch);
+			r->ch = NULL;
+		}
+		if (i == 0 && h->error != NULL) {
+			char *line = hl_asprintf("hvdrun: %s\n", h->error);
+
+			if (line != NULL)
+				hl_note_output(h->g->notify_fd, r->w->rank, 1,
+					       line, strlen(line));
+			free(line);
+		}
+		r->status = 255 << 8;
+		notify(h, r, 1);
+	}
+}
+
 void *hl_ssh_host_main(void *arg)
 {
 	struct ssh_host *h = arg;
@@ -331,11 +369,15 @@ void *hl_ssh_host_main(void *arg)
 		pthread_cond_wait(&g->cond, &g->lock);
 	go = h->connected && g->go && !g->abort;
 	pthread_mutex_unlock(&g->lock);
-	if (!go)
+	if (!go) {
+		late_failed(h);
 		return NULL;
+	}
 	for (i = 0; i < h->nranks; i++)
-		if (start_rank(h, &h->ranks[i]) != 0)
+		if (start_rank(h, &h->ranks[i]) != 0) {
+			late_failed(h);
 			return NULL;
+		}
 	pthread_mutex_lock(&g->lock);
 	h->started = true;
 	g->nstarted++;

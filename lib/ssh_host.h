@@ -9,6 +9,7 @@
 #include <libssh/libssh.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "launch.h"
@@ -21,6 +22,9 @@ struct rank_ch {
 	bool got_exit;
 	int status; /* wait(2)-style */
 	bool done;
+	/* The worker was started again in a later session (or given up):
+	 * nothing more of this one reaches the supervisor. */
+	atomic_bool superseded;
 };
 
 struct ssh_host {
@@ -37,6 +41,7 @@ struct ssh_host {
 	bool failed;
 	char *error;
 	bool want_port; /* rank 0 is here: find MASTER_PORT */
+	bool late;	/* elastic: started again, after the job's start */
 	int port;
 	char addr[INET_ADDRSTRLEN]; /* MASTER_ADDR, "" for the host's name */
 };
@@ -45,8 +50,8 @@ struct ssh_group {
 	const struct hl_launch *l;
 	struct hl_worker *w;
 	int notify_fd;
-	struct ssh_host *hosts;
-	size_t nhosts;
+	struct ssh_host **hosts; /* sessions, in the order they were opened */
+	size_t nhosts, cap;
 	sem_t slots;	      /* bounds connections in progress */
 	pthread_mutex_t lock; /* protects the phase counters and go/abort */
 	pthread_cond_t cond;

@@ -108,3 +108,81 @@ setup() {
 	done
 	[ "$job_status" -eq 3 ]
 }
+
+# Elastic jobs across namespace hosts (examples/elastic.c: its weights
+# after N steps are those of a job of one, whatever the resets).
+ELASTIC=$ROOT/build/examples/elastic
+KILL=$WORKERS/elastic_kill.sh
+
+elastic_weights() {
+	"$ELASTIC" "$1" 5 0 | sed -n 's/.*weights \(.*\)/\1/p'
+}
+
+@test "elastic: a namespace host's workers SIGKILLed: the others go on, the host returns over SSH after its cool-down and the job grows back" {
+	local want w
+	want=$(elastic_weights 600)
+	ELASTIC_KILL="3:1" run rig_ns_exec "$HVDRUN" "${SSH[@]}" -x ELASTIC_KILL -H ns1:2,ns2:2 \
+		--min-np 2 --blacklist-cooldown-range 1 1 "$KILL" "$ELASTIC" 600 5 10
+	assert_success
+	assert_line "hvdrun: worker 3 on ns2 was killed by signal 9 (Killed); its host leaves the job and 2 workers go on (generation 2); the host may return in 1 s"
+	assert_line "hvdrun: host ns2 is back after its cool-down: 2 workers start there"
+	for w in 0 1 2 3; do
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 600 steps, generation 3, [0-9]+ resets, weights $want$"
+	done
+	wait_no_leftovers
+}
+
+@test "elastic: a namespace host's link goes down mid-training: found silent within seconds, the others go on; nothing is left once it is back" {
+	local want pid i job_status=0 t0 t1
+	want=$(elastic_weights 800)
+	ip netns exec "${RIG_NS}c" "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 --min-np 2 \
+		"$KILL" "$ELASTIC" 800 5 10 >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	pid=$!
+	wait_pids 4
+	sleep 1
+	# ns2 drops off the network: no FIN, no RST, only silence.
+	t0=$(date +%s%N)
+	ip -n "${RIG_NS}2" link set eth0 down
+	for i in $(seq 1 150); do
+		grep -q "on ns2 stopped answering" "$BATS_TEST_TMPDIR/out" && break
+		sleep 0.1
+	done
+	t1=$(date +%s%N)
+	ip -n "${RIG_NS}2" link set eth0 up
+	wait $pid || job_status=$?
+	cat "$BATS_TEST_TMPDIR/out"
+	echo "found silent after $(((t1 - t0) / 1000000)) ms"
+	[ "$job_status" -eq 0 ]
+	grep -Eq "^hvdrun: worker [23] on ns2 stopped answering: its host is unreachable; its host leaves the job and 2 workers go on \(generation 2\)$" "$BATS_TEST_TMPDIR/out"
+	grep -Eq "^\[0\]<stdout>:rank 0 of 2: 800 steps, generation 2, 1 resets, weights $want$" "$BATS_TEST_TMPDIR/out"
+	grep -Eq "^\[1\]<stdout>:rank 1 of 2: 800 steps, generation 2, 1 resets, weights $want$" "$BATS_TEST_TMPDIR/out"
+	# Back on the network, ns2's sshd hears that the sessions ended.
+	wait_no_leftovers 300
+}
+
+@test "elastic: a returning namespace host whose sshd is down fails again and leaves the growth only; once sshd is back the job grows to it" {
+	local want pid i job_status=0 w
+	want=$(elastic_weights 1500)
+	ip netns exec "${RIG_NS}c" "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 --min-np 2 \
+		--blacklist-cooldown-range 1 1 "$KILL" "$ELASTIC" 1500 5 10 >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	pid=$!
+	wait_pids 4
+	# ns2's sshd and its sessions end: ns2's workers are lost with them.
+	rig_stop_sshd ns2
+	for i in $(seq 1 100); do
+		grep -q "before it joined" "$BATS_TEST_TMPDIR/out" && break
+		sleep 0.1
+	done
+	rig_start_ns_sshd 2
+	rig_ns_wait_port 10.251.0.12
+	wait $pid || job_status=$?
+	cat "$BATS_TEST_TMPDIR/out"
+	[ "$job_status" -eq 0 ]
+	grep -Eq "^hvdrun: worker [23] on ns2 .*; its host leaves the job and 2 workers go on \(generation 2\); the host may return in 1 s$" "$BATS_TEST_TMPDIR/out"
+	grep -Eq "^\[[23]\]<stderr>:hvdrun: .*ns2.*" "$BATS_TEST_TMPDIR/out"
+	grep -Eq "^hvdrun: worker [23] on ns2 lost its connection to the host before it joined; its host leaves again and 2 workers form generation [0-9]+; the host may return in 1 s$" "$BATS_TEST_TMPDIR/out"
+	for w in 0 1 2 3; do
+		grep -Eq "^\[$w\]<stdout>:rank $w of 4: 1500 steps, generation [0-9]+, [0-9]+ resets, weights $want$" "$BATS_TEST_TMPDIR/out"
+	done
+	wait_no_leftovers
+}
