@@ -818,7 +818,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	s.n = l->plan->size;
 	s.w = calloc((size_t)s.n, sizeof(*s.w));
 	s.host_back = calloc(l->hosts->n, sizeof(*s.host_back));
-	s.again = calloc((size_t)s.n, sizeof(*s.again));
+	s.again = calloc((size_t)s.n, sizeof(struct hl_worker *));
 	if (s.w == NULL || s.host_back == NULL || s.again == NULL) {
 		free(s.w);
 		free(s.host_back);

@@ -70,7 +70,8 @@ static struct ssh_host *new_session(struct ssh_group *g, size_t hi)
 
 	if (g->nhosts == g->cap) {
 		size_t cap = g->cap ? 2 * g->cap : 8;
-		struct ssh_host **v = realloc(g->hosts, cap * sizeof(*v));
+		struct ssh_host **v =
+			realloc(g->hosts, cap * sizeof(struct ssh_host *));
 
 		if (v == NULL)
 			return NULL;
@@ -135,7 +136,8 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		    int notify_fd, char **cause)
 {
 	struct ssh_group *g = calloc(1, sizeof(*g));
-	struct hl_worker **mine = calloc((size_t)l->plan->size, sizeof(*mine));
+	struct hl_worker **mine =
+		calloc((size_t)l->plan->size, sizeof(struct hl_worker *));
 	size_t i, hi;
 	int r, n, rc = HL_OK;
 
