@@ -343,7 +343,7 @@ static void regrow(struct sup *s)
 			s->host_back[h] = LLONG_MAX;
 			snprintf(
 				text, sizeof(text),
-				"is back after its cool-down, but hvdrun cannot start workers through %s again: it stays out",
+				"is back after its cool-down, but hvdrun cannot start workers through %s again: it stays out (with --launcher ssh it would return)",
 				ops->name);
 			hl_launch_event(l, &ev);
 			continue;

@@ -115,6 +115,7 @@ static int add_sessions(struct ssh_group *g, size_t hi,
 				       g->l->plan->ranks[0].host == hi;
 		}
 		h->ranks[h->nranks++].w = w[r];
+		g->at[w[r]->rank] = h;
 	}
 	return HL_OK;
 }
@@ -142,7 +143,7 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	int r, n, rc = HL_OK;
 
 	*ctx = g;
-	if (g == NULL || mine == NULL) {
+	if (g == NULL) {
 		free(mine);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	}
@@ -152,6 +153,11 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	sem_init(&g->slots, 0, (unsigned)l->ssh->concurrency);
+	g->at = calloc((size_t)l->plan->size, sizeof(struct ssh_host *));
+	if (mine == NULL || g->at == NULL) {
+		free(mine);
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	}
 	/* Sessions of every remote host that has ranks. */
 	for (hi = 0; hi < l->hosts->n && rc == HL_OK; hi++) {
 		if (!hl_worker_remote(l, hi))
@@ -203,17 +209,16 @@ static int ssh_restart(void *ctx, struct hl_worker *const *w, int n,
 		       char **cause)
 {
 	struct ssh_group *g = ctx;
-	size_t from = g->nhosts, i, j;
+	size_t from = g->nhosts, j;
 	int k, rc;
 
-	for (i = 0; i < from; i++)
-		for (j = 0; j < g->hosts[i]->nranks; j++)
-			for (k = 0; k < n; k++)
-				if (g->hosts[i]->ranks[j].w == w[k])
-					atomic_store(&g->hosts[i]
-							      ->ranks[j]
-							      .superseded,
-						     true);
+	for (k = 0; k < n; k++) {
+		struct ssh_host *old = g->at[w[k]->rank];
+
+		for (j = 0; old != NULL && j < old->nranks; j++)
+			if (old->ranks[j].w == w[k])
+				atomic_store(&old->ranks[j].superseded, true);
+	}
 	rc = add_sessions(g, g->l->plan->ranks[w[0]->rank].host, w, n, true,
 			  cause);
 	if (rc == HL_OK)
@@ -221,24 +226,13 @@ static int ssh_restart(void *ctx, struct hl_worker *const *w, int n,
 	return rc;
 }
 
-/* Through the last session that holds w: one started again supersedes
- * the ended one. */
 static int ssh_signal(void *ctx, struct hl_worker *w, int sig)
 {
 	struct ssh_group *g = ctx;
-	size_t i = g->nhosts, j;
+	struct ssh_host *h = g->at[w->rank];
 
-	while (i-- > 0) {
-		struct ssh_host *h = g->hosts[i];
-
-		for (j = 0; j < h->nranks && h->ranks[j].w != w; j++)
-			;
-		if (j < h->nranks) {
-			if (h->ctl[1] >= 0)
-				hl_ssh_host_signal(h, w->rank, sig);
-			break;
-		}
-	}
+	if (h != NULL && h->ctl[1] >= 0)
+		hl_ssh_host_signal(h, w->rank, sig);
 	return HL_OK;
 }
 
@@ -280,6 +274,7 @@ static void ssh_close(void *ctx)
 		free(h);
 	}
 	free(g->hosts);
+	free(g->at);
 	sem_destroy(&g->slots);
 	pthread_cond_destroy(&g->cond);
 	pthread_mutex_destroy(&g->lock);

@@ -51,6 +51,7 @@ struct ssh_group {
 	struct hl_worker *w;
 	int notify_fd;
 	struct ssh_host **hosts; /* sessions, in the order they were opened */
+	struct ssh_host **at;	 /* by rank: the worker's latest session */
 	size_t nhosts, cap;
 	sem_t slots;	      /* bounds connections in progress */
 	pthread_mutex_t lock; /* protects the phase counters and go/abort */
