@@ -58,7 +58,7 @@ static const struct {
 	{"env", "-x VAR[=VALUE]", "set or forward a variable (repeatable)"},
 };
 
-#define HELP_COL 30
+#define HELP_COL 31
 
 static void help_line(const char *left, const char *help, const char *def)
 {
@@ -68,7 +68,7 @@ static void help_line(const char *left, const char *help, const char *def)
 		putchar('\n');
 		return;
 	}
-	if (n > HELP_COL - 2) {
+	if (n > HELP_COL - 1) {
 		putchar('\n');
 		n = 0;
 	}

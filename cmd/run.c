@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "discovery.h"
 #include "env.h"
 #include "host_source.h"
 #include "hosts.h"
@@ -35,11 +36,21 @@ static int resolve(const struct hl_launch *l, char **path, char **cause)
 	for (r = 0; r < plan->size; r++)
 		if (!hl_worker_remote(l, plan->ranks[r].host))
 			break;
-	if (r == plan->size)
+	if (r == plan->size && l->discovery == NULL)
 		return HL_OK;
 	for (i = 0; i < es->set.n; i++)
 		if (strncmp(es->set.v[i], "PATH=", 5) == 0)
 			search = es->set.v[i] + 5;
+	if (r == plan->size) {
+		/* Only a host found later may start one here: try. */
+		char *why = NULL;
+
+		if (hl_resolve_command(cmd_args.command[0], search, path,
+				       &why) != HL_OK)
+			*path = NULL;
+		free(why);
+		return HL_OK;
+	}
 	return hl_resolve_command(cmd_args.command[0], search, path, cause);
 }
 
@@ -81,8 +92,9 @@ static int run_mpirun(const struct hl_hostlist *hosts,
 static int check_elastic(const struct hl_opts *o, const struct hl_plan *plan,
 			 char **cause)
 {
-	static const enum hl_key only_elastic[] = {HL_K_RESET_LIMIT,
-						   HL_K_MAX_NP, HL_K_COOLDOWN};
+	static const enum hl_key only_elastic[] = {
+		HL_K_RESET_LIMIT, HL_K_MAX_NP, HL_K_COOLDOWN, HL_K_DISCOVERY,
+		HL_K_SLOTS_PER_HOST};
 	size_t i;
 
 	if (!o->v[HL_K_MIN_NP].set) {
@@ -95,6 +107,10 @@ static int check_elastic(const struct hl_opts *o, const struct hl_plan *plan,
 					hl_keys[only_elastic[i]].longopt);
 		return HL_OK;
 	}
+	if (o->v[HL_K_SLOTS_PER_HOST].set && !o->v[HL_K_DISCOVERY].set)
+		return hl_fail(cause, HL_EINVAL,
+			       "--slots-per-host is for the bare names a "
+			       "--host-discovery-script prints");
 	if (o->v[HL_K_MAX_NP].set && o->v[HL_K_MAX_NP].i < plan->size)
 		return hl_fail(cause, HL_EINVAL,
 			       "--max-np %ld is less than the %d workers "
@@ -110,6 +126,43 @@ static int check_elastic(const struct hl_opts *o, const struct hl_plan *plan,
 			       "--min-np: an elastic job runs on hvdrun's own "
 			       "rendezvous, not --mpi");
 	return HL_OK;
+}
+
+/* --host-discovery-script: the hosts of its first run, -np (unless
+ * given) every slot up to --max-np. */
+static int discover_hosts(const struct hl_opts *o, struct hl_discovery *d,
+			  struct hl_hostlist *hosts, char **cause)
+{
+	long total;
+	int rc;
+
+	if (!o->v[HL_K_MIN_NP].set)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--host-discovery-script is for an elastic job: add --min-np");
+	if (o->v[HL_K_HOSTS].set || o->v[HL_K_HOSTFILE].set)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--host-discovery-script gives the hosts: leave out %s",
+			o->v[HL_K_HOSTS].set ? "-H" : "--hostfile");
+	rc = hl_discovery_init(d, o->v[HL_K_DISCOVERY].s,
+			       o->v[HL_K_SLOTS_PER_HOST].set
+				       ? (int)o->v[HL_K_SLOTS_PER_HOST].i
+				       : 0,
+			       cause);
+	if (rc == HL_OK)
+		rc = hl_discovery_run(d, hosts, cause);
+	if (rc != HL_OK)
+		return rc;
+	total = hl_hosts_total_slots(hosts);
+	if (o->v[HL_K_MAX_NP].set && o->v[HL_K_MAX_NP].i < total)
+		total = o->v[HL_K_MAX_NP].i;
+	hosts->np = total;
+	hosts->origin = hl_asprintf("the hosts of the discovery script '%s'",
+				    d->script);
+	return hosts->origin != NULL
+		       ? HL_OK
+		       : hl_fail(cause, HL_ENOMEM, "out of memory");
 }
 
 /* One line per rank, Horovod's names. */
@@ -186,6 +239,7 @@ static void on_event(void *arg, const struct hl_event *ev)
 			ev->host, ev->text);
 		break;
 	case HL_EV_GROW:
+	case HL_EV_HOSTS:
 		if (ev->host != NULL)
 			fprintf(stderr, "hvdrun: host %s %s\n", ev->host,
 				ev->text);
@@ -280,14 +334,21 @@ static int run(int *code, char **cause)
 	struct hl_launch l;
 	struct hl_ssh_opts so = {0};
 	struct hl_iface_choice ic = {0};
+	struct hl_discovery disc;
 	int rc;
 
 	hl_hostlist_init(&hosts);
 	hl_strvec_init(&warnings);
 	memset(&es, 0, sizeof(es));
 	memset(&l, 0, sizeof(l));
-	rc = hl_hosts_for_job(o, cmd_args.from_cli, cmd_args.config_file, NULL,
-			      &hosts, cause);
+	memset(&disc, 0, sizeof(disc));
+	disc.fd[0] = disc.fd[1] = -1;
+	if (o->v[HL_K_DISCOVERY].set)
+		rc = discover_hosts(o, &disc, &hosts, cause);
+	else
+		rc = hl_hosts_for_job(o, cmd_args.from_cli,
+				      cmd_args.config_file, NULL, &hosts,
+				      cause);
 	if (rc != HL_OK)
 		goto out;
 	cmd_warnings(&hosts.warnings);
@@ -318,11 +379,17 @@ static int run(int *code, char **cause)
 	rc = hl_ssh_opts_from(&so, o, cause);
 	if (rc == HL_OK && !o->v[HL_K_MPI].b)
 		rc = hl_ssh_opts_launcher(&so, hosts.slurm, cause);
+	if (rc == HL_OK && so.srun && o->v[HL_K_DISCOVERY].set)
+		rc = hl_fail(
+			cause, HL_EINVAL,
+			"--host-discovery-script: srun cannot start "
+			"workers on the hosts it finds; use --launcher ssh");
 	if (rc == HL_OK)
 		rc = hl_iface_choose(&ic, o, &hosts, &plan, &so, cause);
 	if (rc != HL_OK)
 		goto out;
 	es.host_ifaces = ic.host;
+	es.nhost_ifaces = hosts.n;
 	if (o->v[HL_K_VERBOSE].b && ic.checked)
 		print_choice(&plan, &hosts, &ic);
 	if (o->v[HL_K_MPI].b) {
@@ -336,6 +403,7 @@ static int run(int *code, char **cause)
 				: "over SSH");
 	}
 	l.hosts = &hosts;
+	l.discovery = o->v[HL_K_DISCOVERY].set ? &disc : NULL;
 	l.plan = &plan;
 	l.env = &es;
 	l.ssh = &so;
@@ -346,6 +414,7 @@ out:
 	hl_ssh_opts_close(&so);
 	hl_envspec_close(&es);
 	hl_plan_close(&plan);
+	hl_discovery_close(&disc);
 	hl_hostlist_close(&hosts);
 	hl_strvec_close(&warnings);
 	return rc;

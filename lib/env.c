@@ -92,12 +92,22 @@ static bool user_sets(const struct hl_envspec *es, const char *name)
 	return false;
 }
 
-int hl_env_rank_vars(const struct hl_plan *plan,
-		     const struct hl_hostlist *hosts, int rank,
-		     const struct hl_envspec *es, struct hl_strvec *out)
+void hl_place_of(struct hl_place *p, const struct hl_plan *plan,
+		 const struct hl_hostlist *hosts, int rank)
 {
-	const struct hl_rank *r = &plan->ranks[rank];
-	const char *host = hosts->v[r->host].name;
+	p->r = plan->ranks[rank];
+	p->size = plan->size;
+	p->host = hosts->v[p->r.host].name;
+	p->worker_id = rank;
+}
+
+int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
+		     struct hl_strvec *out)
+{
+	const struct hl_rank *r = &p->r;
+	const char *ifs = es->host_ifaces != NULL && r->host < es->nhost_ifaces
+				  ? es->host_ifaces[r->host]
+				  : NULL;
 	int rc = HL_OK;
 
 #define PUT(...)                                                               \
@@ -108,25 +118,22 @@ int hl_env_rank_vars(const struct hl_plan *plan,
 #define PUT_INT(v, x) PUT("%s=%d", wenv_vars[v].name, (x))
 #define PUT_STR(v, x) PUT("%s=%s", wenv_vars[v].name, (x))
 	PUT_INT(WENV_RANK, r->rank);
-	PUT_INT(WENV_SIZE, plan->size);
+	PUT_INT(WENV_SIZE, p->size);
 	PUT_INT(WENV_LOCAL_RANK, r->local_rank);
 	PUT_INT(WENV_LOCAL_SIZE, r->local_size);
 	PUT_INT(WENV_CROSS_RANK, r->cross_rank);
 	PUT_INT(WENV_CROSS_SIZE, r->cross_size);
-	PUT_STR(WENV_HOSTNAME, host);
+	PUT_STR(WENV_HOSTNAME, p->host);
 	PUT_INT(WENV_TORCH_RANK, r->rank);
-	PUT_INT(WENV_TORCH_WORLD_SIZE, plan->size);
+	PUT_INT(WENV_TORCH_WORLD_SIZE, p->size);
 	PUT_INT(WENV_TORCH_LOCAL_RANK, r->local_rank);
 	PUT_INT(WENV_TORCH_LOCAL_WORLD_SIZE, r->local_size);
 	PUT_STR(WENV_TORCH_MASTER_ADDR,
-		es->master_addr ? es->master_addr
-				: hosts->v[plan->ranks[0].host].name);
+		es->master_addr ? es->master_addr : p->host);
 	PUT_INT(WENV_TORCH_MASTER_PORT, es->master_port);
 	if (es->elastic)
-		PUT_INT(WENV_WORKER_ID, r->rank);
-	if (es->host_ifaces != NULL && es->host_ifaces[r->host] != NULL) {
-		const char *ifs = es->host_ifaces[r->host];
-
+		PUT_INT(WENV_WORKER_ID, p->worker_id);
+	if (ifs != NULL) {
 		PUT_STR(WENV_NETWORK_INTERFACES, ifs);
 		/* NCCL's and torch's gloo: the same interfaces. */
 		if (!user_sets(es, "NCCL_SOCKET_IFNAME"))
@@ -141,8 +148,7 @@ int hl_env_rank_vars(const struct hl_plan *plan,
 }
 
 int hl_env_build(char *const *base, const struct hl_envspec *es,
-		 const struct hl_plan *plan, const struct hl_hostlist *hosts,
-		 int rank, struct hl_strvec *out)
+		 const struct hl_place *p, struct hl_strvec *out)
 {
 	size_t i;
 	int rc = HL_OK;
@@ -154,7 +160,7 @@ int hl_env_build(char *const *base, const struct hl_envspec *es,
 	for (i = 0; i < es->set.n && rc == HL_OK; i++)
 		rc = env_put(out, hl_strdup(es->set.v[i]));
 	if (rc == HL_OK)
-		rc = hl_env_rank_vars(plan, hosts, rank, es, out);
+		rc = hl_env_rank_vars(p, es, out);
 	if (rc != HL_OK)
 		hl_strvec_close(out);
 	return rc;
@@ -187,7 +193,7 @@ int hl_master_local(struct hl_envspec *es, size_t host, char **cause)
 	char addr[INET_ADDRSTRLEN];
 	int rc = hl_free_port(&es->master_port, cause);
 
-	if (rc == HL_OK && es->host_ifaces != NULL &&
+	if (rc == HL_OK && es->host_ifaces != NULL && host < es->nhost_ifaces &&
 	    es->host_ifaces[host] != NULL &&
 	    ifaces_ipv4(es->host_ifaces[host], addr, sizeof(addr)) == HL_OK)
 		rc = hl_master_addr(es, addr, cause);

@@ -17,6 +17,7 @@ struct hl_envspec {
 	 * NULL. Exported as HVD_NETWORK_INTERFACES (libhvd's transport) and
 	 * NCCL_SOCKET_IFNAME, unless -x or [env] sets the latter. */
 	char **host_ifaces;
+	size_t nhost_ifaces; /* hosts beyond (discovered later): none */
 	/* An elastic job: each worker gets HVD_WORKER_ID, its rank at the
 	 * start (proto/rendezvous.h). */
 	bool elastic;
@@ -30,15 +31,27 @@ void hl_envspec_close(struct hl_envspec *es);
 
 /* Set NAME=VALUE in an envp vector, replacing an existing NAME. */
 int hl_env_set(struct hl_strvec *env, const char *name, const char *value);
-/* The rank variables of one worker, as "NAME=VALUE" entries. */
-int hl_env_rank_vars(const struct hl_plan *plan,
-		     const struct hl_hostlist *hosts, int rank,
-		     const struct hl_envspec *es, struct hl_strvec *out);
+/* Where one worker starts: its place in a world of size workers (r.host
+ * indexes the host list, whose entry is named host), and its id in an
+ * elastic job. */
+struct hl_place {
+	struct hl_rank r;
+	int size;
+	const char *host;
+	int worker_id;
+};
+
+/* The place of rank in plan, over hosts. */
+void hl_place_of(struct hl_place *p, const struct hl_plan *plan,
+		 const struct hl_hostlist *hosts, int rank);
+/* The rank variables of one worker, as "NAME=VALUE" entries. MASTER_ADDR
+ * is es->master_addr, else the worker's own host. */
+int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
+		     struct hl_strvec *out);
 /* The whole environment of a local worker: base (the launcher's environ),
  * then the shared layers, then the rank variables. */
 int hl_env_build(char *const *base, const struct hl_envspec *es,
-		 const struct hl_plan *plan, const struct hl_hostlist *hosts,
-		 int rank, struct hl_strvec *out);
+		 const struct hl_place *p, struct hl_strvec *out);
 
 /* A TCP port that is free on this machine now. */
 int hl_free_port(int *port, char **cause);

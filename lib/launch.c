@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "discovery.h"
 #include "launch.h"
 #include "proc.h"
 #include "rdv_server.h"
@@ -29,6 +30,16 @@ enum phase {
 	PH_RUNNING,	/* all is well */
 	PH_TERMINATING, /* SIGTERM sent; SIGKILL at the deadline */
 	PH_KILLED,	/* SIGKILL sent; give up waiting at the deadline */
+};
+
+/* Elastic, per host: 0 while it may run workers, else when it may return
+ * (LLONG_MAX: never); whether the discovery script's last good list has
+ * it (without a script every host is listed); whether hvdrun said that
+ * its workers stay although it is no longer listed. */
+struct host_state {
+	long long back;
+	bool listed;
+	bool kept;
 };
 
 struct sup {
@@ -48,24 +59,24 @@ struct sup {
 	int exit_code;
 	bool failed; /* a worker failed: exit_code is its code */
 	int signal;  /* a signal hvdrun received, 0 if none */
-	/* Elastic (l->rdv): resets so far; per host, 0 while it is in the
-	 * job, else when it may return (LLONG_MAX: never); when the workers
+	/* Elastic (l->rdv): resets so far; per host, its state; when the workers
 	 * ended with their host get SIGKILL (0: none due); whether a worker
 	 * has ended its work (exit 0: the job is finishing, nothing grows). */
 	int resets;
-	long long *host_back;
+	struct host_state *hs;
 	long long removal_deadline;
 	bool removal_killed; /* SIGKILL sent: the deadline gives up on them */
 	bool finishing;
 	struct hl_worker **again; /* room for the workers regrow starts */
+	char *disc_error; /* the discovery script's last failure, told */
 };
 
 static bool host_out(const struct sup *s, size_t h)
 {
-	return s->host_back[h] != 0;
+	return s->hs[h].back != 0;
 }
 
-int hl_launch_remote_env(const struct hl_launch *l, int rank,
+int hl_launch_remote_env(const struct hl_launch *l, const struct hl_worker *w,
 			 struct hl_strvec *env)
 {
 	struct hl_strvec fwd;
@@ -81,7 +92,7 @@ int hl_launch_remote_env(const struct hl_launch *l, int rank,
 					     l->env->forward.v[i], v);
 	}
 	if (rc == HL_OK)
-		rc = hl_env_build(fwd.v, l->env, l->plan, l->hosts, rank, env);
+		rc = hl_env_build(fwd.v, l->env, &w->place, env);
 	hl_strvec_close(&fwd);
 	return rc;
 }
@@ -101,6 +112,8 @@ static int signal_orphans(struct sup *s, int sig)
 		/* The watchdog, and a spawner's own process (srun), which
 		 * its spawner ends, but for a SIGKILL. */
 		bool worker = kids[k] == s->wd.pid ||
+			      (s->l->discovery != NULL &&
+			       kids[k] == s->l->discovery->pid) ||
 			      (sig != SIGKILL && s->ctx[1] != NULL &&
 			       s->ops[1]->helper != NULL &&
 			       kids[k] == s->ops[1]->helper(s->ctx[1]));
@@ -165,29 +178,72 @@ static void describe_status(int status, char *buf, size_t len)
 /* Elastic: set the next generation, of every worker that is neither
  * exited nor out with its host, in rank order: at once (a reset), or
  * once the running workers come back (grow: new workers started). */
-static int plan_generation(struct sup *s, int *n, bool grow)
+static bool member(const struct sup *s, const struct hl_worker *w)
 {
-	const struct hl_launch *l = s->l;
-	int *count = calloc(l->hosts->n, sizeof(*count));
+	return !w->exited && !w->removed && !host_out(s, w->host);
+}
+
+/* Elastic: the members of the next generation, every worker that is
+ * neither exited nor out with its host: their ids in rank order (hosts in
+ * the list's order, a host's workers by id) into ids (room for s->n), and
+ * their places into plan. Returns how many, or HL_ENOMEM. */
+static int plan_members(const struct sup *s, int *ids, struct hl_plan *plan)
+{
+	size_t nh = s->l->hosts->n, h;
+	size_t *at = calloc(nh + 1, sizeof(*at));
+	int *count = calloc(nh, sizeof(*count));
+	int i, n = 0, rc = HL_ENOMEM;
+
+	if (at != NULL && count != NULL) {
+		for (i = 0; i < s->n; i++)
+			if (member(s, &s->w[i])) {
+				count[s->w[i].host]++;
+				n++;
+			}
+		for (h = 0; h < nh; h++)
+			at[h + 1] = at[h] + (size_t)count[h];
+		for (i = 0; i < s->n; i++)
+			if (member(s, &s->w[i]))
+				ids[at[s->w[i].host]++] = i;
+		rc = hl_plan_counts(plan, count, nh, NULL) == HL_OK ? n
+								    : HL_ENOMEM;
+	}
+	free(at);
+	free(count);
+	return rc;
+}
+
+/* Elastic: the places of the n workers w about to start (members
+ * already): their rank variables, as the next generation will have them. */
+static int place_starting(struct sup *s, struct hl_worker *const *w, int n)
+{
 	int *ids = calloc((size_t)s->n, sizeof(*ids));
 	struct hl_plan plan = {0};
-	int i, gen = HL_ENOMEM;
+	int k, i, m = ids != NULL ? plan_members(s, ids, &plan) : HL_ENOMEM;
 
-	*n = 0;
-	for (i = 0; count != NULL && ids != NULL && i < s->n; i++) {
-		size_t h = l->plan->ranks[i].host;
-
-		if (s->w[i].exited || s->w[i].removed || host_out(s, h))
-			continue;
-		count[h]++;
-		ids[(*n)++] = i;
-	}
-	if (count != NULL && ids != NULL &&
-	    hl_plan_counts(&plan, count, l->hosts->n, NULL) == HL_OK)
-		gen = grow ? hl_rdv_grow(l->rdv, ids, plan.ranks, *n)
-			   : hl_rdv_generation(l->rdv, ids, plan.ranks, *n);
+	for (k = 0; k < m; k++)
+		for (i = 0; i < n; i++)
+			if (ids[k] == w[i]->rank)
+				w[i]->place = (struct hl_place){
+					plan.ranks[k], m,
+					s->l->hosts->v[w[i]->host].name,
+					w[i]->rank};
 	hl_plan_close(&plan);
-	free(count);
+	free(ids);
+	return m < 0 ? m : HL_OK;
+}
+
+static int plan_generation(struct sup *s, int *n, bool grow)
+{
+	int *ids = calloc((size_t)s->n, sizeof(*ids));
+	struct hl_plan plan = {0};
+	int gen = HL_ENOMEM;
+
+	*n = ids != NULL ? plan_members(s, ids, &plan) : HL_ENOMEM;
+	if (*n >= 0)
+		gen = grow ? hl_rdv_grow(s->l->rdv, ids, plan.ranks, *n)
+			   : hl_rdv_generation(s->l->rdv, ids, plan.ranks, *n);
+	hl_plan_close(&plan);
 	free(ids);
 	return gen;
 }
@@ -219,17 +275,17 @@ static int host_leaves(struct sup *s, size_t host)
 	const struct hl_launch *l = s->l;
 	int i, wait_s = -1;
 
-	s->host_back[host] = LLONG_MAX;
+	s->hs[host].back = LLONG_MAX;
 	if (l->cooldown) {
 		int span = l->cooldown_max_s - l->cooldown_min_s + 1;
 
 		wait_s = l->cooldown_min_s + (int)(random() % span);
-		s->host_back[host] = hl_now_ms() + wait_s * 1000LL;
+		s->hs[host].back = hl_now_ms() + wait_s * 1000LL;
 	}
 	for (i = 0; i < s->n; i++) {
 		struct hl_worker *o = &s->w[i];
 
-		if (!o->exited && l->plan->ranks[i].host == host)
+		if (!o->exited && o->host == host)
 			remove_worker(s, o);
 	}
 	return wait_s;
@@ -243,7 +299,7 @@ static int host_leaves(struct sup *s, size_t host)
 static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 {
 	const struct hl_launch *l = s->l;
-	size_t host = l->plan->ranks[w->rank].host;
+	size_t host = w->host;
 	struct hl_event ev = {HL_EV_RESET, w->rank, l->hosts->v[host].name,
 			      NULL, 0};
 	char text[384];
@@ -258,8 +314,7 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 	}
 	for (i = 0; i < s->n; i++)
 		left += !s->w[i].exited && !s->w[i].removed &&
-			!host_out(s, l->plan->ranks[i].host) &&
-			l->plan->ranks[i].host != host;
+			!host_out(s, s->w[i].host) && s->w[i].host != host;
 	if (!growth && left < l->min_np) {
 		snprintf(how + at, howlen - at,
 			 "; %d workers would go on, fewer than --min-np %d",
@@ -295,95 +350,145 @@ static long long next_return(const struct sup *s)
 	size_t h;
 
 	for (h = 0; s->l->rdv != NULL && h < s->l->hosts->n; h++)
-		if (s->host_back[h] != 0 && s->host_back[h] < next)
-			next = s->host_back[h];
+		if (s->hs[h].back != 0 && s->hs[h].back < next)
+			next = s->hs[h].back;
 	return next;
 }
 
-/* Elastic: hosts whose cool-down is over, and whose workers have all
- * ended, start them again while fewer than --max-np run; the running
- * workers are told, and the next generation includes them. Not once the
- * job is finishing, nor where the spawner cannot start one more. */
+/* Elastic: up to want records for workers on host h: its own earlier
+ * ones first (a host that returns keeps its ids), then any free one. */
+static int pick_records(struct sup *s, size_t h, int want)
+{
+	int i, n = 0, pass;
+
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < s->n && n < want; i++) {
+			struct hl_worker *w = &s->w[i];
+			int k;
+
+			if (!w->exited || (pass == 0 && w->host != h))
+				continue;
+			for (k = 0; k < n && s->again[k] != w; k++)
+				;
+			if (k == n)
+				s->again[n++] = w;
+		}
+	return n;
+}
+
+/* Elastic: start the n workers of s->again on host h. Returns how many
+ * started; on a failure the host waits again. */
+static int start_on(struct sup *s, size_t h, int n, char *text, size_t len)
+{
+	const struct hl_launch *l = s->l;
+	struct hl_worker **again = s->again;
+	bool remote = hl_worker_remote(l, h);
+	struct hl_event ev = {HL_EV_GROW, -1, l->hosts->v[h].name, text, 0};
+	char *cause = NULL;
+	int i, started = 0, rc = HL_OK;
+
+	for (i = 0; i < n; i++) {
+		struct hl_worker *w = again[i];
+
+		w->exited = w->removed = false;
+		w->status = 0;
+		w->pid = 0;
+		w->fresh = true;
+		w->host = h;
+		w->remote = remote;
+		if (rc == HL_OK && l->output_dir != NULL &&
+		    w->out[0].tee_fd < 0)
+			rc = hl_out_open_files(w->out, l->output_dir, w->rank,
+					       &cause);
+	}
+	if (rc == HL_OK)
+		rc = place_starting(s, again, n);
+	if (rc == HL_OK)
+		rc = s->ops[remote]->restart(s->ctx[remote], again, n, &cause);
+	if (rc != HL_OK) {
+		/* Those not started: the host waits again. */
+		for (i = 0; i < n; i++)
+			if (again[i]->remote || again[i]->pid <= 0)
+				again[i]->exited = true;
+		snprintf(text, len, "could not start workers: %s",
+			 cause ? cause : "out of memory");
+		free(cause);
+		hl_launch_event(l, &ev);
+		s->hs[h].back =
+			hl_now_ms() +
+			(l->cooldown_min_s > 0 ? l->cooldown_min_s : 1) *
+				1000LL;
+	}
+	for (i = 0; i < n; i++) {
+		if (again[i]->exited)
+			continue;
+		if (!again[i]->remote)
+			hl_watchdog_add(&s->wd, again[i]->pid);
+		started++;
+	}
+	return started;
+}
+
+/* Elastic: while fewer than --max-np run, hosts with free slots start
+ * workers: one whose cool-down is over once its last workers have ended,
+ * one the discovery script lists anew, one with slots the job does not
+ * use. The running workers are told, and the next generation includes
+ * the new ones. Not once the job is finishing, nor where the spawner
+ * cannot start one more. */
 static void regrow(struct sup *s)
 {
 	const struct hl_launch *l = s->l;
-	const struct hl_spawner_ops *ops;
-	struct hl_worker **again = s->again;
 	long long now = hl_now_ms();
 	size_t h;
 	int i, live = 0, started = 0, gen;
-	char text[256], *cause = NULL;
+	char text[256];
 
-	if (s->finishing || s->failed || s->signal != 0 || next_return(s) > now)
+	if (s->finishing || s->failed || s->signal != 0)
 		return;
 	if (!hl_rdv_growing(l->rdv))
 		clear_fresh(s); /* earlier growth has formed */
 	for (i = 0; i < s->n; i++)
-		live += !s->w[i].exited && !s->w[i].removed;
+		live += !s->w[i].exited;
 	for (h = 0; h < l->hosts->n && live < l->max_np; h++) {
 		struct hl_event ev = {HL_EV_GROW, -1, l->hosts->v[h].name, text,
 				      0};
-		int here = 0;
+		bool back = s->hs[h].back != 0, remote;
+		int here = 0, n, want;
 
-		if (s->host_back[h] == 0 || s->host_back[h] > now)
+		if (!s->hs[h].listed || s->hs[h].back > now)
 			continue;
 		for (i = 0; i < s->n; i++)
-			if (l->plan->ranks[i].host == h && !s->w[i].exited)
-				break;
-		if (i < s->n)
+			here += s->w[i].host == h && !s->w[i].exited;
+		if (back && here > 0)
 			continue; /* its last workers are still ending */
-		s->host_back[h] = 0;
-		for (i = 0; i < s->n && live + here < l->max_np; i++)
-			if (l->plan->ranks[i].host == h)
-				again[here++] = &s->w[i];
-		if (here == 0)
+		want = l->hosts->v[h].slots - here;
+		if (want > l->max_np - live)
+			want = l->max_np - live;
+		if (want <= 0)
 			continue;
-		ops = s->ops[again[0]->remote];
-		if (ops->restart == NULL) {
-			s->host_back[h] = LLONG_MAX;
+		remote = hl_worker_remote(l, h);
+		if (s->ctx[remote] == NULL || s->ops[remote]->restart == NULL) {
+			if (!back)
+				continue;
+			s->hs[h].back = LLONG_MAX;
 			snprintf(
 				text, sizeof(text),
 				"is back after its cool-down, but hvdrun cannot start workers through %s again: it stays out (with --launcher ssh it would return)",
-				ops->name);
+				s->ops[remote]->name);
 			hl_launch_event(l, &ev);
 			continue;
 		}
-		for (i = 0; i < here; i++) {
-			again[i]->exited = again[i]->removed = false;
-			again[i]->status = 0;
-			again[i]->pid = 0;
-			again[i]->fresh = true;
-		}
-		if (ops->restart(s->ctx[again[0]->remote], again, here,
-				 &cause) != HL_OK) {
-			/* Those not started: the host waits again. */
-			for (i = 0; i < here; i++)
-				if (again[i]->remote || again[i]->pid <= 0)
-					again[i]->exited = true;
-			snprintf(text, sizeof(text),
-				 "could not start its workers again: %s",
-				 cause ? cause : "?");
-			free(cause);
-			cause = NULL;
-			hl_launch_event(l, &ev);
-			s->host_back[h] =
-				now + (l->cooldown_min_s > 0 ? l->cooldown_min_s
-							     : 1) *
-					      1000LL;
-		}
-		for (i = 0; i < here; i++) {
-			if (again[i]->exited)
-				continue;
-			if (!again[i]->remote)
-				hl_watchdog_add(&s->wd, again[i]->pid);
-			live++;
-			started++;
-		}
-		if (s->host_back[h] != 0)
+		s->hs[h].back = 0;
+		n = start_on(s, h, pick_records(s, h, want), text,
+			     sizeof(text));
+		live += n;
+		started += n;
+		if (n == 0)
 			continue;
-		snprintf(text, sizeof(text),
-			 "is back after its cool-down: %d workers start there",
-			 here);
+		snprintf(text, sizeof(text), "%s: %d workers start there",
+			 back ? "is back after its cool-down"
+			      : "has free slots",
+			 n);
 		hl_launch_event(l, &ev);
 	}
 	if (started == 0)
@@ -398,6 +503,138 @@ static void regrow(struct sup *s)
 			live, gen);
 		hl_launch_event(l, &ev);
 	}
+}
+
+/* Elastic: the index of host f (found by the discovery script) in the
+ * host list, its slots updated; a new host is moved there from f. Returns
+ * SIZE_MAX when out of memory. */
+static size_t pool_host(struct sup *s, struct hl_host *f)
+{
+	struct hl_hostlist *hl = s->l->hosts;
+	struct host_state *hs;
+	struct hl_host *v;
+	size_t h;
+
+	for (h = 0; h < hl->n; h++)
+		if (strcmp(hl->v[h].name, f->name) == 0) {
+			hl->v[h].slots = f->slots;
+			return h;
+		}
+	v = realloc(hl->v, (hl->n + 1) * sizeof(*v));
+	if (v == NULL)
+		return SIZE_MAX;
+	hl->v = v;
+	hs = realloc(s->hs, (hl->n + 1) * sizeof(*hs));
+	if (hs == NULL)
+		return SIZE_MAX;
+	s->hs = hs;
+	hs[hl->n] = (struct host_state){0, false, false};
+	v[hl->n] = *f;
+	memset(f, 0, sizeof(*f));
+	return hl->n++;
+}
+
+/* Elastic: the discovery script no longer lists host h. Its workers end
+ * and the others reset without them, unless fewer than --min-np would
+ * remain: then they stay (said once). */
+static void unlisted(struct sup *s, size_t h)
+{
+	const struct hl_launch *l = s->l;
+	struct hl_event ev = {HL_EV_HOSTS, -1, l->hosts->v[h].name, NULL, 0};
+	char text[256];
+	int i, on = 0, left = 0, gen;
+
+	for (i = 0; i < s->n; i++)
+		if (member(s, &s->w[i])) {
+			on += s->w[i].host == h;
+			left += s->w[i].host != h;
+		}
+	if (on == 0)
+		return;
+	ev.text = text;
+	if (left < l->min_np) {
+		if (!s->hs[h].kept) {
+			snprintf(
+				text, sizeof(text),
+				"is no longer listed by the discovery script, but without it %d workers would go on, fewer than --min-np %d: its workers stay",
+				left, l->min_np);
+			hl_launch_event(l, &ev);
+		}
+		s->hs[h].kept = true;
+		return;
+	}
+	s->hs[h].kept = false;
+	for (i = 0; i < s->n; i++)
+		if (!s->w[i].exited && s->w[i].host == h)
+			remove_worker(s, &s->w[i]);
+	gen = plan_generation(s, &left, false);
+	if (gen < 0)
+		return;
+	clear_fresh(s);
+	snprintf(
+		text, sizeof(text),
+		"is no longer listed by the discovery script: its workers end and %d workers go on (generation %d)",
+		left, gen);
+	hl_launch_event(l, &ev);
+}
+
+/* Elastic: a run of the discovery script has ended: its list is the
+ * pool now, or its failure is told (once while it stays the same) and
+ * the last good list kept. */
+static void discovered(struct sup *s)
+{
+	const struct hl_launch *l = s->l;
+	struct hl_event ev = {HL_EV_HOSTS, -1, NULL, NULL, 0};
+	struct hl_hostlist found;
+	char *why = NULL, text[1024];
+	size_t f, h;
+	int rc;
+
+	hl_hostlist_init(&found);
+	if (!hl_discovery_done(l->discovery, &found, &rc, &why)) {
+		hl_hostlist_close(&found);
+		return;
+	}
+	ev.text = text;
+	if (rc != HL_OK) {
+		if (s->disc_error == NULL || strcmp(s->disc_error, why) != 0) {
+			snprintf(
+				text, sizeof(text),
+				"host discovery script '%s' %s; the last good list stays",
+				l->discovery->script, why);
+			hl_launch_event(l, &ev);
+			free(s->disc_error);
+			s->disc_error = why;
+			why = NULL;
+		}
+		free(why);
+		hl_hostlist_close(&found);
+		return;
+	}
+	if (s->disc_error != NULL) {
+		snprintf(text, sizeof(text),
+			 "host discovery script '%s' works again",
+			 l->discovery->script);
+		hl_launch_event(l, &ev);
+		free(s->disc_error);
+		s->disc_error = NULL;
+	}
+	for (h = 0; h < l->hosts->n; h++)
+		s->hs[h].listed = false;
+	for (f = 0; f < found.n; f++) {
+		h = pool_host(s, &found.v[f]);
+		if (h == SIZE_MAX) { /* out of memory: change nothing */
+			for (h = 0; h < l->hosts->n; h++)
+				s->hs[h].listed = true;
+			break;
+		}
+		s->hs[h].listed = true;
+		s->hs[h].kept = false;
+	}
+	hl_hostlist_close(&found);
+	for (h = 0; h < l->hosts->n; h++)
+		if (!s->hs[h].listed)
+			unlisted(s, h);
 }
 
 /* Elastic: workers ended with their host that outlive the grace period
@@ -453,8 +690,7 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 			  int lost)
 {
 	const struct hl_launch *l = s->l;
-	struct hl_event ev = {HL_EV_FAILED, w->rank,
-			      l->hosts->v[l->plan->ranks[w->rank].host].name,
+	struct hl_event ev = {HL_EV_FAILED, w->rank, l->hosts->v[w->host].name,
 			      NULL, 0};
 	char how[256];
 
@@ -491,6 +727,9 @@ static void reap(struct sup *s)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
+		if (s->l->discovery != NULL &&
+		    hl_discovery_reaped(s->l->discovery, pid, status))
+			continue;
 		for (i = 0; i < s->n; i++) {
 			struct hl_worker *w = &s->w[i];
 
@@ -500,10 +739,8 @@ static void reap(struct sup *s)
 				/* It holds up every other rank: say so. */
 				struct hl_event ev = {
 					HL_EV_STOPPED, w->rank,
-					s->l->hosts
-						->v[s->l->plan->ranks[i].host]
-						.name,
-					NULL, WSTOPSIG(status)};
+					s->l->hosts->v[w->host].name, NULL,
+					WSTOPSIG(status)};
 
 				hl_launch_event(s->l, &ev);
 			} else {
@@ -700,8 +937,9 @@ static void output_lost(struct sup *s)
 
 static void supervise(struct sup *s)
 {
-	struct pollfd *pf = calloc((size_t)s->n * 2 + 3, sizeof(*pf));
-	int i, j;
+	struct pollfd *pf = calloc((size_t)s->n * 2 + 5, sizeof(*pf));
+	struct hl_discovery *disc = s->l->discovery;
+	int i, j, ndisc = 0;
 
 	if (pf == NULL) {
 		kill_now(s);
@@ -742,6 +980,18 @@ static void supervise(struct sup *s)
 		     s->removal_deadline != 0) &&
 		    (timeout < 0 || timeout > 50))
 			timeout = 50; /* look for adopted children */
+		/* The discovery script runs while the job does. */
+		if (disc != NULL && (s->phase != PH_RUNNING || s->finishing ||
+				     s->failed || s->signal != 0)) {
+			hl_discovery_close(disc);
+			disc = NULL;
+		}
+		if (disc != NULL) {
+			long long due = hl_discovery_tick(disc, now);
+
+			if (timeout < 0 || due < timeout)
+				timeout = (int)due;
+		}
 		if (next_return(s) != LLONG_MAX) {
 			long long back = next_return(s) - now;
 
@@ -757,6 +1007,15 @@ static void supervise(struct sup *s)
 		pf[nfds++].events = POLLIN;
 		pf[nfds].fd = s->l->report_fd;
 		pf[nfds++].events = POLLIN;
+		if (disc != NULL) {
+			int fds[2];
+
+			hl_discovery_fds(disc, fds);
+			for (j = 0, ndisc = 0; j < 2; j++, ndisc++) {
+				pf[nfds].fd = fds[j];
+				pf[nfds++].events = POLLIN;
+			}
+		}
 		for (i = 0; i < s->n; i++)
 			for (j = 0; j < 2; j++)
 				if (s->w[i].fd[j] >= 0) {
@@ -771,6 +1030,9 @@ static void supervise(struct sup *s)
 			on_notes(s);
 		if (pf[2].revents)
 			on_report(s);
+		if (disc != NULL && ndisc > 0 &&
+		    (pf[3].revents || pf[4].revents))
+			hl_discovery_read(disc);
 		for (i = 0; i < s->n; i++)
 			for (j = 0; j < 2; j++)
 				if (s->w[i].fd[j] >= 0)
@@ -778,6 +1040,8 @@ static void supervise(struct sup *s)
 		output_lost(s);
 		reap(s);
 		removals_due(s);
+		if (disc != NULL)
+			discovered(s);
 		if (s->l->rdv != NULL)
 			regrow(s);
 	}
@@ -815,18 +1079,28 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	s.l = l;
 	if (l->cooldown) /* hosts that fail together return apart */
 		srandom((unsigned)hl_now_ms() ^ (unsigned)getpid());
+	/* Elastic: room for --max-np workers; those beyond the plan start
+	 * later, on hosts with free slots. */
 	s.n = l->plan->size;
+	if (l->rdv != NULL && l->max_np > s.n)
+		s.n = l->max_np;
 	s.w = calloc((size_t)s.n, sizeof(*s.w));
-	s.host_back = calloc(l->hosts->n, sizeof(*s.host_back));
+	s.hs = calloc(l->hosts->n, sizeof(*s.hs));
 	s.again = calloc((size_t)s.n, sizeof(struct hl_worker *));
-	if (s.w == NULL || s.host_back == NULL || s.again == NULL) {
+	if (s.w == NULL || s.hs == NULL || s.again == NULL) {
 		free(s.w);
-		free(s.host_back);
+		free(s.hs);
 		free(s.again);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	}
+	for (i = 0; (size_t)i < l->hosts->n; i++)
+		s.hs[i].listed = true;
 	for (i = 0; i < s.n; i++) {
 		s.w[i].rank = i;
+		s.w[i].exited = i >= l->plan->size; /* not started yet */
+		s.w[i].host = i < l->plan->size ? l->plan->ranks[i].host : 0;
+		if (i < l->plan->size)
+			hl_place_of(&s.w[i].place, l->plan, l->hosts, i);
 		for (j = 0; j < 2; j++) {
 			s.w[i].fd[j] = -1;
 			hl_out_init(&s.w[i].out[j], i, j + 1, j + 1,
@@ -834,8 +1108,12 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 		}
 	}
 	/* Per-rank files first: a bad directory starts nothing. */
-	for (i = 0; i < s.n && l->output_dir != NULL && rc == HL_OK; i++)
+	for (i = 0; i < l->plan->size && l->output_dir != NULL && rc == HL_OK;
+	     i++)
 		rc = hl_out_open_files(s.w[i].out, l->output_dir, i, cause);
+	/* MASTER_ADDR: rank 0's host, unless an address was found. */
+	if (rc == HL_OK && l->env->master_addr == NULL)
+		rc = hl_master_addr(l->env, s.w[0].place.host, cause);
 	/* Elastic: the first generation is the plan. */
 	if (rc == HL_OK && l->rdv != NULL && plan_generation(&s, &i, false) < 0)
 		rc = hl_fail(cause, HL_ENOMEM, "out of memory");
@@ -874,18 +1152,21 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	}
 	fcntl(s.notify[0], F_SETFL, O_NONBLOCK);
 	(void)fcntl(s.notify[0], F_SETPIPE_SZ, 1 << 20);
-	for (i = 0; i < s.n; i++)
-		s.w[i].remote = hl_worker_remote(l, l->plan->ranks[i].host);
+	for (i = 0; i < l->plan->size; i++)
+		s.w[i].remote = hl_worker_remote(l, s.w[i].host);
 
 	/* Connect to every remote host before anything starts: a host that
 	 * cannot be reached starts nothing anywhere. */
 	s.ops[0] = &hl_spawn_local;
 	s.ops[1] = l->ssh->srun ? &hl_spawn_srun : &hl_spawn_ssh;
 	for (j = 0; j < 2 && rc == HL_OK; j++) {
-		for (i = 0; i < s.n && s.w[i].remote != j; i++)
+		/* Elastic: either may start workers later (not srun). */
+		bool later = l->rdv != NULL && s.ops[j]->restart != NULL;
+
+		for (i = 0; i < l->plan->size && s.w[i].remote != j; i++)
 			;
-		if (i < s.n)
-			rc = s.ops[j]->open(&s.ctx[j], l, s.w, s.notify[1],
+		if (i < l->plan->size || later)
+			rc = s.ops[j]->open(&s.ctx[j], l, s.w, s.n, s.notify[1],
 					    cause);
 	}
 	for (j = 0; j < 2 && rc == HL_OK; j++)
@@ -927,8 +1208,11 @@ out_mask:
 out_free:
 	free(s.notes);
 	free(s.termed.v);
-	free(s.host_back);
+	free(s.hs);
 	free(s.again);
+	free(s.disc_error);
+	if (l->discovery != NULL)
+		hl_discovery_close(l->discovery);
 	workers_close(s.w, s.n);
 	return rc;
 }

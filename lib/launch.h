@@ -12,6 +12,9 @@
 #include "plan.h"
 #include "ssh_opts.h"
 
+struct hl_worker;
+struct hl_discovery;
+
 enum hl_event_kind {
 	HL_EV_STARTING,	 /* rank is being started on host */
 	HL_EV_FAILED,	 /* rank on host failed (text: how); the job stops */
@@ -22,6 +25,8 @@ enum hl_event_kind {
 	HL_EV_RESET,	   /* elastic: rank on host failed (text: how and what
 			goes on); the rest of the job resets without it */
 	HL_EV_GROW,	   /* elastic: host is back (text: what starts there) */
+	HL_EV_HOSTS, /* elastic: the discovery script's hosts changed, or it
+			failed (host, or NULL, and text) */
 };
 
 struct hl_event {
@@ -33,7 +38,7 @@ struct hl_event {
 };
 
 struct hl_launch {
-	const struct hl_hostlist *hosts;
+	struct hl_hostlist *hosts; /* elastic: hosts found later join it */
 	const struct hl_plan *plan;
 	char *const *argv;	/* the command and its arguments */
 	char *exec_path;	/* argv[0] resolved for local starts */
@@ -56,14 +61,17 @@ struct hl_launch {
 	bool cooldown;
 	int cooldown_min_s, cooldown_max_s;
 	int max_np;
+	/* Elastic: the hosts now usable, from a script (NULL: the host list
+	 * is the pool); hosts it finds are added to hosts. */
+	struct hl_discovery *discovery;
 	/* Called from the launching thread; NULL: events are dropped. */
 	void (*on_event)(void *arg, const struct hl_event *ev);
 	void *event_arg;
 };
 
-/* The environment of rank, started on another host: hvdrun's values of
- * the forwarded variables, then the job's (env.h). */
-int hl_launch_remote_env(const struct hl_launch *l, int rank,
+/* The environment of worker w, started on another host at w->place:
+ * hvdrun's values of the forwarded variables, then the job's (env.h). */
+int hl_launch_remote_env(const struct hl_launch *l, const struct hl_worker *w,
 			 struct hl_strvec *env);
 
 /* Tell the caller of event ev (launch.c, the spawners). */

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "hosts.h"
+
 static const char *const host_key_policies[] = {"yes", "accept-new", "no",
 						NULL};
 /* In this order: enum hl_launcher (ssh_opts.h). */
@@ -75,6 +77,15 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 			   86400, NULL, NULL, NULL, HL_X_NONE,
 			   "a failed host may return after MIN..MAX seconds",
 			   "MIN MAX"},
+	[HL_K_DISCOVERY] = {"elastic", "host_discovery_script",
+			    "host-discovery-script", NULL, HL_T_PATH, 0, 0,
+			    NULL, NULL, NULL, HL_X_NONE,
+			    "prints the hosts now usable, host[:slots] a line",
+			    "FILE"},
+	[HL_K_SLOTS_PER_HOST] = {"elastic", "slots_per_host", "slots-per-host",
+				 NULL, HL_T_INT, 1, HL_MAX_SLOTS, NULL, NULL,
+				 NULL, HL_X_NONE,
+				 "slots of a host the script names bare", "N"},
 	[HL_K_FUSION_THRESHOLD_MB] = {"tuning", "fusion_threshold_mb",
 				      "fusion-threshold-mb", NULL, HL_T_INT, 0,
 				      0, NULL, NULL, "HOROVOD_FUSION_THRESHOLD",

@@ -10,15 +10,18 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "env.h"
 #include "output.h"
 
 struct hl_launch;
 
 struct hl_worker {
-	int rank;
-	bool remote; /* started by the SSH spawner */
-	pid_t pid;   /* local: the worker, leader of its process group */
-	int fd[2];   /* a local one's stdout and stderr, -1 at end of file */
+	int rank;	       /* its id: the index in the supervisor's array */
+	size_t host;	       /* its host's index in the launch's host list */
+	struct hl_place place; /* where it (last) started */
+	bool remote;	       /* started by the SSH spawner */
+	pid_t pid; /* local: the worker, leader of its process group */
+	int fd[2]; /* a local one's stdout and stderr, -1 at end of file */
 	struct hl_outstream out[2];
 	bool exited;
 	int status;   /* wait(2) status */
@@ -27,14 +30,16 @@ struct hl_worker {
 };
 
 /* open gets ready to start the ranks the spawner owns (SSH: connect and
- * authenticate every host), start starts them (the local spawner fills
+ * authenticate every host) among the supervisor's n workers w (the first
+ * plan->size are the plan's ranks; an elastic job's others start later,
+ * through restart), start starts them (the local spawner fills
  * each worker's output fds), signal reaches a worker and its children, close releases
  * everything. A local worker's output comes through its fds and its exit
  * as SIGCHLD; a remote one's both as notes on the notify fd (below). */
 struct hl_spawner_ops {
 	const char *name;
 	int (*open)(void **ctx, const struct hl_launch *l, struct hl_worker *w,
-		    int notify_fd, char **cause);
+		    int n, int notify_fd, char **cause);
 	int (*start)(void *ctx, char **cause);
 	/* Elastic: start the n workers w, all of one host, again (each has
 	 * exited), or NULL where the spawner cannot. The SSH spawner

@@ -48,7 +48,7 @@ static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	hl_bind_worker(envp);
-	execve(l->exec_path, l->argv, envp);
+	execve(l->exec_path != NULL ? l->exec_path : l->argv[0], l->argv, envp);
 fail:
 	hl_exec_failed(errp);
 }
@@ -61,7 +61,7 @@ static int start_one(const struct hl_launch *l, struct hl_worker *w,
 	int rc, e = 0, n;
 	pid_t pid, self = getpid();
 
-	rc = hl_env_build(environ, l->env, l->plan, l->hosts, w->rank, &envp);
+	rc = hl_env_build(environ, l->env, &w->place, &envp);
 	if (rc != HL_OK)
 		return hl_fail(cause, rc, "out of memory");
 	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
@@ -111,10 +111,11 @@ struct local_ctx {
 };
 
 static int local_open(void **ctx, const struct hl_launch *l,
-		      struct hl_worker *w, int notify_fd, char **cause)
+		      struct hl_worker *w, int n, int notify_fd, char **cause)
 {
 	struct local_ctx *c = malloc(sizeof(*c));
 
+	(void)n;
 	(void)notify_fd;
 	*ctx = c;
 	if (c == NULL)
@@ -133,10 +134,8 @@ static int local_restart(void *ctx, struct hl_worker *const *w, int n,
 	int i, rc = HL_OK;
 
 	for (i = 0; i < n && rc == HL_OK; i++) {
-		struct hl_event ev = {
-			HL_EV_STARTING, w[i]->rank,
-			c->l->hosts->v[c->l->plan->ranks[w[i]->rank].host].name,
-			NULL, 0};
+		struct hl_event ev = {HL_EV_STARTING, w[i]->rank,
+				      w[i]->place.host, NULL, 0};
 
 		hl_launch_event(c->l, &ev);
 		rc = start_one(c->l, w[i], cause);

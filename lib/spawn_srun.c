@@ -282,13 +282,14 @@ static int send_buf(struct srun *s, struct hl_buf *b)
 }
 
 static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
-		     int notify_fd, char **cause)
+		     int n, int notify_fd, char **cause)
 {
 	struct srun *s = calloc(1, sizeof(*s));
 	struct hl_strvec av;
 	size_t hi, i;
 	int in[2], out[2], ep[2], rc, exec_errno, r0;
 
+	(void)n; /* only the plan's ranks: srun starts nobody again */
 	*ctx = s;
 	if (s == NULL)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
@@ -425,7 +426,7 @@ static int srun_start(void *ctx, char **cause)
 
 	hl_buf_init(&b);
 	for (i = 0; i < s->nr && rc == HL_OK; i++)
-		rc = hl_launch_remote_env(l, s->r[i].w->rank, &env[i]);
+		rc = hl_launch_remote_env(l, s->r[i].w, &env[i]);
 	if (rc == HL_OK && s->nr > 0) {
 		common = calloc(env[0].n + 1, sizeof(*common));
 		rc = common ? HL_OK : HL_ENOMEM;

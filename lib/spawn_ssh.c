@@ -56,8 +56,7 @@ static int group_error(struct ssh_group *g, const char *phase, char **cause)
 			return hl_fail(
 				cause, HL_ESTART,
 				"host '%s' did not answer within %d s (start timeout)",
-				g->l->hosts->v[h->index].name,
-				g->l->ssh->start_timeout_s);
+				h->host.name, g->l->ssh->start_timeout_s);
 	}
 	return hl_fail(cause, HL_ESTART, "SSH start failed");
 }
@@ -84,6 +83,7 @@ static struct ssh_host *new_session(struct ssh_group *g, size_t hi)
 	g->hosts[g->nhosts++] = h;
 	h->g = g;
 	h->index = hi;
+	h->host = g->l->hosts->v[hi];
 	h->ctl[0] = h->ctl[1] = -1;
 	h->ranks = calloc((size_t)g->l->ssh->channels_per_session,
 			  sizeof(*h->ranks));
@@ -114,7 +114,13 @@ static int add_sessions(struct ssh_group *g, size_t hi,
 			h->want_port = !late && r == 0 &&
 				       g->l->plan->ranks[0].host == hi;
 		}
-		h->ranks[h->nranks++].w = w[r];
+		h->ranks[h->nranks].w = w[r];
+		hl_strvec_init(&h->ranks[h->nranks].env);
+		if (late &&
+		    hl_launch_remote_env(g->l, w[r],
+					 &h->ranks[h->nranks].env) != HL_OK)
+			return hl_fail(cause, HL_ENOMEM, "out of memory");
+		h->nranks++;
 		g->at[w[r]->rank] = h;
 	}
 	return HL_OK;
@@ -134,7 +140,7 @@ static int start_threads(struct ssh_group *g, size_t from, char **cause)
 }
 
 static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
-		    int notify_fd, char **cause)
+		    int nw, int notify_fd, char **cause)
 {
 	struct ssh_group *g = calloc(1, sizeof(*g));
 	struct hl_worker **mine =
@@ -153,7 +159,7 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	sem_init(&g->slots, 0, (unsigned)l->ssh->concurrency);
-	g->at = calloc((size_t)l->plan->size, sizeof(struct ssh_host *));
+	g->at = calloc((size_t)nw, sizeof(struct ssh_host *));
 	if (mine == NULL || g->at == NULL) {
 		free(mine);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
@@ -219,8 +225,7 @@ static int ssh_restart(void *ctx, struct hl_worker *const *w, int n,
 			if (old->ranks[j].w == w[k])
 				atomic_store(&old->ranks[j].superseded, true);
 	}
-	rc = add_sessions(g, g->l->plan->ranks[w[0]->rank].host, w, n, true,
-			  cause);
+	rc = add_sessions(g, w[0]->host, w, n, true, cause);
 	if (rc == HL_OK)
 		rc = start_threads(g, from, cause);
 	return rc;
@@ -269,6 +274,8 @@ static void ssh_close(void *ctx)
 		}
 		if (h->ctl[0] >= 0)
 			close(h->ctl[0]);
+		for (j = 0; j < h->nranks; j++)
+			hl_strvec_close(&h->ranks[j].env);
 		free(h->ranks);
 		free(h->error);
 		free(h);

@@ -46,7 +46,7 @@ static void host_fail(struct ssh_host *h, const char *fmt, ...)
 
 static const struct hl_host *host_of(const struct ssh_host *h)
 {
-	return &h->g->l->hosts->v[h->index];
+	return &h->host;
 }
 
 /* Run `hvdrun --free-port` there: MASTER_PORT must be free on rank 0's
@@ -123,10 +123,14 @@ static int job_records(struct ssh_host *h, const struct rank_ch *r,
 		       struct hl_buf *b)
 {
 	const struct hl_launch *l = h->g->l;
-	struct hl_strvec env;
+	struct hl_strvec env = r->env;
 	size_t i;
-	int rc = hl_launch_remote_env(l, r->w->rank, &env);
+	int rc = HL_OK;
 
+	/* Sessions of the start build it here, once MASTER_PORT is known;
+	 * late ones got theirs when added. */
+	if (!h->late)
+		rc = hl_launch_remote_env(l, r->w, &env);
 	if (rc != HL_OK)
 		return rc;
 	rc = hl_proto_put(b, 'D', l->ssh->cwd, strlen(l->ssh->cwd));
@@ -136,7 +140,8 @@ static int job_records(struct ssh_host *h, const struct rank_ch *r,
 		rc = hl_proto_put(b, 'A', l->argv[i], strlen(l->argv[i]));
 	if (rc == HL_OK)
 		rc = hl_proto_put(b, 'G', NULL, 0);
-	hl_strvec_close(&env);
+	if (!h->late)
+		hl_strvec_close(&env);
 	return rc;
 }
 

@@ -25,11 +25,14 @@ struct rank_ch {
 	/* The worker was started again in a later session (or given up):
 	 * nothing more of this one reaches the supervisor. */
 	atomic_bool superseded;
+	/* A late session's: the environment, built when it was added. */
+	struct hl_strvec env;
 };
 
 struct ssh_host {
 	struct ssh_group *g;
-	size_t index; /* in the host list */
+	size_t index;	     /* in the host list */
+	struct hl_host host; /* a copy: the list may grow meanwhile */
 	ssh_session s;
 	pthread_t thread;
 	bool thread_started;

@@ -5,7 +5,9 @@
 # whose final weights are the same whatever the resets); failures during
 # a reset; --min-np and --reset-limit ending the job with the failing
 # code; 100 resets without growth; a failed host that returns after its
-# cool-down and the job growing back; the options' errors.
+# cool-down and the job growing back; a host discovery script whose hosts
+# join and leave, and one that fails, hangs or prints garbage; the
+# options' errors.
 bats_require_minimum_version 1.5.0
 load helper
 
@@ -143,6 +145,130 @@ weights() {
 	refute_output --partial "[2]<stdout>"
 	refute_output --partial "stopping the job"
 	wait_no_leftovers
+}
+
+# Wait until file $1 has $3 (default 1) lines with the text $2: 20 s at
+# most.
+wait_line() {
+	local i
+	for i in $(seq 1 400); do
+		[ "$(grep -cF -- "$2" "$1")" -ge "${3:-1}" ] && return 0
+		sleep 0.05
+	done
+	echo "no '$2' in $1:"
+	cat "$1"
+	return 1
+}
+
+# A discovery script that prints the file $BATS_TEST_TMPDIR/hosts.
+discovery_script() {
+	printf '#!/bin/sh\ncat "%s/hosts"\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/discover"
+	chmod +x "$BATS_TEST_TMPDIR/discover"
+}
+
+@test "elastic: --host-discovery-script: a host it lists joins up to --max-np, one it drops leaves, and joins again when listed; all end with the same weights" {
+	local want out=$BATS_TEST_TMPDIR/out hosts=$BATS_TEST_TMPDIR/hosts job w
+	want=$(weights 1000)
+	discovery_script
+	echo localhost:2 >"$hosts"
+	"$HVDRUN" --min-np 2 --max-np 4 --host-discovery-script "$BATS_TEST_TMPDIR/discover" \
+		"$KILL" "$ELASTIC" 1000 5 10 >"$out" 2>&1 &
+	job=$!
+	wait_pids 2
+	printf 'localhost:2\n127.0.0.1:2\n' >"$hosts"
+	wait_line "$out" "hvdrun: host 127.0.0.1 has free slots: 2 workers start there"
+	wait_line "$out" "hvdrun: 4 workers form generation 2 once the running ones reach their next commit"
+	sleep 1
+	echo localhost:2 >"$hosts"
+	wait_line "$out" "hvdrun: host 127.0.0.1 is no longer listed by the discovery script: its workers end and 2 workers go on (generation 3)"
+	sleep 0.5
+	printf 'localhost:2\n127.0.0.1:2\n' >"$hosts"
+	wait_line "$out" "hvdrun: host 127.0.0.1 has free slots: 2 workers start there" 2
+	local rc=0
+	wait "$job" || rc=$?
+	run cat "$out"
+	[ "$rc" -eq 0 ]
+	for w in 0 1 2 3; do
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 1000 steps, generation [0-9]+, [0-9]+ resets, weights $want$"
+	done
+	refute_output --partial "stopping the job"
+	wait_no_leftovers
+}
+
+@test "elastic: a discovery script that prints garbage or hangs during the job: told once, the last good list kept; a host dropped below --min-np keeps its workers" {
+	local out=$BATS_TEST_TMPDIR/out mode=$BATS_TEST_TMPDIR/mode job
+	cat >"$BATS_TEST_TMPDIR/discover" <<-EOF
+		#!/bin/sh
+		case \$(cat "$mode") in
+		garbage) echo localhost:two ;;
+		hang) sleep 30 ;;
+		dropped) echo localhost:2 ;;
+		*) printf 'localhost:2\\n127.0.0.1:2\\n' ;;
+		esac
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/discover"
+	echo good >"$mode"
+	# Workers that wait for the test's word (30 s at most).
+	"$HVDRUN" --min-np 4 --host-discovery-script "$BATS_TEST_TMPDIR/discover" \
+		"$KILL" sh -c 'for i in $(seq 300); do [ -e "$0" ] && break; sleep 0.1; done; echo done' \
+		"$BATS_TEST_TMPDIR/done" >"$out" 2>&1 &
+	job=$!
+	wait_pids 4
+	echo garbage >"$mode"
+	wait_line "$out" "hvdrun: host discovery script '$BATS_TEST_TMPDIR/discover' line 1: bad slot count (want 1..4096) in host list entry 'localhost:two'; the last good list stays"
+	sleep 2.5 # two more runs: the same failure is not told again
+	echo hang >"$mode"
+	wait_line "$out" "hvdrun: host discovery script '$BATS_TEST_TMPDIR/discover' did not finish within 5 s and was killed; the last good list stays"
+	echo dropped >"$mode"
+	wait_line "$out" "hvdrun: host discovery script '$BATS_TEST_TMPDIR/discover' works again"
+	wait_line "$out" "hvdrun: host 127.0.0.1 is no longer listed by the discovery script, but without it 2 workers would go on, fewer than --min-np 4: its workers stay"
+	sleep 1.5
+	touch "$BATS_TEST_TMPDIR/done"
+	local rc=0
+	wait "$job" || rc=$?
+	run cat "$out"
+	[ "$rc" -eq 0 ]
+	[ "$(grep -c "line 1: bad slot count" "$out")" -eq 1 ]
+	[ "$(grep -c "its workers stay" "$out")" -eq 1 ]
+	[ "$(grep -c "<stdout>:done" "$out")" -eq 4 ]
+	wait_no_leftovers
+	# The hanging script's sleep went with its process group.
+	run pgrep -f "^sleep 30$"
+	assert_failure
+}
+
+@test "elastic: bad --host-discovery-script and --slots-per-host: one line, nothing started" {
+	discovery_script
+	run "$HVDRUN" --host-discovery-script "$BATS_TEST_TMPDIR/discover" "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --host-discovery-script is for an elastic job: add --min-np"
+	run "$HVDRUN" --min-np 1 -H localhost:2 --host-discovery-script "$BATS_TEST_TMPDIR/discover" "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --host-discovery-script gives the hosts: leave out -H"
+	run "$HVDRUN" --min-np 1 --host-discovery-script "$BATS_TEST_TMPDIR/nothing" "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --host-discovery-script '$BATS_TEST_TMPDIR/nothing': No such file or directory"
+	chmod -x "$BATS_TEST_TMPDIR/discover"
+	run "$HVDRUN" --min-np 1 --host-discovery-script "$BATS_TEST_TMPDIR/discover" "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --host-discovery-script '$BATS_TEST_TMPDIR/discover': not an executable file"
+	run "$HVDRUN" -np 2 --min-np 1 --slots-per-host 2 "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --slots-per-host is for the bare names a --host-discovery-script prints"
+	# Its first run fails: the job cannot start (125).
+	chmod +x "$BATS_TEST_TMPDIR/discover"
+	printf 'localhost:2\n\nlocalhost\n' >"$BATS_TEST_TMPDIR/hosts"
+	run "$HVDRUN" --min-np 1 --host-discovery-script "$BATS_TEST_TMPDIR/discover" "$HELLO"
+	[ "$status" -eq 125 ]
+	assert_line --index 0 "hvdrun: host discovery script '$BATS_TEST_TMPDIR/discover' line 3: host 'localhost' is listed twice"
+	refute_output --partial "Hello"
+	printf '[elastic]\nmin_np = 1\nhost_discovery_script = %s\n' "$BATS_TEST_TMPDIR/discover" >"$BATS_TEST_TMPDIR/job.ini"
+	printf 'localhost\n127.0.0.1:1\n' >"$BATS_TEST_TMPDIR/hosts"
+	run "$HVDRUN" --config "$BATS_TEST_TMPDIR/job.ini" --slots-per-host 3 --dry-run "$HELLO"
+	assert_success
+	assert_line "hvdrun: hosts: the hosts of the discovery script '$BATS_TEST_TMPDIR/discover'"
+	assert_line "rank=2 host=localhost local_rank=2 local_size=3 cross_rank=0 cross_size=1"
+	assert_line "rank=3 host=127.0.0.1 local_rank=0 local_size=1 cross_rank=1 cross_size=2"
 }
 
 @test "elastic: bad --max-np and --blacklist-cooldown-range: one line, exit 2, nothing started" {

@@ -1,7 +1,12 @@
-/* test_hosts.c: the -H and hostfile parsers, well-formed and malformed. */
+/* test_hosts.c: the -H and hostfile parsers, well-formed and malformed;
+ * the discovery script's output and runs (discovery.h). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "discovery.h"
 #include "hosts.h"
 #include "tap.h"
 
@@ -196,6 +201,119 @@ static void test_hostfile_nul(void)
 	free(cause);
 }
 
+static void test_discovery_parse(void)
+{
+	struct hl_hostlist hl;
+	char *cause = NULL;
+
+	hl_hostlist_init(&hl);
+	CHECK(hl_discovery_parse(
+		      "# now\n\nnode1:4\r\n  node2  \n[::1]\nu@node3:2\n",
+		      "d.sh", 3, &hl, &cause) == HL_OK);
+	CHECK(hl.n == 4);
+	CHECK(hl.v[0].slots == 4);	  /* given: --slots-per-host ignored */
+	CHECK_STR(hl.v[1].name, "node2"); /* bare: --slots-per-host */
+	CHECK(hl.v[1].slots == 3);
+	CHECK(hl.v[2].slots == 3 && hl.v[2].local);
+	CHECK_STR(hl.v[3].user, "u");
+	CHECK(hl.v[3].slots == 2);
+	hl_hostlist_close(&hl);
+
+	hl_hostlist_init(&hl);
+	CHECK(hl_discovery_parse("node1\n", "d.sh", 0, &hl, NULL) == HL_OK);
+	CHECK(hl.v[0].slots == 1);
+	hl_hostlist_close(&hl);
+
+	hl_hostlist_init(&hl);
+	CHECK(hl_discovery_parse("node1:2\nnode2:x\n", "d.sh", 0, &hl,
+				 &cause) == HL_EINVAL);
+	CHECK(strstr(cause, "host discovery script 'd.sh' line 2: ") == cause);
+	CHECK(strstr(cause, "'node2:x'") != NULL);
+	hl_hostlist_close(&hl);
+	free(cause);
+	cause = NULL;
+
+	hl_hostlist_init(&hl);
+	CHECK(hl_discovery_parse("node1:2\nnode1:3\n", "d.sh", 0, &hl,
+				 &cause) == HL_EINVAL);
+	CHECK(strstr(cause, "line 2: host 'node1' is listed twice") != NULL);
+	hl_hostlist_close(&hl);
+	free(cause);
+	cause = NULL;
+
+	hl_hostlist_init(&hl);
+	CHECK(hl_discovery_parse("a b\n", "d.sh", 0, &hl, &cause) == HL_EINVAL);
+	CHECK(strstr(cause, "line 1: one host a line, got 'a b'") != NULL);
+	hl_hostlist_close(&hl);
+	free(cause);
+	cause = NULL;
+
+	hl_hostlist_init(&hl);
+	CHECK(hl_discovery_parse("# none\n\n", "d.sh", 0, &hl, &cause) ==
+	      HL_EINVAL);
+	CHECK_STR(cause, "host discovery script 'd.sh' printed no hosts");
+	hl_hostlist_close(&hl);
+	free(cause);
+}
+
+/* A script with body, run once: its hosts or its error. */
+static int discover(const char *body, struct hl_hostlist *hl, char **cause)
+{
+	char path[] = "/tmp/hvd_test_discoveryXXXXXX";
+	struct hl_discovery d;
+	int fd = mkstemp(path), rc;
+	FILE *f = fdopen(fd, "w");
+
+	fprintf(f, "#!/bin/sh\n%s\n", body);
+	fclose(f);
+	chmod(path, 0700);
+	hl_hostlist_init(hl);
+	rc = hl_discovery_init(&d, path, 0, cause);
+	if (rc == HL_OK)
+		rc = hl_discovery_run(&d, hl, cause);
+	hl_discovery_close(&d);
+	unlink(path);
+	return rc;
+}
+
+static void test_discovery_run(void)
+{
+	struct hl_hostlist hl;
+	char *cause = NULL;
+
+	CHECK(discover("echo node1:2; echo node2", &hl, NULL) == HL_OK);
+	CHECK(hl.n == 2 && hl.v[0].slots == 2);
+	hl_hostlist_close(&hl);
+
+	CHECK(discover("echo node1:2; echo broken >&2; exit 3", &hl, &cause) ==
+	      HL_ESTART);
+	CHECK(strstr(cause, "exited with code 3: broken") != NULL);
+	hl_hostlist_close(&hl);
+	free(cause);
+	cause = NULL;
+
+	/* It hangs, its child holding the pipe: killed at the timeout. */
+	CHECK(discover("sleep 60 & echo node1; sleep 60", &hl, &cause) ==
+	      HL_ESTART);
+	CHECK(strstr(cause, "did not finish within 5 s") != NULL);
+	hl_hostlist_close(&hl);
+	free(cause);
+	cause = NULL;
+
+	{
+		char path[] = "/tmp/hvd_test_discoveryXXXXXX";
+		struct hl_discovery d;
+		int fd = mkstemp(path); /* mode 0600: not executable */
+
+		close(fd);
+		CHECK(hl_discovery_init(&d, path, 0, &cause) == HL_EINVAL);
+		CHECK(cause != NULL &&
+		      strstr(cause, "not an executable file") != NULL);
+		unlink(path);
+		free(cause);
+	}
+}
+
 int main(void)
 {
 	RUN(test_list_valid);
@@ -205,5 +323,7 @@ int main(void)
 	RUN(test_hostfile_malformed);
 	RUN(test_hostfile_missing);
 	RUN(test_hostfile_nul);
+	RUN(test_discovery_parse);
+	RUN(test_discovery_run);
 	return tap_done();
 }

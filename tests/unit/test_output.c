@@ -133,6 +133,7 @@ static void test_rank_env(void)
 	struct hl_hostlist hl;
 	struct hl_plan p;
 	struct hl_envspec es = {0};
+	struct hl_place place;
 	struct hl_strvec env;
 	char *base[] = {"PATH=/bin", "RANK=stale", "KEEP=1", NULL};
 	size_t i;
@@ -145,7 +146,9 @@ static void test_rank_env(void)
 	hl_strvec_init(&es.forward);
 	CHECK(hl_strvec_push(&es.set, "KEEP=2") == HL_OK);
 	es.master_port = 29500;
-	CHECK(hl_env_build(base, &es, &p, &hl, 3, &env) == HL_OK);
+	CHECK(hl_master_addr(&es, "n1", NULL) == HL_OK);
+	hl_place_of(&place, &p, &hl, 3);
+	CHECK(hl_env_build(base, &es, &place, &env) == HL_OK);
 	for (i = 0; i < env.n; i++) {
 		static const char *const want[] = {"PATH=/bin",
 						   "RANK=3",
