@@ -162,6 +162,8 @@ bool hl_discovery_reaped(struct hl_discovery *d, pid_t pid, int status)
 {
 	if (d->pid <= 0 || pid != d->pid || d->reaped)
 		return false;
+	if (WIFSTOPPED(status) || WIFCONTINUED(status))
+		return true; /* not its end: the timeout ends a stopped one */
 	d->reaped = true;
 	d->status = status;
 	return true;
