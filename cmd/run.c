@@ -341,8 +341,6 @@ static int run(int *code, char **cause)
 	hl_strvec_init(&warnings);
 	memset(&es, 0, sizeof(es));
 	memset(&l, 0, sizeof(l));
-	memset(&disc, 0, sizeof(disc));
-	disc.fd[0] = disc.fd[1] = -1;
 	if (o->v[HL_K_DISCOVERY].set)
 		rc = discover_hosts(o, &disc, &hosts, cause);
 	else
@@ -414,7 +412,8 @@ out:
 	hl_ssh_opts_close(&so);
 	hl_envspec_close(&es);
 	hl_plan_close(&plan);
-	hl_discovery_close(&disc);
+	/* A run of the script while the job ran ended with it (launch.c);
+	 * the one before the start ended then. */
 	hl_hostlist_close(&hosts);
 	hl_strvec_close(&warnings);
 	return rc;

@@ -92,7 +92,20 @@ static int start_run(struct hl_discovery *d, long long now)
 		dup2(p[0][1], 1);
 		dup2(p[1][1], 2);
 		execl(d->script, d->script, (char *)NULL);
-		_exit(errno == ENOENT ? 127 : 126);
+		if (errno == ENOENT) {
+			static const char why[] =
+				"cannot execute it: its interpreter (#! line) was not found\n";
+
+			(void)!write(2, why, sizeof(why) - 1);
+			_exit(127);
+		}
+		{
+			static const char why[] =
+				"cannot execute it (is its #! line right?)\n";
+
+			(void)!write(2, why, sizeof(why) - 1);
+		}
+		_exit(126);
 	}
 	if (devnull >= 0)
 		close(devnull);
@@ -150,12 +163,6 @@ void hl_discovery_read(struct hl_discovery *d)
 			t[d->len[j]] = '\0';
 			d->text[j] = t;
 		}
-}
-
-void hl_discovery_fds(const struct hl_discovery *d, int fds[2])
-{
-	fds[0] = d->fd[0];
-	fds[1] = d->fd[1];
 }
 
 bool hl_discovery_reaped(struct hl_discovery *d, pid_t pid, int status)
@@ -253,7 +260,7 @@ int hl_discovery_run(struct hl_discovery *d, struct hl_hostlist *hosts,
 	for (;;) {
 		long long wait = hl_discovery_tick(d, hl_now_ms());
 		struct pollfd pf[2];
-		int fds[2], j, status;
+		int j, status;
 
 		if (d->pid == 0) {
 			rc = hl_fail(
@@ -262,12 +269,11 @@ int hl_discovery_run(struct hl_discovery *d, struct hl_hostlist *hosts,
 				d->script, strerror(errno));
 			break;
 		}
-		hl_discovery_fds(d, fds);
 		for (j = 0; j < 2; j++) {
-			pf[j].fd = fds[j];
+			pf[j].fd = d->fd[j];
 			pf[j].events = POLLIN;
 		}
-		if (fds[0] >= 0 || fds[1] >= 0)
+		if (d->fd[0] >= 0 || d->fd[1] >= 0)
 			(void)poll(pf, 2, (int)(wait < 50 ? wait : 50));
 		else
 			usleep(10000);

@@ -48,9 +48,7 @@ int hl_discovery_run(struct hl_discovery *d, struct hl_hostlist *hosts,
 /* From a poll loop: start a run when one is due, kill one past its time.
  * Returns how many ms until the next call is due. */
 long long hl_discovery_tick(struct hl_discovery *d, long long now);
-/* The fds to poll for input (up to 2; -1 entries are skipped), and the
- * reading of what is there. */
-void hl_discovery_fds(const struct hl_discovery *d, int fds[2]);
+/* Read what the run printed (poll d->fd for input; -1: at its end). */
 void hl_discovery_read(struct hl_discovery *d);
 /* pid, reaped with status by the caller's waitpid(-1): whether it was
  * the script's run. */

@@ -69,6 +69,9 @@ struct sup {
 	bool finishing;
 	struct hl_worker **again; /* room for the workers regrow starts */
 	char *disc_error; /* the discovery script's last failure, told */
+	/* A worker ended, or the discovery script's list came: regrow
+	 * looks at the hosts again (else only when a cool-down ends). */
+	bool pool_changed;
 };
 
 static bool host_out(const struct sup *s, size_t h)
@@ -313,8 +316,7 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 		return false;
 	}
 	for (i = 0; i < s->n; i++)
-		left += !s->w[i].exited && !s->w[i].removed &&
-			!host_out(s, s->w[i].host) && s->w[i].host != host;
+		left += member(s, &s->w[i]) && s->w[i].host != host;
 	if (!growth && left < l->min_np) {
 		snprintf(how + at, howlen - at,
 			 "; %d workers would go on, fewer than --min-np %d",
@@ -355,24 +357,18 @@ static long long next_return(const struct sup *s)
 	return next;
 }
 
-/* Elastic: up to want records for workers on host h: its own earlier
- * ones first (a host that returns keeps its ids), then any free one. */
+/* Elastic: up to want records for workers on host h, into s->again: its
+ * own earlier ones first (a host that returns keeps its ids), then any
+ * free one (the first pass took every free one of h's, or enough). */
 static int pick_records(struct sup *s, size_t h, int want)
 {
 	int i, n = 0, pass;
 
 	for (pass = 0; pass < 2; pass++)
-		for (i = 0; i < s->n && n < want; i++) {
-			struct hl_worker *w = &s->w[i];
-			int k;
-
-			if (!w->exited || (pass == 0 && w->host != h))
-				continue;
-			for (k = 0; k < n && s->again[k] != w; k++)
-				;
-			if (k == n)
-				s->again[n++] = w;
-		}
+		for (i = 0; i < s->n && n < want; i++)
+			if (s->w[i].exited &&
+			    (s->w[i].host == h) == (pass == 0))
+				s->again[n++] = &s->w[i];
 	return n;
 }
 
@@ -443,8 +439,10 @@ static void regrow(struct sup *s)
 	int i, live = 0, started = 0, gen;
 	char text[256];
 
-	if (s->finishing || s->failed || s->signal != 0)
+	if (s->finishing || s->failed || s->signal != 0 ||
+	    (!s->pool_changed && next_return(s) > now))
 		return;
+	s->pool_changed = false;
 	if (!hl_rdv_growing(l->rdv))
 		clear_fresh(s); /* earlier growth has formed */
 	for (i = 0; i < s->n; i++)
@@ -635,6 +633,7 @@ static void discovered(struct sup *s)
 	for (h = 0; h < l->hosts->n; h++)
 		if (!s->hs[h].listed)
 			unlisted(s, h);
+	s->pool_changed = true;
 }
 
 /* Elastic: workers ended with their host that outlive the grace period
@@ -662,6 +661,7 @@ static void removals_due(struct sup *s)
 		if (s->w[i].removed && !s->w[i].exited && s->w[i].remote) {
 			s->w[i].exited = true;
 			s->w[i].status = 255 << 8;
+			s->pool_changed = true;
 		}
 }
 
@@ -694,6 +694,7 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 			      NULL, 0};
 	char how[256];
 
+	s->pool_changed = true;
 	w->exited = true;
 	w->status = status;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
@@ -1008,11 +1009,8 @@ static void supervise(struct sup *s)
 		pf[nfds].fd = s->l->report_fd;
 		pf[nfds++].events = POLLIN;
 		if (disc != NULL) {
-			int fds[2];
-
-			hl_discovery_fds(disc, fds);
 			for (j = 0, ndisc = 0; j < 2; j++, ndisc++) {
-				pf[nfds].fd = fds[j];
+				pf[nfds].fd = disc->fd[j];
 				pf[nfds++].events = POLLIN;
 			}
 		}
@@ -1095,6 +1093,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	}
 	for (i = 0; (size_t)i < l->hosts->n; i++)
 		s.hs[i].listed = true;
+	s.pool_changed = true; /* slots the plan left free */
 	for (i = 0; i < s.n; i++) {
 		s.w[i].rank = i;
 		s.w[i].exited = i >= l->plan->size; /* not started yet */

@@ -262,6 +262,11 @@ discovery_script() {
 	[ "$status" -eq 125 ]
 	assert_line --index 0 "hvdrun: host discovery script '$BATS_TEST_TMPDIR/discover' line 3: host 'localhost' is listed twice"
 	refute_output --partial "Hello"
+	printf '#!/no/such/shell\necho localhost\n' >"$BATS_TEST_TMPDIR/discover"
+	run "$HVDRUN" --min-np 1 --host-discovery-script "$BATS_TEST_TMPDIR/discover" "$HELLO"
+	[ "$status" -eq 125 ]
+	assert_line --index 0 "hvdrun: host discovery script '$BATS_TEST_TMPDIR/discover' exited with code 127: cannot execute it: its interpreter (#! line) was not found"
+	discovery_script
 	printf '[elastic]\nmin_np = 1\nhost_discovery_script = %s\n' "$BATS_TEST_TMPDIR/discover" >"$BATS_TEST_TMPDIR/job.ini"
 	printf 'localhost\n127.0.0.1:1\n' >"$BATS_TEST_TMPDIR/hosts"
 	run "$HVDRUN" --config "$BATS_TEST_TMPDIR/job.ini" --slots-per-host 3 --dry-run "$HELLO"
