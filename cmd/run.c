@@ -380,8 +380,9 @@ static int run(int *code, char **cause)
 	if (rc == HL_OK && so.srun && o->v[HL_K_DISCOVERY].set)
 		rc = hl_fail(
 			cause, HL_EINVAL,
-			"--host-discovery-script: srun cannot start "
-			"workers on the hosts it finds; use --launcher ssh");
+			"--host-discovery-script: srun reaches only the "
+			"allocation's nodes, not the hosts a script finds; "
+			"use --launcher ssh");
 	if (rc == HL_OK)
 		rc = hl_iface_choose(&ic, o, &hosts, &plan, &so, cause);
 	if (rc != HL_OK)

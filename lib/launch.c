@@ -119,7 +119,7 @@ static int signal_orphans(struct sup *s, int sig)
 			       kids[k] == s->l->discovery->pid) ||
 			      (sig != SIGKILL && s->ctx[1] != NULL &&
 			       s->ops[1]->helper != NULL &&
-			       kids[k] == s->ops[1]->helper(s->ctx[1]));
+			       s->ops[1]->helper(s->ctx[1], kids[k]));
 
 		for (i = 0; i < s->n && !worker; i++)
 			worker = !s->w[i].remote && s->w[i].pid == kids[k] &&
@@ -465,17 +465,8 @@ static void regrow(struct sup *s)
 		if (want <= 0)
 			continue;
 		remote = hl_worker_remote(l, h);
-		if (s->ctx[remote] == NULL || s->ops[remote]->restart == NULL) {
-			if (!back)
-				continue;
-			s->hs[h].back = LLONG_MAX;
-			snprintf(
-				text, sizeof(text),
-				"is back after its cool-down, but hvdrun cannot start workers through %s again: it stays out (with --launcher ssh it would return)",
-				s->ops[remote]->name);
-			hl_launch_event(l, &ev);
-			continue;
-		}
+		if (s->ctx[remote] == NULL)
+			continue; /* not opened: out of memory at the start */
 		s->hs[h].back = 0;
 		n = start_on(s, h, pick_records(s, h, want), text,
 			     sizeof(text));
@@ -1159,8 +1150,8 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	s.ops[0] = &hl_spawn_local;
 	s.ops[1] = l->ssh->srun ? &hl_spawn_srun : &hl_spawn_ssh;
 	for (j = 0; j < 2 && rc == HL_OK; j++) {
-		/* Elastic: either may start workers later (not srun). */
-		bool later = l->rdv != NULL && s.ops[j]->restart != NULL;
+		/* Elastic: either may start workers later. */
+		bool later = l->rdv != NULL;
 
 		for (i = 0; i < l->plan->size && s.w[i].remote != j; i++)
 			;

@@ -1,6 +1,6 @@
 /* spawn.h: the ways of starting workers, as pdsh's rcmd modules: on this
  * machine with fork and exec (spawn_local.c), over SSH through an agent
- * on the host (spawn_ssh.c), or through one srun step inside a Slurm
+ * on the host (spawn_ssh.c), or through srun steps inside a Slurm
  * allocation, an agent a node (spawn_srun.c). The supervisor (launch.c) drives both through
  * the same operations. */
 #ifndef HL_SPAWN_H
@@ -49,9 +49,9 @@ struct hl_spawner_ops {
 		       char **cause);
 	int (*signal)(void *ctx, struct hl_worker *w, int sig);
 	void (*close)(void *ctx);
-	/* A process of the spawner's own among hvdrun's children (srun), or
-	 * 0: the supervisor leaves it to the spawner, but for SIGKILL. */
-	pid_t (*helper)(void *ctx);
+	/* Whether pid, one of hvdrun's children, is the spawner's own (an
+	 * srun): the supervisor leaves it to the spawner, but for SIGKILL. */
+	bool (*helper)(void *ctx, pid_t pid);
 };
 
 extern const struct hl_spawner_ops hl_spawn_local;

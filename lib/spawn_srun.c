@@ -4,16 +4,19 @@
  * hvdrun writes to srun's standard input reaches every agent (--input=all):
  * the environment common to all ranks once, then each node's ranks,
  * addressed by step task (records.h). The agents answer in lines that
- * srun labels with the task (--label); a thread reads them, maps each
- * task to its host by the node name of its hello, and passes output and
- * exit statuses to the supervisor as notes (notes.c), as the SSH spawner
- * does. Closing srun's standard input ends every
- * agent and its workers; so does hvdrun's death, even by SIGKILL. */
+ * srun labels with the task (--label); a thread a step reads them, maps
+ * each task to its host by the node name of its hello, and passes output
+ * and exit statuses to the supervisor as notes (notes.c), as the SSH
+ * spawner does. An agent ends once its workers have; in an elastic job a
+ * host's workers started again get a step of their own, of one node.
+ * Closing a step's standard input ends every agent of it and its
+ * workers; so does hvdrun's death, even by SIGKILL. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,32 +31,45 @@
 
 struct srun_rank {
 	struct hl_worker *w;
-	bool done; /* its exit note was written */
+	/* Its exit note was written, or it was started again by a later
+	 * step: this one says nothing more of it. */
+	atomic_bool done;
 };
 
-struct srun {
-	const struct hl_launch *l;
-	int notify_fd;
+struct srun;
+
+/* One srun step: the job's first (an agent a remote node of the plan) or,
+ * in an elastic job, one host's workers started again. */
+struct step {
+	struct srun *s;
 	pid_t pid;
 	int pidfd;
 	int in_fd, out_fd; /* srun's stdin (ours to write), its stdout */
 	size_t *hosts;	   /* task -> host index, in our order until hellos */
 	size_t ntasks;
 	long *task_of; /* host index -> task, -1 when none */
+	bool *hello;   /* by host index */
+	size_t nhello;
 	struct srun_rank *r;
 	size_t nr;
+	struct hl_buf *part; /* by task: a line srun cut, so far */
 	pthread_t thread;
 	bool thread_started;
+	bool eof; /* srun's output ended */
+};
+
+struct srun {
+	const struct hl_launch *l;
+	int notify_fd;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	size_t nhello;
-	bool *hello;  /* by host index */
-	size_t nport; /* 'p' answers: 1 once rank 0's host answered */
+	struct step **steps; /* the first (NULL when none), then restarts */
+	size_t nsteps;
+	struct step **at; /* by worker id: the step that started it last */
+	size_t nport;	  /* 'p' answers: 1 once rank 0's host answered */
 	int port;
 	char addr[64];
-	char *error;	     /* the first failure the reader found */
-	bool eof;	     /* srun's output ended */
-	struct hl_buf *part; /* by task: a line srun cut, so far */
+	char *error; /* the first failure a reader found */
 };
 
 static void fail_locked(struct srun *s, char *msg)
@@ -65,28 +81,27 @@ static void fail_locked(struct srun *s, char *msg)
 	pthread_cond_broadcast(&s->cond);
 }
 
-static struct srun_rank *rank_of(struct srun *s, long rank)
+static struct srun_rank *rank_of(struct step *st, long rank)
 {
 	size_t i;
 
-	for (i = 0; i < s->nr; i++)
-		if (s->r[i].w->rank == rank)
-			return &s->r[i];
+	for (i = 0; i < st->nr; i++)
+		if (st->r[i].w->rank == rank)
+			return &st->r[i];
 	return NULL;
 }
 
-static void rank_done(struct srun *s, struct srun_rank *r, int status,
+static void rank_done(struct step *st, struct srun_rank *r, int status,
 		      bool lost)
 {
-	if (r->done)
-		return;
-	r->done = true;
-	hl_note_write(s->notify_fd, r->w->rank, status, lost);
+	if (!atomic_exchange(&r->done, true))
+		hl_note_write(st->s->notify_fd, r->w->rank, status, lost);
 }
 
 /* One whole line of the agent of step task `task` (records.h). */
-static void on_line(struct srun *s, long task, char *line, size_t len)
+static void on_line(struct step *st, long task, char *line, size_t len)
 {
+	struct srun *s = st->s;
 	struct hl_agent_line m;
 	struct srun_rank *r;
 	size_t hi;
@@ -97,7 +112,7 @@ static void on_line(struct srun *s, long task, char *line, size_t len)
 	case 'h':
 		pthread_mutex_lock(&s->lock);
 		for (hi = 0; hi < s->l->hosts->n; hi++)
-			if (s->task_of[hi] >= 0 &&
+			if (st->task_of[hi] >= 0 &&
 			    !strcmp(s->l->hosts->v[hi].name, m.text))
 				break;
 		if (hi == s->l->hosts->n) {
@@ -108,10 +123,10 @@ static void on_line(struct srun *s, long task, char *line, size_t len)
 					       "Slurm names its nodes, or use "
 					       "--launcher ssh",
 					       m.text));
-		} else if (!s->hello[hi]) { /* task < ntasks: hl_srun_line */
-			s->hello[hi] = true;
-			s->hosts[task] = hi;
-			s->nhello++;
+		} else if (!st->hello[hi]) { /* task < ntasks: hl_srun_line */
+			st->hello[hi] = true;
+			st->hosts[task] = hi;
+			st->nhello++;
 			pthread_cond_broadcast(&s->cond);
 		}
 		pthread_mutex_unlock(&s->lock);
@@ -126,11 +141,11 @@ static void on_line(struct srun *s, long task, char *line, size_t len)
 		pthread_mutex_unlock(&s->lock);
 		return;
 	default: /* 'o', 'e', 'x' */
-		r = rank_of(s, m.num);
-		if (r == NULL || r->done)
+		r = rank_of(st, m.num);
+		if (r == NULL || atomic_load(&r->done))
 			return;
 		if (m.kind == 'x')
-			rank_done(s, r, m.status, false);
+			rank_done(st, r, m.status, false);
 		else if (m.len > 0)
 			hl_note_output(s->notify_fd, (int)m.num, m.kind == 'e',
 				       m.text, m.len);
@@ -140,14 +155,15 @@ static void on_line(struct srun *s, long task, char *line, size_t len)
 
 static void *reader(void *arg)
 {
-	struct srun *s = arg;
+	struct step *st = arg;
+	struct srun *s = st->s;
 	struct hl_buf b;
 	char chunk[65536];
 	size_t i;
 
 	hl_buf_init(&b);
 	for (;;) {
-		ssize_t n = read(s->out_fd, chunk, sizeof(chunk));
+		ssize_t n = read(st->out_fd, chunk, sizeof(chunk));
 		char *nl;
 
 		if (n < 0 && errno == EINTR)
@@ -159,32 +175,33 @@ static void *reader(void *arg)
 			char *line;
 			long task;
 
-			if (hl_srun_line(b.p, len, s->part, s->ntasks, &task,
+			if (hl_srun_line(b.p, len, st->part, st->ntasks, &task,
 					 &line, &got) == 1)
-				on_line(s, task, line, got);
+				on_line(st, task, line, got);
 			hl_buf_consume(&b, len + 1);
 		}
 	}
 	hl_buf_close(&b);
 	/* srun has ended: a rank not reported is lost with its node. */
 	pthread_mutex_lock(&s->lock);
-	s->eof = true;
+	st->eof = true;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
-	for (i = 0; i < s->nr; i++)
-		rank_done(s, &s->r[i], W_EXITCODE(255, 0), true);
+	for (i = 0; i < st->nr; i++)
+		rank_done(st, &st->r[i], W_EXITCODE(255, 0), true);
 	return NULL;
 }
 
-/* Wait until *counter reaches want, the reader fails or srun ends, or
- * the deadline passes: true when it was reached. */
-static bool wait_for(struct srun *s, const size_t *counter, size_t want,
+/* Wait until *counter reaches want, a reader fails or the step's srun
+ * ends, or the deadline passes: true when it was reached. */
+static bool wait_for(struct step *st, const size_t *counter, size_t want,
 		     long long deadline_ms)
 {
+	struct srun *s = st->s;
 	bool ok;
 
 	pthread_mutex_lock(&s->lock);
-	while (*counter < want && s->error == NULL && !s->eof &&
+	while (*counter < want && s->error == NULL && !st->eof &&
 	       hl_now_ms() < deadline_ms)
 		hl_cond_wait_ms(&s->cond, &s->lock, 50);
 	ok = *counter >= want;
@@ -192,10 +209,11 @@ static bool wait_for(struct srun *s, const size_t *counter, size_t want,
 	return ok;
 }
 
-/* Why the agents did not all answer: the reader's error, or the nodes
- * that never said hello. */
-static int start_error(struct srun *s, const char *what, char **cause)
+/* Why the first step's agents did not all answer: a reader's error, or
+ * the nodes that never said hello. */
+static int start_error(struct step *st, const char *what, char **cause)
 {
+	struct srun *s = st->s;
 	struct hl_strvec missing;
 	char *names;
 	size_t hi;
@@ -204,11 +222,11 @@ static int start_error(struct srun *s, const char *what, char **cause)
 		return hl_fail(cause, HL_ESTART, "%s", s->error);
 	hl_strvec_init(&missing);
 	for (hi = 0; hi < s->l->hosts->n; hi++)
-		if (s->task_of[hi] >= 0 && !s->hello[hi])
+		if (st->task_of[hi] >= 0 && !st->hello[hi])
 			hl_strvec_pushf(&missing, "'%s'",
 					s->l->hosts->v[hi].name);
 	names = hl_strvec_join(&missing, ", ");
-	if (s->eof)
+	if (st->eof)
 		hl_fail(cause, HL_ESTART,
 			"srun ended before %s answered (its own message is "
 			"above)",
@@ -223,20 +241,20 @@ static int start_error(struct srun *s, const char *what, char **cause)
 	return HL_ESTART;
 }
 
-/* srun's command line: one task a node of the job's remote hosts, every
- * CPU of the allocation on them (the workers' own), sharing them with
- * other steps; stdin to every task, output labelled with the task. */
-static int srun_argv(const struct srun *s, struct hl_strvec *av)
+/* srun's command line: one task a node of the step's hosts, every CPU
+ * of the allocation on them (the workers' own), sharing them with other
+ * steps; stdin to every task, output labelled with the task. */
+static int srun_argv(const struct step *st, struct hl_strvec *av)
 {
-	const struct hl_launch *l = s->l;
+	const struct hl_launch *l = st->s->l;
 	struct hl_strvec names;
 	char *nodes;
 	size_t t;
 	int rc = HL_OK;
 
 	hl_strvec_init(&names);
-	for (t = 0; t < s->ntasks && rc == HL_OK; t++)
-		rc = hl_strvec_push(&names, l->hosts->v[s->hosts[t]].name);
+	for (t = 0; t < st->ntasks && rc == HL_OK; t++)
+		rc = hl_strvec_push(&names, l->hosts->v[st->hosts[t]].name);
 	nodes = rc == HL_OK ? hl_strvec_join(&names, ",") : NULL;
 	hl_strvec_close(&names);
 	if (nodes == NULL)
@@ -244,9 +262,9 @@ static int srun_argv(const struct srun *s, struct hl_strvec *av)
 	hl_strvec_init(av);
 	rc = hl_strvec_push(av, "srun");
 	if (rc == HL_OK)
-		rc = hl_strvec_pushf(av, "--nodes=%zu", s->ntasks);
+		rc = hl_strvec_pushf(av, "--nodes=%zu", st->ntasks);
 	if (rc == HL_OK)
-		rc = hl_strvec_pushf(av, "--ntasks=%zu", s->ntasks);
+		rc = hl_strvec_pushf(av, "--ntasks=%zu", st->ntasks);
 	if (rc == HL_OK)
 		rc = hl_strvec_pushf(av, "--nodelist=%s", nodes);
 	{
@@ -273,55 +291,83 @@ static int srun_argv(const struct srun *s, struct hl_strvec *av)
 	return rc;
 }
 
-static int send_buf(struct srun *s, struct hl_buf *b)
+static int send_buf(struct step *st, struct hl_buf *b)
 {
-	int rc = hl_write_all(s->in_fd, b->p, b->len) == 0 ? HL_OK : HL_ESYS;
+	int rc = hl_write_all(st->in_fd, b->p, b->len) == 0 ? HL_OK : HL_ESYS;
 
 	b->len = 0;
 	return rc;
 }
 
-static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
-		     int n, int notify_fd, char **cause)
+static void step_free(struct step *st)
 {
-	struct srun *s = calloc(1, sizeof(*s));
-	struct hl_strvec av;
-	size_t hi, i;
-	int in[2], out[2], ep[2], rc, exec_errno, r0;
+	size_t i;
 
-	(void)n; /* only the plan's ranks: srun starts nobody again */
-	*ctx = s;
-	if (s == NULL)
+	if (st == NULL)
+		return;
+	if (st->in_fd >= 0)
+		close(st->in_fd);
+	if (st->thread_started)
+		pthread_join(st->thread, NULL);
+	if (st->pid > 0)
+		waitpid(st->pid, NULL, WNOHANG);
+	if (st->pidfd >= 0)
+		close(st->pidfd);
+	if (st->out_fd >= 0)
+		close(st->out_fd);
+	free(st->hosts);
+	free(st->task_of);
+	free(st->hello);
+	for (i = 0; st->part != NULL && i < st->ntasks; i++)
+		hl_buf_close(&st->part[i]);
+	free(st->part);
+	free(st->r);
+	free(st);
+}
+
+/* A step of an agent on each of the hosts `hosts` (nh, in the job's
+ * order) for the nw workers w (all theirs), kept in s->steps: srun
+ * started and its output read by a thread of the step's own. */
+static int step_start(struct srun *s, const size_t *hosts, size_t nh,
+		      struct hl_worker *const *w, size_t nw, char **cause)
+{
+	const struct hl_launch *l = s->l;
+	struct step *st = calloc(1, sizeof(*st)), **grown;
+	struct hl_strvec av;
+	int in[2], out[2], ep[2], rc, exec_errno;
+	size_t i;
+
+	grown = realloc(s->steps, (s->nsteps + 1) * sizeof(struct step *));
+	if (grown != NULL)
+		s->steps = grown;
+	if (st == NULL || grown == NULL) {
+		free(st);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
-	s->l = l;
-	s->notify_fd = notify_fd;
-	s->pidfd = s->in_fd = s->out_fd = -1;
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
-	s->hosts = calloc(l->hosts->n, sizeof(*s->hosts));
-	s->task_of = calloc(l->hosts->n, sizeof(*s->task_of));
-	s->hello = calloc(l->hosts->n, sizeof(*s->hello));
-	s->r = calloc((size_t)l->plan->size, sizeof(*s->r));
-	s->part = calloc(l->hosts->n, sizeof(*s->part)); /* empty buffers */
-	if (!s->hosts || !s->task_of || !s->hello || !s->r || !s->part)
-		return hl_fail(cause, HL_ENOMEM, "out of memory");
-	/* The remote hosts with ranks, in the job's order. */
-	for (hi = 0; hi < l->hosts->n; hi++) {
-		s->task_of[hi] = -1;
-		if (!hl_worker_remote(l, hi))
-			continue;
-		for (r0 = 0; r0 < l->plan->size; r0++)
-			if (l->plan->ranks[r0].host == hi)
-				break;
-		if (r0 == l->plan->size)
-			continue;
-		s->task_of[hi] = (long)s->ntasks;
-		s->hosts[s->ntasks++] = hi;
 	}
-	for (r0 = 0; r0 < l->plan->size; r0++)
-		if (s->task_of[l->plan->ranks[r0].host] >= 0)
-			s->r[s->nr++].w = &w[r0];
-	rc = srun_argv(s, &av);
+	st->s = s;
+	st->pidfd = st->in_fd = st->out_fd = -1;
+	s->steps[s->nsteps++] = st;
+	st->hosts = calloc(nh, sizeof(*st->hosts));
+	st->task_of = malloc(l->hosts->n * sizeof(*st->task_of));
+	st->hello = calloc(l->hosts->n, sizeof(*st->hello));
+	st->r = calloc(nw ? nw : 1, sizeof(*st->r));
+	st->part = calloc(nh, sizeof(*st->part)); /* empty buffers */
+	if (!st->hosts || !st->task_of || !st->hello || !st->r || !st->part)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	for (i = 0; i < l->hosts->n; i++)
+		st->task_of[i] = -1;
+	for (i = 0; i < nh; i++) {
+		st->task_of[hosts[i]] = (long)i;
+		st->hosts[i] = hosts[i];
+	}
+	st->ntasks = nh;
+	for (i = 0; i < nw; i++) {
+		st->r[i].w = w[i];
+		atomic_init(&st->r[i].done, false);
+		s->at[w[i]->rank] = st;
+	}
+	st->nr = nw;
+	rc = srun_argv(st, &av);
 	if (rc != HL_OK)
 		return hl_fail(cause, rc, "out of memory");
 	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
@@ -329,8 +375,8 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		hl_strvec_close(&av);
 		return hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
 	}
-	s->pid = fork();
-	if (s->pid == 0) {
+	st->pid = fork();
+	if (st->pid == 0) {
 		sigset_t none;
 
 		/* Its own process group: a Ctrl-C at the terminal reaches
@@ -350,47 +396,97 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	close(in[0]);
 	close(out[1]);
 	close(ep[1]);
-	s->in_fd = in[1];
-	s->out_fd = out[0];
+	st->in_fd = in[1];
+	st->out_fd = out[0];
 	/* A signal to every rank is a record a rank: room for them all. */
-	(void)fcntl(s->in_fd, F_SETPIPE_SZ, 1 << 20);
-	exec_errno = s->pid > 0 ? hl_exec_result(ep[0]) : errno;
+	(void)fcntl(st->in_fd, F_SETPIPE_SZ, 1 << 20);
+	exec_errno = st->pid > 0 ? hl_exec_result(ep[0]) : errno;
 	close(ep[0]);
 	hl_strvec_close(&av);
-	if (s->pid < 0)
+	if (st->pid < 0)
 		return hl_fail(cause, HL_ESYS, "fork: %s",
 			       strerror(exec_errno));
-	s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+	st->pidfd = (int)syscall(SYS_pidfd_open, st->pid, 0);
 	if (exec_errno != 0)
 		return hl_fail(cause, HL_ESTART,
 			       "cannot run srun (--launcher srun): %s",
 			       strerror(exec_errno));
-	if (hl_thread_create(&s->thread, reader, s) != HL_OK)
+	if (hl_thread_create(&st->thread, reader, st) != HL_OK)
 		return hl_fail(cause, HL_ESYS, "cannot start a thread");
-	s->thread_started = true;
-	if (!wait_for(s, &s->nhello, s->ntasks,
+	st->thread_started = true;
+	return HL_OK;
+}
+
+/* The first step: an agent on each remote host with ranks of the plan,
+ * all of them answering before anything starts. An elastic job may have
+ * none yet (its remote hosts' workers start later, through restart). */
+static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
+		     int n, int notify_fd, char **cause)
+{
+	struct srun *s = calloc(1, sizeof(*s));
+	struct hl_worker **mine = NULL;
+	struct step *st;
+	size_t *hosts = NULL, nh = 0, nw = 0, hi, i;
+	int rc, r0;
+
+	*ctx = s;
+	if (s == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	s->l = l;
+	s->notify_fd = notify_fd;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->at = calloc((size_t)n, sizeof(struct step *));
+	hosts = calloc(l->hosts->n, sizeof(*hosts));
+	mine = calloc((size_t)l->plan->size, sizeof(struct hl_worker *));
+	if (s->at == NULL || hosts == NULL || mine == NULL) {
+		free(hosts);
+		free(mine);
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	}
+	/* The remote hosts with ranks, in the job's order, and their
+	 * ranks. */
+	for (hi = 0; hi < l->hosts->n; hi++) {
+		if (!hl_worker_remote(l, hi))
+			continue;
+		for (r0 = 0; r0 < l->plan->size; r0++)
+			if (l->plan->ranks[r0].host == hi)
+				break;
+		if (r0 < l->plan->size)
+			hosts[nh++] = hi;
+	}
+	for (r0 = 0; r0 < l->plan->size; r0++)
+		if (hl_worker_remote(l, l->plan->ranks[r0].host))
+			mine[nw++] = &w[r0];
+	rc = nh > 0 ? step_start(s, hosts, nh, mine, nw, cause) : HL_OK;
+	free(hosts);
+	free(mine);
+	if (rc != HL_OK || nh == 0)
+		return rc;
+	st = s->steps[0];
+	if (!wait_for(st, &st->nhello, st->ntasks,
 		      hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
-		return start_error(s, "start the agent", cause);
+		return start_error(st, "start the agent", cause);
 	/* MASTER_PORT free on rank 0's host, when srun starts it. */
 	hi = l->plan->ranks[0].host;
-	if (s->task_of[hi] >= 0) {
+	if (st->task_of[hi] >= 0) {
 		struct hl_buf b;
 		char **ifs = l->env->host_ifaces;
 		const char *names = ifs && ifs[hi] ? ifs[hi] : "";
 
-		for (i = 0; i < s->ntasks && s->hosts[i] != hi; i++)
+		for (i = 0; i < st->ntasks && st->hosts[i] != hi; i++)
 			;
 		hl_buf_init(&b);
 		rc = hl_node_req_put(&b, 'T', (uint32_t)i, 0);
 		if (rc == HL_OK)
 			rc = hl_proto_put(&b, 'P', names, strlen(names));
 		if (rc == HL_OK)
-			rc = send_buf(s, &b);
+			rc = send_buf(st, &b);
 		hl_buf_close(&b);
 		if (rc != HL_OK ||
-		    !wait_for(s, &s->nport, 1,
+		    !wait_for(st, &s->nport, 1,
 			      hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
-			return start_error(s, "answer", cause);
+			return start_error(st, "answer", cause);
 		if (s->port > 0) {
 			l->env->master_port = s->port;
 			if (s->addr[0] != '\0' &&
@@ -408,7 +504,29 @@ static int cmp_str(const void *a, const void *b)
 
 static bool has(char **sorted, size_t n, const char *e)
 {
-	return bsearch(&e, sorted, n, sizeof(*sorted), cmp_str) != NULL;
+	return sorted != NULL &&
+	       bsearch(&e, sorted, n, sizeof(*sorted), cmp_str) != NULL;
+}
+
+/* Rank w's job as records, its environment env but for the entries of
+ * sorted (nc, the common ones sent before). */
+static int put_job(struct hl_buf *b, const struct hl_launch *l,
+		   const struct hl_worker *w, const struct hl_strvec *env,
+		   char **sorted, size_t nc)
+{
+	size_t k;
+	int rc = hl_node_req_put(b, 'R', (uint32_t)w->rank, 0);
+
+	if (rc == HL_OK)
+		rc = hl_proto_put(b, 'D', l->ssh->cwd, strlen(l->ssh->cwd));
+	for (k = 0; k < env->n && rc == HL_OK; k++)
+		if (!has(sorted, nc, env->v[k]))
+			rc = hl_proto_put(b, 'E', env->v[k], strlen(env->v[k]));
+	for (k = 0; l->argv[k] != NULL && rc == HL_OK; k++)
+		rc = hl_proto_put(b, 'A', l->argv[k], strlen(l->argv[k]));
+	if (rc == HL_OK)
+		rc = hl_proto_put(b, 'G', NULL, 0);
+	return rc;
 }
 
 /* Every rank's job, once: the entries every rank has alike go first as
@@ -417,24 +535,29 @@ static int srun_start(void *ctx, char **cause)
 {
 	struct srun *s = ctx;
 	const struct hl_launch *l = s->l;
-	struct hl_strvec *env = calloc(s->nr ? s->nr : 1, sizeof(*env));
+	struct step *st = s->nsteps > 0 ? s->steps[0] : NULL;
+	struct hl_strvec *env;
 	bool *common = NULL;
 	char **sorted = NULL;
 	struct hl_buf b;
-	size_t i, j, t, k, nc = 0;
-	int rc = env ? HL_OK : HL_ENOMEM;
+	size_t i, j, t, nc = 0;
+	int rc;
 
+	if (st == NULL)
+		return HL_OK; /* nobody to start yet */
+	env = calloc(st->nr ? st->nr : 1, sizeof(*env));
+	rc = env ? HL_OK : HL_ENOMEM;
 	hl_buf_init(&b);
-	for (i = 0; i < s->nr && rc == HL_OK; i++)
-		rc = hl_launch_remote_env(l, s->r[i].w, &env[i]);
-	if (rc == HL_OK && s->nr > 0) {
+	for (i = 0; i < st->nr && rc == HL_OK; i++)
+		rc = hl_launch_remote_env(l, st->r[i].w, &env[i]);
+	if (rc == HL_OK && st->nr > 0) {
 		common = calloc(env[0].n + 1, sizeof(*common));
 		rc = common ? HL_OK : HL_ENOMEM;
 	}
-	if (rc == HL_OK && s->nr > 0) {
+	if (rc == HL_OK && st->nr > 0) {
 		for (j = 0; j < env[0].n; j++)
 			common[j] = true;
-		for (i = 1; i < s->nr; i++) {
+		for (i = 1; i < st->nr; i++) {
 			char **mine = malloc((env[i].n + 1) * sizeof(*mine));
 
 			if (mine == NULL) {
@@ -454,7 +577,7 @@ static int srun_start(void *ctx, char **cause)
 						  strlen(env[0].v[j]));
 	}
 	/* The common entries, sorted, to leave out of each rank's. */
-	if (rc == HL_OK && s->nr > 0) {
+	if (rc == HL_OK && st->nr > 0) {
 		sorted = malloc((env[0].n + 1) * sizeof(char *));
 		rc = sorted ? HL_OK : HL_ENOMEM;
 		for (j = 0; rc == HL_OK && j < env[0].n; j++)
@@ -463,36 +586,22 @@ static int srun_start(void *ctx, char **cause)
 		if (rc == HL_OK)
 			qsort(sorted, nc, sizeof(char *), cmp_str);
 	}
-	for (t = 0; t < s->ntasks && rc == HL_OK; t++) {
+	for (t = 0; t < st->ntasks && rc == HL_OK; t++) {
 		rc = hl_node_req_put(&b, 'T', (uint32_t)t, 0);
-		for (i = 0; i < s->nr && rc == HL_OK; i++) {
-			const struct srun_rank *r = &s->r[i];
-
-			if (l->plan->ranks[r->w->rank].host != s->hosts[t])
+		for (i = 0; i < st->nr && rc == HL_OK; i++) {
+			if (st->r[i].w->host != st->hosts[t])
 				continue;
-			rc = hl_node_req_put(&b, 'R', (uint32_t)r->w->rank, 0);
-			if (rc == HL_OK)
-				rc = hl_proto_put(&b, 'D', l->ssh->cwd,
-						  strlen(l->ssh->cwd));
-			for (k = 0; k < env[i].n && rc == HL_OK; k++)
-				if (!has(sorted, nc, env[i].v[k]))
-					rc = hl_proto_put(&b, 'E', env[i].v[k],
-							  strlen(env[i].v[k]));
-			for (k = 0; l->argv[k] != NULL && rc == HL_OK; k++)
-				rc = hl_proto_put(&b, 'A', l->argv[k],
-						  strlen(l->argv[k]));
-			if (rc == HL_OK)
-				rc = hl_proto_put(&b, 'G', NULL, 0);
+			rc = put_job(&b, l, st->r[i].w, &env[i], sorted, nc);
 			/* Sent as it grows: srun reads while we write. */
 			if (rc == HL_OK && b.len > (1u << 20))
-				rc = send_buf(s, &b);
+				rc = send_buf(st, &b);
 		}
 	}
 	if (rc == HL_OK)
 		rc = hl_proto_put(&b, 'Z', NULL, 0);
 	if (rc == HL_OK)
-		rc = send_buf(s, &b);
-	for (i = 0; env != NULL && i < s->nr; i++)
+		rc = send_buf(st, &b);
+	for (i = 0; env != NULL && i < st->nr; i++)
 		hl_strvec_close(&env[i]);
 	free(env);
 	free(common);
@@ -506,66 +615,121 @@ static int srun_start(void *ctx, char **cause)
 	return HL_OK;
 }
 
+/* Elastic: the n workers w of one host again, in a step of their own
+ * (the host's last agent ended with its workers, or with the node).
+ * Nothing waits: a node that srun cannot reach ends the step, and each
+ * worker is reported lost, as a node lost later would be. */
+static int srun_restart(void *ctx, struct hl_worker *const *w, int n,
+			char **cause)
+{
+	struct srun *s = ctx;
+	const struct hl_launch *l = s->l;
+	size_t host = w[0]->host;
+	struct step *st;
+	struct hl_strvec env;
+	struct hl_buf b;
+	int k, rc;
+
+	for (k = 0; k < n; k++) {
+		struct srun_rank *old =
+			s->at[w[k]->rank]
+				? rank_of(s->at[w[k]->rank], w[k]->rank)
+				: NULL;
+
+		if (old != NULL)
+			atomic_store(&old->done, true);
+	}
+	rc = step_start(s, &host, 1, w, (size_t)n, cause);
+	if (rc != HL_OK)
+		return rc;
+	st = s->steps[s->nsteps - 1];
+	hl_buf_init(&b);
+	rc = hl_node_req_put(&b, 'T', 0, 0);
+	for (k = 0; k < n && rc == HL_OK; k++) {
+		hl_strvec_init(&env);
+		rc = hl_launch_remote_env(l, w[k], &env);
+		if (rc == HL_OK)
+			rc = put_job(&b, l, w[k], &env, NULL, 0);
+		hl_strvec_close(&env);
+	}
+	if (rc == HL_OK)
+		rc = hl_proto_put(&b, 'Z', NULL, 0);
+	if (rc == HL_OK)
+		rc = send_buf(st, &b);
+	hl_buf_close(&b);
+	if (rc == HL_OK)
+		return HL_OK;
+	/* The host waits again (launch.c): this step says nothing more,
+	 * and its agent, its input closed, ends. */
+	for (k = 0; k < n; k++)
+		atomic_store(&st->r[k].done, true);
+	close(st->in_fd);
+	st->in_fd = -1;
+	if (rc == HL_ENOMEM)
+		return hl_fail(cause, rc, "out of memory");
+	return hl_fail(cause, HL_ESTART, "srun ended before it took the jobs");
+}
+
 static int srun_signal(void *ctx, struct hl_worker *w, int sig)
 {
 	struct srun *s = ctx;
+	struct step *st = s->at[w->rank];
 	struct hl_buf b;
 	int rc;
 
-	if (s->in_fd < 0)
+	if (st == NULL || st->in_fd < 0)
 		return HL_OK;
 	hl_buf_init(&b);
 	rc = hl_node_req_put(&b, 'K', (uint32_t)w->rank, sig);
 	if (rc == HL_OK)
-		rc = send_buf(s, &b);
+		rc = send_buf(st, &b);
 	hl_buf_close(&b);
 	return rc;
 }
 
-static pid_t srun_helper(void *ctx)
+static bool srun_helper(void *ctx, pid_t pid)
 {
 	struct srun *s = ctx;
+	size_t i;
 
-	return s != NULL && s->pid > 0 ? s->pid : 0;
+	for (i = 0; s != NULL && i < s->nsteps; i++)
+		if (s->steps[i]->pid > 0 && s->steps[i]->pid == pid)
+			return true;
+	return false;
 }
 
 static void srun_close(void *ctx)
 {
 	struct srun *s = ctx;
+	long long deadline;
 	size_t i;
 
 	if (s == NULL)
 		return;
 	/* End of input: every agent ends its workers, then srun ends. */
-	if (s->in_fd >= 0)
-		close(s->in_fd);
-	s->in_fd = -1;
-	if (s->pidfd >= 0) {
-		struct pollfd pf = {s->pidfd, POLLIN, 0};
+	for (i = 0; i < s->nsteps; i++)
+		if (s->steps[i]->in_fd >= 0) {
+			close(s->steps[i]->in_fd);
+			s->steps[i]->in_fd = -1;
+		}
+	deadline = hl_now_ms() + s->l->grace_ms + 5000;
+	for (i = 0; i < s->nsteps; i++) {
+		struct pollfd pf = {s->steps[i]->pidfd, POLLIN, 0};
+		long long left = deadline - hl_now_ms();
 
-		if (poll(&pf, 1, s->l->grace_ms + 5000) == 0) {
-			syscall(SYS_pidfd_send_signal, s->pidfd, SIGTERM, NULL,
-				0);
+		if (pf.fd < 0)
+			continue;
+		if (poll(&pf, 1, left > 0 ? (int)left : 0) == 0) {
+			syscall(SYS_pidfd_send_signal, pf.fd, SIGTERM, NULL, 0);
 			if (poll(&pf, 1, 3000) == 0)
-				syscall(SYS_pidfd_send_signal, s->pidfd,
-					SIGKILL, NULL, 0);
+				syscall(SYS_pidfd_send_signal, pf.fd, SIGKILL,
+					NULL, 0);
 		}
 	}
-	if (s->thread_started)
-		pthread_join(s->thread, NULL);
-	if (s->pid > 0)
-		waitpid(s->pid, NULL, WNOHANG);
-	if (s->pidfd >= 0)
-		close(s->pidfd);
-	if (s->out_fd >= 0)
-		close(s->out_fd);
-	free(s->hosts);
-	free(s->task_of);
-	free(s->hello);
-	for (i = 0; s->part != NULL && i < s->ntasks; i++)
-		hl_buf_close(&s->part[i]);
-	free(s->part);
-	free(s->r);
+	for (i = 0; i < s->nsteps; i++)
+		step_free(s->steps[i]);
+	free(s->steps);
+	free(s->at);
 	free(s->error);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
@@ -576,6 +740,7 @@ const struct hl_spawner_ops hl_spawn_srun = {
 	.name = "srun",
 	.open = srun_open,
 	.start = srun_start,
+	.restart = srun_restart,
 	.signal = srun_signal,
 	.close = srun_close,
 	.helper = srun_helper,

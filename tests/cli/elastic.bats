@@ -136,34 +136,18 @@ weights() {
 }
 
 @test "elastic: the job ends before a returning host's workers could join: they end quietly, nothing is left" {
-	# A commit only at the start: the growth never forms.
+	# A commit only at the start: the growth never forms. The host
+	# returns 1 s after its failure, once the survivors form generation 2
+	# (with no cool-down, a reset slower than the new workers' start
+	# would take them into generation 3), and 2 s before the end.
 	ELASTIC_KILL="3:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 \
-		--blacklist-cooldown-range 0 0 "$KILL" "$ELASTIC" 150 1000 10
+		--blacklist-cooldown-range 1 1 "$KILL" "$ELASTIC" 300 1000 10
 	assert_success
 	assert_line "hvdrun: host 127.0.0.1 is back after its cool-down: 2 workers start there"
-	assert_line --regexp "^\[0\]<stdout>:rank 0 of 2: 150 steps, generation 2"
+	assert_line --regexp "^\[0\]<stdout>:rank 0 of 2: 300 steps, generation 2"
 	refute_output --partial "[2]<stdout>"
 	refute_output --partial "stopping the job"
 	wait_no_leftovers
-}
-
-# Wait until file $1 has $3 (default 1) lines with the text $2: 20 s at
-# most.
-wait_line() {
-	local i
-	for i in $(seq 1 400); do
-		[ "$(grep -cF -- "$2" "$1")" -ge "${3:-1}" ] && return 0
-		sleep 0.05
-	done
-	echo "no '$2' in $1:"
-	cat "$1"
-	return 1
-}
-
-# A discovery script that prints the file $BATS_TEST_TMPDIR/hosts.
-discovery_script() {
-	printf '#!/bin/sh\ncat "%s/hosts"\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/discover"
-	chmod +x "$BATS_TEST_TMPDIR/discover"
 }
 
 @test "elastic: --host-discovery-script: a host it lists joins up to --max-np, one it drops leaves, and joins again when listed; all end with the same weights" {
@@ -255,8 +239,13 @@ discovery_script() {
 	run "$HVDRUN" -np 2 --min-np 1 --slots-per-host 2 "$HELLO"
 	[ "$status" -eq 2 ]
 	assert_line --index 0 "hvdrun: --slots-per-host is for the bare names a --host-discovery-script prints"
-	# Its first run fails: the job cannot start (125).
 	chmod +x "$BATS_TEST_TMPDIR/discover"
+	echo localhost:2 >"$BATS_TEST_TMPDIR/hosts"
+	SLURM_JOB_ID=42 SLURM_JOB_NODELIST=localhost SLURM_TASKS_PER_NODE=2 run "$HVDRUN" --launcher srun \
+		--min-np 1 --host-discovery-script "$BATS_TEST_TMPDIR/discover" "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: --host-discovery-script: srun reaches only the allocation's nodes, not the hosts a script finds; use --launcher ssh"
+	# Its first run fails: the job cannot start (125).
 	printf 'localhost:2\n\nlocalhost\n' >"$BATS_TEST_TMPDIR/hosts"
 	run "$HVDRUN" --min-np 1 --host-discovery-script "$BATS_TEST_TMPDIR/discover" "$HELLO"
 	[ "$status" -eq 125 ]

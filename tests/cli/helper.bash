@@ -34,7 +34,7 @@ setup() {
 assert_no_leftovers() {
 	local f pid left=""
 	for f in "$PIDDIR"/*; do
-		[ -e "$f" ] || continue
+		[ -f "$f" ] || continue
 		pid=$(cat "$f")
 		# Empty: a worker stopped by the job between its shell's
 		# opening the file and writing its pid; it has ended.
@@ -109,4 +109,23 @@ assert_long_line_bounded() {
 		substr($0, 13) ~ /[^a]/ { bad++ } END { print bad + 0 }' "$out")" -eq 0 ]
 	echo "hvdrun's peak resident memory: $(cat "$BATS_TEST_TMPDIR/rss") KiB"
 	[ "$(cat "$BATS_TEST_TMPDIR/rss")" -lt 65536 ]
+}
+
+# Wait until file $1 has $3 (default 1) lines with the text $2: 20 s at
+# most.
+wait_line() {
+	local i
+	for i in $(seq 1 400); do
+		[ "$(grep -cF -- "$2" "$1")" -ge "${3:-1}" ] && return 0
+		sleep 0.05
+	done
+	echo "no '$2' in $1:"
+	cat "$1"
+	return 1
+}
+
+# A discovery script that prints the file $BATS_TEST_TMPDIR/hosts.
+discovery_script() {
+	printf '#!/bin/sh\ncat "%s/hosts"\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/discover"
+	chmod +x "$BATS_TEST_TMPDIR/discover"
 }

@@ -130,7 +130,9 @@ sigkill_job() {
 	assert_line --regexp "^hvdrun: mpirun( --allow-run-as-root)? -np 4 --mca plm_rsh_args"
 	refute_output --partial " -H "
 	assert_line "rank 3 of 4: allreduce success, 4"
-	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --mpi \
+	# Pinned: a free choice may take ns3 (while ns2 still ends the job
+	# before).
+	run slurm_exec salloc -Q -N2 -w ns1,ns2 --ntasks-per-node=2 "$HVDRUN" --mpi \
 		--network-interface eth0 sh -c 'echo "$OMPI_COMM_WORLD_RANK on $(hostname)"'
 	assert_success
 	assert_line "1 on ns1"
@@ -227,5 +229,21 @@ ENVDUMP='env | grep -Ev "^(SLURM_|SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "P
 	assert_failure 125
 	assert_output --partial "hvdrun: srun: node 'ns3' did not start the agent within 3 s (start timeout)"
 	[ -z "$(ls "$PIDDIR")" ]
+	assert_no_agent
+}
+
+@test "--launcher srun, elastic: a node's worker killed: its node leaves and the others go on; after its cool-down a step of its own starts its workers again and the job grows back" {
+	local want w
+	want=$("$ROOT/build/examples/elastic" 600 5 0 | sed -n 's/.*weights \(.*\)/\1/p')
+	ELASTIC_KILL="3:1" run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --launcher srun \
+		-x PIDDIR -x ELASTIC_KILL --min-np 2 --blacklist-cooldown-range 1 1 \
+		"$WORKERS/elastic_kill.sh" "$ROOT/build/examples/elastic" 600 5 10
+	assert_success
+	assert_line --regexp "^hvdrun: worker 3 on ns[1-3] was killed by signal 9 \(Killed\); its host leaves the job and 2 workers go on \(generation 2\); the host may return in 1 s$"
+	assert_line --regexp "^hvdrun: host ns[1-3] is back after its cool-down: 2 workers start there$"
+	for w in 0 1 2 3; do
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 600 steps, generation 3, [0-9]+ resets, weights $want$"
+	done
+	wait_no_leftovers
 	assert_no_agent
 }
