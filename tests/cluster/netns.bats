@@ -186,3 +186,73 @@ elastic_weights() {
 	done
 	wait_no_leftovers
 }
+
+# A PyTorch job of hvd.elastic.run and TorchState across namespace hosts
+# (tests/python/workers/elastic_train.py: 6 epochs of 96 samples, a
+# commit every 3 batches), the hosts listed by a discovery script. ns2 is
+# lost mid-epoch (MODE kill: its worker 3 SIGKILLs itself; link: its link
+# goes down), and the cluster's discovery drops it; the job goes on at 2.
+# Then ns2 is listed again and the job grows back to 4: all end at the
+# last epoch with the same weights, every epoch having seen every sample,
+# and nothing is left on any host.
+TRAIN=$ROOT/tests/python/workers/elastic_train.py
+
+# What the discovery script prints from now on: "$@", one a line (a
+# rename, so that it never reads half a file).
+list() {
+	printf '%s\n' "$@" >"$BATS_TEST_TMPDIR/hosts.new"
+	mv "$BATS_TEST_TMPDIR/hosts.new" "$BATS_TEST_TMPDIR/hosts"
+}
+
+torch_elastic_ns() {
+	local mode=$1 out=$BATS_TEST_TMPDIR/out
+	local pid job_status=0 kill=
+	/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "/usr/bin/python3 lacks torch (make deps)"
+	discovery_script
+	list ns1:2 ns2:2
+	[ "$mode" = kill ] && kill=3:8
+	ip netns exec "${RIG_NS}c" "$HVDRUN" "${SSH[@]}" --host-discovery-script "$BATS_TEST_TMPDIR/discover" \
+		--min-np 2 --max-np 4 --blacklist-cooldown-range 2 2 \
+		"$KILL" env KILL=$kill STEP_MS=100 EPOCHS=6 /usr/bin/python3 "$TRAIN" >"$out" 2>&1 &
+	pid=$!
+	wait_line "$out" "<stdout>:batch 0 " 10
+	if [ "$mode" = link ]; then
+		ip -n "${RIG_NS}2" link set eth0 down
+		wait_line "$out" "on ns2 stopped answering"
+	else
+		wait_line "$out" "hvdrun: worker 3 on ns2 was killed by signal 9 (Killed)"
+	fi
+	list ns1:2
+	[ "$mode" = kill ] || ip -n "${RIG_NS}2" link set eth0 up
+	wait_line "$out" "worker 1: reset: rank 1 of 2 (generation 2)"
+	# A few steps at 2, then ns2 is listed again.
+	wait_line "$out" "[1]<stdout>:batch" "$(($(grep -cF "[1]<stdout>:batch" "$out") + 3))"
+	list ns1:2 ns2:2
+	wait "$pid" || job_status=$?
+	cat "$out"
+	[ "$job_status" -eq 0 ]
+	if [ "$mode" = link ]; then
+		grep -Eq "^hvdrun: worker [23] on ns2 stopped answering: its host is unreachable; its host leaves the job and 2 workers go on \(generation 2\); the host may return in 2 s$" "$out"
+	else
+		grep -q "^hvdrun: worker 3 on ns2 was killed by signal 9 (Killed); its host leaves the job and 2 workers go on (generation 2); the host may return in 2 s$" "$out"
+	fi
+	grep -q "^hvdrun: host ns2 is back after its cool-down: 2 workers start there$" "$out"
+	grep -q "^\[0\]<stdout>:worker 0: reset: rank 0 of 4 (generation 3)$" "$out"
+	# Workers 0 and 1 and the two started on ns2 again end together.
+	[ "$(grep -Ec "^\[[0-9]\]<stdout>:worker [0-9]: done: rank [0-3] of 4, generation 3, epoch 6, " "$out")" -eq 4 ]
+	[ "$(sed -n 's/.*: done: .*, weights \(.*\)/\1/p' "$out" | sort -u | wc -l)" -eq 1 ]
+	grep -q "^\[0\]<stdout>:worker 0: done: rank 0 of 4" "$out"
+	grep -q "^\[1\]<stdout>:worker 1: done: rank 1 of 4" "$out"
+	awk -F'[ ,]' '/^\[[0-9]+\]<stdout>:batch / { for (i = 3; i <= NF; i++) seen[$2 " " $i] = 1 }
+		END { for (e = 0; e < 6; e++) { n = 0; for (i = 0; i < 96; i++) n += (e " " i) in seen
+			if (n != 96) { print "epoch " e " saw " n " of 96 samples"; bad = 1 } } exit bad }' "$out"
+	wait_no_leftovers 300
+}
+
+@test "elastic PyTorch: ns2's worker SIGKILLed mid-epoch and dropped by the discovery script: training goes on at 2 from the last commit; listed again, the job grows back to 4" {
+	torch_elastic_ns kill
+}
+
+@test "elastic PyTorch: ns2's link down mid-epoch and dropped by the discovery script: training goes on at 2 from the last commit; listed again, the job grows back to 4" {
+	torch_elastic_ns link
+}

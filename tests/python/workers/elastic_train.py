@@ -2,8 +2,9 @@
 TorchState (model, optimizer, ElasticSampler, epoch), a commit every
 COMMIT batches and at each epoch's end. KILL="ID:STEP" makes worker ID
 SIGKILL itself when it reaches its STEP-th step of the first generation
-(mid-epoch); STEP_MS: a pause after each step. Every batch's indices are printed ("batch EPOCH i,j,...")
-so that the test can check that no sample of any epoch was skipped; at
+(mid-epoch); STEP_MS: a pause after each step; EPOCHS: how many (3).
+Every batch's indices are printed ("batch EPOCH i,j,...") so that the
+test can check that no sample of any epoch was skipped; at
 the end each worker prints its world and a digest of its weights."""
 
 import hashlib
@@ -18,7 +19,7 @@ import torch  # noqa: E402
 import hvd.torch as hvd  # noqa: E402
 from hvd._lib import lib  # noqa: E402
 
-EPOCHS, N, B, COMMIT = 3, 96, 4, 3
+EPOCHS, N, B, COMMIT = int(os.environ.get("EPOCHS", "3")), 96, 4, 3
 WORKER = os.environ.get("HVD_WORKER_ID", os.environ.get("HOROVOD_RANK", "0"))
 kill = os.environ.get("KILL", "")
 kill_step = int(kill.split(":")[1]) if kill.split(":")[0] == WORKER else -1
