@@ -845,8 +845,9 @@ static void on_notes(struct sup *s)
 				hl_out_flush(&w->out[0]);
 				hl_out_flush(&w->out[1]);
 				worker_exited(s, w, note.status,
-					      note.kind == 'l' ? LOST_SESSION
-							       : EXITED);
+					      note.kind == 'l'	 ? LOST_SESSION
+					      : note.kind == 's' ? LOST_SILENT
+								 : EXITED);
 			}
 		}
 		/* Only our own threads write here: a bad note is a bug. */

@@ -7,6 +7,7 @@
  *   'o' / 'e'  a piece of the worker's stdout / stderr
  *   'x'        it exited: value is its wait(2) status
  *   'l'        its host was lost: value is the status to report
+ *   's'        its host fell silent (unreachable): the same
  *
  * One pipe for every remote rank keeps hvdrun's descriptors to a handful
  * whatever the size of the job, where a pipe a stream a rank would take
@@ -39,9 +40,9 @@ static void note_put(int fd, int rank, char kind, uint32_t value,
 	(void)hl_write_all(fd, note, n.len);
 }
 
-void hl_note_write(int fd, int rank, int status, bool lost)
+void hl_note_write(int fd, int rank, int status, char kind)
 {
-	note_put(fd, rank, lost ? 'l' : 'x', (uint32_t)status, NULL, 0);
+	note_put(fd, rank, kind, (uint32_t)status, NULL, 0);
 }
 
 void hl_note_output(int fd, int rank, int stream, const char *data, size_t n)
@@ -72,6 +73,7 @@ int hl_note_next(const char *p, size_t len, struct hl_note *note)
 	switch (note->kind) {
 	case 'x':
 	case 'l':
+	case 's':
 		note->status = (int)value;
 		return NOTE_HEAD;
 	case 'o':

@@ -62,18 +62,19 @@ extern const struct hl_spawner_ops hl_spawn_srun;
 bool hl_worker_remote(const struct hl_launch *l, size_t hi);
 /* The notes of the remote spawners (SSH and srun) to the supervisor, on
  * its notify fd (notes.c): a worker's output, in pieces, and its exit
- * (wait(2) status, or its host lost), each note one write(2) of at most
+ * (kind 'x' with its wait(2) status, 'l' its host lost, 's' its host
+ * silent), each note one write(2) of at most
  * PIPE_BUF bytes. hl_note_next decodes the first note of p: its length
  * with *note (data points into p), 0 when p holds no whole note yet, or
  * HL_EPROTO. */
 struct hl_note {
 	int rank;
-	char kind; /* 'o', 'e': output; 'x': exited; 'l': host lost */
+	char kind; /* 'o', 'e': output; 'x', 'l', 's': its end */
 	int status;
 	const char *data;
 	size_t len;
 };
-void hl_note_write(int fd, int rank, int status, bool lost);
+void hl_note_write(int fd, int rank, int status, char kind);
 void hl_note_output(int fd, int rank, int stream, const char *data, size_t n);
 int hl_note_next(const char *p, size_t len, struct hl_note *note);
 

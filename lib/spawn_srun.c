@@ -95,7 +95,8 @@ static void rank_done(struct step *st, struct srun_rank *r, int status,
 		      bool lost)
 {
 	if (!atomic_exchange(&r->done, true))
-		hl_note_write(st->s->notify_fd, r->w->rank, status, lost);
+		hl_note_write(st->s->notify_fd, r->w->rank, status,
+			      lost ? 'l' : 'x');
 }
 
 /* One whole line of the agent of step task `task` (records.h). */

@@ -7,12 +7,15 @@
  * control pipe, and reports each exit on the notify pipe. Both pipes'
  * messages are defined here, encoder beside decoder. */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../proto/wire.h"
@@ -71,6 +74,27 @@ static void find_port(struct ssh_host *h)
 	hl_rchan_close(&c);
 }
 
+/* Elastic: a host that falls silent (its link down, the machine off)
+ * ends its session within about 5 s, even while none of its workers holds
+ * a rendezvous connection that the rendezvous probes (about 3 s), as in
+ * the moment of a reset: TCP keepalive on the session's socket, and a
+ * bound on data it leaves unacknowledged. Not through a ProxyCommand's
+ * pipe. */
+static void watch_silence(struct ssh_host *h)
+{
+	int fd = ssh_get_fd(h->s), on = 1, idle = 2, every = 1, probes = 2;
+	unsigned int unacked_ms = 5000;
+
+	if (h->g->l->rdv == NULL || fd < 0)
+		return;
+	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &every, sizeof(every));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked_ms,
+			 sizeof(unacked_ms));
+}
+
 static int connect_host(struct ssh_host *h)
 {
 	char *err = NULL;
@@ -80,6 +104,7 @@ static int connect_host(struct ssh_host *h)
 		free(err);
 		return HL_ESTART;
 	}
+	watch_silence(h);
 	if (h->want_port)
 		find_port(h);
 	return HL_OK;
@@ -178,12 +203,25 @@ out:
 	return rc;
 }
 
-static void notify(struct ssh_host *h, struct rank_ch *r, int lost)
+/* kind: 'x' (exited), 'l' (session lost), 's' (host silent): notes.c. */
+static void notify(struct ssh_host *h, struct rank_ch *r, char kind)
 {
 	r->done = true;
 	if (!atomic_load(&r->superseded))
-		hl_note_write(h->g->notify_fd, r->w->rank, r->status,
-			      lost != 0);
+		hl_note_write(h->g->notify_fd, r->w->rank, r->status, kind);
+}
+
+/* How the session was lost: 's' when its socket timed out (keepalive or
+ * unacknowledged data: watch_silence) or the host became unreachable;
+ * libssh words a socket's error "Socket error: " and its strerror. */
+static char loss_kind(struct ssh_host *h)
+{
+	const char *e = ssh_get_error(h->s);
+
+	return e != NULL && (strstr(e, strerror(ETIMEDOUT)) != NULL ||
+			     strstr(e, strerror(EHOSTUNREACH)) != NULL)
+		       ? 's'
+		       : 'l';
 }
 
 /* Move what the channel has to the supervisor. HL_ESTART: the session
@@ -294,15 +332,17 @@ static void pump(struct ssh_host *h)
 			    (r->got_exit || ssh_channel_is_closed(r->ch))) {
 				if (!r->got_exit)
 					r->status = 255 << 8;
-				notify(h, r, 0);
+				notify(h, r, 'x');
 				left--;
 			}
 		}
 		if (lost) {
+			char kind = loss_kind(h);
+
 			for (i = 0; i < h->nranks; i++)
 				if (!h->ranks[i].done) {
 					h->ranks[i].status = 255 << 8;
-					notify(h, &h->ranks[i], 1);
+					notify(h, &h->ranks[i], kind);
 				}
 			break;
 		}
@@ -345,7 +385,7 @@ static void late_failed(struct ssh_host *h)
 			free(line);
 		}
 		r->status = 255 << 8;
-		notify(h, r, 1);
+		notify(h, r, 'l');
 	}
 }
 

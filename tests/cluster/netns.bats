@@ -187,6 +187,27 @@ elastic_weights() {
 	wait_no_leftovers
 }
 
+@test "elastic: a namespace host's link goes down as the job resets after another host's failure (during the reset or just after): one more generation, the last host goes on" {
+	local want pid job_status=0 out=$BATS_TEST_TMPDIR/out
+	want=$(elastic_weights 600)
+	ip netns exec "${RIG_NS}c" env ELASTIC_KILL=5:1 "$HVDRUN" "${SSH[@]}" -x ELASTIC_KILL \
+		-H ns1:2,ns2:2,ns3:2 --min-np 2 "$KILL" "$ELASTIC" 600 5 10 >"$out" 2>&1 &
+	pid=$!
+	wait_line "$out" "hvdrun: worker 5 on ns3 was killed by signal 9 (Killed)"
+	# ns2 drops off the network while the others form generation 2.
+	ip -n "${RIG_NS}2" link set eth0 down
+	wait_line "$out" "on ns2 stopped answering"
+	ip -n "${RIG_NS}2" link set eth0 up
+	wait "$pid" || job_status=$?
+	cat "$out"
+	[ "$job_status" -eq 0 ]
+	grep -q "^hvdrun: worker 5 on ns3 was killed by signal 9 (Killed); its host leaves the job and 4 workers go on (generation 2)$" "$out"
+	grep -Eq "^hvdrun: worker [23] on ns2 stopped answering: its host is unreachable; its host leaves the job and 2 workers go on \(generation 3\)$" "$out"
+	grep -Eq "^\[0\]<stdout>:rank 0 of 2: 600 steps, generation 3, [12] resets, weights $want$" "$out"
+	grep -Eq "^\[1\]<stdout>:rank 1 of 2: 600 steps, generation 3, [12] resets, weights $want$" "$out"
+	wait_no_leftovers 300
+}
+
 # A PyTorch job of hvd.elastic.run and TorchState across namespace hosts
 # (tests/python/workers/elastic_train.py: 6 epochs of 96 samples, a
 # commit every 3 batches), the hosts listed by a discovery script. ns2 is

@@ -555,8 +555,9 @@ static void test_notes(void)
 		big[i] = (char)(i * 7);
 	CHECK(pipe(fd) == 0);
 	hl_note_output(fd[1], 5, 1, big, sizeof(big));
-	hl_note_write(fd[1], 5, 256, false);
-	hl_note_write(fd[1], 6, 0, true);
+	hl_note_write(fd[1], 5, 256, 'x');
+	hl_note_write(fd[1], 6, 0, 'l');
+	hl_note_write(fd[1], 7, 255 << 8, 's');
 	close(fd[1]);
 	while ((n = read(fd[0], buf + len, sizeof(buf) - len)) > 0)
 		len += (size_t)n;
@@ -572,12 +573,16 @@ static void test_notes(void)
 		} else if (note.kind == 'x') {
 			CHECK(note.rank == 5 && note.status == 256);
 			exits++;
+		} else if (note.kind == 'l') {
+			CHECK(note.rank == 6 && exits == 1);
+			exits++;
 		} else {
-			CHECK(note.kind == 'l' && note.rank == 6 && exits == 1);
+			CHECK(note.kind == 's' && note.rank == 7 &&
+			      note.status == 255 << 8 && exits == 2);
 			exits++;
 		}
 	}
-	CHECK(used == 0 && at == len && exits == 2 && pieces == 3);
+	CHECK(used == 0 && at == len && exits == 3 && pieces == 3);
 	CHECK(ngot == sizeof(big) && memcmp(got, big, sizeof(big)) == 0);
 	/* Every cut of the first note waits for the rest. */
 	used = hl_note_next(buf, len, &note);
