@@ -32,10 +32,13 @@
 #define PENDING_SPARE 256
 #define ACCEPTS_PER_WAKE 64
 /* Elastic: a worker's connection idle this long gets TCP keepalive
- * probes, one a second; LOST_PROBES unanswered ones and its host is
- * lost (its link down, the host off): about 3 s from the silence. */
+ * probes, one a second; when nothing came back for LOST_MS and a probe
+ * went unanswered (TCP_USER_TIMEOUT decides for keepalive, tcp(7)), or
+ * LOST_PROBES went unanswered, its host is lost (its link down, the host
+ * off): about 2 s from the silence. */
 #define LOST_IDLE_S 1
 #define LOST_PROBES 2
+#define LOST_MS 2000
 
 struct conn {
 	int fd;
@@ -163,6 +166,7 @@ static int accept_one(struct hl_rdv *r)
 	}
 	if (r->elastic) {
 		int on = 1, idle = LOST_IDLE_S, probes = LOST_PROBES;
+		unsigned int lost_ms = LOST_MS;
 
 		(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
@@ -171,6 +175,8 @@ static int accept_one(struct hl_rdv *r)
 				 sizeof(idle));
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes,
 				 sizeof(probes));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &lost_ms,
+				 sizeof(lost_ms));
 	}
 	c = &r->conns[r->nconns];
 	memset(c, 0, sizeof(*c));

@@ -76,7 +76,7 @@ static void find_port(struct ssh_host *h)
 
 /* Elastic: a host that falls silent (its link down, the machine off)
  * ends its session within about 5 s, even while none of its workers holds
- * a rendezvous connection that the rendezvous probes (about 3 s), as in
+ * a rendezvous connection that the rendezvous probes (about 2 s), as in
  * the moment of a reset: TCP keepalive on the session's socket, and a
  * bound on data it leaves unacknowledged. Not through a ProxyCommand's
  * pipe. */
