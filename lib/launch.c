@@ -450,7 +450,7 @@ static void regrow(struct sup *s)
 	for (h = 0; h < l->hosts->n && live < l->max_np; h++) {
 		struct hl_event ev = {HL_EV_GROW, -1, l->hosts->v[h].name, text,
 				      0};
-		bool back = s->hs[h].back != 0, remote;
+		bool back = s->hs[h].back != 0;
 		int here = 0, n, want;
 
 		if (!s->hs[h].listed || s->hs[h].back > now)
@@ -464,9 +464,6 @@ static void regrow(struct sup *s)
 			want = l->max_np - live;
 		if (want <= 0)
 			continue;
-		remote = hl_worker_remote(l, h);
-		if (s->ctx[remote] == NULL)
-			continue; /* not opened: out of memory at the start */
 		s->hs[h].back = 0;
 		n = start_on(s, h, pick_records(s, h, want), text,
 			     sizeof(text));

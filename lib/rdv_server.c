@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -32,12 +31,9 @@
 #define PENDING_SPARE 256
 #define ACCEPTS_PER_WAKE 64
 /* Elastic: a worker's connection idle this long gets TCP keepalive
- * probes, one a second; when nothing came back for LOST_MS and a probe
- * went unanswered (TCP_USER_TIMEOUT decides for keepalive, tcp(7)), or
- * LOST_PROBES went unanswered, its host is lost (its link down, the host
- * off): about 2 s from the silence. */
+ * probes; nothing back for LOST_MS with one unanswered and its host is
+ * lost (its link down, the host off): about 2 s from the silence. */
 #define LOST_IDLE_S 1
-#define LOST_PROBES 2
 #define LOST_MS 2000
 
 struct conn {
@@ -164,20 +160,8 @@ static int accept_one(struct hl_rdv *r)
 		r->conns = v;
 		r->cap = cap;
 	}
-	if (r->elastic) {
-		int on = 1, idle = LOST_IDLE_S, probes = LOST_PROBES;
-		unsigned int lost_ms = LOST_MS;
-
-		(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
-				 sizeof(idle));
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle,
-				 sizeof(idle));
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes,
-				 sizeof(probes));
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &lost_ms,
-				 sizeof(lost_ms));
-	}
+	if (r->elastic)
+		hl_watch_silence(fd, LOST_IDLE_S, LOST_MS);
 	c = &r->conns[r->nconns];
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;

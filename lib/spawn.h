@@ -42,9 +42,9 @@ struct hl_spawner_ops {
 		    int n, int notify_fd, char **cause);
 	int (*start)(void *ctx, char **cause);
 	/* Elastic: start the n workers w, all of one host, again (each has
-	 * exited), or NULL where the spawner cannot. The SSH spawner
-	 * connects in the background: a host it cannot reach reports each
-	 * worker lost, as a host lost later would. */
+	 * exited). The SSH and srun spawners connect in the background: a
+	 * host they cannot reach reports each worker lost, as a host lost
+	 * later would. */
 	int (*restart)(void *ctx, struct hl_worker *const *w, int n,
 		       char **cause);
 	int (*signal)(void *ctx, struct hl_worker *w, int sig);

@@ -55,7 +55,8 @@ struct step {
 	struct hl_buf *part; /* by task: a line srun cut, so far */
 	pthread_t thread;
 	bool thread_started;
-	bool eof; /* srun's output ended */
+	bool eof;	      /* srun's output ended */
+	atomic_bool finished; /* and the reader has said all it will */
 };
 
 struct srun {
@@ -63,7 +64,7 @@ struct srun {
 	int notify_fd;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct step **steps; /* the first (NULL when none), then restarts */
+	struct step **steps; /* the first, then restarts; ended ones freed */
 	size_t nsteps;
 	struct step **at; /* by worker id: the step that started it last */
 	size_t nport;	  /* 'p' answers: 1 once rank 0's host answered */
@@ -190,6 +191,7 @@ static void *reader(void *arg)
 	pthread_mutex_unlock(&s->lock);
 	for (i = 0; i < st->nr; i++)
 		rank_done(st, &st->r[i], W_EXITCODE(255, 0), true);
+	atomic_store(&st->finished, true);
 	return NULL;
 }
 
@@ -327,8 +329,8 @@ static void step_free(struct step *st)
 }
 
 /* A step of an agent on each of the hosts `hosts` (nh, in the job's
- * order) for the nw workers w (all theirs), kept in s->steps: srun
- * started and its output read by a thread of the step's own. */
+ * order) for the nw workers w (all theirs), the last of s->steps:
+ * srun started and its output read by a thread of the step's own. */
 static int step_start(struct srun *s, const size_t *hosts, size_t nh,
 		      struct hl_worker *const *w, size_t nw, char **cause)
 {
@@ -347,6 +349,7 @@ static int step_start(struct srun *s, const size_t *hosts, size_t nh,
 	}
 	st->s = s;
 	st->pidfd = st->in_fd = st->out_fd = -1;
+	atomic_init(&st->finished, false);
 	s->steps[s->nsteps++] = st;
 	st->hosts = calloc(nh, sizeof(*st->hosts));
 	st->task_of = malloc(l->hosts->n * sizeof(*st->task_of));
@@ -616,6 +619,29 @@ static int srun_start(void *ctx, char **cause)
 	return HL_OK;
 }
 
+/* Elastic: the steps that have ended (srun, and so their workers) are
+ * freed, so that a long job's restarts keep no descriptor, thread or
+ * memory of them. Their readers are done: joining them waits for
+ * nothing. */
+static void free_ended(struct srun *s)
+{
+	size_t i, j, k = 0;
+
+	for (i = 0; i < s->nsteps; i++) {
+		struct step *st = s->steps[i];
+
+		if (!atomic_load(&st->finished)) {
+			s->steps[k++] = st;
+			continue;
+		}
+		for (j = 0; j < st->nr; j++)
+			if (s->at[st->r[j].w->rank] == st)
+				s->at[st->r[j].w->rank] = NULL;
+		step_free(st);
+	}
+	s->nsteps = k;
+}
+
 /* Elastic: the n workers w of one host again, in a step of their own
  * (the host's last agent ended with its workers, or with the node).
  * Nothing waits: a node that srun cannot reach ends the step, and each
@@ -640,6 +666,7 @@ static int srun_restart(void *ctx, struct hl_worker *const *w, int n,
 		if (old != NULL)
 			atomic_store(&old->done, true);
 	}
+	free_ended(s);
 	rc = step_start(s, &host, 1, w, (size_t)n, cause);
 	if (rc != HL_OK)
 		return rc;

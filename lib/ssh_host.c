@@ -7,15 +7,12 @@
  * control pipe, and reports each exit on the notify pipe. Both pipes'
  * messages are defined here, encoder beside decoder. */
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../proto/wire.h"
@@ -74,27 +71,6 @@ static void find_port(struct ssh_host *h)
 	hl_rchan_close(&c);
 }
 
-/* Elastic: a host that falls silent (its link down, the machine off)
- * ends its session within about 5 s, even while none of its workers holds
- * a rendezvous connection that the rendezvous probes (about 2 s), as in
- * the moment of a reset: TCP keepalive on the session's socket, and a
- * bound on data it leaves unacknowledged. Not through a ProxyCommand's
- * pipe. */
-static void watch_silence(struct ssh_host *h)
-{
-	int fd = ssh_get_fd(h->s), on = 1, idle = 2, every = 1, probes = 2;
-	unsigned int unacked_ms = 5000;
-
-	if (h->g->l->rdv == NULL || fd < 0)
-		return;
-	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &every, sizeof(every));
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked_ms,
-			 sizeof(unacked_ms));
-}
-
 static int connect_host(struct ssh_host *h)
 {
 	char *err = NULL;
@@ -104,7 +80,12 @@ static int connect_host(struct ssh_host *h)
 		free(err);
 		return HL_ESTART;
 	}
-	watch_silence(h);
+	/* Elastic: a host that falls silent (its link down, the machine
+	 * off) ends its session within about 5 s, even while none of its
+	 * workers holds a rendezvous connection that the rendezvous watches
+	 * (about 2 s), as in the moment of a reset. */
+	if (h->g->l->rdv != NULL)
+		hl_watch_silence(ssh_get_fd(h->s), 2, 5000);
 	if (h->want_port)
 		find_port(h);
 	return HL_OK;
@@ -212,7 +193,7 @@ static void notify(struct ssh_host *h, struct rank_ch *r, char kind)
 }
 
 /* How the session was lost: 's' when its socket timed out (keepalive or
- * unacknowledged data: watch_silence) or the host became unreachable;
+ * unacknowledged data: connect_host) or the host became unreachable;
  * libssh words a socket's error "Socket error: " and its strerror. */
 static char loss_kind(struct ssh_host *h)
 {

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -187,6 +190,18 @@ int hl_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)w;
 	}
 	return HL_OK;
+}
+
+void hl_watch_silence(int fd, int idle_s, unsigned int lost_ms)
+{
+	int on = 1, every = 1;
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s,
+			 sizeof(idle_s));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &every, sizeof(every));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &lost_ms,
+			 sizeof(lost_ms));
 }
 
 int hl_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)

@@ -64,6 +64,13 @@ char *hl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Write all of buf to fd, retrying on EINTR and short writes. */
 int hl_write_all(int fd, const void *buf, size_t len);
 
+/* Elastic: TCP socket fd finds its peer gone silent (its link down, the
+ * machine off): keepalive probes after idle_s seconds without traffic,
+ * one a second, and the connection fails with ETIMEDOUT once nothing came
+ * back for lost_ms with a probe or data unanswered (TCP_USER_TIMEOUT
+ * decides for keepalive too, tcp(7)). Not a socket: nothing happens. */
+void hl_watch_silence(int fd, int idle_s, unsigned int lost_ms);
+
 /* pthread_create with every signal blocked in the new thread: signals
  * are for the main thread's signalfd, never a helper's. */
 int hl_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);

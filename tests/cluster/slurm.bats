@@ -232,17 +232,20 @@ ENVDUMP='env | grep -Ev "^(SLURM_|SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "P
 	assert_no_agent
 }
 
-@test "--launcher srun, elastic: a node's worker killed: its node leaves and the others go on; after its cool-down a step of its own starts its workers again and the job grows back" {
+@test "--launcher srun, elastic: a node's worker killed: its node leaves and the others go on; after its cool-down a step of its own starts its workers again and the job grows back; then the other node, the same" {
 	local want w
-	want=$("$ROOT/build/examples/elastic" 600 5 0 | sed -n 's/.*weights \(.*\)/\1/p')
-	ELASTIC_KILL="3:1" run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --launcher srun \
+	want=$("$ROOT/build/examples/elastic" 1200 5 0 | sed -n 's/.*weights \(.*\)/\1/p')
+	# Worker 3 dies at 1 s, worker 1 (the other node) at 4 s: the
+	# second return's step comes once the first step has ended.
+	ELASTIC_KILL="3:1 1:4" run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --launcher srun \
 		-x PIDDIR -x ELASTIC_KILL --min-np 2 --blacklist-cooldown-range 1 1 \
-		"$WORKERS/elastic_kill.sh" "$ROOT/build/examples/elastic" 600 5 10
+		"$WORKERS/elastic_kill.sh" "$ROOT/build/examples/elastic" 1200 5 10
 	assert_success
 	assert_line --regexp "^hvdrun: worker 3 on ns[1-3] was killed by signal 9 \(Killed\); its host leaves the job and 2 workers go on \(generation 2\); the host may return in 1 s$"
-	assert_line --regexp "^hvdrun: host ns[1-3] is back after its cool-down: 2 workers start there$"
+	assert_line --regexp "^hvdrun: worker 1 on ns[1-3] was killed by signal 9 \(Killed\); its host leaves the job and 2 workers go on \(generation 4\); the host may return in 1 s$"
+	[ "$(grep -Ec "^hvdrun: host ns[1-3] is back after its cool-down: 2 workers start there$" <<<"$output")" -eq 2 ]
 	for w in 0 1 2 3; do
-		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 600 steps, generation 3, [0-9]+ resets, weights $want$"
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 1200 steps, generation 5, [0-9]+ resets, weights $want$"
 	done
 	wait_no_leftovers
 	assert_no_agent
