@@ -208,6 +208,60 @@ static int ssh_start(void *ctx, char **cause)
 	return HL_OK;
 }
 
+/* Session h ends: its thread told to quit and joined, its channels
+ * closed (each agent sees EOF and ends its worker), its connection
+ * closed. */
+static void session_free(struct ssh_host *h)
+{
+	size_t j;
+
+	if (h->ctl[1] >= 0)
+		close(h->ctl[1]); /* the pump's quit */
+	if (h->thread_started)
+		pthread_join(h->thread, NULL);
+	for (j = 0; j < h->nranks; j++) {
+		struct rank_ch *r = &h->ranks[j];
+
+		if (r->ch != NULL) {
+			ssh_channel_close(r->ch);
+			ssh_channel_free(r->ch);
+		}
+	}
+	if (h->s != NULL) {
+		ssh_disconnect(h->s);
+		ssh_free(h->s);
+	}
+	if (h->ctl[0] >= 0)
+		close(h->ctl[0]);
+	for (j = 0; j < h->nranks; j++)
+		hl_strvec_close(&h->ranks[j].env);
+	free(h->ranks);
+	free(h->error);
+	free(h);
+}
+
+/* Elastic: the sessions whose threads have returned (their workers all
+ * ended, or their host was lost) are freed, so that a long job's
+ * restarts keep no connection, descriptor or thread of them. */
+static void free_ended(struct ssh_group *g)
+{
+	size_t i, j, k = 0;
+
+	for (i = 0; i < g->nhosts; i++) {
+		struct ssh_host *h = g->hosts[i];
+
+		if (!atomic_load(&h->finished)) {
+			g->hosts[k++] = h;
+			continue;
+		}
+		for (j = 0; j < h->nranks; j++)
+			if (g->at[h->ranks[j].w->rank] == h)
+				g->at[h->ranks[j].w->rank] = NULL;
+		session_free(h);
+	}
+	g->nhosts = k;
+}
+
 /* Elastic: the n workers w of one host again, each in a new session
  * (the host's last ones may be gone with it). Its thread connects and
  * starts them in the background; the go was given long ago. */
@@ -215,9 +269,11 @@ static int ssh_restart(void *ctx, struct hl_worker *const *w, int n,
 		       char **cause)
 {
 	struct ssh_group *g = ctx;
-	size_t from = g->nhosts, j;
+	size_t from, j;
 	int k, rc;
 
+	free_ended(g);
+	from = g->nhosts;
 	for (k = 0; k < n; k++) {
 		struct ssh_host *old = g->at[w[k]->rank];
 
@@ -244,7 +300,7 @@ static int ssh_signal(void *ctx, struct hl_worker *w, int sig)
 static void ssh_close(void *ctx)
 {
 	struct ssh_group *g = ctx;
-	size_t i, j;
+	size_t i;
 
 	if (g == NULL)
 		return;
@@ -252,34 +308,8 @@ static void ssh_close(void *ctx)
 	g->abort = true;
 	pthread_cond_broadcast(&g->cond);
 	pthread_mutex_unlock(&g->lock);
-	for (i = 0; i < g->nhosts; i++) {
-		struct ssh_host *h = g->hosts[i];
-
-		if (h->ctl[1] >= 0)
-			close(h->ctl[1]); /* the pump's quit */
-		if (h->thread_started)
-			pthread_join(h->thread, NULL);
-		for (j = 0; j < h->nranks; j++) {
-			struct rank_ch *r = &h->ranks[j];
-
-			if (r->ch != NULL) {
-				/* The agent sees EOF and ends the worker. */
-				ssh_channel_close(r->ch);
-				ssh_channel_free(r->ch);
-			}
-		}
-		if (h->s != NULL) {
-			ssh_disconnect(h->s);
-			ssh_free(h->s);
-		}
-		if (h->ctl[0] >= 0)
-			close(h->ctl[0]);
-		for (j = 0; j < h->nranks; j++)
-			hl_strvec_close(&h->ranks[j].env);
-		free(h->ranks);
-		free(h->error);
-		free(h);
-	}
+	for (i = 0; i < g->nhosts; i++)
+		session_free(g->hosts[i]);
 	free(g->hosts);
 	free(g->at);
 	sem_destroy(&g->slots);

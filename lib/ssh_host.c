@@ -370,9 +370,8 @@ static void late_failed(struct ssh_host *h)
 	}
 }
 
-void *hl_ssh_host_main(void *arg)
+static void host_main(struct ssh_host *h)
 {
-	struct ssh_host *h = arg;
 	struct ssh_group *g = h->g;
 	size_t i;
 	bool go;
@@ -397,12 +396,12 @@ void *hl_ssh_host_main(void *arg)
 	pthread_mutex_unlock(&g->lock);
 	if (!go) {
 		late_failed(h);
-		return NULL;
+		return;
 	}
 	for (i = 0; i < h->nranks; i++)
 		if (start_rank(h, &h->ranks[i]) != 0) {
 			late_failed(h);
-			return NULL;
+			return;
 		}
 	pthread_mutex_lock(&g->lock);
 	h->started = true;
@@ -410,5 +409,13 @@ void *hl_ssh_host_main(void *arg)
 	pthread_cond_broadcast(&g->cond);
 	pthread_mutex_unlock(&g->lock);
 	pump(h);
+}
+
+void *hl_ssh_host_main(void *arg)
+{
+	struct ssh_host *h = arg;
+
+	host_main(h);
+	atomic_store(&h->finished, true);
 	return NULL;
 }

@@ -36,6 +36,7 @@ struct ssh_host {
 	ssh_session s;
 	pthread_t thread;
 	bool thread_started;
+	atomic_bool finished; /* its thread has returned */
 	struct rank_ch *ranks;
 	size_t nranks;
 	int ctl[2]; /* control pipe: {rank, signal} from the supervisor */
