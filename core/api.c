@@ -2,6 +2,7 @@
  * caller's thread (a bad one fails at once, with hvd_error_message()),
  * describes what every rank must agree on (struct hvd__meta), and queues
  * the request (queue.c); the background thread does the rest. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,74 @@ struct call {
 	const size_t *sendcounts; /* alltoall */
 	size_t *recvcounts;	  /* alltoall */
 };
+
+/* The shape of this thread's next collective (hvd_next_shape). */
+static __thread struct {
+	uint32_t ndim;
+	int64_t dims[HVD__SHAPE_MAX];
+} next_shape;
+
+HVD_EXPORT int hvd_next_shape(int ndim, const int64_t *dims)
+{
+	int d;
+
+	next_shape.ndim = 0;
+	if (ndim < 0 || (ndim > 0 && dims == NULL)) {
+		hvd__set_error("a shape of %d dimensions%s", ndim,
+			       dims == NULL ? " and no sizes" : "");
+		return HVD_EINVAL;
+	}
+	for (d = 0; d < ndim; d++) {
+		int k = d < HVD__SHAPE_MAX ? d : HVD__SHAPE_MAX - 1;
+
+		if (dims[d] < 0) {
+			hvd__set_error("dimension %d of a shape is %" PRId64, d,
+				       dims[d]);
+			next_shape.ndim = 0;
+			return HVD_EINVAL;
+		}
+		/* Past the most kept, the last kept is their product. */
+		next_shape.dims[k] =
+			d == k ? dims[d] : next_shape.dims[k] * dims[d];
+	}
+	next_shape.ndim =
+		(uint32_t)(ndim < HVD__SHAPE_MAX ? ndim : HVD__SHAPE_MAX);
+	return HVD_OK;
+}
+
+/* The shape set for this call, once (the next call has none). */
+static void take_shape(struct hvd__meta *m)
+{
+	m->ndim = next_shape.ndim;
+	memcpy(m->dims, next_shape.dims, sizeof(m->dims));
+	next_shape.ndim = 0;
+}
+
+/* A shape must hold the call's elements (and rows); an allgather's or
+ * alltoall's first dimension is this rank's own, and may differ. */
+static int check_shape(struct hvd__meta *m, uint64_t count)
+{
+	uint64_t n = 1, rest = 1;
+	uint32_t d;
+
+	if (m->ndim == 0)
+		return HVD_OK;
+	for (d = 0; d < m->ndim; d++) {
+		n *= (uint64_t)m->dims[d];
+		rest *= d > 0 ? (uint64_t)m->dims[d] : 1;
+	}
+	if (n != count ||
+	    (m->block > 0 && m->ndim > 1 && count > 0 && rest != m->block)) {
+		hvd__set_error(
+			"a shape of %" PRIu64 " elements (rows of %" PRIu64
+			") for a call of %" PRIu64 " (rows of %" PRIu64 ")",
+			n, rest, count, m->block);
+		return HVD_EINVAL;
+	}
+	if (m->type == HVD__REQ_ALLGATHER || m->type == HVD__REQ_ALLTOALL)
+		m->dims[0] = -1;
+	return HVD_OK;
+}
 
 static int check_name(const char *name)
 {
@@ -54,11 +123,11 @@ static int check_reduction(enum hvd_dtype t, enum hvd_op op, double pre,
 		hvd__set_error("unknown op %d", (int)op);
 		return HVD_EINVAL;
 	}
-	if ((pre != 1.0 || post != 1.0) && !hvd__dtype_float(t)) {
+	if (gpu && (pre != 1.0 || post != 1.0) && !hvd__dtype_float(t)) {
 		hvd__set_error(
-			"scaling factors (%g, %g) need a floating-point dtype, not %s",
-			pre, post, hvd__dtype_name(t));
-		return HVD_EINVAL;
+			"on the GPU, scaling factors (%g, %g) need a floating-point dtype, not %s (scale %s tensors on the CPU)",
+			pre, post, hvd__dtype_name(t), hvd__dtype_name(t));
+		return HVD_ENOTSUP;
 	}
 	if (gpu && t == HVD_INT16) {
 		hvd__set_error("NCCL cannot reduce int16 tensors");
@@ -92,7 +161,7 @@ static int gpu_buffer(bool gpu, const void *buf, size_t bytes, void **ready)
 
 /* Check the send (and, if apart, receive) buffer of a GPU call, then
  * make the request and queue it. */
-static int queue_call(const struct call *c, size_t sbytes, size_t rbytes,
+static int queue_call(struct call *c, size_t sbytes, size_t rbytes,
 		      hvd_handle **out)
 {
 	struct hvd__req *r;
@@ -100,6 +169,8 @@ static int queue_call(const struct call *c, size_t sbytes, size_t rbytes,
 	void *ready = NULL;
 	int rc = check_name(c->name);
 
+	if (rc == HVD_OK)
+		rc = check_shape(&c->m, c->local_count);
 	*out = NULL;
 	if (rc == HVD_OK && c->recvbuf != NULL && c->recvbuf != c->sendbuf)
 		rc = gpu_buffer(c->m.gpu, c->recvbuf, rbytes, NULL);
@@ -149,6 +220,7 @@ static int allreduce_async(const char *name, const void *sendbuf, void *recvbuf,
 	int rc = check_args(sendbuf, count, dtype);
 
 	*out = NULL;
+	take_shape(&c.m);
 	if (rc == HVD_OK)
 		rc = check_args(recvbuf, count, dtype);
 	if (rc == HVD_OK)
@@ -174,6 +246,7 @@ static int broadcast_async(const char *name, void *buf, size_t count,
 	int rc = check_args(buf, count, dtype);
 
 	*out = NULL;
+	take_shape(&c.m);
 	if (rc == HVD_OK && (root < 0 || root >= hvd__g.size)) {
 		hvd__set_error("root %d is not a rank of this job of %d", root,
 			       hvd__g.size);
@@ -201,6 +274,7 @@ static int allgather_async(const char *name, const void *sendbuf, size_t count,
 	int rc = check_args(sendbuf, count, dtype);
 
 	*out = NULL;
+	take_shape(&c.m);
 	if (rc == HVD_OK && (recvbuf == NULL || recvcount == NULL)) {
 		hvd__set_error("allgather needs somewhere to put its result");
 		rc = HVD_EINVAL;
@@ -232,6 +306,7 @@ static int alltoall_async(const char *name, const void *sendbuf,
 	int i, rc = check_args(sendbuf, 0, dtype);
 
 	*out = NULL;
+	take_shape(&c.m);
 	if (rc == HVD_OK && (sendcounts == NULL || recvbuf == NULL ||
 			     recvcount == NULL || recvcounts == NULL)) {
 		hvd__set_error("alltoall needs sendcounts, recvbuf, recvcount "
@@ -278,6 +353,7 @@ static int reducescatter_async(const char *name, const void *sendbuf,
 	int rc = check_args(sendbuf, count, dtype);
 
 	*out = NULL;
+	take_shape(&c.m);
 	if (rc == HVD_OK && (block == 0 || count % block != 0)) {
 		hvd__set_error(
 			"reducescatter: %zu elements are not whole rows of %zu",
@@ -571,12 +647,24 @@ HVD_EXPORT int hvd_allgather_gpu(const char *name, const void *sendbuf,
 /* The barrier and join have fixed names: one of each in flight. */
 static int fixed(const char *name, enum hvd__req_type type)
 {
-	struct call c = {
-		.name = name,
-		.m = {(uint8_t)type, HVD_UINT8, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0}};
+	struct call c = {.name = name,
+			 .m = {(uint8_t)type,
+			       HVD_UINT8,
+			       0,
+			       0,
+			       0,
+			       0,
+			       0,
+			       1,
+			       1,
+			       0,
+			       0,
+			       0,
+			       {0}}};
 	hvd_handle *h = NULL;
 	int rc = sync_start();
 
+	next_shape.ndim = 0; /* a barrier has no shape: one set is dropped */
 	if (rc == HVD_OK)
 		rc = queue_call(&c, 0, 0, &h);
 	return finish(rc, h);

@@ -5,7 +5,8 @@
  *   requests   u32 n, then n times: str name, meta
  *   responses  u32 n, then n times: str name, meta, i32 cache, str error
  *   meta       u8 type, dtype, op, gpu; i32 root; u64 count, block;
- *              f64 prescale, postscale; u64 group; u32 group_n
+ *              f64 prescale, postscale; u64 group; u32 group_n;
+ *              u8 ndim, then ndim times: i64 dim
  *
  * where str is a u32 length (WIRE_NONE: none) and its bytes. */
 #include <stdlib.h>
@@ -17,12 +18,14 @@
 /* The most a control message may be (a sender's and a receiver's cap). */
 #define CTL_MAX ((size_t)1 << 32)
 /* The fewest bytes one request and one response take. */
-#define META_LEN (4 + 4 + 8 * 5 + 4)
+#define META_LEN (4 + 4 + 8 * 5 + 4 + 1)
 #define REQ_MIN (4 + META_LEN)
 #define RESP_MIN (4 + META_LEN + 4 + 4)
 
 static void put_meta(struct wire_w *w, const struct hvd__meta *m)
 {
+	uint32_t d;
+
 	wire_put_u8(w, m->type);
 	wire_put_u8(w, m->dtype);
 	wire_put_u8(w, m->op);
@@ -34,10 +37,15 @@ static void put_meta(struct wire_w *w, const struct hvd__meta *m)
 	wire_put_f64(w, m->postscale);
 	wire_put_u64(w, m->group);
 	wire_put_u32(w, m->group_n);
+	wire_put_u8(w, (uint8_t)m->ndim);
+	for (d = 0; d < m->ndim; d++)
+		wire_put_u64(w, (uint64_t)m->dims[d]);
 }
 
 static void get_meta(struct wire_r *r, struct hvd__meta *m)
 {
+	uint32_t d;
+
 	memset(m, 0, sizeof(*m));
 	m->type = wire_get_u8(r);
 	m->dtype = wire_get_u8(r);
@@ -50,10 +58,15 @@ static void get_meta(struct wire_r *r, struct hvd__meta *m)
 	m->postscale = wire_get_f64(r);
 	m->group = wire_get_u64(r);
 	m->group_n = wire_get_u32(r);
+	m->ndim = wire_get_u8(r);
 	/* Values that index tables stay in range, whoever sent them. */
 	if (m->type > HVD__REQ_JOIN || m->dtype > HVD_INT16 ||
-	    m->op > HVD_PRODUCT || m->gpu > 1)
+	    m->op > HVD_PRODUCT || m->gpu > 1 || m->ndim > HVD__SHAPE_MAX) {
 		r->bad = true;
+		m->ndim = 0;
+	}
+	for (d = 0; d < m->ndim; d++)
+		m->dims[d] = (int64_t)wire_get_u64(r);
 }
 
 static int send_msg(const struct hvd__comm *c, int to, const struct wire_w *b)

@@ -49,6 +49,10 @@ enum hvd__req_type {
 /* "allreduce", ...: indexed by enum hvd__req_type. */
 extern const char *const hvd__req_names[];
 
+/* The most dimensions a tensor's shape keeps (hvd_next_shape): the
+ * dimensions past the last are folded into it. */
+#define HVD__SHAPE_MAX 8
+
 /* What every rank must agree on for one tensor. */
 struct hvd__meta {
 	uint8_t type, dtype, op;
@@ -59,7 +63,11 @@ struct hvd__meta {
 	double prescale, postscale; /* allreduce, reducescatter */
 	uint64_t group;		    /* grouped: a hash of the members' names */
 	uint32_t group_n;	    /* grouped: how many members (else 0) */
-	uint32_t unused;
+	/* The tensor's shape, when the caller gave one (hvd_next_shape;
+	 * ndim 0: none). An allgather's or alltoall's first dimension may
+	 * differ between ranks: it is -1 here. */
+	uint32_t ndim;
+	int64_t dims[HVD__SHAPE_MAX];
 };
 
 struct hvd_handle {

@@ -1021,5 +1021,5 @@ void hvd__gpu_free(struct hvd__gpu *g, bool broken)
 
 HVD_EXPORT int hvd_nccl_built(void)
 {
-	return 1;
+	return NCCL_VERSION_CODE; /* as Horovod's: 22809 for 2.28.9 */
 }

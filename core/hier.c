@@ -100,7 +100,7 @@ static int open_segment(struct hvd__engine *e, int host)
 		return HVD_EINVAL;
 	/* An elastic generation's own (its key): the last one's may be in
 	 * use yet by a rank that has not left it. */
-	rdv_generation_key(secret, (uint32_t)hvd__g.generation, key);
+	rdv_generation_key(secret, hvd__g.key_gen, key);
 	rdv_shm_name(key, base);
 	snprintf(name, sizeof(name), "%s-%d", base, host);
 	rc = hvd__env_long(WENV_START_TIMEOUT, &start_s);

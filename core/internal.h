@@ -25,6 +25,10 @@ struct hvd__state {
 	int local_rank, local_size;
 	int cross_rank, cross_size;
 	int generation; /* an elastic job's (join.h), else 0 */
+	/* What keys this world's mesh token and shared-memory name
+	 * (proto/rendezvous.h): the elastic generation, or the static
+	 * job's round of hvd_init(). */
+	uint32_t key_gen;
 };
 
 extern struct hvd__state hvd__g;

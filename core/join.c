@@ -178,6 +178,7 @@ static int read_until(int fd, long long deadline,
 struct peers_arg {
 	int size;
 	const uint8_t *secret, *nonce;
+	uint32_t round;
 	char *addrs;
 };
 
@@ -185,7 +186,7 @@ static int try_peers(void *arg, const uint8_t *in, size_t len)
 {
 	struct peers_arg *a = arg;
 	int d = rdv_peers_decode(in, len, a->secret, a->nonce,
-				 (uint32_t)a->size, a->addrs);
+				 (uint32_t)a->size, &a->round, a->addrs);
 
 	return d == 0 ? 0 : d == 1 ? 1 : HVD_EPROTO;
 }
@@ -228,6 +229,7 @@ struct join_as {
 	int rank, size;
 	struct hvd__rdv_link *link;
 	struct rdv_world w;
+	uint32_t key_gen; /* the generation or round joined */
 };
 
 static int join_mesh(struct join_as *j, struct hvd__tcp **out)
@@ -306,12 +308,13 @@ static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 			len -= wa.used;
 		}
 	} else {
-		struct peers_arg pa = {j->size, secret, reg.nonce, NULL};
+		struct peers_arg pa = {j->size, secret, reg.nonce, 0, NULL};
 
 		addrs = pa.addrs = malloc((size_t)j->size * (RDV_ADDR_MAX + 1));
 		rc = addrs == NULL ? HVD_ENOMEM
 				   : read_until(fd, deadline, try_peers, &pa,
 						&buf, &len);
+		j->key_gen = pa.round;
 	}
 	if (rc != 1) {
 		if (j->link != NULL && rc == HVD_ECONN)
@@ -331,7 +334,9 @@ static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 	}
 	for (r = 0; r < j->size; r++)
 		addrv[r] = addrs + (size_t)r * (RDV_ADDR_MAX + 1);
-	rdv_generation_key(secret, j->link ? j->w.gen : 0, key);
+	if (j->link != NULL)
+		j->key_gen = j->w.gen;
+	rdv_generation_key(secret, j->key_gen, key);
 	rdv_mesh_token(key, token);
 	/* Elastic: a reset notice calls the connects off. */
 	if (j->link != NULL)
@@ -362,12 +367,14 @@ out:
 	return rc;
 }
 
-int hvd__join(int rank, int size, bool mesh, struct hvd__comm *comm)
+int hvd__join(struct hvd__state *st, bool mesh, struct hvd__comm *comm)
 {
-	struct join_as j = {rank, size, NULL, {0}};
+	int rank = st->rank, size = st->size;
+	struct join_as j = {rank, size, NULL, {0}, 0};
 	struct hvd__tcp *t = NULL;
 	int rc = mesh ? join_mesh(&j, &t) : HVD_OK;
 
+	st->key_gen = j.key_gen;
 	comm->rank = rank;
 	comm->size = size;
 	comm->ops = &hvd__tcp_ops;
@@ -378,7 +385,7 @@ int hvd__join(int rank, int size, bool mesh, struct hvd__comm *comm)
 int hvd__join_elastic(struct hvd__state *st, uint32_t id, uint32_t last_gen,
 		      struct hvd__comm *comm, struct hvd__rdv_link *link)
 {
-	struct join_as j = {(int)id, (int)last_gen, link, {0}};
+	struct join_as j = {(int)id, (int)last_gen, link, {0}, 0};
 	struct hvd__tcp *t = NULL;
 	int rc = join_mesh(&j, &t);
 
@@ -393,6 +400,7 @@ int hvd__join_elastic(struct hvd__state *st, uint32_t id, uint32_t last_gen,
 	/* Its world came: the generation is this worker's, whether or not
 	 * its mesh formed (hvd_init then fails with HVD_ERESET). */
 	st->generation = (int)j.w.gen;
+	st->key_gen = j.w.gen;
 	comm->rank = st->rank;
 	comm->size = st->size;
 	comm->ops = &hvd__tcp_ops;

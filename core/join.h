@@ -12,11 +12,11 @@
 #include "internal.h"
 #include "transport.h"
 
-/* The comm of rank of size over libhvd's TCP transport (tcp.h). mesh:
- * join the job, with HVD_RENDEZVOUS, HVD_SECRET and HVD_START_TIMEOUT
- * from the environment, and connect to every peer; else a job of one,
- * with no connection. */
-int hvd__join(int rank, int size, bool mesh, struct hvd__comm *comm);
+/* The comm of st's rank of its size over libhvd's TCP transport (tcp.h).
+ * mesh: join the job's next round, with HVD_RENDEZVOUS, HVD_SECRET and
+ * HVD_START_TIMEOUT from the environment, and connect to every peer
+ * (st->key_gen: the round); else a job of one, with no connection. */
+int hvd__join(struct hvd__state *st, bool mesh, struct hvd__comm *comm);
 
 /* An elastic worker's open connection to hvdrun's rendezvous, on which
  * hvdrun's notices come (proto/rendezvous.h): what checks them, and

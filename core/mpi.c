@@ -11,9 +11,20 @@
 
 struct hvd__mpi {
 	MPI_Comm comm; /* libhvd's own duplicate of MPI_COMM_WORLD */
-	bool initialised_here;
 	bool use_allreduce;
 };
+
+/* MPI cannot be initialised twice in a process, and hvd_shutdown() then
+ * hvd_init() must work any number of times (Horovod's contract): MPI that
+ * libhvd initialised stays up until the process exits. */
+static void finalize_at_exit(void)
+{
+	int finalized = 0;
+
+	MPI_Finalized(&finalized);
+	if (!finalized)
+		MPI_Finalize();
+}
 
 int hvd__mpi_wanted(bool *want)
 {
@@ -76,7 +87,7 @@ int hvd__mpi_init(struct hvd__state *st, void **transport)
 			free(m);
 			return HVD_ESYS;
 		}
-		m->initialised_here = true;
+		atexit(finalize_at_exit);
 	}
 	if (level < MPI_THREAD_SERIALIZED) {
 		hvd__error(
@@ -112,12 +123,8 @@ void hvd__mpi_finalize(void *transport)
 	if (m == NULL)
 		return;
 	MPI_Finalized(&finalized);
-	if (!finalized) {
-		if (m->comm != MPI_COMM_NULL && m->comm != 0)
-			MPI_Comm_free(&m->comm);
-		if (m->initialised_here)
-			MPI_Finalize();
-	}
+	if (!finalized && m->comm != MPI_COMM_NULL && m->comm != 0)
+		MPI_Comm_free(&m->comm);
 	free(m);
 }
 

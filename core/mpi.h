@@ -24,7 +24,8 @@ extern const struct hvd__transport_ops hvd__mpi_ops;
 int hvd__mpi_wanted(bool *want);
 /* Initialise (or adopt) MPI and fill the ranks of st. */
 int hvd__mpi_init(struct hvd__state *st, void **transport);
-/* Free libhvd's communicators; finalise MPI if libhvd initialised it. */
+/* Free libhvd's communicators. MPI that libhvd initialised is finalised
+ * when the process exits, so that hvd_init() can follow hvd_shutdown(). */
 void hvd__mpi_finalize(void *transport);
 
 #endif

@@ -95,7 +95,27 @@ bool hvd__meta_equal(const struct hvd__meta *a, const struct hvd__meta *b)
 	       a->gpu == b->gpu && a->root == b->root && a->count == b->count &&
 	       a->block == b->block && a->prescale == b->prescale &&
 	       a->postscale == b->postscale && a->group == b->group &&
-	       a->group_n == b->group_n;
+	       a->group_n == b->group_n && a->ndim == b->ndim &&
+	       memcmp(a->dims, b->dims, a->ndim * sizeof(a->dims[0])) == 0;
+}
+
+/* " of shape [2, 3]" ("*" for a first dimension that may differ). */
+static void describe_shape(const struct hvd__meta *m, char *buf, size_t len)
+{
+	size_t n;
+	uint32_t d;
+
+	snprintf(buf, len, " of shape [");
+	for (d = 0; d < m->ndim && d < HVD__SHAPE_MAX; d++) {
+		n = strlen(buf);
+		if (m->dims[d] < 0)
+			snprintf(buf + n, len - n, "%s*", d ? ", " : "");
+		else
+			snprintf(buf + n, len - n, "%s%" PRId64, d ? ", " : "",
+				 m->dims[d]);
+	}
+	n = strlen(buf);
+	snprintf(buf + n, len - n, "]");
 }
 
 void hvd__meta_describe(const struct hvd__meta *m, char *buf, size_t len)
@@ -115,7 +135,9 @@ void hvd__meta_describe(const struct hvd__meta *m, char *buf, size_t len)
 			 hvd__req_names[m->type], m->count,
 			 hvd__dtype_name((enum hvd_dtype)m->dtype));
 	n = strlen(buf);
-	if (m->block > 1)
+	if (m->ndim > 0)
+		describe_shape(m, buf + n, len - n);
+	else if (m->block > 1)
 		snprintf(buf + n, len - n, " in rows of %" PRIu64, m->block);
 	n = strlen(buf);
 	if (reduces && m->op < 5)

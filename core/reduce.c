@@ -256,6 +256,30 @@ void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor)
 #undef DIV
 }
 
+/* Integers scale as Horovod scales them: in float64, then back to the
+ * integer, truncated toward zero; a product out of the type's range
+ * saturates (NaN gives 0), where a plain cast would be undefined. */
+#define SCALE_INT(name, T, LO, HI)                                             \
+	static void name(T *p, size_t n, double f)                             \
+	{                                                                      \
+		size_t i;                                                      \
+                                                                               \
+		for (i = 0; i < n; i++) {                                      \
+			double v = trunc((double)p[i] * f);                    \
+                                                                               \
+			p[i] = isnan(v)		   ? 0                         \
+			       : v <= (double)(LO) ? (LO)                      \
+			       : v >= (double)(HI) ? (HI)                      \
+						   : (T)v;                     \
+		}                                                              \
+	}
+
+SCALE_INT(scale_u8, uint8_t, 0, UINT8_MAX)
+SCALE_INT(scale_i8, int8_t, INT8_MIN, INT8_MAX)
+SCALE_INT(scale_i16, int16_t, INT16_MIN, INT16_MAX)
+SCALE_INT(scale_i32, int32_t, INT32_MIN, INT32_MAX)
+SCALE_INT(scale_i64, int64_t, INT64_MIN, INT64_MAX)
+
 bool hvd__dtype_float(enum hvd_dtype t)
 {
 	return t == HVD_FLOAT16 || t == HVD_BFLOAT16 || t == HVD_FLOAT32 ||
@@ -290,7 +314,20 @@ void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor)
 		}
 		break;
 	}
-	default:
-		break; /* integers are never scaled (api.c refuses) */
+	case HVD_UINT8:
+		scale_u8(buf, n, factor);
+		break;
+	case HVD_INT8:
+		scale_i8(buf, n, factor);
+		break;
+	case HVD_INT16:
+		scale_i16(buf, n, factor);
+		break;
+	case HVD_INT32:
+		scale_i32(buf, n, factor);
+		break;
+	case HVD_INT64:
+		scale_i64(buf, n, factor);
+		break;
 	}
 }

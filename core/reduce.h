@@ -24,8 +24,8 @@ void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
 /* buf[i] /= divisor (integers: truncating division; floats: times
  * 1/divisor). */
 void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor);
-/* buf[i] *= factor, for the floating-point dtypes (float16 and bfloat16
- * through float32); integers are left alone. */
+/* buf[i] *= factor: float16 and bfloat16 through float32; integers in
+ * float64, truncated back (saturating), as Horovod scales them. */
 void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor);
 
 float hvd__half_to_float(uint16_t h);

@@ -354,7 +354,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	}
 	if (mpi != NULL)
 		E.comm = *mpi;
-	else if (!elastic && (rc = hvd__join(rank, size, joined && size > 1,
+	else if (!elastic && (rc = hvd__join(&hvd__g, joined && size > 1,
 					     &E.comm)) != HVD_OK)
 		return rc;
 	if (E.comm.ops->tune != NULL)

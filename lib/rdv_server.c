@@ -62,6 +62,7 @@ struct hl_rdv {
 	size_t nconns, cap;
 	int *by_rank; /* conn index per rank, -1 */
 	int nregistered;
+	uint32_t round;	    /* static: the round of hvd_init() being formed */
 	long long deadline; /* 0 until the first rank registers */
 	/* Elastic: the generation being formed or running (0: none yet),
 	 * its members (worker ids, in rank order) and their places; the
@@ -279,8 +280,8 @@ static void send_peers(struct hl_rdv *r)
 						      r->secret, c->reg.nonce,
 						      &len)
 				   : rdv_peers_encode(addrs, (uint32_t)r->size,
-						      r->secret, c->reg.nonce,
-						      &len);
+						      r->round, r->secret,
+						      c->reg.nonce, &len);
 
 		if (msg != NULL) {
 			send_blocking(c->fd, msg, len);
@@ -291,6 +292,25 @@ static void send_peers(struct hl_rdv *r)
 	free(addrs);
 	r->formed = true;
 	r->deadline = 0;
+}
+
+/* Static: the round's ranks were sent PEERS, or the round failed (their
+ * hvd_init() fails): their connections close, and the next round, that
+ * every rank's next hvd_init() forms, begins. */
+static void next_round(struct hl_rdv *r)
+{
+	size_t i;
+	int rank;
+
+	for (i = 0; i < r->nconns; i++)
+		if (r->conns[i].fd >= 0 && r->conns[i].registered)
+			drop(r, i);
+	for (rank = 0; rank < r->size; rank++)
+		r->by_rank[rank] = -1;
+	r->nregistered = 0;
+	r->formed = false;
+	r->deadline = 0;
+	r->round++;
 }
 
 static void report_missing(struct hl_rdv *r)
@@ -458,16 +478,13 @@ static void *rdv_main(void *arg)
 			elastic_progress(r);
 		if (!r->elastic && r->nregistered == r->size) {
 			send_peers(r);
-			pthread_mutex_unlock(&r->lock);
-			break;
+			next_round(r);
 		}
 		if (r->deadline != 0 && now >= r->deadline) {
 			report_missing(r);
 			r->deadline = 0;
-			if (!r->elastic) {
-				pthread_mutex_unlock(&r->lock);
-				break;
-			}
+			if (!r->elastic)
+				next_round(r);
 		}
 		if (r->deadline != 0 && r->deadline - now < timeout)
 			timeout = (int)(r->deadline - now);

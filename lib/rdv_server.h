@@ -1,10 +1,13 @@
 /* rdv_server.h: hvdrun's end of the rendezvous (proto/rendezvous.h): a
  * server thread that admits workers proving they know the job's secret,
  * and once every rank has registered, tells each where the others listen.
+ * It serves for the whole job: every hvd_shutdown() and hvd_init() of the
+ * ranks is one more round of the same (Horovod's re-initialisation).
  * Reports (report_fd) are NUL-terminated texts.
  * A job whose program never uses libhvd never registers, and that is
- * fine; once one rank has registered, the others must within the start
- * timeout, or the failure (naming the ranks) is written to report_fd. */
+ * fine; once one rank has registered for a round, the others must within
+ * the start timeout, or the failure (naming the ranks) is written to
+ * report_fd. */
 #ifndef HL_RDV_SERVER_H
 #define HL_RDV_SERVER_H
 

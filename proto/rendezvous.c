@@ -245,14 +245,15 @@ static uint8_t *seal(struct wire_w *w, const char *label, const uint8_t *secret,
 	return w->p;
 }
 
-uint8_t *rdv_peers_encode(char *const *addrs, uint32_t size,
+uint8_t *rdv_peers_encode(char *const *addrs, uint32_t size, uint32_t round,
 			  const uint8_t *secret, const uint8_t *worker_nonce,
 			  size_t *len)
 {
 	struct wire_w w;
 
-	wire_w_init(&w, 4 + addrs_len(addrs, size) + RDV_MAC_LEN);
+	wire_w_init(&w, 8 + addrs_len(addrs, size) + RDV_MAC_LEN);
 	wire_put_u32(&w, size);
+	wire_put_u32(&w, round);
 	put_addrs(&w, addrs, size);
 	return seal(&w, "hvd-peers", secret, worker_nonce, len);
 }
@@ -303,23 +304,26 @@ static void get_addrs(struct wire_r *r, uint32_t size, char *addrs)
 }
 
 int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
-		     const uint8_t *worker_nonce, uint32_t size, char *addrs)
+		     const uint8_t *worker_nonce, uint32_t size,
+		     uint32_t *round, char *addrs)
 {
 	struct wire_r r;
 	size_t body;
 	int rc;
 
 	wire_r_init(&r, in, len);
-	if (wire_left(&r) < 4)
+	if (wire_left(&r) < 8)
 		return 0;
 	if (wire_get_u32(&r) != size)
 		return RDV_EBAD;
+	(void)wire_get_u32(&r);
 	rc = scan_addrs(&r, size, &body);
 	if (rc != 1)
 		return rc;
 	if (!sealed(in, body, "hvd-peers", secret, worker_nonce))
 		return RDV_EBAD;
 	wire_r_init(&r, in + 4, body - 4);
+	*round = wire_get_u32(&r);
 	get_addrs(&r, size, addrs);
 	return 1;
 }

@@ -14,9 +14,16 @@
  *   hvdrun -> worker  WELCOME  mac(32) = HMAC(secret, "hvd-welcome"
  *                              worker_nonce rank)
  *   ... once every rank has registered ...
- *   hvdrun -> worker  PEERS    size(4) { addr_len(2) addr } * size
+ *   hvdrun -> worker  PEERS    size(4) round(4) { addr_len(2) addr } * size
  *                              mac(32) = HMAC(secret, "hvd-peers"
  *                              worker_nonce the bytes before the mac)
+ *
+ * A job that is not elastic meets in rounds: every hvd_init() of every
+ * rank (hvd_shutdown() then hvd_init() again, any number of times) is
+ * one, 0, 1, 2, ...; hvdrun sends PEERS once every rank has registered
+ * for the round, and the next round starts. The round's key (below, as
+ * a generation's) keys its mesh token and shared-memory name, so no
+ * rank of an earlier round can join a later one's mesh.
  *
  * Integers are big-endian. addr is where the worker's transport listens,
  * "IP:PORT". The workers' mesh token is HMAC(secret, "hvd-mesh"); a
@@ -57,7 +64,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RDV_VERSION 1
+#define RDV_VERSION 2
 #define RDV_SECRET_LEN 32
 #define RDV_NONCE_LEN 32
 #define RDV_MAC_LEN 32
@@ -110,13 +117,14 @@ void rdv_welcome_mac(const uint8_t *secret, const uint8_t *worker_nonce,
 		     uint32_t rank, uint8_t *mac);
 
 /* PEERS: encode into a malloc'ed buffer; decode checks the mac and fills
- * addrs (size entries, each RDV_ADDR_MAX + 1 bytes). */
-uint8_t *rdv_peers_encode(char *const *addrs, uint32_t size,
+ * addrs (size entries, each RDV_ADDR_MAX + 1 bytes) and *round. */
+uint8_t *rdv_peers_encode(char *const *addrs, uint32_t size, uint32_t round,
 			  const uint8_t *secret, const uint8_t *worker_nonce,
 			  size_t *len);
 /* 1 done, 0 more bytes needed, RDV_EBAD malformed or a bad mac. */
 int rdv_peers_decode(const uint8_t *in, size_t len, const uint8_t *secret,
-		     const uint8_t *worker_nonce, uint32_t size, char *addrs);
+		     const uint8_t *worker_nonce, uint32_t size,
+		     uint32_t *round, char *addrs);
 
 /* An elastic generation's world, as WORLD gives it to one worker. */
 struct rdv_world {
@@ -139,8 +147,8 @@ void rdv_notice_encode(char what, uint32_t gen, const uint8_t *secret,
 long rdv_elastic_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 			const uint8_t *worker_nonce, char *type, char *what,
 			struct rdv_world *w, char **addrs);
-/* Generation gen's key (RDV_SECRET_LEN bytes); gen 0 (a job that is not
- * elastic): the secret itself. */
+/* Generation gen's key (RDV_SECRET_LEN bytes), or a static job's round's;
+ * 0 (a static job's first round): the secret itself. */
 void rdv_generation_key(const uint8_t *secret, uint32_t gen, uint8_t *key);
 
 void rdv_mesh_token(const uint8_t *secret, uint8_t *token);

@@ -124,7 +124,9 @@ HVD_EXPORT int hvd_barrier(void);
 /* Allreduce with scaling factors, Horovod's: every element is multiplied
  * by prescale before the reduction and the result by postscale after
  * (AVERAGE divides as well), in the tensor's type (float16 and bfloat16
- * through float32). Factors other than 1 need a floating-point dtype.
+ * through float32; integers in float64, truncated back toward zero and
+ * saturated to the type's range, as Horovod does). On the GPU, factors
+ * other than 1 need a floating-point dtype (HVD_ENOTSUP).
  * Ranks must agree on both factors; only allreduces with the same factors
  * are fused together. hvd_allreduce_async() is this with 1 and 1. */
 HVD_EXPORT int hvd_allreduce_scaled_async(const char *name, const void *sendbuf,
@@ -184,6 +186,18 @@ HVD_EXPORT int hvd_reducescatter(const char *name, const void *sendbuf,
  * with its error. */
 HVD_EXPORT int hvd_group_start(void);
 HVD_EXPORT int hvd_group_end(void);
+
+/* The shape of the tensor that this thread's next collective (an *_async
+ * call, or its synchronous form) submits, ndim sizes. Ranks then agree on
+ * shapes, not only on element counts: an allreduce, broadcast or
+ * reducescatter of [4, 6] on one rank and [6, 4] on another fails on
+ * every rank with HVD_EMISMATCH, and so does an allgather or alltoall
+ * whose dimensions past the first differ. The shape must hold the call's
+ * elements (and rows), or that call fails with HVD_EINVAL. It applies
+ * to one call only; without it, ranks compare counts. Shapes of more
+ * than 8 dimensions are compared in their first 7 and the product of
+ * the rest. Returns 0, or HVD_EINVAL for a negative ndim or size. */
+HVD_EXPORT int hvd_next_shape(int ndim, const int64_t *dims);
 
 /* Join: this rank has run out of data. Until every rank has joined, the
  * other ranks' collectives complete without it: it takes part in an
@@ -246,9 +260,11 @@ HVD_EXPORT int hvd_reducescatter_gpu_async(const char *name,
 					   double prescale, double postscale,
 					   hvd_handle **out);
 
-/* What this libhvd was built with, 1 or 0: the MPI engine (always), the
- * GPU engine (CUDA and NCCL). hvd_mpi_enabled(): this job's collectives
- * run over MPI (mpirun started it), -1 before hvd_init(). */
+/* What this libhvd was built with: hvd_mpi_built() 1 (the MPI engine,
+ * always); hvd_nccl_built() the version code of the NCCL it was built
+ * against (NCCL_VERSION_CODE, 22809 for 2.28.9, as Horovod's), 0 without
+ * the GPU engine. hvd_mpi_enabled(): this job's collectives run over MPI
+ * (mpirun started it), -1 before hvd_init(). */
 HVD_EXPORT int hvd_mpi_built(void);
 HVD_EXPORT int hvd_nccl_built(void);
 HVD_EXPORT int hvd_mpi_enabled(void);

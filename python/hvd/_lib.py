@@ -80,6 +80,7 @@ _ABI = {
     "hvd_join": (_c.c_int, []),
     "hvd_group_start": (_c.c_int, []),
     "hvd_group_end": (_c.c_int, []),
+    "hvd_next_shape": (_c.c_int, [_c.c_int, _c.POINTER(_c.c_int64)]),
     "hvd_gpu_device": (_c.c_int, []),
     "hvd_strerror": (_c.c_char_p, [_c.c_int]),
     "hvd_error_message": (_c.c_char_p, []),

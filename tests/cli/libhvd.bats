@@ -158,6 +158,24 @@ assert_survivors_failed_fast() {
 	assert_survivors_failed_fast
 }
 
+@test "re-initialisation: 100 times hvd_shutdown() then hvd_init() at np 3, same ranks, nothing leaked" {
+	local kib=2048 r
+	[ -z "${HVD_SANITIZER_RUN-}" ] || kib=0
+	# One host (shared memory), then 2 hosts (hierarchical, TCP between).
+	run "$HVDRUN" -np 3 "$SELFTEST" resets 100 "$kib"
+	assert_success
+	refute_output --partial FAIL
+	for r in 0 1 2; do
+		assert_line --regexp "^\[$r\]<stdout>:rank $r: 100 resets: [0-9]+ descriptors, [0-9]+ threads"
+		assert_line "[$r]<stdout>:rank $r: ok"
+	done
+	run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 "$SELFTEST" resets 30 "$kib"
+	assert_success
+	refute_output --partial FAIL
+	run ls /dev/shm
+	refute_output --partial hvd-shm-
+}
+
 @test "a program run without hvdrun is a job of one" {
 	run "$SELFTEST" all
 	assert_success

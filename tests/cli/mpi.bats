@@ -64,6 +64,13 @@ setup() {
 	assert_line "rank 2: ok"
 }
 
+@test "under mpirun: hvd_shutdown() then hvd_init() 50 times (MPI stays up until the process exits)" {
+	run "${MPIRUN[@]}" -np 3 "$SELFTEST" resets 50 0
+	assert_success
+	refute_output --partial FAIL
+	assert_line "rank 2: ok"
+}
+
 @test "HOROVOD_CONTROLLER=mpi without mpirun: a job of one on MPI" {
 	HOROVOD_CONTROLLER=mpi run "$SELFTEST" all
 	assert_success

@@ -198,6 +198,13 @@ ENVDUMP='env | grep -Ev "^(SLURM_|SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "P
 	run slurm_exec salloc -Q -N3 --ntasks-per-node=2 "$HVDRUN" --launcher srun "$ROOT/build/tests/hvd_selftest" all
 	assert_success
 	assert_line "[5]<stdout>:rank 5: ok"
+	# Re-initialisation: 100 times hvd_shutdown() then hvd_init(), the
+	# same ranks, no descriptor or thread more.
+	run slurm_exec salloc -Q -N3 --ntasks-per-node=1 "$HVDRUN" --launcher srun \
+		"$ROOT/build/tests/hvd_selftest" resets 100 0
+	assert_success
+	refute_output --partial FAIL
+	assert_line "[2]<stdout>:rank 2: ok"
 }
 
 @test "--launcher srun: hvdrun SIGKILLed ends the step and every worker on every node" {

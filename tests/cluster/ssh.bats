@@ -277,6 +277,17 @@ wait_gone() {
 	assert_line --regexp '^\[0\]<stdout>:epoch  50  loss .* \(4 ranks\)$'
 }
 
+@test "re-initialisation over SSH: 100 times hvd_shutdown() then hvd_init() at np 3, same ranks, nothing leaked" {
+	local kib=2048 r
+	[ -z "${HVD_SANITIZER_RUN-}" ] || kib=0
+	run "$HVDRUN" "${SSH[@]}" -H node1:1,node2:2 "$ROOT/build/tests/hvd_selftest" resets 100 "$kib"
+	assert_success
+	refute_output --partial FAIL
+	for r in 0 1 2; do
+		assert_line "[$r]<stdout>:rank $r: ok"
+	done
+}
+
 @test "hvd.torch across hosts: the PyTorch Iris example and the optimizer tests over SSH" {
 	/usr/bin/python3 -c 'import torch, pytest' 2>/dev/null || skip "/usr/bin/python3 lacks torch or pytest (make deps)"
 	run "$HVDRUN" "${SSH[@]}" -H node1:1,node2:2 /usr/bin/python3 \

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t left = size;
 	long used;
 	char *addrs;
-	uint32_t n;
+	uint32_t n, round;
 
 	if (size >= RDV_HELLO_LEN)
 		(void)rdv_hello_decode(data, nonce);
@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = size > 0 ? 1 + data[0] % 8 : 1;
 	addrs = malloc((size_t)n * (RDV_ADDR_MAX + 1));
 	if (addrs != NULL)
-		(void)rdv_peers_decode(data, size, secret, nonce, n, addrs);
+		(void)rdv_peers_decode(data, size, secret, nonce, n, &round,
+				       addrs);
 	free(addrs);
 	/* An elastic worker's stream: WORLDs and NOTICEs, back to back. */
 	p = data;

@@ -163,7 +163,7 @@ static void rendezvous(void)
 	put("rendezvous", "hello", hello, sizeof(hello));
 	n = rdv_register_encode(&r, secret, nonce, reg);
 	put("rendezvous", "register", reg, n);
-	peers = rdv_peers_encode(addrs, 2, secret, nonce, &n);
+	peers = rdv_peers_encode(addrs, 2, 1, secret, nonce, &n);
 	put("rendezvous", "peers", peers, n);
 	free(peers);
 	{

@@ -88,13 +88,13 @@ def test_alltoall_grad(hvd):
 
 
 def test_reducescatter_grad(hvd):
-    """The gradient is the allgather of the outputs' gradients (divided by
-    the size for Average), scaled as the forward was."""
+    """The gradient is the allgather of the outputs' gradients (times the
+    size for Sum, as Horovod's), scaled as the forward was."""
     n, me = hvd.size(), hvd.rank()
     rows = 2 * n + 1
     x = torch.ones(rows, 2, dtype=torch.float64, requires_grad=True)
     counts = [rows // n + (1 if i < rows % n else 0) for i in range(n)]
-    for op, scale in ((hvd.Sum, 3.0), (hvd.Average, 3.0 / n)):
+    for op, scale in ((hvd.Sum, 3.0 * n), (hvd.Average, 3.0)):
         x.grad = None
         y = hvd.reducescatter(x, op=op, postscale_factor=3.0)
         (y * weights(me, y.shape, 7)).sum().backward()
@@ -110,5 +110,5 @@ def test_grouped_reducescatter_grad(hvd):
     for i, x in enumerate(xs):
         rows = n + i
         counts = [rows // n + (1 if k < rows % n else 0) for k in range(n)]
-        want = torch.cat([weights(r, (counts[r],), 8 + i) for r in range(n)])
+        want = torch.cat([weights(r, (counts[r],), 8 + i) for r in range(n)]) * n
         assert torch.allclose(x.grad, want)

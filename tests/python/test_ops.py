@@ -53,7 +53,8 @@ def test_ranks(hvd):
     assert 0 <= hvd.cross_rank() < hvd.cross_size()
     assert hvd.mpi_built() and not hvd.mpi_enabled()
     assert not hvd.gloo_built() and not hvd.gloo_enabled()
-    assert hvd.cuda_built() == hvd.nccl_built()
+    assert hvd.cuda_built() == (hvd.nccl_built() > 0)
+    assert isinstance(hvd.nccl_built(), int)
     assert hvd.is_homogeneous()
 
 
@@ -285,8 +286,6 @@ def test_bad_arguments(hvd):
         hvd.allreduce(torch.ones(3), process_set=hvd.ProcessSet([0]))
     with pytest.raises(NotImplementedError, match="process sets"):
         hvd.add_process_set([0])
-    with pytest.raises(ValueError, match="scaling factors"):
-        hvd.allreduce(torch.ones(3, dtype=torch.int32), prescale_factor=2.0)
     with pytest.raises(ValueError, match="scalar"):
         hvd.allgather(torch.tensor(1.0))
     with pytest.raises(TypeError, match="meta"):

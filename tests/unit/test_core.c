@@ -69,6 +69,38 @@ static void test_bad_env(void)
 	clear_env();
 }
 
+/* hvd_next_shape: a shape for one call, which must hold its elements. */
+static void test_next_shape(void)
+{
+	const int64_t good[2] = {2, 3}, bad[2] = {2, -3};
+	const int64_t many[10] = {1, 2, 1, 1, 1, 1, 1, 2, 2, 1};
+	float x[6] = {1, 2, 3, 4, 5, 6};
+	void *out = NULL;
+	size_t n = 0;
+
+	clear_env();
+	CHECK(hvd_init() == HVD_OK);
+	CHECK(hvd_next_shape(2, good) == HVD_OK);
+	CHECK(hvd_allreduce("shape.ok", x, x, 6, HVD_FLOAT32, HVD_SUM) ==
+	      HVD_OK);
+	CHECK(hvd_next_shape(2, good) == HVD_OK);
+	CHECK(hvd_allreduce("shape.bad", x, x, 5, HVD_FLOAT32, HVD_SUM) ==
+	      HVD_EINVAL);
+	/* The shape was for one call: the next has none. */
+	CHECK(hvd_allreduce("shape.none", x, x, 5, HVD_FLOAT32, HVD_SUM) ==
+	      HVD_OK);
+	CHECK(hvd_next_shape(2, bad) == HVD_EINVAL);
+	CHECK(hvd_next_shape(-1, good) == HVD_EINVAL);
+	CHECK(hvd_next_shape(2, NULL) == HVD_EINVAL);
+	/* Past 8 dimensions, the rest fold into the last kept. */
+	CHECK(hvd_next_shape(10, many) == HVD_OK);
+	CHECK(hvd_allgather("shape.many", x, 8, HVD_FLOAT32, &out, &n) ==
+	      HVD_OK);
+	CHECK(n == 8);
+	free(out);
+	hvd_shutdown();
+}
+
 static void test_strerror(void)
 {
 	CHECK_STR(hvd_strerror(HVD_OK), "success");
@@ -85,6 +117,7 @@ int main(void)
 	RUN(test_single_rank);
 	RUN(test_from_env);
 	RUN(test_bad_env);
+	RUN(test_next_shape);
 	RUN(test_strerror);
 	return tap_done();
 }

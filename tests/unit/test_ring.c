@@ -543,10 +543,35 @@ static void test_half_conversions(void)
 	CHECK(isnan(hvd__bf16_to_float(hvd__float_to_bf16(NAN))));
 }
 
+/* Integers scale in float64, truncated toward zero and saturated. */
+static void test_integer_scaling(void)
+{
+	int8_t i8[4] = {100, -100, 7, -7};
+	uint8_t u8[3] = {200, 3, 0};
+	int32_t i32[3] = {INT32_MAX, -5, 5};
+	int64_t i64[2] = {INT64_MAX, 3};
+
+	hvd__scale(i8, 4, HVD_INT8, 0.5);
+	CHECK(i8[0] == 50 && i8[1] == -50 && i8[2] == 3 && i8[3] == -3);
+	hvd__scale(i8, 4, HVD_INT8, 10.0);
+	CHECK(i8[0] == 127 && i8[1] == -128 && i8[2] == 30 && i8[3] == -30);
+	hvd__scale(u8, 3, HVD_UINT8, 1.5);
+	CHECK(u8[0] == 255 && u8[1] == 4 && u8[2] == 0);
+	hvd__scale(u8, 3, HVD_UINT8, -1.0);
+	CHECK(u8[0] == 0 && u8[1] == 0);
+	hvd__scale(i32, 3, HVD_INT32, 2.0);
+	CHECK(i32[0] == INT32_MAX && i32[1] == -10 && i32[2] == 10);
+	hvd__scale(i32, 3, HVD_INT32, NAN);
+	CHECK(i32[0] == 0 && i32[1] == 0);
+	hvd__scale(i64, 2, HVD_INT64, 2.0);
+	CHECK(i64[0] == INT64_MAX && i64[1] == 6);
+}
+
 int main(void)
 {
 	setenv("HOROVOD_LOG_LEVEL", "fatal", 1);
 	RUN(test_half_conversions);
+	RUN(test_integer_scaling);
 	RUN(test_allreduce_every_dtype_and_op);
 	RUN(test_allreduce_several_mib);
 	RUN(test_allreduce_in_pieces);

@@ -125,6 +125,10 @@ static struct hvd__resp resp(const char *name, uint8_t type, const char *err)
 	x.m.postscale = 0.25;
 	x.m.group = 0x1234567890abcdefull;
 	x.m.group_n = 2;
+	x.m.ndim = 3; /* [-1, 4, 5]: an allgather's first dimension */
+	x.m.dims[0] = -1;
+	x.m.dims[1] = 4;
+	x.m.dims[2] = 5;
 	x.cache = 7;
 	x.error = err ? strdup(err) : NULL;
 	return x;
@@ -146,6 +150,8 @@ static void test_control_responses(void)
 		CHECK_STR(got[0].name, "grad.0");
 		CHECK(got[0].error == NULL);
 		CHECK(hvd__meta_equal(&got[0].m, &v[0].m));
+		CHECK(got[0].m.ndim == 3 && got[0].m.dims[0] == -1 &&
+		      got[0].m.dims[2] == 5);
 		CHECK(got[0].m.prescale == 0.5 && got[0].m.postscale == 0.25);
 		CHECK(got[0].cache == 7);
 		CHECK_STR(got[1].error, "ranks 0 and 1");
@@ -196,8 +202,9 @@ static void on_request(void *arg, const char *name, const struct hvd__meta *m,
 
 static void test_control_requests(void)
 {
-	/* u32 1, str "t", meta: the requests message by hand. */
-	uint8_t msg[4 + 4 + 1 + 4 + 4 + 8 * 5 + 4];
+	/* u32 1, str "t", meta with a shape of 2: the requests message by
+	 * hand. */
+	uint8_t msg[4 + 4 + 1 + 4 + 4 + 8 * 5 + 4 + 1 + 2 * 8];
 	struct wire_w w;
 	struct seen s = {0};
 
@@ -215,12 +222,23 @@ static void test_control_requests(void)
 	wire_put_f64(&w, 1.0);
 	wire_put_u64(&w, 0);
 	wire_put_u32(&w, 0);
+	wire_put_u8(&w, 2);
+	wire_put_u64(&w, 2);
+	wire_put_u64(&w, 5);
 	CHECK(!w.bad && w.len == sizeof(msg));
 	CHECK(hvd__ctl_decode_requests(msg, sizeof(msg), 2, on_request, &s) ==
 	      HVD_OK);
 	CHECK(s.n == 1 && s.rank == 2 && strcmp(s.name, "t") == 0);
 	CHECK(s.m.type == HVD__REQ_BROADCAST && s.m.root == 3 &&
 	      s.m.count == 10 && s.m.dtype == HVD_INT16);
+	CHECK(s.m.ndim == 2 && s.m.dims[0] == 2 && s.m.dims[1] == 5);
+	/* More dimensions than a meta keeps: refused. */
+	msg[sizeof(msg) - 17] = HVD__SHAPE_MAX + 1;
+	s.n = 0;
+	CHECK(hvd__ctl_decode_requests(msg, sizeof(msg), 2, on_request, &s) ==
+	      HVD_EPROTO);
+	CHECK(s.n == 0);
+	msg[sizeof(msg) - 17] = 2;
 	s.n = 0;
 	CHECK(hvd__ctl_decode_requests(msg, sizeof(msg) - 1, 2, on_request,
 				       &s) == HVD_EPROTO);

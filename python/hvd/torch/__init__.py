@@ -28,6 +28,8 @@ from hvd.torch.mpi_ops import (Adasum, Average, Max, Min, Product, ProcessSet,
                                mpi_threads_supported, nccl_built, poll, rank,
                                reducescatter, reducescatter_async,
                                remove_process_set, rocm_built, shutdown, size,
-                               start_timeline, stop_timeline, synchronize)
+                               sparse_allreduce_async, start_timeline,
+                               stop_timeline, synchronize)
 from hvd.torch.optimizer import DistributedOptimizer
+from hvd.torch.sync_batch_norm import SyncBatchNorm
 from hvd.torch import elastic  # noqa: E402  (hvd.elastic.run, TorchState, ...)

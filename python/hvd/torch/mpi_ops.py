@@ -52,9 +52,13 @@ def init(comm=None, process_sets=None):
                                   "start the job with hvdrun (or mpirun)")
     if process_sets not in (None, [], ()):
         raise NotImplementedError("hvd.torch.init: libhvd has no process sets")
+    global _counter
     if lib.hvd_initialized():
         return
     _handles.clear()
+    # Unnamed operations are named by handle number: every rank counts
+    # from 1 again, as Horovod's handle manager does at each init.
+    _counter = itertools.count(1)
     check(lib.hvd_init(), "hvd.init")
     atexit.register(shutdown)  # a script that ends without shutdown()
 
@@ -126,11 +130,13 @@ def gloo_enabled():
 
 
 def nccl_built():
-    return bool(lib.hvd_nccl_built())
+    """The version code of the NCCL libhvd was built against (22809 for
+    2.28.9), 0 without the GPU engine: Horovod's int."""
+    return int(lib.hvd_nccl_built())
 
 
 def cuda_built():
-    return nccl_built()
+    return nccl_built() > 0
 
 
 def rocm_built():
@@ -288,9 +294,13 @@ def _store(handle, op):
     return handle
 
 
-def _submit(fn, args, what):
-    """Call one libhvd *_async function; its libhvd handle."""
+def _submit(fn, args, what, shape=None):
+    """Call one libhvd *_async function; its libhvd handle. shape: the
+    tensor's, which the ranks then compare (not only element counts)."""
     h = ctypes.c_void_p()
+    if shape is not None:
+        dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        check(lib.hvd_next_shape(len(shape), dims), what)
     check(fn(*args, ctypes.byref(h)), what)
     return h
 
@@ -375,7 +385,7 @@ def _allreduce_submit(tensor, output, name, op, prescale, postscale):
     fn = lib.hvd_allreduce_scaled_gpu_async if gpu else lib.hvd_allreduce_scaled_async
     return _submit(fn, (name, tensor.data_ptr(), output.data_ptr(), tensor.numel(),
                         _c_dtype(tensor), _c_op(op), float(prescale), float(postscale)),
-                   name.decode())
+                   name.decode(), tensor.shape)
 
 
 def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set):
@@ -451,9 +461,18 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     return compression.decompress(reduced, cctx)
 
 
+def _one_device(tensors, what):
+    """A group's tensors must all be on one device, as Horovod requires."""
+    devices = {t.device for t in tensors}
+    if len(devices) > 1:
+        raise RuntimeError("hvd.%s: the tensors of a group must be on one device, not %s"
+                           % (what, ", ".join(sorted(str(d) for d in devices))))
+
+
 def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, process_set):
     _check_set(process_set)
     _c_op(op)
+    _one_device(tensors, "grouped_allreduce")
     for t in tensors:
         _c_dtype(t)
         _on_gpu(t)
@@ -532,6 +551,33 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
     return [compression.decompress(r, p[1]) for r, p in zip(reduced, pairs)]
 
 
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Start reducing a sparse COO tensor over every rank by gathering
+    every rank's indices and values (Horovod's way: duplicates add up when
+    the result is used). Returns a callable that waits and gives the
+    reduced sparse tensor."""
+    _check_set(process_set)
+    if not tensor.is_sparse:
+        raise ValueError("hvd.sparse_allreduce_async needs a sparse tensor, not a %s one"
+                         % tensor.layout)
+    t = tensor
+    indices = allgather_async(t._indices().transpose(0, 1).contiguous(),
+                              name="%s.indices" % name, process_set=process_set)
+    values = allgather_async(t._values().contiguous(), name="%s.values" % name,
+                             process_set=process_set)
+
+    def handle():
+        vals = synchronize(values)
+        idx = synchronize(indices)
+        if op == Average:
+            vals = vals / size()
+        elif op != Sum:
+            raise ValueError("hvd.sparse_allreduce_async: op must be Average or Sum")
+        return torch.sparse_coo_tensor(idx.transpose(0, 1), vals, t.size())
+
+    return handle
+
+
 # --- allgather -----------------------------------------------------------
 
 
@@ -581,7 +627,8 @@ def _allgather_submit(src, name, res):
     gpu = _on_gpu(src)
     fn = lib.hvd_allgather_gpu_async if gpu else lib.hvd_allgather_async
     return _submit(fn, (name, src.data_ptr(), src.numel(), _c_dtype(src),
-                        ctypes.byref(res.buf), ctypes.byref(res.count)), name.decode())
+                        ctypes.byref(res.buf), ctypes.byref(res.count)), name.decode(),
+                   src.shape)
 
 
 def _gathered(src, res, row, name):
@@ -643,6 +690,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Start allgathers of a list of tensors as one group."""
     _check_set(process_set)
     rows = [_rows(t, "grouped_allgather")[1] for t in tensors]
+    _one_device(tensors, "grouped_allgather")
     for t in tensors:
         _c_dtype(t)
         _on_gpu(t)
@@ -699,7 +747,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set):
     cname = _name("broadcast", name, handle)
     fn = lib.hvd_broadcast_gpu_async if gpu else lib.hvd_broadcast_async
     h = _submit(fn, (cname, buf.data_ptr(), buf.numel(), _c_dtype(buf), int(root_rank)),
-                cname.decode())
+                cname.decode(), buf.shape)
 
     def finish():
         if output is tensor and buf is not tensor:
@@ -785,7 +833,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     fn = lib.hvd_alltoall_gpu_async if gpu else lib.hvd_alltoall_async
     h = _submit(fn, (cname, src.data_ptr(), counts, max(row, 1), _c_dtype(src),
                      ctypes.byref(res.buf), ctypes.byref(res.count), res.counts),
-                cname.decode())
+                cname.decode(), src.shape)
     split_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
 
     def finish():
@@ -836,7 +884,7 @@ def _reducescatter_submit(src, name, op, prescale, postscale):
     fn = lib.hvd_reducescatter_gpu_async if gpu else lib.hvd_reducescatter_async
     h = _submit(fn, (name, src.data_ptr(), out.data_ptr(), src.numel(), max(row, 1),
                      _c_dtype(src), _c_op(op), float(prescale), float(postscale)),
-                name.decode())
+                name.decode(), src.shape)
     return h, out
 
 
@@ -855,7 +903,8 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
 
 class HorovodReducescatter(torch.autograd.Function):
     """reducescatter as an autograd function: the gradient is the
-    allgather of the output's gradients, scaled as the forward was."""
+    allgather of the output's gradients, times the number of ranks for
+    op Sum (as Horovod's), scaled as the forward was."""
 
     @staticmethod
     def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
@@ -867,8 +916,8 @@ class HorovodReducescatter(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output):
         grad = allgather(grad_output, process_set=ctx.process_set)
-        if ctx.op == Average:
-            grad = grad / size()
+        if ctx.op == Sum:
+            grad = grad * size()
         if ctx.scale != 1.0:
             grad = grad * ctx.scale
         return grad, None, None, None, None, None
@@ -889,6 +938,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average,
                                 postscale_factor=1.0):
     """Start reducescatters of a list of tensors as one group."""
     _check_set(process_set)
+    _one_device(tensors, "grouped_reducescatter")
     for t in tensors:
         _rows(t, "grouped_reducescatter")
         _c_dtype(t)
@@ -920,8 +970,8 @@ class HorovodGroupedReducescatter(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grad_outputs):
         grads = grouped_allgather(list(grad_outputs), process_set=ctx.process_set)
-        if ctx.op == Average:
-            grads = [g / size() for g in grads]
+        if ctx.op == Sum:
+            grads = [g * size() for g in grads]
         if ctx.scale != 1.0:
             grads = [g * ctx.scale for g in grads]
         return (None, None, None, None, None, *grads)
@@ -944,13 +994,16 @@ def join(device=-1):
     """This rank has run out of data: until every rank has joined, the
     others' collectives complete without it (it gives zeros to their
     allreduces; an average divides by the ranks that gave data). Returns
-    the rank that joined last."""
-    if device not in (-1, None):
-        raise NotImplementedError("hvd.join: libhvd joins on the CPU only (device=-1)")
+    the rank that joined last, -1 in a job of one (no other rank joined
+    last), as Horovod does. device: Horovod's device for the join's own
+    tensors; libhvd's join needs none, so any device is taken."""
+    if device is not None and not isinstance(device, (int, torch.device, str)):
+        raise TypeError("hvd.join: device must be a device index, a torch.device or a "
+                        "name, not %r" % (device,))
     rc = lib.hvd_join()
     if rc < 0:
         raise HorovodInternalError("hvd.join: %s" % _lib.message(rc), rc)
-    return rc
+    return -1 if size() == 1 else rc
 
 
 def barrier(process_set=global_process_set):

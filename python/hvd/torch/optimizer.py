@@ -13,9 +13,9 @@ import torch
 
 from hvd._lib import lib
 from hvd.torch.compression import Compression
-from hvd.torch.mpi_ops import (Adasum, Average, _check_set, allgather_async,
-                               allreduce_async_, global_process_set,
-                               grouped_allreduce_async_, size, synchronize)
+from hvd.torch.mpi_ops import (Adasum, Average, _check_set, allreduce_async_,
+                               global_process_set, grouped_allreduce_async_, size,
+                               sparse_allreduce_async, synchronize)
 
 
 def _split(items, n):
@@ -162,7 +162,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         name = self._parameter_names.get(p)
         grad = self._grad(p)
         if grad.is_sparse:
-            return self._sparse_allgather_async(grad, name)
+            return (sparse_allreduce_async(grad.coalesce(), name, self.op, self.process_set),
+                    ("sparse",))
         compressed, ctx = self._compression.compress(grad)
         pre, post = self._scales()
         handle = allreduce_async_(compressed, name=name, op=self.op, prescale_factor=pre,
@@ -182,19 +183,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                           process_set=self.process_set)
         return handle, pairs
 
-    def _sparse_allgather_async(self, grad, name):
-        """A sparse gradient: gather every rank's indices and values."""
-        grad = grad.coalesce()
-        hi = allgather_async(grad._indices().t().contiguous(), name=name + ".indices")
-        hv = allgather_async(grad._values(), name=name + ".values")
-        return (hi, hv), ("sparse", grad.shape)
-
     def _finish(self, p, handle, ctx):
-        if isinstance(ctx, tuple) and len(ctx) == 2 and ctx[0] == "sparse":
-            idx, vals = synchronize(handle[0]), synchronize(handle[1])
-            if self.op == Average:
-                vals = vals / size()
-            p.grad = torch.sparse_coo_tensor(idx.t(), vals, ctx[1]).coalesce()
+        if ctx == ("sparse",):  # handle: sparse_allreduce_async's callable
+            p.grad = handle().coalesce()
             return
         compressed, cctx = ctx
         out = synchronize(handle)
