@@ -165,6 +165,23 @@ static int discover_hosts(const struct hl_opts *o, struct hl_discovery *d,
 		       : hl_fail(cause, HL_ENOMEM, "out of memory");
 }
 
+/* How many workers the job starts: -np, else the host source's count,
+ * else every slot. An elastic job without --max-np starts on every slot
+ * of its hosts whatever -np says, as horovodrun does (its code, not its
+ * documentation): -np is then only a floor. */
+static long job_size(const struct hl_opts *o, const struct hl_hostlist *hosts)
+{
+	long total = hl_hosts_total_slots(hosts);
+
+	if (o->v[HL_K_MIN_NP].set && !o->v[HL_K_MAX_NP].set &&
+	    !o->v[HL_K_DISCOVERY].set &&
+	    (!o->v[HL_K_NP].set || o->v[HL_K_NP].i <= total))
+		return total;
+	if (o->v[HL_K_NP].set)
+		return o->v[HL_K_NP].i;
+	return hosts->np > 0 ? hosts->np : total;
+}
+
 /* One line per rank, Horovod's names. */
 static void print_plan(const struct hl_plan *plan,
 		       const struct hl_hostlist *hosts, FILE *out)
@@ -350,11 +367,7 @@ static int run(int *code, char **cause)
 	if (rc != HL_OK)
 		goto out;
 	cmd_warnings(&hosts.warnings);
-	rc = hl_plan_init(&plan, &hosts,
-			  o->v[HL_K_NP].set ? o->v[HL_K_NP].i
-			  : hosts.np > 0    ? hosts.np
-					    : hl_hosts_total_slots(&hosts),
-			  cause);
+	rc = hl_plan_init(&plan, &hosts, job_size(o, &hosts), cause);
 	if (rc != HL_OK)
 		goto out;
 	if (hosts.origin != NULL && (cmd_args.dry_run || o->v[HL_K_VERBOSE].b))

@@ -30,8 +30,14 @@ static struct {
 } W = {.link = {.fd = -1}, .stop = {-1, -1}};
 
 static _Atomic bool reset_seen;
-/* The generation the latest hosts notice announced, 0: none this world. */
+/* The generation the latest hosts notice announced, 0: none this
+ * world. */
 static _Atomic uint32_t hosts_gen;
+/* Host updates not yet taken (hvd_elastic_host_updates): HVD_HOSTS_*
+ * bits, and the generation the latest announced; kept across worlds
+ * until taken. */
+static _Atomic int updates;
+static _Atomic uint32_t updates_gen;
 
 bool hvd__elastic_wanted(uint32_t *id)
 {
@@ -52,9 +58,10 @@ int hvd__elastic_join(struct hvd__state *st, uint32_t id,
 	return hvd__join_elastic(st, id, W.last_gen, comm, &W.link);
 }
 
-/* Take the hosts-added notices at the front of buf[0..*len) (the
- * program re-joins at its next commit: hvd_elastic_hosts_updated);
- * false once anything else is there: a
+/* Take the hosts notices at the front of buf[0..*len): hosts added or
+ * removed (the program re-joins at its next commit:
+ * hvd_elastic_hosts_updated, unless a reset comes first); both are host
+ * updates for the program (hvd_elastic_host_updates). False once anything else is there: a
  * reset notice, or bytes that are not hvdrun's, which end the generation
  * too. The mac is not checked: the connection proved itself at
  * registration, whatever comes ends the generation the same way, and the
@@ -62,13 +69,22 @@ int hvd__elastic_join(struct hvd__state *st, uint32_t id,
 static bool only_hosts_notices(uint8_t *buf, size_t *len)
 {
 	while (*len > 0) {
-		if (buf[0] != 'N' || (*len > 1 && buf[1] != RDV_NOTICE_HOSTS))
+		bool added;
+		uint32_t gen;
+
+		if (buf[0] != 'N' || (*len > 1 && buf[1] != RDV_NOTICE_HOSTS &&
+				      buf[1] != RDV_NOTICE_REMOVED))
 			return false;
 		if (*len < RDV_NOTICE_LEN)
 			break;
-		atomic_store(&hosts_gen, wire_de32(buf + 2));
-		hvd__debug("hvdrun added hosts (generation %u next)",
-			   wire_de32(buf + 2));
+		added = buf[1] == RDV_NOTICE_HOSTS;
+		gen = wire_de32(buf + 2);
+		atomic_store(&hosts_gen, gen);
+		atomic_store(&updates_gen, gen);
+		atomic_fetch_or(&updates,
+				added ? HVD_HOSTS_ADDED : HVD_HOSTS_REMOVED);
+		hvd__debug("hvdrun %s hosts (generation %u next)",
+			   added ? "added" : "removed", gen);
 		memmove(buf, buf + RDV_NOTICE_LEN, *len - RDV_NOTICE_LEN);
 		*len -= RDV_NOTICE_LEN;
 	}
@@ -81,10 +97,13 @@ static void *watch(void *arg)
 	size_t len = 0;
 
 	(void)arg;
-	if (W.link.nrest <= sizeof(buf)) {
-		memcpy(buf, W.link.rest, W.link.nrest);
-		len = W.link.nrest;
-	}
+	/* What came while the mesh formed: notices, maybe a partial one. */
+	len = W.link.nrest;
+	if (len > 0 && !only_hosts_notices(W.link.rest, &len))
+		goto over;
+	if (len > sizeof(buf))
+		goto over;
+	memcpy(buf, W.link.rest, len);
 	for (;;) {
 		struct pollfd pf[2] = {{W.stop[0], POLLIN, 0},
 				       {W.link.fd, POLLIN, 0}};
@@ -106,6 +125,7 @@ static void *watch(void *arg)
 		if (n > 0)
 			len += (size_t)n;
 	}
+over:
 	/* A reset, or hvdrun is gone: this generation is over. */
 	atomic_store(&reset_seen, true);
 	W.abort();
@@ -171,4 +191,16 @@ bool hvd__elastic_reset_seen(void)
 HVD_EXPORT int hvd_elastic_hosts_updated(void)
 {
 	return hvd__g.initialized ? (int)atomic_load(&hosts_gen) : -1;
+}
+
+HVD_EXPORT int hvd_elastic_host_updates(int *generation)
+{
+	/* The generation first: an update that comes between the two
+	 * loads is taken with the next call, never lost. */
+	int gen = (int)atomic_load(&updates_gen);
+	int bits = atomic_exchange(&updates, 0);
+
+	if (generation != NULL)
+		*generation = bits != 0 ? gen : 0;
+	return bits;
 }

@@ -66,7 +66,9 @@ static int read_ranks(struct hvd__state *st)
 	return HVD_OK;
 }
 
-HVD_EXPORT int hvd_init(void)
+/* One attempt of hvd_init(). *world: an elastic generation's world came
+ * (this worker was a member of it) whether or not its mesh formed. */
+static int init_once(bool *world)
 {
 	struct hvd__state st = hvd__g;
 	struct hvd__comm mpi_comm;
@@ -74,8 +76,7 @@ HVD_EXPORT int hvd_init(void)
 	bool want;
 	int rc;
 
-	if (hvd__g.initialized)
-		return HVD_EALREADY;
+	*world = false;
 	/* Under mpirun (or asked to): MPI; under hvdrun: a rendezvous to
 	 * join; else a job of one. */
 	rc = hvd__mpi_wanted(&want);
@@ -97,15 +98,35 @@ HVD_EXPORT int hvd_init(void)
 		/* Elastic: a generation whose connections did not form (a
 		 * worker lost on the way) is a reset: hvd_init() again joins
 		 * the next. */
+		*world = hvd__g.generation > 0;
 		rc = hvd__elastic_status(rc);
 		hvd__runtime_stop();
 		hvd__g = fresh_state;
-		return rc;
 	}
-	hvd__debug("rank %d of %d (local %d of %d, cross %d of %d)",
-		   hvd__g.rank, hvd__g.size, hvd__g.local_rank,
-		   hvd__g.local_size, hvd__g.cross_rank, hvd__g.cross_size);
-	return HVD_OK;
+	return rc;
+}
+
+HVD_EXPORT int hvd_init(void)
+{
+	bool world;
+	int rc;
+
+	if (hvd__g.initialized)
+		return HVD_EALREADY;
+	/* Elastic: a generation that a reset (or hosts hvdrun added)
+	 * interrupts while its mesh forms is followed by the next one, which
+	 * this worker joins at once. Only a worker that hvdrun leaves out
+	 * fails (HVD_ERESET), so that a program's first hvd_init(), outside
+	 * any retry loop of its own, joins whichever generation forms. */
+	do
+		rc = init_once(&world);
+	while (rc == HVD_ERESET && world);
+	if (rc == HVD_OK)
+		hvd__debug("rank %d of %d (local %d of %d, cross %d of %d)",
+			   hvd__g.rank, hvd__g.size, hvd__g.local_rank,
+			   hvd__g.local_size, hvd__g.cross_rank,
+			   hvd__g.cross_size);
+	return rc;
 }
 
 HVD_EXPORT void hvd_shutdown(void)

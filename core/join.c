@@ -222,6 +222,51 @@ static int try_world(void *arg, const uint8_t *in, size_t len)
 	}
 }
 
+/* What came on an elastic worker's rendezvous connection while its mesh
+ * connects, after the WORLD: hosts notices are kept (the watcher takes
+ * them once the mesh is up; a removal's reset comes on its own);
+ * anything else calls the connects off. */
+struct after_world {
+	int fd;
+	const uint8_t *secret, *nonce;
+	uint8_t *buf; /* malloc'ed */
+	size_t len;
+};
+
+static bool reset_came(void *arg)
+{
+	struct after_world *a = arg;
+	uint8_t in[256], *nb;
+	size_t at = 0;
+	ssize_t n = recv(a->fd, in, sizeof(in), MSG_DONTWAIT);
+
+	if (n == 0)
+		return true; /* hvdrun closed it: out of this generation */
+	if (n < 0)
+		return errno != EAGAIN && errno != EINTR;
+	nb = realloc(a->buf, a->len + (size_t)n);
+	if (nb == NULL)
+		return true;
+	a->buf = nb;
+	memcpy(a->buf + a->len, in, (size_t)n);
+	a->len += (size_t)n;
+	for (;;) {
+		struct rdv_world w;
+		char *addrs = NULL, type, what;
+		long m = rdv_elastic_decode(a->buf + at, a->len - at, a->secret,
+					    a->nonce, &type, &what, &w, &addrs);
+
+		free(addrs);
+		if (m == 0)
+			break;
+		if (m < 0 || type != 'N' ||
+		    (what != RDV_NOTICE_HOSTS && what != RDV_NOTICE_REMOVED))
+			return true;
+		at += (size_t)m;
+	}
+	return false;
+}
+
 /* One join. Static: as rank of size. Elastic (link not NULL): as worker
  * id after generation last_gen; the WORLD gives rank and size (*w), and
  * the rendezvous connection stays open in *link. */
@@ -243,6 +288,7 @@ static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 	char **addrv = NULL;
 	struct rdv_register reg;
 	struct hvd__tcp *t = NULL;
+	struct after_world aw;
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	long timeout_s;
@@ -318,8 +364,8 @@ static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 	}
 	if (rc != 1) {
 		if (j->link != NULL && rc == HVD_ECONN)
-			hvd__error(
-				"worker %d: hvdrun left it out of the job's next generation",
+			hvd__warn(
+				"worker %d: hvdrun left it out of the job's next generation (its host left the job)",
 				j->rank);
 		else
 			hvd__error(
@@ -339,8 +385,10 @@ static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 	rdv_generation_key(secret, j->key_gen, key);
 	rdv_mesh_token(key, token);
 	/* Elastic: a reset notice calls the connects off. */
+	aw = (struct after_world){fd, secret, reg.nonce, buf, len};
+	buf = NULL;
 	if (j->link != NULL)
-		hvd__tcp_set_cancel(t, fd);
+		hvd__tcp_set_cancel(t, fd, reset_came, &aw);
 	rc = hvd__tcp_connect(t, rank, j->size, addrv, token,
 			      (int)(deadline - hvd__now_ms()));
 	if (rc == HVD_OK && j->link != NULL) {
@@ -348,10 +396,11 @@ static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 		fd = -1;
 		memcpy(j->link->secret, secret, sizeof(secret));
 		memcpy(j->link->nonce, reg.nonce, sizeof(reg.nonce));
-		j->link->rest = buf;
-		j->link->nrest = len;
-		buf = NULL;
+		j->link->rest = aw.buf;
+		j->link->nrest = aw.len;
+		aw.buf = NULL;
 	}
+	free(aw.buf);
 out:
 	if (fd >= 0)
 		close(fd);

@@ -258,7 +258,9 @@ void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor)
 
 /* Integers scale as Horovod scales them: in float64, then back to the
  * integer, truncated toward zero; a product out of the type's range
- * saturates (NaN gives 0), where a plain cast would be undefined. */
+ * saturates (NaN gives 0), where a plain cast would be undefined. T is a
+ * type name, which parentheses would break:
+ * NOLINTBEGIN(bugprone-macro-parentheses) */
 #define SCALE_INT(name, T, LO, HI)                                             \
 	static void name(T *p, size_t n, double f)                             \
 	{                                                                      \
@@ -279,6 +281,7 @@ SCALE_INT(scale_i8, int8_t, INT8_MIN, INT8_MAX)
 SCALE_INT(scale_i16, int16_t, INT16_MIN, INT16_MAX)
 SCALE_INT(scale_i32, int32_t, INT32_MIN, INT32_MAX)
 SCALE_INT(scale_i64, int64_t, INT64_MIN, INT64_MAX)
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 bool hvd__dtype_float(enum hvd_dtype t)
 {

@@ -188,23 +188,25 @@ int hvd__runtime_timeline(const char *path, bool mark)
 	return rc;
 }
 
-/* Fail every request that is waiting, and every later one, with status. */
-static void fail_all(struct hvd__engine *e, int status)
+/* Fail every request that is waiting, and every later one, with status.
+ * Returns how many were waiting. */
+static int fail_all(struct hvd__engine *e, int status)
 {
 	struct hvd__req *lists[2] = {hvd__queue_break(status),
 				     e->pending_local};
 	struct hvd__req *r, *next;
-	int i;
+	int i, n = 0;
 
 	e->pending_local = NULL;
 	for (i = 0; i < 2; i++)
-		for (r = lists[i]; r != NULL; r = next) {
+		for (r = lists[i]; r != NULL; r = next, n++) {
 			next = r->next;
 			hvd__req_complete(r, status,
 					  r->m.gpu && e->gpu_why[0] != '\0'
 						  ? e->gpu_why
 						  : NULL);
 		}
+	return n;
 }
 
 /* One turn of the engine, by its owner: take the new requests and run a
@@ -227,7 +229,16 @@ static bool turn(struct hvd__engine *e, bool driver)
 		;
 	*tail = in;
 	rc = cycle(e, shutdown_local);
-	if (rc == HVD_ESHUTDOWN) {
+	if (rc == HVD_ESHUTDOWN && !shutdown_local && hvd__g.generation > 0) {
+		/* Elastic: a peer left (hvd_shutdown, as a program's exit
+		 * after an exception does): the survivors go on without it,
+		 * as after any other loss. */
+		atomic_store(&ended, true);
+		if (fail_all(e, HVD_ERESET) > 0)
+			hvd__warn(
+				"generation %d ended (a peer shut down): every pending and later operation fails with HVD_ERESET",
+				hvd__g.generation);
+	} else if (rc == HVD_ESHUTDOWN) {
 		atomic_store(&ended, true);
 		fail_all(e, HVD_ESHUTDOWN);
 	} else if (rc != HVD_OK) {

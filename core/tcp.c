@@ -30,20 +30,27 @@ struct hvd__tcp {
 	int *fd; /* fd[r]: the connection to rank r, -1 for self */
 	int timeout_ms;
 	int spin_us;   /* retry, yielding, this long before poll() */
-	int cancel_fd; /* readable: hvd__tcp_connect gives up, or -1 */
+	int cancel_fd; /* readable: hvd__tcp_connect asks, or -1 */
+	bool (*called_off)(void *arg);
+	void *called_off_arg;
+	bool off; /* called off: hvd__tcp_connect gives up */
 };
 
 /* Whether the connect was called off (hvd__tcp_connect); waits up to ms
  * for it. */
-static bool cancelled(const struct hvd__tcp *t, int ms)
+static bool cancelled(struct hvd__tcp *t, int ms)
 {
 	struct pollfd pf = {t->cancel_fd, POLLIN, 0};
 
+	if (t->off)
+		return true;
 	if (t->cancel_fd < 0) {
 		poll(NULL, 0, ms);
 		return false;
 	}
-	return poll(&pf, 1, ms) > 0;
+	if (poll(&pf, 1, ms) > 0)
+		t->off = t->called_off(t->called_off_arg);
+	return t->off;
 }
 
 /* TCP_NODELAY, and socket buffers left to the kernel's autotuning, which
@@ -163,8 +170,7 @@ int hvd__parse_addr(const char *addr, struct sockaddr_in *sa)
 
 /* A socket connected to addr, or HVD_EINVAL, HVD_ESYS, or HVD_ECONN when
  * the peer did not listen by the deadline. */
-static int connect_to(const struct hvd__tcp *t, const char *addr,
-		      long long deadline)
+static int connect_to(struct hvd__tcp *t, const char *addr, long long deadline)
 {
 	struct sockaddr_in sa;
 	int fd;
@@ -277,7 +283,7 @@ static int accept_up(struct hvd__tcp *t, const uint8_t *token, int want,
 		pf[n + 1] = (struct pollfd){t->cancel_fd, POLLIN, 0};
 		if (poll(pf, (nfds_t)n + 2, (int)wait) <= 0)
 			continue;
-		if (pf[n + 1].revents) {
+		if (pf[n + 1].revents && cancelled(t, 0)) {
 			rc = HVD_ERESET;
 			break;
 		}
@@ -348,9 +354,13 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 	return rc;
 }
 
-void hvd__tcp_set_cancel(struct hvd__tcp *t, int fd)
+void hvd__tcp_set_cancel(struct hvd__tcp *t, int fd,
+			 bool (*called_off)(void *arg), void *arg)
 {
 	t->cancel_fd = fd;
+	t->called_off = called_off;
+	t->called_off_arg = arg;
+	t->off = false;
 }
 
 void hvd__tcp_abort(struct hvd__tcp *t)

@@ -6,6 +6,7 @@
 #ifndef HVD_TCP_H
 #define HVD_TCP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,9 +30,13 @@ int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,
 /* Connect to every peer. addrs[r] is rank r's "ADDR:PORT". */
 int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		     const uint8_t token[HVD__TOKEN_LEN], int timeout_ms);
-/* While fd is readable, hvd__tcp_connect gives up with HVD_ERESET (an
- * elastic worker's connection to hvdrun: a reset notice). -1: never. */
-void hvd__tcp_set_cancel(struct hvd__tcp *t, int fd);
+/* When fd turns readable, hvd__tcp_connect asks called_off(arg), which
+ * reads what came: true, and the connect gives up with HVD_ERESET (an
+ * elastic worker's connection to hvdrun: a reset notice, or hvdrun
+ * gone); false (a notice that changes nothing now), and it goes on.
+ * -1: never. */
+void hvd__tcp_set_cancel(struct hvd__tcp *t, int fd,
+			 bool (*called_off)(void *arg), void *arg);
 /* An operation that waits longer than this for a peer fails. */
 void hvd__tcp_set_timeout(struct hvd__tcp *t, int timeout_ms);
 /* While a transfer waits for a peer, retry for up to spin_us (default 0),

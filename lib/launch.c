@@ -67,6 +67,7 @@ struct sup {
 	long long removal_deadline;
 	bool removal_killed; /* SIGKILL sent: the deadline gives up on them */
 	bool finishing;
+	int finished_by;	  /* the first worker whose work was done */
 	struct hl_worker **again; /* room for the workers regrow starts */
 	char *disc_error; /* the discovery script's last failure, told */
 	/* A worker ended, or the discovery script's list came: regrow
@@ -236,7 +237,11 @@ static int place_starting(struct sup *s, struct hl_worker *const *w, int n)
 	return m < 0 ? m : HL_OK;
 }
 
-static int plan_generation(struct sup *s, int *n, bool grow)
+/* How the next generation comes: at once (a reset), or at the running
+ * workers' next commit because hosts were added or removed. */
+enum gen_how { GEN_RESET, GEN_ADDED, GEN_REMOVED };
+
+static int plan_generation(struct sup *s, int *n, enum gen_how how)
 {
 	int *ids = calloc((size_t)s->n, sizeof(*ids));
 	struct hl_plan plan = {0};
@@ -244,8 +249,11 @@ static int plan_generation(struct sup *s, int *n, bool grow)
 
 	*n = ids != NULL ? plan_members(s, ids, &plan) : HL_ENOMEM;
 	if (*n >= 0)
-		gen = grow ? hl_rdv_grow(s->l->rdv, ids, plan.ranks, *n)
-			   : hl_rdv_generation(s->l->rdv, ids, plan.ranks, *n);
+		gen = how == GEN_RESET
+			      ? hl_rdv_generation(s->l->rdv, ids, plan.ranks,
+						  *n)
+			      : hl_rdv_at_commit(s->l->rdv, ids, plan.ranks, *n,
+						 how == GEN_REMOVED);
 	hl_plan_close(&plan);
 	free(ids);
 	return gen;
@@ -279,6 +287,7 @@ static int host_leaves(struct sup *s, size_t host)
 	int i, wait_s = -1;
 
 	s->hs[host].back = LLONG_MAX;
+	hl_rdv_hosts_removed(l->rdv);
 	if (l->cooldown) {
 		int span = l->cooldown_max_s - l->cooldown_min_s + 1;
 
@@ -292,6 +301,30 @@ static int host_leaves(struct sup *s, size_t host)
 			remove_worker(s, o);
 	}
 	return wait_s;
+}
+
+/* Elastic: whether one more generation (hosts added or removed; every
+ * generation after the first counts, as horovodrun counts them) would
+ * pass --reset-limit: then the job stops, with status 1, saying why
+ * (host: the host whose change it was, what: what happened to it). */
+static bool past_reset_limit(struct sup *s, const char *what, size_t host)
+{
+	const struct hl_launch *l = s->l;
+	struct hl_event ev = {HL_EV_NOT_READY, -1, NULL, NULL, 0};
+	char text[384];
+
+	if (l->reset_limit <= 0 || s->resets < l->reset_limit)
+		return false;
+	snprintf(
+		text, sizeof(text),
+		"host %s %s, but the job has changed %d times already (--reset-limit %d)",
+		l->hosts->v[host].name, what, s->resets, l->reset_limit);
+	ev.text = text;
+	hl_launch_event(l, &ev);
+	s->failed = true;
+	s->exit_code = 1;
+	terminate(s, SIGTERM);
+	return true;
 }
 
 /* Elastic: worker w failed (how). Its host leaves the job (the host's
@@ -324,7 +357,7 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 		return false;
 	}
 	wait_s = host_leaves(s, host);
-	gen = plan_generation(s, &left, growth);
+	gen = plan_generation(s, &left, growth ? GEN_ADDED : GEN_RESET);
 	if (gen < 0)
 		return false;
 	if (!growth) {
@@ -464,6 +497,12 @@ static void regrow(struct sup *s)
 			want = l->max_np - live;
 		if (want <= 0)
 			continue;
+		if (started == 0 &&
+		    past_reset_limit(s,
+				     back ? "is back after its cool-down"
+					  : "has free slots",
+				     h))
+			return;
 		s->hs[h].back = 0;
 		n = start_on(s, h, pick_records(s, h, want), text,
 			     sizeof(text));
@@ -479,7 +518,9 @@ static void regrow(struct sup *s)
 	}
 	if (started == 0)
 		return;
-	gen = plan_generation(s, &live, true);
+	gen = plan_generation(s, &live, GEN_ADDED);
+	if (gen > 0 && hl_rdv_growing(l->rdv))
+		s->resets++; /* a generation after the first formed */
 	if (gen > 0) {
 		struct hl_event ev = {HL_EV_GROW, -1, NULL, text, 0};
 
@@ -550,16 +591,24 @@ static void unlisted(struct sup *s, size_t h)
 		return;
 	}
 	s->hs[h].kept = false;
+	if (past_reset_limit(s, "is no longer listed by the discovery script",
+			     h))
+		return;
+	/* As horovodrun: the others re-join without it at their next
+	 * commit, losing no step; its workers end when they come back for
+	 * a generation that no longer has them (on_idle), or, if one ends
+	 * first, the others reset without them (worker_exited). */
 	for (i = 0; i < s->n; i++)
 		if (!s->w[i].exited && s->w[i].host == h)
-			remove_worker(s, &s->w[i]);
-	gen = plan_generation(s, &left, false);
+			s->w[i].removed = s->w[i].leaving = true;
+	gen = plan_generation(s, &left, GEN_REMOVED);
 	if (gen < 0)
 		return;
-	clear_fresh(s);
+	if (hl_rdv_growing(l->rdv))
+		s->resets++; /* a generation after the first formed */
 	snprintf(
 		text, sizeof(text),
-		"is no longer listed by the discovery script: its workers end and %d workers go on (generation %d)",
+		"is no longer listed by the discovery script: %d workers go on without it from their next commit (generation %d)",
 		left, gen);
 	hl_launch_event(l, &ev);
 }
@@ -670,6 +719,37 @@ static void end_fresh(struct sup *s)
 	}
 }
 
+/* Elastic: worker w, of a host the discovery script dropped, ended before
+ * the others re-joined without it: the generation that waited for it
+ * never forms, so the others reset without it now (and its host's other
+ * workers end). */
+static void left_early(struct sup *s, struct hl_worker *w)
+{
+	const struct hl_launch *l = s->l;
+	struct hl_event ev = {HL_EV_RESET, w->rank, l->hosts->v[w->host].name,
+			      NULL, 0};
+	char text[256];
+	int i, left, gen;
+
+	w->leaving = false;
+	if (!hl_rdv_growing(l->rdv))
+		return; /* the others re-joined already */
+	for (i = 0; i < s->n; i++)
+		if (s->w[i].leaving && !s->w[i].exited) {
+			s->w[i].leaving = false;
+			remove_worker(s, &s->w[i]);
+		}
+	gen = plan_generation(s, &left, GEN_RESET);
+	if (gen < 0)
+		return;
+	snprintf(
+		text, sizeof(text),
+		"ended before the others' next commit; %d workers go on without its host (generation %d)",
+		left, gen);
+	ev.text = text;
+	hl_launch_event(l, &ev);
+}
+
 /* How a worker's end is known: its exit status, its SSH session lost, or
  * its host silent to the rendezvous' keepalive (elastic). */
 enum { EXITED, LOST_SESSION, LOST_SILENT };
@@ -686,11 +766,19 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 	w->exited = true;
 	w->status = status;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-		if (!s->finishing && l->rdv != NULL)
+		if (!s->finishing && l->rdv != NULL) {
 			end_fresh(s);
+			/* As horovodrun: a worker's success ends the job; the
+			 * others finish, and those that wait for a world that
+			 * will never form are stopped (on_report). */
+			s->finished_by = w->rank;
+			hl_rdv_finish(l->rdv);
+		}
 		s->finishing = true;
 		return;
 	}
+	if (w->leaving && !s->failed && s->signal == 0)
+		left_early(s, w);
 	if (s->failed || s->signal != 0 || w->removed)
 		return; /* ended by us, or after the job had already failed */
 	if (lost == LOST_SESSION)
@@ -700,7 +788,7 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 			 "stopped answering: its host is unreachable");
 	else
 		describe_status(status, how, sizeof(how));
-	if (l->rdv != NULL && shrink(s, w, how, sizeof(how)))
+	if (l->rdv != NULL && !s->finishing && shrink(s, w, how, sizeof(how)))
 		return;
 	s->failed = true;
 	s->exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
@@ -767,6 +855,34 @@ static void on_signal(struct sup *s)
 	}
 }
 
+/* Elastic: the rendezvous left worker w out of the generation that
+ * formed (its host was dropped: it ends now), or w waits for a generation
+ * that will never form (the job is finishing). Either end is no failure. */
+static void on_idle(struct sup *s, struct hl_worker *w)
+{
+	const struct hl_launch *l = s->l;
+	struct hl_event ev = {HL_EV_RESET, w->rank, l->hosts->v[w->host].name,
+			      NULL, 0};
+	char text[160];
+
+	if (w->exited || s->failed || s->signal != 0)
+		return;
+	if (w->leaving) {
+		w->leaving = false;
+		remove_worker(s, w);
+		return;
+	}
+	if (!s->finishing || w->removed)
+		return;
+	snprintf(
+		text, sizeof(text),
+		"waits for a new generation, but worker %d finished its work: the job is done, so it is stopped",
+		s->finished_by);
+	ev.text = text;
+	hl_launch_event(l, &ev);
+	remove_worker(s, w);
+}
+
 /* Reports of the rendezvous (rdv_server.h), NUL-terminated: a failure
  * ends the job (it could not start); an empty one says that workers'
  * hosts stopped answering (elastic), and each such worker is lost. */
@@ -802,6 +918,11 @@ static void on_report(struct sup *s)
 				    !s->w[ids[k]].exited)
 					worker_exited(s, &s->w[ids[k]],
 						      255 << 8, LOST_SILENT);
+		while (s->l->rdv != NULL &&
+		       (got = hl_rdv_take_idle(s->l->rdv, ids, 16)) > 0)
+			for (k = 0; k < got; k++)
+				if (ids[k] >= 0 && ids[k] < s->n)
+					on_idle(s, &s->w[ids[k]]);
 	}
 }
 
@@ -1103,7 +1224,8 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	if (rc == HL_OK && l->env->master_addr == NULL)
 		rc = hl_master_addr(l->env, s.w[0].place.host, cause);
 	/* Elastic: the first generation is the plan. */
-	if (rc == HL_OK && l->rdv != NULL && plan_generation(&s, &i, false) < 0)
+	if (rc == HL_OK && l->rdv != NULL &&
+	    plan_generation(&s, &i, GEN_RESET) < 0)
 		rc = hl_fail(cause, HL_ENOMEM, "out of memory");
 	if (rc != HL_OK)
 		goto out_free;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../proto/worker_env.h"
 #include "hosts.h"
@@ -201,7 +202,7 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 		break;
 	case HL_T_ENUM:
 		for (i = 0; choices[i] != NULL; i++)
-			if (strcmp(text, choices[i]) == 0)
+			if (strcasecmp(text, choices[i]) == 0)
 				break;
 		if (choices[i] == NULL)
 			return bad_value(k, text, where, cause);

@@ -70,10 +70,11 @@ struct hl_rdv {
 	bool elastic;
 	pthread_mutex_t lock;
 	uint32_t gen;
-	bool formed; /* WORLD was sent to every member */
+	bool formed;	/* WORLD was sent to every member */
+	bool finishing; /* hl_rdv_finish: no later generation forms */
 	int *ids;
 	struct rdv_world *places;
-	/* Growth announced (hl_rdv_grow): the generation that the running
+	/* Growth announced (hl_rdv_at_commit): the generation that the running
 	 * one's workers form with the new ones once all have come back. */
 	int *grow_ids;
 	struct hl_rank *grow_places;
@@ -82,6 +83,11 @@ struct hl_rdv {
 	 * (hl_rdv_take_lost). */
 	int *lost;
 	size_t nlost, caplost;
+	/* Workers that wait for a generation that will not form (the job is
+	 * finishing: hl_rdv_finish), or that a generation left out, for
+	 * the supervisor (hl_rdv_take_idle). */
+	int *idle;
+	size_t nidle, capidle;
 };
 
 static void report(struct hl_rdv *r, const char *msg)
@@ -191,21 +197,34 @@ static void take_slot(struct hl_rdv *r, size_t i, int slot)
 		r->deadline = hl_now_ms() + r->timeout_s * 1000LL;
 }
 
-/* Elastic: worker id's host stopped answering (keepalive): the
- * supervisor is told (an empty report), and takes the id. */
+/* Add id to a list of ids for the supervisor, and tell it (an empty
+ * report). */
+static void tell(struct hl_rdv *r, int **v, size_t *n, size_t *cap, uint32_t id)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 16;
+		int *nv = realloc(*v, ncap * sizeof(*nv));
+
+		if (nv == NULL)
+			return;
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[(*n)++] = (int)id;
+	report(r, "");
+}
+
+/* Elastic: worker id's host stopped answering (keepalive). */
 static void host_lost(struct hl_rdv *r, uint32_t id)
 {
-	if (r->nlost == r->caplost) {
-		size_t cap = r->caplost ? 2 * r->caplost : 16;
-		int *v = realloc(r->lost, cap * sizeof(*v));
+	tell(r, &r->lost, &r->nlost, &r->caplost, id);
+}
 
-		if (v == NULL)
-			return;
-		r->lost = v;
-		r->caplost = cap;
-	}
-	r->lost[r->nlost++] = (int)id;
-	report(r, "");
+/* Elastic: worker id waits for a generation after the running one, which
+ * a finishing job never forms. */
+static void idle(struct hl_rdv *r, uint32_t id)
+{
+	tell(r, &r->idle, &r->nidle, &r->capidle, id);
 }
 
 /* Read what the connection sent; admit it once its REGISTER verifies. */
@@ -249,6 +268,8 @@ static void serve(struct hl_rdv *r, size_t i)
 	c->registered = true;
 	if (!r->elastic)
 		take_slot(r, i, (int)c->reg.rank);
+	else if (r->finishing)
+		idle(r, c->reg.rank);
 }
 
 /* Send len bytes on a connection that is otherwise non-blocking. */
@@ -443,10 +464,15 @@ static void elastic_progress(struct hl_rdv *r)
 			m = member(r, c->reg.rank);
 			if (m < 0 && grow_member(r, c->reg.rank))
 				continue; /* a new worker: waits for growth */
-			if (m < 0 || r->by_rank[m] >= 0)
-				drop(r, i); /* left out: hvd_init fails */
-			else
+			if (m < 0 || r->by_rank[m] >= 0) {
+				/* Left out: hvd_init fails, and the
+				 * supervisor ends a worker it let go. */
+				if (m < 0)
+					idle(r, c->reg.rank);
+				drop(r, i);
+			} else {
 				take_slot(r, i, m);
+			}
 		}
 		if (!r->formed || back != r->size || r->size == 0)
 			break;
@@ -585,11 +611,35 @@ int hl_rdv_generation(struct hl_rdv *r, const int *ids,
 	return gen;
 }
 
-int hl_rdv_grow(struct hl_rdv *r, const int *ids, const struct hl_rank *places,
-		int n)
+/* Under lock: tell every worker of the running generation what (a
+ * hosts notice) about generation gen. */
+static void notify(struct hl_rdv *r, char what, uint32_t gen)
+{
+	size_t i;
+
+	for (i = 0; i < r->nconns; i++) {
+		struct conn *c = &r->conns[i];
+		uint8_t msg[RDV_NOTICE_LEN];
+
+		if (c->fd < 0 || !c->in_world)
+			continue;
+		rdv_notice_encode(what, gen, r->secret, c->reg.nonce, msg);
+		(void)!send(c->fd, msg, sizeof(msg),
+			    MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+}
+
+void hl_rdv_hosts_removed(struct hl_rdv *r)
+{
+	pthread_mutex_lock(&r->lock);
+	notify(r, RDV_NOTICE_REMOVED, r->gen + 1);
+	pthread_mutex_unlock(&r->lock);
+}
+
+int hl_rdv_at_commit(struct hl_rdv *r, const int *ids,
+		     const struct hl_rank *places, int n, bool removed)
 {
 	int gen = HL_ENOMEM;
-	size_t i;
 
 	pthread_mutex_lock(&r->lock);
 	if (!r->formed) {
@@ -608,21 +658,23 @@ int hl_rdv_grow(struct hl_rdv *r, const int *ids, const struct hl_rank *places,
 	memcpy(r->grow_places, places, (size_t)n * sizeof(*places));
 	r->grow_n = n;
 	gen = (int)r->gen + 1;
-	for (i = 0; i < r->nconns; i++) {
-		struct conn *c = &r->conns[i];
-		uint8_t msg[RDV_NOTICE_LEN];
-
-		if (c->fd < 0 || !c->in_world)
-			continue;
-		rdv_notice_encode(RDV_NOTICE_HOSTS, (uint32_t)gen, r->secret,
-				  c->reg.nonce, msg);
-		(void)!send(c->fd, msg, sizeof(msg),
-			    MSG_NOSIGNAL | MSG_DONTWAIT);
-	}
+	notify(r, removed ? RDV_NOTICE_REMOVED : RDV_NOTICE_HOSTS,
+	       (uint32_t)gen);
 out:
 	pthread_mutex_unlock(&r->lock);
 	(void)!write(r->stop[1], "w", 1);
 	return gen;
+}
+
+/* Under lock: take up to cap of the n ids at v. */
+static size_t take(int *v, size_t *n, int *ids, size_t cap)
+{
+	size_t k = *n < cap ? *n : cap;
+
+	memcpy(ids, v, k * sizeof(*ids));
+	memmove(v, v + k, (*n - k) * sizeof(*ids));
+	*n -= k;
+	return k;
 }
 
 size_t hl_rdv_take_lost(struct hl_rdv *r, int *ids, size_t cap)
@@ -630,10 +682,34 @@ size_t hl_rdv_take_lost(struct hl_rdv *r, int *ids, size_t cap)
 	size_t n;
 
 	pthread_mutex_lock(&r->lock);
-	n = r->nlost < cap ? r->nlost : cap;
-	memcpy(ids, r->lost, n * sizeof(*ids));
-	memmove(r->lost, r->lost + n, (r->nlost - n) * sizeof(*ids));
-	r->nlost -= n;
+	n = take(r->lost, &r->nlost, ids, cap);
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+void hl_rdv_finish(struct hl_rdv *r)
+{
+	size_t i;
+
+	pthread_mutex_lock(&r->lock);
+	if (!r->finishing) {
+		r->finishing = true;
+		for (i = 0; i < r->nconns; i++) {
+			const struct conn *c = &r->conns[i];
+
+			if (c->fd >= 0 && c->registered && !c->in_world)
+				idle(r, c->reg.rank);
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+size_t hl_rdv_take_idle(struct hl_rdv *r, int *ids, size_t cap)
+{
+	size_t n;
+
+	pthread_mutex_lock(&r->lock);
+	n = take(r->idle, &r->nidle, ids, cap);
 	pthread_mutex_unlock(&r->lock);
 	return n;
 }
@@ -771,6 +847,7 @@ void hl_rdv_stop(struct hl_rdv *r)
 	free(r->ids);
 	free(r->places);
 	free(r->lost);
+	free(r->idle);
 	forget_growth(r);
 	pthread_mutex_destroy(&r->lock);
 	free(r);

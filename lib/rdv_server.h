@@ -31,20 +31,33 @@ int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
  * written to report_fd. Returns the generation's number, or HL_ENOMEM. */
 int hl_rdv_generation(struct hl_rdv *r, const int *ids,
 		      const struct hl_rank *places, int n);
-/* Elastic growth: ids (in rank order, at places) are the running
- * generation's workers and new ones. The running workers are told (a
- * hosts notice) and go on; once each has come back (hvd_shutdown and
- * hvd_init at its next commit), the new generation forms with the new
- * workers, which wait for it. A reset (hl_rdv_generation) before then
- * replaces it. Returns the announced generation's number, or
- * HL_ENOMEM. */
-int hl_rdv_grow(struct hl_rdv *r, const int *ids, const struct hl_rank *places,
-		int n);
+/* Elastic, at the running workers' next commit: ids (in rank order, at
+ * places) form the next generation once every running worker has come
+ * back (hvd_shutdown and hvd_init at its next commit). The running
+ * workers are told why and go on until then: hosts were added (the ids
+ * include new workers, which wait for it), or, removed, hosts leave (the
+ * ids are the workers that stay; the others are left out when they come
+ * back). A reset (hl_rdv_generation) before then replaces it. Returns
+ * the announced generation's number, or HL_ENOMEM. */
+int hl_rdv_at_commit(struct hl_rdv *r, const int *ids,
+		     const struct hl_rank *places, int n, bool removed);
+/* Elastic: hosts leave the job (a failure, or the discovery script
+ * dropped them): the running generation's workers are told (a hosts
+ * notice, Horovod's "removed" update), before the generation without
+ * them replaces theirs. */
+void hl_rdv_hosts_removed(struct hl_rdv *r);
 /* Elastic: the ids (at most cap) of workers whose host stopped
  * answering: their connection's keepalive probes went unanswered (a
  * link down, a host off), which no exit of theirs may ever report. Each
  * loss also writes an empty report (a lone NUL) to report_fd. */
 size_t hl_rdv_take_lost(struct hl_rdv *r, int *ids, size_t cap);
+/* Elastic: the job is finishing (a worker's work is done): no later
+ * generation will form. Workers that wait for one, now or when they
+ * register later, and workers a new generation left out, are told to
+ * the supervisor, each with an empty report, and hl_rdv_take_idle()
+ * gives their ids (at most cap). */
+void hl_rdv_finish(struct hl_rdv *r);
+size_t hl_rdv_take_idle(struct hl_rdv *r, int *ids, size_t cap);
 /* Whether announced growth still waits for the running workers. */
 bool hl_rdv_growing(struct hl_rdv *r);
 /* Add HVD_RENDEZVOUS, HVD_SECRET and HVD_START_TIMEOUT for the workers. */

@@ -26,6 +26,8 @@ struct hl_worker {
 	bool exited;
 	int status;   /* wait(2) status */
 	bool removed; /* elastic: ended by hvdrun with its host */
+	bool leaving; /* elastic: its host was dropped; it ends once the
+			 others re-join without it at their next commit */
 	bool fresh;   /* elastic: started again, not yet in a generation */
 };
 

@@ -416,7 +416,8 @@ long rdv_elastic_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 		return 0;
 	*what = (char)in[1];
 	w->gen = wire_de32(in + 2);
-	if ((*what != RDV_NOTICE_RESET && *what != RDV_NOTICE_HOSTS) ||
+	if ((*what != RDV_NOTICE_RESET && *what != RDV_NOTICE_HOSTS &&
+	     *what != RDV_NOTICE_REMOVED) ||
 	    !sealed(in, RDV_NOTICE_LEN - RDV_MAC_LEN, "hvd-notice", secret,
 		    worker_nonce))
 		return RDV_EBAD;

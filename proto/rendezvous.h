@@ -50,9 +50,11 @@
  *       mac = HMAC(secret, "hvd-notice" worker_nonce the bytes before)
  *
  * what: RDV_NOTICE_RESET (generation gen replaces the worker's: a worker
- * was lost), RDV_NOTICE_HOSTS (hosts were added: the workers re-join at
+ * was lost), RDV_NOTICE_REMOVED (hosts leave the job: generation gen,
+ * without them, follows; a reset comes with it), RDV_NOTICE_HOSTS (hosts
+ * were added: the workers re-join at
  * their next commit). libhvd's watcher acts on the kind alone (anything
- * but a hosts notice ends the generation, so a forged one could only do
+ * but a hosts notice, added or removed, ends the generation, so a forged one could only do
  * what closing the connection does); the mac is for readers that act on
  * more. A generation's key, HMAC(secret, "hvd-generation"
  * gen), takes the secret's place in the mesh token and the shared-memory
@@ -75,6 +77,7 @@
 #define RDV_NOTICE_LEN (1 + 1 + 4 + RDV_MAC_LEN)
 #define RDV_NOTICE_RESET 'R'
 #define RDV_NOTICE_HOSTS 'U'
+#define RDV_NOTICE_REMOVED 'D'
 
 /* What the rendezvous functions return besides lengths and counts. */
 enum {

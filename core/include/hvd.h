@@ -56,24 +56,39 @@ enum hvd_dtype {
 enum hvd_op { HVD_SUM, HVD_AVERAGE, HVD_MIN, HVD_MAX, HVD_PRODUCT };
 
 /* Read the rank environment set by hvdrun and start libhvd. Without it,
- * the process runs as the only rank of a job of size 1. */
+ * the process runs as the only rank of a job of size 1. hvd_shutdown()
+ * then hvd_init() again rejoins the same job, with the same ranks (an
+ * elastic job: the next generation), any number of times. */
 HVD_EXPORT int hvd_init(void);
 HVD_EXPORT void hvd_shutdown(void);
 HVD_EXPORT int hvd_initialized(void);
 
 /* Elastic jobs (hvdrun --min-np, --max-np): the world changes between
- * generations. When a worker is lost, every pending and later operation
- * fails with HVD_ERESET within a moment; hvd_shutdown() then hvd_init()
- * joins the next generation, in which the surviving workers keep their
- * order (new ranks, sizes, connections). The generation (1, 2, ...) of
+ * generations. When a worker is lost (it died, its host vanished, or it
+ * left: hvd_shutdown() or its exit while others wait in collectives),
+ * every pending and later operation fails with HVD_ERESET within a
+ * moment; hvd_shutdown() then hvd_init() joins the next generation, in
+ * which the surviving workers keep their order (new ranks, sizes,
+ * connections). A generation interrupted while its connections form is
+ * followed by the next inside hvd_init(), which fails with HVD_ERESET
+ * only when hvdrun left this worker out. The generation (1, 2, ...) of
  * this world, 0 when the job is not elastic, -1 before hvd_init(). */
 HVD_EXPORT int hvd_elastic_generation(void);
-/* Elastic: hvdrun started workers on new hosts, and the generation that
- * includes them waits for this world's workers: the number of that
- * generation (the program re-joins, hvd_shutdown() then hvd_init(), at a
- * point where every rank agrees, such as its next commit), 0 when none
- * is announced, -1 before hvd_init(). */
+/* Elastic: hvdrun changed the hosts (it started workers on new hosts, or
+ * the discovery script dropped some), and the generation that follows
+ * waits for this world's workers: the number of that generation (the
+ * program re-joins, hvd_shutdown() then hvd_init(), at a point where
+ * every rank agrees, such as its next commit), 0 when none is announced,
+ * -1 before hvd_init(). */
 HVD_EXPORT int hvd_elastic_hosts_updated(void);
+/* Elastic: the host updates hvdrun announced since the last call, as
+ * Horovod's HostUpdateResult bits (HVD_HOSTS_REMOVED, HVD_HOSTS_ADDED;
+ * 0: none), and in *generation (may be NULL) the generation the latest
+ * one leads to. Updates wait to be taken across hvd_shutdown() and
+ * hvd_init(); hvd.elastic's State puts them in its _host_messages. */
+#define HVD_HOSTS_REMOVED 1
+#define HVD_HOSTS_ADDED 2
+HVD_EXPORT int hvd_elastic_host_updates(int *generation);
 
 /* Ranks; -1 before hvd_init(). */
 HVD_EXPORT int hvd_rank(void);

@@ -63,6 +63,7 @@ _ABI = {
     "hvd_initialized": (_c.c_int, []),
     "hvd_elastic_generation": (_c.c_int, []),
     "hvd_elastic_hosts_updated": (_c.c_int, []),
+    "hvd_elastic_host_updates": (_c.c_int, [_c.POINTER(_c.c_int)]),
     "hvd_rank": (_c.c_int, []),
     "hvd_size": (_c.c_int, []),
     "hvd_local_rank": (_c.c_int, []),

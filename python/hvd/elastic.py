@@ -12,7 +12,9 @@ again.
 """
 
 import copy
+import ctypes
 import functools
+import queue
 
 from hvd import _lib
 from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
@@ -21,6 +23,39 @@ from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 # program gives up (hvdrun's --reset-limit normally ends such a job
 # first).
 MAX_JOIN_ATTEMPTS = 100
+
+
+class HostUpdateResult:
+    """Horovod's kinds of host update (bits)."""
+    no_update = 0
+    removed = 1
+    added = 2
+    mixed = 3
+
+
+class _HostMessages(queue.Queue):
+    """Horovod's State._host_messages: (timestamp, update) for each host
+    update hvdrun announced, filled from libhvd whenever it is looked at
+    (so a loop that waits on empty() sees an update as it comes). The
+    timestamp is the generation the update leads to."""
+
+    def _pull(self):
+        gen = ctypes.c_int(0)
+        bits = _lib.lib.hvd_elastic_host_updates(ctypes.byref(gen))
+        if bits > 0:
+            self.put((gen.value, bits))
+
+    def empty(self):
+        self._pull()
+        return super().empty()
+
+    def qsize(self):
+        self._pull()
+        return super().qsize()
+
+    def get(self, block=True, timeout=None):
+        self._pull()
+        return super().get(block, timeout)
 
 
 def is_reset(err):
@@ -36,6 +71,8 @@ class State:
     def __init__(self, bcast_object, get_rank):
         self._bcast_object = bcast_object
         self._rank = get_rank
+        self._host_messages = _HostMessages()
+        self._last_updated_timestamp = 0
         self._reset_callbacks = []
 
     def register_reset_callbacks(self, callbacks):
@@ -48,19 +85,36 @@ class State:
         for callback in self._reset_callbacks:
             callback()
 
+    def on_hosts_updated(self, timestamp, update_res):
+        """Horovod's hook for a host update; hvdrun's come by themselves."""
+        self._host_messages.put((timestamp, update_res))
+
     def commit(self):
         """Save the state (the point a reset goes back to), then raise
-        HostsUpdatedInterrupt if hvdrun added hosts. Every rank must
+        HostsUpdatedInterrupt if hvdrun changed the hosts. Every rank must
         commit at the same steps: it is a collective."""
         self.save()
         self.check_host_updates()
 
     def check_host_updates(self):
         """Raise HostsUpdatedInterrupt on every rank if hvdrun announced
-        new hosts to rank 0 (rank 0's view decides, so that every rank
-        stops at the same step)."""
-        announced = max(_lib.lib.hvd_elastic_hosts_updated(), 0)
-        if self._bcast_object(announced) > 0:
+        host updates newer than the last one acted on (rank 0's view
+        decides, so that every rank stops at the same step), as Horovod's.
+        An update that led to the generation already joined (a removal's
+        reset) is not one. The state is synced after it even when hosts
+        were only removed (where Horovod skips that): a removal also
+        resets the job, and a rank that the reset reached first syncs."""
+        last = prev = self._last_updated_timestamp
+        current = _lib.lib.hvd_elastic_generation()
+        everything = HostUpdateResult.no_update
+        while not self._host_messages.empty():
+            timestamp, update = self._host_messages.get()
+            if timestamp > last and timestamp > current:
+                last = timestamp
+                everything |= update
+        prev, self._last_updated_timestamp, everything = self._bcast_object(
+            (prev, last, everything))
+        if self._last_updated_timestamp > prev:
             raise HostsUpdatedInterrupt(False)
 
     def save(self):

@@ -164,7 +164,7 @@ weights() {
 	wait_line "$out" "hvdrun: 4 workers form generation 2 once the running ones reach their next commit"
 	sleep 1
 	echo localhost:2 >"$hosts"
-	wait_line "$out" "hvdrun: host 127.0.0.1 is no longer listed by the discovery script: its workers end and 2 workers go on (generation 3)"
+	wait_line "$out" "hvdrun: host 127.0.0.1 is no longer listed by the discovery script: 2 workers go on without it from their next commit (generation 3)"
 	sleep 0.5
 	printf 'localhost:2\n127.0.0.1:2\n' >"$hosts"
 	wait_line "$out" "hvdrun: host 127.0.0.1 has free slots: 2 workers start there" 2
@@ -302,4 +302,18 @@ weights() {
 	[ "$status" -eq 2 ]
 	assert_line --index 0 --partial "--min-np"
 	refute_output --partial "Hello"
+}
+
+@test "elastic: without --max-np the job starts on every slot of -H, whatever -np says, as horovodrun does" {
+	run "$HVDRUN" --dry-run -np 2 -H localhost:2,127.0.0.1:2 --min-np 2 true
+	assert_success
+	assert_equal "${#lines[@]}" 4
+	assert_line "rank=3 host=127.0.0.1 local_rank=1 local_size=2 cross_rank=1 cross_size=2"
+	# --max-np bounds it; -np is the start.
+	run "$HVDRUN" --dry-run -np 2 -H localhost:2,127.0.0.1:2 --min-np 2 --max-np 3 true
+	assert_success
+	assert_equal "${#lines[@]}" 2
+	# A job that is not elastic starts -np workers.
+	run "$HVDRUN" --dry-run -np 2 -H localhost:2,127.0.0.1:2 true
+	assert_equal "${#lines[@]}" 2
 }

@@ -155,6 +155,10 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	assert_line --index 0 --partial "bad value 'fast' for --cycle-time-ms"
 	run "$HVDRUN" --log-level loud -np 1 true
 	assert_line --index 0 --partial "(want one of trace, debug, info, warning, error, fatal)"
+	# horovodrun's spelling: the levels in capitals.
+	run "$HVDRUN" --log-level DEBUG -np 1 sh -c 'echo $HOROVOD_LOG_LEVEL'
+	assert_success
+	assert_output "[0]<stdout>:DEBUG"
 	run "$HVDRUN" --frobnicate -np 1 true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: unknown option '--frobnicate'"

@@ -5,6 +5,7 @@ last commit, with hvd.elastic.run, TorchState and ElasticSampler; and
 examples/torch_elastic_iris.py with a worker killed from outside; and a
 host that returns after its cool-down, the job growing back to 4."""
 
+import json
 import os
 import re
 import signal
@@ -16,8 +17,8 @@ TRAIN = os.path.join(WORKERS, "elastic_train.py")
 HOSTS = ["-np", "4", "-H", "localhost:2,127.0.0.1:2"]
 
 
-def job(kill, min_np=2):
-    return hvdrun(*HOSTS, "--min-np", str(min_np), "env", "KILL=" + kill, PY, TRAIN,
+def job(kill, min_np=2, how="KILL"):
+    return hvdrun(*HOSTS, "--min-np", str(min_np), "env", how + "=" + kill, PY, TRAIN,
                   timeout=120)
 
 
@@ -61,6 +62,29 @@ def test_lost_worker_mid_epoch_the_others_finish_from_the_last_commit():
             "the job and 2 workers go on (generation 2)") in out
     for w in (0, 1):
         assert "worker %d: reset: rank %d of 2 (generation 2)" % (w, w) in r.stdout
+
+
+def test_worker_raising_an_exception_is_a_reset_and_the_others_finish():
+    """Horovod's own elastic test: a worker's Python exception (its exit
+    runs hvd.shutdown(), then exits 1) is a lost worker for the others,
+    who reset and go on, not an error that ends them."""
+    r = job("3:8", how="RAISE")
+    out = finished(r, [0, 1])
+    assert "RuntimeError: worker 3 fails at step 8" in out
+    assert ("hvdrun: worker 3 on 127.0.0.1 exited with code 1; its host leaves the job and "
+            "2 workers go on (generation 2)") in out
+
+
+def test_a_worker_whose_work_is_done_ends_the_job_as_horovodrun():
+    """A worker that exits 0 has finished: the job is done. The others,
+    reset by its leaving, are stopped instead of waiting for a world
+    that will never form; the job's status is 0."""
+    r = job("3:8", how="EXIT0")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "but worker 3 finished its work: the job is done, so it is stopped" in out
+    assert "done:" not in r.stdout
+    assert no_worker_left()
 
 
 def test_rank0s_host_lost_the_other_host_goes_on_as_ranks_0_and_1():
@@ -136,3 +160,56 @@ def test_example_torch_elastic_iris_survives_a_worker_killed_from_outside():
     acc = re.search(r"^\[0\]<stdout>:epoch 100 .*accuracy ([0-9.]+) \(2 workers\)$", out, re.M)
     assert acc and float(acc.group(1)) >= 0.9, out
     assert no_worker_left(script)
+
+
+HOSTS_SCRIPT = os.path.join(WORKERS, "elastic_hosts.py")
+
+
+def hosts_job(tmp_path, *extra):
+    """Horovod's elastic test, driven as Horovod drives horovodrun: the
+    discovery script's hosts change with the epoch rank 0 writes; both
+    hosts, then localhost alone for epoch 1, then both again."""
+    epoch, log = tmp_path / "epoch", tmp_path / "log"
+    script = tmp_path / "discover.sh"
+    script.write_text("#!/bin/sh\ncase $(cat %s 2>/dev/null || echo 0) in\n"
+                      "1) echo localhost:2 ;;\n*) printf 'localhost:2\\n127.0.0.1:2\\n' ;;\n"
+                      "esac\n" % epoch)
+    script.chmod(0o755)
+    r = hvdrun("--min-np", "2", "--host-discovery-script", str(script), *extra,
+               "env", "EPOCH_FILE=%s" % epoch, "LOGFILE=%s" % log,
+               "DEFAULT_HOSTS=localhost:2,127.0.0.1:2", "HOSTS_BY_EPOCH=1=localhost:2",
+               PY, HOSTS_SCRIPT, timeout=120)
+    states = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return r, states
+
+
+def test_discovery_changes_by_epoch_as_horovods_elastic_test(tmp_path):
+    """Removal and addition by the discovery script reach the workers as
+    host messages (state._host_messages, which rank 0 waits on); both are
+    taken at the next commit, without a lost step: sizes 4, 2, 4, 4, and
+    a new rendezvous at each change."""
+    r, states = hosts_job(tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "TimeoutError" not in out
+    assert [s["size"] for s in states] == [4, 2, 4, 4], out
+    assert [s["epoch"] for s in states] == [0, 1, 2, 3], out
+    assert [s["rendezvous"] for s in states] == [1, 2, 3, 3], out
+    assert ("hvdrun: host 127.0.0.1 is no longer listed by the discovery script: 2 workers go "
+            "on without it from their next commit") in out
+    assert "hvdrun: host 127.0.0.1 has free slots: 2 workers start there" in out
+    done = re.findall(r"^\[\d\]<stdout>:worker (\d): done: rank (\d) of 4, epoch 4$", r.stdout, re.M)
+    assert sorted(d[1] for d in done) == ["0", "1", "2", "3"], out
+    assert no_worker_left(HOSTS_SCRIPT)
+
+
+def test_reset_limit_counts_every_change_of_hosts(tmp_path):
+    """As horovodrun: each new generation after the first counts toward
+    --reset-limit, the discovery script's removals and additions too."""
+    r, states = hosts_job(tmp_path, "--reset-limit", "1")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert ("hvdrun: host 127.0.0.1 has free slots, but the job has changed 1 times already "
+            "(--reset-limit 1); stopping the job") in out
+    assert [s["size"] for s in states][:2] == [4, 2], out
+    assert no_worker_left(HOSTS_SCRIPT)

@@ -93,6 +93,31 @@ def test_check_host_updates_is_quiet_without_new_hosts(hvd):
     assert _lib.lib.hvd_elastic_hosts_updated() == 0
 
 
+def test_host_messages_as_horovods_state_keeps_them(hvd):
+    """Horovod's State._host_messages (a queue of (timestamp, update))
+    and _last_updated_timestamp: scripts read and set them; a message
+    newer than the last acted on raises HostsUpdatedInterrupt on every
+    rank at the commit, rank 0's view deciding."""
+    import queue
+
+    from hvd.elastic import HostUpdateResult, ObjectState
+
+    state = ObjectState(lambda obj: hvd.broadcast_object(obj, 0), hvd.rank, x=1)
+    assert isinstance(state._host_messages, queue.Queue)
+    assert state._host_messages.empty() and state._last_updated_timestamp == 0
+    if hvd.rank() == 0:
+        state.on_hosts_updated(7, HostUpdateResult.added)
+        assert not state._host_messages.empty()
+    with pytest.raises(hvd.elastic.HostsUpdatedInterrupt):
+        state.commit()
+    assert state._last_updated_timestamp == 7
+    assert state._host_messages.empty()
+    state.commit()  # nothing newer: quiet
+    if hvd.rank() == 0:
+        state.on_hosts_updated(5, HostUpdateResult.removed)  # older: no update
+    state.commit()
+
+
 def test_run_restores_and_rejoins_after_a_reset_only(hvd):
     from hvd.elastic import ObjectState, run_fn
 

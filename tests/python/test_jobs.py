@@ -31,8 +31,8 @@ def test_mismatch_raises_on_every_rank():
         msg = line.group(1)
         # Which two ranks it names depends on who reached rank 0 first.
         assert re.search(r"ranks disagree on tensor 'allreduce\.weights': rank \d asked for "
-                         r"allreduce of \d float32 op average, rank \d for allreduce of \d "
-                         r"float32 op average", msg), msg
+                         r"allreduce of \d float32 of shape \[\d\] op average, rank \d for "
+                         r"allreduce of \d float32 of shape \[\d\] op average", msg), msg
         assert "[%d]<stdout>:rank %d: after [3.0, 3.0, 3.0]" % (rank, rank) in r.stdout
 
 

@@ -2,7 +2,10 @@
 TorchState (model, optimizer, ElasticSampler, epoch), a commit every
 COMMIT batches and at each epoch's end. KILL="ID:STEP" makes worker ID
 SIGKILL itself when it reaches its STEP-th step of the first generation
-(mid-epoch); STEP_MS: a pause after each step; EPOCHS: how many (3).
+(mid-epoch); RAISE="ID:STEP" makes it raise an exception there instead
+(the interpreter's exit then runs hvd.shutdown(), and exits 1), and
+EXIT0="ID:STEP" makes it leave with sys.exit(0), as if its work were
+done; STEP_MS: a pause after each step; EPOCHS: how many (3).
 Every batch's indices are printed ("batch EPOCH i,j,...") so that the
 test can check that no sample of any epoch was skipped; at
 the end each worker prints its world and a digest of its weights."""
@@ -21,8 +24,15 @@ from hvd._lib import lib  # noqa: E402
 
 EPOCHS, N, B, COMMIT = int(os.environ.get("EPOCHS", "3")), 96, 4, 3
 WORKER = os.environ.get("HVD_WORKER_ID", os.environ.get("HOROVOD_RANK", "0"))
-kill = os.environ.get("KILL", "")
-kill_step = int(kill.split(":")[1]) if kill.split(":")[0] == WORKER else -1
+
+
+def step_of(var):
+    """The STEP of VAR="ID:STEP" when ID is this worker, else -1."""
+    v = os.environ.get(var, "")
+    return int(v.split(":")[1]) if v.split(":")[0] == WORKER else -1
+
+
+kill_step, raise_step, exit_step = step_of("KILL"), step_of("RAISE"), step_of("EXIT0")
 pause = int(os.environ.get("STEP_MS", "0")) / 1000
 
 hvd.init()
@@ -53,8 +63,13 @@ def train(state):
     while state.epoch < EPOCHS:
         loader = torch.utils.data.DataLoader(data, batch_size=B, sampler=state.sampler)
         for i, idx in enumerate(loader):
-            if steps_here == kill_step and lib.hvd_elastic_generation() == 1:
-                os.kill(os.getpid(), signal.SIGKILL)
+            if lib.hvd_elastic_generation() == 1:
+                if steps_here == kill_step:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                if steps_here == raise_step:
+                    raise RuntimeError("worker %s fails at step %d" % (WORKER, steps_here))
+                if steps_here == exit_step:
+                    sys.exit(0)
             steps_here += 1
             opt.zero_grad()
             torch.nn.functional.mse_loss(model(X[idx]).squeeze(1), Y[idx]).backward()
