@@ -85,6 +85,9 @@ inc_for = $(if $(filter core/% proto/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(i
 $(B)/obj/core/reduce.o: CFLAGS += -O3
 $(B)/obj/core/mpi.o $(B)/san/core/mpi.o $(B)/lint/core/mpi.ok: BASE += $(MPI_CFLAGS)
 $(B)/obj/core/gpu.o $(B)/san/core/gpu.o $(B)/lint/core/gpu.ok: BASE += $(GPU_CFLAGS)
+# hvdrun --check-build says whether libhvd has its GPU engine.
+$(B)/obj/cmd/build.o $(B)/san/cmd/build.o $(B)/lint/cmd/build.ok: BASE += -DHVD_NCCL_BUILT=$(NCCL)
+$(B)/obj/cmd/build.o $(B)/san/cmd/build.o: $(B)/gpu.flags
 $(B)/obj/core/gpu.o $(B)/san/core/gpu.o $(B)/lib/libhvd.so: $(B)/gpu.flags
 
 # Rebuild the GPU engine when NCCL= or CUDA_HOME change.

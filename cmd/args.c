@@ -14,12 +14,14 @@
 struct cmd_args cmd_args;
 
 enum {
-	OPT_KEY_BASE = 1000, /* + enum hl_key */
+	OPT_KEY_BASE = 1000,   /* + enum hl_key */
+	OPT_ALIAS_BASE = 3000, /* + index in horovodrun_flags */
 	OPT_CONFIG = 2000,
 	OPT_DRY_RUN,
 	OPT_VERSION,
 	OPT_NP,
 	OPT_JSON,
+	OPT_CHECK_BUILD,
 };
 
 static const struct option extra_options[] = {
@@ -27,9 +29,82 @@ static const struct option extra_options[] = {
 	{"config-file", required_argument, NULL, OPT_CONFIG},
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 	{"version", no_argument, NULL, OPT_VERSION},
+	{"v", no_argument, NULL, OPT_VERSION},
 	{"json", no_argument, NULL, OPT_JSON},
+	{"check-build", no_argument, NULL, OPT_CHECK_BUILD},
+	{"cb", no_argument, NULL, OPT_CHECK_BUILD},
 	{"help", no_argument, NULL, 'h'},
 };
+
+/* horovodrun's flags that are not hvdrun's own spellings: another name
+ * for a setting (AL_SET: this value; AL_ARG: the option's), a flag whose
+ * meaning is already hvdrun's behaviour (AL_NOTHING), or one hvdrun
+ * refuses (AL_REFUSE), each with its reason. --help lists them all. */
+enum alias_kind { AL_SET, AL_ARG, AL_NOTHING, AL_REFUSE };
+
+static const struct {
+	const char *name;
+	enum alias_kind kind;
+	bool has_arg;
+	enum hl_key key;
+	const char *value;
+	const char *why; /* --help's words; AL_REFUSE: the error's, and
+			    --help says "refused" */
+} horovodrun_flags[] = {
+	{"network-interfaces", AL_ARG, true, HL_K_NETWORK_INTERFACES, NULL,
+	 "--network-interface"},
+	{"prefix-timestamp", AL_SET, false, HL_K_PREFIX_TIMESTAMP, "true",
+	 "--prefix-output-with-timestamp"},
+	{"gloo", AL_SET, false, HL_K_MPI, "false",
+	 "hvdrun's own engine (the default; not --mpi)"},
+	{"no-hierarchical-allreduce", AL_SET, false,
+	 HL_K_HIERARCHICAL_ALLREDUCE, "false", "the flat GPU allreduce"},
+	{"no-hierarchical-allgather", AL_SET, false,
+	 HL_K_HIERARCHICAL_ALLGATHER, "false",
+	 "the CPU allgather across hosts in one flat ring"},
+	{"no-timeline-mark-cycles", AL_SET, false, HL_K_TIMELINE_MARK_CYCLES,
+	 "false", "no cycle marks in the timeline (the default)"},
+	{"stall-check", AL_SET, false, HL_K_STALL_CHECK, "true",
+	 "the stall check on (the default)"},
+	{"log-without-timestamp", AL_SET, false, HL_K_LOG_TIMESTAMP, "false",
+	 "libhvd's log lines without the time (the default)"},
+	{"log-hide-timestamp", AL_SET, false, HL_K_LOG_TIMESTAMP, "false",
+	 "--log-without-timestamp"},
+	{"no-log-hide-timestamp", AL_SET, false, HL_K_LOG_TIMESTAMP, "true",
+	 "--log-with-timestamp"},
+	{"disable-cache", AL_NOTHING, false, HL_K_COUNT, NULL,
+	 "nothing: hvdrun caches no start checks"},
+	{"no-autotune", AL_NOTHING, false, HL_K_COUNT, NULL,
+	 "nothing: hvdrun does not autotune (the default)"},
+	{"no-mpi-threads-disable", AL_NOTHING, false, HL_K_COUNT, NULL,
+	 "nothing: MPI keeps its threads (the default)"},
+	{"autotune", AL_REFUSE, false, HL_K_COUNT, NULL,
+	 "autotuning is not in hvdrun yet; set --fusion-threshold-mb and "
+	 "--cycle-time-ms"},
+	{"autotune-log-file", AL_REFUSE, true, HL_K_COUNT, NULL,
+	 "autotuning is not in hvdrun yet; set --fusion-threshold-mb and "
+	 "--cycle-time-ms"},
+	{"autotune-warmup-samples", AL_REFUSE, true, HL_K_COUNT, NULL,
+	 "autotuning is not in hvdrun yet; set --fusion-threshold-mb and "
+	 "--cycle-time-ms"},
+	{"autotune-steps-per-sample", AL_REFUSE, true, HL_K_COUNT, NULL,
+	 "autotuning is not in hvdrun yet; set --fusion-threshold-mb and "
+	 "--cycle-time-ms"},
+	{"autotune-bayes-opt-max-samples", AL_REFUSE, true, HL_K_COUNT, NULL,
+	 "autotuning is not in hvdrun yet; set --fusion-threshold-mb and "
+	 "--cycle-time-ms"},
+	{"autotune-gaussian-process-noise", AL_REFUSE, true, HL_K_COUNT, NULL,
+	 "autotuning is not in hvdrun yet; set --fusion-threshold-mb and "
+	 "--cycle-time-ms"},
+	{"mpi-threads-disable", AL_REFUSE, false, HL_K_COUNT, NULL,
+	 "libhvd's background thread calls MPI, which needs "
+	 "MPI_THREAD_SERIALIZED; leave it out"},
+	{"jsrun", AL_REFUSE, false, HL_K_COUNT, NULL,
+	 "hvdrun does not start jobs through LSF's jsrun; give the hosts "
+	 "with -H or --hostfile (or run mpirun with --mpi)"},
+};
+
+#define NALIAS (sizeof(horovodrun_flags) / sizeof(horovodrun_flags[0]))
 
 #define NEXTRA (sizeof(extra_options) / sizeof(extra_options[0]))
 
@@ -121,6 +196,21 @@ void cmd_usage(void)
 				    0)
 				key_help((enum hl_key)k);
 	}
+	fputs("horovodrun's other flags:\n"
+	      "  -cb, --check-build           what this build has, horovodrun's format\n"
+	      "  -v                           --version\n",
+	      stdout);
+	for (i = 0; i < NALIAS; i++) {
+		char left[64];
+
+		snprintf(left, sizeof(left), "--%s%s", horovodrun_flags[i].name,
+			 horovodrun_flags[i].has_arg ? " ARG" : "");
+		help_line(left,
+			  horovodrun_flags[i].kind == AL_REFUSE
+				  ? "refused, saying why (hvdrun(1))"
+				  : horovodrun_flags[i].why,
+			  NULL);
+	}
 	fputs("Exit status: the first failing worker's code (128+N for signal N),\n"
 	      "2 for bad usage, 125 if the job could not start (a host down, a key\n"
 	      "refused), 126/127 if the command cannot be executed / was not found;\n"
@@ -128,12 +218,26 @@ void cmd_usage(void)
 	      stdout);
 }
 
-static int set_key(enum hl_key k, const char *value, char **cause)
+/* The option that first set each key on the command line, as typed. */
+static const char *set_by[HL_K_COUNT];
+
+static int set_key(enum hl_key k, const char *value, const char *name,
+		   char **cause)
 {
 	struct hl_value *v = &cmd_args.opts.v[k];
 	struct hl_opts one;
 	char *joined;
+	bool b;
 	int rc;
+
+	/* Two flags that say opposite things (--mpi --gloo): an error, not
+	 * the first one silently. */
+	if (hl_keys[k].type == HL_T_BOOL && cmd_args.from_cli[k] &&
+	    hl_parse_bool(value, &b) && b != v->b)
+		return hl_fail(cause, HL_EINVAL, "'%s' contradicts '%s'", name,
+			       set_by[k]);
+	if (!cmd_args.from_cli[k])
+		set_by[k] = name;
 
 	/* --network-interface may be repeated: the names add up. */
 	if (hl_keys[k].type == HL_T_IFACES && cmd_args.from_cli[k]) {
@@ -153,9 +257,29 @@ static int set_key(enum hl_key k, const char *value, char **cause)
 	return hl_opts_set(&cmd_args.opts, k, value, "", NULL, cause);
 }
 
+/* One of horovodrun_flags, given as typed (arg: its value). */
+static int horovodrun_flag(size_t i, const char *arg, const char *typed,
+			   char **cause)
+{
+	switch (horovodrun_flags[i].kind) {
+	case AL_SET:
+		return set_key(horovodrun_flags[i].key,
+			       horovodrun_flags[i].value, typed, cause);
+	case AL_ARG:
+		return set_key(horovodrun_flags[i].key, arg, typed, cause);
+	case AL_NOTHING:
+		return HL_OK;
+	case AL_REFUSE:
+	default:
+		return hl_fail(cause, HL_EINVAL, "--%s: %s",
+			       horovodrun_flags[i].name,
+			       horovodrun_flags[i].why);
+	}
+}
+
 int cmd_parse_args(int argc, char **argv, char **cause)
 {
-	struct option longopts[HL_K_COUNT + NEXTRA + 1];
+	struct option longopts[HL_K_COUNT + NEXTRA + NALIAS + 1];
 	size_t n = 0, k;
 	int c, rc = HL_OK;
 
@@ -169,7 +293,15 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 		longopts[n].val = OPT_KEY_BASE + (int)k;
 		n++;
 	}
+	for (k = 0; k < NALIAS; k++, n++) {
+		longopts[n].name = horovodrun_flags[k].name;
+		longopts[n].has_arg = horovodrun_flags[k].has_arg
+					      ? required_argument
+					      : no_argument;
+		longopts[n].val = OPT_ALIAS_BASE + (int)k;
+	}
 	memcpy(&longopts[n], extra_options, sizeof(extra_options));
+	memset(set_by, 0, sizeof(set_by));
 	hl_opts_init(&cmd_args.opts);
 	opterr = 0;
 	optind = 0; /* glibc: start afresh, whatever an earlier parse left */
@@ -179,16 +311,19 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 
 		switch (c) {
 		case 'H':
-			rc = set_key(HL_K_HOSTS, optarg, cause);
+			rc = set_key(HL_K_HOSTS, optarg, "-H", cause);
 			break;
 		case 'p':
-			rc = set_key(HL_K_SSH_PORT, optarg, cause);
+			rc = set_key(HL_K_SSH_PORT, optarg, "-p", cause);
 			break;
 		case 'i':
-			rc = set_key(HL_K_SSH_IDENTITY, optarg, cause);
+			rc = set_key(HL_K_SSH_IDENTITY, optarg, "-i", cause);
 			break;
 		case OPT_NP:
-			rc = set_key(HL_K_NP, optarg, cause);
+			rc = set_key(HL_K_NP, optarg, "-np", cause);
+			break;
+		case OPT_CHECK_BUILD:
+			cmd_args.check_build = true;
 			break;
 		case 'x':
 			rc = hl_opts_add_env(&cmd_args.opts, optarg, "", cause);
@@ -225,6 +360,13 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 					     "unknown option '%s'", bad);
 			break;
 		default:
+			if (c >= OPT_ALIAS_BASE &&
+			    c < OPT_ALIAS_BASE + (int)NALIAS) {
+				rc = horovodrun_flag(
+					(size_t)(c - OPT_ALIAS_BASE), optarg,
+					bad, cause);
+				break;
+			}
 			k = (size_t)(c - OPT_KEY_BASE);
 			if (k >= HL_K_COUNT) {
 				rc = hl_fail(cause, HL_EINVAL,
@@ -242,14 +384,14 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 					rc = hl_fail(cause, HL_ENOMEM,
 						     "out of memory");
 				else
-					rc = set_key((enum hl_key)k, both,
+					rc = set_key((enum hl_key)k, both, bad,
 						     cause);
 				free(both);
 				break;
 			}
 			rc = set_key((enum hl_key)k,
 				     hl_keys[k].flag ? hl_keys[k].flag : optarg,
-				     cause);
+				     bad, cause);
 			break;
 		}
 	}

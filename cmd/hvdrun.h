@@ -23,9 +23,10 @@ struct cmd_args {
 	bool dry_run;
 	bool help;
 	bool version;
-	bool check;	/* `hvdrun check`: the preflight, no command */
-	bool json;	/* its report as JSON */
-	char **command; /* argv of the workers, NULL-terminated */
+	bool check_build; /* -cb: what this build has, horovodrun's way */
+	bool check;	  /* `hvdrun check`: the preflight, no command */
+	bool json;	  /* its report as JSON */
+	char **command;	  /* argv of the workers, NULL-terminated */
 };
 
 extern struct cmd_args cmd_args;
@@ -56,5 +57,8 @@ void cmd_warnings(const struct hl_strvec *w);
 /* Parse argv into cmd_args. 0, or HL_EINVAL with *cause set. */
 int cmd_parse_args(int argc, char **argv, char **cause);
 void cmd_usage(void);
+/* -cb, --check-build: what this build has, in horovodrun's format
+ * (build.c). */
+void cmd_check_build(void);
 
 #endif

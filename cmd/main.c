@@ -69,9 +69,12 @@ bool cmd_options(int argc, char **argv, bool check, int *code)
 
 	cmd_args.check = check;
 	rc = cmd_parse_args(argc, argv, &cause);
-	if (rc == HL_OK && (cmd_args.help || cmd_args.version)) {
+	if (rc == HL_OK &&
+	    (cmd_args.help || cmd_args.version || cmd_args.check_build)) {
 		if (cmd_args.help)
 			cmd_usage();
+		else if (cmd_args.check_build)
+			cmd_check_build();
 		else
 			printf("hvdrun %s\n", HVD_VERSION);
 		*code = cmd_finish(HL_OK, cause, 0);

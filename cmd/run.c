@@ -66,10 +66,8 @@ static int run_mpirun(const struct hl_hostlist *hosts,
 	size_t i;
 	int rc;
 
-	rc = hl_mpirun_argv(hosts, plan, es, so, mpi_if,
-			    o->v[HL_K_MPI_ARGS].set ? o->v[HL_K_MPI_ARGS].s
-						    : NULL,
-			    cmd_args.command, &argv, cause);
+	rc = hl_mpirun_argv(hosts, plan, es, so, mpi_if, o, cmd_args.command,
+			    &argv, cause);
 	if (rc != HL_OK)
 		return rc;
 	if (o->v[HL_K_VERBOSE].b) {
@@ -93,8 +91,8 @@ static int check_elastic(const struct hl_opts *o, const struct hl_plan *plan,
 			 char **cause)
 {
 	static const enum hl_key only_elastic[] = {
-		HL_K_RESET_LIMIT, HL_K_MAX_NP, HL_K_COOLDOWN, HL_K_DISCOVERY,
-		HL_K_SLOTS_PER_HOST};
+		HL_K_RESET_LIMIT, HL_K_MAX_NP,	       HL_K_COOLDOWN,
+		HL_K_DISCOVERY,	  HL_K_SLOTS_PER_HOST, HL_K_ELASTIC_TIMEOUT};
 	size_t i;
 
 	if (!o->v[HL_K_MIN_NP].set) {
@@ -125,6 +123,24 @@ static int check_elastic(const struct hl_opts *o, const struct hl_plan *plan,
 		return hl_fail(cause, HL_EINVAL,
 			       "--min-np: an elastic job runs on hvdrun's own "
 			       "rendezvous, not --mpi");
+	return HL_OK;
+}
+
+/* horovodrun's settings that hvdrun takes only in part. */
+static int check_horovod(const struct hl_opts *o, char **cause)
+{
+	if (o->v[HL_K_NUM_NCCL_STREAMS].set &&
+	    o->v[HL_K_NUM_NCCL_STREAMS].i != 1)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--num-nccl-streams %ld: libhvd runs NCCL on one "
+			"stream per GPU; leave it out (1 is the only value)",
+			o->v[HL_K_NUM_NCCL_STREAMS].i);
+	if (o->v[HL_K_BINDING_ARGS].set && !o->v[HL_K_MPI].b)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--binding-args is for mpirun (--mpi); hvdrun's "
+			"own workers are bound with --bind-to core|none");
 	return HL_OK;
 }
 
@@ -324,6 +340,8 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 			l->reset_limit = o->v[HL_K_RESET_LIMIT].set
 						 ? (int)o->v[HL_K_RESET_LIMIT].i
 						 : 0;
+			l->elastic_timeout_s =
+				(int)o->v[HL_K_ELASTIC_TIMEOUT].i;
 			l->max_np = o->v[HL_K_MAX_NP].set
 					    ? (int)o->v[HL_K_MAX_NP].i
 					    : plan->size;
@@ -383,6 +401,8 @@ static int run(int *code, char **cause)
 	rc = hl_envspec_init(&es, o, &warnings, cause);
 	if (rc == HL_OK)
 		rc = check_elastic(o, &plan, cause);
+	if (rc == HL_OK)
+		rc = check_horovod(o, cause);
 	if (rc != HL_OK)
 		goto out;
 	es.elastic = o->v[HL_K_MIN_NP].set;

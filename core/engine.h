@@ -119,9 +119,10 @@ struct hvd__knobs {
 	long stall_warn_s, stall_shutdown_s;
 	bool stall_check;
 	bool mark_cycles;
-	size_t segment; /* bytes reduced at a time (cache-sized) */
-	int spin_us;	/* HVD_SPIN_US */
-	bool shm;	/* HVD_SHM */
+	size_t segment;	     /* bytes reduced at a time (cache-sized) */
+	int spin_us;	     /* HVD_SPIN_US */
+	bool shm;	     /* HVD_SHM */
+	bool hier_allgather; /* HOROVOD_HIERARCHICAL_ALLGATHER */
 };
 
 struct hvd__cache_entry {

@@ -422,9 +422,16 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 	char own[256] = "out of memory";
 	cudaError_t e = cudaSuccess;
 	ncclResult_t r;
+	long streams;
 	int i, rc;
 
 	*out = NULL;
+	/* Horovod's knob, set by a user's environment (hvdrun refuses it). */
+	if (hvd__env_long(WENV_NUM_NCCL_STREAMS, &streams) == HVD_OK &&
+	    streams > 1)
+		hvd__warn(
+			"HOROVOD_NUM_NCCL_STREAMS=%ld: libhvd runs NCCL on one stream per GPU",
+			streams);
 	if (g != NULL) {
 		int v = 0;
 

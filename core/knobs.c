@@ -34,7 +34,7 @@ int hvd__env_long(enum wenv_id v, long *out)
 
 int hvd__knobs_read(struct hvd__knobs *k, int size)
 {
-	long fusion, cache, warn, shut, disable, mark, seg, spin, shm;
+	long fusion, cache, warn, shut, disable, mark, seg, spin, shm, gather;
 	int rc;
 
 	rc = hvd__env_long(WENV_FUSION_THRESHOLD, &fusion);
@@ -62,6 +62,8 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 		rc = hvd__env_long(WENV_SPIN_US, &spin);
 	if (rc == HVD_OK)
 		rc = hvd__env_long(WENV_SHM, &shm);
+	if (rc == HVD_OK)
+		rc = hvd__env_long(WENV_HIERARCHICAL_ALLGATHER, &gather);
 	if (rc != HVD_OK)
 		return rc;
 	k->fusion_threshold = fusion;
@@ -73,6 +75,7 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	k->segment = (size_t)seg;
 	k->spin_us = (int)spin;
 	k->shm = shm != 0;
+	k->hier_allgather = gather != 0;
 	return HVD_OK;
 }
 

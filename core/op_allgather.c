@@ -18,7 +18,9 @@ static int allgatherv(struct hvd__engine *e, void *out, const size_t *len)
 	if (e->shm_job)
 		return hvd__shm_allgatherv(e->shm, out, len,
 					   hvd__transport_timeout_ms());
-	if (e->shm != NULL)
+	/* Across hosts: through each host's segment, then between hosts,
+	 * unless HOROVOD_HIERARCHICAL_ALLGATHER=0 asks for one flat ring. */
+	if (e->shm != NULL && e->k.hier_allgather)
 		return hvd__hier_allgatherv(e, out, len);
 	return hvd__ring_allgatherv(&e->comm, out, len);
 }

@@ -19,7 +19,9 @@
  * A transport error aborts the mesh (so every rank fails within a
  * moment, not only the dead one's neighbours) and fails every pending
  * and later operation. */
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -320,6 +322,55 @@ static void *background(void *arg)
 	return NULL;
 }
 
+/* HOROVOD_THREAD_AFFINITY (horovodrun --thread-affinity): the background
+ * thread's core. One core: local rank r's thread on CORE + r; a list,
+ * CORE,CORE,...: one per local rank. */
+static int pin_background(pthread_t t)
+{
+	const char *v = getenv(wenv_vars[WENV_THREAD_AFFINITY].name);
+	long cores[256], core;
+	int n = 0, rc;
+	cpu_set_t set;
+	char *end;
+
+	if (v == NULL || *v == '\0')
+		return HVD_OK;
+	for (const char *p = v; n < 256; p = end + 1) {
+		errno = 0;
+		cores[n] = strtol(p, &end, 10);
+		if (end == p || errno != 0 || cores[n] < 0 ||
+		    (*end != ',' && *end != '\0'))
+			goto bad;
+		n++;
+		if (*end == '\0')
+			break;
+	}
+	if (n > 1 && n < hvd__g.local_size) {
+		hvd__error(
+			"HOROVOD_THREAD_AFFINITY='%s' names %d cores for %d local ranks",
+			v, n, hvd__g.local_size);
+		return HVD_EINVAL;
+	}
+	core = n == 1 ? cores[0] + hvd__g.local_rank : cores[hvd__g.local_rank];
+	if (core >= CPU_SETSIZE)
+		goto bad;
+	CPU_ZERO(&set);
+	CPU_SET((size_t)core, &set);
+	rc = pthread_setaffinity_np(t, sizeof(set), &set);
+	if (rc != 0) {
+		hvd__error("HOROVOD_THREAD_AFFINITY: core %ld: %s", core,
+			   strerror(rc));
+		return HVD_EINVAL;
+	}
+	hvd__debug("background thread on core %ld", core);
+	return HVD_OK;
+bad:
+	hvd__error(
+		"HOROVOD_THREAD_AFFINITY='%s' is not a core or a list of cores, CORE,CORE,...",
+		v);
+	return HVD_EINVAL;
+}
+
 /* Called by the elastic watcher (elastic.h), from its own thread: every
  * blocked and later transfer fails at once, and the engine's owner ends
  * the generation. */
@@ -397,6 +448,9 @@ int hvd__runtime_start(int rank, int size, bool joined,
 		return HVD_ESYS;
 	}
 	running = true;
+	rc = pin_background(thread);
+	if (rc != HVD_OK)
+		return rc; /* hvd__runtime_stop ends the thread */
 	return elastic ? hvd__elastic_watch(abort_engine) : HVD_OK;
 }
 

@@ -67,7 +67,13 @@ struct sup {
 	long long removal_deadline;
 	bool removal_killed; /* SIGKILL sent: the deadline gives up on them */
 	bool finishing;
-	int finished_by;	  /* the first worker whose work was done */
+	int finished_by; /* the first worker whose work was done */
+	/* Elastic, below --min-np, waiting for hosts (--elastic-timeout):
+	 * until when, and the failure that brought it there (0: not
+	 * waiting). */
+	long long below_until;
+	int below_code;
+	char below_why[512];
 	struct hl_worker **again; /* room for the workers regrow starts */
 	char *disc_error; /* the discovery script's last failure, told */
 	/* A worker ended, or the discovery script's list came: regrow
@@ -327,6 +333,61 @@ static bool past_reset_limit(struct sup *s, const char *what, size_t host)
 	return true;
 }
 
+/* Elastic: worker w failed (how) and fewer than --min-np would go on,
+ * but hosts may return: its host leaves, and the others wait, in
+ * hvd_init(), up to --elastic-timeout for enough hosts (regrow, then
+ * below_due), as horovodrun's workers do. */
+static void wait_below(struct sup *s, const struct hl_worker *w, size_t host,
+		       int left, const char *how)
+{
+	const struct hl_launch *l = s->l;
+	struct hl_event ev = {HL_EV_RESET, w->rank, l->hosts->v[host].name,
+			      NULL, 0};
+	char text[512];
+
+	host_leaves(s, host);
+	if (s->below_until == 0) {
+		s->below_until = hl_now_ms() + l->elastic_timeout_s * 1000LL;
+		s->below_code = WIFSIGNALED(w->status)
+					? 128 + WTERMSIG(w->status)
+					: WEXITSTATUS(w->status);
+		if (s->below_code == 0)
+			s->below_code = 1;
+		snprintf(s->below_why, sizeof(s->below_why),
+			 "worker %d on %.200s %.256s", w->rank,
+			 l->hosts->v[host].name, how);
+	}
+	snprintf(
+		text, sizeof(text),
+		"%s; %d workers remain, fewer than --min-np %d: they wait up to %d s (--elastic-timeout) for hosts",
+		how, left, l->min_np, l->elastic_timeout_s);
+	ev.text = text;
+	hl_launch_event(l, &ev);
+}
+
+/* Elastic: below --min-np for --elastic-timeout: the job ends with the
+ * code of the failure that brought it there. */
+static void below_due(struct sup *s)
+{
+	const struct hl_launch *l = s->l;
+	struct hl_event ev = {HL_EV_NOT_READY, -1, NULL, NULL, 0};
+	char text[640];
+
+	if (s->below_until == 0 || hl_now_ms() < s->below_until || s->failed ||
+	    s->signal != 0)
+		return;
+	snprintf(
+		text, sizeof(text),
+		"fewer than --min-np %d workers for %d s (--elastic-timeout) since %s",
+		l->min_np, l->elastic_timeout_s, s->below_why);
+	ev.text = text;
+	hl_launch_event(l, &ev);
+	s->below_until = 0;
+	s->failed = true;
+	s->exit_code = s->below_code;
+	terminate(s, SIGTERM);
+}
+
 /* Elastic: worker w failed (how). Its host leaves the job (the host's
  * other workers are ended) and the rest reset without it; a worker
  * started again that fails before its generation formed only takes its
@@ -350,6 +411,11 @@ static bool shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 	}
 	for (i = 0; i < s->n; i++)
 		left += member(s, &s->w[i]) && s->w[i].host != host;
+	if (!growth && left < l->min_np && left > 0 &&
+	    l->elastic_timeout_s > 0 && (l->cooldown || l->discovery)) {
+		wait_below(s, w, host, left, how);
+		return true;
+	}
 	if (!growth && left < l->min_np) {
 		snprintf(how + at, howlen - at,
 			 "; %d workers would go on, fewer than --min-np %d",
@@ -464,12 +530,37 @@ static int start_on(struct sup *s, size_t h, int n, char *text, size_t len)
  * use. The running workers are told, and the next generation includes
  * the new ones. Not once the job is finishing, nor where the spawner
  * cannot start one more. */
+/* Elastic: how many workers host h may start now, with live workers
+ * running: its free slots, while fewer than --max-np run; 0 while it
+ * is unlisted, in its cool-down, or its last workers still end. */
+static int room_on(const struct sup *s, size_t h, long long now, int live)
+{
+	const struct hl_launch *l = s->l;
+	int i, here = 0, want;
+
+	if (!s->hs[h].listed || s->hs[h].back > now)
+		return 0;
+	for (i = 0; i < s->n; i++)
+		here += s->w[i].host == h && !s->w[i].exited;
+	if (s->hs[h].back != 0 && here > 0)
+		return 0; /* its last workers are still ending */
+	want = l->hosts->v[h].slots - here;
+	if (want > l->max_np - live)
+		want = l->max_np - live;
+	return want > 0 ? want : 0;
+}
+
+/* Elastic: hosts with room start workers. Normally the running ones
+ * take them in at their next commit; below --min-np (waiting for hosts)
+ * they start only once enough can, and the waiting workers and they form
+ * the next generation at once. */
 static void regrow(struct sup *s)
 {
 	const struct hl_launch *l = s->l;
 	long long now = hl_now_ms();
+	bool below = s->below_until != 0;
 	size_t h;
-	int i, live = 0, started = 0, gen;
+	int i, live = 0, started = 0, gen, could;
 	char text[256];
 
 	if (s->finishing || s->failed || s->signal != 0 ||
@@ -480,22 +571,17 @@ static void regrow(struct sup *s)
 		clear_fresh(s); /* earlier growth has formed */
 	for (i = 0; i < s->n; i++)
 		live += !s->w[i].exited;
+	for (h = 0, could = live; below && h < l->hosts->n; h++)
+		could += room_on(s, h, now, could);
+	if (below && could < l->min_np)
+		return; /* not yet enough: wait on */
 	for (h = 0; h < l->hosts->n && live < l->max_np; h++) {
 		struct hl_event ev = {HL_EV_GROW, -1, l->hosts->v[h].name, text,
 				      0};
 		bool back = s->hs[h].back != 0;
-		int here = 0, n, want;
+		int n, want = room_on(s, h, now, live);
 
-		if (!s->hs[h].listed || s->hs[h].back > now)
-			continue;
-		for (i = 0; i < s->n; i++)
-			here += s->w[i].host == h && !s->w[i].exited;
-		if (back && here > 0)
-			continue; /* its last workers are still ending */
-		want = l->hosts->v[h].slots - here;
-		if (want > l->max_np - live)
-			want = l->max_np - live;
-		if (want <= 0)
+		if (want == 0)
 			continue;
 		if (started == 0 &&
 		    past_reset_limit(s,
@@ -518,15 +604,20 @@ static void regrow(struct sup *s)
 	}
 	if (started == 0)
 		return;
-	gen = plan_generation(s, &live, GEN_ADDED);
-	if (gen > 0 && hl_rdv_growing(l->rdv))
+	gen = plan_generation(s, &live, below ? GEN_RESET : GEN_ADDED);
+	if (gen > 0 && (below || hl_rdv_growing(l->rdv)))
 		s->resets++; /* a generation after the first formed */
 	if (gen > 0) {
 		struct hl_event ev = {HL_EV_GROW, -1, NULL, text, 0};
 
+		if (below) {
+			s->below_until = 0;
+			clear_fresh(s);
+		}
 		snprintf(
 			text, sizeof(text),
-			"%d workers form generation %d once the running ones reach their next commit",
+			below ? "%d workers form generation %d, --min-np met again"
+			      : "%d workers form generation %d once the running ones reach their next commit",
 			live, gen);
 		hl_launch_event(l, &ev);
 	}
@@ -1103,6 +1194,15 @@ static void supervise(struct sup *s)
 			if (timeout < 0 || due < timeout)
 				timeout = (int)due;
 		}
+		if (s->below_until != 0) {
+			long long left = s->below_until - now;
+
+			if (left < 0)
+				left = 0;
+			if (timeout < 0 || left < timeout)
+				timeout =
+					(int)(left < INT_MAX ? left : INT_MAX);
+		}
 		if (next_return(s) != LLONG_MAX) {
 			long long back = next_return(s) - now;
 
@@ -1148,6 +1248,7 @@ static void supervise(struct sup *s)
 		output_lost(s);
 		reap(s);
 		removals_due(s);
+		below_due(s);
 		if (disc != NULL)
 			discovered(s);
 		if (s->l->rdv != NULL)

@@ -55,6 +55,10 @@ struct hl_launch {
 	struct hl_rdv *rdv;
 	int min_np;
 	int reset_limit;
+	/* Below min_np, while hosts may still return (a cool-down or a
+	 * discovery script), the others wait this long for them before the
+	 * job ends (horovodrun's --elastic-timeout; 0: it ends at once). */
+	int elastic_timeout_s;
 	/* A host that failed may return after a cool-down drawn from
 	 * [cooldown_min_s, cooldown_max_s] (cooldown false: never); its
 	 * workers start again while fewer than max_np run. */

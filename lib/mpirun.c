@@ -52,9 +52,29 @@ static int mca(struct hl_strvec *v, const char *name, const char *value)
 	return rc == HL_OK ? push2(v, name, value) : rc;
 }
 
+/* Words of text (--mpi-args, --binding-args: what), split as a shell
+ * would, onto out. */
+static int words(struct hl_strvec *out, const char *what, const char *text,
+		 char **cause)
+{
+	wordexp_t we;
+	size_t i;
+	int rc = HL_OK;
+
+	if (wordexp(text, &we, WRDE_NOCMD) != 0)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--%s: cannot split '%s' into words (unbalanced quotes, or $(...))",
+			what, text);
+	for (i = 0; i < we.we_wordc && rc == HL_OK; i++)
+		rc = hl_strvec_push(out, we.we_wordv[i]);
+	wordfree(&we);
+	return rc;
+}
+
 int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 		   const struct hl_envspec *es, const struct hl_ssh_opts *so,
-		   const char *if_include, const char *mpi_args,
+		   const char *if_include, const struct hl_opts *o,
 		   char *const *command, struct hl_strvec *out, char **cause)
 {
 	struct hl_strvec hl, rsh;
@@ -132,20 +152,18 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 		rc = push2(out, "-x", es->set.v[i]);
 	for (i = 0; i < es->forward.n && rc == HL_OK; i++)
 		rc = push2(out, "-x", es->forward.v[i]);
-	if (rc == HL_OK && mpi_args != NULL) {
-		wordexp_t we;
-
-		if (wordexp(mpi_args, &we, WRDE_NOCMD) != 0) {
-			rc = hl_fail(
-				cause, HL_EINVAL,
-				"--mpi-args: cannot split '%s' into words (unbalanced quotes, or $(...))",
-				mpi_args);
-		} else {
-			for (i = 0; i < we.we_wordc && rc == HL_OK; i++)
-				rc = hl_strvec_push(out, we.we_wordv[i]);
-			wordfree(&we);
-		}
+	/* --tcp: horovodrun's meaning for mpirun, TCP between every pair of
+	 * ranks, on one host too. */
+	if (rc == HL_OK && o->v[HL_K_TCP].b) {
+		rc = mca(out, "btl", "tcp,self");
+		if (rc == HL_OK)
+			rc = mca(out, "pml", "ob1");
 	}
+	if (rc == HL_OK && o->v[HL_K_BINDING_ARGS].set)
+		rc = words(out, "binding-args", o->v[HL_K_BINDING_ARGS].s,
+			   cause);
+	if (rc == HL_OK && o->v[HL_K_MPI_ARGS].set)
+		rc = words(out, "mpi-args", o->v[HL_K_MPI_ARGS].s, cause);
 	for (i = 0; command[i] != NULL && rc == HL_OK; i++)
 		rc = hl_strvec_push(out, command[i]);
 	free(used);

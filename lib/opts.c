@@ -44,7 +44,9 @@ static const struct wenv_var *key_var(enum hl_key k)
 /* A key's value in the variable's unit is this many of the key's. */
 static double key_scale(enum hl_key k)
 {
-	return hl_keys[k].export == HL_X_MIB ? 1048576.0 : 1.0;
+	return hl_keys[k].export == HL_X_MIB  ? 1048576.0
+	       : hl_keys[k].export == HL_X_MS ? 1000.0
+					      : 1.0;
 }
 
 void hl_key_range(enum hl_key k, double *min, double *max)
@@ -328,6 +330,11 @@ int hl_opts_finish(struct hl_opts *o, char **cause)
 	size_t k;
 	int rc;
 
+	/* --tcp (horovodrun's): TCP only, so no shared memory. */
+	if (o->v[HL_K_TCP].set && o->v[HL_K_TCP].b) {
+		o->v[HL_K_SHARED_MEMORY].set = true;
+		o->v[HL_K_SHARED_MEMORY].b = false;
+	}
 	for (k = 0; k < HL_K_COUNT; k++) {
 		char buf[64];
 		const char *def =
@@ -431,6 +438,13 @@ int hl_opts_export(const struct hl_opts *o, struct hl_strvec *env)
 		case HL_X_MIB:
 			rc = hl_strvec_pushf(env, "%s=%lld", ki->envvar,
 					     (long long)v->i * 1048576LL);
+			break;
+		case HL_X_MS:
+			rc = hl_strvec_pushf(
+				env, "%s=%lld", ki->envvar,
+				ki->type == HL_T_DOUBLE
+					? (long long)(v->d * 1000.0 + 0.5)
+					: (long long)v->i * 1000LL);
 			break;
 		case HL_X_BOOL:
 			rc = hl_strvec_pushf(env, "%s=%d", ki->envvar, v->b);

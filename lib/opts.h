@@ -27,17 +27,23 @@ enum hl_key {
 	HL_K_COOLDOWN,
 	HL_K_DISCOVERY,
 	HL_K_SLOTS_PER_HOST,
+	HL_K_ELASTIC_TIMEOUT,
 	HL_K_FUSION_THRESHOLD_MB,
 	HL_K_CYCLE_TIME_MS,
 	HL_K_CACHE_CAPACITY,
 	HL_K_HIERARCHICAL_ALLREDUCE,
+	HL_K_HIERARCHICAL_ALLGATHER,
 	HL_K_SHARED_MEMORY,
+	HL_K_THREAD_AFFINITY,
+	HL_K_NUM_NCCL_STREAMS,
+	HL_K_GLOO_TIMEOUT,
 	HL_K_TIMELINE_FILENAME,
 	HL_K_TIMELINE_MARK_CYCLES,
 	HL_K_STALL_CHECK,
 	HL_K_STALL_WARNING_S,
 	HL_K_STALL_SHUTDOWN_S,
 	HL_K_LOG_LEVEL,
+	HL_K_LOG_TIMESTAMP,
 	HL_K_SSH_PORT,
 	HL_K_SSH_USER,
 	HL_K_SSH_IDENTITY,
@@ -50,8 +56,10 @@ enum hl_key {
 	HL_K_NETWORK_CHECK,
 	HL_K_NETWORK_TIMEOUT,
 	HL_K_NETWORK_INTERFACES,
+	HL_K_TCP,
 	HL_K_MPI,
 	HL_K_MPI_ARGS,
+	HL_K_BINDING_ARGS,
 	HL_K_COUNT
 };
 
@@ -75,6 +83,7 @@ enum hl_export {
 	HL_X_NONE,
 	HL_X_VALUE,    /* the value as written (numbers normalised) */
 	HL_X_MIB,      /* an integer of MiB, exported in bytes */
+	HL_X_MS,       /* seconds, exported in whole milliseconds */
 	HL_X_BOOL,     /* "1" or "0" */
 	HL_X_BOOL_NOT, /* "1" when false: a DISABLE variable */
 };

@@ -93,9 +93,25 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 		 WEEK, 0, NULL, "seconds before a stall fails (0: never)"},
 	[WENV_LOG_LEVEL] = {"HOROVOD_LOG_LEVEL", WENV_T_CHOICE, false, 0, 0, 3,
 			    log_levels, "libhvd's log level"},
+	[WENV_LOG_HIDE_TIME] = {"HOROVOD_LOG_HIDE_TIME", WENV_T_INT, false, 0,
+				1, 1, NULL,
+				"0: libhvd's log lines start with the time"},
 	[WENV_BIND_TO] = {"HVD_BIND_TO", WENV_T_CHOICE, false, 0, 0, 0,
 			  bind_policies,
 			  "core: a share of the CPUs for each local rank"},
+	[WENV_HIERARCHICAL_ALLGATHER] = {"HOROVOD_HIERARCHICAL_ALLGATHER",
+					 WENV_T_INT, false, 0, 1, 1, NULL,
+					 "0: the CPU allgather across hosts is "
+					 "one flat ring, not each host's "
+					 "memory then across"},
+	[WENV_THREAD_AFFINITY] = {"HOROVOD_THREAD_AFFINITY", WENV_T_TEXT, false,
+				  0, 0, 0, NULL,
+				  "the background thread's core: CORE (local "
+				  "rank r on CORE+r) or one per local rank, "
+				  "CORE,CORE,..."},
+	[WENV_NUM_NCCL_STREAMS] = {"HOROVOD_NUM_NCCL_STREAMS", WENV_T_INT,
+				   false, 1, 64, 1, NULL,
+				   "NCCL streams per GPU: libhvd runs one"},
 	[WENV_CONTROLLER] = {"HOROVOD_CONTROLLER", WENV_T_CHOICE, false, 0, 0,
 			     WENV_DYNAMIC, engines,
 			     "mpi, or tcp (gloo); default: mpi under mpirun"},

@@ -74,7 +74,7 @@ static void test_next_shape(void)
 {
 	const int64_t good[2] = {2, 3}, bad[2] = {2, -3};
 	const int64_t many[10] = {1, 2, 1, 1, 1, 1, 1, 2, 2, 1};
-	float x[6] = {1, 2, 3, 4, 5, 6};
+	float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 	void *out = NULL;
 	size_t n = 0;
 

@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# horovodrun 0.28's command line, flag by flag: hvdrun knows every one,
+# takes it with horovodrun's meaning where it has that meaning, and
+# refuses the others with a reason (never "unknown option"); --help lists
+# them all.
+bats_require_minimum_version 1.5.0
+load helper
+
+# horovodrun 0.28's flags (horovod/runner/launch.py, parse_args), as
+# data: the flag, and a value where it takes one.
+HOROVODRUN_FLAGS=(
+	"-v" "--version" "-np 1" "--num-proc 1" "-cb" "--check-build"
+	"--disable-cache" "--start-timeout 30" "--network-interface lo"
+	"--network-interfaces lo" "--output-filename OUT" "--verbose"
+	"--config-file CONFIG" "-p 22" "--ssh-port 22" "-i KEY"
+	"--ssh-identity-file KEY" "--fusion-threshold-mb 64"
+	"--cycle-time-ms 2" "--cache-capacity 512" "--hierarchical-allreduce"
+	"--no-hierarchical-allreduce" "--hierarchical-allgather"
+	"--no-hierarchical-allgather" "--autotune" "--no-autotune"
+	"--autotune-log-file LOG" "--autotune-warmup-samples 3"
+	"--autotune-steps-per-sample 10" "--autotune-bayes-opt-max-samples 20"
+	"--autotune-gaussian-process-noise 0.8" "--min-np 1" "--max-np 2"
+	"--slots-per-host 1" "--elastic-timeout 600" "--reset-limit 3"
+	"--blacklist-cooldown-range 1 2" "--timeline-filename TL"
+	"--timeline-mark-cycles" "--no-timeline-mark-cycles" "--no-stall-check"
+	"--stall-check" "--stall-check-warning-time-seconds 60"
+	"--stall-check-shutdown-time-seconds 0" "--mpi-threads-disable"
+	"--no-mpi-threads-disable" "--mpi-args -v" "--tcp"
+	"--binding-args -v" "--num-nccl-streams 1" "--thread-affinity 0"
+	"--gloo-timeout-seconds 30" "--log-level DEBUG" "--log-with-timestamp"
+	"--log-without-timestamp" "-prefix-timestamp"
+	"--prefix-output-with-timestamp" "--log-hide-timestamp"
+	"--no-log-hide-timestamp" "-H localhost:1" "--hosts localhost:1"
+	"-hostfile HOSTFILE" "--hostfile HOSTFILE"
+	"--host-discovery-script DISCOVER" "--gloo" "--mpi" "--jsrun"
+)
+
+@test "every flag of horovodrun 0.28 is known: taken, or refused with a reason" {
+	local f words out
+	echo "localhost slots=1" >"$BATS_TEST_TMPDIR/HOSTFILE"
+	printf '[job]\nnp = 1\n' >"$BATS_TEST_TMPDIR/CONFIG"
+	printf '#!/bin/sh\necho localhost:1\n' >"$BATS_TEST_TMPDIR/DISCOVER"
+	chmod +x "$BATS_TEST_TMPDIR/DISCOVER"
+	cd "$BATS_TEST_TMPDIR"
+	for f in "${HOROVODRUN_FLAGS[@]}"; do
+		read -r -a words <<<"$f"
+		run "$HVDRUN" "${words[@]}" --dry-run true
+		if [[ $output == *"unknown option"* || $output == *"needs a value"* ]]; then
+			echo "horovodrun's $f: $output"
+			return 1
+		fi
+		# A refusal is one line that says why.
+		if [ "$status" -eq 2 ]; then
+			[ "${#lines[@]}" -le 2 ]
+			[[ ${lines[0]} == "hvdrun: "* ]]
+		fi
+		# --help names it.
+		out=$("$HVDRUN" --help)
+		[[ $out == *"${words[0]#-}"* ]] || { echo "--help lacks $f"; return 1; }
+	done
+}
+
+@test "horovodrun's spellings mean what they mean there" {
+	# --gloo: hvdrun's own engine; with --mpi, a contradiction.
+	run "$HVDRUN" --gloo -np 1 sh -c 'echo ${OMPI_COMM_WORLD_RANK:-own}'
+	assert_success
+	assert_output "[0]<stdout>:own"
+	run "$HVDRUN" --mpi --gloo -np 1 true
+	assert_failure 2
+	assert_output --partial "hvdrun: '--gloo' contradicts '--mpi'"
+	# --tcp: no shared memory; under --mpi, Open MPI's tcp transport.
+	run "$HVDRUN" --tcp -np 1 sh -c 'echo $HVD_SHM'
+	assert_output "[0]<stdout>:0"
+	run "$HVDRUN" --mpi --tcp --verbose -np 1 true
+	assert_output --partial -- "--mca btl tcp,self --mca pml ob1"
+	# The negations and the timestamps.
+	run "$HVDRUN" --no-hierarchical-allreduce --no-hierarchical-allgather \
+		--stall-check --no-timeline-mark-cycles --log-with-timestamp -np 1 \
+		sh -c 'echo $HOROVOD_HIERARCHICAL_ALLREDUCE $HOROVOD_HIERARCHICAL_ALLGATHER $HOROVOD_STALL_CHECK_DISABLE $HOROVOD_TIMELINE_MARK_CYCLES $HOROVOD_LOG_HIDE_TIME'
+	assert_output "[0]<stdout>:0 0 0 0 0"
+	run "$HVDRUN" --no-stall-check --stall-check -np 1 true
+	assert_failure 2
+	assert_output --partial "'--stall-check' contradicts '--no-stall-check'"
+	# --gloo-timeout-seconds: libhvd's peer timeout, in milliseconds.
+	run "$HVDRUN" --gloo-timeout-seconds 30 -np 1 sh -c 'echo $HVD_TRANSPORT_TIMEOUT_MS'
+	assert_output "[0]<stdout>:30000"
+	# --network-interfaces is --network-interface.
+	run "$HVDRUN" --network-interfaces lo -np 1 sh -c 'echo $HVD_NETWORK_INTERFACES'
+	assert_output "[0]<stdout>:lo"
+	# Refusals name the reason and what to use instead.
+	run "$HVDRUN" --autotune -np 1 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --autotune: autotuning is not in hvdrun yet; set --fusion-threshold-mb and --cycle-time-ms"
+	run "$HVDRUN" --num-nccl-streams 2 -np 1 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --num-nccl-streams 2: libhvd runs NCCL on one stream per GPU; leave it out (1 is the only value)"
+	run "$HVDRUN" --binding-args "--bind-to socket" -np 1 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --binding-args is for mpirun (--mpi); hvdrun's own workers are bound with --bind-to core|none"
+	run "$HVDRUN" --elastic-timeout 5 -np 1 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --elastic-timeout is for an elastic job: add --min-np"
+}
+
+@test "-cb prints what this build has in horovodrun's format" {
+	run "$HVDRUN" -cb
+	assert_success
+	assert_line --index 0 --regexp '^hvdrun v[0-9]+\.[0-9]+\.[0-9]+:$'
+	assert_line "Available Frameworks:"
+	assert_line "Available Controllers:"
+	assert_line "Available Tensor Operations:"
+	assert_line "    [X] MPI"
+	assert_line "    [X] Gloo"
+	if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+		assert_line "    [X] PyTorch"
+	fi
+	assert_line --regexp '^    \[[X ]\] NCCL$'
+}
+
+@test "--thread-affinity pins each local rank's background thread; a core it cannot use fails hvd_init, named" {
+	run "$HVDRUN" -np 2 --thread-affinity 0 -x HOROVOD_LOG_LEVEL=debug "$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	assert_line "[0]<stderr>:libhvd debug: pin_background: background thread on core 0"
+	assert_line "[1]<stderr>:libhvd debug: pin_background: background thread on core 1"
+	run "$HVDRUN" -np 1 --thread-affinity 100000 "$ROOT/build/tests/hvd_selftest" all
+	assert_failure
+	assert_output --partial "HOROVOD_THREAD_AFFINITY"
+}
+
+@test "--no-hierarchical-allgather across 2 hosts x 2 ranks: the flat ring, the same results" {
+	run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --no-hierarchical-allgather "$ROOT/build/tests/hvd_selftest" all
+	assert_success
+	assert_line "[3]<stdout>:rank 3: ok"
+}
