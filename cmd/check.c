@@ -426,6 +426,7 @@ static int check(int *code, char **cause)
 	if (rc == HL_OK) {
 		cmd_warnings(&hosts.warnings);
 		rc = hl_ssh_opts_from(&so, o, cause);
+		so.log = cmd_log_ssh;
 	}
 	if (rc == HL_OK)
 		rc = hl_netcheck_run(&nc, &hosts, NULL, &so,

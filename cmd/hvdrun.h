@@ -50,6 +50,10 @@ int cmd_finish(int rc, char *cause, int code);
 /* A host's own error, on a host hvdrun started a hidden mode on:
  * "hvdrun: on HOST: cause"; the channel carries it back. */
 void cmd_remote_error(const char *cause);
+/* libssh's log callback (hl_ssh_opts.log): its messages as hvdrun's own
+ * lines, at the verbosity the options ask for. */
+void cmd_log_ssh(int priority, const char *function, const char *buffer,
+		 void *userdata);
 /* Print a lib/ warning list. */
 struct hl_strvec;
 void cmd_warnings(const struct hl_strvec *w);

@@ -3,12 +3,15 @@
  * mapping of lib/ results to the exit codes of hvdrun(1). The commands
  * live one per file: run.c, check.c, and the hidden modes hvdrun runs on a
  * host itself (agent.c, free_port.c, probe.c). */
+#include <libssh/callbacks.h>
+#include <libssh/libssh.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "hvdrun.h"
+#include "ssh_opts.h"
 
 struct command {
 	const char *name; /* argv[1] */
@@ -62,6 +65,28 @@ int cmd_finish(int rc, char *cause, int code)
 	return code;
 }
 
+/* libssh's messages, as hvdrun's own lines, up to the verbosity the
+ * options ask for (hl_ssh_log_level): never on the terminal otherwise,
+ * whatever an SSH config's LogLevel says. Set here for this thread, and
+ * by each thread that connects (hl_ssh_opts.log). */
+static int ssh_log_max;
+
+void cmd_log_ssh(int priority, const char *function, const char *buffer,
+		 void *userdata)
+{
+	(void)function;
+	(void)userdata;
+	if (priority <= ssh_log_max)
+		fprintf(stderr, "hvdrun: ssh: %s\n", buffer);
+}
+
+static void ssh_logging(void)
+{
+	ssh_log_max = hl_ssh_log_level(&cmd_args.opts);
+	ssh_set_log_callback(cmd_log_ssh);
+	ssh_set_log_level(ssh_log_max);
+}
+
 bool cmd_options(int argc, char **argv, bool check, int *code)
 {
 	char *cause = NULL;
@@ -89,6 +114,7 @@ bool cmd_options(int argc, char **argv, bool check, int *code)
 		*code = cmd_finish(rc, cause, 0);
 		return false;
 	}
+	ssh_logging();
 	return true;
 }
 

@@ -408,6 +408,7 @@ static int run(int *code, char **cause)
 	es.elastic = o->v[HL_K_MIN_NP].set;
 	cmd_warnings(&warnings);
 	rc = hl_ssh_opts_from(&so, o, cause);
+	so.log = cmd_log_ssh;
 	if (rc == HL_OK && !o->v[HL_K_MPI].b)
 		rc = hl_ssh_opts_launcher(&so, hosts.slurm, cause);
 	if (rc == HL_OK && so.srun && o->v[HL_K_DISCOVERY].set)

@@ -1,6 +1,7 @@
 /* ssh_opts.c: see ssh_opts.h. */
 #include "ssh_opts.h"
 
+#include <libssh/libssh.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,20 @@ int hl_ssh_opts_from(struct hl_ssh_opts *so, const struct hl_opts *o,
 	so->channels_per_session = (int)v[HL_K_SSH_CHANNELS].i;
 	so->force = v[HL_K_SSH_FORCE].b;
 	so->launcher = (enum hl_launcher)v[HL_K_LAUNCHER].i;
+	so->log_level = hl_ssh_log_level(o);
 	return HL_OK;
+}
+
+int hl_ssh_log_level(const struct hl_opts *o)
+{
+	/* --log-level's choices: trace, debug, info, warning, ... */
+	long level = o->v[HL_K_LOG_LEVEL].i;
+
+	if (level == 0)
+		return SSH_LOG_TRACE;
+	if (level == 1)
+		return SSH_LOG_DEBUG;
+	return o->v[HL_K_VERBOSE].b ? SSH_LOG_INFO : SSH_LOG_NONE;
 }
 
 int hl_ssh_opts_launcher(struct hl_ssh_opts *so, bool slurm, char **cause)

@@ -34,7 +34,20 @@ struct hl_ssh_opts {
 	bool srun; /* the hosts' workers through one srun step, not SSH */
 	char *agent_path; /* this hvdrun, at the same path there */
 	char *cwd;	  /* where remote workers start */
+	/* libssh's verbosity (SSH_LOG_NONE .. SSH_LOG_TRACE): from
+	 * --verbose and --log-level, whatever the SSH config's LogLevel
+	 * says (hl_ssh_log_level). */
+	int log_level;
+	/* Where libssh's messages go (cmd/ prints them as hvdrun's own
+	 * lines); libssh keeps its callback and level per thread, so each
+	 * thread that connects sets them. NULL: libssh's own. */
+	void (*log)(int priority, const char *function, const char *buffer,
+		    void *userdata);
 };
+
+/* libssh's verbosity for these options: none, but info with --verbose,
+ * debug with --log-level debug, trace with trace. */
+int hl_ssh_log_level(const struct hl_opts *o);
 
 /* Fill so from the finished options o (which must outlive it): "~/" in
  * the config file's path is $HOME, the agent is this very binary, remote

@@ -1,6 +1,7 @@
 /* sshconn.c: see sshconn.h. */
 #include "sshconn.h"
 
+#include <libssh/callbacks.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,10 @@ static char *set_options(ssh_session s, const struct hl_host *host,
 	int nodelay = 1, port = host->port ? host->port : o->port;
 	const char *user = host->user ? host->user : o->user;
 
+	/* libssh logs per thread: this one's messages go where hvdrun's
+	 * options say. */
+	if (o->log != NULL)
+		ssh_set_log_callback(o->log);
 	/* The host first (the config's Host lines match it), then the
 	 * config, then what the user set explicitly, which wins: libssh's
 	 * config parser overrides options set before it. */
@@ -85,6 +90,11 @@ static char *set_options(ssh_session s, const struct hl_host *host,
 		return hl_asprintf("host '%s': cannot read the SSH config %s",
 				   host->name,
 				   o->config_file ? o->config_file : "");
+	/* A LogLevel in the config quiets OpenSSH, but libssh takes it as
+	 * its own verbosity: hvdrun's options decide instead. */
+	if (ssh_options_set(s, SSH_OPTIONS_LOG_VERBOSITY, &o->log_level) < 0)
+		return hl_asprintf("host '%s': %s", host->name,
+				   ssh_get_error(s));
 	if ((port && ssh_options_set(s, SSH_OPTIONS_PORT, &port) < 0) ||
 	    (user && ssh_options_set(s, SSH_OPTIONS_USER, user) < 0) ||
 	    (o->identity &&

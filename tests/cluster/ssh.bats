@@ -301,6 +301,21 @@ wait_gone() {
 	refute_output --partial "failed"
 }
 
+@test "LogLevel ERROR in the SSH config quiets libssh too; its lines are hvdrun's own at --log-level debug" {
+	{ echo "Host *"; echo "  LogLevel ERROR"; cat "$RIG/ssh_config"; } >"$BATS_TEST_TMPDIR/ssh_config"
+	run "$HVDRUN" --ssh-config "$BATS_TEST_TMPDIR/ssh_config" -x PIDDIR -H node1:2,node2:2 hostname
+	assert_success
+	assert_equal "${#lines[@]}" 4
+	refute_output --partial "socket_callback"
+	refute_output --partial "known_hosts"
+	run "$HVDRUN" --ssh-config "$BATS_TEST_TMPDIR/ssh_config" -x PIDDIR --log-level debug -H node1:1 hostname
+	assert_success
+	assert_line "[0]<stdout>:node1"
+	assert_line --regexp "^hvdrun: ssh: "
+	# Only hvdrun's own lines: libssh writes nothing itself.
+	refute_output --regexp "^\[[0-9]{4}/"
+}
+
 @test "local and remote workers in one job" {
 	run "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 hostname
 	assert_success
