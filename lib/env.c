@@ -11,6 +11,7 @@
 
 #include "../proto/ifaces.h"
 #include "../proto/worker_env.h"
+#include "slurm.h"
 
 int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 		    struct hl_strvec *warnings, char **cause)
@@ -22,6 +23,8 @@ int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 	hl_strvec_init(&es->forward);
 	es->master_addr = NULL;
 	es->master_port = 0;
+	/* The allocation's facts first: -x and [env] (later) win. */
+	rc = hl_slurm_export(&es->set);
 	for (i = 0; i < o->nenv && rc == HL_OK; i++) {
 		const struct hl_envitem *it = &o->env[i];
 
@@ -147,6 +150,21 @@ int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
 	return rc;
 }
 
+/* A Slurm task's variable in the launcher's environment (hl_slurm_shared),
+ * which no worker inherits unless -x forwards it by name. */
+static bool task_level(const char *entry, const struct hl_envspec *es)
+{
+	size_t i, n = strcspn(entry, "=");
+
+	if (strncmp(entry, "SLURM_", 6) != 0 || hl_slurm_shared(entry))
+		return false;
+	for (i = 0; i < es->forward.n; i++)
+		if (strlen(es->forward.v[i]) == n &&
+		    strncmp(entry, es->forward.v[i], n) == 0)
+			return false;
+	return true;
+}
+
 int hl_env_build(char *const *base, const struct hl_envspec *es,
 		 const struct hl_place *p, struct hl_strvec *out)
 {
@@ -155,7 +173,7 @@ int hl_env_build(char *const *base, const struct hl_envspec *es,
 
 	hl_strvec_init(out);
 	for (i = 0; base != NULL && base[i] != NULL && rc == HL_OK; i++)
-		if (strchr(base[i], '=') != NULL)
+		if (strchr(base[i], '=') != NULL && !task_level(base[i], es))
 			rc = env_put(out, hl_strdup(base[i]));
 	for (i = 0; i < es->set.n && rc == HL_OK; i++)
 		rc = env_put(out, hl_strdup(es->set.v[i]));

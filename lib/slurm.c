@@ -231,3 +231,49 @@ int hl_slurm_hosts(const char *nodelist, const char *tasks, char **hosts,
 	hl_strvec_close(&entries);
 	return rc;
 }
+
+bool hl_slurm_shared(const char *entry)
+{
+	static const char *const shared[] = {
+		"SLURM_JOB_ID",
+		"SLURM_JOBID",
+		"SLURM_JOB_NAME",
+		"SLURM_JOB_NODELIST",
+		"SLURM_NODELIST",
+		"SLURM_JOB_NUM_NODES",
+		"SLURM_NNODES",
+		"SLURM_CLUSTER_NAME",
+		"SLURM_JOB_PARTITION",
+		"SLURM_JOB_ACCOUNT",
+		"SLURM_JOB_QOS",
+		"SLURM_JOB_USER",
+		"SLURM_JOB_UID",
+		"SLURM_JOB_GID",
+		"SLURM_JOB_CPUS_PER_NODE",
+		"SLURM_SUBMIT_DIR",
+		"SLURM_SUBMIT_HOST",
+		"SLURM_CONF",
+		"SLURM_JOB_START_TIME",
+		"SLURM_JOB_END_TIME",
+	};
+	size_t i, n = strcspn(entry, "=");
+
+	for (i = 0; i < sizeof(shared) / sizeof(*shared); i++)
+		if (strlen(shared[i]) == n && strncmp(entry, shared[i], n) == 0)
+			return true;
+	return false;
+}
+
+int hl_slurm_export(struct hl_strvec *set)
+{
+	extern char **environ;
+	size_t i;
+	int rc = HL_OK;
+
+	for (i = 0; environ[i] != NULL && rc == HL_OK; i++)
+		if (strncmp(environ[i], "SLURM_", 6) == 0 &&
+		    strchr(environ[i], '=') != NULL &&
+		    hl_slurm_shared(environ[i]))
+			rc = hl_strvec_push(set, environ[i]);
+	return rc;
+}

@@ -14,6 +14,7 @@
 #ifndef HL_SLURM_H
 #define HL_SLURM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util.h"
@@ -32,5 +33,17 @@ int hl_slurm_tasks(const char *spec, const char *what, size_t n, int *slots,
  * caller). */
 int hl_slurm_hosts(const char *nodelist, const char *tasks, char **hosts,
 		   char **cause);
+/* Whether the variable of entry ("NAME" or "NAME=VALUE") is one of the
+ * allocation's facts that every worker gets, wherever it starts (job id,
+ * name, node list and count, cluster, partition, account, user, submit
+ * folder and host, Slurm's config), as a job step's tasks see them. The
+ * other SLURM_* variables are a task's (SLURM_PROCID, SLURM_LOCALID,
+ * SLURM_NTASKS, SLURM_STEP_*, ...): they would contradict Horovod's
+ * ranks for libraries that read them, and no worker gets them from
+ * hvdrun's environment. */
+bool hl_slurm_shared(const char *entry);
+/* Append the allocation's facts from this process's environment to set,
+ * as NAME=VALUE (none outside an allocation). */
+int hl_slurm_export(struct hl_strvec *set);
 
 #endif

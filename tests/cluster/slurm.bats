@@ -155,7 +155,7 @@ sigkill_job() {
 # The worker's view of its job: every variable but the ones that differ
 # from run to run (ports, the rendezvous address, the job's secret) and
 # Slurm's own.
-ENVDUMP='env | grep -Ev "^(SLURM_|SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "PORT=|SECRET=|RENDEZVOUS=" | sort | sed "s/^/$HOROVOD_RANK /"'
+ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "PORT=|SECRET=|RENDEZVOUS=" | sort | sed "s/^/$HOROVOD_RANK /"'
 
 @test "--launcher srun and --launcher ssh: the same plan and the same environment for every rank" {
 	local a=$BATS_TEST_TMPDIR/srun b=$BATS_TEST_TMPDIR/ssh
@@ -171,7 +171,16 @@ ENVDUMP='env | grep -Ev "^(SLURM_|SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "P
 	grep -qx '3 HOROVOD_LOCAL_SIZE=4' "$a"
 	grep -qx '5 HOROVOD_CROSS_RANK=2' "$a"
 	[ "$(grep -c ' HOROVOD_RANK=' "$a")" -eq 6 ]
-	diff "$a" "$b"
+	# Every worker, local or started through srun, sees the allocation's
+	# facts, and no task's (SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS),
+	# which would contradict its Horovod rank.
+	[ "$(grep -c ' SLURM_JOB_ID=' "$a")" -eq 6 ]
+	[ "$(grep -c ' SLURM_JOB_NODELIST=' "$a")" -eq 6 ]
+	[ "$(grep -c ' SLURM_CLUSTER_NAME=' "$a")" -eq 6 ]
+	! grep -E ' SLURM_(PROCID|LOCALID|NTASKS|NODEID|STEP_ID)=' "$a"
+	# The two allocations differ only in their ids.
+	diff <(sed -E 's/(SLURM_JOB_?ID)=[0-9]+/\1=N/' "$a") \
+		<(sed -E 's/(SLURM_JOB_?ID)=[0-9]+/\1=N/' "$b")
 }
 
 @test "--launcher srun: a failing worker's code is the job's, output arrives whole, libhvd's self-test passes, nothing is left" {
