@@ -58,7 +58,7 @@ GPU_LIBS   :=
 endif
 # One GPU engine file or the other, chosen here, not by #if.
 CORE_SRC := $(filter-out $(if $(filter 1,$(NCCL)),core/gpu_none.c,core/gpu.c),$(CORE_SRC))
-LIBS     := -linih -lssh -lcrypto
+LIBS     := -linih -lyaml -lssh -lcrypto
 CORE_LIBS = -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
 
 # Two flavours of objects: plain, and with sanitizers for the unit tests.
@@ -160,7 +160,7 @@ $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_S
 # install, no service starts (policy-rc.d, where the machine has none):
 # the tests start their own munged, slurmctld and slurmd, and a slurmd
 # started without a configuration would look its controller up in DNS.
-DEB_PKGS := build-essential pkg-config libinih-dev libssh-dev libssl-dev \
+DEB_PKGS := build-essential pkg-config libinih-dev libyaml-dev libssh-dev libssl-dev \
             libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
             iproute2 procps util-linux clang-format jq faketime \
@@ -239,7 +239,7 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
                -fsanitize=fuzzer-no-link,address,undefined \
                -fno-sanitize-recover=undefined
 FUZZ_INC    := -Ilib -Icmd -Icore/include -Icore -Iproto -Itests/fuzz
-FUZZ_LIB    := hostlist hostfile config slurm records agent probe rendezvous
+FUZZ_LIB    := hostlist hostfile config yaml slurm records agent probe rendezvous
 FUZZ_BIN    := $(addprefix $(B)/fuzz/,$(FUZZ_LIB) options control)
 FUZZ_SECONDS ?= 600
 fobj = $(patsubst %.c,$(B)/fuzz/obj/%.o,$(1))

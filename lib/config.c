@@ -197,12 +197,21 @@ static char *line_text(const char *path, int n)
 	return buf;
 }
 
+static bool ends_with(const char *s, const char *end)
+{
+	size_t n = strlen(s), m = strlen(end);
+
+	return n > m && strcmp(s + n - m, end) == 0;
+}
+
 int hl_config_load(const char *path, struct hl_opts *o, char **cause)
 {
 	struct cfg_ctx c;
 	char *tmp;
 	int ret;
 
+	if (ends_with(path, ".yaml") || ends_with(path, ".yml"))
+		return hl_config_load_yaml(path, o, cause);
 	memset(&c, 0, sizeof(c));
 	c.path = path;
 	c.opts = o;

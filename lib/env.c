@@ -25,6 +25,9 @@ int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 	es->master_port = 0;
 	/* The allocation's facts first: -x and [env] (later) win. */
 	rc = hl_slurm_export(&es->set);
+	/* --tcp, as horovodrun's: NCCL keeps off InfiniBand too. */
+	if (rc == HL_OK && o->v[HL_K_TCP].b)
+		rc = hl_strvec_push(&es->set, "NCCL_IB_DISABLE=1");
 	for (i = 0; i < o->nenv && rc == HL_OK; i++) {
 		const struct hl_envitem *it = &o->env[i];
 

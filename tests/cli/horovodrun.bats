@@ -132,3 +132,50 @@ HOROVODRUN_FLAGS=(
 	assert_success
 	assert_line "[3]<stdout>:rank 3: ok"
 }
+
+@test "--config-file FILE.yaml is horovodrun's config: its sections and keys, file and line in errors" {
+	cat >"$BATS_TEST_TMPDIR/hvd.yaml" <<-'YAML'
+	controller: gloo
+	params:
+	  fusion_threshold_mb: 32
+	  cycle_time_ms: 10
+	  hierarchical_allgather: false
+	autotune:
+	  enabled: false
+	timeline:
+	  mark_cycles: true
+	stall_check:
+	  enabled: false
+	  warning_time_seconds: 120
+	library_options:
+	  gloo_timeout_seconds: 60
+	logging:
+	  level: DEBUG
+	  with_timestamp: true
+	YAML
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/hvd.yaml" -np 1 sh -c \
+		'echo $HOROVOD_FUSION_THRESHOLD $HOROVOD_CYCLE_TIME $HOROVOD_HIERARCHICAL_ALLGATHER $HOROVOD_TIMELINE_MARK_CYCLES $HOROVOD_STALL_CHECK_DISABLE $HOROVOD_STALL_CHECK_TIME_SECONDS $HVD_TRANSPORT_TIMEOUT_MS $HOROVOD_LOG_LEVEL $HOROVOD_LOG_HIDE_TIME'
+	assert_success
+	assert_output "[0]<stdout>:33554432 10 0 1 1 120 60000 DEBUG 0"
+	# The command line wins.
+	run "$HVDRUN" --cycle-time-ms 3 --config-file "$BATS_TEST_TMPDIR/hvd.yaml" -np 1 sh -c 'echo $HOROVOD_CYCLE_TIME'
+	assert_output "[0]<stdout>:3"
+	# Bad input: one line, file and line, nothing started.
+	printf 'params:\n  fusion_treshold_mb: 32\n' >"$BATS_TEST_TMPDIR/typo.yml"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/typo.yml" -np 1 echo started
+	assert_failure 2
+	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/typo.yml:2: unknown key 'fusion_treshold_mb' in params (horovodrun's config file)"
+	refute_output --partial started
+	printf 'autotune:\n  enabled: true\n' >"$BATS_TEST_TMPDIR/auto.yaml"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/auto.yaml" -np 1 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/auto.yaml:2: autotune: enabled: autotuning is not in hvdrun yet; set fusion_threshold_mb and cycle_time_ms"
+	printf 'params: [1\n' >"$BATS_TEST_TMPDIR/broken.yaml"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/broken.yaml" -np 1 true
+	assert_failure 2
+	assert_line --index 0 --partial "broken.yaml:"
+	# Another extension is hvdrun's INI file, as before.
+	printf '[tuning]\ncycle_time_ms = 7\n' >"$BATS_TEST_TMPDIR/hvdrun.conf"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/hvdrun.conf" -np 1 sh -c 'echo $HOROVOD_CYCLE_TIME'
+	assert_output "[0]<stdout>:7"
+}

@@ -1,0 +1,19 @@
+/* yaml: horovodrun's YAML config file through hvdrun's own reader
+ * (hl_config_load_yaml: libyaml's events and the option table). */
+#include <stdlib.h>
+
+#include "config.h"
+#include "fuzz.h"
+#include "opts.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct hl_opts o;
+	char *cause = NULL;
+
+	hl_opts_init(&o);
+	(void)hl_config_load_yaml(fuzz_file(data, size), &o, &cause);
+	hl_opts_close(&o);
+	free(cause);
+	return 0;
+}
