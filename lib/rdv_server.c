@@ -671,6 +671,8 @@ static size_t take(int *v, size_t *n, int *ids, size_t cap)
 {
 	size_t k = *n < cap ? *n : cap;
 
+	if (k == 0)
+		return 0; /* v may be NULL: nothing was ever told */
 	memcpy(ids, v, k * sizeof(*ids));
 	memmove(v, v + k, (*n - k) * sizeof(*ids));
 	*n -= k;
