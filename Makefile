@@ -164,7 +164,7 @@ DEB_PKGS := build-essential pkg-config libinih-dev libyaml-dev libssh-dev libssl
             libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
             iproute2 procps util-linux clang-format jq faketime \
-            python3-torch python3-numpy python3-pytest \
+            python3-torch python3-numpy python3-pytest python3-cloudpickle \
             slurmctld slurmd slurm-client munge \
             clang libclang-rt-dev clang-tidy cppcheck
 
@@ -291,8 +291,8 @@ install: all
 	install -d $(DESTDIR)$(PYDIR)/hvd/torch
 	install -m 644 python/hvd/*.py $(DESTDIR)$(PYDIR)/hvd/
 	install -m 644 python/hvd/torch/*.py $(DESTDIR)$(PYDIR)/hvd/torch/
-	printf '"""Written by make install: where libhvd went."""\nLIBDIR = %s\n' \
-	    "'$(LIBDIR)'" > $(DESTDIR)$(PYDIR)/hvd/_install.py
+	printf '"""Written by make install: where libhvd and hvdrun went."""\nLIBDIR = %s\nBINDIR = %s\n' \
+	    "'$(LIBDIR)'" "'$(BINDIR)'" > $(DESTDIR)$(PYDIR)/hvd/_install.py
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hvdrun $(DESTDIR)$(LIBDIR)/libhvd.* \

@@ -3,10 +3,12 @@
 ``import hvd.torch as hvd`` gives Horovod's PyTorch API (horovod.torch)
 over libhvd's C ABI (hvd.h). All the work (negotiation, fusion,
 transports, errors) happens in libhvd; this package maps tensors to
-pointers and libhvd's handles to Python objects.
+pointers and libhvd's handles to Python objects. ``hvd.run(func, ...)``
+is Horovod's launcher as a Python call (horovod.run), through hvdrun.
 """
 
 from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+from hvd.runner import run
 
 __version__ = "0.1.0"
-__all__ = ["HorovodInternalError", "HostsUpdatedInterrupt", "__version__"]
+__all__ = ["HorovodInternalError", "HostsUpdatedInterrupt", "run", "__version__"]

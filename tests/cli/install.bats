@@ -50,6 +50,11 @@ load helper
 			'import torch, hvd.torch as hvd; hvd.init(); print(hvd.allreduce(torch.ones(2), op=hvd.Sum).tolist())'
 		assert_success
 		assert_line '[1]<stdout>:[2.0, 2.0]'
+		# hvd.run finds the installed hvdrun.
+		run env PYTHONPATH="$site" PATH=/usr/bin:/bin /usr/bin/python3 -c \
+			'import hvd.runner as r; print(r._hvdrun())'
+		assert_success
+		assert_output "$p/bin/hvdrun"
 	fi
 	run make -C "$ROOT" -s uninstall PREFIX="$p"
 	assert_success

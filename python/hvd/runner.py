@@ -1,0 +1,247 @@
+"""hvd.run: Horovod's launcher as a Python call (horovod.run).
+
+    results = hvd.run(train, args=(lr,), num_proc=2, hosts="localhost:2")
+
+runs train(lr) on every rank of a job that hvdrun starts, with the same
+arguments as horovodrun's flags, and returns the list of its return
+values in rank order. The function and its arguments travel to the
+workers with cloudpickle, and each worker's return value (or exception)
+comes back the same way, over a TCP connection to a small server in the
+calling process (as Horovod's key-value store): workers on other hosts
+reach it as they reach hvdrun's rendezvous, trying this machine's
+addresses in turn, and prove they belong to the job with a random token
+that travels in their environment, never on a command line. A worker
+that raises makes hvd.run raise a RuntimeError naming its rank, with the
+worker's exception (when it can be unpickled) as its cause. As with
+Horovod, a function of the script (__main__) travels by value, one of an
+importable module by reference: that module must be importable on the
+workers too (or registered with cloudpickle.register_pickle_by_value).
+"""
+
+import fcntl
+import hmac
+import os
+import secrets
+import shutil
+import socket
+import socketserver
+import struct
+import subprocess
+import sys
+import threading
+import warnings
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _hvdrun():
+    """hvdrun's path: HVDRUN_BIN, else the one installed beside this
+    package, else the source tree's build, else the PATH's."""
+    forced = os.environ.get("HVDRUN_BIN")
+    if forced:
+        return forced
+    try:
+        from hvd import _install  # written by make install
+
+        path = os.path.join(_install.BINDIR, "hvdrun")
+        if os.access(path, os.X_OK):
+            return path
+    except (ImportError, AttributeError):
+        pass
+    built = os.path.normpath(os.path.join(_HERE, "..", "..", "build", "bin", "hvdrun"))
+    if os.access(built, os.X_OK):
+        return built
+    found = shutil.which("hvdrun")
+    if found is None:
+        raise RuntimeError("hvd.run: hvdrun is not built or installed (make; make install), "
+                           "and HVDRUN_BIN is not set")
+    return found
+
+
+def _flags(num_proc, min_num_proc, max_num_proc, slots, reset_limit, cooldown_range, hosts,
+           hostfile, start_timeout, ssh_port, ssh_identity_file, disable_cache,
+           output_filename, verbose, use_gloo, use_mpi, mpi_args, network_interface):
+    """horovodrun's arguments as hvdrun's flags."""
+    f = ["-np", str(num_proc)]
+    if hosts is not None:
+        f += ["-H", hosts]
+    if hostfile is not None:
+        f += ["--hostfile", hostfile]
+    if min_num_proc is not None:
+        f += ["--min-np", str(min_num_proc)]
+    if max_num_proc is not None:
+        f += ["--max-np", str(max_num_proc)]
+    if slots is not None:
+        f += ["--slots-per-host", str(slots)]
+    if reset_limit is not None:
+        f += ["--reset-limit", str(reset_limit)]
+    if cooldown_range is not None:
+        lo, hi = cooldown_range
+        f += ["--blacklist-cooldown-range", str(lo), str(hi)]
+    if start_timeout is not None:
+        f += ["--start-timeout", str(start_timeout)]
+    if ssh_port is not None:
+        f += ["-p", str(ssh_port)]
+    if ssh_identity_file is not None:
+        f += ["-i", ssh_identity_file]
+    if disable_cache:
+        f += ["--disable-cache"]
+    if output_filename is not None:
+        f += ["--output-filename", output_filename]
+    if verbose:
+        f += ["--verbose"]
+    if use_gloo:
+        f += ["--gloo"]
+    if use_mpi:
+        f += ["--mpi"]
+    if mpi_args is not None:
+        f += ["--mpi-args", mpi_args]
+    if network_interface is not None:
+        f += ["--network-interface", network_interface]
+    return f
+
+
+def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=None,
+        slots=None, reset_limit=None, cooldown_range=None, hosts=None, hostfile=None,
+        start_timeout=None, ssh_port=None, ssh_identity_file=None, disable_cache=None,
+        output_filename=None, verbose=None, use_gloo=None, use_mpi=None, mpi_args=None,
+        network_interface=None, executable=None, np=None, min_np=None, max_np=None):
+    """Run func(*args, **kwargs) on every rank of a job started by hvdrun;
+    return the list of its return values, in rank order (Horovod's
+    horovod.run; np, min_np and max_np are its deprecated names)."""
+    import cloudpickle
+
+    if np is not None:
+        if num_proc == 1:
+            num_proc = np
+        warnings.warn("np is deprecated, use num_proc instead", DeprecationWarning)
+    if min_np is not None:
+        if min_num_proc is None:
+            min_num_proc = min_np
+        warnings.warn("min_np is deprecated, use min_num_proc instead", DeprecationWarning)
+    if max_np is not None:
+        if max_num_proc is None:
+            max_num_proc = max_np
+        warnings.warn("max_np is deprecated, use max_num_proc instead", DeprecationWarning)
+    if hosts is not None and hostfile is not None:
+        raise ValueError("Argument hosts and hostfile only allow one provided.")
+    if use_gloo and use_mpi:
+        raise ValueError("Argument use_gloo and use_mpi only allow one set True.")
+    kwargs = kwargs or {}
+    flags = _flags(num_proc, min_num_proc, max_num_proc, slots, reset_limit, cooldown_range,
+                   hosts, hostfile, start_timeout, ssh_port, ssh_identity_file, disable_cache,
+                   output_filename, verbose, use_gloo, use_mpi, mpi_args, network_interface)
+    store = _Store(cloudpickle.dumps((func, tuple(args), dict(kwargs))))
+    try:
+        env = dict(os.environ)
+        # The workers find this very package first, wherever it lies.
+        env["PYTHONPATH"] = os.pathsep.join(
+            [os.path.dirname(_HERE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        env["HVD_RUN_ADDRS"] = ",".join("%s:%d" % (a, store.port) for a in _addresses())
+        env["HVD_RUN_TOKEN"] = store.token
+        cmd = [_hvdrun()] + flags + ["-x", "PYTHONPATH", "-x", "HVD_RUN_ADDRS", "-x",
+                                     "HVD_RUN_TOKEN", executable or sys.executable, "-m",
+                                     "hvd._run_task"]
+        rc = subprocess.run(cmd, env=env).returncode
+        return _results(store, rc, cloudpickle)
+    finally:
+        store.close()
+
+
+def _addresses():
+    """This machine's IPv4 addresses, loopback last: a worker tries each."""
+    found, loop = [], []
+    for _, name in socket.if_nameindex():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                packed = fcntl.ioctl(s.fileno(), 0x8915,  # SIOCGIFADDR
+                                     struct.pack("256s", name[:15].encode()))
+            except OSError:
+                continue
+        addr = socket.inet_ntoa(packed[20:24])
+        (loop if addr.startswith("127.") else found).append(addr)
+    return found + (loop or ["127.0.0.1"])
+
+
+def _recv_exact(sock, n):
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def _recv_blob(sock):
+    (n,) = struct.unpack("!Q", _recv_exact(sock, 8))
+    return _recv_exact(sock, n)
+
+
+def _send_blob(sock, blob):
+    sock.sendall(struct.pack("!Q", len(blob)) + blob)
+
+
+class _Store:
+    """The function for every worker, and what each sends back, keyed by
+    rank. Messages: the token, then G (the function comes back) or R,
+    rank, r|e and a blob (a result or an error)."""
+
+    def __init__(self, func_blob):
+        self.token = secrets.token_hex(32)
+        self.func_blob = func_blob
+        self.results, self.errors = {}, {}
+        self.lock = threading.Lock()  # protects results and errors
+        store = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self):
+                sock = self.request
+                sock.settimeout(60)
+                try:
+                    token = _recv_exact(sock, len(store.token)).decode("ascii", "replace")
+                    if not hmac.compare_digest(token, store.token):
+                        return
+                    op = _recv_exact(sock, 1)
+                    if op == b"G":
+                        _send_blob(sock, store.func_blob)
+                    elif op == b"R":
+                        rank, kind = struct.unpack("!Ic", _recv_exact(sock, 5))
+                        blob = _recv_blob(sock)
+                        with store.lock:
+                            (store.results if kind == b"r" else store.errors)[rank] = blob
+                        sock.sendall(b"K")
+                except (OSError, ConnectionError, struct.error):
+                    pass
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.server = Server(("0.0.0.0", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _results(store, rc, cloudpickle):
+    """The ranks' return values, in rank order; a worker's exception, or a
+    job that failed without one, raised."""
+    with store.lock:
+        results = {r: cloudpickle.loads(b) for r, b in store.results.items()}
+        errors = dict(store.errors)
+    if errors:
+        rank = min(errors)
+        try:
+            text, exc = cloudpickle.loads(errors[rank])
+        except Exception:  # the exception's class is not here
+            text, exc = "an exception that cannot be unpickled here", None
+        raise RuntimeError("hvd.run: rank %d raised %s" % (rank, text)) from exc
+    if rc != 0:
+        raise RuntimeError("hvd.run: hvdrun exited with status %d before every rank returned "
+                           "(ranks %s did)" % (rc, sorted(results)))
+    return [results[r] for r in sorted(results)]
