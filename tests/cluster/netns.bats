@@ -211,8 +211,10 @@ elastic_weights() {
 # A PyTorch job of hvd.elastic.run and TorchState across namespace hosts
 # (tests/python/workers/elastic_train.py: 6 epochs of 96 samples, a
 # commit every 3 batches), the hosts listed by a discovery script. ns2 is
-# lost mid-epoch (MODE kill: its worker 3 SIGKILLs itself; link: its link
-# goes down), and the cluster's discovery drops it; the job goes on at 2.
+# lost mid-epoch (MODE kill: its worker 3 SIGKILLs itself; raise: it raises
+# a Python exception, and its exit runs hvd.shutdown(), which the others
+# must take as a reset; link: its link goes down), and the cluster's
+# discovery drops it; the job goes on at 2.
 # Then ns2 is listed again and the job grows back to 4: all end at the
 # last epoch with the same weights, every epoch having seen every sample,
 # and nothing is left on any host.
@@ -227,24 +229,27 @@ list() {
 
 torch_elastic_ns() {
 	local mode=$1 out=$BATS_TEST_TMPDIR/out
-	local pid job_status=0 kill=
+	local pid job_status=0 kill= raise=
 	/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "/usr/bin/python3 lacks torch (make deps)"
 	discovery_script
 	list ns1:2 ns2:2
 	[ "$mode" = kill ] && kill=3:8
+	[ "$mode" = raise ] && raise=3:8
 	ip netns exec "${RIG_NS}c" "$HVDRUN" "${SSH[@]}" --host-discovery-script "$BATS_TEST_TMPDIR/discover" \
 		--min-np 2 --max-np 4 --blacklist-cooldown-range 2 2 \
-		"$KILL" env KILL=$kill STEP_MS=100 EPOCHS=6 /usr/bin/python3 "$TRAIN" >"$out" 2>&1 &
+		"$KILL" env KILL=$kill RAISE=$raise STEP_MS=100 EPOCHS=6 /usr/bin/python3 "$TRAIN" >"$out" 2>&1 &
 	pid=$!
 	wait_line "$out" "<stdout>:batch 0 " 10
 	if [ "$mode" = link ]; then
 		ip -n "${RIG_NS}2" link set eth0 down
 		wait_line "$out" "on ns2 stopped answering"
+	elif [ "$mode" = raise ]; then
+		wait_line "$out" "hvdrun: worker 3 on ns2 exited with code 1"
 	else
 		wait_line "$out" "hvdrun: worker 3 on ns2 was killed by signal 9 (Killed)"
 	fi
 	list ns1:2
-	[ "$mode" = kill ] || ip -n "${RIG_NS}2" link set eth0 up
+	[ "$mode" != link ] || ip -n "${RIG_NS}2" link set eth0 up
 	wait_line "$out" "worker 1: reset: rank 1 of 2 (generation 2)"
 	# A few steps at 2, then ns2 is listed again.
 	wait_line "$out" "[1]<stdout>:batch" "$(($(grep -cF "[1]<stdout>:batch" "$out") + 3))"
@@ -254,6 +259,9 @@ torch_elastic_ns() {
 	[ "$job_status" -eq 0 ]
 	if [ "$mode" = link ]; then
 		grep -Eq "^hvdrun: worker [23] on ns2 stopped answering: its host is unreachable; its host leaves the job and 2 workers go on \(generation 2\); the host may return in 2 s$" "$out"
+	elif [ "$mode" = raise ]; then
+		grep -q "RuntimeError: worker 3 fails at step 8" "$out"
+		grep -q "^hvdrun: worker 3 on ns2 exited with code 1; its host leaves the job and 2 workers go on (generation 2); the host may return in 2 s$" "$out"
 	else
 		grep -q "^hvdrun: worker 3 on ns2 was killed by signal 9 (Killed); its host leaves the job and 2 workers go on (generation 2); the host may return in 2 s$" "$out"
 	fi
@@ -272,6 +280,10 @@ torch_elastic_ns() {
 
 @test "elastic PyTorch: ns2's worker SIGKILLed mid-epoch and dropped by the discovery script: training goes on at 2 from the last commit; listed again, the job grows back to 4" {
 	torch_elastic_ns kill
+}
+
+@test "elastic PyTorch: ns2's worker raises a Python exception mid-epoch (its exit shuts libhvd down): the others reset and go on at 2; listed again, the job grows back to 4" {
+	torch_elastic_ns raise
 }
 
 @test "elastic PyTorch: ns2's link down mid-epoch and dropped by the discovery script: training goes on at 2 from the last commit; listed again, the job grows back to 4" {
