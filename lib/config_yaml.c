@@ -117,6 +117,18 @@ static const char *scalar(const struct yctx *y)
 	return (const char *)y->ev.data.scalar.value;
 }
 
+/* The current event, a mapping's key (what: in the error), copied into
+ * *out; NULL on a failure. */
+static int key_text(struct yctx *y, const char *what, char **out)
+{
+	*out = NULL;
+	if (y->ev.type != YAML_SCALAR_EVENT)
+		return hl_fail(y->cause, HL_EINVAL, "%s:%zu: want %s", y->path,
+			       line(y), what);
+	*out = hl_strdup(scalar(y));
+	return *out ? HL_OK : hl_fail(y->cause, HL_ENOMEM, "out of memory");
+}
+
 /* One key of section: its value is the current scalar. */
 static int set_one(struct yctx *y, const char *section, const char *name,
 		   size_t at)
@@ -159,15 +171,12 @@ static int section(struct yctx *y, const char *name)
 
 	while (rc == HL_OK && (rc = next(y)) == HL_OK &&
 	       y->ev.type != YAML_MAPPING_END_EVENT) {
-		char *key;
+		char *key = NULL;
 		size_t at = line(y);
 
-		if (y->ev.type != YAML_SCALAR_EVENT)
-			return hl_fail(y->cause, HL_EINVAL,
-				       "%s:%zu: want a key", y->path, at);
-		key = hl_strdup(scalar(y));
+		rc = key_text(y, "a key", &key);
 		if (key == NULL)
-			return hl_fail(y->cause, HL_ENOMEM, "out of memory");
+			return rc; /* key_text's failure */
 		rc = next(y);
 		if (rc == HL_OK && y->ev.type != YAML_SCALAR_EVENT)
 			rc = hl_fail(
@@ -218,16 +227,12 @@ static int document(struct yctx *y)
 			       line(y));
 	while (rc == HL_OK && (rc = next(y)) == HL_OK &&
 	       y->ev.type != YAML_MAPPING_END_EVENT) {
-		char *name;
+		char *name = NULL;
 		size_t at = line(y);
 
-		if (y->ev.type != YAML_SCALAR_EVENT)
-			return hl_fail(y->cause, HL_EINVAL,
-				       "%s:%zu: want a section name", y->path,
-				       at);
-		name = hl_strdup(scalar(y));
+		rc = key_text(y, "a section name", &name);
 		if (name == NULL)
-			return hl_fail(y->cause, HL_ENOMEM, "out of memory");
+			return rc; /* key_text's failure */
 		if (strcmp(name, "controller") == 0)
 			rc = controller(y);
 		else if (strcmp(name, "params") == 0 ||
