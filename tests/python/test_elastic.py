@@ -213,3 +213,25 @@ def test_reset_limit_counts_every_change_of_hosts(tmp_path):
             "(--reset-limit 1); stopping the job") in out
     assert [s["size"] for s in states][:2] == [4, 2], out
     assert no_worker_left(HOSTS_SCRIPT)
+
+
+def test_hosts_added_while_the_first_init_runs(tmp_path):
+    """The discovery script lists a second host a moment after the start,
+    while the first workers are still in their first hvd.init(), outside
+    hvd.elastic.run: that init joins whichever generation forms (a hosts
+    notice does not fail it), and the job grows to 4."""
+    runs = tmp_path / "runs"
+    script = tmp_path / "discover.sh"
+    script.write_text("#!/bin/sh\necho x >>%s\n"
+                      "if [ $(wc -l <%s) -le 1 ]; then echo localhost:2\n"
+                      "else printf 'localhost:2\\n127.0.0.1:2\\n'; fi\n" % (runs, runs))
+    script.chmod(0o755)
+    r = hvdrun("--min-np", "2", "--max-np", "4", "--host-discovery-script", str(script),
+               "env", "EPOCHS=2", "STEP_MS=20", PY, TRAIN, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "hvd.init" not in r.stderr, out
+    done = re.findall(r"^\[\d\]<stdout>:worker \d: done: rank (\d) of 4, generation \d+, epoch 2",
+                      r.stdout, re.M)
+    assert sorted(done) == ["0", "1", "2", "3"], out
+    assert no_worker_left()

@@ -130,3 +130,41 @@ def test_scaled_and_average_every_element(hvd, dev, count):
     ref = reference(hvd, (count,), torch.float16, hvd.Sum, count).double()
     assert close(avg.cpu(), (ref / hvd.size()).half(), torch.float16)
     assert close(scaled.cpu(), (ref * 1.5).half(), torch.float16)
+
+
+def test_horovod_behaviours_on_the_gpu(hvd, dev):
+    """Horovod's: grouped tensors on two devices raise RuntimeError; join
+    takes a GPU device; integers are not scaled on the GPU (a clear
+    error, where the CPU scales them as Horovod)."""
+    with pytest.raises(RuntimeError, match="one device"):
+        hvd.grouped_allreduce([torch.ones(3), torch.ones(3, device=dev)])
+    last = hvd.join(dev.index)
+    assert last == (-1 if hvd.size() == 1 else last)
+    with pytest.raises(Exception, match="floating-point"):
+        hvd.allreduce(torch.ones(3, dtype=torch.int32, device=dev), prescale_factor=2.0)
+
+
+def test_sync_batch_norm_on_cuda(hvd, dev):
+    """SyncBatchNorm on CUDA tensors: torch's BatchNorm over every rank's
+    batch (each rank's batch of another size)."""
+    n, r = hvd.size(), hvd.rank()
+
+    def batch(k):
+        g = torch.Generator().manual_seed(7 + k)
+        return torch.randn(2 + k, 3, 4, generator=g, dtype=torch.float64)
+
+    every = [batch(k) for k in range(n)]
+    sync = hvd.SyncBatchNorm(3).double().to(dev)
+    ref = torch.nn.BatchNorm1d(3).double()
+    x = every[r].to(dev).requires_grad_()
+    out = sync(x)
+    out.sum().backward()
+    whole = torch.cat(every).requires_grad_()
+    ref_out = ref(whole)
+    ref_out.sum().backward()
+    at = sum(every[k].shape[0] for k in range(r))
+    mine = slice(at, at + every[r].shape[0])
+    assert out.device == dev
+    assert torch.allclose(out.cpu(), ref_out[mine].detach(), atol=1e-9)
+    assert torch.allclose(x.grad.cpu(), whole.grad[mine], atol=1e-9)
+    assert torch.allclose(sync.running_var.cpu(), ref.running_var, atol=1e-12)
