@@ -66,6 +66,15 @@ static int read_ranks(struct hvd__state *st)
 	return HVD_OK;
 }
 
+/* MPI that libhvd initialised is finalised when the process exits, after
+ * libhvd has stopped (a program that never called hvd_shutdown() too):
+ * an engine still running would call MPI after MPI_Finalize. */
+static void at_exit(void)
+{
+	hvd_shutdown();
+	(void)hvd__mpi_exit();
+}
+
 /* One attempt of hvd_init(). *world: an elastic generation's world came
  * (this worker was a member of it) whether or not its mesh formed. */
 static int init_once(bool *world)
@@ -84,6 +93,10 @@ static int init_once(bool *world)
 		rc = want ? hvd__mpi_init(&st, &mpi) : read_ranks(&st);
 	if (rc != HVD_OK)
 		return rc;
+	if (mpi != NULL && !st.exit_hook) {
+		atexit(at_exit); /* once a process */
+		st.exit_hook = true;
+	}
 	st.initialized = true;
 	st.mpi = mpi != NULL;
 	hvd__g = st;
@@ -102,6 +115,7 @@ static int init_once(bool *world)
 		rc = hvd__elastic_status(rc);
 		hvd__runtime_stop();
 		hvd__g = fresh_state;
+		hvd__g.exit_hook = st.exit_hook;
 	}
 	return rc;
 }
@@ -131,9 +145,12 @@ HVD_EXPORT int hvd_init(void)
 
 HVD_EXPORT void hvd_shutdown(void)
 {
+	bool hook = hvd__g.exit_hook;
+
 	if (hvd__g.initialized)
 		hvd__runtime_stop();
 	hvd__g = fresh_state;
+	hvd__g.exit_hook = hook; /* a process's, not a world's */
 }
 
 HVD_EXPORT int hvd_initialized(void)

@@ -29,6 +29,9 @@ struct hvd__state {
 	 * (proto/rendezvous.h): the elastic generation, or the static
 	 * job's round of hvd_init(). */
 	uint32_t key_gen;
+	/* The process's exit stops libhvd, then finalises MPI that libhvd
+	 * initialised (kept across hvd_shutdown). */
+	bool exit_hook;
 };
 
 extern struct hvd__state hvd__g;

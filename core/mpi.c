@@ -16,14 +16,19 @@ struct hvd__mpi {
 
 /* MPI cannot be initialised twice in a process, and hvd_shutdown() then
  * hvd_init() must work any number of times (Horovod's contract): MPI that
- * libhvd initialised stays up until the process exits. */
-static void finalize_at_exit(void)
+ * libhvd initialised stays up until the process exits (hvd__mpi_exit). */
+static bool initialised_here;
+
+bool hvd__mpi_exit(void)
 {
 	int finalized = 0;
 
+	if (!initialised_here)
+		return false;
 	MPI_Finalized(&finalized);
 	if (!finalized)
 		MPI_Finalize();
+	return true;
 }
 
 int hvd__mpi_wanted(bool *want)
@@ -87,7 +92,7 @@ int hvd__mpi_init(struct hvd__state *st, void **transport)
 			free(m);
 			return HVD_ESYS;
 		}
-		atexit(finalize_at_exit);
+		initialised_here = true;
 	}
 	if (level < MPI_THREAD_SERIALIZED) {
 		hvd__error(

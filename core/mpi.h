@@ -25,7 +25,11 @@ int hvd__mpi_wanted(bool *want);
 /* Initialise (or adopt) MPI and fill the ranks of st. */
 int hvd__mpi_init(struct hvd__state *st, void **transport);
 /* Free libhvd's communicators. MPI that libhvd initialised is finalised
- * when the process exits, so that hvd_init() can follow hvd_shutdown(). */
+ * only when the process exits (hvd__mpi_exit), so that hvd_init() can
+ * follow hvd_shutdown(). */
 void hvd__mpi_finalize(void *transport);
+/* At the process's exit, after libhvd stopped: finalise MPI if libhvd
+ * initialised it (then true). */
+bool hvd__mpi_exit(void);
 
 #endif
