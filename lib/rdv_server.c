@@ -227,6 +227,22 @@ static void idle(struct hl_rdv *r, uint32_t id)
 	tell(r, &r->idle, &r->nidle, &r->capidle, id);
 }
 
+/* Elastic: worker id registered on connection i; an earlier connection
+ * of the same id is an incarnation that is gone (a worker started again
+ * on a host that returned, while the old one's connection still waits
+ * to be read closed), or the same process before its hvd_shutdown: the
+ * newest speaks for the id, and the others go, before a generation
+ * could seat one of them. */
+static void supersede(struct hl_rdv *r, size_t i)
+{
+	size_t k;
+
+	for (k = 0; k < r->nconns; k++)
+		if (k != i && r->conns[k].fd >= 0 && r->conns[k].registered &&
+		    r->conns[k].reg.rank == r->conns[i].reg.rank)
+			drop(r, k);
+}
+
 /* Read what the connection sent; admit it once its REGISTER verifies. */
 static void serve(struct hl_rdv *r, size_t i)
 {
@@ -268,7 +284,9 @@ static void serve(struct hl_rdv *r, size_t i)
 	c->registered = true;
 	if (!r->elastic)
 		take_slot(r, i, (int)c->reg.rank);
-	else if (r->finishing)
+	else
+		supersede(r, i);
+	if (r->elastic && r->finishing)
 		idle(r, c->reg.rank);
 }
 
