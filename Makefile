@@ -198,7 +198,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/bin/hvdrun -np 4 -H localhost:4 $(B)/examples/iris_mlp examples/data/iris.csv
 
-BENCH_BIN := $(B)/bench/hvd_bench $(B)/bench/mpi_bench \
+BENCH_BIN := $(B)/bench/hvd_bench $(B)/bench/mpi_bench $(B)/tests/hvd_selftest \
              $(if $(filter 1,$(NCCL)),$(B)/bench/gpu_bench)
 
 $(B)/bench/hvd_bench: tests/bench/hvd_bench.c tests/bench/resnet50.h $(B)/lib/libhvd.so
@@ -226,6 +226,7 @@ bench: deps
 	@tests/bench/allreduce-hosts
 	@tests/bench/elastic
 	@tests/bench/collectives
+	@tests/bench/contention
 	@tests/bench/torch
 	@tests/bench/gpu
 

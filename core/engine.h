@@ -194,11 +194,11 @@ void hvd__queue_reset(void);
  * synchronous collective): its thread will drive the engine (hvd_wait),
  * so the background thread leaves it alone. false: forget it. */
 void hvd__queue_sync_next(bool on);
-/* Wait up to cycle_ms for new requests, checking for them without
- * sleeping for the first spin_us. The background thread (bg) waits also
- * while a user thread drives the engine (hvd_wait), unless hvd_shutdown()
- * asked to stop. */
-void hvd__queue_wait(double cycle_ms, int spin_us, bool bg);
+/* Wait up to cycle_ms for new requests, spinning first while spinning
+ * pays (wait.h). The background thread (bg) waits also while a user
+ * thread drives the engine (hvd_wait), unless hvd_shutdown() asked to
+ * stop. */
+void hvd__queue_wait(double cycle_ms, bool bg);
 /* Sleep up to ms, or until a thread that drove the engine is done. */
 void hvd__queue_nap(double ms);
 /* Take the new requests; *shutdown says whether hvd_shutdown() asked to

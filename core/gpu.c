@@ -14,6 +14,7 @@
 #include "../proto/wire.h"
 #include "reduce.h"
 #include "ring.h"
+#include "wait.h"
 
 /* The CUDA events that time a collective: start, after the copies in,
  * after the reduction, after the copies out (the one waited for). */
@@ -142,23 +143,29 @@ static int settle_new(struct hvd__gpu *g, ncclComm_t parent, ncclComm_t *cp,
 	return settle(g, c, ncclInProgress, what, why, len);
 }
 
-/* Wait for everything queued on the stream: spin briefly, then poll; an
- * asynchronous NCCL error or a dead peer aborts the communicators. */
+/* Wait for everything queued on the stream: spin while spinning pays
+ * (wait.h: a sleep costs more than most collectives take, unless the
+ * CPU is wanted), then poll; an asynchronous NCCL error or a dead peer
+ * aborts the communicators. */
 static int wait_stream(struct hvd__gpu *g, char *why, size_t len)
 {
 	ncclComm_t comms[3] = {g->world, g->local, g->cross};
-	long long start = hvd__now_us(), checked = start;
+	long long checked = hvd__now_us();
 	cudaError_t e = cudaEventRecord(g->ev[EV_DONE], g->stream);
+	struct hvd__wait w;
 
 	if (e != cudaSuccess)
 		return cuda_fail(e, "cudaEventRecord", why, len);
+	hvd__wait_begin(&w, HVD__WAIT_GPU);
 	for (;;) {
 		long long now;
 		int i;
 
 		e = cudaEventQuery(g->ev[EV_DONE]);
-		if (e == cudaSuccess)
+		if (e == cudaSuccess) {
+			hvd__wait_end(&w);
 			return HVD_OK;
+		}
 		if (e != cudaErrorNotReady)
 			return cuda_fail(e, "waiting for the GPU", why, len);
 		for (i = 0; i < 3; i++) {
@@ -179,9 +186,7 @@ static int wait_stream(struct hvd__gpu *g, char *why, size_t len)
 				return rc;
 			checked = now;
 		}
-		/* The first 2 ms at full speed, as a spinning stream wait
-		 * would: a sleep costs more than most collectives take. */
-		if (now - start > 2000)
+		if (!hvd__wait_spin(&w))
 			pause_us(50);
 	}
 }

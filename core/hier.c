@@ -107,7 +107,7 @@ static int open_segment(struct hvd__engine *e, int host)
 	if (rc == HVD_OK)
 		rc = hvd__shm_open(&e->shm, hvd__g.local_rank,
 				   hvd__g.local_size, name, SHM_SLOT,
-				   e->k.spin_us, (int)start_s * 1000);
+				   (int)start_s * 1000);
 	return rc;
 }
 

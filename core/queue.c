@@ -15,6 +15,7 @@
 #include "elastic.h"
 #include "engine.h"
 #include "runtime.h"
+#include "wait.h"
 
 /* lock protects every field, and every handle's done, status and msg. */
 static struct {
@@ -294,21 +295,28 @@ static void sleep_wake(double ms)
 	pthread_cond_timedwait(&Q.wake, &Q.lock, &ts);
 }
 
-void hvd__queue_wait(double cycle_ms, int spin_us, bool bg)
+void hvd__queue_wait(double cycle_ms, bool bg)
 {
-	long long until = spin_us > 0 ? hvd__now_us() + spin_us : 0;
+	struct hvd__wait w;
+	bool got;
 
-	/* Work that comes within spin_us is taken without the wake-up of a
-	 * sleeping thread, which costs more than a small allreduce. The
+	/* Work that comes while spinning pays is taken without the wake-up
+	 * of a sleeping thread, which costs more than a small allreduce. The
 	 * background thread stops checking once a user thread drives: it
 	 * would only take the CPU from it. */
-	while (!has_work(bg) && until > 0 && hvd__now_us() < until &&
-	       !(bg && atomic_load(&Q.drivers) > 0))
-		sched_yield();
-	pthread_mutex_lock(&Q.lock);
-	if (!has_work(bg) && cycle_ms > 0)
-		sleep_wake(cycle_ms);
-	pthread_mutex_unlock(&Q.lock);
+	if (has_work(bg))
+		return;
+	hvd__wait_begin(&w, HVD__WAIT_CYCLE);
+	while (!(got = has_work(bg)) && !(bg && atomic_load(&Q.drivers) > 0) &&
+	       hvd__wait_spin(&w))
+		;
+	if (!got) {
+		pthread_mutex_lock(&Q.lock);
+		if (!has_work(bg) && cycle_ms > 0)
+			sleep_wake(cycle_ms);
+		pthread_mutex_unlock(&Q.lock);
+	}
+	hvd__wait_end(&w);
 }
 
 void hvd__queue_nap(double ms)
@@ -449,7 +457,9 @@ static void drive(hvd_handle *h)
 
 HVD_EXPORT int hvd_wait(hvd_handle *h)
 {
+	struct hvd__wait w;
 	struct hvd__req *r;
+	bool waited;
 	int status;
 
 	if (h == NULL)
@@ -461,11 +471,21 @@ HVD_EXPORT int hvd_wait(hvd_handle *h)
 			return HVD_EINVAL;
 		}
 	drive(h);
+	/* The background thread completes it: spin while spinning pays,
+	 * then sleep until it does. */
+	waited = !atomic_load(&h->done);
+	if (waited) {
+		hvd__wait_begin(&w, HVD__WAIT_CALLER);
+		while (!atomic_load(&h->done) && hvd__wait_spin(&w))
+			;
+	}
 	pthread_mutex_lock(&Q.lock);
 	while (!h->done)
 		pthread_cond_wait(&Q.done, &Q.lock);
 	status = h->status;
 	pthread_mutex_unlock(&Q.lock);
+	if (waited)
+		hvd__wait_end(&w);
 	if (h->msg != NULL)
 		hvd__set_error("%s", h->msg);
 	free(h->msg);

@@ -31,6 +31,7 @@
 #include "engine.h"
 #include "hier.h"
 #include "runtime.h"
+#include "wait.h"
 
 /* The background thread's state (engine.h); start and stop touch it
  * only while the thread is not running. */
@@ -90,6 +91,7 @@ static double wait_ms(const struct hvd__engine *e)
 								 : ms;
 }
 
+/* Idle: no wait spins (wait.h); else the knob bounds every spin. */
 static void spin_for(struct hvd__engine *e)
 {
 	int spin = e->idle_cycles >= IDLE_CYCLES ? 0 : e->k.spin_us;
@@ -97,9 +99,7 @@ static void spin_for(struct hvd__engine *e)
 	if (spin == e->spin_now)
 		return;
 	e->spin_now = spin;
-	if (e->comm.ops->tune != NULL)
-		e->comm.ops->tune(e->comm.t, hvd__transport_timeout_ms(), spin);
-	hvd__shm_set_spin(e->shm, spin);
+	hvd__wait_cap(spin);
 }
 
 /* One cycle. Returns a transport error, or HVD_ESHUTDOWN when the job is
@@ -283,7 +283,7 @@ int hvd__runtime_drive(const hvd_handle *h)
 	while (!atomic_load(&ended) && !atomic_load(&h->done)) {
 		/* Its own request is queued: the first cycle runs at once. */
 		if (!first)
-			hvd__queue_wait(wait_ms(&E), E.spin_now, false);
+			hvd__queue_wait(wait_ms(&E), false);
 		first = false;
 		if (!turn(&E, true))
 			break;
@@ -297,10 +297,9 @@ static void *background(void *arg)
 {
 	struct hvd__engine *e = arg;
 	double wait = wait_ms(e);
-	int spin = e->spin_now;
 
 	for (;;) {
-		hvd__queue_wait(wait, spin, true);
+		hvd__queue_wait(wait, true);
 		if (pthread_mutex_trylock(&own) != 0) {
 			/* A user thread drives: it wakes this one when it
 			 * leaves work behind. */
@@ -310,7 +309,6 @@ static void *background(void *arg)
 		if (!atomic_load(&ended))
 			turn(e, false);
 		wait = wait_ms(e);
-		spin = e->spin_now;
 		pthread_mutex_unlock(&own);
 		if (atomic_load(&ended))
 			break;
@@ -420,9 +418,9 @@ int hvd__runtime_start(int rank, int size, bool joined,
 					     &E.comm)) != HVD_OK)
 		return rc;
 	if (E.comm.ops->tune != NULL)
-		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms(),
-				 E.k.spin_us);
+		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms());
 	E.spin_now = E.k.spin_us;
+	hvd__wait_cap(E.spin_now);
 	if (mpi == NULL && joined && size > 1 &&
 	    (rc = hvd__hier_start(&E)) != HVD_OK)
 		return rc; /* hvd__runtime_stop releases the comm */

@@ -18,8 +18,9 @@
 #include "internal.h"
 #include "reduce.h"
 #include "ring.h"
+#include "wait.h"
 
-#define SPINS 64	   /* checks before yielding */
+#define SPINS 64	   /* checks before a wait (wait.h) begins */
 #define SLEEP_NS 20000000L /* one futex sleep: 20 ms, then a liveness check */
 /* An allreduce on one host up to this size takes one barrier, not two:
  * every rank reduces all of it (reading it from every slot costs less
@@ -53,7 +54,6 @@ struct hvd__shm {
 	const unsigned char **view; /* lsize slots: the last exchange's */
 	uint32_t seq;
 	unsigned set; /* the slot set of the next chunk */
-	int spin_us;  /* how long a wait yields before it sleeps */
 };
 
 /* What local rank 0 sends each peer with the segment's fd. */
@@ -226,28 +226,29 @@ static int peer_dead(const struct hvd__shm *s, int p)
 	return s->pidfd[p] >= 0 && poll(&pf, 1, 0) == 1;
 }
 
-/* Wait until peer p has reached round seq. */
+/* Wait until peer p has reached round seq: spin while spinning pays
+ * (wait.h), then sleep on the peer's line in short steps, checking
+ * between them that the peer lives. */
 static int wait_peer(struct hvd__shm *s, int p, uint32_t seq,
 		     long long deadline)
 {
 	struct line *l = &s->lines[p];
 	struct timespec ts = {0, SLEEP_NS};
+	struct hvd__wait w;
 	uint32_t v;
 	int i;
 
-	long long until = hvd__now_us() + s->spin_us;
-
-	/* A few checks, then checks that yield the CPU (a peer may be
-	 * waiting for it), then sleeps: a sleeping CPU is slow to wake. */
 	for (i = 0; i < SPINS; i++)
 		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0)
 			return HVD_OK;
-	while (hvd__now_us() < until) {
-		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0)
+	hvd__wait_begin(&w, HVD__WAIT_SHM);
+	while (hvd__wait_spin(&w)) {
+		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0) {
+			hvd__wait_end(&w);
 			return HVD_OK;
+		}
 		if (atomic_load(&s->head->broken))
 			return HVD_ECONN;
-		sched_yield();
 	}
 	for (;;) {
 		atomic_fetch_add(&l->sleepers, 1);
@@ -255,19 +256,15 @@ static int wait_peer(struct hvd__shm *s, int p, uint32_t seq,
 		if ((int32_t)(v - seq) < 0 && !atomic_load(&s->head->broken))
 			futex(&l->arrive, FUTEX_WAIT, v, &ts);
 		atomic_fetch_sub(&l->sleepers, 1);
-		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0)
+		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0) {
+			hvd__wait_end(&w);
 			return HVD_OK;
+		}
 		if (atomic_load(&s->head->broken) || peer_dead(s, p))
 			return HVD_ECONN;
 		if (hvd__now_ms() >= deadline)
 			return HVD_ETIMEDOUT;
 	}
-}
-
-void hvd__shm_set_spin(struct hvd__shm *s, int spin_us)
-{
-	if (s != NULL)
-		s->spin_us = spin_us;
 }
 
 void hvd__shm_abort(struct hvd__shm *s)
@@ -299,7 +296,7 @@ int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms)
 }
 
 int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
-		  size_t slot, int spin_us, int timeout_ms)
+		  size_t slot, int timeout_ms)
 {
 	long long deadline = hvd__now_ms() + timeout_ms;
 	struct hvd__shm *s;
@@ -313,7 +310,6 @@ int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
 		return HVD_ENOMEM;
 	s->lrank = lrank;
 	s->lsize = lsize;
-	s->spin_us = spin_us;
 	s->slot = (slot + 63) & ~(size_t)63;
 	s->len = header_bytes(lsize) + 2 * (size_t)lsize * s->slot;
 	s->pidfd = malloc((size_t)lsize * sizeof(int));

@@ -7,8 +7,8 @@
  * maps it. The segment holds a header, one cache line per rank with its
  * arrival counter and pid, then two sets of one slot per rank.
  *
- * A rank waits for its peers on their counters: a short bounded spin,
- * then a futex sleep in short steps, checking between steps that the
+ * A rank waits for its peers on their counters: a spin while spinning
+ * pays (wait.h), then a futex sleep in short steps, checking between steps that the
  * peer is alive (its pidfd) and that the deadline has not passed, so an
  * idle rank burns no core and a dead peer fails the others with
  * HVD_ECONN at once.
@@ -41,10 +41,9 @@ struct hvd__shm;
 
 /* Open (local rank 0: create) the segment of the lsize local ranks, each
  * slot `slot` bytes, at the abstract socket name `name` (at most 100
- * bytes, no NUL), within timeout_ms. A wait yields the CPU for spin_us
- * before it sleeps. */
+ * bytes, no NUL), within timeout_ms. */
 int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
-		  size_t slot, int spin_us, int timeout_ms);
+		  size_t slot, int timeout_ms);
 /* Wait for every local rank to arrive; HVD_ECONN when a peer died,
  * HVD_ETIMEDOUT when one did not arrive within timeout_ms. */
 int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms);
@@ -93,8 +92,6 @@ int hvd__shm_allgatherv(struct hvd__shm *s, void *out, const size_t *len,
 int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
 		       const size_t *soff, void *out, const size_t *rb,
 		       const size_t *roff, int timeout_ms);
-/* How long a wait yields before it sleeps, from now on. s may be NULL. */
-void hvd__shm_set_spin(struct hvd__shm *s, int spin_us);
 /* Mark the segment broken: every wait of every local rank fails with
  * HVD_ECONN from now on. s may be NULL. */
 void hvd__shm_abort(struct hvd__shm *s);

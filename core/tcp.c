@@ -17,6 +17,7 @@
 
 #include "../proto/rendezvous.h"
 #include "internal.h"
+#include "wait.h"
 
 _Static_assert(HVD__TOKEN_LEN == RDV_MAC_LEN, "the mesh token is a MAC");
 
@@ -29,7 +30,6 @@ struct hvd__tcp {
 	int rank, size;
 	int *fd; /* fd[r]: the connection to rank r, -1 for self */
 	int timeout_ms;
-	int spin_us;   /* retry, yielding, this long before poll() */
 	int cancel_fd; /* readable: hvd__tcp_connect asks, or -1 */
 	bool (*called_off)(void *arg);
 	void *called_off_arg;
@@ -112,11 +112,6 @@ int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,
 void hvd__tcp_set_timeout(struct hvd__tcp *t, int timeout_ms)
 {
 	t->timeout_ms = timeout_ms;
-}
-
-void hvd__tcp_set_spin(struct hvd__tcp *t, int spin_us)
-{
-	t->spin_us = spin_us;
 }
 
 /* Blocking-style full transfer on a non-blocking fd, until deadline. */
@@ -446,10 +441,9 @@ static size_t total(const struct iovec *v, int n)
 }
 
 /* Send and receive at once. The syscalls come first. When both directions
- * would block, retry for up to spin_us, yielding the CPU between tries,
- * before sleeping in poll(): the peer is usually microseconds away, and a
- * sleeping CPU (a halted virtual CPU above all) takes far longer than that
- * to wake. The yield lets a peer that shares this CPU run instead. */
+ * would block, retry while spinning pays (wait.h) before sleeping in
+ * poll(): the peer is usually microseconds away, and a sleeping CPU (a
+ * halted virtual CPU above all) takes far longer than that to wake. */
 static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 			  int from, const struct iovec *rv, int rn,
 			  hvd__recv_progress progress, void *arg)
@@ -459,7 +453,9 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 	size_t slen = total(sv, sn), rlen = total(rv, rn);
 	size_t sent = 0, got = 0, reported = 0;
 	int sfd = slen ? t->fd[to] : -1, rfd = rlen ? t->fd[from] : -1;
-	long long deadline = hvd__now_ms() + t->timeout_ms, spin_end = 0;
+	long long deadline = hvd__now_ms() + t->timeout_ms;
+	struct hvd__wait w;
+	bool waiting = false;
 
 	if ((slen && sfd < 0) || (rlen && rfd < 0))
 		return HVD_ECONN;
@@ -492,20 +488,16 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 		if (moved) {
 			/* Progress resets the clock: only silence times out. */
 			deadline = hvd__now_ms() + t->timeout_ms;
-			spin_end = 0;
+			if (waiting)
+				hvd__wait_end(&w);
+			waiting = false;
 			continue;
 		}
-		if (t->spin_us > 0) {
-			long long now = hvd__now_us();
-
-			if (spin_end == 0)
-				spin_end = now + t->spin_us;
-			if (now < spin_end) {
-				/* Let a runnable peer on this CPU go first. */
-				sched_yield();
-				continue;
-			}
-		}
+		if (!waiting)
+			hvd__wait_begin(&w, HVD__WAIT_NET);
+		waiting = true;
+		if (hvd__wait_spin(&w))
+			continue;
 		{
 			struct pollfd pf[2];
 			int n = 0, i;
@@ -563,12 +555,10 @@ static int tcp_check(void *tp)
 	return HVD_OK;
 }
 
-static void tcp_tune(void *t, int timeout_ms, int spin_us)
+static void tcp_tune(void *t, int timeout_ms)
 {
-	if (t != NULL) {
+	if (t != NULL)
 		hvd__tcp_set_timeout(t, timeout_ms);
-		hvd__tcp_set_spin(t, spin_us);
-	}
 }
 
 static void tcp_abort(void *t)

@@ -39,9 +39,6 @@ void hvd__tcp_set_cancel(struct hvd__tcp *t, int fd,
 			 bool (*called_off)(void *arg), void *arg);
 /* An operation that waits longer than this for a peer fails. */
 void hvd__tcp_set_timeout(struct hvd__tcp *t, int timeout_ms);
-/* While a transfer waits for a peer, retry for up to spin_us (default 0),
- * yielding the CPU between tries, before sleeping. */
-void hvd__tcp_set_spin(struct hvd__tcp *t, int spin_us);
 /* Shut every connection down: the peers see it at once, and fail too. */
 void hvd__tcp_abort(struct hvd__tcp *t);
 void hvd__tcp_free(struct hvd__tcp *t);

@@ -37,11 +37,10 @@ struct hvd__transport_ops {
 	 * (a GPU stream) notice a dead peer. */
 	int (*check)(void *t);
 	/* The lifecycle. Each takes t NULL (a job of one rank: nothing to
-	 * do). tune (optional): the longest one transfer may take, and how
-	 * long to spin before sleeping on a socket. abort (optional): make
+	 * do). tune (optional): the longest one transfer may take. abort (optional): make
 	 * every blocked and later transfer fail at once, after a failure.
 	 * close: release t; the comm no longer uses it. */
-	void (*tune)(void *t, int timeout_ms, int spin_us);
+	void (*tune)(void *t, int timeout_ms);
 	void (*abort)(void *t);
 	void (*close)(void *t);
 };

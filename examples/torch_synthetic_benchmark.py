@@ -8,6 +8,11 @@ command line starts both).
     hvdrun -np 2 /usr/bin/python3 examples/torch_synthetic_benchmark.py --model mlp
     hvdrun -np 2 /usr/bin/python3 examples/torch_synthetic_benchmark.py --model mlp --ddp
 
+With --data-workers N, a torch DataLoader with N worker processes per
+rank makes each batch (random samples, augmented as training images are:
+padded, cropped and flipped at random, then normalised), as a real input
+pipeline competes with the ranks for the cores.
+
 Models: mlp (about 25 M parameters in three wide layers: communication
 heavy), cnn (a small ResNet-style network for 32x32 images, runs on CPUs),
 and with python3-torchvision installed any of torchvision's models
@@ -88,6 +93,30 @@ def make_model(name):
     return getattr(torchvision.models, name)(), (3, 224, 224)
 
 
+class SyntheticData(torch.utils.data.Dataset):
+    """Random samples of a shape, each made afresh and augmented: a
+    stand-in for decoding and augmenting real data in DataLoader workers."""
+
+    def __init__(self, shape, length=1 << 20):
+        self.shape, self.length = shape, length
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        x = torch.rand(self.shape, generator=g)
+        if len(self.shape) == 3:  # an image: pad, crop, flip
+            c, h, w = self.shape
+            x = F.pad(x, (4, 4, 4, 4), mode="reflect")
+            top, left = (int(v) for v in torch.randint(0, 9, (2,), generator=g))
+            x = x[:, top:top + h, left:left + w]
+            if torch.rand(1, generator=g).item() < 0.5:
+                x = x.flip(2)
+        x = (x - x.mean()) / (x.std() + 1e-6)
+        return x, int(torch.randint(0, 10, (1,), generator=g))
+
+
 def main():
     ap = argparse.ArgumentParser(description="PyTorch synthetic benchmark over hvd.torch")
     ap.add_argument("--model", default="mlp", help="mlp, cnn, or a torchvision model")
@@ -98,6 +127,9 @@ def main():
     ap.add_argument("--fp16-allreduce", action="store_true", help="send gradients as float16")
     ap.add_argument("--ddp", action="store_true",
                     help="torch DistributedDataParallel over gloo instead of hvd.torch")
+    ap.add_argument("--data-workers", type=int, default=0,
+                    help="make each batch in a DataLoader with this many worker processes "
+                    "per rank (default: one fixed synthetic batch)")
     ap.add_argument("--threads", type=int, default=0,
                     help="torch threads per rank (default: the cores shared by the ranks)")
     args = ap.parse_args()
@@ -125,10 +157,17 @@ def main():
 
     data = torch.randn(args.batch_size, *shape)
     target = torch.randint(0, 10, (args.batch_size,))
+    batches = None
+    if args.data_workers > 0:
+        loader = torch.utils.data.DataLoader(
+            SyntheticData(shape), batch_size=args.batch_size, shuffle=True,
+            num_workers=args.data_workers, persistent_workers=True)
+        batches = iter(loader)
 
     def step():
+        x, y = next(batches) if batches is not None else (data, target)
         opt.zero_grad()
-        F.cross_entropy(model(data), target).backward()
+        F.cross_entropy(model(x), y).backward()
         opt.step()
 
     def log(s):
@@ -136,9 +175,10 @@ def main():
             print(s, flush=True)
 
     params = sum(p.numel() for p in model.parameters())
-    log("Model: %s (%.1f M parameters), batch size %d, %s, %d ranks, %d threads each"
+    log("Model: %s (%.1f M parameters), batch size %d, %s, %d ranks, %d threads each%s"
         % (args.model, params / 1e6, args.batch_size, engine, hvd.size(),
-           torch.get_num_threads()))
+           torch.get_num_threads(),
+           ", %d DataLoader workers each" % args.data_workers if batches is not None else ""))
     timeit.timeit(step, number=args.num_warmup_batches)
     rates = []
     for i in range(args.num_iters):

@@ -126,7 +126,8 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 				"bytes reduced at a time (default: 512 KiB "
 				"times the ranks)"},
 	[WENV_SPIN_US] = {"HVD_SPIN_US", WENV_T_INT, false, 0, 1000000, 200,
-			  NULL, "microseconds a wait retries before it sleeps"},
+			  NULL,
+			  "most microseconds a wait spins before it sleeps"},
 	[WENV_TRANSPORT_TIMEOUT_MS] =
 		{"HVD_TRANSPORT_TIMEOUT_MS", WENV_T_INT, false, 100, 86400000,
 		 2000, NULL, "milliseconds of silence that fail a peer"},

@@ -2,8 +2,8 @@
 # libhvd in jobs started by hvdrun on this host: the collectives, 1 to 4
 # ranks (hvd_selftest), many tensors from many threads, fusion seen in the
 # timeline, ranks that disagree, a rank killed mid-allreduce, a stall,
-# the rendezvous refusing strangers, and floods of the ports that face
-# the network.
+# the rendezvous refusing strangers, floods of the ports that face the
+# network, and busy processes beside a job.
 bats_require_minimum_version 1.5.0
 load helper
 
@@ -88,6 +88,37 @@ assert_survivors_failed_fast() {
 		for r in 0 1 2 3; do
 			cpu=$(printf '%s\n' "${lines[@]}" | sed -n "s/^\[$r\]<stdout>:rank $r: idle cpu \([0-9]*\) ms over [0-9]* ms$/\1/p")
 			[ -n "$cpu" ] && [ "$cpu" -lt 250 ]
+		done
+	done
+}
+
+# Processes that keep cores busy beside a job (as DataLoader workers do),
+# ended by their pids after each test.
+BUSY=()
+teardown() {
+	local p
+	for p in "${BUSY[@]}"; do kill "$p" 2>/dev/null || true; done
+}
+
+busy_beside() { # n
+	local i
+	for ((i = 0; i < $1; i++)); do
+		bash -c 'while :; do :; done' >/dev/null 2>&1 3>&- &
+		BUSY+=($!)
+	done
+}
+
+@test "busy processes beside the job, and more ranks than cores: every collective right, with and without shared memory" {
+	local n r opts
+	busy_beside 2
+	for opts in "" "--no-shared-memory"; do
+		for n in 2 4; do
+			# shellcheck disable=SC2086 # the options, word by word
+			run "$HVDRUN" -np "$n" $opts "$SELFTEST" all
+			assert_success
+			for ((r = 0; r < n; r++)); do
+				assert_line "[$r]<stdout>:rank $r: ok"
+			done
 		done
 	done
 }

@@ -137,7 +137,7 @@ static int rank_main(int lrank, int lsize, const char *name)
 	static const size_t sizes[] = {1, 3, 1000, 1024, 5000, 70001};
 	struct hvd__shm *s;
 	size_t z, i;
-	int b, rc = hvd__shm_open(&s, lrank, lsize, name, SLOT, 200, 5000);
+	int b, rc = hvd__shm_open(&s, lrank, lsize, name, SLOT, 5000);
 
 	if (rc != HVD_OK)
 		return 10;
@@ -235,7 +235,7 @@ static void peer_fails(bool abort)
 		if (pid[r] == 0) {
 			struct hvd__shm *s;
 			long long t0;
-			int rc = hvd__shm_open(&s, r, 3, name, SLOT, 200, 5000);
+			int rc = hvd__shm_open(&s, r, 3, name, SLOT, 5000);
 
 			if (rc != HVD_OK)
 				_exit(10);
@@ -283,12 +283,11 @@ static void test_mismatch(void)
 	snprintf(name, sizeof(name), "hvd-test-shm-mm-%d", (int)getpid());
 	pid = fork();
 	if (pid == 0) {
-		int rc = hvd__shm_open(&s, 0, 2, name, SLOT, 200, 3000);
+		int rc = hvd__shm_open(&s, 0, 2, name, SLOT, 3000);
 
 		_exit(rc == HVD_OK ? 0 : 1);
 	}
-	CHECK(hvd__shm_open(&s, 1, 2, name, 2 * SLOT, 200, 3000) ==
-	      HVD_EMISMATCH);
+	CHECK(hvd__shm_open(&s, 1, 2, name, 2 * SLOT, 3000) == HVD_EMISMATCH);
 	CHECK(waitpid(pid, &status, 0) == pid);
 	/* Rank 0 gave its segment away and then waited for a peer that
 	 * never came: its barrier times out. */

@@ -1,0 +1,241 @@
+/* wait.c: see wait.h. */
+#include "wait.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define PROBE_US 16	    /* a spin checks for preemption this often */
+#define CALM_MIN_US 10000   /* no spinning this long after contention */
+#define CALM_MAX_US 1000000 /* ... doubling up to this while it recurs */
+#define GPU_CAP_FACTOR 10   /* the GPU stream's spin bound, in caps */
+/* Contended: the thread waited for a CPU this long, and this share of
+ * the time, since its last spin began. A task that runs for a moment
+ * (a timer, a thread that wakes to check on something) is not contention;
+ * a busy process beside the job, or a rank of a host with more ranks than
+ * cores, is. */
+#define DELAY_MIN_US 100
+#define DELAY_SHARE 8 /* one eighth */
+
+static _Atomic int cap = -1; /* -1: not set, HVD_SPIN_US's default */
+static _Atomic int budget[HVD__WAIT_SITES];
+static _Atomic bool learned[HVD__WAIT_SITES]; /* budget set by a wait */
+static _Atomic long long calm_until;	      /* no spinning before */
+static _Atomic int calm_us = CALM_MIN_US;
+
+/* This thread's time waiting for a CPU: its schedstat (run_delay), read
+ * from an fd of its own (-1: not open yet; -2: none, and then its
+ * involuntary context switches stand in: any preemption counts). */
+static __thread int stat_fd = -1;
+/* When this thread's last spin began (us), and its delay then (-1: no
+ * spin since it last blocked at once, or since a fork). */
+static __thread long long seen_at;
+static __thread long long seen = -1;
+static pthread_key_t fd_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static void close_fd(void *p)
+{
+	close((int)(long)p - 1);
+}
+
+/* In a forked child the fd reads the parent's thread. */
+static void forked(void)
+{
+	if (stat_fd >= 0)
+		close(stat_fd);
+	stat_fd = -1;
+	seen = -1;
+}
+
+static void make_key(void)
+{
+	pthread_key_create(&fd_key, close_fd);
+	pthread_atfork(NULL, NULL, forked);
+}
+
+/* This thread's time waiting for a CPU so far (us), or when the kernel
+ * does not say (no schedstat), its count of preemptions. */
+static long long delay_now(void)
+{
+	char buf[96], *end;
+	unsigned long long wait;
+	struct rusage ru;
+	ssize_t n;
+
+	if (stat_fd == -1) {
+		pthread_once(&key_once, make_key);
+		stat_fd = open("/proc/thread-self/schedstat",
+			       O_RDONLY | O_CLOEXEC);
+		if (stat_fd < 0)
+			stat_fd = -2;
+		else
+			pthread_setspecific(fd_key,
+					    (void *)(long)(stat_fd + 1));
+	}
+	if (stat_fd >= 0) {
+		n = pread(stat_fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			/* "time on the CPU" "time waiting for one" "slices" */
+			buf[n] = '\0';
+			(void)strtoull(buf, &end, 10);
+			wait = strtoull(end, &end, 10);
+			if (end != buf && (*end == ' ' || *end == '\n'))
+				return (long long)(wait / 1000);
+		}
+		close(stat_fd);
+		pthread_setspecific(fd_key, NULL);
+		stat_fd = -2;
+	}
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
+}
+
+/* Whether a thread that waited `delay` for a CPU over `span` was denied
+ * it: someone else wants this CPU. */
+static bool denied(long long delay, long long span)
+{
+	if (stat_fd == -2)
+		return delay > 0; /* preemptions, not time */
+	return delay >= DELAY_MIN_US && delay * DELAY_SHARE >= span;
+}
+
+static int cap_now(void)
+{
+	int c = atomic_load_explicit(&cap, memory_order_relaxed);
+
+	return c >= 0 ? c : (int)wenv_vars[WENV_SPIN_US].def;
+}
+
+static int site_cap(enum hvd__wait_site site)
+{
+	int c = cap_now();
+
+	return site == HVD__WAIT_GPU ? c * GPU_CAP_FACTOR : c;
+}
+
+/* Someone else wanted this thread's CPU: no wait spins for a while. When
+ * it comes again soon after the last calm ended (within its length), the
+ * next calm lasts twice as long; later, it starts again from the least. */
+static void contended(long long now)
+{
+	long long until =
+		atomic_load_explicit(&calm_until, memory_order_relaxed);
+	int c = atomic_load_explicit(&calm_us, memory_order_relaxed);
+
+	if (now - until > c)
+		c = CALM_MIN_US;
+	else if (c < CALM_MAX_US)
+		c = c * 2 < CALM_MAX_US ? c * 2 : CALM_MAX_US;
+	atomic_store_explicit(&calm_us, c, memory_order_relaxed);
+	atomic_store_explicit(&calm_until, now + c, memory_order_relaxed);
+}
+
+int hvd__wait_budget(enum hvd__wait_site site)
+{
+	int c = site_cap(site);
+	int b = atomic_load_explicit(&learned[site], memory_order_relaxed)
+			? atomic_load_explicit(&budget[site],
+					       memory_order_relaxed)
+			: c;
+
+	return b < c ? b : c;
+}
+
+bool hvd__wait_contended(void)
+{
+	return hvd__now_us() <
+	       atomic_load_explicit(&calm_until, memory_order_relaxed);
+}
+
+void hvd__wait_cap(int cap_us)
+{
+	atomic_store_explicit(&cap, cap_us < 0 ? 0 : cap_us,
+			      memory_order_relaxed);
+}
+
+static void no_spin(struct hvd__wait *w)
+{
+	w->blocked = true;
+	w->spin_end = 0;
+}
+
+void hvd__wait_begin(struct hvd__wait *w, enum hvd__wait_site site)
+{
+	w->site = site;
+	w->start = hvd__now_us();
+	w->budget = hvd__wait_budget(site);
+	w->blocked = w->budget <= 0 ||
+		     w->start < atomic_load_explicit(&calm_until,
+						     memory_order_relaxed);
+	w->spin_end = w->blocked ? 0 : w->start + w->budget;
+	w->next_probe = w->start + PROBE_US;
+	if (w->blocked) {
+		seen = -1; /* the next spin judges from its own start */
+		return;
+	}
+	w->delay = delay_now();
+	/* Denied the CPU since its last spin began (while it spun, or while
+	 * it worked between waits): it would be again while spinning. */
+	if (seen >= 0 && denied(w->delay - seen, w->start - seen_at)) {
+		contended(w->start);
+		no_spin(w);
+	}
+	seen = w->delay;
+	seen_at = w->start;
+}
+
+bool hvd__wait_spin(struct hvd__wait *w)
+{
+	long long now;
+
+	if (w->blocked)
+		return false;
+	now = hvd__now_us();
+	if (now >= w->next_probe || now >= w->spin_end) {
+		if (denied(delay_now() - w->delay, now - w->start)) {
+			contended(now);
+			no_spin(w);
+			return false;
+		}
+		w->next_probe = now + PROBE_US;
+	}
+	if (now >= w->spin_end) {
+		no_spin(w);
+		return false;
+	}
+	cpu_relax();
+	return true;
+}
+
+void hvd__wait_end(struct hvd__wait *w)
+{
+	long long waited = hvd__now_us() - w->start;
+	int c = site_cap(w->site);
+	long long b = hvd__wait_budget(w->site), nb;
+
+	if (!w->blocked || waited <= c)
+		/* Caught spinning, or a longer spin would have caught it:
+		 * spin about twice as long as this wait took. */
+		nb = b > 2 * waited ? b : 2 * waited;
+	else
+		/* It came long after the spin: spinning was waste. */
+		nb = b / 2;
+	if (nb > c)
+		nb = c;
+	atomic_store_explicit(&budget[w->site], (int)nb, memory_order_relaxed);
+	atomic_store_explicit(&learned[w->site], true, memory_order_relaxed);
+}

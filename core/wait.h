@@ -1,0 +1,72 @@
+/* wait.h: how every wait in libhvd waits. A wait spins (checks in a
+ * tight loop, never yielding the CPU) while spinning pays, then blocks
+ * (futex, poll, condition variable, sleep). Whether spinning pays is
+ * learned from the waits themselves:
+ *
+ *  - how long each site's waits took: a site whose waits end within its
+ *    spin keeps spinning for about twice what they took; one whose waits
+ *    outlast the spin halves it (the event comes long after, and the
+ *    spin only took a CPU that someone else could use);
+ *  - whether this thread was denied its CPU, while it spun or while it
+ *    worked since its last spin: its time runnable but not running (the
+ *    kernel's schedstat run_delay) of 100 us or more and an eighth of
+ *    the time or more. Another task wanted the CPU, be it a busy process
+ *    beside the job, or a rank of a host with more ranks than cores,
+ *    and would have it while this thread spun. Then no wait of the
+ *    process spins for 10 ms, a while that doubles (up to a second)
+ *    while contention keeps coming back. (Without schedstat, any
+ *    involuntary context switch counts.)
+ *
+ * A spin never yields: sched_yield() moves a task behind every other
+ * runnable one for a whole time slice (EEVDF), which cost more than a
+ * hundred times the quiet step with two busy processes beside the job.
+ * HVD_SPIN_US bounds every spin (0: never spin); the GPU stream's wait
+ * may spin ten times as long (a collective on the GPU takes longer).
+ * Thread-safe: the state is process-wide and read and written with
+ * relaxed atomics (a lost update costs one wait's tuning). */
+#ifndef HVD_WAIT_H
+#define HVD_WAIT_H
+
+#include <stdbool.h>
+
+enum hvd__wait_site {
+	HVD__WAIT_CYCLE,  /* the engine's owner, for work between cycles */
+	HVD__WAIT_CALLER, /* hvd_wait, for work the background thread does */
+	HVD__WAIT_SHM,	  /* a local peer, at a shared-memory barrier */
+	HVD__WAIT_NET,	  /* a peer's bytes, or room for ours, on a socket */
+	HVD__WAIT_MPI,	  /* an MPI request */
+	HVD__WAIT_GPU,	  /* the GPU stream */
+	HVD__WAIT_SITES
+};
+
+struct hvd__wait {
+	enum hvd__wait_site site;
+	long long start;      /* us */
+	long long spin_end;   /* spin until then; 0 once blocking */
+	long long next_probe; /* next check for preemption */
+	long long delay;      /* this thread's wait for a CPU, so far */
+	int budget;	      /* us this wait may spin */
+	bool blocked;	      /* the spin ended without the event */
+};
+
+/* Start a wait at site: decide how long it may spin. */
+void hvd__wait_begin(struct hvd__wait *w, enum hvd__wait_site site);
+
+/* After a check that found no event: true while the wait should check
+ * again at once (spinning; it paused the CPU briefly), false once it
+ * should block. Once false, false for the rest of the wait. */
+bool hvd__wait_spin(struct hvd__wait *w);
+
+/* The event came: learn from how long it took. */
+void hvd__wait_end(struct hvd__wait *w);
+
+/* HVD_SPIN_US, the bound of every spin (0 never spins); the engine sets
+ * 0 while the job is idle and the knob again when work comes. */
+void hvd__wait_cap(int cap_us);
+
+/* What the waits have learned (for the log and the tests): a site's spin
+ * now in us, and whether spinning is off for contention. */
+int hvd__wait_budget(enum hvd__wait_site site);
+bool hvd__wait_contended(void);
+
+#endif

@@ -1,0 +1,141 @@
+/* test_wait.c: libhvd's waits (core/wait.h): how long a site spins is
+ * learned from how long its waits take; HVD_SPIN_US bounds it and 0
+ * turns spinning off; a thread that must share its CPU with a busy one
+ * stops every wait's spinning. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "internal.h"
+#include "tap.h"
+#include "wait.h"
+
+/* Sleep ms milliseconds. */
+static void nap_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* One wait at site whose event comes `after_ms` after it began (0: at
+ * the first check), blocking (sleeping) once the spin gives up. */
+static void one_wait(enum hvd__wait_site site, int after_ms)
+{
+	struct hvd__wait w;
+	long long due;
+
+	hvd__wait_begin(&w, site);
+	due = w.start + (long long)after_ms * 1000;
+	while (hvd__now_us() < due && hvd__wait_spin(&w))
+		;
+	while (hvd__now_us() < due)
+		nap_ms(1);
+	hvd__wait_end(&w);
+}
+
+static void test_cap_zero_never_spins(void)
+{
+	struct hvd__wait w;
+
+	hvd__wait_cap(0);
+	hvd__wait_begin(&w, HVD__WAIT_NET);
+	CHECK(!hvd__wait_spin(&w));
+	CHECK(!hvd__wait_spin(&w)); /* and stays so */
+	hvd__wait_end(&w);
+	CHECK(hvd__wait_budget(HVD__WAIT_NET) == 0);
+	CHECK(hvd__wait_budget(HVD__WAIT_GPU) == 0);
+}
+
+static void test_bounds(void)
+{
+	hvd__wait_cap(300);
+	/* Nothing learned yet: the bound; the GPU stream's is ten times. */
+	CHECK(hvd__wait_budget(HVD__WAIT_SHM) == 300);
+	CHECK(hvd__wait_budget(HVD__WAIT_GPU) == 3000);
+	/* An event at the first check keeps the spin as it was. */
+	one_wait(HVD__WAIT_SHM, 0);
+	CHECK(hvd__wait_budget(HVD__WAIT_SHM) == 300);
+	/* A lower bound lowers what was learned at once. */
+	hvd__wait_cap(100);
+	CHECK(hvd__wait_budget(HVD__WAIT_SHM) == 100);
+}
+
+/* Bounds of tens of milliseconds here, so that a loaded machine's
+ * delays stay well inside the rules' margins. */
+static void test_learns_from_how_long_waits_take(void)
+{
+	int b;
+
+	hvd__wait_cap(20000);
+	CHECK(hvd__wait_budget(HVD__WAIT_MPI) == 20000);
+	/* Events long after the spin gave up: each halves the spin. */
+	one_wait(HVD__WAIT_MPI, 60);
+	CHECK(hvd__wait_budget(HVD__WAIT_MPI) == 10000);
+	one_wait(HVD__WAIT_MPI, 60);
+	CHECK(hvd__wait_budget(HVD__WAIT_MPI) == 5000);
+	/* An event within the bound, though after the spin: spin about
+	 * twice as long as it took. */
+	one_wait(HVD__WAIT_MPI, 6);
+	b = hvd__wait_budget(HVD__WAIT_MPI);
+	CHECK(b >= 12000 && b <= 20000);
+	if (b < 12000 || b > 20000)
+		printf("#   spin after a 6 ms wait: %d us\n", b);
+}
+
+static atomic_bool stop;
+
+static void *busy(void *arg)
+{
+	long long end = hvd__now_us() + 3000000;
+
+	(void)arg;
+	while (!atomic_load(&stop) && hvd__now_us() < end)
+		;
+	return NULL;
+}
+
+/* A thread that shares its CPU with a busy one is denied it part of the
+ * time: no wait spins then, whichever its site. */
+static void test_contention_stops_spinning(void)
+{
+	cpu_set_t one;
+	pthread_t t;
+	struct hvd__wait w;
+	long long end;
+	int cpu = sched_getcpu();
+
+	CHECK(cpu >= 0);
+	CPU_ZERO(&one);
+	CPU_SET(cpu < 0 ? 0 : cpu, &one);
+	CHECK(pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0);
+	hvd__wait_cap(200);
+	atomic_store(&stop, false);
+	CHECK(pthread_create(&t, NULL, busy, NULL) == 0);
+	pthread_setaffinity_np(t, sizeof(one), &one);
+	end = hvd__now_us() + 2500000;
+	/* Waits whose spins run out, their event just after. */
+	while (!hvd__wait_contended() && hvd__now_us() < end) {
+		hvd__wait_begin(&w, HVD__WAIT_SHM);
+		while (hvd__wait_spin(&w))
+			;
+		hvd__wait_end(&w);
+	}
+	CHECK(hvd__wait_contended());
+	/* Contended: a wait at any site blocks at once. */
+	hvd__wait_begin(&w, HVD__WAIT_CALLER);
+	CHECK(!hvd__wait_spin(&w));
+	hvd__wait_end(&w);
+	atomic_store(&stop, true);
+	pthread_join(t, NULL);
+}
+
+int main(void)
+{
+	RUN(test_cap_zero_never_spins);
+	RUN(test_bounds);
+	RUN(test_learns_from_how_long_waits_take);
+	RUN(test_contention_stops_spinning);
+	return tap_done();
+}
