@@ -51,6 +51,7 @@ static struct {
 	pthread_mutex_t lock; /* protects every field */
 	pthread_cond_t done;  /* the asking thread waits here */
 	bool alive;	      /* the background thread is running */
+	bool started;	      /* ... and has readied its waits */
 	bool pending;
 	char *path; /* NULL: stop */
 	bool mark;
@@ -298,6 +299,13 @@ static void *background(void *arg)
 	struct hvd__engine *e = arg;
 	double wait = wait_ms(e);
 
+	/* What its waits read is open before hvd_init() returns: what the
+	 * process holds does not depend on whether it has waited yet. */
+	hvd__wait_thread();
+	pthread_mutex_lock(&T.lock);
+	T.started = true;
+	pthread_cond_broadcast(&T.done);
+	pthread_mutex_unlock(&T.lock);
 	for (;;) {
 		hvd__queue_wait(wait, true);
 		if (pthread_mutex_trylock(&own) != 0) {
@@ -437,6 +445,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	T.alive = true;
+	T.started = false;
 	atomic_store(&drivable, mpi == NULL);
 	rc = pthread_create(&thread, NULL, background, &E);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -446,6 +455,11 @@ int hvd__runtime_start(int rank, int size, bool joined,
 		return HVD_ESYS;
 	}
 	running = true;
+	hvd__wait_thread(); /* this one's too */
+	pthread_mutex_lock(&T.lock);
+	while (!T.started)
+		pthread_cond_wait(&T.done, &T.lock);
+	pthread_mutex_unlock(&T.lock);
 	rc = pin_background(thread);
 	if (rc != HVD_OK)
 		return rc; /* hvd__runtime_stop ends the thread */

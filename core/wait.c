@@ -58,6 +58,7 @@ static void forked(void)
 {
 	if (stat_fd >= 0)
 		close(stat_fd);
+	pthread_setspecific(fd_key, NULL);
 	stat_fd = -1;
 	seen = -1;
 }
@@ -66,6 +67,18 @@ static void make_key(void)
 {
 	pthread_key_create(&fd_key, close_fd);
 	pthread_atfork(NULL, NULL, forked);
+}
+
+void hvd__wait_thread(void)
+{
+	if (stat_fd != -1)
+		return;
+	pthread_once(&key_once, make_key);
+	stat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	if (stat_fd < 0)
+		stat_fd = -2;
+	else
+		pthread_setspecific(fd_key, (void *)(long)(stat_fd + 1));
 }
 
 /* This thread's time waiting for a CPU so far (us), or when the kernel
@@ -77,16 +90,7 @@ static long long delay_now(void)
 	struct rusage ru;
 	ssize_t n;
 
-	if (stat_fd == -1) {
-		pthread_once(&key_once, make_key);
-		stat_fd = open("/proc/thread-self/schedstat",
-			       O_RDONLY | O_CLOEXEC);
-		if (stat_fd < 0)
-			stat_fd = -2;
-		else
-			pthread_setspecific(fd_key,
-					    (void *)(long)(stat_fd + 1));
-	}
+	hvd__wait_thread();
 	if (stat_fd >= 0) {
 		n = pread(stat_fd, buf, sizeof(buf) - 1, 0);
 		if (n > 0) {

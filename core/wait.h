@@ -49,6 +49,12 @@ struct hvd__wait {
 	bool blocked;	      /* the spin ended without the event */
 };
 
+/* Ready this thread's waits: open what they read (one descriptor per
+ * thread, closed when the thread ends). A wait does it too when its
+ * thread has not; a thread that libhvd starts does it first, so that
+ * what the process holds does not depend on whether it has waited. */
+void hvd__wait_thread(void);
+
 /* Start a wait at site: decide how long it may spin. */
 void hvd__wait_begin(struct hvd__wait *w, enum hvd__wait_site site);
 
