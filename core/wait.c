@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -21,6 +22,9 @@
  * cores, is. */
 #define DELAY_MIN_US 100
 #define DELAY_SHARE 8 /* one eighth */
+/* ... judged over at most this long: what happened longer ago (a job's
+ * start, all of its processes starting at once) is not contention now. */
+#define JUDGE_MAX_US 50000
 
 static _Atomic int cap = -1; /* -1: not set, HVD_SPIN_US's default */
 static _Atomic int budget[HVD__WAIT_SITES];
@@ -32,10 +36,14 @@ static _Atomic int calm_us = CALM_MIN_US;
  * from an fd of its own (-1: not open yet; -2: none, and then its
  * involuntary context switches stand in: any preemption counts). */
 static __thread int stat_fd = -1;
-/* When this thread's last spin began (us), and its delay then (-1: no
- * spin since it last blocked at once, or since a fork). */
+/* When this thread's last spin was first probed (us), and its delay then
+ * (-1: no spin since it last blocked at once, or since a fork). */
 static __thread long long seen_at;
 static __thread long long seen = -1;
+/* The host's CPU pressure (PSI, /proc/pressure/cpu: the time some task
+ * waited for a CPU), one descriptor for the process; -2: none. */
+static int psi_fd = -1;
+static pthread_once_t psi_once = PTHREAD_ONCE_INIT;
 static pthread_key_t fd_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -69,8 +77,16 @@ static void make_key(void)
 	pthread_atfork(NULL, NULL, forked);
 }
 
+static void psi_open(void)
+{
+	psi_fd = open("/proc/pressure/cpu", O_RDONLY | O_CLOEXEC);
+	if (psi_fd < 0)
+		psi_fd = -2;
+}
+
 void hvd__wait_thread(void)
 {
+	pthread_once(&psi_once, psi_open);
 	if (stat_fd != -1)
 		return;
 	pthread_once(&key_once, make_key);
@@ -106,6 +122,30 @@ static long long delay_now(void)
 		stat_fd = -2;
 	}
 	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
+}
+
+/* The time (us) some task of the host has waited for a CPU so far, or -1
+ * when the kernel does not say: while this thread spins, such a task
+ * waits for the CPU that the spin takes. */
+static long long stall_now(void)
+{
+	char buf[256], *p, *end;
+	long long v;
+	ssize_t n;
+
+	pthread_once(&psi_once, psi_open);
+	if (psi_fd < 0)
+		return -1;
+	n = pread(psi_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "some avg10=0.00 avg60=0.00 avg300=0.00 total=N" */
+	p = strstr(buf, "total=");
+	if (p == NULL)
+		return -1;
+	v = strtoll(p + 6, &end, 10);
+	return end == p + 6 ? -1 : v;
 }
 
 /* Whether a thread that waited `delay` for a CPU over `span` was denied
@@ -187,19 +227,38 @@ void hvd__wait_begin(struct hvd__wait *w, enum hvd__wait_site site)
 						     memory_order_relaxed);
 	w->spin_end = w->blocked ? 0 : w->start + w->budget;
 	w->next_probe = w->start + PROBE_US;
-	if (w->blocked) {
-		seen = -1; /* the next spin judges from its own start */
-		return;
-	}
+	w->delay = -1; /* read at the first probe: most spins end sooner */
+	w->stall = -1;
+	if (w->blocked)
+		seen = -1; /* the next spin judges from its own first probe */
+}
+
+/* A spin's first probe: denied the CPU since its thread's last probe
+ * (while it spun, or while it worked between waits), it would be again
+ * while it spins. (Other tasks' waits count only while it spins: while
+ * it works, it takes what its own work needs.) */
+static bool first_probe(struct hvd__wait *w, long long now)
+{
+	bool busy;
+
 	w->delay = delay_now();
-	/* Denied the CPU since its last spin began (while it spun, or while
-	 * it worked between waits): it would be again while spinning. */
-	if (seen >= 0 && denied(w->delay - seen, w->start - seen_at)) {
-		contended(w->start);
-		no_spin(w);
-	}
+	w->stall = stall_now();
+	busy = seen >= 0 && now - seen_at <= JUDGE_MAX_US &&
+	       denied(w->delay - seen, now - seen_at);
 	seen = w->delay;
-	seen_at = w->start;
+	seen_at = now;
+	return busy;
+}
+
+/* A later probe: while it spun, a task waited for a CPU (it, or one of
+ * the host's) for as long as a probe's interval: for the CPU the spin
+ * takes. */
+static bool later_probe(const struct hvd__wait *w)
+{
+	long long stall = w->stall >= 0 ? stall_now() : -1;
+
+	return delay_now() - w->delay >= PROBE_US ||
+	       (stall >= 0 && stall - w->stall >= PROBE_US);
 }
 
 bool hvd__wait_spin(struct hvd__wait *w)
@@ -210,7 +269,7 @@ bool hvd__wait_spin(struct hvd__wait *w)
 		return false;
 	now = hvd__now_us();
 	if (now >= w->next_probe || now >= w->spin_end) {
-		if (denied(delay_now() - w->delay, now - w->start)) {
+		if (w->delay < 0 ? first_probe(w, now) : later_probe(w)) {
 			contended(now);
 			no_spin(w);
 			return false;

@@ -7,16 +7,21 @@
  *    spin keeps spinning for about twice what they took; one whose waits
  *    outlast the spin halves it (the event comes long after, and the
  *    spin only took a CPU that someone else could use);
- *  - whether this thread was denied its CPU, while it spun or while it
- *    worked since its last spin: its time runnable but not running (the
- *    kernel's schedstat run_delay) of 100 us or more and an eighth of
- *    the time or more. Another task wanted the CPU, be it a busy process
- *    beside the job, or a rank of a host with more ranks than cores,
- *    and would have it while this thread spun. Then no wait of the
- *    process spins for 10 ms, a while that doubles (up to a second)
- *    while contention keeps coming back. (Without schedstat, any
- *    involuntary context switch counts.)
+ *  - whether another task wants the CPU: this thread's time runnable but
+ *    not running (the kernel's schedstat run_delay) since its last spin,
+ *    while it spun or worked, of 100 us or more and an eighth of the time
+ *    or more (over at most 50 ms); or, while it spins, 16 us of it, or
+ *    16 us of the host's tasks' waits for a CPU (PSI, /proc/pressure/cpu:
+ *    DataLoader workers that wait while the spin holds a core). Be it a
+ *    busy process beside the job or a rank of a host with more ranks
+ *    than cores, it would have the CPU while this thread spun. Then no
+ *    wait of the process spins for 10 ms, a while that doubles (up to a
+ *    second) while contention keeps coming back. (Without schedstat, any
+ *    involuntary context switch counts; without PSI, only the thread's
+ *    own wait.)
  *
+ * A spin's first check for contention comes 16 us into it (most waits of
+ * a quiet job end sooner, with no system call).
  * A spin never yields: sched_yield() moves a task behind every other
  * runnable one for a whole time slice (EEVDF), which cost more than a
  * hundred times the quiet step with two busy processes beside the job.
@@ -45,12 +50,14 @@ struct hvd__wait {
 	long long spin_end;   /* spin until then; 0 once blocking */
 	long long next_probe; /* next check for preemption */
 	long long delay;      /* this thread's wait for a CPU, so far */
+	long long stall;      /* the host's tasks' (PSI), or -1 */
 	int budget;	      /* us this wait may spin */
 	bool blocked;	      /* the spin ended without the event */
 };
 
-/* Ready this thread's waits: open what they read (one descriptor per
- * thread, closed when the thread ends). A wait does it too when its
+/* Ready this thread's waits: open what they read (a descriptor per
+ * thread, closed when the thread ends, and one for the process, the
+ * host's CPU pressure, kept). A wait does it too when its
  * thread has not; a thread that libhvd starts does it first, so that
  * what the process holds does not depend on whether it has waited. */
 void hvd__wait_thread(void);
