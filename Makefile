@@ -22,24 +22,26 @@ BASE     := -std=c11 -D_GNU_SOURCE -fPIC -pthread -DHVD_VERSION='"$(VERSION)"'
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer \
             -fno-sanitize-recover=undefined
 
-# Dependency direction: cmd -> lib -> core/include. core includes nothing
-# of lib/ or cmd/.
-CORE_INC := -Icore/include -Icore
-LIB_INC  := -Ilib -Icore/include
-CMD_INC  := -Icmd -Ilib -Icore/include
+# Dependency direction: cmd -> lib -> proto <- core. Sources live in
+# folders by concern (lib/ssh/, core/transport/, ...) and include by that
+# path: "ssh/conn.h" within lib/, "transport/tcp.h" within core/,
+# "proto/wire.h" from either. tests/structure checks the direction.
+CORE_INC := -Icore/include -Icore -I.
+LIB_INC  := -Ilib -Icore/include -I.
+CMD_INC  := -Icmd -Ilib -Icore/include -I.
 
-CORE_SRC := $(wildcard core/*.c) $(wildcard proto/*.c)
-LIB_SRC  := $(wildcard lib/*.c) $(wildcard proto/*.c)
+CORE_SRC := $(wildcard core/*/*.c) $(wildcard proto/*.c)
+LIB_SRC  := $(wildcard lib/*/*.c) $(wildcard proto/*.c)
 CMD_SRC  := $(wildcard cmd/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 EX_SRC   := $(wildcard examples/*.c)
 
 B        := build
-# Open MPI, for libhvd's MPI engine (core/mpi.c); read when used, after
+# Open MPI, for libhvd's MPI engine (core/transport/mpi.c); read when used, after
 # `make deps` has installed it.
 MPI_CFLAGS = $(shell pkg-config --cflags ompi-c)
 MPI_LIBS   = $(shell pkg-config --libs ompi-c)
-# CUDA and NCCL, for libhvd's GPU engine (core/gpu.c): built when both
+# CUDA and NCCL, for libhvd's GPU engine (core/gpu/): built when both
 # are found under CUDA_HOME (NCCL_HOME for NCCL, if elsewhere); `make
 # NCCL=0` leaves the GPU engine out.
 CUDA_HOME ?= /usr/local/cuda
@@ -57,7 +59,7 @@ GPU_CFLAGS := -DHVD_NCCL=0
 GPU_LIBS   :=
 endif
 # One GPU engine file or the other, chosen here, not by #if.
-CORE_SRC := $(filter-out $(if $(filter 1,$(NCCL)),core/gpu_none.c,core/gpu.c),$(CORE_SRC))
+CORE_SRC := $(filter-out $(if $(filter 1,$(NCCL)),core/gpu/none.c,core/gpu/gpu.c),$(CORE_SRC))
 LIBS     := -linih -lyaml -lssh -lcrypto
 CORE_LIBS = -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
 
@@ -75,20 +77,20 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 .SECONDARY:
 
 .PHONY: FORCE all deps test unit-test cli-test demo bench fuzz fuzz-seeds install uninstall clean \
-        checkstyle format lint lint-tidy
+        checkstyle format lint lint-tidy structure
 
 all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN)
 
 inc_for = $(if $(filter core/% proto/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(if $(filter lib/%,$(1)),$(LIB_INC),$(if $(filter cmd/%,$(1)),$(CMD_INC),$(LIB_INC) -Icore -Itests/unit)))
 
 # The reduction kernels are loops the compiler vectorises at -O3.
-$(B)/obj/core/reduce.o: CFLAGS += -O3
-$(B)/obj/core/mpi.o $(B)/san/core/mpi.o $(B)/lint/core/mpi.ok: BASE += $(MPI_CFLAGS)
-$(B)/obj/core/gpu.o $(B)/san/core/gpu.o $(B)/lint/core/gpu.ok: BASE += $(GPU_CFLAGS)
+$(B)/obj/core/algo/reduce.o: CFLAGS += -O3
+$(B)/obj/core/transport/mpi.o $(B)/san/core/transport/mpi.o $(B)/lint/core/transport/mpi.ok: BASE += $(MPI_CFLAGS)
+$(B)/obj/core/gpu/gpu.o $(B)/san/core/gpu/gpu.o $(B)/lint/core/gpu/gpu.ok: BASE += $(GPU_CFLAGS)
 # hvdrun --check-build says whether libhvd has its GPU engine.
 $(B)/obj/cmd/build.o $(B)/san/cmd/build.o $(B)/lint/cmd/build.ok: BASE += -DHVD_NCCL_BUILT=$(NCCL)
 $(B)/obj/cmd/build.o $(B)/san/cmd/build.o: $(B)/gpu.flags
-$(B)/obj/core/gpu.o $(B)/san/core/gpu.o $(B)/lib/libhvd.so: $(B)/gpu.flags
+$(B)/obj/core/gpu/gpu.o $(B)/san/core/gpu/gpu.o $(B)/lib/libhvd.so: $(B)/gpu.flags
 
 # Rebuild the GPU engine when NCCL= or CUDA_HOME change.
 $(B)/gpu.flags: FORCE
@@ -239,7 +241,7 @@ FUZZ_CC     := clang
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
                -fsanitize=fuzzer-no-link,address,undefined \
                -fno-sanitize-recover=undefined
-FUZZ_INC    := -Ilib -Icmd -Icore/include -Icore -Iproto -Itests/fuzz
+FUZZ_INC    := -Ilib -Icmd -Icore/include -Icore -I. -Itests/fuzz
 FUZZ_LIB    := hostlist hostfile config yaml slurm records agent probe rendezvous
 FUZZ_BIN    := $(addprefix $(B)/fuzz/,$(FUZZ_LIB) options control)
 FUZZ_SECONDS ?= 600
@@ -258,11 +260,11 @@ $(B)/fuzz/options: $(call fobj,tests/fuzz/options.c tests/fuzz/fuzz_util.c \
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LIBS)
 
 $(B)/fuzz/control: $(call fobj,tests/fuzz/control.c tests/fuzz/fuzz_util.c \
-    core/control.c proto/wire.c)
+    core/engine/control.c proto/wire.c)
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^
 
 # The binary seeds, written by the project's own encoders (tests/fuzz/seeds.c).
-$(B)/fuzz/seeds: $(call fobj,tests/fuzz/seeds.c core/control.c $(LIB_SRC))
+$(B)/fuzz/seeds: $(call fobj,tests/fuzz/seeds.c core/engine/control.c $(LIB_SRC))
 	$(FUZZ_CC) -fsanitize=address,undefined -pthread -o $@ $^ $(LIBS)
 
 fuzz-seeds: $(B)/fuzz/seeds
@@ -302,23 +304,24 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man5/hvdrun.ini.5
 	rm -rf $(DESTDIR)$(PYDIR)/hvd
 
-STYLE_SRC = $(sort $(CORE_SRC) $(wildcard core/*.c)) $(LIB_SRC) $(CMD_SRC) $(UNIT_SRC) $(EX_SRC) \
+STYLE_SRC = $(sort $(CORE_SRC) $(wildcard core/*/*.c)) $(LIB_SRC) $(CMD_SRC) $(UNIT_SRC) $(EX_SRC) \
             $(wildcard tests/fuzz/*.c) \
-            $(wildcard core/*.h core/include/*.h lib/*.h cmd/*.h tests/unit/*.h tests/fuzz/*.h)
+            $(wildcard core/*/*.h lib/*/*.h cmd/*.h proto/*.h tests/unit/*.h tests/fuzz/*.h)
 
 checkstyle:
 	clang-format --dry-run --Werror $(STYLE_SRC)
 
 # Lint: clang-tidy (the checks of .clang-tidy) on every source of cmd/,
 # lib/, core/ and proto/ with the flags it is built with, one stamp a file
-# (again when the file, a header it includes or .clang-tidy changes), and
-# cppcheck over the four folders. `make test` runs it.
+# (again when the file, a header it includes or .clang-tidy changes),
+# cppcheck over the four folders, and the layout's rules (structure).
+# `make test` runs it.
 LINT_SRC := $(sort $(CORE_SRC) $(LIB_SRC) $(CMD_SRC))
 LINT_OK  := $(patsubst %.c,$(B)/lint/%.ok,$(LINT_SRC))
 CPPCHECK := cppcheck --quiet --error-exitcode=1 --inline-suppr \
             --enable=warning,style,performance,portability --std=c11 \
             --suppress=missingIncludeSystem --suppress=variableScope \
-            -D_GNU_SOURCE -Icmd -Ilib -Icore/include -Icore
+            -D_GNU_SOURCE -Icmd -Ilib -Icore/include -Icore -I.
 
 $(B)/lint/%.ok: %.c $(B)/obj/%.o .clang-tidy
 	@mkdir -p $(dir $@)
@@ -329,6 +332,13 @@ $(B)/lint/%.ok: %.c $(B)/obj/%.o .clang-tidy
 lint: deps
 	@$(MAKE) --no-print-directory lint-tidy
 	$(CPPCHECK) cmd lib core proto
+	@$(MAKE) --no-print-directory structure
+
+# The layout's rules (DESIGN.md), on the objects' symbols: no files that
+# need each other in a circle, each folder's uses as its README says,
+# includes only in the layout's direction (tests/structure/check).
+structure: $(CORE_OBJ) $(LIB_OBJ) $(CMD_OBJ)
+	tests/structure/check $(sort $^)
 
 lint-tidy: $(LINT_OK)
 

@@ -1,12 +1,12 @@
 /* agent.c: `hvdrun --agent`, the remote end of an SSH start, and `hvdrun
- * --node-agent`, a node's end of an srun start (lib/agent.h). Their own
+ * --node-agent`, a node's end of an srun start (lib/agent/agent.h). Their own
  * failures go to stderr, which the channel or srun carries back to the
  * hvdrun that started them, naming this host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 #include "hvdrun.h"
 
 /* "hvdrun: on HOST: cause", as hvdrun shows a remote host's error. */

@@ -1,5 +1,5 @@
 /* args.c: hvdrun's command line and its --help. The long options and
- * their help are generated from the option table of lib/opts.c, so the
+ * their help are generated from the option table of lib/config/opts.c, so the
  * command line, --help and the config file cannot drift apart; only the
  * options that are not settings (-x, --help, ...) and the short names are
  * listed here. Single-dash long options (-np) work as in horovodrun;

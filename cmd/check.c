@@ -1,4 +1,4 @@
-/* check.c: `hvdrun check`, the preflight of a cluster (lib/netcheck.h),
+/* check.c: `hvdrun check`, the preflight of a cluster (lib/check/netcheck.h),
  * and its report: a table for people, JSON for programs. */
 #include <limits.h>
 #include <stdio.h>
@@ -6,12 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpucheck.h"
-#include "host_source.h"
-#include "hosts.h"
+#include "check/gpucheck.h"
+#include "job/host_source.h"
+#include "job/hosts.h"
 #include "hvdrun.h"
-#include "netcheck.h"
-#include "probe_msg.h"
+#include "check/netcheck.h"
+#include "check/probe_msg.h"
 
 struct progress {
 	bool tty;

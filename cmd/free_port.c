@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../proto/ifaces.h"
-#include "env.h"
+#include "proto/ifaces.h"
+#include "job/env.h"
 #include "hvdrun.h"
-#include "records.h"
+#include "agent/records.h"
 
 int cmd_free_port_main(int argc, char **argv)
 {

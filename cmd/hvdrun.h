@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "opts.h"
+#include "config/opts.h"
 
 enum {
 	EXIT_USAGE = 2,	     /* bad options, host list, hostfile or config */
@@ -40,6 +40,8 @@ int cmd_node_agent_main(int argc, char **argv); /* agent.c: --node-agent */
 int cmd_free_port_main(int argc, char **argv);	/* free_port.c */
 int cmd_probe_main(int argc, char **argv);	/* probe.c: --probe */
 
+/* ---- options.c ---- */
+
 /* Parse the command line, then the config file, then the defaults into
  * cmd_args; print --help or --version. True: go on; false: hvdrun exits
  * with *code. */
@@ -47,7 +49,7 @@ bool cmd_options(int argc, char **argv, bool check, int *code);
 /* The end of a command: frees the options, and on an error prints cause
  * and returns the exit code that stands for rc. */
 int cmd_finish(int rc, char *cause, int code);
-/* A host's own error, on a host hvdrun started a hidden mode on:
+/* (agent.c) A host's own error, on a host hvdrun started a hidden mode on:
  * "hvdrun: on HOST: cause"; the channel carries it back. */
 void cmd_remote_error(const char *cause);
 /* libssh's log callback (hl_ssh_opts.log): its messages as hvdrun's own

@@ -1,10 +1,10 @@
 /* probe.c: `hvdrun --probe`, the remote side of `hvdrun check`
- * (lib/probe.h), run by hvdrun on each host. */
+ * (lib/check/probe.h), run by hvdrun on each host. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "hvdrun.h"
-#include "probe.h"
+#include "check/probe.h"
 
 int cmd_probe_main(int argc, char **argv)
 {

@@ -9,19 +9,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "discovery.h"
-#include "env.h"
-#include "host_source.h"
-#include "hosts.h"
+#include "agent/agent.h"
+#include "elastic/discovery.h"
+#include "job/env.h"
+#include "job/host_source.h"
+#include "job/hosts.h"
 #include "hvdrun.h"
-#include "iface_policy.h"
-#include "launch.h"
-#include "mpirun.h"
-#include "plan.h"
-#include "proc.h"
-#include "rdv_server.h"
-#include "spawn.h"
+#include "check/iface_policy.h"
+#include "launch/launch.h"
+#include "launch/mpirun.h"
+#include "job/plan.h"
+#include "launch/proc.h"
+#include "rdv/server.h"
+#include "spawn/spawn.h"
 
 /* Resolve the command where local workers will look for it. */
 static int resolve(const struct hl_launch *l, char **path, char **cause)

@@ -1,5 +1,5 @@
 /* ifaces.c: see ifaces.h. */
-#include "ifaces.h"
+#include "proto/ifaces.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

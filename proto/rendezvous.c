@@ -1,6 +1,6 @@
 /* rendezvous.c: encoders, decoders and MACs of the rendezvous protocol
  * (rendezvous.h). HMAC-SHA256 from OpenSSL's libcrypto. */
-#include "rendezvous.h"
+#include "proto/rendezvous.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "wire.h"
+#include "proto/wire.h"
 
 int rdv_random(uint8_t *buf, size_t n)
 {

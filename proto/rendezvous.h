@@ -1,6 +1,6 @@
 /* rendezvous.h: the one definition of the rendezvous between hvdrun and
- * its workers, spoken by hvdrun (lib/rdv_server.c) and libhvd
- * (core/join.c). Pure encoders and decoders: each side does its own I/O.
+ * its workers, spoken by hvdrun (lib/rdv/server.c) and libhvd
+ * (core/transport/bootstrap.c). Pure encoders and decoders: each side does its own I/O.
  *
  * hvdrun gives each worker HVD_RENDEZVOUS (addresses to try, "IP:PORT,...")
  * and HVD_SECRET (the job's random 32-byte secret, in hex), never on a
@@ -27,7 +27,7 @@
  *
  * Integers are big-endian. addr is where the worker's transport listens,
  * "IP:PORT". The workers' mesh token is HMAC(secret, "hvd-mesh"); a
- * worker that connects to a peer's transport (core/tcp.c) says first
+ * worker that connects to a peer's transport (core/transport/tcp.c) says first
  *
  *   worker -> peer    MESH     rank(4) token(32)
  *
@@ -111,10 +111,9 @@ size_t rdv_register_encode(struct rdv_register *r, const uint8_t *secret,
 			   const uint8_t *server_nonce, uint8_t *out);
 /* hvdrun's side: decode one REGISTER from in[0..len). Returns its length,
  * 0 if more bytes are needed, RDV_EBAD if malformed. */
-long rdv_register_decode(const uint8_t *in, size_t len,
-			 struct rdv_register *r);
-bool rdv_register_verify(const struct rdv_register *r,
-			 const uint8_t *secret, const uint8_t *server_nonce);
+long rdv_register_decode(const uint8_t *in, size_t len, struct rdv_register *r);
+bool rdv_register_verify(const struct rdv_register *r, const uint8_t *secret,
+			 const uint8_t *server_nonce);
 
 void rdv_welcome_mac(const uint8_t *secret, const uint8_t *worker_nonce,
 		     uint32_t rank, uint8_t *mac);
@@ -155,7 +154,7 @@ long rdv_elastic_decode(const uint8_t *in, size_t len, const uint8_t *secret,
 void rdv_generation_key(const uint8_t *secret, uint32_t gen, uint8_t *key);
 
 void rdv_mesh_token(const uint8_t *secret, uint8_t *token);
-/* The name at which one host's ranks meet to share memory (core/shm.h):
+/* The name at which one host's ranks meet to share memory (core/transport/shm.h):
  * "hvd-shm-" and 32 hex digits of a MAC of the secret, which neither
  * the secret nor the mesh token can be read from (RDV_SHM_NAME_LEN
  * bytes with the NUL). */

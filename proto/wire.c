@@ -1,5 +1,5 @@
 /* wire.c: big-endian puts and gets with a sticky error (wire.h). */
-#include "wire.h"
+#include "proto/wire.h"
 
 #include <stdlib.h>
 #include <string.h>

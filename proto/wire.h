@@ -21,8 +21,8 @@
 struct wire_w {
 	uint8_t *p;
 	size_t len, cap;
-	size_t max;  /* the most bytes it may hold */
-	bool fixed;  /* p is the caller's, cap bytes: never grown or freed */
+	size_t max; /* the most bytes it may hold */
+	bool fixed; /* p is the caller's, cap bytes: never grown or freed */
 	bool bad;
 };
 

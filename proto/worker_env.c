@@ -1,5 +1,5 @@
 /* worker_env.c: the worker environment's table and its one parser. */
-#include "worker_env.h"
+#include "proto/worker_env.h"
 
 #include <ctype.h>
 #include <errno.h>

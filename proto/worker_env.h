@@ -1,8 +1,8 @@
 /* worker_env.h: the one definition of the worker's environment, the
  * contract between hvdrun (which sets it) and libhvd (which reads it):
  * every variable's name, type, range, default and meaning. hvdrun's option
- * table takes its ranges and defaults from here (lib/opts.c), libhvd reads
- * every setting through wenv_parse() (core/knobs.c), and the unit tests
+ * table takes its ranges and defaults from here (lib/config/opts.c), libhvd reads
+ * every setting through wenv_parse() (core/engine/knobs.c), and the unit tests
  * hold man/hvd.3 and man/hvdrun.ini.5 to it, so that a value hvdrun
  * accepts is one libhvd accepts. Pure data and parsing: no I/O. */
 #ifndef HVD_PROTO_WORKER_ENV_H

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "records.h"
+#include "agent/records.h"
 
 #define NTASKS 4
 

@@ -2,9 +2,9 @@
  * (hl_config_load: inih and the option table). */
 #include <stdlib.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "fuzz.h"
-#include "opts.h"
+#include "config/opts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

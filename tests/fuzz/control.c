@@ -1,7 +1,7 @@
 /* control: libhvd's coordinator messages as every rank decodes them:
  * a rank's requests (read by rank 0) and rank 0's responses (read by
- * every rank); the input's first byte picks which (core/control.c). */
-#include "engine.h"
+ * every rank); the input's first byte picks which (core/engine/control.c). */
+#include "engine/engine.h"
 #include "fuzz.h"
 
 static void submit(void *arg, const char *name, const struct hvd__meta *m,

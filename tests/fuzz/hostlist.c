@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "hosts.h"
+#include "job/hosts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

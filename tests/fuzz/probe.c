@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "probe_msg.h"
+#include "check/probe_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

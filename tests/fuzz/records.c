@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "records.h"
+#include "agent/records.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

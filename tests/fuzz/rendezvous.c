@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "rendezvous.h"
+#include "proto/rendezvous.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

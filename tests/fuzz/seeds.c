@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "probe_msg.h"
-#include "records.h"
-#include "rendezvous.h"
-#include "wire.h"
+#include "engine/engine.h"
+#include "check/probe_msg.h"
+#include "agent/records.h"
+#include "proto/rendezvous.h"
+#include "proto/wire.h"
 
 static const char *dir;
 

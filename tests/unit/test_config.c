@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "env.h"
+#include "config/config.h"
+#include "job/env.h"
 #include "tap.h"
 
 static void test_set_values(void)

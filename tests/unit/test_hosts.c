@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "discovery.h"
-#include "hosts.h"
+#include "elastic/discovery.h"
+#include "job/hosts.h"
 #include "tap.h"
 
 static int parse(const char *list, struct hl_hostlist *hl, char **cause)

@@ -1,12 +1,12 @@
-/* test_netplan.c: the network check's pure steps (lib/netplan.h), fed the
+/* test_netplan.c: the network check's pure steps (lib/check/netplan.h), fed the
  * probe's own records, without SSH or sockets: candidates, pairs,
  * selection, reachability, and a host no other host reaches. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "netplan.h"
-#include "probe_msg.h"
-#include "records.h"
+#include "check/netplan.h"
+#include "check/probe_msg.h"
+#include "agent/records.h"
 #include "tap.h"
 
 /* Feed every record of b to host h, as netcheck.c does. */

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "env.h"
-#include "output.h"
+#include "job/env.h"
+#include "launch/output.h"
 #include "tap.h"
 
 static char captured[1 << 18];

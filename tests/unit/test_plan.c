@@ -1,7 +1,7 @@
 /* test_plan.c: Horovod's rank, local rank and cross rank assignment. */
 #include <stdlib.h>
 
-#include "plan.h"
+#include "job/plan.h"
 #include "tap.h"
 
 static void plan_of(const char *list, long np, struct hl_hostlist *hl,

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "group.h"
-#include "reduce.h"
+#include "algo/group.h"
+#include "algo/reduce.h"
 #include "ref_reduce.h"
-#include "ring.h"
+#include "algo/ring.h"
 #include "tap.h"
-#include "tcp.h"
+#include "transport/tcp.h"
 
 #define MAXN 4
 

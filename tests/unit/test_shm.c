@@ -1,4 +1,4 @@
-/* test_shm.c: the shared segment of one host's ranks (core/shm.h), with
+/* test_shm.c: the shared segment of one host's ranks (core/transport/shm.h), with
  * real processes: 1 to 4 ranks meet, pass barriers, and allreduce pieces
  * larger than a slot (several chunks, both slot sets) and smaller than
  * the rank count; a peer that dies fails the others at once. */
@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "shm.h"
+#include "util/internal.h"
+#include "transport/shm.h"
 #include "tap.h"
 
 #define SLOT 4096

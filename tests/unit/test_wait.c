@@ -1,4 +1,4 @@
-/* test_wait.c: libhvd's waits (core/wait.h): how long a site spins is
+/* test_wait.c: libhvd's waits (core/util/wait.h): how long a site spins is
  * learned from how long its waits take; HVD_SPIN_US bounds it and 0
  * turns spinning off; a thread that must share its CPU with a busy one
  * stops every wait's spinning. */
@@ -7,9 +7,9 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "internal.h"
+#include "util/internal.h"
 #include "tap.h"
-#include "wait.h"
+#include "util/wait.h"
 
 /* Sleep ms milliseconds. */
 static void nap_ms(int ms)

@@ -1,22 +1,22 @@
 /* test_wire.c: the wire helper (proto/wire.h) and the decoders built on
  * it, each called alone on a buffer: libhvd's control messages
- * (core/control.c), the mesh hello (proto/rendezvous.c), the agent
- * records and the srun launcher's lines (lib/records.c), the remote
- * spawners' notes to the supervisor (lib/notes.c) and the probe's
- * messages (lib/probe_msg.c). Every cut of a good message is refused,
+ * (core/engine/control.c), the mesh hello (proto/rendezvous.c), the agent
+ * records and the srun launcher's lines (lib/agent/records.c), the remote
+ * spawners' notes to the supervisor (lib/spawn/notes.c) and the probe's
+ * messages (lib/check/probe_msg.c). Every cut of a good message is refused,
  * never read past; a bad value is refused, never used. */
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../../proto/rendezvous.h"
-#include "../../proto/wire.h"
-#include "engine.h"
-#include "probe_msg.h"
-#include "records.h"
-#include "spawn.h"
+#include "proto/rendezvous.h"
+#include "proto/wire.h"
+#include "engine/engine.h"
+#include "check/probe_msg.h"
+#include "agent/records.h"
+#include "spawn/spawn.h"
 #include "tap.h"
-#include "util.h"
+#include "util/util.h"
 
 static void test_big_endian_round_trip(void)
 {

@@ -6,13 +6,13 @@
  * defaults. */
 #include <ctype.h>
 
-#include "../../proto/worker_env.h"
-#include "internal.h"
-#include "opts.h"
+#include "proto/worker_env.h"
+#include "util/internal.h"
+#include "config/opts.h"
 #include "tap.h"
 
 /* Set k to text, export it, and read the variable back through libhvd's
- * reader (core/knobs.c). True if both sides take it. */
+ * reader (core/engine/knobs.c). True if both sides take it. */
 static bool round_trip(enum hl_key k, const char *text)
 {
 	struct hl_opts o;

@@ -1,0 +1,101 @@
+/* options.c: the options every job command reads (command line, then
+ * config file, then defaults), libssh's messages as hvdrun's, and the
+ * mapping of lib/ results to the exit codes of hvdrun(1). */
+#include <libssh/callbacks.h>
+#include <libssh/libssh.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config/config.h"
+#include "hvdrun.h"
+#include "ssh/opts.h"
+
+static int exit_for(int rc)
+{
+	switch (rc) {
+	case HL_ENOENT:
+		return EXIT_NOTFOUND;
+	case HL_ENOEXEC:
+		return EXIT_NOEXEC;
+	case HL_EINVAL:
+		return EXIT_USAGE;
+	default:
+		return EXIT_START;
+	}
+}
+
+void cmd_warnings(const struct hl_strvec *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		fprintf(stderr, "hvdrun: warning: %s\n", w->v[i]);
+}
+
+int cmd_finish(int rc, char *cause, int code)
+{
+	if (rc != HL_OK) {
+		fprintf(stderr, "hvdrun: %s\n",
+			cause ? cause : "out of memory");
+		if (rc == HL_EINVAL)
+			fprintf(stderr,
+				"Try 'hvdrun --help' for more information.\n");
+		code = exit_for(rc);
+	}
+	free(cause);
+	hl_opts_close(&cmd_args.opts);
+	return code;
+}
+
+/* libssh's messages, as hvdrun's own lines, up to the verbosity the
+ * options ask for (hl_ssh_log_level): never on the terminal otherwise,
+ * whatever an SSH config's LogLevel says. Set here for this thread, and
+ * by each thread that connects (hl_ssh_opts.log). */
+static int ssh_log_max;
+
+void cmd_log_ssh(int priority, const char *function, const char *buffer,
+		 void *userdata)
+{
+	(void)function;
+	(void)userdata;
+	if (priority <= ssh_log_max)
+		fprintf(stderr, "hvdrun: ssh: %s\n", buffer);
+}
+
+static void ssh_logging(void)
+{
+	ssh_log_max = hl_ssh_log_level(&cmd_args.opts);
+	ssh_set_log_callback(cmd_log_ssh);
+	ssh_set_log_level(ssh_log_max);
+}
+
+bool cmd_options(int argc, char **argv, bool check, int *code)
+{
+	char *cause = NULL;
+	int rc;
+
+	cmd_args.check = check;
+	rc = cmd_parse_args(argc, argv, &cause);
+	if (rc == HL_OK &&
+	    (cmd_args.help || cmd_args.version || cmd_args.check_build)) {
+		if (cmd_args.help)
+			cmd_usage();
+		else if (cmd_args.check_build)
+			cmd_check_build();
+		else
+			printf("hvdrun %s\n", HVD_VERSION);
+		*code = cmd_finish(HL_OK, cause, 0);
+		return false;
+	}
+	if (rc == HL_OK && cmd_args.config_file != NULL)
+		rc = hl_config_load(cmd_args.config_file, &cmd_args.opts,
+				    &cause);
+	if (rc == HL_OK)
+		rc = hl_opts_finish(&cmd_args.opts, &cause);
+	if (rc != HL_OK) {
+		*code = cmd_finish(rc, cause, 0);
+		return false;
+	}
+	ssh_logging();
+	return true;
+}

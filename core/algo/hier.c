@@ -1,0 +1,277 @@
+/* hier.c: see hier.h. */
+#include "algo/hier.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/rendezvous.h"
+#include "proto/wire.h"
+#include "algo/group.h"
+#include "algo/ring.h"
+
+/* Bytes of one rank's slot in the shared segment, per slot set. */
+#define SHM_SLOT (256u << 10)
+
+/* What each rank tells the others: four u32. */
+#define PLACE_LEN 16
+struct place {
+	uint32_t wish, lrank, lsize, host;
+};
+
+/* Every rank's place, in rank order. */
+static int gather(const struct hvd__engine *e, struct place *all)
+{
+	size_t n = (size_t)e->comm.size, *len = malloc(n * sizeof(*len)), i;
+	uint8_t *buf = calloc(n, PLACE_LEN);
+	struct wire_w w;
+	struct wire_r r;
+	int rc;
+
+	if (len == NULL || buf == NULL) {
+		free(len);
+		free(buf);
+		return HVD_ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		len[i] = PLACE_LEN;
+	wire_w_fixed(&w, buf + PLACE_LEN * (size_t)e->comm.rank, PLACE_LEN);
+	wire_put_u32(&w, e->k.shm ? 1 : 0);
+	wire_put_u32(&w, (uint32_t)hvd__g.local_rank);
+	wire_put_u32(&w, (uint32_t)hvd__g.local_size);
+	wire_put_u32(&w, (uint32_t)hvd__g.cross_rank);
+	rc = hvd__ring_allgatherv(&e->comm, buf, len);
+	wire_r_init(&r, buf, PLACE_LEN * n);
+	for (i = 0; rc == HVD_OK && i < n; i++) {
+		all[i].wish = wire_get_u32(&r);
+		all[i].lrank = wire_get_u32(&r);
+		all[i].lsize = wire_get_u32(&r);
+		all[i].host = wire_get_u32(&r);
+	}
+	free(len);
+	free(buf);
+	return rc;
+}
+
+/* The ranks per host when every host runs the same number (then host h's
+ * local rank l is rank at[h * L + l]), else 0, with why. */
+static int uniform(const struct place *all, int size, int *at, const char **why)
+{
+	int L = (int)all[0].lsize, i;
+
+	*why = NULL;
+	for (i = 0; i < size; i++)
+		if (!all[i].wish) {
+			*why = "a rank has HVD_SHM=0";
+			return 0;
+		}
+	for (i = 0; i < size; i++)
+		if ((int)all[i].lsize != L) {
+			*why = "the hosts run different numbers of ranks";
+			return 0;
+		}
+	if (L < 1 || size % L != 0)
+		return 0;
+	for (i = 0; i < size; i++)
+		at[i] = -1;
+	for (i = 0; i < size; i++) {
+		size_t k = (size_t)all[i].host * (size_t)L + all[i].lrank;
+
+		if (all[i].lrank >= (uint32_t)L || k >= (size_t)size ||
+		    at[k] >= 0) {
+			*why = "the ranks' local and cross ranks do not tile the hosts";
+			return 0;
+		}
+		at[k] = i;
+	}
+	return L;
+}
+
+/* This host's segment: the job's name, and the host's index, since two
+ * hosts of a job may be one machine (-H localhost:2,127.0.0.1:2). */
+static int open_segment(struct hvd__engine *e, int host)
+{
+	uint8_t secret[RDV_SECRET_LEN], key[RDV_SECRET_LEN];
+	char base[RDV_SHM_NAME_LEN], name[RDV_SHM_NAME_LEN + 16];
+	long start_s;
+	int rc;
+
+	if (!rdv_secret_from_hex(getenv(wenv_vars[WENV_SECRET].name), secret))
+		return HVD_EINVAL;
+	/* An elastic generation's own (its key): the last one's may be in
+	 * use yet by a rank that has not left it. */
+	rdv_generation_key(secret, hvd__g.key_gen, key);
+	rdv_shm_name(key, base);
+	snprintf(name, sizeof(name), "%s-%d", base, host);
+	rc = hvd__env_long(WENV_START_TIMEOUT, &start_s);
+	if (rc == HVD_OK)
+		rc = hvd__shm_open(&e->shm, hvd__g.local_rank,
+				   hvd__g.local_size, name, SHM_SLOT,
+				   (int)start_s * 1000);
+	return rc;
+}
+
+int hvd__hier_start(struct hvd__engine *e)
+{
+	int size = e->comm.size, L, H, h, rc;
+	struct place *all = calloc((size_t)size, sizeof(*all));
+	int *at = calloc((size_t)size, sizeof(int));
+	int *cross = calloc((size_t)size, sizeof(int));
+	const char *why;
+
+	if (all == NULL || at == NULL || cross == NULL) {
+		rc = HVD_ENOMEM;
+		goto out;
+	}
+	rc = gather(e, all);
+	if (rc != HVD_OK)
+		goto out;
+	L = uniform(all, size, at, &why);
+	if (L < 2) {
+		if (why != NULL && e->comm.rank == 0 && hvd__g.local_size > 1)
+			hvd__debug("no shared memory: %s", why);
+		goto out;
+	}
+	H = size / L;
+	for (h = 0; h < H; h++)
+		cross[h] = at[h * L + hvd__g.local_rank];
+	if (H > 1)
+		rc = hvd__group_new(&e->comm, cross, H, hvd__g.cross_rank,
+				    &e->cross);
+	if (rc == HVD_OK)
+		rc = open_segment(e, hvd__g.cross_rank);
+	e->shm_job = rc == HVD_OK && H == 1;
+	for (h = 0; e->shm_job && h < L; h++)
+		e->shm_job = at[h] == h;
+	if (rc == HVD_OK) {
+		e->host_at = at;
+		e->lsize = L;
+		e->nhosts = H;
+		at = NULL;
+	}
+	if (rc != HVD_OK)
+		hvd__error(
+			"rank %d: cannot share memory with the ranks of this host (%s); hvdrun --no-shared-memory (HVD_SHM=0) runs without it",
+			e->comm.rank, hvd_strerror(rc));
+	else
+		hvd__debug(
+			"shared memory: %zu bytes for %d local ranks%s, %d host%s",
+			hvd__shm_bytes(e->shm), L,
+			H > 1 ? " (hierarchical collectives)" : "", H,
+			H > 1 ? "s" : "");
+out:
+	free(all);
+	free(at);
+	free(cross);
+	return rc;
+}
+
+void hvd__hier_stop(struct hvd__engine *e)
+{
+	hvd__shm_close(e->shm);
+	e->shm = NULL;
+	e->shm_job = false;
+	free(e->host_at);
+	e->host_at = NULL;
+	e->lsize = e->nhosts = 0;
+	if (e->cross.ops != NULL)
+		e->cross.ops->close(e->cross.t);
+	memset(&e->cross, 0, sizeof(e->cross));
+}
+
+/* Bytes [*off, *off + *len) of len bytes: local rank l's slice of L, cut
+ * at cache lines. */
+static void slice(size_t len, int L, int l, size_t *off, size_t *n)
+{
+	size_t step = (len / (size_t)L + 63) / 64 * 64;
+	size_t lo = step * (size_t)l, hi = lo + step;
+
+	lo = lo < len ? lo : len;
+	hi = hi < len ? hi : len;
+	*off = lo;
+	*n = hi - lo;
+}
+
+int hvd__hier_broadcast(struct hvd__engine *e, void *buf, size_t len, int root)
+{
+	int L = e->lsize, at = 0, rh, rl;
+	int me = hvd__g.local_rank, host = hvd__g.cross_rank, l, rc = HVD_OK;
+	int ms = hvd__transport_timeout_ms();
+	size_t *part = calloc((size_t)L, sizeof(*part)), off = 0, mine = 0;
+
+	if (part == NULL)
+		return HVD_ENOMEM;
+	while (e->host_at[at] != root)
+		at++;
+	rh = at / L; /* the root's host and local rank */
+	rl = at % L;
+	for (l = 0; l < L; l++) {
+		slice(len, L, l, &off, &part[l]);
+		if (l == me)
+			mine = off;
+	}
+	/* The root's host: the whole buffer through its segment. */
+	if (host == rh)
+		rc = hvd__shm_broadcast(e->shm, buf, len, rl, ms);
+	/* Local rank l carries slice l to the other hosts... */
+	if (rc == HVD_OK && e->nhosts > 1)
+		rc = hvd__ring_broadcast(&e->cross, (char *)buf + mine,
+					 part[me], rh);
+	/* ...where the local ranks gather the slices. */
+	if (rc == HVD_OK && host != rh)
+		rc = hvd__shm_allgatherv(e->shm, buf, part, ms);
+	free(part);
+	return rc;
+}
+
+int hvd__hier_allgatherv(struct hvd__engine *e, void *out, const size_t *len)
+{
+	int L = e->lsize, H = e->nhosts, me = hvd__g.local_rank;
+	int host = hvd__g.cross_rank, size = e->comm.size, l, h,
+	    rc = HVD_ENOMEM;
+	size_t *at = calloc((size_t)size, sizeof(*at)), total = 0, mine = 0;
+	size_t *per = calloc((size_t)L, sizeof(*per));
+	size_t *cl = calloc((size_t)H, sizeof(*cl)), pos, i;
+	char *big = NULL;
+	bool own = false;
+
+	if (at == NULL || per == NULL || cl == NULL)
+		goto out;
+	for (i = 0; i < (size_t)size; i++) {
+		at[i] = total; /* rank i's block in out */
+		total += len[i];
+	}
+	for (h = 0; h < H; h++)
+		cl[h] = len[e->host_at[h * L + me]];
+	for (l = 0; l < L; l++)
+		for (h = 0; h < H; h++)
+			per[l] += len[e->host_at[h * L + l]];
+	/* big: local rank l's part (the blocks of local rank l on every
+	 * host, in host order), for every l. */
+	if ((big = hvd__scratch(e, total, &own)) == NULL)
+		goto out;
+	for (l = 0; l < me; l++)
+		mine += per[l];
+	for (h = 0, pos = mine; h < host; h++)
+		pos += cl[h];
+	memcpy(big + pos, (char *)out + at[e->comm.rank], cl[host]);
+	/* Across hosts, the ranks of this local rank; then within the host. */
+	rc = H > 1 ? hvd__ring_allgatherv(&e->cross, big + mine, cl) : HVD_OK;
+	if (rc == HVD_OK)
+		rc = hvd__shm_allgatherv(e->shm, big, per,
+					 hvd__transport_timeout_ms());
+	for (l = 0, pos = 0; rc == HVD_OK && l < L; l++)
+		for (h = 0; h < H; h++) {
+			int r = e->host_at[h * L + l];
+
+			memcpy((char *)out + at[r], big + pos, len[r]);
+			pos += len[r];
+		}
+out:
+	if (own)
+		free(big);
+	free(at);
+	free(per);
+	free(cl);
+	return rc;
+}

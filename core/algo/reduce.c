@@ -1,0 +1,336 @@
+/* reduce.c: the reduction kernels. Loops over plain arrays that the
+ * compiler vectorises; one function per (dtype, op) pair through a macro
+ * that expands the loop only. */
+#include "algo/reduce.h"
+
+#include <math.h>
+#include <string.h>
+
+size_t hvd__dtype_size(enum hvd_dtype t)
+{
+	static const size_t sizes[] = {
+		[HVD_UINT8] = 1,   [HVD_INT8] = 1,    [HVD_INT32] = 4,
+		[HVD_INT64] = 8,   [HVD_FLOAT16] = 2, [HVD_BFLOAT16] = 2,
+		[HVD_FLOAT32] = 4, [HVD_FLOAT64] = 8, [HVD_INT16] = 2,
+	};
+
+	return hvd__dtype_valid((int)t) ? sizes[t] : 0;
+}
+
+bool hvd__dtype_valid(int t)
+{
+	return t >= HVD_UINT8 && t <= HVD_INT16;
+}
+
+bool hvd__op_valid(int op)
+{
+	return op >= HVD_SUM && op <= HVD_PRODUCT;
+}
+
+const char *hvd__dtype_name(enum hvd_dtype t)
+{
+	static const char *const names[] = {
+		"uint8",    "int8",    "int32",	  "int64", "float16",
+		"bfloat16", "float32", "float64", "int16",
+	};
+
+	return hvd__dtype_valid((int)t) ? names[t] : "?";
+}
+
+/* IEEE 754 binary16 <-> binary32, round to nearest even. */
+float hvd__half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+	uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+	float f;
+
+	if (exp == 0x1f) {
+		bits = sign | 0x7f800000 | (man << 13); /* inf, nan */
+	} else if (exp != 0) {
+		bits = sign | ((exp + 112) << 23) | (man << 13);
+	} else if (man == 0) {
+		bits = sign;
+	} else {
+		/* Subnormal: value = man * 2^-24. */
+		f = (float)man * 0x1p-24f;
+		memcpy(&bits, &f, sizeof(bits));
+		bits |= sign;
+	}
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+uint16_t hvd__float_to_half(float f)
+{
+	uint32_t bits, sign, man;
+	int exp;
+
+	memcpy(&bits, &f, sizeof(bits));
+	sign = (bits >> 16) & 0x8000;
+	exp = (int)((bits >> 23) & 0xff);
+	man = bits & 0x7fffff;
+	if (exp == 0xff) /* inf stays inf; nan stays a quiet nan */
+		return (uint16_t)(sign | 0x7c00 |
+				  (man ? 0x200 | (man >> 13) : 0));
+	exp -= 112;
+	if (exp >= 0x1f)
+		return (uint16_t)(sign | 0x7c00); /* overflow: inf */
+	if (exp <= 0) {
+		/* Subnormal or zero in half: shift in the implicit bit. */
+		uint32_t full, shift, half, rem, mid;
+
+		if (exp < -10)
+			return (uint16_t)sign;
+		full = man | 0x800000;
+		shift = (uint32_t)(14 - exp);
+		half = full >> shift;
+		rem = full & ((1u << shift) - 1);
+		mid = 1u << (shift - 1);
+		if (rem > mid || (rem == mid && (half & 1)))
+			half++;
+		return (uint16_t)(sign | half);
+	}
+	{
+		uint32_t half = ((uint32_t)exp << 10) | (man >> 13);
+		uint32_t rem = man & 0x1fff;
+
+		if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+			half++; /* may carry into the exponent: still right */
+		return (uint16_t)(sign | half);
+	}
+}
+
+float hvd__bf16_to_float(uint16_t b)
+{
+	uint32_t bits = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+uint16_t hvd__float_to_bf16(float f)
+{
+	uint32_t bits;
+
+	memcpy(&bits, &f, sizeof(bits));
+	if ((bits & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((bits >> 16) | 0x40); /* quiet nan */
+	bits += 0x7fff + ((bits >> 16) & 1);
+	return (uint16_t)(bits >> 16);
+}
+
+/* The loops are built for the baseline, AVX2 and AVX-512, and the best the
+ * CPU has is picked when the library loads (GCC's function clones). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#else
+#define CLONES
+#endif
+
+#define SUM(a, b) ((a) + (b))
+#define PROD(a, b) ((a) * (b))
+#define MIN(a, b) ((b) < (a) ? (b) : (a))
+#define MAX(a, b) ((b) > (a) ? (b) : (a))
+
+/* In the macros below T names a type, which takes no parentheses.
+ * NOLINTBEGIN(bugprone-macro-parentheses) */
+#define KERNEL(name, T, F)                                                     \
+	CLONES static void name(void *dst, const void *src, size_t n)          \
+	{                                                                      \
+		T *restrict d = dst;                                           \
+		const T *restrict s = src;                                     \
+		size_t i;                                                      \
+                                                                               \
+		for (i = 0; i < n; i++)                                        \
+			d[i] = (T)F(d[i], s[i]);                               \
+	}
+
+#define KERNELS(T, tag)                                                        \
+	KERNEL(sum_##tag, T, SUM)                                              \
+	KERNEL(prod_##tag, T, PROD)                                            \
+	KERNEL(min_##tag, T, MIN)                                              \
+	KERNEL(max_##tag, T, MAX)
+
+KERNELS(uint8_t, u8)
+KERNELS(int8_t, i8)
+KERNELS(int16_t, i16)
+KERNELS(int32_t, i32)
+KERNELS(int64_t, i64)
+KERNELS(float, f32)
+KERNELS(double, f64)
+
+/* 16-bit floats: widen, reduce in float32, round back. */
+#define KERNEL16(name, F, TOF, FROMF)                                          \
+	CLONES static void name(void *dst, const void *src, size_t n)          \
+	{                                                                      \
+		uint16_t *restrict d = dst;                                    \
+		const uint16_t *restrict s = src;                              \
+		size_t i;                                                      \
+                                                                               \
+		for (i = 0; i < n; i++)                                        \
+			d[i] = FROMF(F(TOF(d[i]), TOF(s[i])));                 \
+	}
+
+#define KERNELS16(tag, TOF, FROMF)                                             \
+	KERNEL16(sum_##tag, SUM, TOF, FROMF)                                   \
+	KERNEL16(prod_##tag, PROD, TOF, FROMF)                                 \
+	KERNEL16(min_##tag, MIN, TOF, FROMF)                                   \
+	KERNEL16(max_##tag, MAX, TOF, FROMF)
+
+KERNELS16(f16, hvd__half_to_float, hvd__float_to_half)
+KERNELS16(bf16, hvd__bf16_to_float, hvd__float_to_bf16)
+
+typedef void (*kernel_fn)(void *, const void *, size_t);
+
+/* [dtype][sum, prod, min, max] */
+static const kernel_fn kernels[][4] = {
+	[HVD_UINT8] = {sum_u8, prod_u8, min_u8, max_u8},
+	[HVD_INT8] = {sum_i8, prod_i8, min_i8, max_i8},
+	[HVD_INT32] = {sum_i32, prod_i32, min_i32, max_i32},
+	[HVD_INT64] = {sum_i64, prod_i64, min_i64, max_i64},
+	[HVD_FLOAT16] = {sum_f16, prod_f16, min_f16, max_f16},
+	[HVD_BFLOAT16] = {sum_bf16, prod_bf16, min_bf16, max_bf16},
+	[HVD_FLOAT32] = {sum_f32, prod_f32, min_f32, max_f32},
+	[HVD_FLOAT64] = {sum_f64, prod_f64, min_f64, max_f64},
+	[HVD_INT16] = {sum_i16, prod_i16, min_i16, max_i16},
+};
+
+void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
+		 enum hvd_op op)
+{
+	static const int col[] = {[HVD_SUM] = 0,
+				  [HVD_AVERAGE] = 0,
+				  [HVD_PRODUCT] = 1,
+				  [HVD_MIN] = 2,
+				  [HVD_MAX] = 3};
+
+	kernels[t][col[op]](dst, src, n);
+}
+
+/* Floats are multiplied by 1/divisor, as Horovod's postscale does: within
+ * an ulp of the quotient, and exact for powers of two. */
+#define SCALE(name, T)                                                         \
+	CLONES static void name(T *p, size_t n, T f)                           \
+	{                                                                      \
+		size_t i;                                                      \
+                                                                               \
+		for (i = 0; i < n; i++)                                        \
+			p[i] *= f;                                             \
+	}
+
+SCALE(scale_f32, float)
+SCALE(scale_f64, double)
+
+void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor)
+{
+	size_t i;
+
+#define DIV(T)                                                                 \
+	do {                                                                   \
+		T *p = buf;                                                    \
+		for (i = 0; i < n; i++)                                        \
+			p[i] = (T)(p[i] / (T)divisor);                         \
+	} while (0)
+	/* NOLINTEND(bugprone-macro-parentheses) */
+	switch (t) {
+	case HVD_UINT8:
+		DIV(uint8_t);
+		break;
+	case HVD_INT8:
+		DIV(int8_t);
+		break;
+	case HVD_INT16:
+		DIV(int16_t);
+		break;
+	case HVD_INT32:
+		DIV(int32_t);
+		break;
+	case HVD_INT64:
+		DIV(int64_t);
+		break;
+	default: /* floats multiply, as Horovod's postscale does */
+		hvd__scale(buf, n, t, 1.0 / (double)divisor);
+		break;
+	}
+#undef DIV
+}
+
+/* Integers scale as Horovod scales them: in float64, then back to the
+ * integer, truncated toward zero; a product out of the type's range
+ * saturates (NaN gives 0), where a plain cast would be undefined. T is a
+ * type name, which parentheses would break:
+ * NOLINTBEGIN(bugprone-macro-parentheses) */
+#define SCALE_INT(name, T, LO, HI)                                             \
+	static void name(T *p, size_t n, double f)                             \
+	{                                                                      \
+		size_t i;                                                      \
+                                                                               \
+		for (i = 0; i < n; i++) {                                      \
+			double v = trunc((double)p[i] * f);                    \
+                                                                               \
+			p[i] = isnan(v)		   ? 0                         \
+			       : v <= (double)(LO) ? (LO)                      \
+			       : v >= (double)(HI) ? (HI)                      \
+						   : (T)v;                     \
+		}                                                              \
+	}
+
+SCALE_INT(scale_u8, uint8_t, 0, UINT8_MAX)
+SCALE_INT(scale_i8, int8_t, INT8_MIN, INT8_MAX)
+SCALE_INT(scale_i16, int16_t, INT16_MIN, INT16_MAX)
+SCALE_INT(scale_i32, int32_t, INT32_MIN, INT32_MAX)
+SCALE_INT(scale_i64, int64_t, INT64_MIN, INT64_MAX)
+/* NOLINTEND(bugprone-macro-parentheses) */
+
+bool hvd__dtype_float(enum hvd_dtype t)
+{
+	return t == HVD_FLOAT16 || t == HVD_BFLOAT16 || t == HVD_FLOAT32 ||
+	       t == HVD_FLOAT64;
+}
+
+void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor)
+{
+	size_t i;
+
+	if (factor == 1.0)
+		return;
+	switch (t) {
+	case HVD_FLOAT32:
+		scale_f32(buf, n, (float)factor);
+		break;
+	case HVD_FLOAT64:
+		scale_f64(buf, n, factor);
+		break;
+	case HVD_FLOAT16:
+	case HVD_BFLOAT16: {
+		uint16_t *p = buf;
+		bool half = t == HVD_FLOAT16;
+		float f = (float)factor;
+
+		for (i = 0; i < n; i++) {
+			float v = (half ? hvd__half_to_float(p[i])
+					: hvd__bf16_to_float(p[i])) *
+				  f;
+			p[i] = half ? hvd__float_to_half(v)
+				    : hvd__float_to_bf16(v);
+		}
+		break;
+	}
+	case HVD_UINT8:
+		scale_u8(buf, n, factor);
+		break;
+	case HVD_INT8:
+		scale_i8(buf, n, factor);
+		break;
+	case HVD_INT16:
+		scale_i16(buf, n, factor);
+		break;
+	case HVD_INT32:
+		scale_i32(buf, n, factor);
+		break;
+	case HVD_INT64:
+		scale_i64(buf, n, factor);
+		break;
+	}
+}

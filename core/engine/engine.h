@@ -1,0 +1,339 @@
+/* engine/engine.h: the parts of libhvd's engine and what they share. A
+ * collective travels through them in this order (paths under core/):
+ *
+ *   api/collectives.c   the public calls: arguments checked, a request
+ *                       queued
+ *   engine/queue.c      requests and handles, between user threads and
+ *                       the background thread (the only lock)
+ *   engine/runtime.c    the background thread: one cycle after another
+ *   algo/hier.c         at start: which ranks share a host (a shared
+ *                       segment, transport/shm.h) and which own the same
+ *                       slice across hosts (a group, algo/group.h)
+ *   engine/negotiate.c  each cycle, which requests every rank has
+ *                       submitted (the cache's bit vector, else the
+ *                       coordinator on rank 0), and whether they agree
+ *   engine/meta.c       what the ranks agree on for a tensor
+ *   engine/cache.c      the response cache behind the bit vector
+ *   engine/control.c    the coordinator's messages: one encoder, one
+ *                       decoder
+ *   engine/fusion.c     the agreed responses in order, consecutive
+ *                       allreduces batched up to the fusion threshold
+ *   engine/buffers.c    the fusion buffer and the collectives' scratch
+ *   ops/*.c             how each collective runs (allreduce, broadcast,
+ *                       allgather, alltoall, reducescatter, barrier,
+ *                       join), on the CPU (algo/ring.h) or the GPU
+ *                       (gpu/gpu.h, started by gpu/engine.c)
+ *   engine/knobs.c      the HOROVOD_* settings, read once at start
+ */
+#ifndef HVD_ENGINE_H
+#define HVD_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/gpu.h"
+#include "transport/shm.h"
+#include "util/internal.h"
+#include "engine/timeline.h"
+#include "transport/transport.h"
+
+/* The longest tensor name, in bytes. */
+#define HVD__NAME_MAX 4096
+
+enum hvd__req_type {
+	HVD__REQ_ALLREDUCE,
+	HVD__REQ_BROADCAST,
+	HVD__REQ_ALLGATHER,
+	HVD__REQ_BARRIER,
+	HVD__REQ_ALLTOALL,
+	HVD__REQ_REDUCESCATTER,
+	HVD__REQ_JOIN,
+};
+
+/* "allreduce", ...: indexed by enum hvd__req_type. */
+extern const char *const hvd__req_names[];
+
+/* The most dimensions a tensor's shape keeps (hvd_next_shape): the
+ * dimensions past the last are folded into it. */
+#define HVD__SHAPE_MAX 8
+
+/* What every rank must agree on for one tensor. */
+struct hvd__meta {
+	uint8_t type, dtype, op;
+	uint8_t gpu; /* 1: the buffers are in GPU memory (NCCL) */
+	int32_t root;
+	uint64_t count;
+	uint64_t block;		    /* alltoall, reducescatter: row length */
+	double prescale, postscale; /* allreduce, reducescatter */
+	uint64_t group;		    /* grouped: a hash of the members' names */
+	uint32_t group_n;	    /* grouped: how many members (else 0) */
+	/* The tensor's shape, when the caller gave one (hvd_next_shape;
+	 * ndim 0: none). An allgather's or alltoall's first dimension may
+	 * differ between ranks: it is -1 here. */
+	uint32_t ndim;
+	int64_t dims[HVD__SHAPE_MAX];
+};
+
+struct hvd_handle {
+	int status;
+	_Atomic bool done; /* read unlocked by a waiting thread */
+	bool driver;	   /* its submission counted a driver (queue.c) */
+	char *msg;	   /* why it failed, for the waiting thread */
+};
+
+/* One collective submitted by this rank. */
+struct hvd__req {
+	char *name;
+	struct hvd__meta m;
+	uint64_t local_count; /* allgather, alltoall: this rank's count (m.count
+				 is 0: counts may differ between ranks) */
+	const void *sendbuf;
+	void *recvbuf;
+	void **gather_out;
+	size_t *gather_count;
+	uint64_t *sendcounts; /* alltoall: a copy of the caller's */
+	size_t *recvcounts;   /* alltoall: the caller's array */
+	void *scratch;	      /* a joined rank's stand-in buffer */
+	void *gathered;	      /* a stand-in's allgather result */
+	size_t gathered_count;
+	struct hvd_handle *h; /* NULL: a joined rank's stand-in */
+	void *ready;	      /* GPU: the event the collective waits for */
+	long long enqueued_us;
+	bool reported; /* sent to the coordinator */
+	int cache;     /* cache entry this request matches, -1 none */
+	struct hvd__req *next;
+	struct hvd__req *inflight_next;
+};
+
+/* One response, the same on every rank. */
+struct hvd__resp {
+	char *name;
+	struct hvd__meta m;
+	int32_t cache; /* entry to record it in, -1 none; for an
+			       error, its HVD_E* code */
+	char *error;   /* NULL: run it */
+	bool done;     /* reduced already, in the cycle's agreement */
+};
+
+/* The settings of knobs.c. */
+struct hvd__knobs {
+	long fusion_threshold; /* HOROVOD_FUSION_THRESHOLD, bytes */
+	double cycle_ms;       /* HOROVOD_CYCLE_TIME */
+	long cache_cap;	       /* HOROVOD_CACHE_CAPACITY */
+	long stall_warn_s, stall_shutdown_s;
+	bool stall_check;
+	bool mark_cycles;
+	size_t segment;	     /* bytes reduced at a time (cache-sized) */
+	int spin_us;	     /* HVD_SPIN_US */
+	bool shm;	     /* HVD_SHM */
+	bool hier_allgather; /* HOROVOD_HIERARCHICAL_ALLGATHER */
+};
+
+struct hvd__cache_entry {
+	char *name; /* NULL: free */
+	struct hvd__meta m;
+};
+
+struct hvd__pending;
+
+/* A group the coordinator failed this round: every member it knows at
+ * the round's end fails (a rank's members all come in one message). */
+struct hvd__failed_group {
+	uint64_t group;
+	char *error;
+	int code;
+};
+
+/* The background thread's state: nothing here is touched by another
+ * thread (the queue's shared state lives in queue.c, behind its lock). */
+struct hvd__engine {
+	struct hvd__knobs k;
+	struct hvd__comm comm;
+	struct hvd__gpu *gpu; /* NCCL, from the first GPU collective on */
+	struct hvd__shm *shm; /* this host's ranks' segment (shm.h), or NULL */
+	struct hvd__comm cross; /* with shm: this local rank's group across
+				   hosts (hier.h); ops NULL: one host */
+	bool shm_job; /* the segment's ranks are the job's, local rank =
+			 rank: every collective may run through it */
+	/* With shm: host h's local rank l is rank host_at[h * lsize + l]. */
+	int *host_at;
+	int lsize, nhosts;
+	char gpu_why[512];		/* why the last GPU collective failed */
+	struct hvd__req *pending_local; /* submitted here, not yet run */
+	struct hvd__cache_entry *cache; /* k.cache_cap entries */
+	long cache_used; /* 1 + the highest entry ever given (every rank's) */
+	struct hvd__pending *coord;	  /* rank 0: names some ranks sent */
+	struct hvd__failed_group *failed; /* rank 0, this round */
+	size_t nfailed;
+	struct hvd__timeline *tl;
+	char *fusion; /* the fusion buffer, when the transport needs one */
+	size_t fusion_cap;
+	long long decided_us; /* when this cycle's responses were known */
+	int idle_cycles;      /* cycles in a row that ran nothing */
+	int spin_now;	      /* the spin the transports have now */
+	long long last_stall_us;
+	/* Join: the ranks that have joined, as every rank agreed (responses
+	 * in order); the coordinator's own view runs ahead of it. */
+	uint8_t *joined, *coord_joined;
+	int njoined, coord_njoined;
+};
+
+/* ---- queue.c (any thread, unless it says) ---- */
+
+/* Set the calling thread's hvd_error_message(). */
+void hvd__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A new request, not yet queued (NULL: out of memory). It owns `ready`
+ * (a GPU request's event), also when it fails. */
+struct hvd__req *hvd__req_new(const char *name, const struct hvd__meta *m,
+			      void *ready);
+/* Queue r for the background thread, or, inside a group (hvd_group_start),
+ * hold it until hvd_group_end(); *out is its handle. r is freed when it
+ * is refused. */
+int hvd__enqueue(struct hvd__req *r, hvd_handle **out);
+/* Whether this thread is inside hvd_group_start()/hvd_group_end(). */
+bool hvd__in_group(void);
+/* Ready the queue for a new start. */
+void hvd__queue_reset(void);
+/* How a waiting thread runs the engine's cycles itself until h completes
+ * (runtime.c's hvd__runtime_drive, which says what it returns), handed
+ * to the queue while a thread may do so; NULL: none may. */
+typedef int (*hvd__drive_fn)(const hvd_handle *h);
+void hvd__queue_set_driver(hvd__drive_fn fn);
+/* The next submission of this thread is waited for at once (a
+ * synchronous collective): its thread will drive the engine (hvd_wait),
+ * so the background thread leaves it alone. false: forget it. */
+void hvd__queue_sync_next(bool on);
+/* Wait up to cycle_ms for new requests, spinning first while spinning
+ * pays (wait.h). The background thread (bg) waits also while a user
+ * thread drives the engine (hvd_wait), unless hvd_shutdown() asked to
+ * stop. */
+void hvd__queue_wait(double cycle_ms, bool bg);
+/* Sleep up to ms, or until a thread that drove the engine is done. */
+void hvd__queue_nap(double ms);
+/* Take the new requests; *shutdown says whether hvd_shutdown() asked to
+ * stop. A user thread that drives the engine passes gpu: *gpu is then
+ * whether a GPU request was ever queued since the start, and if so it
+ * takes nothing (the GPU's work is the background thread's). */
+struct hvd__req *hvd__queue_take(bool *shutdown, bool *gpu);
+/* Ask the background thread to stop. */
+void hvd__queue_shutdown(void);
+/* Refuse every later request with status; return the requests queued
+ * but not yet taken, for the caller to complete. */
+struct hvd__req *hvd__queue_break(int status);
+/* The status that stopped the engine, or 0. */
+int hvd__queue_broken(void);
+/* Complete r (and free it) with exactly this message (may be NULL). */
+void hvd__req_finish(struct hvd__req *r, int status, const char *msg);
+/* Complete r with status; a failure's message names the collective and
+ * the tensor, and why (NULL: hvd_strerror(status)). */
+void hvd__req_complete(struct hvd__req *r, int status, const char *why);
+
+/* ---- knobs.c ---- */
+
+/* Read every HOROVOD_* and HVD_* setting of the engine; a bad value is
+ * HVD_EINVAL, logged with its name. */
+int hvd__knobs_read(struct hvd__knobs *k, int size);
+
+/* ---- cache.c (background thread) ---- */
+
+int hvd__cache_new(struct hvd__engine *e);
+void hvd__cache_free(struct hvd__engine *e);
+/* The entry holding name with meta m (NULL: any meta), or -1. */
+int hvd__cache_find(const struct hvd__engine *e, const char *name,
+		    const struct hvd__meta *m);
+/* Rank 0: give each new response an entry (the one of its name, if any,
+ * else a free one), never two in one cycle the same. */
+void hvd__cache_assign(const struct hvd__engine *e, struct hvd__resp *v,
+		       size_t n);
+/* Record the responses' entries, the same on every rank. */
+void hvd__cache_record(struct hvd__engine *e, const struct hvd__resp *v,
+		       size_t n);
+
+/* ---- control.c (background thread) ---- */
+
+/* This rank's requests not yet sent to the coordinator (marked sent). */
+int hvd__ctl_send_requests(struct hvd__engine *e, int to);
+/* Rank 0: a rank's requests, each passed to submit(). */
+typedef void (*hvd__ctl_submit)(void *arg, const char *name,
+				const struct hvd__meta *m, int rank);
+int hvd__ctl_recv_requests(struct hvd__engine *e, int from,
+			   hvd__ctl_submit submit, void *arg);
+/* This rank's own requests, to submit() without a transfer (rank 0). */
+int hvd__ctl_local_requests(struct hvd__engine *e, hvd__ctl_submit submit,
+			    void *arg);
+int hvd__ctl_send_responses(struct hvd__engine *e, int to,
+			    const struct hvd__resp *v, size_t n);
+int hvd__ctl_recv_responses(struct hvd__engine *e, int from,
+			    struct hvd__resp **v, size_t *n);
+/* The messages, into a writer each starts (b->bad: no memory): the
+ * requests of pending not yet reported (marked reported now), and the
+ * responses. */
+struct wire_w;
+void hvd__ctl_encode_requests(struct wire_w *b, struct hvd__req *pending);
+void hvd__ctl_encode_responses(struct wire_w *b, const struct hvd__resp *v,
+			       size_t n);
+/* The decoders alone, of a message's len bytes (without its length):
+ * HVD_EPROTO unless buf holds exactly one well-formed message. */
+int hvd__ctl_decode_requests(const void *buf, size_t len, int rank,
+			     hvd__ctl_submit submit, void *arg);
+int hvd__ctl_decode_responses(const void *buf, size_t len, struct hvd__resp **v,
+			      size_t *n);
+void hvd__resps_free(struct hvd__resp *v, size_t n);
+
+/* ---- negotiate.c (background thread) ---- */
+
+/* One cycle's agreement: the cached tensors ready on every rank, then
+ * the coordinator's new responses (recorded in the cache), in the order
+ * every rank runs them. HVD_ESHUTDOWN: some rank is shutting down. */
+int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
+		   struct hvd__resp **v, size_t *n);
+/* Forget what the coordinator knows. */
+void hvd__negotiate_free(struct hvd__engine *e);
+
+/* ---- meta.c (any thread) ---- */
+
+/* "allreduce of 10 float32 op sum", for messages. */
+void hvd__meta_describe(const struct hvd__meta *m, char *buf, size_t len);
+bool hvd__meta_equal(const struct hvd__meta *a, const struct hvd__meta *b);
+/* count elements of dtype, in bytes. */
+size_t hvd__meta_bytes(const struct hvd__meta *m);
+
+/* ---- fusion.c (background thread) ---- */
+
+/* Run the responses in order, fusing allreduces. Returns the error that
+ * stops the engine, if any; every request touched is completed. */
+int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n);
+/* ---- buffers.c (background thread) ---- */
+
+/* The fusion buffer, at least bytes long. */
+int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes);
+/* A working buffer of bytes for one collective: up to the fusion
+ * threshold, the fusion buffer (kept, so its pages fault in once, not on
+ * every call: a fresh 1 MiB costs more in faults than its transfer);
+ * above it, one of its own that the caller frees (*own). NULL: out of
+ * memory. */
+char *hvd__scratch(struct hvd__engine *e, size_t bytes, bool *own);
+/* A result buffer the caller will own and free() (allgather, alltoall). */
+void *hvd__result_alloc(size_t bytes);
+
+/* ---- ops/ (background thread): one collective each ---- */
+
+int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n);
+int hvd__op_broadcast(struct hvd__engine *e, struct hvd__req *r);
+int hvd__op_allgather(struct hvd__engine *e, struct hvd__req *r);
+int hvd__op_barrier(struct hvd__engine *e, struct hvd__req *r);
+int hvd__op_alltoall(struct hvd__engine *e, struct hvd__req *r);
+int hvd__op_reducescatter(struct hvd__engine *e, struct hvd__req *r);
+/* A rank joined (the response's root): returns the request of this
+ * rank's hvd_join() once every rank has joined (its status: the last
+ * rank), else NULL. */
+struct hvd__req *hvd__op_join(struct hvd__engine *e, const struct hvd__resp *x);
+
+/* ---- gpu/engine.c (background thread) ---- */
+
+/* NCCL, set up at the first GPU collective (every rank gets there
+ * together: every rank runs the same responses in the same order). */
+int hvd__gpu_engine(struct hvd__engine *e);
+
+#endif

@@ -1,0 +1,258 @@
+/* engine/fusion.c: the agreed responses, run in their order on every rank.
+ * Consecutive allreduces of one dtype, op and memory (CPU or GPU) are
+ * fused into one batch up to HOROVOD_FUSION_THRESHOLD bytes, and the
+ * batch runs as one collective (ops/allreduce.c); every other response
+ * runs alone (ops/). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "algo/reduce.h"
+
+/* A timeline span of tensor name from t0 to now. */
+static void span(const struct hvd__engine *e, const char *name,
+		 const char *what, long long t0)
+{
+	if (e->tl != NULL)
+		hvd__timeline_span(e->tl, name, what, t0, hvd__now_us() - t0);
+}
+
+/* Take the local request for a response out of the pending list. */
+static struct hvd__req *take_local(struct hvd__engine *e, const char *name)
+{
+	struct hvd__req **pp, *r;
+
+	for (pp = &e->pending_local; (r = *pp) != NULL; pp = &r->next)
+		if (strcmp(r->name, name) == 0) {
+			*pp = r->next;
+			r->next = NULL;
+			return r;
+		}
+	return NULL;
+}
+
+/* Whether an operation's failure stops the engine: every failure but a
+ * GPU set-up that every rank agreed had failed (the CPU collectives go
+ * on; a GPU collective that failed half-way leaves the peers waiting). */
+static bool engine_error(int status)
+{
+	return status != HVD_OK && status != HVD_ENOTSUP;
+}
+
+static void complete(struct hvd__engine *e, struct hvd__req *r, int status)
+{
+	hvd__req_complete(r, status,
+			  r->m.gpu && e->gpu_why[0] != '\0' ? e->gpu_why
+							    : NULL);
+}
+
+/* Whether response x may join a batch that r started. */
+static bool fuses_with(const struct hvd__resp *x, const struct hvd__req *r)
+{
+	return x->error == NULL && !x->done &&
+	       x->m.type == HVD__REQ_ALLREDUCE && x->m.dtype == r->m.dtype &&
+	       x->m.op == r->m.op && x->m.gpu == r->m.gpu &&
+	       x->m.prescale == r->m.prescale &&
+	       x->m.postscale == r->m.postscale;
+}
+
+/* A joined rank has no request of its own for x: it takes part with a
+ * stand-in (zeros to reduce, nothing to gather, somewhere to receive). */
+static struct hvd__req *stand_in(const struct hvd__resp *x)
+{
+	size_t bytes = hvd__meta_bytes(&x->m);
+	struct hvd__req *r = calloc(1, sizeof(*r));
+
+	if (r == NULL || (r->name = strdup(x->name)) == NULL ||
+	    (r->scratch = calloc(bytes + 1, 1)) == NULL) {
+		if (r != NULL)
+			free(r->name);
+		free(r);
+		return NULL;
+	}
+	r->m = x->m;
+	r->sendbuf = r->recvbuf = r->scratch;
+	r->gather_out = &r->gathered;
+	r->gather_count = &r->gathered_count;
+	r->cache = -1;
+	return r;
+}
+
+/* This rank's request for x, or a joined rank's stand-in. */
+static struct hvd__req *take(struct hvd__engine *e, const struct hvd__resp *x)
+{
+	struct hvd__req *r = take_local(e, x->name);
+
+	if (r == NULL && x->error == NULL && e->joined[e->comm.rank])
+		r = stand_in(x);
+	return r;
+}
+
+/* What cannot run while ranks have joined, the same on every rank (the
+ * joined ranks are agreed): true, with why in msg, if x cannot. */
+static bool join_refuses(const struct hvd__engine *e, const struct hvd__resp *x,
+			 char *msg, size_t len)
+{
+	const char *what = hvd__req_names[x->m.type];
+	bool data = x->m.type == HVD__REQ_ALLTOALL ||
+		    x->m.type == HVD__REQ_REDUCESCATTER;
+	bool root = x->m.type == HVD__REQ_BROADCAST && x->m.root >= 0 &&
+		    x->m.root < e->comm.size && e->joined[x->m.root];
+	int n;
+
+	if (e->njoined == 0 || !(x->m.gpu || data || root))
+		return false;
+	n = snprintf(msg, len, "%s '%.200s' failed: ", what, x->name);
+	if (x->m.gpu)
+		snprintf(msg + n, len - (size_t)n,
+			 "%d ranks have joined (hvd_join), and joined ranks "
+			 "cannot take part in GPU collectives yet",
+			 e->njoined);
+	else if (data)
+		snprintf(msg + n, len - (size_t)n,
+			 "%d ranks have joined (hvd_join): a %s needs every "
+			 "rank's data; run it before the first join or after "
+			 "the last",
+			 e->njoined, what);
+	else
+		snprintf(msg + n, len - (size_t)n,
+			 "its root, rank %d, has joined (hvd_join): broadcast "
+			 "from a rank that has not",
+			 x->m.root);
+	return true;
+}
+
+/* The batch that r starts: the allreduces that follow it and fuse with
+ * it, up to the threshold. Advances *i past them. */
+static size_t plan_batch(struct hvd__engine *e, struct hvd__req *r,
+			 struct hvd__resp *v, size_t n, size_t *i,
+			 struct hvd__req **batch)
+{
+	size_t es = hvd__dtype_size((enum hvd_dtype)r->m.dtype);
+	size_t bytes = (size_t)r->m.count * es, nb = 0;
+
+	batch[nb++] = r;
+	while (*i < n && fuses_with(&v[*i], r)) {
+		size_t more = (size_t)v[*i].m.count * es;
+		struct hvd__req *q;
+
+		if (bytes + more > (size_t)e->k.fusion_threshold)
+			break;
+		q = take(e, &v[*i]);
+		(*i)++;
+		if (q == NULL)
+			continue;
+		batch[nb++] = q;
+		bytes += more;
+	}
+	return nb;
+}
+
+/* The collectives that run alone, and their timeline activity on the
+ * CPU and on the GPU (NULL: no span). */
+static const struct {
+	int (*run)(struct hvd__engine *e, struct hvd__req *r);
+	const char *activity[2];
+} ops[] = {
+	[HVD__REQ_BROADCAST] = {hvd__op_broadcast,
+				{"BROADCAST", "NCCL_BROADCAST"}},
+	[HVD__REQ_ALLGATHER] = {hvd__op_allgather, {"ALLGATHER", "ALLGATHER"}},
+	[HVD__REQ_BARRIER] = {hvd__op_barrier, {NULL, NULL}},
+	[HVD__REQ_ALLTOALL] = {hvd__op_alltoall, {"ALLTOALL", "NCCL_ALLTOALL"}},
+	[HVD__REQ_REDUCESCATTER] = {hvd__op_reducescatter,
+				    {"REDUCESCATTER", "NCCL_REDUCESCATTER"}},
+};
+
+static int run_one(struct hvd__engine *e, struct hvd__req *r)
+{
+	long long t0 = hvd__now_us();
+	const char *what;
+	int rc;
+
+	if (r->m.type >= sizeof(ops) / sizeof(ops[0]) ||
+	    ops[r->m.type].run == NULL)
+		return HVD_EPROTO;
+	rc = ops[r->m.type].run(e, r);
+	what = ops[r->m.type].activity[r->m.gpu != 0];
+	if (what != NULL)
+		span(e, r->name, what, t0);
+	return rc;
+}
+
+int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
+{
+	struct hvd__req **batch = calloc(n + 1, sizeof(struct hvd__req *));
+	size_t i = 0, nb, k;
+	int rc = HVD_OK, s;
+
+	if (batch == NULL)
+		return HVD_ENOMEM;
+	while (i < n) {
+		char refused[512];
+		bool refuse = join_refuses(e, &v[i], refused, sizeof(refused));
+		struct hvd__req *r;
+
+		if (v[i].error == NULL && v[i].m.type == HVD__REQ_JOIN) {
+			r = hvd__op_join(e, &v[i]);
+			if (r != NULL)
+				hvd__req_complete(r, v[i].m.root, NULL);
+			i++;
+			continue;
+		}
+		if (v[i].done) { /* reduced in the agreement (negotiate.c) */
+			r = take_local(e, v[i].name);
+			if (r != NULL) {
+				span(e, r->name, "NEGOTIATE_ALLREDUCE",
+				     r->enqueued_us);
+				complete(e, r, HVD_OK);
+			}
+			i++;
+			continue;
+		}
+		r = refuse ? take_local(e, v[i].name) : take(e, &v[i]);
+		if (r == NULL) { /* submitted by others only (an error) */
+			i++;
+			continue;
+		}
+		if (refuse) {
+			hvd__req_finish(r, HVD_EINVAL, refused);
+			i++;
+			continue;
+		}
+		if (v[i].error != NULL) {
+			hvd__error("%s", v[i].error);
+			hvd__req_finish(
+				r, v[i].cache < 0 ? v[i].cache : HVD_EMISMATCH,
+				v[i].error);
+			i++;
+			continue;
+		}
+		if (e->tl != NULL) {
+			long long now = hvd__now_us();
+
+			/* Negotiation until the cycle decided; then the wait
+			 * behind the operations run before it. */
+			hvd__timeline_span(e->tl, r->name, "NEGOTIATE",
+					   r->enqueued_us,
+					   e->decided_us - r->enqueued_us);
+			hvd__timeline_span(e->tl, r->name, "QUEUE",
+					   e->decided_us, now - e->decided_us);
+		}
+		i++;
+		if (r->m.type == HVD__REQ_ALLREDUCE) {
+			nb = plan_batch(e, r, v, n, &i, batch);
+			s = rc != HVD_OK ? rc : hvd__op_allreduce(e, batch, nb);
+		} else {
+			batch[0] = r;
+			nb = 1;
+			s = rc != HVD_OK ? rc : run_one(e, r);
+		}
+		if (engine_error(s) && rc == HVD_OK)
+			rc = s;
+		for (k = 0; k < nb; k++)
+			complete(e, batch[k], s);
+	}
+	free(batch);
+	return rc;
+}

@@ -1,0 +1,514 @@
+/* queue.c: requests and handles, the one place where user threads and
+ * the background thread meet. User threads queue named requests and wait
+ * on handles; the engine's owner (the background thread, or a thread
+ * that waits: runtime.c) takes the queue each cycle and completes
+ * handles. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/elastic.h"
+#include "engine/engine.h"
+#include "util/wait.h"
+
+/* lock protects every field, and every handle's done, status and msg. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* the engine's owner, or would-be, waits here */
+	pthread_cond_t done; /* hvd_wait waits here */
+	_Atomic bool work;   /* incoming or stop: read unlocked */
+	_Atomic bool stop;   /* hvd_shutdown() asked to stop (set locked) */
+	_Atomic int drivers; /* threads in hvd_wait, or about to be */
+	_Atomic bool gpu;    /* some GPU request was queued */
+	struct hvd__req *incoming;
+	struct hvd__req **incoming_tail;
+	int broken;		   /* 0, or the error that stopped the engine */
+	struct hvd__req *inflight; /* every request not yet completed, by
+				      its inflight_next link */
+} Q = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.wake = PTHREAD_COND_INITIALIZER,
+	.done = PTHREAD_COND_INITIALIZER,
+	.incoming_tail = &Q.incoming,
+};
+
+/* A thread that waits may run the cycles itself through this (set by
+ * hvd__queue_set_driver; NULL: it may not). */
+static _Atomic(hvd__drive_fn) drive_fn;
+
+void hvd__queue_set_driver(hvd__drive_fn fn)
+{
+	atomic_store(&drive_fn, fn);
+}
+
+static __thread char last_error[512];
+/* The next submission of this thread is waited for at once. */
+static __thread bool sync_next;
+
+void hvd__set_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+}
+
+HVD_EXPORT const char *hvd_error_message(void)
+{
+	return last_error;
+}
+
+/* Take every queued request; Q.lock held. */
+static struct hvd__req *take_incoming(void)
+{
+	struct hvd__req *in = Q.incoming;
+
+	Q.incoming = NULL;
+	Q.incoming_tail = &Q.incoming;
+	atomic_store(&Q.work, atomic_load(&Q.stop));
+	return in;
+}
+
+void hvd__queue_reset(void)
+{
+	pthread_mutex_lock(&Q.lock);
+	take_incoming();
+	atomic_store(&Q.stop, false);
+	atomic_store(&Q.work, false);
+	atomic_store(&Q.drivers, 0);
+	atomic_store(&Q.gpu, false);
+	Q.broken = 0;
+	Q.inflight = NULL;
+	pthread_mutex_unlock(&Q.lock);
+}
+
+struct hvd__req *hvd__req_new(const char *name, const struct hvd__meta *m,
+			      void *ready)
+{
+	struct hvd__req *r = calloc(1, sizeof(*r));
+
+	if (r == NULL || (r->h = calloc(1, sizeof(*r->h))) == NULL ||
+	    (r->name = strdup(name)) == NULL) {
+		if (r != NULL)
+			free(r->h);
+		free(r);
+		hvd__gpu_release(ready);
+		return NULL;
+	}
+	r->m = *m;
+	r->ready = ready;
+	r->cache = -1;
+	return r;
+}
+
+/* Free a request that was never queued. */
+static void req_drop(struct hvd__req *r)
+{
+	hvd__gpu_release(r->ready);
+	free(r->sendcounts);
+	free(r->name);
+	free(r->h);
+	free(r);
+}
+
+/* The requests of this thread's open group, in submission order. */
+static __thread struct {
+	bool open;
+	struct hvd__req *head, **tail;
+	uint32_t n;
+} group;
+
+bool hvd__in_group(void)
+{
+	return group.open;
+}
+
+void hvd__queue_sync_next(bool on)
+{
+	sync_next = on;
+}
+
+/* Queue the list of requests (linked by next) at once, or none of them:
+ * a name in flight on this rank, or twice in the list, is refused. */
+static int submit(struct hvd__req *list)
+{
+	struct hvd__req *r, *p;
+	long long now = hvd__now_us();
+	bool driver = sync_next;
+	int rc = HVD_OK;
+
+	sync_next = false;
+	pthread_mutex_lock(&Q.lock);
+	if (Q.broken != 0)
+		rc = Q.broken;
+	else if (atomic_load(&Q.stop))
+		rc = HVD_ESHUTDOWN;
+	for (r = list; r != NULL && rc == HVD_OK; r = r->next) {
+		for (p = Q.inflight; p != NULL && rc == HVD_OK;
+		     p = p->inflight_next)
+			if (strcmp(p->name, r->name) == 0)
+				rc = HVD_EINVAL;
+		for (p = list; p != r && rc == HVD_OK; p = p->next)
+			if (strcmp(p->name, r->name) == 0)
+				rc = HVD_EINVAL;
+		if (rc == HVD_EINVAL)
+			hvd__set_error(
+				"tensor '%.200s' is already in flight on this rank",
+				r->name);
+	}
+	for (r = list; r != NULL && rc == HVD_OK; r = r->next) {
+		r->enqueued_us = now;
+		r->inflight_next = Q.inflight;
+		Q.inflight = r;
+	}
+	if (rc == HVD_OK) {
+		*Q.incoming_tail = list;
+		for (r = list; r->next != NULL; r = r->next)
+			;
+		Q.incoming_tail = &r->next;
+		for (r = list; r != NULL; r = r->next)
+			if (r->m.gpu)
+				atomic_store(&Q.gpu, true);
+		/* A synchronous collective's thread runs the cycle itself
+		 * (hvd_wait): the background thread is not woken for it. */
+		if (driver && list->next == NULL && list->h != NULL &&
+		    !atomic_load(&Q.gpu) && atomic_load(&drive_fn) != NULL) {
+			list->h->driver = true;
+			atomic_fetch_add(&Q.drivers, 1);
+		}
+		atomic_store(&Q.work, true);
+		/* The background thread, or a thread that drives and waits
+		 * for new work between its cycles: both, if both wait. */
+		if (list->h == NULL || !list->h->driver)
+			pthread_cond_broadcast(&Q.wake);
+	}
+	pthread_mutex_unlock(&Q.lock);
+	return rc;
+}
+
+int hvd__enqueue(struct hvd__req *r, hvd_handle **out)
+{
+	hvd_handle *h;
+	int rc;
+
+	*out = NULL;
+	if (!hvd__g.initialized) {
+		req_drop(r);
+		return HVD_ENOTINIT;
+	}
+	if (group.open) {
+		*group.tail = r;
+		group.tail = &r->next;
+		group.n++;
+		*out = r->h;
+		return HVD_OK;
+	}
+	/* Once queued, r belongs to the background thread, which may finish
+	 * and free it at once: the handle is taken first. */
+	h = r->h;
+	rc = submit(r);
+	if (rc != HVD_OK) {
+		req_drop(r);
+		return rc;
+	}
+	*out = h;
+	return HVD_OK;
+}
+
+HVD_EXPORT int hvd_group_start(void)
+{
+	if (!hvd__g.initialized)
+		return HVD_ENOTINIT;
+	if (group.open) {
+		hvd__set_error("hvd_group_start: a group is already open on "
+			       "this thread");
+		return HVD_EINVAL;
+	}
+	group.open = true;
+	group.head = NULL;
+	group.tail = &group.head;
+	group.n = 0;
+	return HVD_OK;
+}
+
+/* FNV-1a of s, 64 bits. */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+HVD_EXPORT int hvd_group_end(void)
+{
+	struct hvd__req *r, *next, *list = group.head;
+	uint64_t hash = 0;
+	int rc;
+
+	if (!group.open) {
+		hvd__set_error("hvd_group_end without hvd_group_start");
+		return HVD_EINVAL;
+	}
+	group.open = false;
+	if (list == NULL)
+		return HVD_OK;
+	/* The group's identity, the same on every rank that groups the same
+	 * names, in any order; never 0. */
+	for (r = list; r != NULL; r = r->next)
+		hash += name_hash(r->name) * 0x9e3779b97f4a7c15ull;
+	hash = hash * 31 + group.n;
+	hash |= 1;
+	for (r = list; r != NULL; r = r->next) {
+		r->m.group = hash;
+		r->m.group_n = group.n;
+	}
+	rc = submit(list);
+	if (rc == HVD_OK)
+		return HVD_OK;
+	/* The handles are the caller's: they complete with the error. */
+	for (r = list; r != NULL; r = next) {
+		next = r->next;
+		r->next = NULL;
+		hvd__req_complete(r, rc, NULL);
+	}
+	return rc;
+}
+
+/* Whether the caller has something to take now (bg: see
+ * hvd__queue_wait). */
+static bool has_work(bool bg)
+{
+	return atomic_load(&Q.stop) ||
+	       (atomic_load(&Q.work) && (!bg || atomic_load(&Q.drivers) == 0));
+}
+
+/* Sleep on Q.wake up to ms; Q.lock held. */
+static void sleep_wake(double ms)
+{
+	long long ns = (long long)(ms * 1e6);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += ns % 1000000000;
+	ts.tv_sec += ns / 1000000000 + ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	pthread_cond_timedwait(&Q.wake, &Q.lock, &ts);
+}
+
+void hvd__queue_wait(double cycle_ms, bool bg)
+{
+	struct hvd__wait w;
+	bool got;
+
+	/* Work that comes while spinning pays is taken without the wake-up
+	 * of a sleeping thread, which costs more than a small allreduce. The
+	 * background thread stops checking once a user thread drives: it
+	 * would only take the CPU from it. */
+	if (has_work(bg))
+		return;
+	hvd__wait_begin(&w, HVD__WAIT_CYCLE);
+	while (!(got = has_work(bg)) && !(bg && atomic_load(&Q.drivers) > 0) &&
+	       hvd__wait_spin(&w))
+		;
+	if (!got) {
+		pthread_mutex_lock(&Q.lock);
+		if (!has_work(bg) && cycle_ms > 0)
+			sleep_wake(cycle_ms);
+		pthread_mutex_unlock(&Q.lock);
+	}
+	hvd__wait_end(&w);
+}
+
+void hvd__queue_nap(double ms)
+{
+	pthread_mutex_lock(&Q.lock);
+	sleep_wake(ms);
+	pthread_mutex_unlock(&Q.lock);
+}
+
+struct hvd__req *hvd__queue_take(bool *shutdown, bool *gpu)
+{
+	struct hvd__req *in = NULL;
+
+	pthread_mutex_lock(&Q.lock);
+	/* Checked under the lock that a GPU request's submission takes:
+	 * no GPU request reaches a user thread. */
+	if (gpu != NULL)
+		*gpu = atomic_load(&Q.gpu);
+	if (gpu == NULL || !*gpu)
+		in = take_incoming();
+	*shutdown = atomic_load(&Q.stop);
+	pthread_mutex_unlock(&Q.lock);
+	return in;
+}
+
+void hvd__queue_shutdown(void)
+{
+	pthread_mutex_lock(&Q.lock);
+	atomic_store(&Q.stop, true);
+	atomic_store(&Q.work, true);
+	pthread_cond_broadcast(&Q.wake);
+	pthread_mutex_unlock(&Q.lock);
+}
+
+struct hvd__req *hvd__queue_break(int status)
+{
+	struct hvd__req *r;
+
+	pthread_mutex_lock(&Q.lock);
+	Q.broken = status;
+	r = take_incoming();
+	pthread_mutex_unlock(&Q.lock);
+	return r;
+}
+
+int hvd__queue_broken(void)
+{
+	int b;
+
+	pthread_mutex_lock(&Q.lock);
+	b = Q.broken;
+	pthread_mutex_unlock(&Q.lock);
+	return b;
+}
+
+void hvd__req_finish(struct hvd__req *r, int status, const char *msg)
+{
+	struct hvd__req **pp;
+	char *copy = msg ? strdup(msg) : NULL;
+
+	pthread_mutex_lock(&Q.lock);
+	for (pp = &Q.inflight; *pp != NULL; pp = &(*pp)->inflight_next)
+		if (*pp == r) {
+			*pp = r->inflight_next;
+			break;
+		}
+	if (r->h != NULL) {
+		r->h->status = status;
+		r->h->msg = copy;
+		r->h->done = true;
+		copy = NULL;
+	}
+	pthread_cond_broadcast(&Q.done);
+	pthread_mutex_unlock(&Q.lock);
+	free(copy);
+	hvd__gpu_release(r->ready);
+	free(r->sendcounts);
+	free(r->scratch);
+	if (r->h == NULL && !r->m.gpu)
+		free(r->gathered);
+	free(r->name);
+	free(r);
+}
+
+void hvd__req_complete(struct hvd__req *r, int status, const char *why)
+{
+	char msg[768];
+
+	if (status == HVD_OK) {
+		hvd__req_finish(r, status, NULL);
+		return;
+	}
+	if (status > 0) { /* hvd_join's result: a rank */
+		hvd__req_finish(r, status, NULL);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "%s '%.200s' failed: %s",
+		 hvd__req_names[r->m.type], r->name,
+		 why != NULL ? why : hvd_strerror(status));
+	/* Elastic: a lost peer ends the generation (the message keeps what
+	 * happened). */
+	hvd__req_finish(r, hvd__elastic_status(status), msg);
+}
+
+/* Wake the background thread for the work a driver leaves (or could
+ * not take: the engine was busy). */
+static void wake_background(void)
+{
+	pthread_mutex_lock(&Q.lock);
+	pthread_cond_signal(&Q.wake);
+	pthread_mutex_unlock(&Q.lock);
+}
+
+/* Run the engine until h completes, if it is not done and no other
+ * thread runs the engine (else the caller sleeps until the owner
+ * completes h: checking for it meanwhile would take the CPU from the
+ * owner where threads outnumber cores). */
+static void drive(hvd_handle *h)
+{
+	hvd__drive_fn fn = atomic_load(&drive_fn);
+	bool can = !atomic_load(&h->done) && fn != NULL && !atomic_load(&Q.gpu);
+	int left = 0;
+
+	if (!h->driver && !can)
+		return;
+	if (!h->driver)
+		atomic_fetch_add(&Q.drivers, 1);
+	h->driver = false;
+	if (can)
+		left = fn(h);
+	atomic_fetch_sub(&Q.drivers, 1);
+	/* Work this thread leaves, or could not take (the engine was busy),
+	 * or that came meanwhile: the background thread left it alone while
+	 * a thread drove. */
+	if (left != 0 || atomic_load(&Q.work))
+		wake_background();
+}
+
+HVD_EXPORT int hvd_wait(hvd_handle *h)
+{
+	struct hvd__wait w;
+	struct hvd__req *r;
+	bool waited;
+	int status;
+
+	if (h == NULL)
+		return HVD_EINVAL;
+	for (r = group.head; group.open && r != NULL; r = r->next)
+		if (r->h == h) {
+			hvd__set_error("hvd_wait on a member of a group not "
+				       "yet ended (hvd_group_end)");
+			return HVD_EINVAL;
+		}
+	drive(h);
+	/* The background thread completes it: spin while spinning pays,
+	 * then sleep until it does. */
+	waited = !atomic_load(&h->done);
+	if (waited) {
+		hvd__wait_begin(&w, HVD__WAIT_CALLER);
+		while (!atomic_load(&h->done) && hvd__wait_spin(&w))
+			;
+	}
+	pthread_mutex_lock(&Q.lock);
+	while (!h->done)
+		pthread_cond_wait(&Q.done, &Q.lock);
+	status = h->status;
+	pthread_mutex_unlock(&Q.lock);
+	if (waited)
+		hvd__wait_end(&w);
+	if (h->msg != NULL)
+		hvd__set_error("%s", h->msg);
+	free(h->msg);
+	free(h);
+	return status;
+}
+
+HVD_EXPORT int hvd_poll(hvd_handle *h)
+{
+	int done;
+
+	if (h == NULL)
+		return HVD_EINVAL;
+	pthread_mutex_lock(&Q.lock);
+	done = h->done;
+	pthread_mutex_unlock(&Q.lock);
+	return done;
+}

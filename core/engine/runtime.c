@@ -1,0 +1,488 @@
+/* runtime.c: libhvd's background thread, Horovod's model. User threads
+ * queue named requests (api/collectives.c, queue.c); the engine's owner holds the
+ * transport and, every cycle (HOROVOD_CYCLE_TIME, woken early by new
+ * work), takes the queue, agrees with every rank on what is ready
+ * (negotiate.c) and runs it in that order (fusion.c, ops/).
+ *
+ * The owner is the background thread, except while a user thread waits
+ * for a collective (hvd_wait, every synchronous call): that thread then
+ * runs the cycles itself until its collective completes, as a leader
+ * does in a leader/follower pool, and the background thread stays
+ * asleep. A small collective so costs no hand-off to another thread and
+ * back, each a wake-up or, with more threads than cores, a scheduling
+ * turn. Asynchronous work that no thread waits for (gradients of a
+ * backward pass) stays with the background thread. A GPU job, whose
+ * device is the background thread's, and one over MPI (initialised for
+ * one thread at a time, always the same) keep the background thread as
+ * the only owner.
+ *
+ * A transport error aborts the mesh (so every rank fails within a
+ * moment, not only the dead one's neighbours) and fails every pending
+ * and later operation. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/elastic.h"
+#include "engine/engine.h"
+#include "algo/hier.h"
+#include "engine/runtime.h"
+#include "util/wait.h"
+
+/* The background thread's state (engine.h); start and stop touch it
+ * only while the thread is not running. */
+static struct hvd__engine E;
+static pthread_t thread;
+static bool running;
+/* Held by the engine's owner: every field of E but the constants set at
+ * start is touched only by it. */
+static pthread_mutex_t own = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic bool ended;    /* the engine stopped: no owner runs a cycle */
+static _Atomic bool drivable; /* set before the start, cleared after */
+
+/* A timeline start or stop that a user thread asks for
+ * (hvd_start_timeline, hvd_stop_timeline): the background thread, which
+ * alone writes the timeline, applies it between two cycles. */
+static struct {
+	pthread_mutex_t lock; /* protects every field */
+	pthread_cond_t done;  /* the asking thread waits here */
+	bool alive;	      /* the background thread is running */
+	bool started;	      /* ... and has readied its waits */
+	bool pending;
+	char *path; /* NULL: stop */
+	bool mark;
+	int rc;
+} T = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+
+/* After this many cycles in a row that ran nothing, waits on peers sleep
+ * at once instead of yielding first, and the time between cycles doubles
+ * each cycle up to IDLE_WAIT_MS: an idle job (ranks in a barrier for a
+ * late one, or between epochs) leaves the CPU alone. New work wakes the
+ * background thread at once whatever the wait; only a rank with no work
+ * of its own that others need in a cycle (a joined rank) may answer up
+ * to IDLE_WAIT_MS late, once. */
+#define IDLE_CYCLES 2
+#define IDLE_WAIT_MS 20.0
+
+static double wait_ms(const struct hvd__engine *e)
+{
+	double ms = e->k.cycle_ms;
+	int k;
+
+	for (k = IDLE_CYCLES; k < e->idle_cycles && ms < IDLE_WAIT_MS; k++)
+		ms *= 2;
+	return ms > IDLE_WAIT_MS && e->k.cycle_ms < IDLE_WAIT_MS ? IDLE_WAIT_MS
+								 : ms;
+}
+
+/* Idle: no wait spins (wait.h); else the knob bounds every spin. */
+static void spin_for(struct hvd__engine *e)
+{
+	int spin = e->idle_cycles >= IDLE_CYCLES ? 0 : e->k.spin_us;
+
+	if (spin == e->spin_now)
+		return;
+	e->spin_now = spin;
+	hvd__wait_cap(spin);
+}
+
+/* One cycle. Returns a transport error, or HVD_ESHUTDOWN when the job is
+ * shutting down, or HVD_OK. */
+static int cycle(struct hvd__engine *e, bool shutdown_local)
+{
+	struct hvd__resp *v;
+	size_t n;
+	int rc;
+
+	if (e->k.mark_cycles && e->tl != NULL)
+		hvd__timeline_mark(e->tl, "CYCLE_START", hvd__now_us());
+	spin_for(e);
+	rc = hvd__negotiate(e, shutdown_local, &v, &n);
+	if (rc != HVD_OK)
+		return rc;
+	e->idle_cycles = n > 0 ? 0 : e->idle_cycles + 1;
+	spin_for(e); /* what runs now waits on its peers by spinning */
+	e->decided_us = hvd__now_us();
+	rc = hvd__execute(e, v, n);
+	hvd__resps_free(v, n);
+	return rc;
+}
+
+/* Close the timeline, then open path (not NULL) on rank 0. */
+static int timeline_switch(struct hvd__engine *e, char *path, bool mark)
+{
+	int rc = HVD_OK;
+
+	hvd__timeline_close(e->tl);
+	e->tl = NULL;
+	if (path != NULL && e->comm.rank == 0) {
+		e->tl = hvd__timeline_open(path, 0);
+		e->k.mark_cycles = mark;
+		if (e->tl == NULL)
+			rc = HVD_ESYS;
+	}
+	free(path);
+	return rc;
+}
+
+static void timeline_apply(struct hvd__engine *e)
+{
+	char *path;
+	bool mark;
+	int rc;
+
+	pthread_mutex_lock(&T.lock);
+	if (!T.pending) {
+		pthread_mutex_unlock(&T.lock);
+		return;
+	}
+	path = T.path;
+	mark = T.mark;
+	T.path = NULL;
+	pthread_mutex_unlock(&T.lock);
+	rc = timeline_switch(e, path, mark);
+	pthread_mutex_lock(&T.lock);
+	T.pending = false;
+	T.rc = rc;
+	pthread_cond_broadcast(&T.done);
+	pthread_mutex_unlock(&T.lock);
+}
+
+int hvd__runtime_timeline(const char *path, bool mark)
+{
+	char *copy = NULL;
+	int rc;
+
+	if (path != NULL && (copy = strdup(path)) == NULL)
+		return HVD_ENOMEM;
+	pthread_mutex_lock(&T.lock);
+	while (T.pending)
+		pthread_cond_wait(&T.done, &T.lock);
+	if (!T.alive) {
+		/* No background thread (it ended on a failure): no cycle
+		 * runs that could write the timeline meanwhile. */
+		pthread_mutex_unlock(&T.lock);
+		return timeline_switch(&E, copy, mark);
+	}
+	T.pending = true;
+	T.path = copy;
+	T.mark = mark;
+	while (T.pending)
+		pthread_cond_wait(&T.done, &T.lock);
+	rc = T.rc;
+	pthread_mutex_unlock(&T.lock);
+	return rc;
+}
+
+/* Fail every request that is waiting, and every later one, with status.
+ * Returns how many were waiting. */
+static int fail_all(struct hvd__engine *e, int status)
+{
+	struct hvd__req *lists[2] = {hvd__queue_break(status),
+				     e->pending_local};
+	struct hvd__req *r, *next;
+	int i, n = 0;
+
+	e->pending_local = NULL;
+	for (i = 0; i < 2; i++)
+		for (r = lists[i]; r != NULL; r = next, n++) {
+			next = r->next;
+			hvd__req_complete(r, status,
+					  r->m.gpu && e->gpu_why[0] != '\0'
+						  ? e->gpu_why
+						  : NULL);
+		}
+	return n;
+}
+
+/* One turn of the engine, by its owner: take the new requests and run a
+ * cycle. Sets `ended` when the job shuts down or its connections fail.
+ * A user thread (driver) turns only while no GPU request was queued:
+ * returns false, having done nothing, once one was. */
+static bool turn(struct hvd__engine *e, bool driver)
+{
+	struct hvd__req *in, **tail;
+	bool shutdown_local, gpu = false;
+	int rc;
+
+	in = hvd__queue_take(&shutdown_local, driver ? &gpu : NULL);
+	if (gpu)
+		return false;
+	timeline_apply(e);
+	if (in != NULL)
+		e->idle_cycles = 0; /* new work: no longer idle */
+	for (tail = &e->pending_local; *tail != NULL; tail = &(*tail)->next)
+		;
+	*tail = in;
+	rc = cycle(e, shutdown_local);
+	if (rc == HVD_ESHUTDOWN && !shutdown_local && hvd__g.generation > 0) {
+		/* Elastic: a peer left (hvd_shutdown, as a program's exit
+		 * after an exception does): the survivors go on without it,
+		 * as after any other loss. */
+		atomic_store(&ended, true);
+		if (fail_all(e, HVD_ERESET) > 0)
+			hvd__warn(
+				"generation %d ended (a peer shut down): every pending and later operation fails with HVD_ERESET",
+				hvd__g.generation);
+	} else if (rc == HVD_ESHUTDOWN) {
+		atomic_store(&ended, true);
+		fail_all(e, HVD_ESHUTDOWN);
+	} else if (rc != HVD_OK) {
+		atomic_store(&ended, true);
+		if (hvd__g.generation > 0) {
+			/* Elastic: the survivors go on in a new generation. */
+			hvd__warn(
+				"generation %d ended (%s): every pending and later operation fails with HVD_ERESET",
+				hvd__g.generation,
+				hvd__elastic_reset_seen()
+					? "hvdrun reset the job"
+					: hvd_strerror(rc));
+			rc = HVD_ERESET;
+		} else {
+			hvd__error(
+				"the job's connections failed (%s): every pending and later operation fails",
+				hvd_strerror(rc));
+		}
+		if (e->comm.ops->abort != NULL)
+			e->comm.ops->abort(e->comm.t);
+		hvd__shm_abort(e->shm);
+		hvd__gpu_free(e->gpu, true);
+		e->gpu = NULL;
+		fail_all(e, hvd__elastic_status(rc));
+	}
+	return true;
+}
+
+int hvd__runtime_drive(const hvd_handle *h)
+{
+	bool first = true, left;
+
+	if (!atomic_load(&drivable) || pthread_mutex_trylock(&own) != 0)
+		return -1;
+	while (!atomic_load(&ended) && !atomic_load(&h->done)) {
+		/* Its own request is queued: the first cycle runs at once. */
+		if (!first)
+			hvd__queue_wait(wait_ms(&E), false);
+		first = false;
+		if (!turn(&E, true))
+			break;
+	}
+	left = !atomic_load(&ended) && E.pending_local != NULL;
+	pthread_mutex_unlock(&own);
+	return left ? 1 : 0;
+}
+
+/* Whether a waiting thread may run the cycles (hvd__runtime_drive): the
+ * queue, which the waiting threads wait in, is told through a pointer,
+ * so that it needs nothing of this file. */
+static void set_drivable(bool on)
+{
+	atomic_store(&drivable, on);
+	hvd__queue_set_driver(on ? hvd__runtime_drive : NULL);
+}
+
+static void *background(void *arg)
+{
+	struct hvd__engine *e = arg;
+	double wait = wait_ms(e);
+
+	/* What its waits read is open before hvd_init() returns: what the
+	 * process holds does not depend on whether it has waited yet. */
+	hvd__wait_thread();
+	pthread_mutex_lock(&T.lock);
+	T.started = true;
+	pthread_cond_broadcast(&T.done);
+	pthread_mutex_unlock(&T.lock);
+	for (;;) {
+		hvd__queue_wait(wait, true);
+		if (pthread_mutex_trylock(&own) != 0) {
+			/* A user thread drives: it wakes this one when it
+			 * leaves work behind. */
+			hvd__queue_nap(IDLE_WAIT_MS);
+			continue;
+		}
+		if (!atomic_load(&ended))
+			turn(e, false);
+		wait = wait_ms(e);
+		pthread_mutex_unlock(&own);
+		if (atomic_load(&ended))
+			break;
+	}
+	pthread_mutex_lock(&T.lock);
+	T.alive = false;
+	pthread_mutex_unlock(&T.lock);
+	timeline_apply(e); /* a request that came as the loop ended */
+	return NULL;
+}
+
+/* HOROVOD_THREAD_AFFINITY (horovodrun --thread-affinity): the background
+ * thread's core. One core: local rank r's thread on CORE + r; a list,
+ * CORE,CORE,...: one per local rank. */
+static int pin_background(pthread_t t)
+{
+	const char *v = getenv(wenv_vars[WENV_THREAD_AFFINITY].name);
+	long cores[256], core;
+	int n = 0, rc;
+	cpu_set_t set;
+	char *end;
+
+	if (v == NULL || *v == '\0')
+		return HVD_OK;
+	for (const char *p = v; n < 256; p = end + 1) {
+		errno = 0;
+		cores[n] = strtol(p, &end, 10);
+		if (end == p || errno != 0 || cores[n] < 0 ||
+		    (*end != ',' && *end != '\0'))
+			goto bad;
+		n++;
+		if (*end == '\0')
+			break;
+	}
+	if (n > 1 && n < hvd__g.local_size) {
+		hvd__error(
+			"HOROVOD_THREAD_AFFINITY='%s' names %d cores for %d local ranks",
+			v, n, hvd__g.local_size);
+		return HVD_EINVAL;
+	}
+	core = n == 1 ? cores[0] + hvd__g.local_rank : cores[hvd__g.local_rank];
+	if (core >= CPU_SETSIZE)
+		goto bad;
+	CPU_ZERO(&set);
+	CPU_SET((size_t)core, &set);
+	rc = pthread_setaffinity_np(t, sizeof(set), &set);
+	if (rc != 0) {
+		hvd__error("HOROVOD_THREAD_AFFINITY: core %ld: %s", core,
+			   strerror(rc));
+		return HVD_EINVAL;
+	}
+	hvd__debug("background thread on core %ld", core);
+	return HVD_OK;
+bad:
+	hvd__error(
+		"HOROVOD_THREAD_AFFINITY='%s' is not a core or a list of cores, CORE,CORE,...",
+		v);
+	return HVD_EINVAL;
+}
+
+/* Called by the elastic watcher (elastic.h), from its own thread: every
+ * blocked and later transfer fails at once, and the engine's owner ends
+ * the generation. */
+static void abort_engine(void)
+{
+	if (E.comm.ops->abort != NULL)
+		E.comm.ops->abort(E.comm.t);
+	hvd__shm_abort(E.shm);
+}
+
+int hvd__runtime_start(int rank, int size, bool joined,
+		       const struct hvd__comm *mpi)
+{
+	const char *tl = getenv(wenv_vars[WENV_TIMELINE].name);
+	sigset_t all, old;
+	uint32_t id;
+	bool elastic;
+	int rc;
+
+	memset(&E, 0, sizeof(E));
+	atomic_store(&ended, false);
+	set_drivable(false);
+	hvd__queue_reset();
+	if (mpi != NULL)
+		joined = false;
+	/* An elastic worker learns its rank and size as it joins. */
+	elastic = joined && hvd__elastic_wanted(&id);
+	if (elastic) {
+		rc = hvd__elastic_join(&hvd__g, id, &E.comm);
+		if (rc != HVD_OK)
+			return rc; /* hvd__runtime_stop releases the comm */
+		rank = hvd__g.rank;
+		size = hvd__g.size;
+	}
+	rc = hvd__knobs_read(&E.k, size);
+	if (rc != HVD_OK)
+		return rc;
+	if (!joined && size > 1 && mpi == NULL) {
+		hvd__error(
+			"rank %d of %d, but no rendezvous (HVD_RENDEZVOUS): start the job with hvdrun",
+			rank, size);
+		return HVD_EINVAL;
+	}
+	if (mpi != NULL)
+		E.comm = *mpi;
+	else if (!elastic && (rc = hvd__join(&hvd__g, joined && size > 1,
+					     &E.comm)) != HVD_OK)
+		return rc;
+	if (E.comm.ops->tune != NULL)
+		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms());
+	E.spin_now = E.k.spin_us;
+	hvd__wait_cap(E.spin_now);
+	if (mpi == NULL && joined && size > 1 &&
+	    (rc = hvd__hier_start(&E)) != HVD_OK)
+		return rc; /* hvd__runtime_stop releases the comm */
+	E.joined = calloc((size_t)size, 1);
+	E.coord_joined = calloc((size_t)size, 1);
+	if (E.joined == NULL || E.coord_joined == NULL ||
+	    hvd__cache_new(&E) != HVD_OK) {
+		return HVD_ENOMEM; /* hvd__runtime_stop releases the comm */
+	}
+	E.tl = (tl != NULL && *tl != '\0' && rank == 0)
+		       ? hvd__timeline_open(tl, rank)
+		       : NULL;
+	/* The background thread takes no signal of the program's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	T.alive = true;
+	T.started = false;
+	set_drivable(mpi == NULL);
+	rc = pthread_create(&thread, NULL, background, &E);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		T.alive = false;
+		hvd__runtime_stop();
+		return HVD_ESYS;
+	}
+	running = true;
+	hvd__wait_thread(); /* this one's too */
+	pthread_mutex_lock(&T.lock);
+	while (!T.started)
+		pthread_cond_wait(&T.done, &T.lock);
+	pthread_mutex_unlock(&T.lock);
+	rc = pin_background(thread);
+	if (rc != HVD_OK)
+		return rc; /* hvd__runtime_stop ends the thread */
+	return elastic ? hvd__elastic_watch(abort_engine) : HVD_OK;
+}
+
+void hvd__runtime_stop(void)
+{
+	int broken;
+
+	hvd__elastic_leave(); /* no abort from its thread from here on */
+	if (running) {
+		hvd__queue_shutdown();
+		pthread_join(thread, NULL);
+		running = false;
+	}
+	set_drivable(false);
+	broken = hvd__queue_broken();
+	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
+	E.gpu = NULL;
+	hvd__hier_stop(&E);
+	if (E.comm.ops != NULL)
+		E.comm.ops->close(E.comm.t);
+	E.comm.t = NULL;
+	hvd__cache_free(&E);
+	hvd__negotiate_free(&E);
+	free(E.joined);
+	free(E.coord_joined);
+	E.joined = E.coord_joined = NULL;
+	free(E.fusion);
+	E.fusion = NULL;
+	E.fusion_cap = 0;
+	hvd__timeline_close(E.tl);
+	E.tl = NULL;
+}

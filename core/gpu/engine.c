@@ -1,0 +1,17 @@
+/* gpu/engine.c: the engine's GPU side, started at the first GPU
+ * collective (every rank gets there together: every rank runs the same
+ * responses in the same order), for every collective of ops/. */
+#include "engine/engine.h"
+
+int hvd__gpu_engine(struct hvd__engine *e)
+{
+	int rc;
+
+	e->gpu_why[0] = '\0';
+	if (e->gpu != NULL)
+		return HVD_OK;
+	rc = hvd__gpu_start(&e->gpu, &e->comm, e->gpu_why, sizeof(e->gpu_why));
+	if (rc != HVD_OK)
+		hvd__error("%s", e->gpu_why);
+	return rc;
+}

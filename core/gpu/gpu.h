@@ -1,0 +1,89 @@
+/* gpu.h: libhvd's GPU engine. Collectives of buffers in GPU memory run
+ * over NCCL, behind the same negotiation and fusion as the CPU ones:
+ *
+ * - The user's thread checks the buffer (memory of this rank's GPU) and
+ *   records a CUDA event on the GPU's default stream, so the collective
+ *   starts after the work queued before the call.
+ * - The background thread sets NCCL up at the first GPU collective:
+ *   every rank picks its GPU, the ranks agree that all of them could,
+ *   rank 0's ncclUniqueId goes to every rank over the control plane
+ *   (TCP or MPI), and ncclCommInitRank makes the communicator.
+ * - Fused allreduces are copied into a fusion buffer on the GPU, reduced
+ *   and copied out, all on libhvd's own CUDA stream. A single tensor is
+ *   reduced from its send buffer straight into its receive buffer.
+ * - HOROVOD_HIERARCHICAL_ALLREDUCE=1: reduce-scatter among the ranks of
+ *   a host, allreduce among the ranks of the same local rank across
+ *   hosts, allgather within the host (communicators split from the
+ *   world's), when every host runs the same number of ranks.
+ * - The background thread waits for the stream by polling, and gives up
+ *   when NCCL reports an error or the control plane sees a peer die: the
+ *   communicators are aborted, never left hanging.
+ *
+ * gpu.c, built when CUDA and NCCL are found (HVD_NCCL=1); otherwise
+ * gpu/none.c, whose every entry says the GPU path was left out. */
+#ifndef HVD_GPU_H
+#define HVD_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/internal.h"
+#include "transport/transport.h"
+
+struct hvd__gpu;
+
+/* GPU time spent in each part of a collective, in microseconds. */
+struct hvd__gpu_times {
+	long long copy_in_us, reduce_us, copy_out_us;
+	size_t fused_bytes; /* bytes copied into the fusion buffer */
+};
+
+/* One tensor of a GPU allreduce batch. */
+struct hvd__gpu_tensor {
+	const void *send;
+	void *recv;
+	size_t count;
+	void *ready; /* the event recorded when it was submitted, or NULL */
+};
+
+/* User threads. The CUDA device this rank uses (local rank, or 0 when
+ * CUDA_VISIBLE_DEVICES leaves one), or HVD_ENOTSUP with the reason in
+ * why. */
+int hvd__gpu_device(char *why, size_t len);
+/* Check that buf (bytes long) is memory of this rank's GPU and record
+ * the event the collective waits for (*ready; NULL for 0 bytes). */
+int hvd__gpu_prepare(const void *buf, size_t bytes, void **ready, char *why,
+		     size_t len);
+/* Drop an event that prepare made, when the request is refused. */
+void hvd__gpu_release(void *ready);
+
+/* The background thread. Set up NCCL with every rank of ctrl (a
+ * collective call: every rank makes it at the same point). */
+int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
+		   char *why, size_t len);
+/* scale: prescale times postscale (1: none); SUM and AVERAGE only. */
+int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
+		       enum hvd_dtype dtype, enum hvd_op op, double scale,
+		       struct hvd__gpu_times *times, char *why, size_t len);
+/* counts[r] elements of the result go to rank r, into recv. */
+int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
+			   const size_t *counts, enum hvd_dtype dtype,
+			   enum hvd_op op, double scale, void *ready, char *why,
+			   size_t len);
+/* sbytes[r] bytes of send (in rank order) to rank r, rbytes[r] from rank
+ * r into *out, a cudaMalloc'ed buffer of this rank's GPU. */
+int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
+		      const size_t *sbytes, const size_t *rbytes, void *ready,
+		      void **out, char *why, size_t len);
+int hvd__gpu_broadcast(struct hvd__gpu *g, void *buf, size_t bytes, int root,
+		       void *ready, char *why, size_t len);
+/* Every rank's block (bytes[r] from rank r) in rank order into *out, a
+ * cudaMalloc'ed buffer of this rank's GPU. */
+int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
+		       const size_t *bytes, void *ready, void **out, char *why,
+		       size_t len);
+/* Free it all; broken: abort the communicators instead of closing them
+ * with the peers. */
+void hvd__gpu_free(struct hvd__gpu *g, bool broken);
+
+#endif

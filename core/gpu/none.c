@@ -1,0 +1,116 @@
+/* gpu/none.c: the GPU engine (gpu.h) of a libhvd built without CUDA and
+ * NCCL (NCCL=0, or none found at build time): the Makefile builds it in
+ * gpu.c's place, and every entry says the GPU path was left out. */
+#include "gpu/gpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define LEFT_OUT                                                               \
+	"libhvd was built without CUDA and NCCL (NCCL=0, or none found at build time)"
+
+int hvd__gpu_device(char *why, size_t len)
+{
+	snprintf(why, len, LEFT_OUT);
+	return HVD_ENOTSUP;
+}
+
+int hvd__gpu_prepare(const void *buf, size_t bytes, void **ready, char *why,
+		     size_t len)
+{
+	(void)buf;
+	(void)bytes;
+	if (ready != NULL)
+		*ready = NULL;
+	return hvd__gpu_device(why, len);
+}
+
+void hvd__gpu_release(void *ready)
+{
+	(void)ready;
+}
+
+int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
+		   char *why, size_t len)
+{
+	(void)ctrl;
+	*out = NULL;
+	return hvd__gpu_device(why, len);
+}
+
+int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
+		       enum hvd_dtype dtype, enum hvd_op op, double scale,
+		       struct hvd__gpu_times *times, char *why, size_t len)
+{
+	(void)g;
+	(void)t;
+	(void)n;
+	(void)dtype;
+	(void)op;
+	(void)scale;
+	memset(times, 0, sizeof(*times));
+	return hvd__gpu_device(why, len);
+}
+
+int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
+			   const size_t *counts, enum hvd_dtype dtype,
+			   enum hvd_op op, double scale, void *ready, char *why,
+			   size_t len)
+{
+	(void)g;
+	(void)send;
+	(void)recv;
+	(void)counts;
+	(void)dtype;
+	(void)op;
+	(void)scale;
+	(void)ready;
+	return hvd__gpu_device(why, len);
+}
+
+int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
+		      const size_t *sbytes, const size_t *rbytes, void *ready,
+		      void **out, char *why, size_t len)
+{
+	(void)g;
+	(void)send;
+	(void)sbytes;
+	(void)rbytes;
+	(void)ready;
+	*out = NULL;
+	return hvd__gpu_device(why, len);
+}
+
+int hvd__gpu_broadcast(struct hvd__gpu *g, void *buf, size_t bytes, int root,
+		       void *ready, char *why, size_t len)
+{
+	(void)g;
+	(void)buf;
+	(void)bytes;
+	(void)root;
+	(void)ready;
+	return hvd__gpu_device(why, len);
+}
+
+int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
+		       const size_t *bytes, void *ready, void **out, char *why,
+		       size_t len)
+{
+	(void)g;
+	(void)send;
+	(void)bytes;
+	(void)ready;
+	*out = NULL;
+	return hvd__gpu_device(why, len);
+}
+
+void hvd__gpu_free(struct hvd__gpu *g, bool broken)
+{
+	(void)g;
+	(void)broken;
+}
+
+HVD_EXPORT int hvd_nccl_built(void)
+{
+	return 0;
+}

@@ -1,0 +1,227 @@
+/* ops/allreduce.c: how a batch of allreduces (one tensor, or several
+ * fused) runs: on the CPU over the transport, by the ring (ring.h) or
+ * the transport's own allreduce; on the GPU over NCCL (gpu.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "algo/reduce.h"
+#include "algo/ring.h"
+
+/* One allreduce of buf in place: the transport's own when it has one
+ * for this dtype and op (MPI_Allreduce), else the ring. */
+static int allreduce(struct hvd__engine *e, void *buf, size_t count,
+		     enum hvd_dtype t, enum hvd_op op,
+		     struct hvd__ring_times *times)
+{
+	if (e->comm.ops->allreduce != NULL && e->comm.size > 1) {
+		long long t0 = hvd__now_us();
+		int rc = e->comm.ops->allreduce(e->comm.t, buf, count, t, op);
+
+		if (rc != HVD_ENOTSUP) {
+			if (times != NULL)
+				times->reduce_scatter_us += hvd__now_us() - t0;
+			return rc;
+		}
+	}
+	return hvd__ring_allreduce_timed(&e->comm, buf, count, t, op, times);
+}
+
+/* One row per tensor: the time the batch spent in each phase, laid out
+ * in order. Tensors of one batch share their REDUCE_SCATTER and
+ * ALLGATHER spans. */
+static void timeline_batch(const struct hvd__engine *e, struct hvd__req **batch,
+			   size_t n, bool direct, long long t0, long long t_in,
+			   const struct hvd__ring_times *rt, long long t_out)
+{
+	size_t i;
+
+	for (i = 0; e->tl != NULL && i < n; i++) {
+		const char *name = batch[i]->name;
+		long long at = t0;
+
+		if (!direct || t_in > 0)
+			hvd__timeline_span(e->tl, name,
+					   direct ? "MEMCPY_IN_RECV_BUFFER"
+						  : "MEMCPY_IN_FUSION_BUFFER",
+					   at, t_in);
+		at += t_in;
+		hvd__timeline_span(e->tl, name, "REDUCE_SCATTER", at,
+				   rt->reduce_scatter_us);
+		at += rt->reduce_scatter_us;
+		hvd__timeline_span(e->tl, name, "ALLGATHER", at,
+				   rt->allgather_us);
+		at += rt->allgather_us;
+		if (!direct)
+			hvd__timeline_span(e->tl, name,
+					   "MEMCPY_OUT_FUSION_BUFFER", at,
+					   t_out);
+	}
+}
+
+/* Scale the pieces by factor, after dividing them by divisor (> 1: an
+ * average over the ranks that have not joined). */
+static void scale_pieces(const struct iovec *v, int k, enum hvd_dtype t,
+			 int divisor, double factor)
+{
+	size_t es = hvd__dtype_size(t);
+	int j;
+
+	for (j = 0; j < k; j++) {
+		if (divisor > 1)
+			hvd__divide(v[j].iov_base, v[j].iov_len / es, t,
+				    divisor);
+		hvd__scale(v[j].iov_base, v[j].iov_len / es, t, factor);
+	}
+}
+
+/* The tensors of one batch, laid end to end, are reduced one segment of
+ * k.segment bytes at a time, so that each segment's ring passes,
+ * reductions and copies run while it is still in cache. Where the
+ * transport can gather and scatter (TCP), the ring works on the tensors
+ * where they lie: no fusion buffer, no copies but an out-of-place
+ * tensor's send buffer into its receive buffer. Where the transport's own
+ * allreduce wants one buffer (MPI), each segment is copied into the
+ * fusion buffer, reduced, and copied out. */
+static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
+			 size_t n)
+{
+	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
+	enum hvd_op op = (enum hvd_op)batch[0]->m.op;
+	double pre = batch[0]->m.prescale, post = batch[0]->m.postscale;
+	/* While ranks have joined, an average sums and divides by the ranks
+	 * that gave data. */
+	bool rejoin = op == HVD_AVERAGE && e->njoined > 0;
+	int divisor = rejoin ? e->comm.size - e->njoined : 1;
+	enum hvd_op run = rejoin ? HVD_SUM : op;
+	size_t es = hvd__dtype_size(t), total = 0, seg, pos, i;
+	long long t0, t_in = 0, t_out = 0, t1;
+	struct hvd__ring_times rt = {0, 0};
+	bool direct = n == 1 || e->shm != NULL ||
+		      (e->comm.ops->sendrecv_v != NULL &&
+		       e->comm.ops->allreduce == NULL);
+	struct iovec *v;
+	int k, rc = HVD_OK;
+
+	for (i = 0; i < n; i++)
+		total += (size_t)batch[i]->m.count * es;
+	seg = e->k.segment - e->k.segment % es;
+	if (seg == 0)
+		seg = es;
+	if (!direct && hvd__fusion_reserve(e, seg) != HVD_OK)
+		return HVD_ENOMEM;
+	v = malloc((n > 0 ? n : 1) * sizeof(*v));
+	if (v == NULL)
+		return HVD_ENOMEM;
+	t0 = hvd__now_us();
+	for (pos = 0; pos < total && rc == HVD_OK; pos += seg) {
+		size_t len = total - pos < seg ? total - pos : seg, at;
+
+		/* Every tensor's part of [pos, pos + len): its send buffer
+		 * into its receive buffer (direct) or the fusion buffer. */
+		t1 = hvd__now_us();
+		for (i = 0, at = 0, k = 0; i < n && at < pos + len; i++) {
+			size_t b = (size_t)batch[i]->m.count * es, lo, hi;
+
+			if (b > 0 && at + b > pos) {
+				const char *src;
+				char *dst;
+
+				lo = pos > at ? pos - at : 0;
+				hi = pos + len - at < b ? pos + len - at : b;
+				src = (const char *)batch[i]->sendbuf + lo;
+				dst = direct ? (char *)batch[i]->recvbuf + lo
+					     : e->fusion + (at + lo - pos);
+				if (dst != src)
+					memcpy(dst, src, hi - lo);
+				v[k++] = (struct iovec){dst, hi - lo};
+			}
+			at += b;
+		}
+		if (!direct) { /* the segment, in the fusion buffer */
+			v[0] = (struct iovec){e->fusion, len};
+			k = 1;
+		}
+		scale_pieces(v, k, t, 1, pre);
+		t_in += hvd__now_us() - t1;
+		if (e->shm != NULL) {
+			t1 = hvd__now_us();
+			rc = hvd__shm_allreduce_v(e->shm, &e->cross, v, k, t,
+						  run,
+						  hvd__transport_timeout_ms());
+			rt.reduce_scatter_us += hvd__now_us() - t1;
+		} else if (k == 1)
+			rc = allreduce(e, v[0].iov_base, len / es, t, run, &rt);
+		else
+			rc = hvd__ring_allreduce_v(&e->comm, v, k, t, run, &rt);
+		if (rc == HVD_OK)
+			scale_pieces(v, k, t, divisor, post);
+		if (rc != HVD_OK || direct)
+			continue;
+		t1 = hvd__now_us();
+		for (i = 0, at = 0; i < n && at < pos + len; i++) {
+			size_t b = (size_t)batch[i]->m.count * es, lo, hi;
+
+			if (b > 0 && at + b > pos) {
+				lo = pos > at ? pos - at : 0;
+				hi = pos + len - at < b ? pos + len - at : b;
+				memcpy((char *)batch[i]->recvbuf + lo,
+				       e->fusion + (at + lo - pos), hi - lo);
+			}
+			at += b;
+		}
+		t_out += hvd__now_us() - t1;
+	}
+	free(v);
+	timeline_batch(e, batch, n, direct, t0, t_in, &rt, t_out);
+	return rc;
+}
+
+/* A batch of GPU allreduces: fused on the GPU, reduced by NCCL. */
+static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
+			 size_t n)
+{
+	struct hvd__gpu_tensor *t = calloc(n, sizeof(*t));
+	struct hvd__gpu_times gt = {0, 0, 0, 0};
+	long long t0 = hvd__now_us();
+	size_t i;
+	int rc = t == NULL ? HVD_ENOMEM : hvd__gpu_engine(e);
+
+	for (i = 0; rc == HVD_OK && i < n; i++) {
+		t[i].send = batch[i]->sendbuf;
+		t[i].recv = batch[i]->recvbuf;
+		t[i].count = (size_t)batch[i]->m.count;
+		t[i].ready = batch[i]->ready;
+	}
+	if (rc == HVD_OK)
+		rc = hvd__gpu_allreduce(
+			e->gpu, t, n, (enum hvd_dtype)batch[0]->m.dtype,
+			(enum hvd_op)batch[0]->m.op,
+			batch[0]->m.prescale * batch[0]->m.postscale, &gt,
+			e->gpu_why, sizeof(e->gpu_why));
+	free(t);
+	for (i = 0; rc == HVD_OK && e->tl != NULL && i < n; i++) {
+		/* GPU time of each part, laid out from the start. */
+		long long at = t0;
+
+		if (n > 1)
+			hvd__timeline_span(e->tl, batch[i]->name,
+					   "MEMCPY_IN_FUSION_BUFFER", at,
+					   gt.copy_in_us);
+		at += gt.copy_in_us;
+		hvd__timeline_span(e->tl, batch[i]->name, "NCCL_ALLREDUCE", at,
+				   gt.reduce_us);
+		at += gt.reduce_us;
+		if (n > 1)
+			hvd__timeline_span(e->tl, batch[i]->name,
+					   "MEMCPY_OUT_FUSION_BUFFER", at,
+					   gt.copy_out_us);
+	}
+	return rc;
+}
+
+int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n)
+{
+	return batch[0]->m.gpu ? gpu_allreduce(e, batch, n)
+			       : cpu_allreduce(e, batch, n);
+}

@@ -1,0 +1,43 @@
+/* util/env.c: the one reader of the worker environment: every variable
+ * through its contract in proto/worker_env.h (Horovod's names, units and
+ * defaults, and libhvd's own HVD_*). */
+#include <stdlib.h>
+
+#include "util/internal.h"
+
+int hvd__env(enum wenv_id v, double *out)
+{
+	const char *text = getenv(wenv_vars[v].name);
+	char want[160];
+
+	if (text == NULL || *text == '\0') {
+		*out = wenv_vars[v].def;
+		return HVD_OK;
+	}
+	if (wenv_parse(v, text, out))
+		return HVD_OK;
+	wenv_describe(v, want, sizeof(want));
+	hvd__error("%s='%s' is not %s", wenv_vars[v].name, text, want);
+	return HVD_EINVAL;
+}
+
+int hvd__env_long(enum wenv_id v, long *out)
+{
+	double d;
+	int rc = hvd__env(v, &d);
+
+	if (rc == HVD_OK)
+		*out = (long)d;
+	return rc;
+}
+
+int hvd__transport_timeout_ms(void)
+{
+	long ms;
+
+	/* Every cycle moves bytes between all ranks, even when idle: two
+	 * seconds of silence mean a peer or its link is gone. */
+	if (hvd__env_long(WENV_TRANSPORT_TIMEOUT_MS, &ms) != HVD_OK)
+		ms = (long)wenv_vars[WENV_TRANSPORT_TIMEOUT_MS].def;
+	return (int)ms;
+}

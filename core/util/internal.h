@@ -1,0 +1,60 @@
+/* internal.h: what libhvd's files share and nothing outside libhvd sees:
+ * the one state struct, the environment helper and the log module. */
+#ifndef HVD_INTERNAL_H
+#define HVD_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "proto/worker_env.h"
+#include "hvd.h"
+
+enum hvd__log_level {
+	HVD__LOG_TRACE,
+	HVD__LOG_DEBUG,
+	HVD__LOG_INFO,
+	HVD__LOG_WARNING,
+	HVD__LOG_ERROR,
+	HVD__LOG_FATAL,
+};
+
+/* The library's one mutable global: the job as hvd_init() found it. */
+struct hvd__state {
+	bool initialized;
+	bool mpi; /* the collectives run over MPI */
+	int rank, size;
+	int local_rank, local_size;
+	int cross_rank, cross_size;
+	int generation; /* an elastic job's (transport/bootstrap.h), else 0 */
+	/* What keys this world's mesh token and shared-memory name
+	 * (proto/rendezvous.h): the elastic generation, or the static
+	 * job's round of hvd_init(). */
+	uint32_t key_gen;
+	/* The process's exit stops libhvd, then finalises MPI that libhvd
+	 * initialised (kept across hvd_shutdown). */
+	bool exit_hook;
+};
+
+extern struct hvd__state hvd__g;
+/* What hvd__g holds before hvd_init() and after hvd_shutdown(). */
+extern const struct hvd__state hvd__fresh_state;
+
+/* Read a variable of the worker environment (proto/worker_env.h) through
+ * its contract: unset or empty, its default; set but not a value the
+ * contract allows, HVD_EINVAL, logged with its name and what it allows.
+ * (util/env.c) */
+int hvd__env(enum wenv_id v, double *out);
+int hvd__env_long(enum wenv_id v, long *out);
+/* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
+int hvd__transport_timeout_ms(void);
+
+/* The monotonic clock, in microseconds and in milliseconds. */
+long long hvd__now_us(void);
+long long hvd__now_ms(void);
+
+void hvd__log(enum hvd__log_level level, const char *func, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define hvd__warn(...) hvd__log(HVD__LOG_WARNING, __func__, __VA_ARGS__)
+#define hvd__error(...) hvd__log(HVD__LOG_ERROR, __func__, __VA_ARGS__)
+#define hvd__debug(...) hvd__log(HVD__LOG_DEBUG, __func__, __VA_ARGS__)
+
+#endif

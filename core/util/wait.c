@@ -1,0 +1,304 @@
+/* wait.c: see wait.h. */
+#include "util/wait.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "util/internal.h"
+
+#define PROBE_US 16	    /* a spin checks for preemption this often */
+#define CALM_MIN_US 10000   /* no spinning this long after contention */
+#define CALM_MAX_US 1000000 /* ... doubling up to this while it recurs */
+#define GPU_CAP_FACTOR 10   /* the GPU stream's spin bound, in caps */
+/* Contended: the thread waited for a CPU this long, and this share of
+ * the time, since its last spin began. A task that runs for a moment
+ * (a timer, a thread that wakes to check on something) is not contention;
+ * a busy process beside the job, or a rank of a host with more ranks than
+ * cores, is. */
+#define DELAY_MIN_US 100
+#define DELAY_SHARE 8 /* one eighth */
+/* ... judged over at most this long: what happened longer ago (a job's
+ * start, all of its processes starting at once) is not contention now. */
+#define JUDGE_MAX_US 50000
+
+static _Atomic int cap = -1; /* -1: not set, HVD_SPIN_US's default */
+static _Atomic int budget[HVD__WAIT_SITES];
+static _Atomic bool learned[HVD__WAIT_SITES]; /* budget set by a wait */
+static _Atomic long long calm_until;	      /* no spinning before */
+static _Atomic int calm_us = CALM_MIN_US;
+
+/* This thread's time waiting for a CPU: its schedstat (run_delay), read
+ * from an fd of its own (-1: not open yet; -2: none, and then its
+ * involuntary context switches stand in: any preemption counts). */
+static __thread int stat_fd = -1;
+/* When this thread's last spin was first probed (us), and its delay then
+ * (-1: no spin since it last blocked at once, or since a fork). */
+static __thread long long seen_at;
+static __thread long long seen = -1;
+/* The host's CPU pressure (PSI, /proc/pressure/cpu: the time some task
+ * waited for a CPU), one descriptor for the process; -2: none. */
+static int psi_fd = -1;
+static pthread_once_t psi_once = PTHREAD_ONCE_INIT;
+static pthread_key_t fd_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static void close_fd(void *p)
+{
+	close((int)(long)p - 1);
+}
+
+/* In a forked child the fd reads the parent's thread. */
+static void forked(void)
+{
+	if (stat_fd >= 0)
+		close(stat_fd);
+	pthread_setspecific(fd_key, NULL);
+	stat_fd = -1;
+	seen = -1;
+}
+
+static void make_key(void)
+{
+	pthread_key_create(&fd_key, close_fd);
+	pthread_atfork(NULL, NULL, forked);
+}
+
+static void psi_open(void)
+{
+	psi_fd = open("/proc/pressure/cpu", O_RDONLY | O_CLOEXEC);
+	if (psi_fd < 0)
+		psi_fd = -2;
+}
+
+void hvd__wait_thread(void)
+{
+	pthread_once(&psi_once, psi_open);
+	if (stat_fd != -1)
+		return;
+	pthread_once(&key_once, make_key);
+	stat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	if (stat_fd < 0)
+		stat_fd = -2;
+	else
+		pthread_setspecific(fd_key, (void *)(long)(stat_fd + 1));
+}
+
+/* This thread's time waiting for a CPU so far (us), or when the kernel
+ * does not say (no schedstat), its count of preemptions. */
+static long long delay_now(void)
+{
+	char buf[96], *end;
+	unsigned long long wait;
+	struct rusage ru;
+	ssize_t n;
+
+	hvd__wait_thread();
+	if (stat_fd >= 0) {
+		n = pread(stat_fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			/* "time on the CPU" "time waiting for one" "slices" */
+			buf[n] = '\0';
+			(void)strtoull(buf, &end, 10);
+			wait = strtoull(end, &end, 10);
+			if (end != buf && (*end == ' ' || *end == '\n'))
+				return (long long)(wait / 1000);
+		}
+		close(stat_fd);
+		pthread_setspecific(fd_key, NULL);
+		stat_fd = -2;
+	}
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
+}
+
+/* The time (us) some task of the host has waited for a CPU so far, or -1
+ * when the kernel does not say: while this thread spins, such a task
+ * waits for the CPU that the spin takes. */
+static long long stall_now(void)
+{
+	char buf[256], *p, *end;
+	long long v;
+	ssize_t n;
+
+	pthread_once(&psi_once, psi_open);
+	if (psi_fd < 0)
+		return -1;
+	n = pread(psi_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "some avg10=0.00 avg60=0.00 avg300=0.00 total=N" */
+	p = strstr(buf, "total=");
+	if (p == NULL)
+		return -1;
+	v = strtoll(p + 6, &end, 10);
+	return end == p + 6 ? -1 : v;
+}
+
+/* Whether a thread that waited `delay` for a CPU over `span` was denied
+ * it: someone else wants this CPU. */
+static bool denied(long long delay, long long span)
+{
+	if (stat_fd == -2)
+		return delay > 0; /* preemptions, not time */
+	return delay >= DELAY_MIN_US && delay * DELAY_SHARE >= span;
+}
+
+static int cap_now(void)
+{
+	int c = atomic_load_explicit(&cap, memory_order_relaxed);
+
+	return c >= 0 ? c : (int)wenv_vars[WENV_SPIN_US].def;
+}
+
+static int site_cap(enum hvd__wait_site site)
+{
+	int c = cap_now();
+
+	return site == HVD__WAIT_GPU ? c * GPU_CAP_FACTOR : c;
+}
+
+/* Someone else wanted this thread's CPU: no wait spins for a while. When
+ * it comes again soon after the last calm ended (within its length), the
+ * next calm lasts twice as long; later, it starts again from the least. */
+static void contended(long long now)
+{
+	long long until =
+		atomic_load_explicit(&calm_until, memory_order_relaxed);
+	int c = atomic_load_explicit(&calm_us, memory_order_relaxed);
+
+	if (now - until > c)
+		c = CALM_MIN_US;
+	else if (c < CALM_MAX_US)
+		c = c * 2 < CALM_MAX_US ? c * 2 : CALM_MAX_US;
+	atomic_store_explicit(&calm_us, c, memory_order_relaxed);
+	atomic_store_explicit(&calm_until, now + c, memory_order_relaxed);
+}
+
+int hvd__wait_budget(enum hvd__wait_site site)
+{
+	int c = site_cap(site);
+	int b = atomic_load_explicit(&learned[site], memory_order_relaxed)
+			? atomic_load_explicit(&budget[site],
+					       memory_order_relaxed)
+			: c;
+
+	return b < c ? b : c;
+}
+
+bool hvd__wait_contended(void)
+{
+	return hvd__now_us() <
+	       atomic_load_explicit(&calm_until, memory_order_relaxed);
+}
+
+void hvd__wait_cap(int cap_us)
+{
+	atomic_store_explicit(&cap, cap_us < 0 ? 0 : cap_us,
+			      memory_order_relaxed);
+}
+
+static void no_spin(struct hvd__wait *w)
+{
+	w->blocked = true;
+	w->spin_end = 0;
+}
+
+void hvd__wait_begin(struct hvd__wait *w, enum hvd__wait_site site)
+{
+	w->site = site;
+	w->start = hvd__now_us();
+	w->budget = hvd__wait_budget(site);
+	w->blocked = w->budget <= 0 ||
+		     w->start < atomic_load_explicit(&calm_until,
+						     memory_order_relaxed);
+	w->spin_end = w->blocked ? 0 : w->start + w->budget;
+	w->next_probe = w->start + PROBE_US;
+	w->delay = -1; /* read at the first probe: most spins end sooner */
+	w->stall = -1;
+	if (w->blocked)
+		seen = -1; /* the next spin judges from its own first probe */
+}
+
+/* A spin's first probe: denied the CPU since its thread's last probe
+ * (while it spun, or while it worked between waits), it would be again
+ * while it spins. (Other tasks' waits count only while it spins: while
+ * it works, it takes what its own work needs.) */
+static bool first_probe(struct hvd__wait *w, long long now)
+{
+	bool busy;
+
+	w->delay = delay_now();
+	w->stall = stall_now();
+	busy = seen >= 0 && now - seen_at <= JUDGE_MAX_US &&
+	       denied(w->delay - seen, now - seen_at);
+	seen = w->delay;
+	seen_at = now;
+	return busy;
+}
+
+/* A later probe: while it spun, a task waited for a CPU (it, or one of
+ * the host's) for as long as a probe's interval: for the CPU the spin
+ * takes. */
+static bool later_probe(const struct hvd__wait *w)
+{
+	long long stall = w->stall >= 0 ? stall_now() : -1;
+
+	return delay_now() - w->delay >= PROBE_US ||
+	       (stall >= 0 && stall - w->stall >= PROBE_US);
+}
+
+bool hvd__wait_spin(struct hvd__wait *w)
+{
+	long long now;
+
+	if (w->blocked)
+		return false;
+	now = hvd__now_us();
+	if (now >= w->next_probe || now >= w->spin_end) {
+		if (w->delay < 0 ? first_probe(w, now) : later_probe(w)) {
+			contended(now);
+			no_spin(w);
+			return false;
+		}
+		w->next_probe = now + PROBE_US;
+	}
+	if (now >= w->spin_end) {
+		no_spin(w);
+		return false;
+	}
+	cpu_relax();
+	return true;
+}
+
+void hvd__wait_end(struct hvd__wait *w)
+{
+	long long waited = hvd__now_us() - w->start;
+	int c = site_cap(w->site);
+	long long b = hvd__wait_budget(w->site), nb;
+
+	if (!w->blocked || waited <= c)
+		/* Caught spinning, or a longer spin would have caught it:
+		 * spin about twice as long as this wait took. */
+		nb = b > 2 * waited ? b : 2 * waited;
+	else
+		/* It came long after the spin: spinning was waste. */
+		nb = b / 2;
+	if (nb > c)
+		nb = c;
+	atomic_store_explicit(&budget[w->site], (int)nb, memory_order_relaxed);
+	atomic_store_explicit(&learned[w->site], true, memory_order_relaxed);
+}

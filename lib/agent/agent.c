@@ -1,0 +1,309 @@
+/* agent.c: see agent.h. */
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "job/bind.h"
+#include "job/env.h"
+#include "launch/proc.h"
+#include "agent/records.h"
+
+#define AGENT_GRACE_MS 2000
+
+struct job {
+	char *cwd;
+	struct hl_strvec env;
+	struct hl_strvec argv;
+};
+
+/* Read records until 'G'. Records after it stay in b. */
+static int read_job(struct hl_buf *b, struct job *j)
+{
+	char chunk[4096];
+
+	for (;;) {
+		const char *data;
+		size_t len, used;
+		char type;
+		int r = hl_proto_next(b, &used, &type, &data, &len);
+
+		if (r < 0)
+			return HL_EINVAL;
+		if (r == 0) {
+			ssize_t n = read(0, chunk, sizeof(chunk));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0 || hl_buf_append(b, chunk, (size_t)n) != 0)
+				return HL_EINVAL;
+			continue;
+		}
+		if (type == 'D') {
+			free(j->cwd);
+			j->cwd = hl_strndup(data, len);
+		} else if (type == 'E') {
+			hl_strvec_push_owned(&j->env, hl_strndup(data, len));
+		} else if (type == 'A') {
+			hl_strvec_push_owned(&j->argv, hl_strndup(data, len));
+		}
+		hl_buf_consume(b, used);
+		if (type == 'G')
+			return j->argv.n > 0 ? HL_OK : HL_EINVAL;
+	}
+}
+
+static void signal_family(pid_t pgid, int sig)
+{
+	pid_t *kids;
+	size_t n, i;
+
+	kill(-pgid, sig);
+	if (hl_children(&kids, &n) != HL_OK)
+		return;
+	for (i = 0; i < n; i++)
+		kill(kids[i], sig);
+	free(kids);
+}
+
+static bool family_alive(pid_t pgid)
+{
+	pid_t *kids;
+	size_t n = 0;
+
+	if (hl_children(&kids, &n) == HL_OK)
+		free(kids);
+	return n > 0 || kill(-pgid, 0) == 0;
+}
+
+/* The worker has ended or must end: TERM what is left, KILL after the
+ * grace period, reap everything. */
+static void end_family(pid_t pgid, int first_sig)
+{
+	long long end = hl_now_ms() + AGENT_GRACE_MS;
+	int status;
+
+	signal_family(pgid, first_sig);
+	while (family_alive(pgid)) {
+		while (waitpid(-1, &status, WNOHANG) > 0)
+			;
+		if (!family_alive(pgid))
+			break;
+		if (hl_now_ms() >= end) {
+			signal_family(pgid, SIGKILL);
+			end = hl_now_ms() + AGENT_GRACE_MS;
+		}
+		poll(NULL, 0, 20);
+	}
+	while (waitpid(-1, &status, WNOHANG) > 0)
+		;
+}
+
+char *hl_stopped_text(const char *who, int sig)
+{
+	const char *name = sigabbrev_np(sig);
+
+	return hl_asprintf("hvdrun: %s was stopped (SIG%s); every rank waits "
+			   "for it: SIGCONT resumes it, Ctrl-C ends the job\n",
+			   who, name ? name : "?");
+}
+
+char *hl_agent_stopped_text(int sig)
+{
+	char host[256] = "?", who[300];
+
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	snprintf(who, sizeof(who), "on %s: this rank", host);
+	return hl_stopped_text(who, sig);
+}
+
+pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
+		    int *exec_errno)
+{
+	int ep[2];
+	pid_t pid;
+
+	*exec_errno = 0;
+	if (pipe2(ep, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		int null_fd = open("/dev/null", O_RDONLY);
+
+		setpgid(0, 0);
+		if (null_fd >= 0)
+			dup2(null_fd, 0);
+		if (out >= 0)
+			dup2(out, 1);
+		if (err >= 0)
+			dup2(err, 2);
+		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+		signal(SIGPIPE, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		hl_bind_worker(env);
+		execve(path, argv, env);
+		hl_exec_failed(ep[1]);
+	}
+	close(ep[1]);
+	if (pid > 0) {
+		setpgid(pid, pid);
+		*exec_errno = hl_exec_result(ep[0]);
+	}
+	close(ep[0]);
+	return pid;
+}
+
+/* Exit as the worker did: its code, or its signal. */
+static int exit_like(int status)
+{
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		sigset_t one;
+
+		signal(sig, SIG_DFL);
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		sigprocmask(SIG_UNBLOCK, &one, NULL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return WEXITSTATUS(status);
+}
+
+static int supervise_worker(pid_t pid, struct hl_buf *b, int sfd)
+{
+	struct pollfd pf[2] = {{.fd = 0, .events = POLLIN},
+			       {.fd = sfd, .events = POLLIN}};
+	char chunk[512];
+	int status = 0;
+
+	for (;;) {
+		struct signalfd_siginfo si;
+		pid_t r;
+
+		/* Records already read with the job come first. */
+		for (;;) {
+			const char *data;
+			size_t len, used;
+			char type;
+
+			if (hl_proto_next(b, &used, &type, &data, &len) != 1)
+				break;
+			if (type == 'S') {
+				int sig = hl_proto_signal_of(data, len);
+
+				if (sig > 0 && sig < NSIG)
+					signal_family(pid, sig);
+			}
+			hl_buf_consume(b, used);
+		}
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[0].fd >= 0 && pf[0].revents) {
+			ssize_t n = read(0, chunk, sizeof(chunk));
+
+			if (n > 0) {
+				hl_buf_append(b, chunk, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				/* hvdrun is gone: end the worker and its
+				 * children, and go; nobody waits for a status. */
+				end_family(pid, SIGTERM);
+				return W_EXITCODE(125, 0);
+			}
+		}
+		if (pf[1].revents)
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+		while ((r = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
+			if (r == pid && WIFSTOPPED(status)) {
+				char *text =
+					hl_agent_stopped_text(WSTOPSIG(status));
+
+				if (text != NULL)
+					(void)hl_write_all(2, text,
+							   strlen(text));
+				free(text);
+			} else if (r == pid) {
+				end_family(pid, SIGTERM);
+				return status;
+			}
+		}
+	}
+	end_family(pid, SIGKILL);
+	return status;
+}
+
+int hl_agent_run(char **cause)
+{
+	struct job j = {0};
+	struct hl_buf b;
+	sigset_t mask;
+	char *path = NULL;
+	pid_t pid;
+	int rc, sfd, code, exec_errno;
+
+	hl_buf_init(&b);
+	hl_strvec_init(&j.env);
+	hl_strvec_init(&j.argv);
+	if (read_job(&b, &j) != HL_OK) {
+		hl_fail(cause, HL_EPROTO,
+			"incomplete start request from hvdrun");
+		code = 125;
+		goto out;
+	}
+	if (j.cwd != NULL && chdir(j.cwd) != 0) {
+		hl_fail(cause, HL_ESYS,
+			"cannot use the working directory '%s': %s", j.cwd,
+			strerror(errno));
+		code = 125;
+		goto out;
+	}
+	rc = hl_resolve_command(j.argv.v[0], hl_strvec_value(&j.env, "PATH"),
+				&path, cause);
+	if (rc != HL_OK) {
+		code = rc == HL_ENOENT ? 127 : 126;
+		goto out;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* sshd may close the channel under us: never die of SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
+	pid = hl_agent_exec(path, j.argv.v, j.env.v, -1, -1, &exec_errno);
+	if (pid < 0) {
+		hl_fail(cause, HL_ESYS, "fork: %s", strerror(errno));
+		code = 125;
+		goto out;
+	}
+	if (exec_errno != 0) {
+		hl_fail(cause, HL_ENOEXEC, "cannot execute '%s': %s",
+			j.argv.v[0], strerror(exec_errno));
+		waitpid(pid, NULL, 0);
+		code = exec_errno == ENOENT ? 127 : 126;
+		close(sfd);
+		goto out;
+	}
+	code = exit_like(supervise_worker(pid, &b, sfd));
+	close(sfd);
+out:
+	free(path);
+	free(j.cwd);
+	hl_strvec_close(&j.env);
+	hl_strvec_close(&j.argv);
+	hl_buf_close(&b);
+	return code;
+}

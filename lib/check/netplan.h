@@ -1,0 +1,87 @@
+/* netplan.h: the network check's data and its pure steps (netcheck.h
+ * runs them): what each probe described, which connections to test, the
+ * results, which interfaces each host selects, and the reachability the
+ * report shows. No I/O: every function here is tested on its own. */
+#ifndef HL_NETPLAN_H
+#define HL_NETPLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "job/hosts.h"
+#include "util/util.h"
+
+struct hl_nc_addr {
+	char *ifname;
+	char *addr;
+	bool loopback;
+	bool candidate;
+};
+
+/* One connection test: from host `from` to address `addr` of host `to`. */
+struct hl_nc_pair {
+	size_t from, to, addr;
+	bool done, ok;
+	double ms;
+	char *error;
+};
+
+struct hl_nc_host {
+	const struct hl_host *host;
+	bool remote;	/* reached over SSH */
+	bool ssh_ok;	/* connected and authenticated (remote only) */
+	double ssh_ms;	/* how long that took */
+	bool probed;	/* the probe described the host */
+	char *error;	/* why the host is unusable, one line, or NULL */
+	char *hostname; /* as the host names itself */
+	char *machine;
+	char token[33];
+	int port;
+	struct hl_nc_addr *addrs;
+	size_t naddrs;
+	struct hl_strvec gpu;	   /* the probe's GPU facts, "key\tvalue..." */
+	struct hl_strvec ifaces;   /* candidate interfaces, in order */
+	struct hl_strvec selected; /* those every other host reached */
+	bool usable;
+};
+
+struct hl_netcheck {
+	struct hl_nc_host *h;
+	size_t n;
+	struct hl_nc_pair *pairs;
+	size_t npairs;
+	bool loopback; /* every host is this machine */
+	int timeout_ms;
+	double seconds;
+	size_t nusable;
+};
+
+/* A host of the check, for host (which must outlive it). */
+void hl_nc_host_init(struct hl_nc_host *h, const struct hl_host *host,
+		     bool remote);
+/* Take one record of a probe's description ('N', 'M', 'K', 'P', 'I',
+ * 'U'; probe_msg.h) into h; others are ignored. */
+void hl_nc_take_description(struct hl_nc_host *h, char type, const char *data,
+			    size_t len);
+/* Take one 'C' result into its pair. */
+void hl_nc_take_result(struct hl_netcheck *nc, const char *data, size_t len);
+/* After the descriptions: mark the candidate addresses (loopback ones only
+ * when every probed host is own_machine, this hvdrun's machine id), list
+ * each host's candidate interfaces, and make one pair for every probed
+ * host and candidate address of every other probed host. HL_ENOMEM. */
+int hl_nc_plan(struct hl_netcheck *nc, const char *own_machine);
+/* After the results: select on each probed host the interfaces every
+ * other probed host reached (and order them first), and say which hosts
+ * are usable and why not. */
+void hl_nc_select(struct hl_netcheck *nc);
+/* Whether host i reached an address of interface ifname on host j. */
+bool hl_nc_reached(const struct hl_netcheck *nc, size_t i, size_t j,
+		   const char *ifname);
+/* Whether any connection from host i to host j was tested. */
+bool hl_nc_tested(const struct hl_netcheck *nc, size_t i, size_t j);
+/* The interface that pair p's address belongs to. */
+const char *hl_nc_pair_ifname(const struct hl_netcheck *nc,
+			      const struct hl_nc_pair *p);
+void hl_netcheck_close(struct hl_netcheck *nc);
+
+#endif

@@ -1,0 +1,81 @@
+/* probe_msg.h: the messages of the network check's probe (`hvdrun
+ * --probe`, probe.h), the one place their fields are written and read.
+ * records.h frames them (a type byte, a length); inside, fields are text
+ * separated by tabs, and the encoders refuse a field that holds a tab or
+ * a newline. The probe describes its host:
+ *
+ *   'N' hostname   'M' machine   'K' token (TOKEN hex digits)   'P' port
+ *   'I' ifname TAB address TAB L|-        an address that is up (L:
+ *                                         loopback)
+ *   'U' key TAB value...                  a GPU fact (gpucheck.h):
+ *       driver V, gpu INDEX TAB NAME TAB BYTES, cuda_runtime V,
+ *       cuda_driver V, cuda_devices N, cuda_error TEXT, nccl V, note TEXT
+ *   'R'                                   end of the description
+ *
+ * hvdrun sends the targets and the go:
+ *
+ *   'T' id TAB address TAB port TAB token
+ *   'G' timeout (milliseconds per connection)
+ *
+ * and the probe answers 'C' id TAB 1|0 TAB microseconds TAB error for
+ * each target, then 'F'. Each decoder takes a record's payload and its
+ * length and returns HL_OK or HL_EPROTO. */
+#ifndef HL_PROBE_MSG_H
+#define HL_PROBE_MSG_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+
+#include "check/gpucheck.h"
+#include "agent/records.h"
+
+#define HL_PM_TOKEN 32		 /* hex digits of a probe's token */
+#define HL_PM_MAX_TIMEOUT 600000 /* ms */
+
+struct hl_pm_iface {
+	char ifname[64];
+	char addr[INET6_ADDRSTRLEN];
+	bool loopback;
+};
+
+struct hl_pm_target {
+	long id;
+	char addr[INET6_ADDRSTRLEN];
+	int port;
+	char token[HL_PM_TOKEN + 1];
+};
+
+struct hl_pm_result {
+	long id;
+	bool ok;
+	double us;
+	char error[256]; /* "" when ok */
+};
+
+struct hl_pm_gpu {
+	int index;
+	char name[128];
+	unsigned long long mem_bytes;
+};
+
+/* 'N', 'M', 'K', 'R', 'F': one field (NULL: none). */
+int hl_pm_put_text(struct hl_buf *b, char type, const char *s);
+int hl_pm_put_port(struct hl_buf *b, int port);
+int hl_pm_port(const char *d, size_t n, int *port);
+int hl_pm_token(const char *d, size_t n, char *token);
+int hl_pm_put_iface(struct hl_buf *b, const struct hl_pm_iface *i);
+int hl_pm_iface(const char *d, size_t n, struct hl_pm_iface *i);
+/* Every fact of g, one 'U' record each. */
+int hl_pm_put_gpuinfo(struct hl_buf *b, const struct hl_gpuinfo *g);
+/* The value of the fact key among a host's 'U' payloads, or NULL. */
+const char *hl_pm_gpu_fact(const struct hl_strvec *facts, const char *key);
+/* A "gpu" fact's value (INDEX TAB NAME TAB BYTES). */
+int hl_pm_gpu(const char *value, struct hl_pm_gpu *g);
+int hl_pm_put_target(struct hl_buf *b, const struct hl_pm_target *t);
+int hl_pm_target(const char *d, size_t n, struct hl_pm_target *t);
+int hl_pm_put_go(struct hl_buf *b, int timeout_ms);
+int hl_pm_go(const char *d, size_t n, int *timeout_ms);
+int hl_pm_put_result(struct hl_buf *b, const struct hl_pm_result *r);
+int hl_pm_result(const char *d, size_t n, struct hl_pm_result *r);
+
+#endif

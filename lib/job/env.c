@@ -1,0 +1,233 @@
+/* env.c: the worker environment contract (DESIGN.md): Horovod's rank
+ * variables, torchrun's names for the same facts, and the tuning knobs. */
+#include "job/env.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto/ifaces.h"
+#include "proto/worker_env.h"
+#include "slurm/slurm.h"
+
+int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
+		    struct hl_strvec *warnings, char **cause)
+{
+	size_t i;
+	int rc = HL_OK;
+
+	hl_strvec_init(&es->set);
+	hl_strvec_init(&es->forward);
+	es->master_addr = NULL;
+	es->master_port = 0;
+	/* The allocation's facts first: -x and [env] (later) win. */
+	rc = hl_slurm_export(&es->set);
+	/* --tcp, as horovodrun's: NCCL keeps off InfiniBand too. */
+	if (rc == HL_OK && o->v[HL_K_TCP].b)
+		rc = hl_strvec_push(&es->set, "NCCL_IB_DISABLE=1");
+	for (i = 0; i < o->nenv && rc == HL_OK; i++) {
+		const struct hl_envitem *it = &o->env[i];
+
+		if (it->value != NULL) {
+			rc = hl_strvec_pushf(&es->set, "%s=%s", it->name,
+					     it->value);
+			continue;
+		}
+		rc = hl_strvec_push(&es->forward, it->name);
+		if (rc == HL_OK && getenv(it->name) == NULL)
+			rc = hl_strvec_pushf(
+				warnings,
+				"-x %s: not set in hvdrun's environment; not forwarded",
+				it->name);
+	}
+	if (rc == HL_OK)
+		rc = hl_opts_export(o, &es->set);
+	if (rc != HL_OK) {
+		hl_envspec_close(es);
+		return hl_fail(cause, rc, "out of memory");
+	}
+	return HL_OK;
+}
+
+void hl_envspec_close(struct hl_envspec *es)
+{
+	hl_strvec_close(&es->set);
+	hl_strvec_close(&es->forward);
+	free(es->master_addr);
+	es->master_addr = NULL;
+}
+
+static int env_put(struct hl_strvec *env, char *entry)
+{
+	const char *eq;
+	size_t i, n;
+
+	if (entry == NULL)
+		return HL_ENOMEM;
+	eq = strchr(entry, '=');
+	n = eq ? (size_t)(eq - entry) : strlen(entry);
+	for (i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], entry, n) == 0 && env->v[i][n] == '=') {
+			free(env->v[i]);
+			env->v[i] = entry;
+			return HL_OK;
+		}
+	}
+	return hl_strvec_push_owned(env, entry);
+}
+
+int hl_env_set(struct hl_strvec *env, const char *name, const char *value)
+{
+	return env_put(env, hl_asprintf("%s=%s", name, value));
+}
+
+/* Whether -x or [env] sets or forwards name. */
+static bool user_sets(const struct hl_envspec *es, const char *name)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < es->set.n; i++)
+		if (!strncmp(es->set.v[i], name, n) && es->set.v[i][n] == '=')
+			return true;
+	for (i = 0; i < es->forward.n; i++)
+		if (!strcmp(es->forward.v[i], name))
+			return true;
+	return false;
+}
+
+void hl_place_of(struct hl_place *p, const struct hl_plan *plan,
+		 const struct hl_hostlist *hosts, int rank)
+{
+	p->r = plan->ranks[rank];
+	p->size = plan->size;
+	p->host = hosts->v[p->r.host].name;
+	p->worker_id = rank;
+}
+
+int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
+		     struct hl_strvec *out)
+{
+	const struct hl_rank *r = &p->r;
+	const char *ifs = es->host_ifaces != NULL && r->host < es->nhost_ifaces
+				  ? es->host_ifaces[r->host]
+				  : NULL;
+	int rc = HL_OK;
+
+#define PUT(...)                                                               \
+	do {                                                                   \
+		if (rc == HL_OK)                                               \
+			rc = env_put(out, hl_asprintf(__VA_ARGS__));           \
+	} while (0)
+#define PUT_INT(v, x) PUT("%s=%d", wenv_vars[v].name, (x))
+#define PUT_STR(v, x) PUT("%s=%s", wenv_vars[v].name, (x))
+	PUT_INT(WENV_RANK, r->rank);
+	PUT_INT(WENV_SIZE, p->size);
+	PUT_INT(WENV_LOCAL_RANK, r->local_rank);
+	PUT_INT(WENV_LOCAL_SIZE, r->local_size);
+	PUT_INT(WENV_CROSS_RANK, r->cross_rank);
+	PUT_INT(WENV_CROSS_SIZE, r->cross_size);
+	PUT_STR(WENV_HOSTNAME, p->host);
+	PUT_INT(WENV_TORCH_RANK, r->rank);
+	PUT_INT(WENV_TORCH_WORLD_SIZE, p->size);
+	PUT_INT(WENV_TORCH_LOCAL_RANK, r->local_rank);
+	PUT_INT(WENV_TORCH_LOCAL_WORLD_SIZE, r->local_size);
+	PUT_STR(WENV_TORCH_MASTER_ADDR,
+		es->master_addr ? es->master_addr : p->host);
+	PUT_INT(WENV_TORCH_MASTER_PORT, es->master_port);
+	if (es->elastic)
+		PUT_INT(WENV_WORKER_ID, p->worker_id);
+	if (ifs != NULL) {
+		PUT_STR(WENV_NETWORK_INTERFACES, ifs);
+		/* NCCL's and torch's gloo: the same interfaces. */
+		if (!user_sets(es, "NCCL_SOCKET_IFNAME"))
+			PUT("NCCL_SOCKET_IFNAME=%s", ifs);
+		if (!user_sets(es, "GLOO_SOCKET_IFNAME"))
+			PUT("GLOO_SOCKET_IFNAME=%s", ifs);
+	}
+#undef PUT_STR
+#undef PUT_INT
+#undef PUT
+	return rc;
+}
+
+/* A Slurm task's variable in the launcher's environment (hl_slurm_shared),
+ * which no worker inherits unless -x forwards it by name. */
+static bool task_level(const char *entry, const struct hl_envspec *es)
+{
+	size_t i, n = strcspn(entry, "=");
+
+	if (strncmp(entry, "SLURM_", 6) != 0 || hl_slurm_shared(entry))
+		return false;
+	for (i = 0; i < es->forward.n; i++)
+		if (strlen(es->forward.v[i]) == n &&
+		    strncmp(entry, es->forward.v[i], n) == 0)
+			return false;
+	return true;
+}
+
+int hl_env_build(char *const *base, const struct hl_envspec *es,
+		 const struct hl_place *p, struct hl_strvec *out)
+{
+	size_t i;
+	int rc = HL_OK;
+
+	hl_strvec_init(out);
+	for (i = 0; base != NULL && base[i] != NULL && rc == HL_OK; i++)
+		if (strchr(base[i], '=') != NULL && !task_level(base[i], es))
+			rc = env_put(out, hl_strdup(base[i]));
+	for (i = 0; i < es->set.n && rc == HL_OK; i++)
+		rc = env_put(out, hl_strdup(es->set.v[i]));
+	if (rc == HL_OK)
+		rc = hl_env_rank_vars(p, es, out);
+	if (rc != HL_OK)
+		hl_strvec_close(out);
+	return rc;
+}
+
+int hl_free_port(int *port, char **cause)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int fd, rc = HL_OK;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return hl_fail(cause, HL_ESYS, "socket: %s", strerror(errno));
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
+		rc = hl_fail(cause, HL_ESYS, "cannot find a free port: %s",
+			     strerror(errno));
+	else
+		*port = ntohs(sa.sin_port);
+	close(fd);
+	return rc;
+}
+
+int hl_master_local(struct hl_envspec *es, size_t host, char **cause)
+{
+	char addr[INET_ADDRSTRLEN];
+	int rc = hl_free_port(&es->master_port, cause);
+
+	if (rc == HL_OK && es->host_ifaces != NULL && host < es->nhost_ifaces &&
+	    es->host_ifaces[host] != NULL &&
+	    ifaces_ipv4(es->host_ifaces[host], addr, sizeof(addr)) == HL_OK)
+		rc = hl_master_addr(es, addr, cause);
+	return rc;
+}
+
+int hl_master_addr(struct hl_envspec *es, const char *addr, char **cause)
+{
+	char *a = hl_strdup(addr);
+
+	if (a == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	free(es->master_addr);
+	es->master_addr = a;
+	return HL_OK;
+}

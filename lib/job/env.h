@@ -1,0 +1,66 @@
+/* env.h: builds each worker's environment: the launcher's own (for local
+ * workers), then -x and [env] entries, then the tuning variables, then the
+ * rank variables, each layer replacing what came before. */
+#ifndef HL_ENV_H
+#define HL_ENV_H
+
+#include "config/opts.h"
+#include "job/plan.h"
+
+struct hl_envspec {
+	struct hl_strvec set;	  /* "NAME=VALUE" applied to every worker */
+	struct hl_strvec forward; /* names forwarded from the launcher */
+	char *master_addr;
+	int master_port;
+	/* Per host of the list: the network interfaces its workers use
+	 * ("eth0,eth2"; from --network-interface or the network check), or
+	 * NULL. Exported as HVD_NETWORK_INTERFACES (libhvd's transport) and
+	 * NCCL_SOCKET_IFNAME, unless -x or [env] sets the latter. */
+	char **host_ifaces;
+	size_t nhost_ifaces; /* hosts beyond (discovered later): none */
+	/* An elastic job: each worker gets HVD_WORKER_ID, its rank at the
+	 * start (proto/rendezvous.h). */
+	bool elastic;
+};
+
+/* Collect the shared layers from the options. Names forwarded with -x but
+ * unset in the launcher are appended to warnings. */
+int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
+		    struct hl_strvec *warnings, char **cause);
+void hl_envspec_close(struct hl_envspec *es);
+
+/* Set NAME=VALUE in an envp vector, replacing an existing NAME. */
+int hl_env_set(struct hl_strvec *env, const char *name, const char *value);
+/* Where one worker starts: its place in a world of size workers (r.host
+ * indexes the host list, whose entry is named host), and its id in an
+ * elastic job. */
+struct hl_place {
+	struct hl_rank r;
+	int size;
+	const char *host;
+	int worker_id;
+};
+
+/* The place of rank in plan, over hosts. */
+void hl_place_of(struct hl_place *p, const struct hl_plan *plan,
+		 const struct hl_hostlist *hosts, int rank);
+/* The rank variables of one worker, as "NAME=VALUE" entries. MASTER_ADDR
+ * is es->master_addr, else the worker's own host. */
+int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
+		     struct hl_strvec *out);
+/* The whole environment of a local worker: base (the launcher's environ),
+ * then the shared layers, then the rank variables. */
+int hl_env_build(char *const *base, const struct hl_envspec *es,
+		 const struct hl_place *p, struct hl_strvec *out);
+
+/* A TCP port that is free on this machine now. */
+int hl_free_port(int *port, char **cause);
+/* Rank 0 runs on this machine (host is its index in the host list):
+ * MASTER_PORT free here, and MASTER_ADDR this machine's IPv4 address on
+ * the interfaces chosen for that host, when some were (else the host's
+ * name stays). */
+int hl_master_local(struct hl_envspec *es, size_t host, char **cause);
+/* MASTER_ADDR, instead of rank 0's host name. */
+int hl_master_addr(struct hl_envspec *es, const char *addr, char **cause);
+
+#endif

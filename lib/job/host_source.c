@@ -1,0 +1,138 @@
+/* host_source.c: see host_source.h. */
+#include "job/host_source.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "slurm/slurm.h"
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+/* The hosts of the Slurm allocation of job `job`. */
+static int from_slurm(const struct hl_opts *o, const char *job,
+		      struct hl_hostlist *hosts, char **cause)
+{
+	const char *nodes = env("SLURM_JOB_NODELIST");
+	const char *tasks = env("SLURM_TASKS_PER_NODE");
+	const char *step = env("SLURM_STEP_ID");
+	const char *ntasks = env("SLURM_NTASKS");
+	const char *step_tasks = env("SLURM_STEP_NUM_TASKS");
+	char *list = NULL;
+	long n, total;
+	int rc;
+
+	/* srun -n4 hvdrun ...: four hvdruns, each starting the job. */
+	if (step != NULL && step_tasks != NULL &&
+	    hl_parse_long(step_tasks, 2, LONG_MAX, &n))
+		return hl_fail(
+			cause, HL_EINVAL,
+			"this hvdrun is one of the %ld tasks of Slurm step %s.%s, and each would start the whole job: start hvdrun once (in the salloc or sbatch script, or with srun -n1)",
+			n, job, step);
+	if (nodes == NULL || tasks == NULL)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"inside Slurm job %s, but %s is not set: give hosts with -H or --hostfile",
+			job,
+			nodes == NULL ? "SLURM_JOB_NODELIST"
+				      : "SLURM_TASKS_PER_NODE");
+	rc = hl_slurm_hosts(nodes, tasks, &list, cause);
+	if (rc == HL_OK)
+		rc = hl_hosts_parse_list(list, hosts, cause);
+	free(list);
+	if (rc == HL_EINVAL && step != NULL && cause != NULL) {
+		/* srun -n1 hvdrun: the step's SLURM_TASKS_PER_NODE, the
+		 * job's SLURM_JOB_NODELIST. */
+		char *why = *cause;
+
+		*cause = NULL;
+		rc = hl_fail(
+			cause, HL_EINVAL,
+			"%s; inside Slurm step %s.%s these may describe the step, not the allocation: start hvdrun outside srun, or give hosts with -H",
+			why, job, step);
+		free(why);
+	}
+	if (rc != HL_OK)
+		return rc;
+	total = hl_hosts_total_slots(hosts);
+	if (o->v[HL_K_NP].set && o->v[HL_K_NP].i > total)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"-np %ld is more than the %ld slots of Slurm job %s (SLURM_JOB_NODELIST=%s, SLURM_TASKS_PER_NODE=%s)",
+			o->v[HL_K_NP].i, total, job, nodes, tasks);
+	if (ntasks != NULL && hl_parse_long(ntasks, 1, total, &n))
+		hosts->np = n;
+	hosts->slurm = true;
+	hosts->origin = hl_asprintf(
+		"the Slurm allocation of job %s (SLURM_JOB_NODELIST=%s, SLURM_TASKS_PER_NODE=%s%s%s%s)",
+		job, nodes, tasks,
+		hosts->np > 0 ? ", -np from SLURM_NTASKS=" : "",
+		hosts->np > 0 ? ntasks : "",
+		step != NULL ? ", inside a step of one task" : "");
+	return hosts->origin != NULL
+		       ? HL_OK
+		       : hl_fail(cause, HL_ENOMEM, "out of memory");
+}
+
+/* Inside an allocation, say which hosts a job uses instead of it. */
+static int origin_beside_slurm(const char *job, const char *what,
+			       struct hl_hostlist *hosts, char **cause)
+{
+	if (job == NULL)
+		return HL_OK;
+	hosts->origin = hl_asprintf("%s, not the Slurm allocation of job %s",
+				    what, job);
+	return hosts->origin != NULL
+		       ? HL_OK
+		       : hl_fail(cause, HL_ENOMEM, "out of memory");
+}
+
+int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
+		     const char *config_file, const char *fallback,
+		     struct hl_hostlist *hosts, char **cause)
+{
+	bool cli = from_cli[HL_K_HOSTS] || from_cli[HL_K_HOSTFILE];
+	bool use_list = o->v[HL_K_HOSTS].set && (!cli || from_cli[HL_K_HOSTS]);
+	bool use_file =
+		o->v[HL_K_HOSTFILE].set && (!cli || from_cli[HL_K_HOSTFILE]);
+	const char *job = env("SLURM_JOB_ID");
+	char local[64];
+	int rc;
+
+	if (use_list && use_file)
+		return hl_fail(cause, HL_EINVAL,
+			       "%s: give hosts or hostfile in [job], not both",
+			       config_file ? config_file : "config");
+	if (use_list) {
+		rc = hl_hosts_parse_list(o->v[HL_K_HOSTS].s, hosts, cause);
+		return rc != HL_OK
+			       ? rc
+			       : origin_beside_slurm(
+					 job,
+					 from_cli[HL_K_HOSTS]
+						 ? "the hosts of -H"
+						 : "the hosts of the config file",
+					 hosts, cause);
+	}
+	if (use_file) {
+		rc = hl_hosts_parse_file(o->v[HL_K_HOSTFILE].s, hosts, cause);
+		return rc != HL_OK ? rc
+				   : origin_beside_slurm(
+					     job, "the hosts of the hostfile",
+					     hosts, cause);
+	}
+	if (job != NULL)
+		return from_slurm(o, job, hosts, cause);
+	if (!o->v[HL_K_NP].set && fallback != NULL)
+		return hl_hosts_parse_list(fallback, hosts, cause);
+	if (!o->v[HL_K_NP].set)
+		return hl_fail(cause, HL_EINVAL,
+			       "give -np N, or hosts with -H or --hostfile");
+	snprintf(local, sizeof(local), "localhost:%ld", o->v[HL_K_NP].i);
+	return hl_hosts_parse_list(local, hosts, cause);
+}

@@ -1,0 +1,23 @@
+/* host_source.h: which host list a job runs on. -H or --hostfile on the
+ * command line wins over the config file's hosts or hostfile (a file that
+ * gives both is refused); with neither, inside a Slurm allocation
+ * (SLURM_JOB_ID set) its nodes and tasks per node (slurm.h), else
+ * localhost with one slot per worker (-np N), or without -np the caller's
+ * default (`hvdrun check`: this machine). Inside an allocation,
+ * hosts->origin says where the hosts came from. */
+#ifndef HL_HOST_SOURCE_H
+#define HL_HOST_SOURCE_H
+
+#include <stdbool.h>
+
+#include "job/hosts.h"
+#include "config/opts.h"
+
+/* o: the finished options; from_cli[k]: key k came from the command
+ * line; config_file: the file read, for messages (NULL: none); fallback:
+ * the host list when nothing gives hosts or -np (NULL: that is an error). */
+int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
+		     const char *config_file, const char *fallback,
+		     struct hl_hostlist *hosts, char **cause);
+
+#endif

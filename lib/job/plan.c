@@ -1,0 +1,89 @@
+/* plan.c: turns a host list and -np into one rank record per worker,
+ * following Horovod's rank, local rank and cross rank assignment. */
+#include "job/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int hl_plan_counts(struct hl_plan *plan, const int *count, size_t nhosts,
+		   char **cause)
+{
+	size_t h;
+	int r = 0, np = 0;
+
+	plan->ranks = NULL;
+	plan->size = 0;
+	plan->nhosts_used = 0;
+	for (h = 0; h < nhosts; h++)
+		np += count[h];
+	plan->ranks = calloc((size_t)(np > 0 ? np : 1), sizeof(*plan->ranks));
+	if (plan->ranks == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	/* Fill hosts in order. */
+	for (h = 0; h < nhosts; h++) {
+		int s;
+
+		for (s = 0; s < count[h]; s++, r++) {
+			plan->ranks[r].rank = r;
+			plan->ranks[r].host = h;
+			plan->ranks[r].local_rank = s;
+		}
+		plan->nhosts_used += count[h] > 0;
+	}
+	plan->size = np;
+	for (r = 0; r < plan->size; r++) {
+		struct hl_rank *rk = &plan->ranks[r];
+		int cross_rank = 0, cross_size = 0;
+
+		rk->local_size = count[rk->host];
+		/* Hosts that have a worker with this local rank, in order. */
+		for (h = 0; h < nhosts; h++) {
+			if (count[h] <= rk->local_rank)
+				continue;
+			if (h < rk->host)
+				cross_rank++;
+			cross_size++;
+		}
+		rk->cross_rank = cross_rank;
+		rk->cross_size = cross_size;
+	}
+	return HL_OK;
+}
+
+int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
+		 char **cause)
+{
+	long total = hl_hosts_total_slots(hosts), left = np;
+	int *count;
+	size_t h;
+	int rc;
+
+	plan->ranks = NULL;
+	plan->size = 0;
+	plan->nhosts_used = 0;
+	if (np < 1)
+		return hl_fail(cause, HL_EINVAL, "-np must be at least 1");
+	if (np > total)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"-np %ld is more than the %ld slots of the host list",
+			np, total);
+	count = calloc(hosts->n, sizeof(*count));
+	if (count == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	for (h = 0; h < hosts->n; h++) {
+		count[h] = (int)(left < hosts->v[h].slots ? left
+							  : hosts->v[h].slots);
+		left -= count[h];
+	}
+	rc = hl_plan_counts(plan, count, hosts->n, cause);
+	free(count);
+	return rc;
+}
+
+void hl_plan_close(struct hl_plan *plan)
+{
+	free(plan->ranks);
+	plan->ranks = NULL;
+	plan->size = 0;
+}

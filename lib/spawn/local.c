@@ -1,0 +1,188 @@
+/* spawn/local.c: starts a worker on this machine with fork and execve, in
+ * a process group of its own, with its output on two pipes. An exec
+ * failure is reported back through a close-on-exec pipe, so the launcher
+ * knows at once whether the worker really started. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "job/bind.h"
+#include "launch/launch.h"
+#include "launch/proc.h"
+#include "spawn/spawn.h"
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
+		  pid_t parent, char **envp)
+{
+	sigset_t none;
+	int null_fd;
+
+	setpgid(0, 0);
+	hl_nofile_restore();
+	/* If hvdrun dies, the worker hears of it at once; the watchdog then
+	 * ends the worker's whole group. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(127);
+	null_fd = open("/dev/null", O_RDONLY);
+	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_w, 1) < 0 ||
+	    dup2(err_w, 2) < 0)
+		goto fail;
+	/* The worker gets stdin, stdout and stderr, none of hvdrun's
+	 * other descriptors (its caller's pipes, sockets, the watchdog);
+	 * the exec-error pipe moves to 3 and closes on exec. */
+	if (errp != 3) {
+		if (dup3(errp, 3, O_CLOEXEC) < 0)
+			goto fail;
+		errp = 3;
+	}
+	close_range(4, ~0U, 0);
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	hl_bind_worker(envp);
+	execve(l->exec_path != NULL ? l->exec_path : l->argv[0], l->argv, envp);
+fail:
+	hl_exec_failed(errp);
+}
+
+static int start_one(const struct hl_launch *l, struct hl_worker *w,
+		     char **cause)
+{
+	struct hl_strvec envp;
+	int out[2] = {-1, -1}, err[2] = {-1, -1}, ep[2] = {-1, -1};
+	int rc, e = 0, n;
+	pid_t pid, self = getpid();
+
+	rc = hl_env_build(environ, l->env, &w->place, &envp);
+	if (rc != HL_OK)
+		return hl_fail(cause, rc, "out of memory");
+	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+	    pipe2(ep, O_CLOEXEC) != 0) {
+		rc = hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
+		goto out_close;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = hl_fail(cause, HL_ESYS, "fork: %s", strerror(errno));
+		goto out_close;
+	}
+	if (pid == 0)
+		child(l, out[1], err[1], ep[1], self, envp.v);
+	setpgid(pid, pid); /* also here: no race with a signal to the group */
+	w->pid = pid;
+	close(ep[1]);
+	ep[1] = -1;
+	e = hl_exec_result(ep[0]);
+	if (e != 0) {
+		rc = hl_fail(cause, e == ENOENT ? HL_ENOENT : HL_ENOEXEC,
+			     "cannot execute '%s': %s", l->argv[0],
+			     strerror(e));
+		goto out_close; /* the child has exited; the supervisor reaps it */
+	}
+	w->fd[0] = out[0];
+	w->fd[1] = err[0];
+	out[0] = err[0] = -1;
+	fcntl(w->fd[0], F_SETFL, O_NONBLOCK);
+	fcntl(w->fd[1], F_SETFL, O_NONBLOCK);
+out_close:
+	for (n = 0; n < 2; n++) {
+		if (out[n] >= 0)
+			close(out[n]);
+		if (err[n] >= 0)
+			close(err[n]);
+		if (ep[n] >= 0)
+			close(ep[n]);
+	}
+	hl_strvec_close(&envp);
+	return rc;
+}
+
+struct local_ctx {
+	const struct hl_launch *l;
+	struct hl_worker *w;
+};
+
+static int local_open(void **ctx, const struct hl_launch *l,
+		      struct hl_worker *w, int n, int notify_fd, char **cause)
+{
+	struct local_ctx *c = malloc(sizeof(*c));
+
+	(void)n;
+	(void)notify_fd;
+	*ctx = c;
+	if (c == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	c->l = l;
+	c->w = w;
+	return HL_OK;
+}
+
+/* Workers w, each announced (the caller's --verbose line), then
+ * started. */
+static int local_restart(void *ctx, struct hl_worker *const *w, int n,
+			 char **cause)
+{
+	struct local_ctx *c = ctx;
+	int i, rc = HL_OK;
+
+	for (i = 0; i < n && rc == HL_OK; i++) {
+		struct hl_event ev = {HL_EV_STARTING, w[i]->rank,
+				      w[i]->place.host, NULL, 0};
+
+		hl_spawn_event(c->l, &ev);
+		rc = start_one(c->l, w[i], cause);
+	}
+	return rc;
+}
+
+static int local_start(void *ctx, char **cause)
+{
+	struct local_ctx *c = ctx;
+	int r, rc = HL_OK;
+
+	for (r = 0; r < c->l->plan->size && rc == HL_OK; r++) {
+		struct hl_worker *w = &c->w[r];
+
+		if (!w->remote)
+			rc = local_restart(ctx, &w, 1, cause);
+	}
+	return rc;
+}
+
+static int local_signal(void *ctx, struct hl_worker *w, int sig)
+{
+	(void)ctx;
+	if (w->pid <= 0)
+		return HL_OK;
+	/* The group outlives its leader while the worker's children run. */
+	if (kill(-w->pid, sig) != 0 && errno != ESRCH)
+		return HL_ESYS;
+	return HL_OK;
+}
+
+static void local_close(void *ctx)
+{
+	free(ctx);
+}
+
+bool hl_worker_remote(const struct hl_launch *l, size_t hi)
+{
+	return l->ssh->force || !l->hosts->v[hi].local;
+}
+
+const struct hl_spawner_ops hl_spawn_local = {
+	.name = "local",
+	.open = local_open,
+	.start = local_start,
+	.restart = local_restart,
+	.signal = local_signal,
+	.close = local_close,
+};

@@ -1,0 +1,73 @@
+/* ssh/host.h: the SSH spawner's own (ssh/spawn.c drives the group; each
+ * host's thread is in ssh/host.c). One session per host (or per
+ * `channels_per_session` ranks of a host), one thread that owns it. */
+#ifndef HL_SSH_HOST_H
+#define HL_SSH_HOST_H
+
+#include <arpa/inet.h>
+#include <libssh/callbacks.h>
+#include <libssh/libssh.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "launch/launch.h"
+#include "spawn/spawn.h"
+
+struct rank_ch {
+	struct hl_worker *w;
+	ssh_channel ch;
+	struct ssh_channel_callbacks_struct cb;
+	bool got_exit;
+	int status; /* wait(2)-style */
+	bool done;
+	/* The worker was started again in a later session (or given up):
+	 * nothing more of this one reaches the supervisor. */
+	atomic_bool superseded;
+	/* A late session's: the environment, built when it was added. */
+	struct hl_strvec env;
+};
+
+struct ssh_host {
+	struct ssh_group *g;
+	size_t index;	     /* in the host list */
+	struct hl_host host; /* a copy: the list may grow meanwhile */
+	ssh_session s;
+	pthread_t thread;
+	bool thread_started;
+	atomic_bool finished; /* its thread has returned */
+	struct rank_ch *ranks;
+	size_t nranks;
+	int ctl[2]; /* control pipe: {rank, signal} from the supervisor */
+	bool connected;
+	bool started;
+	bool failed;
+	char *error;
+	bool want_port; /* rank 0 is here: find MASTER_PORT */
+	bool late;	/* elastic: started again, after the job's start */
+	int port;
+	char addr[INET_ADDRSTRLEN]; /* MASTER_ADDR, "" for the host's name */
+};
+
+struct ssh_group {
+	const struct hl_launch *l;
+	struct hl_worker *w;
+	int notify_fd;
+	struct ssh_host **hosts; /* sessions, in the order they were opened */
+	struct ssh_host **at;	 /* by rank: the worker's latest session */
+	size_t nhosts, cap;
+	sem_t slots;	      /* bounds connections in progress */
+	pthread_mutex_t lock; /* protects the phase counters and go/abort */
+	pthread_cond_t cond;
+	size_t nconnected, nstarted, nfailed;
+	bool go, abort;
+};
+
+/* The thread of host h (arg): connect, wait for the go, start its ranks,
+ * pump their channels until every one has ended. */
+void *hl_ssh_host_main(void *arg);
+/* Have host h's thread send signal sig to rank's worker. */
+void hl_ssh_host_signal(struct ssh_host *h, int rank, int sig);
+
+#endif

@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+# tests/structure/check: the layout's rules hold for this tree, and each
+# rule fails on a small tree of its own that breaks it (two folders of
+# core/ built here into objects).
+
+bats_load_library bats-support
+bats_load_library bats-assert
+
+CHECK=$BATS_TEST_DIRNAME/check
+ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+
+setup() {
+	T=$(mktemp -d)
+	mkdir -p "$T/core/x" "$T/core/y" "$T/build/obj/core/x" "$T/build/obj/core/y"
+}
+
+teardown() {
+	rm -rf "$T"
+}
+
+# src FILE TEXT: a source of the small tree.
+src() { printf '%s\n' "$2" >"$T/$1"; }
+
+# objects: build every source of the small tree; prints the objects.
+objects() {
+	local c o
+	for c in "$T"/core/*/*.c; do
+		o=$T/build/obj/${c#"$T"/}
+		o=${o%.c}.o
+		cc -c -I"$T/core" -I"$T" -o "$o" "$c" || return 1
+		echo "$o"
+	done
+}
+
+@test "this tree's objects: no circle, every folder's uses as its README says" {
+	objs=$(cd "$ROOT" && make -s -p -n 2>/dev/null |
+		sed -n 's/^\(CORE_OBJ\|LIB_OBJ\|CMD_OBJ\) := //p' | tr ' ' '\n' | sort -u)
+	for o in $objs; do
+		[ -e "$ROOT/$o" ] || skip "not built: $o (make all)"
+	done
+	cd "$ROOT"
+	run "$CHECK" $objs
+	assert_success
+	assert_output --partial ' 0 in circles; 0 breaches'
+}
+
+@test "two files that use each other are a circle" {
+	src core/x/a.c 'int b(void); int a(void) { return b(); }'
+	src core/x/b.c 'int a(void); int b(void) { return a() + 1; }'
+	src core/x/README 'Uses: nothing'
+	run "$CHECK" --root "$T" $(objects)
+	assert_failure 1
+	assert_output --partial 'files use each other in a circle: core/x/a.c core/x/b.c'
+}
+
+@test "a circle through three files is found too" {
+	src core/x/a.c 'int b(void); int a(void) { return b(); }'
+	src core/x/b.c 'int c(void); int b(void) { return c(); }'
+	src core/x/c.c 'int a(void); int c(void) { return a(); }'
+	src core/x/README 'Uses: nothing'
+	run "$CHECK" --root "$T" $(objects)
+	assert_failure 1
+	assert_output --partial 'circle: core/x/a.c core/x/b.c core/x/c.c'
+}
+
+@test "a folder that uses one its README does not name, or names one it does not use" {
+	src core/x/a.c 'int b(void); int a(void) { return b(); }'
+	src core/y/b.c 'int b(void) { return 1; }'
+	src core/x/README 'Uses: nothing'
+	src core/y/README 'Uses: x'
+	run "$CHECK" --root "$T" $(objects)
+	assert_failure 1
+	assert_output --partial 'core/x uses core/y, which its README does not name (core/x/a.c -> core/y/b.c)'
+	assert_output --partial 'core/y/README names core/x, which it does not use'
+}
+
+@test "a folder without a Uses line" {
+	src core/x/a.c 'int a(void) { return 1; }'
+	src core/x/README 'What x is.'
+	run "$CHECK" --root "$T" $(objects)
+	assert_failure 1
+	assert_output --partial 'core/x/README: no "Uses:" line'
+}
+
+@test "libhvd's sources include nothing of the launcher" {
+	mkdir -p "$T/lib/job"
+	src lib/job/hosts.h '/* hosts */'
+	src core/x/a.c '#include "lib/job/hosts.h"
+int a(void) { return 1; }'
+	src core/x/README 'Uses: nothing'
+	run "$CHECK" --root "$T" $(objects)
+	assert_failure 1
+	assert_output --partial "core/x/a.c: includes \"lib/job/hosts.h\" (lib/job/hosts.h), against the layout's direction"
+	src core/x/a.c '#include "../../lib/job/hosts.h"
+int a(void) { return 1; }'
+	run "$CHECK" --root "$T" $(objects)
+	assert_failure 1
+	assert_output --partial "core/x/a.c: includes \"../../lib/job/hosts.h\" (lib/job/hosts.h)"
+}
+
+@test "a tree that keeps the rules passes, and --folders prints the uses" {
+	src core/x/a.c 'int b(void); int a(void) { return b(); }'
+	src core/y/b.c 'int b(void) { return 1; }'
+	src core/x/README 'Uses: y'
+	src core/y/README 'Uses: nothing'
+	objs=$(objects)
+	run "$CHECK" --root "$T" $objs
+	assert_success
+	assert_output 'structure: 2 files, 0 in circles; 0 breaches'
+	run "$CHECK" --folders --root "$T" $objs
+	assert_success
+	assert_line 'core/x: core/y'
+	assert_line 'core/y: nothing'
+}
+
+@test "bad usage is exit 2" {
+	run "$CHECK"
+	assert_failure 2
+	run "$CHECK" --root
+	assert_failure 2
+	run "$CHECK" not-an-object.c
+	assert_failure 2
+}
