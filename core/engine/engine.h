@@ -19,7 +19,7 @@
  *   engine/fusion.c     the agreed responses in order, consecutive
  *                       allreduces batched up to the fusion threshold
  *   engine/buffers.c    the fusion buffer and the collectives' scratch
- *   ops/*.c             how each collective runs (allreduce, broadcast,
+ *   ops/                how each collective runs (allreduce, broadcast,
  *                       allgather, alltoall, reducescatter, barrier,
  *                       join), on the CPU (algo/ring.h) or the GPU
  *                       (gpu/gpu.h, started by gpu/engine.c)
