@@ -1,4 +1,5 @@
-/* api/collectives.c: libhvd's public collectives (and timeline calls). Each checks its arguments on the
+/* api/collectives.c: libhvd's public collectives, their _async forms
+ * (the synchronous ones are sync.c's). Each checks its arguments on the
  * caller's thread (a bad one fails at once, with hvd_error_message()),
  * describes what every rank must agree on (struct hvd__meta), and queues
  * the request (queue.c); the background thread does the rest. */
@@ -9,7 +10,6 @@
 #include "engine/engine.h"
 #include "algo/reduce.h"
 #include "algo/ring.h"
-#include "engine/runtime.h"
 
 /* One call's arguments, as the request will carry them. */
 struct call {
@@ -503,147 +503,6 @@ HVD_EXPORT int hvd_gpu_device(void)
 	return rc;
 }
 
-/* ---- the synchronous forms: submit, then wait ---- */
-
-/* A synchronous collective starts: refused inside a group (it would wait
- * for itself); else its submission is marked as waited for at once
- * (queue.c). */
-static int sync_start(void)
-{
-	if (!hvd__in_group()) {
-		hvd__queue_sync_next(true);
-		return HVD_OK;
-	}
-	hvd__set_error("a synchronous collective inside a group: use the "
-		       "_async form and wait after hvd_group_end()");
-	return HVD_EINVAL;
-}
-
-/* Wait for h if the submission (rc) succeeded. */
-static int finish(int rc, hvd_handle *h)
-{
-	hvd__queue_sync_next(false);
-	return rc != HVD_OK ? rc : hvd_wait(h);
-}
-
-HVD_EXPORT int hvd_allreduce(const char *name, const void *sendbuf,
-			     void *recvbuf, size_t count, enum hvd_dtype dtype,
-			     enum hvd_op op)
-{
-	hvd_handle *h = NULL;
-	int rc = sync_start();
-
-	if (rc == HVD_OK)
-		rc = hvd_allreduce_async(name, sendbuf, recvbuf, count, dtype,
-					 op, &h);
-	return finish(rc, h);
-}
-
-HVD_EXPORT int hvd_allreduce_scaled(const char *name, const void *sendbuf,
-				    void *recvbuf, size_t count,
-				    enum hvd_dtype dtype, enum hvd_op op,
-				    double prescale, double postscale)
-{
-	hvd_handle *h = NULL;
-	int rc = sync_start();
-
-	if (rc == HVD_OK)
-		rc = hvd_allreduce_scaled_async(name, sendbuf, recvbuf, count,
-						dtype, op, prescale, postscale,
-						&h);
-	return finish(rc, h);
-}
-
-HVD_EXPORT int hvd_broadcast(const char *name, void *buf, size_t count,
-			     enum hvd_dtype dtype, int root)
-{
-	hvd_handle *h = NULL;
-	int rc = sync_start();
-
-	if (rc == HVD_OK)
-		rc = hvd_broadcast_async(name, buf, count, dtype, root, &h);
-	return finish(rc, h);
-}
-
-HVD_EXPORT int hvd_allgather(const char *name, const void *sendbuf,
-			     size_t count, enum hvd_dtype dtype, void **recvbuf,
-			     size_t *recvcount)
-{
-	hvd_handle *h = NULL;
-	int rc = sync_start();
-
-	if (rc == HVD_OK)
-		rc = hvd_allgather_async(name, sendbuf, count, dtype, recvbuf,
-					 recvcount, &h);
-	return finish(rc, h);
-}
-
-HVD_EXPORT int hvd_alltoall(const char *name, const void *sendbuf,
-			    const size_t *sendcounts, size_t block,
-			    enum hvd_dtype dtype, void **recvbuf,
-			    size_t *recvcount, size_t *recvcounts)
-{
-	hvd_handle *h = NULL;
-	int rc = sync_start();
-
-	if (rc == HVD_OK)
-		rc = hvd_alltoall_async(name, sendbuf, sendcounts, block, dtype,
-					recvbuf, recvcount, recvcounts, &h);
-	return finish(rc, h);
-}
-
-HVD_EXPORT int hvd_reducescatter(const char *name, const void *sendbuf,
-				 void *recvbuf, size_t count, size_t block,
-				 enum hvd_dtype dtype, enum hvd_op op,
-				 double prescale, double postscale)
-{
-	hvd_handle *h = NULL;
-	int rc = sync_start();
-
-	if (rc == HVD_OK)
-		rc = hvd_reducescatter_async(name, sendbuf, recvbuf, count,
-					     block, dtype, op, prescale,
-					     postscale, &h);
-	return finish(rc, h);
-}
-
-HVD_EXPORT int hvd_allreduce_gpu(const char *name, const void *sendbuf,
-				 void *recvbuf, size_t count,
-				 enum hvd_dtype dtype, enum hvd_op op)
-{
-	hvd_handle *h = NULL;
-	int rc = sync_start();
-
-	if (rc == HVD_OK)
-		rc = hvd_allreduce_gpu_async(name, sendbuf, recvbuf, count,
-					     dtype, op, &h);
-	return finish(rc, h);
-}
-
-HVD_EXPORT int hvd_broadcast_gpu(const char *name, void *buf, size_t count,
-				 enum hvd_dtype dtype, int root)
-{
-	hvd_handle *h = NULL;
-	int rc = sync_start();
-
-	if (rc == HVD_OK)
-		rc = hvd_broadcast_gpu_async(name, buf, count, dtype, root, &h);
-	return finish(rc, h);
-}
-
-HVD_EXPORT int hvd_allgather_gpu(const char *name, const void *sendbuf,
-				 size_t count, enum hvd_dtype dtype,
-				 void **recvbuf, size_t *recvcount)
-{
-	hvd_handle *h = NULL;
-	int rc = sync_start();
-
-	if (rc == HVD_OK)
-		rc = hvd_allgather_gpu_async(name, sendbuf, count, dtype,
-					     recvbuf, recvcount, &h);
-	return finish(rc, h);
-}
-
 /* The barrier and join have fixed names: one of each in flight. */
 static int fixed(const char *name, enum hvd__req_type type)
 {
@@ -662,12 +521,12 @@ static int fixed(const char *name, enum hvd__req_type type)
 			       0,
 			       {0}}};
 	hvd_handle *h = NULL;
-	int rc = sync_start();
+	int rc = hvd__sync_start();
 
 	next_shape.ndim = 0; /* a barrier has no shape: one set is dropped */
 	if (rc == HVD_OK)
 		rc = queue_call(&c, 0, 0, &h);
-	return finish(rc, h);
+	return hvd__sync_finish(rc, h);
 }
 
 HVD_EXPORT int hvd_barrier(void)
@@ -678,29 +537,4 @@ HVD_EXPORT int hvd_barrier(void)
 HVD_EXPORT int hvd_join(void)
 {
 	return fixed("hvd.join", HVD__REQ_JOIN);
-}
-
-HVD_EXPORT int hvd_start_timeline(const char *path, int mark_cycles)
-{
-	int rc;
-
-	if (!hvd__g.initialized)
-		return HVD_ENOTINIT;
-	if (path == NULL || *path == '\0') {
-		hvd__set_error("a timeline needs a file name");
-		return HVD_EINVAL;
-	}
-	rc = hvd__runtime_timeline(path, mark_cycles != 0);
-	if (rc == HVD_ENOMEM)
-		hvd__set_error("out of memory");
-	else if (rc != HVD_OK)
-		hvd__set_error("cannot write the timeline to %s", path);
-	return rc;
-}
-
-HVD_EXPORT int hvd_stop_timeline(void)
-{
-	if (!hvd__g.initialized)
-		return HVD_ENOTINIT;
-	return hvd__runtime_timeline(NULL, false);
 }

@@ -204,6 +204,13 @@ void hvd__queue_set_driver(hvd__drive_fn fn);
  * synchronous collective): its thread will drive the engine (hvd_wait),
  * so the background thread leaves it alone. false: forget it. */
 void hvd__queue_sync_next(bool on);
+/* A synchronous collective starts: refused inside a group (it would wait
+ * for itself, HVD_EINVAL); else its submission is marked as waited for at
+ * once (hvd__queue_sync_next). */
+int hvd__sync_start(void);
+/* A synchronous collective's end: wait for h if the submission (rc)
+ * succeeded; returns its status. */
+int hvd__sync_finish(int rc, hvd_handle *h);
 /* Wait up to cycle_ms for new requests, spinning first while spinning
  * pays (wait.h). The background thread (bg) waits also while a user
  * thread drives the engine (hvd_wait), unless hvd_shutdown() asked to

@@ -11,37 +11,16 @@
  *    ranks agree (type, dtype, op, count, root), and answers with the
  *    tensors every rank has submitted, in order, with cache entries.
  *
- * Rank 0 also reports stalls: tensors some ranks submitted and others
- * not, named with the missing ranks, failed after the shutdown time. */
+ * Rank 0 also fails stalls (stall.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/coord.h"
 #include "engine/engine.h"
 #include "algo/reduce.h"
 #include "algo/ring.h"
-
-/* What the coordinator knows of one name. */
-struct hvd__pending {
-	char *name;
-	struct hvd__meta m;
-	uint8_t *submitted; /* per rank */
-	int nsubmitted;
-	char *error;	      /* why it fails, or NULL */
-	int code;	      /* its HVD_E* code */
-	uint64_t other_group; /* a disagreeing rank's group, to fail too */
-	/* Disagreement: the lowest rank that asked for m, and the lowest
-	 * that asked for something else (diff_m); the error names the two
-	 * once every rank has asked, whatever the order they came in. */
-	int base_rank, diff_rank;
-	bool differs;
-	struct hvd__meta diff_m;
-	long long first_us;
-	bool warned;
-	bool ready; /* every rank has it: held until its group is ready */
-	struct hvd__pending *next;
-};
 
 /* A growing list of responses. bad: something of this round was lost
  * for want of memory (a response, a request, a disagreement): the round
@@ -317,59 +296,24 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 	settle(ctx, p, false);
 }
 
-/* Stalls: warn once after the warning time; fail after the shutdown
- * time, if set (a grouped tensor fails its whole group). */
+/* Stalls (stall.c): fail each tensor past the shutdown time (a grouped
+ * tensor fails its whole group). */
 static void coord_stalls(struct submit_ctx *ctx)
 {
-	struct hvd__engine *e = ctx->e;
-	long long now = hvd__now_us();
 	struct hvd__pending *p;
-	bool again = true;
+	char msg[512];
 
-	while (again) {
-		again = false;
-		for (p = e->coord; p != NULL && !again; p = p->next) {
-			long long waited_s = (now - p->first_us) / 1000000;
-			char missing[256] = "", msg[512];
-			size_t off = 0;
-			int r;
-
-			if (p->ready)
-				continue; /* held for its group */
-			for (r = 0;
-			     r < e->comm.size && off < sizeof(missing) - 12;
-			     r++)
-				if (!p->submitted[r] && !e->coord_joined[r])
-					off += (size_t)snprintf(
-						missing + off,
-						sizeof(missing) - off, "%s%d",
-						off ? ", " : "", r);
-			if (!p->warned && waited_s >= e->k.stall_warn_s) {
-				hvd__warn(
-					"stall: tensor '%s' was submitted by %d of %d ranks %lld s ago; missing: ranks %s",
-					p->name, p->nsubmitted, e->comm.size,
-					waited_s, missing);
-				p->warned = true;
-			}
-			if (e->k.stall_shutdown_s <= 0 ||
-			    waited_s < e->k.stall_shutdown_s)
-				continue;
-			snprintf(
-				msg, sizeof(msg),
-				"stalled: tensor '%s' was never submitted by ranks %s",
-				p->name, missing);
-			free(p->error);
-			p->error = strdup(msg);
-			p->code = HVD_ESTALL;
-			if (p->error == NULL) {
-				ctx->out->bad = true;
-				return;
-			}
-			/* settle may free p: look at the list afresh. */
-			settle(ctx, p, true);
-			again = true;
-			break;
+	/* settle may free p: stall.c looks at the list afresh each time. */
+	while ((p = hvd__stall_due(ctx->e, hvd__now_us(), msg, sizeof(msg))) !=
+	       NULL) {
+		free(p->error);
+		p->error = strdup(msg);
+		p->code = HVD_ESTALL;
+		if (p->error == NULL) {
+			ctx->out->bad = true;
+			return;
 		}
+		settle(ctx, p, true);
 	}
 }
 
@@ -444,10 +388,7 @@ static bool mark_ready(struct hvd__engine *e, uint8_t *vec)
 	for (r = e->pending_local; r != NULL; r = r->next) {
 		if (r->cache < 0 && r->m.type != HVD__REQ_JOIN)
 			r->cache = hvd__cache_find(e, r->name, &r->m);
-		/* A cached request waiting long goes to the coordinator,
-		 * so that rank 0 can name the missing ranks. */
-		if (r->cache >= 0 && !r->reported &&
-		    (now - r->enqueued_us) / 1000000 >= e->k.stall_warn_s)
+		if (hvd__stall_uncache(e, r, now))
 			r->cache = -1;
 	}
 	group_cache(e);
@@ -458,14 +399,8 @@ static bool mark_ready(struct hvd__engine *e, uint8_t *vec)
 			news = true;
 	for (i = 0; e->joined[e->comm.rank] && i < e->cache_used; i++)
 		vec[2 + i] = 1;
-	/* Rank 0 asks for a coordinator round about once a second while
-	 * tensors wait there, so that stalls are seen without new work. */
-	if (e->comm.rank == 0 && e->coord != NULL && e->k.stall_check &&
-	    now - e->last_stall_us >= 1000000) {
-		news = true;
-		e->last_stall_us = now;
-	}
-	return news;
+	/* Rank 0's round about once a second (stall.c), also with news. */
+	return hvd__stall_round_due(e, now) || news;
 }
 
 /* The members of a group next to each other (the cached responses come

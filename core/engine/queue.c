@@ -463,6 +463,23 @@ static void drive(hvd_handle *h)
 		wake_background();
 }
 
+int hvd__sync_start(void)
+{
+	if (!hvd__in_group()) {
+		hvd__queue_sync_next(true);
+		return HVD_OK;
+	}
+	hvd__set_error("a synchronous collective inside a group: use the "
+		       "_async form and wait after hvd_group_end()");
+	return HVD_EINVAL;
+}
+
+int hvd__sync_finish(int rc, hvd_handle *h)
+{
+	hvd__queue_sync_next(false);
+	return rc != HVD_OK ? rc : hvd_wait(h);
+}
+
 HVD_EXPORT int hvd_wait(hvd_handle *h)
 {
 	struct hvd__wait w;
