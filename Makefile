@@ -58,8 +58,10 @@ else
 GPU_CFLAGS := -DHVD_NCCL=0
 GPU_LIBS   :=
 endif
-# One GPU engine file or the other, chosen here, not by #if.
-CORE_SRC := $(filter-out $(if $(filter 1,$(NCCL)),core/gpu/none.c,core/gpu/gpu.c),$(CORE_SRC))
+# The NCCL engine's files, or gpu/none.c in their place: chosen here, not
+# by #if. gpu/engine.c, which starts whichever it is, is always built.
+NCCL_SRC := $(filter-out core/gpu/none.c core/gpu/engine.c,$(wildcard core/gpu/*.c))
+CORE_SRC := $(filter-out $(if $(filter 1,$(NCCL)),core/gpu/none.c,$(NCCL_SRC)),$(CORE_SRC))
 LIBS     := -linih -lyaml -lssh -lcrypto
 CORE_LIBS = -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
 
@@ -86,11 +88,11 @@ inc_for = $(if $(filter core/% proto/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(i
 # The reduction kernels are loops the compiler vectorises at -O3.
 $(B)/obj/core/algo/reduce.o: CFLAGS += -O3
 $(B)/obj/core/transport/mpi.o $(B)/san/core/transport/mpi.o $(B)/lint/core/transport/mpi.ok: BASE += $(MPI_CFLAGS)
-$(B)/obj/core/gpu/gpu.o $(B)/san/core/gpu/gpu.o $(B)/lint/core/gpu/gpu.ok: BASE += $(GPU_CFLAGS)
+$(call obj,$(NCCL_SRC)) $(call sobj,$(NCCL_SRC)) $(patsubst %.c,$(B)/lint/%.ok,$(NCCL_SRC)): BASE += $(GPU_CFLAGS)
 # hvdrun --check-build says whether libhvd has its GPU engine.
 $(B)/obj/cmd/build.o $(B)/san/cmd/build.o $(B)/lint/cmd/build.ok: BASE += -DHVD_NCCL_BUILT=$(NCCL)
 $(B)/obj/cmd/build.o $(B)/san/cmd/build.o: $(B)/gpu.flags
-$(B)/obj/core/gpu/gpu.o $(B)/san/core/gpu/gpu.o $(B)/lib/libhvd.so: $(B)/gpu.flags
+$(call obj,$(NCCL_SRC)) $(call sobj,$(NCCL_SRC)) $(B)/lib/libhvd.so: $(B)/gpu.flags
 
 # Rebuild the GPU engine when NCCL= or CUDA_HOME change.
 $(B)/gpu.flags: FORCE

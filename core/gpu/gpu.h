@@ -19,7 +19,8 @@
  *   when NCCL reports an error or the control plane sees a peer die: the
  *   communicators are aborted, never left hanging.
  *
- * gpu.c, built when CUDA and NCCL are found (HVD_NCCL=1); otherwise
+ * The NCCL engine (internal.h, fail.c, device.c, setup.c,
+ * collectives.c), built when CUDA and NCCL are found (HVD_NCCL=1); otherwise
  * gpu/none.c, whose every entry says the GPU path was left out. */
 #ifndef HVD_GPU_H
 #define HVD_GPU_H

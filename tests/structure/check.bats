@@ -74,6 +74,23 @@ objects() {
 	assert_output --partial 'core/y/README names core/x, which it does not use'
 }
 
+@test "a use in brackets may go unused (a part the build leaves out), but must be named when used" {
+	src core/x/a.c 'int a(void) { return 1; }'
+	src core/y/b.c 'int b(void) { return 1; }'
+	src core/x/README 'Uses: [y]'
+	src core/y/README 'Uses: nothing'
+	run "$CHECK" --root "$T" $(objects)
+	assert_success
+	src core/x/a.c 'int b(void); int a(void) { return b(); }'
+	src core/x/README 'Uses: nothing'
+	run "$CHECK" --root "$T" $(objects)
+	assert_failure 1
+	assert_output --partial 'core/x uses core/y, which its README does not name'
+	src core/x/README 'Uses: [y]'
+	run "$CHECK" --root "$T" $(objects)
+	assert_success
+}
+
 @test "a folder without a Uses line" {
 	src core/x/a.c 'int a(void) { return 1; }'
 	src core/x/README 'What x is.'

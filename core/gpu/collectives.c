@@ -1,0 +1,531 @@
+/* gpu/collectives.c: the collectives over NCCL on the engine's own
+ * stream: allreduce (fused through the GPU fusion buffer, scaled,
+ * hierarchical), reducescatter, alltoall, broadcast and allgather. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu/internal.h"
+#include "proto/wire.h"
+#include "algo/reduce.h"
+#include "algo/ring.h"
+#include "util/wait.h"
+
+static ncclDataType_t nccl_type(enum hvd_dtype t)
+{
+	static const ncclDataType_t map[] = {
+		[HVD_UINT8] = ncclUint8,     [HVD_INT8] = ncclInt8,
+		[HVD_INT32] = ncclInt32,     [HVD_INT64] = ncclInt64,
+		[HVD_FLOAT16] = ncclFloat16, [HVD_BFLOAT16] = ncclBfloat16,
+		[HVD_FLOAT32] = ncclFloat32, [HVD_FLOAT64] = ncclFloat64,
+	};
+
+	return map[t];
+}
+
+static ncclRedOp_t nccl_op(enum hvd_op op)
+{
+	static const ncclRedOp_t map[] = {
+		[HVD_SUM] = ncclSum,	  [HVD_AVERAGE] = ncclAvg,
+		[HVD_MIN] = ncclMin,	  [HVD_MAX] = ncclMax,
+		[HVD_PRODUCT] = ncclProd,
+	};
+
+	return map[op];
+}
+
+static int usable(struct hvd__gpu *g, char *why, size_t len)
+{
+	cudaError_t e;
+
+	if (g == NULL || g->aborted) {
+		snprintf(why, len, "NCCL was aborted after an earlier error");
+		return HVD_ECONN;
+	}
+	e = cudaSetDevice(g->dev);
+	return e == cudaSuccess
+		       ? HVD_OK
+		       : hvd__gpu_cuda_fail(e, "cudaSetDevice", why, len);
+}
+
+/* The stream waits for the work queued before the tensor's submission. */
+static int wait_ready(struct hvd__gpu *g, void *ready, char *why, size_t len)
+{
+	cudaError_t e;
+
+	if (ready == NULL)
+		return HVD_OK;
+	e = cudaStreamWaitEvent(g->stream, (cudaEvent_t)ready, 0);
+	return e == cudaSuccess
+		       ? HVD_OK
+		       : hvd__gpu_cuda_fail(e, "cudaStreamWaitEvent", why, len);
+}
+
+static int fusion_reserve(struct hvd__gpu *g, size_t bytes, char *why,
+			  size_t len)
+{
+	size_t cap = g->fusion_cap;
+	cudaError_t e;
+
+	if (bytes <= cap)
+		return HVD_OK;
+	while (cap < bytes)
+		cap = cap ? cap * 2 : (size_t)1 << 20;
+	/* The stream is idle between collectives: the old buffer can go. */
+	cudaFree(g->fusion);
+	g->fusion = NULL;
+	g->fusion_cap = 0;
+	e = cudaMalloc((void **)&g->fusion, cap);
+	if (e != cudaSuccess)
+		return hvd__gpu_cuda_fail(e, "cudaMalloc of the fusion buffer",
+					  why, len);
+	g->fusion_cap = cap;
+	return HVD_OK;
+}
+
+static int copies_reserve(struct hvd__gpu *g, size_t n)
+{
+	void **d;
+	const void **s;
+	size_t *z;
+
+	if (n <= g->copies_cap)
+		return HVD_OK;
+	d = realloc(g->dsts, n * sizeof(*d));
+	if (d != NULL)
+		g->dsts = d;
+	s = realloc(g->srcs, n * sizeof(*s));
+	if (s != NULL)
+		g->srcs = s;
+	z = realloc(g->sizes, n * sizeof(*z));
+	if (z != NULL)
+		g->sizes = z;
+	if (d == NULL || s == NULL || z == NULL)
+		return HVD_ENOMEM;
+	g->copies_cap = n;
+	return HVD_OK;
+}
+
+/* The n copies in g->dsts/srcs/sizes, on the stream: in one call where
+ * the runtime has batched copies, else one at a time. */
+static int copy_batch(struct hvd__gpu *g, size_t n, char *why, size_t len)
+{
+	cudaError_t e;
+	size_t i;
+
+#if CUDART_VERSION >= 12080
+	if (g->batch_copies && n > 1) {
+		struct cudaMemcpyAttributes a;
+		size_t idx = 0;
+
+		memset(&a, 0, sizeof(a));
+		a.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+		a.srcLocHint.type = cudaMemLocationTypeDevice;
+		a.srcLocHint.id = g->dev;
+		a.dstLocHint = a.srcLocHint;
+		e = cudaMemcpyBatchAsync(g->dsts, g->srcs, g->sizes, n, &a,
+					 &idx, 1, g->stream);
+		if (e == cudaSuccess)
+			return HVD_OK;
+		hvd__debug("cudaMemcpyBatchAsync: %s; copying one at a time",
+			   cudaGetErrorString(e));
+		cudaGetLastError();
+		g->batch_copies = false;
+	}
+#endif
+	for (i = 0; i < n; i++) {
+		e = cudaMemcpyAsync(g->dsts[i], g->srcs[i], g->sizes[i],
+				    cudaMemcpyDeviceToDevice, g->stream);
+		if (e != cudaSuccess)
+			return hvd__gpu_cuda_fail(e, "cudaMemcpyAsync", why,
+						  len);
+	}
+	return HVD_OK;
+}
+
+/* An allreduce on the world communicator. NCCL before 2.29.7 leaves the
+ * last elements of a scaled op (a pre-multiplied sum) on one rank
+ * unwritten, unless the count fills its blocks (NVIDIA/nccl#1950: a
+ * grid of min(32, bytes / 16 KiB) blocks of floor(count / blocks)
+ * elements). There a scaled op of one rank runs as whole multiples of
+ * 512 KiB (32 full blocks), then pieces of at most 16 KiB (one block). */
+static int world_allreduce(struct hvd__gpu *g, const void *send, void *recv,
+			   size_t count, enum hvd_dtype t, ncclRedOp_t rop,
+			   bool custom, char *why, size_t len)
+{
+	const size_t full = (size_t)512 << 10, block = (size_t)16 << 10;
+	size_t es = hvd__dtype_size(t), bytes = count * es, off = 0, piece;
+	int rc = HVD_OK;
+
+	if (!custom || !g->one_rank_bug || g->ctrl->size != 1)
+		return hvd__gpu_settle(g, g->world,
+				       ncclAllReduce(send, recv, count,
+						     nccl_type(t), rop,
+						     g->world, g->stream),
+				       "ncclAllReduce", why, len);
+	while (off < bytes && rc == HVD_OK) {
+		piece = bytes - off;
+		if (piece >= full)
+			piece -= piece % full;
+		else if (piece > block)
+			piece = block;
+		rc = hvd__gpu_settle(g, g->world,
+				     ncclAllReduce((const char *)send + off,
+						   (char *)recv + off,
+						   piece / es, nccl_type(t),
+						   rop, g->world, g->stream),
+				     "ncclAllReduce", why, len);
+		off += piece;
+	}
+	return rc;
+}
+
+/* buf (count elements, padded to a multiple of the host's ranks) in
+ * place: reduce-scatter in the host, allreduce across hosts, allgather
+ * in the host. */
+static int hierarchical(struct hvd__gpu *g, char *buf, size_t count,
+			enum hvd_dtype t, enum hvd_op op, char *why, size_t len)
+{
+	size_t per = count / (size_t)g->local_size;
+	char *mine = buf + per * hvd__dtype_size(t) * (size_t)g->local_rank;
+	ncclDataType_t nt = nccl_type(t);
+	int rc;
+
+	rc = hvd__gpu_settle(g, g->local,
+			     ncclReduceScatter(buf, mine, per, nt, nccl_op(op),
+					       g->local, g->stream),
+			     "ncclReduceScatter", why, len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_settle(g, g->cross,
+				     ncclAllReduce(mine, mine, per, nt,
+						   nccl_op(op), g->cross,
+						   g->stream),
+				     "ncclAllReduce (across hosts)", why, len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_settle(
+			g, g->local,
+			ncclAllGather(mine, buf, per, nt, g->local, g->stream),
+			"ncclAllGather", why, len);
+	return rc;
+}
+
+/* The allreduce with NCCL op rop, on a usable g; flat: never the
+ * hierarchical path (a scaled op belongs to the world communicator). */
+static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
+			enum hvd_dtype dtype, enum hvd_op op, ncclRedOp_t rop,
+			bool flat, struct hvd__gpu_times *times, char *why,
+			size_t len)
+{
+	size_t es = hvd__dtype_size(dtype), total = 0, padded, i, at, k;
+	/* The average of the hosts' averages is the average for floats;
+	 * integers divide once, so they take the flat path. */
+	bool hier = !flat && g->local != NULL &&
+		    (op != HVD_AVERAGE || hvd__dtype_float(dtype));
+	int rc = HVD_OK; /* the caller found g usable */
+
+	for (i = 0; i < n && rc == HVD_OK; i++) {
+		total += t[i].count;
+		rc = wait_ready(g, t[i].ready, why, len);
+	}
+	if (rc != HVD_OK)
+		return rc;
+	memset(times, 0, sizeof(*times));
+	if (total == 0)
+		return HVD_OK;
+	cudaEventRecord(g->ev[EV_START], g->stream);
+	if (n == 1 && !hier) {
+		/* One tensor: from its send buffer into its receive buffer. */
+		cudaEventRecord(g->ev[EV_IN], g->stream);
+		rc = world_allreduce(g, t[0].send, t[0].recv, t[0].count, dtype,
+				     rop, flat, why, len);
+		cudaEventRecord(g->ev[EV_REDUCED], g->stream);
+		if (rc == HVD_OK)
+			rc = hvd__gpu_wait_stream(g, why, len);
+		if (rc == HVD_OK)
+			times->reduce_us = hvd__gpu_elapsed_us(
+				g->ev[EV_IN], g->ev[EV_REDUCED]);
+		return rc;
+	}
+	padded = total;
+	if (hier && padded % (size_t)g->local_size)
+		padded +=
+			(size_t)g->local_size - padded % (size_t)g->local_size;
+	rc = fusion_reserve(g, padded * es, why, len);
+	if (rc == HVD_OK)
+		rc = copies_reserve(g, n);
+	if (rc != HVD_OK)
+		return rc;
+	for (i = 0, at = 0, k = 0; i < n; i++) {
+		if (t[i].count == 0)
+			continue;
+		g->dsts[k] = g->fusion + at;
+		g->srcs[k] = t[i].send;
+		g->sizes[k++] = t[i].count * es;
+		at += t[i].count * es;
+	}
+	rc = copy_batch(g, k, why, len);
+	cudaEventRecord(g->ev[EV_IN], g->stream);
+	if (rc == HVD_OK && hier)
+		rc = hierarchical(g, g->fusion, padded, dtype, op, why, len);
+	else if (rc == HVD_OK)
+		rc = world_allreduce(g, g->fusion, g->fusion, total, dtype, rop,
+				     flat, why, len);
+	cudaEventRecord(g->ev[EV_REDUCED], g->stream);
+	for (i = 0, at = 0, k = 0; rc == HVD_OK && i < n; i++) {
+		if (t[i].count == 0)
+			continue;
+		g->dsts[k] = t[i].recv;
+		g->srcs[k] = g->fusion + at;
+		g->sizes[k++] = t[i].count * es;
+		at += t[i].count * es;
+	}
+	if (rc == HVD_OK)
+		rc = copy_batch(g, k, why, len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_wait_stream(g, why, len);
+	if (rc != HVD_OK)
+		return rc;
+	times->copy_in_us = hvd__gpu_elapsed_us(g->ev[EV_START], g->ev[EV_IN]);
+	times->reduce_us = hvd__gpu_elapsed_us(g->ev[EV_IN], g->ev[EV_REDUCED]);
+	times->copy_out_us =
+		hvd__gpu_elapsed_us(g->ev[EV_REDUCED], g->ev[EV_DONE]);
+	times->fused_bytes = total * es;
+	return HVD_OK;
+}
+
+/* The NCCL op for op scaled by scale: a sum pre-multiplied by scale
+ * (an average folds in 1/size), when scale is not 1; *custom says
+ * whether it must be destroyed. */
+static int scaled_op(struct hvd__gpu *g, enum hvd_dtype t, enum hvd_op op,
+		     double scale, ncclRedOp_t *out, bool *custom, char *why,
+		     size_t len)
+{
+	union {
+		float f;
+		double d;
+		uint16_t h;
+	} v;
+
+	/* The average of one rank is its value: a copy, never NCCL's
+	 * one-rank scaling kernel (see world_allreduce). */
+	if (op == HVD_AVERAGE && g->ctrl->size == 1)
+		op = HVD_SUM;
+	*out = nccl_op(op);
+	*custom = false;
+	if (scale == 1.0)
+		return HVD_OK;
+	if (op == HVD_AVERAGE)
+		scale /= g->ctrl->size;
+	if (t == HVD_FLOAT64)
+		v.d = scale;
+	else if (t == HVD_FLOAT32)
+		v.f = (float)scale;
+	else if (t == HVD_FLOAT16)
+		v.h = hvd__float_to_half((float)scale);
+	else
+		v.h = hvd__float_to_bf16((float)scale);
+	*custom = true;
+	return hvd__gpu_settle(g, g->world,
+			       ncclRedOpCreatePreMulSum(out, &v, nccl_type(t),
+							ncclScalarHostImmediate,
+							g->world),
+			       "ncclRedOpCreatePreMulSum", why, len);
+}
+
+int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
+		       enum hvd_dtype dtype, enum hvd_op op, double scale,
+		       struct hvd__gpu_times *times, char *why, size_t len)
+{
+	ncclRedOp_t rop;
+	bool custom;
+	int rc = usable(g, why, len);
+
+	if (rc == HVD_OK)
+		rc = scaled_op(g, dtype, op, scale, &rop, &custom, why, len);
+	if (rc != HVD_OK)
+		return rc;
+	rc = allreduce_op(g, t, n, dtype, op, rop, custom, times, why, len);
+	if (custom)
+		ncclRedOpDestroy(rop, g->world);
+	return rc;
+}
+
+int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
+			   const size_t *counts, enum hvd_dtype dtype,
+			   enum hvd_op op, double scale, void *ready, char *why,
+			   size_t len)
+{
+	size_t es = hvd__dtype_size(dtype), off = 0;
+	ncclRedOp_t rop;
+	bool custom = false, even = true;
+	int r, rc = usable(g, why, len);
+
+	if (rc == HVD_OK)
+		rc = wait_ready(g, ready, why, len);
+	if (rc == HVD_OK)
+		rc = scaled_op(g, dtype, op, scale, &rop, &custom, why, len);
+	if (rc != HVD_OK)
+		return rc;
+	for (r = 1; r < g->ctrl->size; r++)
+		even = even && counts[r] == counts[0];
+	if (g->ctrl->size == 1) {
+		rc = world_allreduce(g, send, recv, counts[0], dtype, rop,
+				     custom, why, len);
+	} else if (even) {
+		if (counts[0] > 0)
+			rc = hvd__gpu_settle(
+				g, g->world,
+				ncclReduceScatter(send, recv, counts[0],
+						  nccl_type(dtype), rop,
+						  g->world, g->stream),
+				"ncclReduceScatter", why, len);
+	} else {
+		/* Uneven rows: one reduce to each rank, in one group. */
+		rc = hvd__gpu_settle(g, g->world, ncclGroupStart(),
+				     "ncclGroupStart", why, len);
+		for (r = 0; r < g->ctrl->size && rc == HVD_OK; r++) {
+			if (counts[r] > 0)
+				rc = hvd__gpu_settle(
+					g, g->world,
+					ncclReduce((const char *)send + off,
+						   recv, counts[r],
+						   nccl_type(dtype), rop, r,
+						   g->world, g->stream),
+					"ncclReduce", why, len);
+			off += counts[r] * es;
+		}
+		if (rc == HVD_OK)
+			rc = hvd__gpu_settle(g, g->world, ncclGroupEnd(),
+					     "ncclGroupEnd", why, len);
+	}
+	if (rc == HVD_OK)
+		rc = hvd__gpu_wait_stream(g, why, len);
+	if (custom)
+		ncclRedOpDestroy(rop, g->world);
+	return rc;
+}
+
+/* The start of a collective whose result libhvd allocates: the device
+ * is usable, the stream waits for the input, and *buf is a cudaMalloc'ed
+ * result of the sum of bytes[] (at least one byte: the caller always gets
+ * a buffer to free). */
+static int result_buffer(struct hvd__gpu *g, void *ready, const size_t *bytes,
+			 char **buf, const char *what, char *why, size_t len)
+{
+	size_t total = 0;
+	cudaError_t e;
+	int r, rc = usable(g, why, len);
+
+	*buf = NULL;
+	if (rc == HVD_OK)
+		rc = wait_ready(g, ready, why, len);
+	if (rc != HVD_OK)
+		return rc;
+	for (r = 0; r < g->ctrl->size; r++)
+		total += bytes[r];
+	e = cudaMalloc((void **)buf, total ? total : 1);
+	return e == cudaSuccess ? HVD_OK
+				: hvd__gpu_cuda_fail(e, what, why, len);
+}
+
+/* End the group of calls that fill buf (rc: how its start went), wait
+ * for it, and hand buf to *out; on failure buf is freed. */
+static int group_result(struct hvd__gpu *g, int rc, char *buf, void **out,
+			char *why, size_t len)
+{
+	if (rc == HVD_OK)
+		rc = hvd__gpu_settle(g, g->world, ncclGroupEnd(),
+				     "ncclGroupEnd", why, len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_wait_stream(g, why, len);
+	if (rc != HVD_OK) {
+		cudaFree(buf);
+		return rc;
+	}
+	*out = buf;
+	return HVD_OK;
+}
+
+int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
+		      const size_t *sbytes, const size_t *rbytes, void *ready,
+		      void **out, char *why, size_t len)
+{
+	size_t soff = 0, roff = 0;
+	char *buf;
+	int r, rc = result_buffer(g, ready, rbytes, &buf,
+				  "cudaMalloc of the alltoall result", why,
+				  len);
+
+	*out = NULL;
+	if (rc != HVD_OK)
+		return rc;
+	rc = hvd__gpu_settle(g, g->world, ncclGroupStart(), "ncclGroupStart",
+			     why, len);
+	for (r = 0; r < g->ctrl->size && rc == HVD_OK; r++) {
+		if (sbytes[r] > 0)
+			rc = hvd__gpu_settle(g, g->world,
+					     ncclSend((const char *)send + soff,
+						      sbytes[r], ncclUint8, r,
+						      g->world, g->stream),
+					     "ncclSend", why, len);
+		if (rc == HVD_OK && rbytes[r] > 0)
+			rc = hvd__gpu_settle(g, g->world,
+					     ncclRecv(buf + roff, rbytes[r],
+						      ncclUint8, r, g->world,
+						      g->stream),
+					     "ncclRecv", why, len);
+		soff += sbytes[r];
+		roff += rbytes[r];
+	}
+	return group_result(g, rc, buf, out, why, len);
+}
+
+int hvd__gpu_broadcast(struct hvd__gpu *g, void *buf, size_t bytes, int root,
+		       void *ready, char *why, size_t len)
+{
+	int rc = usable(g, why, len);
+
+	if (rc == HVD_OK)
+		rc = wait_ready(g, ready, why, len);
+	if (rc != HVD_OK || bytes == 0)
+		return rc;
+	rc = hvd__gpu_settle(g, g->world,
+			     ncclBroadcast(buf, buf, bytes, ncclUint8, root,
+					   g->world, g->stream),
+			     "ncclBroadcast", why, len);
+	return rc == HVD_OK ? hvd__gpu_wait_stream(g, why, len) : rc;
+}
+
+int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
+		       const size_t *bytes, void *ready, void **out, char *why,
+		       size_t len)
+{
+	size_t off = 0;
+	char *buf;
+	int r, rc = result_buffer(g, ready, bytes, &buf,
+				  "cudaMalloc of the allgather result", why,
+				  len);
+
+	*out = NULL;
+	if (rc != HVD_OK)
+		return rc;
+	/* Blocks may differ in size: one broadcast from each rank, in one
+	 * group. */
+	rc = hvd__gpu_settle(g, g->world, ncclGroupStart(), "ncclGroupStart",
+			     why, len);
+	for (r = 0; r < g->ctrl->size && rc == HVD_OK; r++) {
+		if (bytes[r] > 0)
+			rc = hvd__gpu_settle(
+				g, g->world,
+				ncclBroadcast(r == g->ctrl->rank ? send
+								 : buf + off,
+					      buf + off, bytes[r], ncclUint8, r,
+					      g->world, g->stream),
+				"ncclBroadcast", why, len);
+		off += bytes[r];
+	}
+	return group_result(g, rc, buf, out, why, len);
+}

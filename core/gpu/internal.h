@@ -1,0 +1,58 @@
+/* gpu/internal.h: what the files of the NCCL engine share (gpu.h says
+ * what the engine does): its state, and the failure and wait helpers of
+ * fail.c. Built only with CUDA and NCCL. */
+#ifndef HVD_GPU_INTERNAL_H
+#define HVD_GPU_INTERNAL_H
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gpu/gpu.h"
+
+/* The CUDA events that time a collective: start, after the copies in,
+ * after the reduction, after the copies out (the one waited for). */
+enum { EV_START, EV_IN, EV_REDUCED, EV_DONE, EV_N };
+
+struct hvd__gpu {
+	int dev;
+	const struct hvd__comm *ctrl;
+	cudaStream_t stream;
+	ncclComm_t world;
+	ncclComm_t local, cross; /* hierarchical allreduce only */
+	int local_rank, local_size;
+	bool aborted;
+	char *fusion;
+	size_t fusion_cap;
+	cudaEvent_t ev[EV_N];
+	bool batch_copies; /* cudaMemcpyBatchAsync works here */
+	bool one_rank_bug; /* a scaled op on one rank needs whole blocks */
+	void **dsts;
+	const void **srcs;
+	size_t *sizes, copies_cap;
+};
+
+/* ---- fail.c ---- */
+
+int hvd__gpu_cuda_fail(cudaError_t e, const char *what, char *why, size_t len);
+void hvd__gpu_abort_comms(struct hvd__gpu *g);
+/* The communicators are non-blocking: a call may return ncclInProgress,
+ * and then the communicator is polled until it is done, while the
+ * control plane is watched for a peer that died. */
+int hvd__gpu_settle(struct hvd__gpu *g, ncclComm_t c, ncclResult_t r,
+		    const char *what, char *why, size_t len);
+/* A communicator just made (init or split): poll it until it is ready.
+ * A non-blocking split may hand its child over only when the parent's
+ * part is done (NCCL 2.28 does): then the parent is polled first. */
+int hvd__gpu_settle_new(struct hvd__gpu *g, ncclComm_t parent, ncclComm_t *cp,
+			ncclResult_t r, const char *what, char *why,
+			size_t len);
+/* Wait for everything queued on the stream: spin while spinning pays
+ * (wait.h: a sleep costs more than most collectives take, unless the
+ * CPU is wanted), then poll; an asynchronous NCCL error or a dead peer
+ * aborts the communicators. */
+int hvd__gpu_wait_stream(struct hvd__gpu *g, char *why, size_t len);
+long long hvd__gpu_elapsed_us(cudaEvent_t a, cudaEvent_t b);
+
+#endif

@@ -1,0 +1,235 @@
+/* gpu/setup.c: the NCCL engine's start at the first GPU collective
+ * (every rank picks its GPU, the ranks agree, rank 0's ncclUniqueId goes
+ * round the control plane; the hierarchical communicators) and its end. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu/internal.h"
+#include "proto/wire.h"
+#include "algo/reduce.h"
+#include "algo/ring.h"
+#include "util/wait.h"
+
+/* Every rank learns which ranks could use a GPU; a rank that could not
+ * fails the set-up on every rank, named. */
+static int agree(const struct hvd__comm *c, uint8_t mine, const char *own,
+		 char *why, size_t len)
+{
+	uint8_t *ok = calloc((size_t)c->size, 1);
+	size_t *one = calloc((size_t)c->size, sizeof(*one));
+	int r, rc = HVD_ENOMEM;
+
+	if (ok != NULL && one != NULL) {
+		for (r = 0; r < c->size; r++)
+			one[r] = 1;
+		ok[c->rank] = mine;
+		rc = hvd__ring_allgatherv(c, ok, one);
+	}
+	if (rc == HVD_OK) {
+		size_t off = 0;
+
+		for (r = 0; r < c->size && off + 16 < len; r++)
+			if (!ok[r]) {
+				if (off == 0)
+					off += (size_t)snprintf(
+						why, len,
+						"GPU set-up failed on rank");
+				off += (size_t)snprintf(why + off, len - off,
+							" %d", r);
+				rc = HVD_ENOTSUP;
+			}
+		if (rc != HVD_OK && !mine && off < len)
+			snprintf(why + off, len - off, " (here: %s)", own);
+	}
+	free(ok);
+	free(one);
+	return rc;
+}
+
+/* HOROVOD_HIERARCHICAL_ALLREDUCE=1 on every rank, and every host with the
+ * same number of ranks: split the world into hosts and across hosts. */
+static int start_hierarchical(struct hvd__gpu *g, char *why, size_t len)
+{
+	const struct hvd__comm *c = g->ctrl;
+	uint8_t mine[8], *all;
+	struct wire_w w;
+	struct wire_r rd;
+	size_t *eight;
+	long want = 0;
+	bool use = true;
+	ncclResult_t r;
+	int i, rc;
+
+	/* Each rank's u32 wish and u32 local size. */
+	if (hvd__env_long(WENV_HIERARCHICAL_ALLREDUCE, &want) != HVD_OK)
+		want = 0;
+	wire_w_fixed(&w, mine, sizeof(mine));
+	wire_put_u32(&w, want ? 1 : 0);
+	wire_put_u32(&w, (uint32_t)hvd__g.local_size);
+	all = calloc((size_t)c->size, sizeof(mine));
+	eight = calloc((size_t)c->size, sizeof(*eight));
+	if (all == NULL || eight == NULL) {
+		free(all);
+		free(eight);
+		return HVD_ENOMEM;
+	}
+	for (i = 0; i < c->size; i++)
+		eight[i] = sizeof(mine);
+	memcpy(all + sizeof(mine) * (size_t)c->rank, mine, sizeof(mine));
+	rc = hvd__ring_allgatherv(c, all, eight);
+	wire_r_init(&rd, all, sizeof(mine) * (size_t)c->size);
+	for (i = 0; rc == HVD_OK && i < c->size; i++) {
+		uint32_t wish = wire_get_u32(&rd), local = wire_get_u32(&rd);
+
+		if (!wish || local != (uint32_t)hvd__g.local_size)
+			use = false;
+	}
+	free(all);
+	free(eight);
+	if (rc != HVD_OK || !want)
+		return rc;
+	if (!use || hvd__g.local_size * hvd__g.cross_size != c->size) {
+		if (c->rank == 0)
+			hvd__warn(
+				"HOROVOD_HIERARCHICAL_ALLREDUCE: not every rank asks for it, or the hosts run different numbers of ranks; the allreduce stays flat");
+		return HVD_OK;
+	}
+	g->local_rank = hvd__g.local_rank;
+	g->local_size = hvd__g.local_size;
+	r = ncclCommSplit(g->world, hvd__g.cross_rank, hvd__g.local_rank,
+			  &g->local, NULL);
+	rc = hvd__gpu_settle_new(g, g->world, &g->local, r,
+				 "ncclCommSplit (the ranks of a host)", why,
+				 len);
+	if (rc == HVD_OK) {
+		r = ncclCommSplit(g->world, hvd__g.local_rank,
+				  hvd__g.cross_rank, &g->cross, NULL);
+		rc = hvd__gpu_settle_new(g, g->world, &g->cross, r,
+					 "ncclCommSplit (across hosts)", why,
+					 len);
+	}
+	if (rc == HVD_OK)
+		hvd__debug("hierarchical allreduce: %d ranks a host, %d hosts",
+			   g->local_size, hvd__g.cross_size);
+	return rc;
+}
+
+int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
+		   char *why, size_t len)
+{
+	struct hvd__gpu *g = calloc(1, sizeof(*g));
+	struct {
+		int32_t ok;
+		ncclUniqueId id;
+	} uid;
+	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+	char own[256] = "out of memory";
+	cudaError_t e = cudaSuccess;
+	ncclResult_t r;
+	long streams;
+	int i, rc;
+
+	*out = NULL;
+	/* Horovod's knob, set by a user's environment (hvdrun refuses it). */
+	if (hvd__env_long(WENV_NUM_NCCL_STREAMS, &streams) == HVD_OK &&
+	    streams > 1)
+		hvd__warn(
+			"HOROVOD_NUM_NCCL_STREAMS=%ld: libhvd runs NCCL on one stream per GPU",
+			streams);
+	if (g != NULL) {
+		int v = 0;
+
+		g->ctrl = ctrl;
+		g->batch_copies = true;
+		/* NVIDIA/nccl#1950, fixed in 2.29.7 (version code 22907). */
+		g->one_rank_bug =
+			ncclGetVersion(&v) != ncclSuccess || v < 22907;
+		g->dev = hvd__gpu_device(own, sizeof(own));
+		if (g->dev < 0)
+			e = cudaErrorNoDevice;
+		else
+			e = cudaSetDevice(g->dev);
+		if (e == cudaSuccess)
+			e = cudaStreamCreateWithFlags(&g->stream,
+						      cudaStreamNonBlocking);
+		for (i = 0; i < EV_N && e == cudaSuccess; i++)
+			e = cudaEventCreate(&g->ev[i]);
+		if (e != cudaSuccess && g->dev >= 0)
+			hvd__gpu_cuda_fail(e, "CUDA set-up", own, sizeof(own));
+	}
+	rc = agree(ctrl, g != NULL && e == cudaSuccess, own, why, len);
+	if (rc != HVD_OK || g == NULL) /* every rank agreed: g is set */
+		goto fail;
+	/* Rank 0's unique id, over the control plane. */
+	memset(&uid, 0, sizeof(uid));
+	if (ctrl->rank == 0)
+		uid.ok = ncclGetUniqueId(&uid.id) == ncclSuccess;
+	rc = hvd__ring_broadcast(ctrl, &uid, sizeof(uid), 0);
+	if (rc == HVD_OK && !uid.ok) {
+		snprintf(why, len, "ncclGetUniqueId failed on rank 0");
+		rc = HVD_ESYS;
+	}
+	if (rc != HVD_OK)
+		goto fail;
+	/* Non-blocking: no NCCL call can hang libhvd's thread (settle). */
+	config.blocking = 0;
+	r = ncclCommInitRankConfig(&g->world, ctrl->size, uid.id, ctrl->rank,
+				   &config);
+	rc = hvd__gpu_settle_new(g, NULL, &g->world, r, "ncclCommInitRank", why,
+				 len);
+	if (rc == HVD_OK)
+		rc = start_hierarchical(g, why, len);
+	if (rc != HVD_OK)
+		goto fail;
+	hvd__debug("NCCL on GPU %d, %d ranks", g->dev, ctrl->size);
+	*out = g;
+	return HVD_OK;
+fail:
+	hvd__gpu_free(g, true);
+	return rc;
+}
+
+void hvd__gpu_free(struct hvd__gpu *g, bool broken)
+{
+	int i, old = -1;
+
+	if (g == NULL)
+		return;
+	/* hvd_shutdown() runs this in the user's thread: its device is
+	 * put back after. */
+	if (cudaGetDevice(&old) != cudaSuccess)
+		old = -1;
+	if (g->dev >= 0)
+		cudaSetDevice(g->dev);
+	if (broken) {
+		hvd__gpu_abort_comms(g);
+	} else {
+		if (g->cross != NULL)
+			ncclCommDestroy(g->cross);
+		if (g->local != NULL)
+			ncclCommDestroy(g->local);
+		if (g->world != NULL)
+			ncclCommDestroy(g->world);
+	}
+	cudaFree(g->fusion);
+	for (i = 0; i < EV_N; i++)
+		if (g->ev[i] != NULL)
+			cudaEventDestroy(g->ev[i]);
+	if (g->stream != NULL)
+		cudaStreamDestroy(g->stream);
+	free(g->dsts);
+	free(g->srcs);
+	free(g->sizes);
+	free(g);
+	if (old >= 0)
+		cudaSetDevice(old);
+}
+
+HVD_EXPORT int hvd_nccl_built(void)
+{
+	return NCCL_VERSION_CODE; /* as Horovod's: 22809 for 2.28.9 */
+}
