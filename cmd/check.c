@@ -422,7 +422,7 @@ static int check(int *code, char **cause)
 	hl_hostlist_init(&hosts);
 	/* Without hosts: this machine. */
 	rc = hl_hosts_for_job(o, cmd_args.from_cli, cmd_args.config_file,
-			      "localhost", &hosts, cause);
+			      "localhost", NULL, &hosts, cause);
 	if (rc == HL_OK) {
 		cmd_warnings(&hosts.warnings);
 		rc = hl_ssh_opts_from(&so, o, cause);

@@ -20,6 +20,8 @@
 #include "launch/mpirun.h"
 #include "job/plan.h"
 #include "launch/proc.h"
+#include "config/rules.h"
+#include "elastic/supervise.h"
 #include "rdv/server.h"
 #include "spawn/spawn.h"
 
@@ -84,118 +86,6 @@ static int run_mpirun(const struct hl_hostlist *hosts,
 		     strerror(errno));
 	hl_strvec_close(&argv);
 	return rc;
-}
-
-/* --min-np and --reset-limit: an elastic job, on hvdrun's transport. */
-static int check_elastic(const struct hl_opts *o, const struct hl_plan *plan,
-			 char **cause)
-{
-	static const enum hl_key only_elastic[] = {
-		HL_K_RESET_LIMIT, HL_K_MAX_NP,	       HL_K_COOLDOWN,
-		HL_K_DISCOVERY,	  HL_K_SLOTS_PER_HOST, HL_K_ELASTIC_TIMEOUT};
-	size_t i;
-
-	if (!o->v[HL_K_MIN_NP].set) {
-		for (i = 0; i < sizeof(only_elastic) / sizeof(*only_elastic);
-		     i++)
-			if (o->v[only_elastic[i]].set)
-				return hl_fail(
-					cause, HL_EINVAL,
-					"--%s is for an elastic job: add --min-np",
-					hl_keys[only_elastic[i]].longopt);
-		return HL_OK;
-	}
-	if (o->v[HL_K_SLOTS_PER_HOST].set && !o->v[HL_K_DISCOVERY].set)
-		return hl_fail(cause, HL_EINVAL,
-			       "--slots-per-host is for the bare names a "
-			       "--host-discovery-script prints");
-	if (o->v[HL_K_MAX_NP].set && o->v[HL_K_MAX_NP].i < plan->size)
-		return hl_fail(cause, HL_EINVAL,
-			       "--max-np %ld is less than the %d workers "
-			       "the job starts with",
-			       o->v[HL_K_MAX_NP].i, plan->size);
-	if (o->v[HL_K_MIN_NP].i > plan->size)
-		return hl_fail(cause, HL_EINVAL,
-			       "--min-np %ld is more than the %d workers "
-			       "the job starts with",
-			       o->v[HL_K_MIN_NP].i, plan->size);
-	if (o->v[HL_K_MPI].b)
-		return hl_fail(cause, HL_EINVAL,
-			       "--min-np: an elastic job runs on hvdrun's own "
-			       "rendezvous, not --mpi");
-	return HL_OK;
-}
-
-/* horovodrun's settings that hvdrun takes only in part. */
-static int check_horovod(const struct hl_opts *o, char **cause)
-{
-	if (o->v[HL_K_NUM_NCCL_STREAMS].set &&
-	    o->v[HL_K_NUM_NCCL_STREAMS].i != 1)
-		return hl_fail(
-			cause, HL_EINVAL,
-			"--num-nccl-streams %ld: libhvd runs NCCL on one "
-			"stream per GPU; leave it out (1 is the only value)",
-			o->v[HL_K_NUM_NCCL_STREAMS].i);
-	if (o->v[HL_K_BINDING_ARGS].set && !o->v[HL_K_MPI].b)
-		return hl_fail(
-			cause, HL_EINVAL,
-			"--binding-args is for mpirun (--mpi); hvdrun's "
-			"own workers are bound with --bind-to core|none");
-	return HL_OK;
-}
-
-/* --host-discovery-script: the hosts of its first run, -np (unless
- * given) every slot up to --max-np. */
-static int discover_hosts(const struct hl_opts *o, struct hl_discovery *d,
-			  struct hl_hostlist *hosts, char **cause)
-{
-	long total;
-	int rc;
-
-	if (!o->v[HL_K_MIN_NP].set)
-		return hl_fail(
-			cause, HL_EINVAL,
-			"--host-discovery-script is for an elastic job: add --min-np");
-	if (o->v[HL_K_HOSTS].set || o->v[HL_K_HOSTFILE].set)
-		return hl_fail(
-			cause, HL_EINVAL,
-			"--host-discovery-script gives the hosts: leave out %s",
-			o->v[HL_K_HOSTS].set ? "-H" : "--hostfile");
-	rc = hl_discovery_init(d, o->v[HL_K_DISCOVERY].s,
-			       o->v[HL_K_SLOTS_PER_HOST].set
-				       ? (int)o->v[HL_K_SLOTS_PER_HOST].i
-				       : 0,
-			       cause);
-	if (rc == HL_OK)
-		rc = hl_discovery_run(d, hosts, cause);
-	if (rc != HL_OK)
-		return rc;
-	total = hl_hosts_total_slots(hosts);
-	if (o->v[HL_K_MAX_NP].set && o->v[HL_K_MAX_NP].i < total)
-		total = o->v[HL_K_MAX_NP].i;
-	hosts->np = total;
-	hosts->origin = hl_asprintf("the hosts of the discovery script '%s'",
-				    d->script);
-	return hosts->origin != NULL
-		       ? HL_OK
-		       : hl_fail(cause, HL_ENOMEM, "out of memory");
-}
-
-/* How many workers the job starts: -np, else the host source's count,
- * else every slot. An elastic job without --max-np starts on every slot
- * of its hosts whatever -np says, as horovodrun does (its code, not its
- * documentation): -np is then only a floor. */
-static long job_size(const struct hl_opts *o, const struct hl_hostlist *hosts)
-{
-	long total = hl_hosts_total_slots(hosts);
-
-	if (o->v[HL_K_MIN_NP].set && !o->v[HL_K_MAX_NP].set &&
-	    !o->v[HL_K_DISCOVERY].set &&
-	    (!o->v[HL_K_NP].set || o->v[HL_K_NP].i <= total))
-		return total;
-	if (o->v[HL_K_NP].set)
-		return o->v[HL_K_NP].i;
-	return hosts->np > 0 ? hosts->np : total;
 }
 
 /* One line per rank, Horovod's names. */
@@ -332,9 +222,10 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 		l->argv = cmd_args.command;
 		l->output_dir = o->v[HL_K_OUTPUT_FILENAME].s;
 		l->timestamps = o->v[HL_K_PREFIX_TIMESTAMP].b;
-		l->grace_ms = 3000;
+		l->grace_ms = HL_GRACE_MS;
 		l->on_event = on_event;
 		if (l->env->elastic) {
+			l->hooks = &hl_elastic_hooks;
 			l->rdv = rdv;
 			l->min_np = (int)o->v[HL_K_MIN_NP].i;
 			l->reset_limit = o->v[HL_K_RESET_LIMIT].set
@@ -376,16 +267,12 @@ static int run(int *code, char **cause)
 	hl_strvec_init(&warnings);
 	memset(&es, 0, sizeof(es));
 	memset(&l, 0, sizeof(l));
-	if (o->v[HL_K_DISCOVERY].set)
-		rc = discover_hosts(o, &disc, &hosts, cause);
-	else
-		rc = hl_hosts_for_job(o, cmd_args.from_cli,
-				      cmd_args.config_file, NULL, &hosts,
-				      cause);
+	rc = hl_hosts_for_job(o, cmd_args.from_cli, cmd_args.config_file, NULL,
+			      &disc, &hosts, cause);
 	if (rc != HL_OK)
 		goto out;
 	cmd_warnings(&hosts.warnings);
-	rc = hl_plan_init(&plan, &hosts, job_size(o, &hosts), cause);
+	rc = hl_plan_init(&plan, &hosts, hl_job_size(o, &hosts), cause);
 	if (rc != HL_OK)
 		goto out;
 	if (hosts.origin != NULL && (cmd_args.dry_run || o->v[HL_K_VERBOSE].b))
@@ -400,9 +287,7 @@ static int run(int *code, char **cause)
 	}
 	rc = hl_envspec_init(&es, o, &warnings, cause);
 	if (rc == HL_OK)
-		rc = check_elastic(o, &plan, cause);
-	if (rc == HL_OK)
-		rc = check_horovod(o, cause);
+		rc = hl_rules_check(o, plan.size, cause);
 	if (rc != HL_OK)
 		goto out;
 	es.elastic = o->v[HL_K_MIN_NP].set;
@@ -411,12 +296,8 @@ static int run(int *code, char **cause)
 	so.log = cmd_log_ssh;
 	if (rc == HL_OK && !o->v[HL_K_MPI].b)
 		rc = hl_ssh_opts_launcher(&so, hosts.slurm, cause);
-	if (rc == HL_OK && so.srun && o->v[HL_K_DISCOVERY].set)
-		rc = hl_fail(
-			cause, HL_EINVAL,
-			"--host-discovery-script: srun reaches only the "
-			"allocation's nodes, not the hosts a script finds; "
-			"use --launcher ssh");
+	if (rc == HL_OK)
+		rc = hl_rules_check_launcher(o, so.srun, cause);
 	if (rc == HL_OK)
 		rc = hl_iface_choose(&ic, o, &hosts, &plan, &so, cause);
 	if (rc != HL_OK)

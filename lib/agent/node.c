@@ -5,6 +5,7 @@
  * standard input ends (hvdrun or srun gone) or the step is signalled, it
  * ends every worker and their children, TERM then KILL. */
 #include "agent/agent.h"
+#include "agent/node.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,277 +28,6 @@
 #include "agent/records.h"
 
 #define NODE_GRACE_MS 2000
-
-struct nrank {
-	int rank;
-	char *cwd;
-	struct hl_strvec env, argv;
-	pid_t pid; /* leader of its process group; 0 before it starts */
-	int fd[2]; /* its stdout and stderr, -1 at end of file */
-	bool reaped, reported;
-	int status;
-	long long ended_ms; /* when it was reaped: its group gets a grace */
-};
-
-struct node {
-	long task; /* this agent's task in the step */
-	struct hl_strvec common;
-	struct nrank *r;
-	size_t n, cap;
-	long cur_task;	       /* the task the records now address */
-	struct nrank *job;     /* the job being read, NULL if none */
-	bool all_sent;	       /* 'Z' seen */
-	bool stopping;	       /* stdin ended or the step was signalled */
-	long long kill_at;     /* stopping: SIGKILL everything then */
-	struct hl_pids termed; /* processes (-group) sent SIGTERM */
-};
-
-/* line[0..len) as one line on stdout, in one write(2), ended by
- * HL_LINE_END and '\n' (line has room for both). */
-static void say(char *line, size_t len)
-{
-	line[len] = HL_LINE_END;
-	line[len + 1] = '\n';
-	(void)hl_write_all(1, line, len + 2);
-}
-
-static void sayf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void sayf(const char *fmt, ...)
-{
-	char line[HL_LINE_MAX];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 2, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof(line) - 3)
-		n = (int)sizeof(line) - 3;
-	say(line, (size_t)n);
-}
-
-/* Data of rank's stream k as 'o'/'e' lines. */
-static void say_data(int rank, int k, const char *data, size_t n)
-{
-	char line[HL_LINE_MAX];
-
-	while (n > 0) {
-		int head =
-			snprintf(line, sizeof(line), "%c %d ", "oe"[k], rank);
-		size_t out, took;
-
-		took = hl_line_escape(data, n, line + head,
-				      sizeof(line) - (size_t)head - 2, &out);
-		say(line, (size_t)head + out);
-		data += took;
-		n -= took;
-	}
-}
-
-static void say_stderr(int rank, const char *msg)
-{
-	char host[256] = "?", *text;
-
-	gethostname(host, sizeof(host) - 1);
-	host[sizeof(host) - 1] = '\0';
-	text = hl_asprintf("hvdrun: on %s: %s\n", host, msg);
-	if (text != NULL)
-		say_data(rank, 1, text, strlen(text));
-	free(text);
-}
-
-static struct nrank *find(struct node *nd, int rank)
-{
-	size_t i;
-
-	for (i = 0; i < nd->n; i++)
-		if (nd->r[i].rank == rank)
-			return &nd->r[i];
-	return NULL;
-}
-
-static struct nrank *add_rank(struct node *nd, int rank)
-{
-	struct nrank *r;
-
-	if (nd->n == nd->cap) {
-		size_t cap = nd->cap ? 2 * nd->cap : 8;
-		struct nrank *v = realloc(nd->r, cap * sizeof(*v));
-
-		if (v == NULL)
-			return NULL;
-		nd->r = v;
-		nd->cap = cap;
-	}
-	r = &nd->r[nd->n++];
-	memset(r, 0, sizeof(*r));
-	r->rank = rank;
-	r->fd[0] = r->fd[1] = -1;
-	hl_strvec_init(&r->env);
-	hl_strvec_init(&r->argv);
-	return r;
-}
-
-/* Rank r could not start: why on its stderr, and its status. */
-static void fail_rank(struct nrank *r, int code, const char *why)
-{
-	say_stderr(r->rank, why ? why : "out of memory");
-	r->status = W_EXITCODE(code, 0);
-	r->reaped = true;
-}
-
-/* Start rank r: its environment is the common entries, then its own. An
- * exec failure becomes its stderr and status 127 or 126, as over SSH. */
-static void start_rank(struct node *nd, struct nrank *r)
-{
-	char *path = NULL, *cause = NULL;
-	int out[2], err[2], rc;
-	size_t i;
-
-	for (i = 0; i < nd->common.n; i++)
-		hl_strvec_push(&r->env, nd->common.v[i]);
-	/* The folder first: a relative command is found from it. */
-	if (r->cwd != NULL && chdir(r->cwd) != 0) {
-		cause = hl_asprintf("cannot use the working directory '%s': %s",
-				    r->cwd, strerror(errno));
-		fail_rank(r, 125, cause);
-		free(cause);
-		return;
-	}
-	if (r->argv.n == 0) {
-		rc = HL_EINVAL;
-		cause = hl_strdup("incomplete start request from hvdrun");
-	} else {
-		rc = hl_resolve_command(r->argv.v[0],
-					hl_strvec_value(&r->env, "PATH"), &path,
-					&cause);
-	}
-	if (rc != HL_OK) {
-		fail_rank(r, rc == HL_ENOENT ? 127 : 126, cause);
-		free(cause);
-		return;
-	}
-	if (pipe2(out, O_CLOEXEC) != 0) {
-		fail_rank(r, 125, "out of file descriptors");
-		free(path);
-		return;
-	}
-	if (pipe2(err, O_CLOEXEC) != 0) {
-		close(out[0]);
-		close(out[1]);
-		fail_rank(r, 125, "out of file descriptors");
-		free(path);
-		return;
-	}
-	r->pid = hl_agent_exec(path, r->argv.v, r->env.v, out[1], err[1], &rc);
-	close(out[1]);
-	close(err[1]);
-	free(path);
-	if (r->pid < 0) {
-		close(out[0]);
-		close(err[0]);
-		fail_rank(r, 125, "fork failed");
-		return;
-	}
-	r->fd[0] = out[0];
-	r->fd[1] = err[0];
-	fcntl(out[0], F_SETFL, O_NONBLOCK);
-	fcntl(err[0], F_SETFL, O_NONBLOCK);
-	if (rc != 0) {
-		char *msg = hl_asprintf("cannot execute '%s': %s", r->argv.v[0],
-					strerror(rc));
-
-		say_stderr(r->rank, msg ? msg : "cannot execute");
-		free(msg);
-	}
-}
-
-/* Whether the records now address this agent. */
-static bool mine(const struct node *nd)
-{
-	return nd->cur_task == nd->task;
-}
-
-static void answer_port(const char *ifs)
-{
-	char addr[INET_ADDRSTRLEN] = "", *cause = NULL;
-	int port = 0;
-
-	if (hl_free_port(&port, &cause) != HL_OK)
-		port = 0;
-	free(cause);
-	if (ifs != NULL && *ifs != '\0' &&
-	    ifaces_ipv4(ifs, addr, sizeof(addr)) != HL_OK)
-		addr[0] = '\0';
-	sayf("p %d %s", port, addr[0] ? addr : "-");
-}
-
-/* Act on one record. HL_EPROTO for a malformed one. */
-static int on_record(struct node *nd, char type, const char *data, size_t len)
-{
-	struct hl_node_req q;
-	struct nrank *r;
-	char *s;
-
-	if (hl_node_req_decode(type, data, len, &q) != HL_OK)
-		return HL_EPROTO;
-	switch (type) {
-	case 'C':
-		return hl_strvec_push_owned(&nd->common,
-					    hl_strndup(q.text, q.len));
-	case 'T':
-		nd->cur_task = (long)q.num;
-		nd->job = NULL;
-		return HL_OK;
-	case 'P':
-		if (mine(nd)) {
-			s = hl_strndup(q.text, q.len);
-			answer_port(s);
-			free(s);
-		}
-		return HL_OK;
-	case 'R':
-		if (mine(nd)) {
-			nd->job = find(nd, (int)q.num)
-					  ? NULL
-					  : add_rank(nd, (int)q.num);
-			if (nd->job == NULL)
-				return HL_EPROTO;
-		}
-		return HL_OK;
-	case 'E':
-	case 'A':
-	case 'D':
-		if (nd->job == NULL)
-			return HL_OK;
-		s = hl_strndup(q.text, q.len);
-		if (type == 'D') {
-			free(nd->job->cwd);
-			nd->job->cwd = s;
-			return s ? HL_OK : HL_ENOMEM;
-		}
-		return hl_strvec_push_owned(
-			type == 'E' ? &nd->job->env : &nd->job->argv, s);
-	case 'G':
-		if (nd->job != NULL && !nd->stopping)
-			start_rank(nd, nd->job);
-		nd->job = NULL;
-		return HL_OK;
-	case 'K':
-		r = find(nd, (int)q.num);
-		if (r != NULL && r->pid > 0 && !r->reaped)
-			kill(-r->pid, q.sig);
-		return HL_OK;
-	case 'Z':
-		nd->all_sent = true;
-		return HL_OK;
-	default:
-		return HL_OK; /* a newer hvdrun's record: not for us */
-	}
-}
 
 /* Every worker's group and every child: TERM once each, KILL at kill_at.
  * Called again while stopping, so that a worker's child that outlives
@@ -333,8 +63,8 @@ static void reap(struct node *nd)
 					hl_agent_stopped_text(WSTOPSIG(status));
 
 				if (text != NULL)
-					say_data(nd->r[i].rank, 1, text,
-						 strlen(text));
+					hl_node_say_data(nd->r[i].rank, 1, text,
+							 strlen(text));
 				free(text);
 			} else if (nd->r[i].pid == pid && !nd->r[i].reaped) {
 				nd->r[i].reaped = true;
@@ -352,7 +82,7 @@ static void pump(struct nrank *r, int k)
 	ssize_t n = read(r->fd[k], buf, sizeof(buf));
 
 	if (n > 0) {
-		say_data(r->rank, k, buf, (size_t)n);
+		hl_node_say_data(r->rank, k, buf, (size_t)n);
 	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 		close(r->fd[k]);
 		r->fd[k] = -1;
@@ -383,7 +113,7 @@ static void report(struct node *nd)
 					r->fd[k] = -1;
 				}
 		if (r->fd[0] < 0 && r->fd[1] < 0) {
-			sayf("x %d %d", r->rank, r->status);
+			hl_node_sayf("x %d %d", r->rank, r->status);
 			r->reported = true;
 		}
 	}
@@ -454,7 +184,7 @@ int hl_node_agent_run(char **cause)
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	signal(SIGPIPE, SIG_IGN);
-	sayf("h %s", name);
+	hl_node_sayf("h %s", name);
 	for (;;) {
 		size_t i, np = 0;
 		int k;
@@ -480,7 +210,7 @@ int hl_node_agent_run(char **cause)
 		report(&nd);
 		if (nd.all_sent && all_reported(&nd))
 			break;
-		if (2 + 2 * nd.n > pcap) {
+		if (pf == NULL || 2 + 2 * nd.n > pcap) {
 			size_t cap = 2 + 2 * nd.n;
 			struct pollfd *p2 = realloc(pf, cap * sizeof(*pf));
 			struct nrank **w2 =
@@ -544,8 +274,8 @@ int hl_node_agent_run(char **cause)
 
 				while ((r = hl_proto_next(&b, &used, &type,
 							  &data, &len)) == 1) {
-					if (on_record(&nd, type, data, len) !=
-					    HL_OK)
+					if (hl_node_on_record(&nd, type, data,
+							      len) != HL_OK)
 						code = 125;
 					hl_buf_consume(&b, used);
 				}

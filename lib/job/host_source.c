@@ -1,6 +1,8 @@
 /* host_source.c: see host_source.h. */
 #include "job/host_source.h"
 
+#include "elastic/discovery.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,9 +94,13 @@ static int origin_beside_slurm(const char *job, const char *what,
 		       : hl_fail(cause, HL_ENOMEM, "out of memory");
 }
 
+static int discover_hosts(const struct hl_opts *o, struct hl_discovery *d,
+			  struct hl_hostlist *hosts, char **cause);
+
 int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
 		     const char *config_file, const char *fallback,
-		     struct hl_hostlist *hosts, char **cause)
+		     struct hl_discovery *disc, struct hl_hostlist *hosts,
+		     char **cause)
 {
 	bool cli = from_cli[HL_K_HOSTS] || from_cli[HL_K_HOSTFILE];
 	bool use_list = o->v[HL_K_HOSTS].set && (!cli || from_cli[HL_K_HOSTS]);
@@ -104,6 +110,8 @@ int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
 	char local[64];
 	int rc;
 
+	if (disc != NULL && o->v[HL_K_DISCOVERY].set)
+		return discover_hosts(o, disc, hosts, cause);
 	if (use_list && use_file)
 		return hl_fail(cause, HL_EINVAL,
 			       "%s: give hosts or hostfile in [job], not both",
@@ -135,4 +143,58 @@ int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
 			       "give -np N, or hosts with -H or --hostfile");
 	snprintf(local, sizeof(local), "localhost:%ld", o->v[HL_K_NP].i);
 	return hl_hosts_parse_list(local, hosts, cause);
+}
+
+/* --host-discovery-script: the hosts of its first run, -np (unless
+ * given) every slot up to --max-np. */
+static int discover_hosts(const struct hl_opts *o, struct hl_discovery *d,
+			  struct hl_hostlist *hosts, char **cause)
+{
+	long total;
+	int rc;
+
+	if (!o->v[HL_K_MIN_NP].set)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--host-discovery-script is for an elastic job: add --min-np");
+	if (o->v[HL_K_HOSTS].set || o->v[HL_K_HOSTFILE].set)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--host-discovery-script gives the hosts: leave out %s",
+			o->v[HL_K_HOSTS].set ? "-H" : "--hostfile");
+	rc = hl_discovery_init(d, o->v[HL_K_DISCOVERY].s,
+			       o->v[HL_K_SLOTS_PER_HOST].set
+				       ? (int)o->v[HL_K_SLOTS_PER_HOST].i
+				       : 0,
+			       cause);
+	if (rc == HL_OK)
+		rc = hl_discovery_run(d, hosts, cause);
+	if (rc != HL_OK)
+		return rc;
+	total = hl_hosts_total_slots(hosts);
+	if (o->v[HL_K_MAX_NP].set && o->v[HL_K_MAX_NP].i < total)
+		total = o->v[HL_K_MAX_NP].i;
+	hosts->np = total;
+	hosts->origin = hl_asprintf("the hosts of the discovery script '%s'",
+				    d->script);
+	return hosts->origin != NULL
+		       ? HL_OK
+		       : hl_fail(cause, HL_ENOMEM, "out of memory");
+}
+
+/* How many workers the job starts: -np, else the host source's count,
+ * else every slot. An elastic job without --max-np starts on every slot
+ * of its hosts whatever -np says, as horovodrun does (its code, not its
+ * documentation): -np is then only a floor. */
+long hl_job_size(const struct hl_opts *o, const struct hl_hostlist *hosts)
+{
+	long total = hl_hosts_total_slots(hosts);
+
+	if (o->v[HL_K_MIN_NP].set && !o->v[HL_K_MAX_NP].set &&
+	    !o->v[HL_K_DISCOVERY].set &&
+	    (!o->v[HL_K_NP].set || o->v[HL_K_NP].i <= total))
+		return total;
+	if (o->v[HL_K_NP].set)
+		return o->v[HL_K_NP].i;
+	return hosts->np > 0 ? hosts->np : total;
 }

@@ -6,6 +6,8 @@
 #define HL_LAUNCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 #include "job/env.h"
 #include "job/hosts.h"
@@ -37,6 +39,46 @@ struct hl_event {
 	int sig;
 };
 
+/* How long the workers have between SIGTERM and SIGKILL at the job's
+ * end, as horovodrun's. */
+#define HL_GRACE_MS 3000
+
+struct sup;
+struct pollfd;
+
+/* Hooks of the supervisor's loop (launch.c), for a kind of job that
+ * adds to it (an elastic job: elastic/supervise.c). Each works on the
+ * supervisor's state (launch/sup.h), where it keeps its own (sup.el). */
+struct hl_sup_hooks {
+	/* After the workers' records are made, before anything starts;
+	 * close is called whatever open returned. */
+	int (*open)(struct sup *s, char **cause);
+	void (*close)(struct sup *s);
+	/* Worker w has ended: its work done (success: exit 0), or not. */
+	void (*ended)(struct sup *s, struct hl_worker *w, bool success);
+	/* w failed (how, which it may add to): true when the job goes on
+	 * without it, false when the failure ends the job. */
+	bool (*failed)(struct sup *s, struct hl_worker *w, char *how,
+		       size_t howlen);
+	/* The rendezvous told of changes (an empty report); lost is how
+	 * the loop ends a worker whose host stopped answering. */
+	void (*report)(struct sup *s,
+		       void (*lost)(struct sup *s, struct hl_worker *w));
+	/* Whether pid, a child of hvdrun, is the hooks' own (no orphan of
+	 * a worker); when one is reaped, reaped says true. */
+	bool (*child)(const struct sup *s, pid_t pid);
+	bool (*reaped)(struct sup *s, pid_t pid, int status);
+	/* Before each poll: how long the loop may sleep (ms, -1: no bound),
+	 * and up to HL_SUP_HOOK_FDS descriptors to watch (into pf; returns
+	 * how many); after it, those with their events. */
+	int (*timeout)(struct sup *s, long long now);
+	int (*fds)(struct sup *s, struct pollfd *pf);
+	void (*polled)(struct sup *s, const struct pollfd *pf, int n);
+	/* After each turn's exits were reaped. */
+	void (*tick)(struct sup *s);
+};
+#define HL_SUP_HOOK_FDS 2
+
 struct hl_launch {
 	struct hl_hostlist *hosts; /* elastic: hosts found later join it */
 	const struct hl_plan *plan;
@@ -46,7 +88,7 @@ struct hl_launch {
 	const struct hl_ssh_opts *ssh;
 	const char *output_dir; /* NULL: no per-rank files */
 	bool timestamps;
-	int grace_ms;  /* SIGTERM to SIGKILL */
+	int grace_ms;  /* SIGTERM to SIGKILL: HL_GRACE_MS */
 	int report_fd; /* failures of the rendezvous, or -1 */
 	/* An elastic job (min_np > 0): the rendezvous, whose generations
 	 * the supervisor sets; a failed worker's host leaves the job and
@@ -68,6 +110,10 @@ struct hl_launch {
 	/* Elastic: the hosts now usable, from a script (NULL: the host list
 	 * is the pool); hosts it finds are added to hosts. */
 	struct hl_discovery *discovery;
+	/* What a kind of job adds to the supervisor: an elastic job's
+	 * policy (elastic/supervise.h's hl_elastic_hooks); NULL for a
+	 * static job. */
+	const struct hl_sup_hooks *hooks;
 	/* Called from the launching thread; NULL: events are dropped. */
 	void (*on_event)(void *arg, const struct hl_event *ev);
 	void *event_arg;

@@ -1,0 +1,81 @@
+/* config/rules.c: the rules between a job's options that no single
+ * option's check can see (an elastic job's options, horovodrun's settings
+ * that hvdrun takes only in part, the launcher and the discovery script),
+ * each refused with the options named. */
+#include "config/rules.h"
+#include "util/util.h"
+
+/* --min-np and --reset-limit: an elastic job, on hvdrun's transport. */
+static int check_elastic(const struct hl_opts *o, int np, char **cause)
+{
+	static const enum hl_key only_elastic[] = {
+		HL_K_RESET_LIMIT, HL_K_MAX_NP,	       HL_K_COOLDOWN,
+		HL_K_DISCOVERY,	  HL_K_SLOTS_PER_HOST, HL_K_ELASTIC_TIMEOUT};
+	size_t i;
+
+	if (!o->v[HL_K_MIN_NP].set) {
+		for (i = 0; i < sizeof(only_elastic) / sizeof(*only_elastic);
+		     i++)
+			if (o->v[only_elastic[i]].set)
+				return hl_fail(
+					cause, HL_EINVAL,
+					"--%s is for an elastic job: add --min-np",
+					hl_keys[only_elastic[i]].longopt);
+		return HL_OK;
+	}
+	if (o->v[HL_K_SLOTS_PER_HOST].set && !o->v[HL_K_DISCOVERY].set)
+		return hl_fail(cause, HL_EINVAL,
+			       "--slots-per-host is for the bare names a "
+			       "--host-discovery-script prints");
+	if (o->v[HL_K_MAX_NP].set && o->v[HL_K_MAX_NP].i < np)
+		return hl_fail(cause, HL_EINVAL,
+			       "--max-np %ld is less than the %d workers "
+			       "the job starts with",
+			       o->v[HL_K_MAX_NP].i, np);
+	if (o->v[HL_K_MIN_NP].i > np)
+		return hl_fail(cause, HL_EINVAL,
+			       "--min-np %ld is more than the %d workers "
+			       "the job starts with",
+			       o->v[HL_K_MIN_NP].i, np);
+	if (o->v[HL_K_MPI].b)
+		return hl_fail(cause, HL_EINVAL,
+			       "--min-np: an elastic job runs on hvdrun's own "
+			       "rendezvous, not --mpi");
+	return HL_OK;
+}
+
+/* horovodrun's settings that hvdrun takes only in part. */
+static int check_horovod(const struct hl_opts *o, char **cause)
+{
+	if (o->v[HL_K_NUM_NCCL_STREAMS].set &&
+	    o->v[HL_K_NUM_NCCL_STREAMS].i != 1)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--num-nccl-streams %ld: libhvd runs NCCL on one "
+			"stream per GPU; leave it out (1 is the only value)",
+			o->v[HL_K_NUM_NCCL_STREAMS].i);
+	if (o->v[HL_K_BINDING_ARGS].set && !o->v[HL_K_MPI].b)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--binding-args is for mpirun (--mpi); hvdrun's "
+			"own workers are bound with --bind-to core|none");
+	return HL_OK;
+}
+
+int hl_rules_check(const struct hl_opts *o, int np, char **cause)
+{
+	int rc = check_elastic(o, np, cause);
+
+	return rc == HL_OK ? check_horovod(o, cause) : rc;
+}
+
+int hl_rules_check_launcher(const struct hl_opts *o, bool srun, char **cause)
+{
+	if (srun && o->v[HL_K_DISCOVERY].set)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--host-discovery-script: srun reaches only the "
+			"allocation's nodes, not the hosts a script finds; "
+			"use --launcher ssh");
+	return HL_OK;
+}

@@ -1,0 +1,90 @@
+/* launch/sup.c: the supervisor's hands (sup.h): signalling the job's
+ * workers and the orphans of its workers, the TERM then KILL of its end,
+ * and how a worker's end is said. Used by launch.c's loop and by an
+ * elastic job's policy (elastic/supervise.c). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "launch/proc.h"
+#include "launch/sup.h"
+
+/* Signal every direct child that is not a live worker: a worker's
+ * children that were re-parented to us. SIGTERM reaches each one once.
+ * Returns how many were found. */
+int hl_sup_signal_orphans(struct sup *s, int sig)
+{
+	pid_t *kids;
+	size_t nkids, k;
+	int found = 0, i;
+
+	if (hl_children(&kids, &nkids) != HL_OK)
+		return 0;
+	for (k = 0; k < nkids; k++) {
+		/* The watchdog, and a spawner's own process (srun), which
+		 * its spawner ends, but for a SIGKILL. */
+		bool worker = kids[k] == s->wd.pid ||
+			      (s->l->hooks != NULL &&
+			       s->l->hooks->child(s, kids[k])) ||
+			      (sig != SIGKILL && s->ctx[1] != NULL &&
+			       s->ops[1]->helper != NULL &&
+			       s->ops[1]->helper(s->ctx[1], kids[k]));
+
+		for (i = 0; i < s->n && !worker; i++)
+			worker = !s->w[i].remote && s->w[i].pid == kids[k] &&
+				 !s->w[i].exited;
+		if (worker)
+			continue;
+		found++;
+		if (sig == SIGTERM && !hl_pids_add(&s->termed, kids[k]))
+			continue;
+		kill(kids[k], sig);
+	}
+	free(kids);
+	return found;
+}
+
+void hl_sup_signal_all(struct sup *s, int sig)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++) {
+		struct hl_worker *w = &s->w[i];
+
+		/* A local group may outlive its leader; a remote worker
+		 * that has exited has taken its group along. */
+		if (s->ctx[w->remote] != NULL && (!w->remote || !w->exited))
+			s->ops[w->remote]->signal(s->ctx[w->remote], w, sig);
+	}
+	hl_sup_signal_orphans(s, sig);
+}
+
+void hl_sup_terminate(struct sup *s, int sig)
+{
+	if (s->phase != PH_RUNNING)
+		return;
+	hl_sup_signal_all(s, sig);
+	/* A stopped worker (SIGSTOP, a debugger's) acts on it only once
+	 * continued; left stopped, it would wait out the grace period. */
+	hl_sup_signal_all(s, SIGCONT);
+	s->phase = PH_TERMINATING;
+	s->deadline = hl_now_ms() + s->l->grace_ms;
+}
+
+void hl_sup_kill_now(struct sup *s)
+{
+	hl_sup_signal_all(s, SIGKILL);
+	s->phase = PH_KILLED;
+	s->deadline = hl_now_ms() + 2000;
+}
+
+void hl_sup_describe_status(int status, char *buf, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, len, "was killed by signal %d (%s)",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
+}
