@@ -13,15 +13,17 @@
 
 int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes)
 {
+	size_t cap = hvd__grow_size(e->fusion_cap, bytes,
+				    (size_t)e->k.fusion_threshold);
 	char *f;
 
-	if (e->fusion_cap >= bytes)
+	if (cap == e->fusion_cap)
 		return HVD_OK;
-	f = realloc(e->fusion, bytes);
+	f = realloc(e->fusion, cap);
 	if (f == NULL)
 		return HVD_ENOMEM;
 	e->fusion = f;
-	e->fusion_cap = bytes;
+	e->fusion_cap = cap;
 	return HVD_OK;
 }
 

@@ -67,13 +67,11 @@ static int wait_ready(struct hvd__gpu *g, void *ready, char *why, size_t len)
 static int fusion_reserve(struct hvd__gpu *g, size_t bytes, char *why,
 			  size_t len)
 {
-	size_t cap = g->fusion_cap;
+	size_t cap = hvd__grow_size(g->fusion_cap, bytes, g->fusion_limit);
 	cudaError_t e;
 
-	if (bytes <= cap)
+	if (cap == g->fusion_cap)
 		return HVD_OK;
-	while (cap < bytes)
-		cap = cap ? cap * 2 : (size_t)1 << 20;
 	/* The stream is idle between collectives: the old buffer can go. */
 	cudaFree(g->fusion);
 	g->fusion = NULL;

@@ -10,7 +10,8 @@ int hvd__gpu_engine(struct hvd__engine *e)
 	e->gpu_why[0] = '\0';
 	if (e->gpu != NULL)
 		return HVD_OK;
-	rc = hvd__gpu_start(&e->gpu, &e->comm, e->gpu_why, sizeof(e->gpu_why));
+	rc = hvd__gpu_start(&e->gpu, &e->comm, (size_t)e->k.fusion_threshold,
+			    e->gpu_why, sizeof(e->gpu_why));
 	if (rc != HVD_OK)
 		hvd__error("%s", e->gpu_why);
 	return rc;

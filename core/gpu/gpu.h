@@ -59,9 +59,11 @@ int hvd__gpu_prepare(const void *buf, size_t bytes, void **ready, char *why,
 void hvd__gpu_release(void *ready);
 
 /* The background thread. Set up NCCL with every rank of ctrl (a
- * collective call: every rank makes it at the same point). */
+ * collective call: every rank makes it at the same point); the GPU
+ * fusion buffer grows past fusion_limit only for one collective's need
+ * (util/grow.c). */
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
-		   char *why, size_t len);
+		   size_t fusion_limit, char *why, size_t len);
 /* scale: prescale times postscale (1: none); SUM and AVERAGE only. */
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		       enum hvd_dtype dtype, enum hvd_op op, double scale,

@@ -25,6 +25,7 @@ struct hvd__gpu {
 	bool aborted;
 	char *fusion;
 	size_t fusion_cap;
+	size_t fusion_limit; /* HOROVOD_FUSION_THRESHOLD (util/grow.c) */
 	cudaEvent_t ev[EV_N];
 	bool batch_copies; /* cudaMemcpyBatchAsync works here */
 	bool one_rank_bug; /* a scaled op on one rank needs whole blocks */

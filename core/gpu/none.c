@@ -31,9 +31,10 @@ void hvd__gpu_release(void *ready)
 }
 
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
-		   char *why, size_t len)
+		   size_t fusion_limit, char *why, size_t len)
 {
 	(void)ctrl;
+	(void)fusion_limit;
 	*out = NULL;
 	return hvd__gpu_device(why, len);
 }

@@ -119,7 +119,7 @@ static int start_hierarchical(struct hvd__gpu *g, char *why, size_t len)
 }
 
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
-		   char *why, size_t len)
+		   size_t fusion_limit, char *why, size_t len)
 {
 	struct hvd__gpu *g = calloc(1, sizeof(*g));
 	struct {
@@ -144,6 +144,7 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 		int v = 0;
 
 		g->ctrl = ctrl;
+		g->fusion_limit = fusion_limit;
 		g->batch_copies = true;
 		/* NVIDIA/nccl#1950, fixed in 2.29.7 (version code 22907). */
 		g->one_rank_bug =

@@ -4,6 +4,7 @@
 #define HVD_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "proto/worker_env.h"
 #include "hvd.h"
@@ -46,6 +47,14 @@ int hvd__env(enum wenv_id v, double *out);
 int hvd__env_long(enum wenv_id v, long *out);
 /* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
 int hvd__transport_timeout_ms(void);
+
+/* The size a working buffer of have bytes grows to so as to hold want
+ * (util/grow.c): doubling from HVD__GROW_FIRST, so that a run of growing
+ * batches costs a few allocations, but capped at limit (the fusion
+ * threshold): beyond it only exactly what one collective needs. have when
+ * it holds want already. */
+#define HVD__GROW_FIRST ((size_t)1 << 20)
+size_t hvd__grow_size(size_t have, size_t want, size_t limit);
 
 /* The monotonic clock, in microseconds and in milliseconds. */
 long long hvd__now_us(void);

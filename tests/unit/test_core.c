@@ -1,8 +1,10 @@
-/* test_core.c: libhvd's start-up from the rank environment. */
+/* test_core.c: libhvd's start-up from the rank environment, its error
+ * texts, and the working buffers' growth rule. */
 #include <stdlib.h>
 
 #include "hvd.h"
 #include "tap.h"
+#include "util/internal.h"
 
 static void clear_env(void)
 {
@@ -111,6 +113,26 @@ static void test_strerror(void)
 	CHECK_STR(hvd_version(), HVD_VERSION);
 }
 
+/* The working buffers' one growth rule: doubling from 1 MiB, capped at
+ * the limit but for exactly what one collective needs. */
+static void test_grow_size(void)
+{
+	const size_t mib = (size_t)1 << 20, limit = 64 * mib;
+
+	CHECK(hvd__grow_size(0, 100, limit) == mib);
+	CHECK(hvd__grow_size(mib, mib, limit) == mib);
+	CHECK(hvd__grow_size(mib, mib + 1, limit) == 2 * mib);
+	CHECK(hvd__grow_size(2 * mib, 5 * mib, limit) == 8 * mib);
+	CHECK(hvd__grow_size(32 * mib, 40 * mib, limit) == limit);
+	CHECK(hvd__grow_size(32 * mib, 65 * mib, limit) == 65 * mib);
+	CHECK(hvd__grow_size(limit, 100 * mib, limit) == 100 * mib);
+	CHECK(hvd__grow_size(100 * mib, 70 * mib, limit) == 100 * mib);
+	/* A limit of 0 (no fusion): exactly what is asked. */
+	CHECK(hvd__grow_size(0, 4096, 0) == 4096);
+	CHECK(hvd__grow_size((size_t)-1 / 2 + 2, (size_t)-1, limit) ==
+	      (size_t)-1);
+}
+
 int main(void)
 {
 	setenv("HOROVOD_LOG_LEVEL", "fatal", 1); /* quiet the expected errors */
@@ -119,5 +141,6 @@ int main(void)
 	RUN(test_bad_env);
 	RUN(test_next_shape);
 	RUN(test_strerror);
+	RUN(test_grow_size);
 	return tap_done();
 }
