@@ -15,6 +15,7 @@
 
 #include "job/bind.h"
 #include "job/env.h"
+#include "launch/family.h"
 #include "launch/proc.h"
 #include "agent/records.h"
 
@@ -60,52 +61,6 @@ static int read_job(struct hl_buf *b, struct job *j)
 		if (type == 'G')
 			return j->argv.n > 0 ? HL_OK : HL_EINVAL;
 	}
-}
-
-static void signal_family(pid_t pgid, int sig)
-{
-	pid_t *kids;
-	size_t n, i;
-
-	kill(-pgid, sig);
-	if (hl_children(&kids, &n) != HL_OK)
-		return;
-	for (i = 0; i < n; i++)
-		kill(kids[i], sig);
-	free(kids);
-}
-
-static bool family_alive(pid_t pgid)
-{
-	pid_t *kids;
-	size_t n = 0;
-
-	if (hl_children(&kids, &n) == HL_OK)
-		free(kids);
-	return n > 0 || kill(-pgid, 0) == 0;
-}
-
-/* The worker has ended or must end: TERM what is left, KILL after the
- * grace period, reap everything. */
-static void end_family(pid_t pgid, int first_sig)
-{
-	long long end = hl_now_ms() + AGENT_GRACE_MS;
-	int status;
-
-	signal_family(pgid, first_sig);
-	while (family_alive(pgid)) {
-		while (waitpid(-1, &status, WNOHANG) > 0)
-			;
-		if (!family_alive(pgid))
-			break;
-		if (hl_now_ms() >= end) {
-			signal_family(pgid, SIGKILL);
-			end = hl_now_ms() + AGENT_GRACE_MS;
-		}
-		poll(NULL, 0, 20);
-	}
-	while (waitpid(-1, &status, WNOHANG) > 0)
-		;
 }
 
 char *hl_stopped_text(const char *who, int sig)
@@ -182,6 +137,24 @@ static int exit_like(int status)
 	return WEXITSTATUS(status);
 }
 
+/* The worker's process group and the children of it this agent adopted:
+ * the one family the agent ends. */
+static struct hl_family fam;
+
+/* Forward sig to the worker's group and what the agent adopted. */
+static void signal_family(pid_t pgid, int sig)
+{
+	hl_family_signal_group(&fam, pgid, sig);
+	hl_family_signal_children(&fam, sig, NULL, NULL);
+}
+
+/* The worker has ended or must end: TERM what is left (first_sig; SIGKILL
+ * for no grace), KILL after the grace period, reap everything. */
+static void end_family(pid_t pgid, int first_sig)
+{
+	hl_family_end(&fam, &pgid, 1, first_sig);
+}
+
 static int supervise_worker(pid_t pid, struct hl_buf *b, int sfd)
 {
 	struct pollfd pf[2] = {{.fd = 0, .events = POLLIN},
@@ -252,7 +225,7 @@ int hl_agent_run(char **cause)
 	sigset_t mask;
 	char *path = NULL;
 	pid_t pid;
-	int rc, sfd, code, exec_errno;
+	int rc, sfd = -1, code, exec_errno;
 
 	hl_buf_init(&b);
 	hl_strvec_init(&j.env);
@@ -278,9 +251,7 @@ int hl_agent_run(char **cause)
 	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	sfd = hl_family_open(&fam, AGENT_GRACE_MS, &mask, NULL);
 	/* sshd may close the channel under us: never die of SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
 	pid = hl_agent_exec(path, j.argv.v, j.env.v, -1, -1, &exec_errno);
@@ -294,12 +265,13 @@ int hl_agent_run(char **cause)
 			j.argv.v[0], strerror(exec_errno));
 		waitpid(pid, NULL, 0);
 		code = exec_errno == ENOENT ? 127 : 126;
-		close(sfd);
 		goto out;
 	}
 	code = exit_like(supervise_worker(pid, &b, sfd));
-	close(sfd);
 out:
+	if (sfd >= 0)
+		close(sfd);
+	hl_family_close(&fam);
 	free(path);
 	free(j.cwd);
 	hl_strvec_close(&j.env);

@@ -29,25 +29,20 @@
 
 #define NODE_GRACE_MS 2000
 
-/* Every worker's group and every child: TERM once each, KILL at kill_at.
+/* Every worker's group and every child: sig, the end's (family.h), which
+ * is SIGTERM, once each, until the grace period is over, then SIGKILL.
  * Called again while stopping, so that a worker's child that outlives
  * it (re-parented to this subreaper) gets its TERM at once, not only
  * when Slurm ends the step. */
-static void stop_all(struct node *nd, int sig)
+static void stop_all(struct node *nd)
 {
-	pid_t *kids;
-	size_t i, n;
+	int sig = hl_family_end_signal(&nd->fam, hl_now_ms());
+	size_t i;
 
+	nd->stopping = true;
 	for (i = 0; i < nd->n; i++)
-		if (nd->r[i].pid > 0 &&
-		    (sig != SIGTERM || hl_pids_add(&nd->termed, -nd->r[i].pid)))
-			kill(-nd->r[i].pid, sig);
-	if (hl_children(&kids, &n) == HL_OK) {
-		for (i = 0; i < n; i++)
-			if (sig != SIGTERM || hl_pids_add(&nd->termed, kids[i]))
-				kill(kids[i], sig);
-		free(kids);
-	}
+		hl_family_signal_group(&nd->fam, nd->r[i].pid, sig);
+	hl_family_signal_children(&nd->fam, sig, NULL, NULL);
 }
 
 static void reap(struct node *nd)
@@ -143,7 +138,7 @@ static void node_close(struct node *nd)
 			close(nd->r[i].fd[1]);
 	}
 	free(nd->r);
-	free(nd->termed.v);
+	hl_family_close(&nd->fam);
 	hl_strvec_close(&nd->common);
 }
 
@@ -180,9 +175,7 @@ int hl_node_agent_run(char **cause)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	sfd = hl_family_open(&nd.fam, NODE_GRACE_MS, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	hl_node_sayf("h %s", name);
 	for (;;) {
@@ -190,20 +183,11 @@ int hl_node_agent_run(char **cause)
 		int k;
 
 		if (nd.stopping) {
-			pid_t *kids;
-			size_t nk = 0;
-
 			reap(&nd);
-			if (hl_children(&kids, &nk) == HL_OK)
-				free(kids);
-			if (nk == 0)
+			if (hl_family_signal_children(&nd.fam, 0, NULL, NULL) ==
+			    0)
 				break;
-			if (hl_now_ms() >= nd.kill_at) {
-				stop_all(&nd, SIGKILL);
-				nd.kill_at = hl_now_ms() + NODE_GRACE_MS;
-			} else {
-				stop_all(&nd, SIGTERM);
-			}
+			stop_all(&nd);
 			poll(NULL, 0, 10);
 			continue;
 		}
@@ -250,13 +234,9 @@ int hl_node_agent_run(char **cause)
 
 			while (read(sfd, &si, sizeof(si)) ==
 			       (ssize_t)sizeof(si))
-				if (si.ssi_signo != SIGCHLD && !nd.stopping) {
-					/* The step is being cancelled. */
-					nd.stopping = true;
-					stop_all(&nd, SIGTERM);
-					nd.kill_at =
-						hl_now_ms() + NODE_GRACE_MS;
-				}
+				if (si.ssi_signo != SIGCHLD && !nd.stopping)
+					stop_all(
+						&nd); /* the step is cancelled */
 			reap(&nd);
 		}
 		for (i = in_open ? 2 : 1; i < np; i++)
@@ -284,16 +264,12 @@ int hl_node_agent_run(char **cause)
 			} else if (n == 0 || errno != EINTR) {
 				/* hvdrun is gone: nobody waits for a status. */
 				in_open = false;
-				nd.stopping = true;
-				stop_all(&nd, SIGTERM);
-				nd.kill_at = hl_now_ms() + NODE_GRACE_MS;
+				stop_all(&nd);
 			}
 			if (code != 0 && !nd.stopping) {
 				hl_fail(cause, HL_EPROTO,
 					"malformed request from hvdrun");
-				nd.stopping = true;
-				stop_all(&nd, SIGTERM);
-				nd.kill_at = hl_now_ms() + NODE_GRACE_MS;
+				stop_all(&nd);
 			}
 		}
 	}

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "launch/family.h"
 #include "launch/proc.h"
 #include "launch/output.h"
 #include "util/util.h"
@@ -29,12 +30,11 @@ struct node {
 	struct hl_strvec common;
 	struct nrank *r;
 	size_t n, cap;
-	long cur_task;	       /* the task the records now address */
-	struct nrank *job;     /* the job being read, NULL if none */
-	bool all_sent;	       /* 'Z' seen */
-	bool stopping;	       /* stdin ended or the step was signalled */
-	long long kill_at;     /* stopping: SIGKILL everything then */
-	struct hl_pids termed; /* processes (-group) sent SIGTERM */
+	long cur_task;	      /* the task the records now address */
+	struct nrank *job;    /* the job being read, NULL if none */
+	bool all_sent;	      /* 'Z' seen */
+	bool stopping;	      /* stdin ended or the step was signalled */
+	struct hl_family fam; /* the workers' groups and what they leave */
 };
 
 /* line[0..len) as one line on stdout, in one write(2), ended by

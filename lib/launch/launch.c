@@ -359,8 +359,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 		    sa.sa_handler != SIG_IGN)
 			sigaddset(&mask, fwd[i]);
 	}
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	s.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	s.sfd = hl_family_open(&s.fam, l->grace_ms, &mask, &old);
 	if (s.sfd < 0) {
 		rc = hl_fail(cause, HL_ESYS, "signalfd: %s", strerror(errno));
 		goto out_mask;
@@ -368,7 +367,6 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	rc = hl_watchdog_start(&s.wd, l->grace_ms, cause);
 	if (rc != HL_OK)
 		goto out_sfd;
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	signal(SIGPIPE, SIG_IGN);
 	/* The spawners' threads block on a full pipe (their output waits
 	 * for us); a large one lets them run ahead. */
@@ -434,7 +432,7 @@ out_mask:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out_free:
 	free(s.notes);
-	free(s.termed.v);
+	hl_family_close(&s.fam);
 	if (l->hooks != NULL)
 		l->hooks->close(&s);
 	hl_sup_workers_close(s.w, s.n);

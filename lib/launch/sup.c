@@ -8,42 +8,44 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "launch/family.h"
 #include "launch/proc.h"
 #include "launch/sup.h"
 
 /* Signal every direct child that is not a live worker: a worker's
  * children that were re-parented to us. SIGTERM reaches each one once.
  * Returns how many were found. */
+/* The children of hvdrun that are no orphans of a worker: the watchdog,
+ * the hooks' own (the discovery script), a live local worker, and a
+ * spawner's own process (srun), which its spawner ends, but for a
+ * SIGKILL. */
+struct orphan_ctx {
+	const struct sup *s;
+	int sig;
+};
+
+static bool not_orphan(void *arg, pid_t pid)
+{
+	const struct orphan_ctx *c = arg;
+	const struct sup *s = c->s;
+	int i;
+
+	if (pid == s->wd.pid ||
+	    (s->l->hooks != NULL && s->l->hooks->child(s, pid)) ||
+	    (c->sig != SIGKILL && s->ctx[1] != NULL &&
+	     s->ops[1]->helper != NULL && s->ops[1]->helper(s->ctx[1], pid)))
+		return true;
+	for (i = 0; i < s->n; i++)
+		if (!s->w[i].remote && s->w[i].pid == pid && !s->w[i].exited)
+			return true;
+	return false;
+}
+
 int hl_sup_signal_orphans(struct sup *s, int sig)
 {
-	pid_t *kids;
-	size_t nkids, k;
-	int found = 0, i;
+	struct orphan_ctx c = {s, sig};
 
-	if (hl_children(&kids, &nkids) != HL_OK)
-		return 0;
-	for (k = 0; k < nkids; k++) {
-		/* The watchdog, and a spawner's own process (srun), which
-		 * its spawner ends, but for a SIGKILL. */
-		bool worker = kids[k] == s->wd.pid ||
-			      (s->l->hooks != NULL &&
-			       s->l->hooks->child(s, kids[k])) ||
-			      (sig != SIGKILL && s->ctx[1] != NULL &&
-			       s->ops[1]->helper != NULL &&
-			       s->ops[1]->helper(s->ctx[1], kids[k]));
-
-		for (i = 0; i < s->n && !worker; i++)
-			worker = !s->w[i].remote && s->w[i].pid == kids[k] &&
-				 !s->w[i].exited;
-		if (worker)
-			continue;
-		found++;
-		if (sig == SIGTERM && !hl_pids_add(&s->termed, kids[k]))
-			continue;
-		kill(kids[k], sig);
-	}
-	free(kids);
-	return found;
+	return hl_family_signal_children(&s->fam, sig, not_orphan, &c);
 }
 
 void hl_sup_signal_all(struct sup *s, int sig)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "launch/launch.h"
+#include "launch/family.h"
 #include "launch/proc.h"
 #include "launch/watchdog.h"
 #include "spawn/spawn.h"
@@ -32,7 +33,7 @@ struct sup {
 	enum phase phase;
 	long long deadline;
 	struct hl_watchdog wd;
-	struct hl_pids termed; /* orphans already sent SIGTERM */
+	struct hl_family fam; /* what hvdrun started, ended as one */
 	int exit_code;
 	bool failed; /* a worker failed: exit_code is its code */
 	int signal;  /* a signal hvdrun received, 0 if none */
