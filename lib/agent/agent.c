@@ -82,6 +82,30 @@ char *hl_agent_stopped_text(int sig)
 	return hl_stopped_text(who, sig);
 }
 
+int hl_agent_prepare(const char *cwd, const struct hl_strvec *argv,
+		     const struct hl_strvec *env, char **path, char **cause)
+{
+	int rc;
+
+	*path = NULL;
+	if (cwd != NULL && chdir(cwd) != 0) {
+		hl_fail(cause, HL_ESYS,
+			"cannot use the working directory '%s': %s", cwd,
+			strerror(errno));
+		return 125;
+	}
+	if (argv->n == 0) {
+		hl_fail(cause, HL_EPROTO,
+			"incomplete start request from hvdrun");
+		return 125;
+	}
+	rc = hl_resolve_command(argv->v[0], hl_strvec_value(env, "PATH"), path,
+				cause);
+	if (rc == HL_OK)
+		return 0;
+	return rc == HL_ENOENT ? 127 : 126;
+}
+
 pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
 		    int *exec_errno)
 {
@@ -225,7 +249,7 @@ int hl_agent_run(char **cause)
 	sigset_t mask;
 	char *path = NULL;
 	pid_t pid;
-	int rc, sfd = -1, code, exec_errno;
+	int sfd = -1, code, exec_errno;
 
 	hl_buf_init(&b);
 	hl_strvec_init(&j.env);
@@ -236,19 +260,9 @@ int hl_agent_run(char **cause)
 		code = 125;
 		goto out;
 	}
-	if (j.cwd != NULL && chdir(j.cwd) != 0) {
-		hl_fail(cause, HL_ESYS,
-			"cannot use the working directory '%s': %s", j.cwd,
-			strerror(errno));
-		code = 125;
+	code = hl_agent_prepare(j.cwd, &j.argv, &j.env, &path, cause);
+	if (code != 0)
 		goto out;
-	}
-	rc = hl_resolve_command(j.argv.v[0], hl_strvec_value(&j.env, "PATH"),
-				&path, cause);
-	if (rc != HL_OK) {
-		code = rc == HL_ENOENT ? 127 : 126;
-		goto out;
-	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sfd = hl_family_open(&fam, AGENT_GRACE_MS, &mask, NULL);

@@ -15,6 +15,16 @@
  * *cause says why in one line. */
 int hl_agent_run(char **cause);
 
+/* A worker's start from its records, before the fork (the SSH agent's
+ * and the node agent's one way): into its folder cwd (NULL: stay), and
+ * its command argv[0] found on env's PATH as execvp would (*path,
+ * malloc'ed). 0, or the exit status that stands for the failure (125:
+ * the folder or an empty command; 127: not found; 126: not executable)
+ * with *cause saying why. */
+struct hl_strvec;
+int hl_agent_prepare(const char *cwd, const struct hl_strvec *argv,
+		     const struct hl_strvec *env, char **path, char **cause);
+
 /* Fork and exec a worker in a process group of its own: stdin from
  * /dev/null, stdout and stderr to out and err (-1: inherited), signals
  * unblocked, bound to its CPUs (bind.h). An exec failure comes back as

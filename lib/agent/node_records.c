@@ -129,23 +129,9 @@ static void start_rank(struct node *nd, struct nrank *r)
 	for (i = 0; i < nd->common.n; i++)
 		hl_strvec_push(&r->env, nd->common.v[i]);
 	/* The folder first: a relative command is found from it. */
-	if (r->cwd != NULL && chdir(r->cwd) != 0) {
-		cause = hl_asprintf("cannot use the working directory '%s': %s",
-				    r->cwd, strerror(errno));
-		fail_rank(r, 125, cause);
-		free(cause);
-		return;
-	}
-	if (r->argv.n == 0) {
-		rc = HL_EINVAL;
-		cause = hl_strdup("incomplete start request from hvdrun");
-	} else {
-		rc = hl_resolve_command(r->argv.v[0],
-					hl_strvec_value(&r->env, "PATH"), &path,
-					&cause);
-	}
-	if (rc != HL_OK) {
-		fail_rank(r, rc == HL_ENOENT ? 127 : 126, cause);
+	rc = hl_agent_prepare(r->cwd, &r->argv, &r->env, &path, &cause);
+	if (rc != 0) {
+		fail_rank(r, rc, cause ? cause : "out of memory");
 		free(cause);
 		return;
 	}
