@@ -49,10 +49,10 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	s->notify_fd = notify_fd;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
-	s->at = calloc((size_t)n, sizeof(struct step *));
+	rc = hl_sessions_init(&s->ss, (size_t)n);
 	hosts = calloc(l->hosts->n, sizeof(*hosts));
 	mine = calloc((size_t)l->plan->size, sizeof(struct hl_worker *));
-	if (s->at == NULL || hosts == NULL || mine == NULL) {
+	if (rc != HL_OK || hosts == NULL || mine == NULL) {
 		free(hosts);
 		free(mine);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
@@ -76,7 +76,7 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	free(mine);
 	if (rc != HL_OK || nh == 0)
 		return rc;
-	st = s->steps[0];
+	st = s->ss.v[0];
 	if (!hl_srun_wait_for(st, &st->nhello, st->ntasks,
 			      hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
 		return hl_srun_start_error(st, "start the agent", cause);
@@ -149,7 +149,7 @@ static int srun_start(void *ctx, char **cause)
 {
 	struct srun *s = ctx;
 	const struct hl_launch *l = s->l;
-	struct step *st = s->nsteps > 0 ? s->steps[0] : NULL;
+	struct step *st = s->ss.n > 0 ? s->ss.v[0] : NULL;
 	struct hl_strvec *env;
 	bool *common = NULL;
 	char **sorted = NULL;
@@ -229,27 +229,18 @@ static int srun_start(void *ctx, char **cause)
 	return HL_OK;
 }
 
-/* Elastic: the steps that have ended (srun, and so their workers) are
- * freed, so that a long job's restarts keep no descriptor, thread or
- * memory of them. Their readers are done: joining them waits for
+/* Elastic: a step that has ended (srun, and so its workers) is freed at
+ * the next restart, so that a long job's restarts keep no descriptor,
+ * thread or memory of it. Its reader is done: joining it waits for
  * nothing. */
-static void free_ended(struct srun *s)
+static bool step_ended(void *st)
 {
-	size_t i, j, k = 0;
+	return atomic_load(&((struct step *)st)->finished);
+}
 
-	for (i = 0; i < s->nsteps; i++) {
-		struct step *st = s->steps[i];
-
-		if (!atomic_load(&st->finished)) {
-			s->steps[k++] = st;
-			continue;
-		}
-		for (j = 0; j < st->nr; j++)
-			if (s->at[st->r[j].w->rank] == st)
-				s->at[st->r[j].w->rank] = NULL;
-		hl_srun_step_free(st);
-	}
-	s->nsteps = k;
+static void step_free_any(void *st)
+{
+	hl_srun_step_free(st);
 }
 
 /* Elastic: the n workers w of one host again, in a step of their own
@@ -268,19 +259,18 @@ static int srun_restart(void *ctx, struct hl_worker *const *w, int n,
 	int k, rc;
 
 	for (k = 0; k < n; k++) {
+		struct step *was = s->ss.at[w[k]->rank];
 		struct srun_rank *old =
-			s->at[w[k]->rank]
-				? hl_srun_rank_of(s->at[w[k]->rank], w[k]->rank)
-				: NULL;
+			was ? hl_srun_rank_of(was, w[k]->rank) : NULL;
 
 		if (old != NULL)
 			atomic_store(&old->done, true);
 	}
-	free_ended(s);
+	hl_sessions_sweep(&s->ss, step_ended, step_free_any);
 	rc = hl_srun_step_start(s, &host, 1, w, (size_t)n, cause);
 	if (rc != HL_OK)
 		return rc;
-	st = s->steps[s->nsteps - 1];
+	st = s->ss.v[s->ss.n - 1];
 	hl_buf_init(&b);
 	rc = hl_node_req_put(&b, 'T', 0, 0);
 	for (k = 0; k < n && rc == HL_OK; k++) {
@@ -311,7 +301,7 @@ static int srun_restart(void *ctx, struct hl_worker *const *w, int n,
 static int srun_signal(void *ctx, struct hl_worker *w, int sig)
 {
 	struct srun *s = ctx;
-	struct step *st = s->at[w->rank];
+	struct step *st = s->ss.at[w->rank];
 	struct hl_buf b;
 	int rc;
 
@@ -330,9 +320,12 @@ static bool srun_helper(void *ctx, pid_t pid)
 	struct srun *s = ctx;
 	size_t i;
 
-	for (i = 0; s != NULL && i < s->nsteps; i++)
-		if (s->steps[i]->pid > 0 && s->steps[i]->pid == pid)
+	for (i = 0; s != NULL && i < s->ss.n; i++) {
+		const struct step *st = s->ss.v[i];
+
+		if (st->pid > 0 && st->pid == pid)
 			return true;
+	}
 	return false;
 }
 
@@ -345,14 +338,18 @@ static void srun_close(void *ctx)
 	if (s == NULL)
 		return;
 	/* End of input: every agent ends its workers, then srun ends. */
-	for (i = 0; i < s->nsteps; i++)
-		if (s->steps[i]->in_fd >= 0) {
-			close(s->steps[i]->in_fd);
-			s->steps[i]->in_fd = -1;
+	for (i = 0; i < s->ss.n; i++) {
+		struct step *st = s->ss.v[i];
+
+		if (st->in_fd >= 0) {
+			close(st->in_fd);
+			st->in_fd = -1;
 		}
+	}
 	deadline = hl_now_ms() + s->l->grace_ms + 5000;
-	for (i = 0; i < s->nsteps; i++) {
-		struct pollfd pf = {s->steps[i]->pidfd, POLLIN, 0};
+	for (i = 0; i < s->ss.n; i++) {
+		const struct step *st = s->ss.v[i];
+		struct pollfd pf = {st->pidfd, POLLIN, 0};
 		long long left = deadline - hl_now_ms();
 
 		if (pf.fd < 0)
@@ -364,10 +361,7 @@ static void srun_close(void *ctx)
 					NULL, 0);
 		}
 	}
-	for (i = 0; i < s->nsteps; i++)
-		hl_srun_step_free(s->steps[i]);
-	free(s->steps);
-	free(s->at);
+	hl_sessions_close(&s->ss, step_free_any);
 	free(s->error);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "launch/launch.h"
+#include "spawn/sessions.h"
 #include "spawn/spawn.h"
 #include "util/util.h"
 
@@ -48,10 +49,10 @@ struct srun {
 	int notify_fd;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct step **steps; /* the first, then restarts; ended ones freed */
-	size_t nsteps;
-	struct step **at; /* by worker id: the step that started it last */
-	size_t nport;	  /* 'p' answers: 1 once rank 0's host answered */
+	/* Its steps (struct step): the first, then restarts; ended ones
+	 * freed. */
+	struct hl_sessions ss;
+	size_t nport; /* 'p' answers: 1 once rank 0's host answered */
 	int port;
 	char addr[64];
 	char *error; /* the first failure a reader found */
@@ -70,7 +71,7 @@ int hl_srun_start_error(struct step *st, const char *what, char **cause);
 int hl_srun_send_buf(struct step *st, struct hl_buf *b);
 void hl_srun_step_free(struct step *st);
 /* A step of an agent on each of the hosts `hosts` (nh, in the job's
- * order) for the nw workers w (all theirs), the last of s->steps:
+ * order) for the nw workers w (all theirs), the last of s->ss:
  * srun started and its output read by a thread of the step's own. */
 int hl_srun_step_start(struct srun *s, const size_t *hosts, size_t nh,
 		       struct hl_worker *const *w, size_t nw, char **cause);

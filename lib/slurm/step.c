@@ -278,28 +278,24 @@ void hl_srun_step_free(struct step *st)
 }
 
 /* A step of an agent on each of the hosts `hosts` (nh, in the job's
- * order) for the nw workers w (all theirs), the last of s->steps:
+ * order) for the nw workers w (all theirs), the last of s->ss:
  * srun started and its output read by a thread of the step's own. */
 int hl_srun_step_start(struct srun *s, const size_t *hosts, size_t nh,
 		       struct hl_worker *const *w, size_t nw, char **cause)
 {
 	const struct hl_launch *l = s->l;
-	struct step *st = calloc(1, sizeof(*st)), **grown;
+	struct step *st = calloc(1, sizeof(*st));
 	struct hl_strvec av;
 	int in[2], out[2], ep[2], rc, exec_errno;
 	size_t i;
 
-	grown = realloc(s->steps, (s->nsteps + 1) * sizeof(struct step *));
-	if (grown != NULL)
-		s->steps = grown;
-	if (st == NULL || grown == NULL) {
+	if (st == NULL || hl_sessions_add(&s->ss, st) != HL_OK) {
 		free(st);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	}
 	st->s = s;
 	st->pidfd = st->in_fd = st->out_fd = -1;
 	atomic_init(&st->finished, false);
-	s->steps[s->nsteps++] = st;
 	st->hosts = calloc(nh, sizeof(*st->hosts));
 	st->task_of = malloc(l->hosts->n * sizeof(*st->task_of));
 	st->hello = calloc(l->hosts->n, sizeof(*st->hello));
@@ -317,7 +313,7 @@ int hl_srun_step_start(struct srun *s, const size_t *hosts, size_t nh,
 	for (i = 0; i < nw; i++) {
 		st->r[i].w = w[i];
 		atomic_init(&st->r[i].done, false);
-		s->at[w[i]->rank] = st;
+		hl_sessions_started(&s->ss, w[i]->rank, st);
 	}
 	st->nr = nw;
 	rc = srun_argv(st, &av);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "launch/launch.h"
+#include "spawn/sessions.h"
 #include "spawn/spawn.h"
 
 struct rank_ch {
@@ -54,11 +55,9 @@ struct ssh_group {
 	const struct hl_launch *l;
 	struct hl_worker *w;
 	int notify_fd;
-	struct ssh_host **hosts; /* sessions, in the order they were opened */
-	struct ssh_host **at;	 /* by rank: the worker's latest session */
-	size_t nhosts, cap;
-	sem_t slots;	      /* bounds connections in progress */
-	pthread_mutex_t lock; /* protects the phase counters and go/abort */
+	struct hl_sessions ss; /* its sessions (struct ssh_host) */
+	sem_t slots;	       /* bounds connections in progress */
+	pthread_mutex_t lock;  /* protects the phase counters and go/abort */
 	pthread_cond_t cond;
 	size_t nconnected, nstarted, nfailed;
 	bool go, abort;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "launch/launch.h"
+#include "spawn/sessions.h"
 #include "spawn/spawn.h"
 #include "ssh/host.h"
 #include "ssh/conn.h"
@@ -43,13 +44,15 @@ static int group_error(struct ssh_group *g, const char *phase, char **cause)
 {
 	size_t i;
 
-	for (i = 0; i < g->nhosts; i++)
-		if (g->hosts[i]->failed)
+	for (i = 0; i < g->ss.n; i++) {
+		const struct ssh_host *h = g->ss.v[i];
+
+		if (h->failed)
 			return hl_fail(cause, HL_ESTART, "%s",
-				       g->hosts[i]->error ? g->hosts[i]->error
-							  : "out of memory");
-	for (i = 0; i < g->nhosts; i++) {
-		struct ssh_host *h = g->hosts[i];
+				       h->error ? h->error : "out of memory");
+	}
+	for (i = 0; i < g->ss.n; i++) {
+		const struct ssh_host *h = g->ss.v[i];
 
 		if ((!strcmp(phase, "connect") && !h->connected) ||
 		    (!strcmp(phase, "start") && !h->started))
@@ -67,20 +70,13 @@ static struct ssh_host *new_session(struct ssh_group *g, size_t hi)
 {
 	struct ssh_host *h;
 
-	if (g->nhosts == g->cap) {
-		size_t cap = g->cap ? 2 * g->cap : 8;
-		struct ssh_host **v =
-			realloc(g->hosts, cap * sizeof(struct ssh_host *));
-
-		if (v == NULL)
-			return NULL;
-		g->hosts = v;
-		g->cap = cap;
-	}
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
 		return NULL;
-	g->hosts[g->nhosts++] = h;
+	if (hl_sessions_add(&g->ss, h) != HL_OK) {
+		free(h);
+		return NULL;
+	}
 	h->g = g;
 	h->index = hi;
 	h->host = g->l->hosts->v[hi];
@@ -121,7 +117,7 @@ static int add_sessions(struct ssh_group *g, size_t hi,
 			    HL_OK)
 			return hl_fail(cause, HL_ENOMEM, "out of memory");
 		h->nranks++;
-		g->at[w[r]->rank] = h;
+		hl_sessions_started(&g->ss, w[r]->rank, h);
 	}
 	return HL_OK;
 }
@@ -130,11 +126,12 @@ static int start_threads(struct ssh_group *g, size_t from, char **cause)
 {
 	size_t i;
 
-	for (i = from; i < g->nhosts; i++) {
-		if (hl_thread_create(&g->hosts[i]->thread, hl_ssh_host_main,
-				     g->hosts[i]) != HL_OK)
+	for (i = from; i < g->ss.n; i++) {
+		struct ssh_host *h = g->ss.v[i];
+
+		if (hl_thread_create(&h->thread, hl_ssh_host_main, h) != HL_OK)
 			return hl_fail(cause, HL_ESYS, "cannot start a thread");
-		g->hosts[i]->thread_started = true;
+		h->thread_started = true;
 	}
 	return HL_OK;
 }
@@ -159,8 +156,7 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	sem_init(&g->slots, 0, (unsigned)l->ssh->concurrency);
-	g->at = calloc((size_t)nw, sizeof(struct ssh_host *));
-	if (mine == NULL || g->at == NULL) {
+	if (mine == NULL || hl_sessions_init(&g->ss, (size_t)nw) != HL_OK) {
 		free(mine);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	}
@@ -178,11 +174,11 @@ static int ssh_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		rc = start_threads(g, 0, cause);
 	if (rc != HL_OK)
 		return rc;
-	if (!wait_until(g, &g->nconnected, g->nhosts,
+	if (!wait_until(g, &g->nconnected, g->ss.n,
 			hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
 		return group_error(g, "connect", cause);
-	for (i = 0; i < g->nhosts; i++) {
-		struct ssh_host *h = g->hosts[i];
+	for (i = 0; i < g->ss.n; i++) {
+		struct ssh_host *h = g->ss.v[i];
 
 		if (h->want_port && h->port > 0) {
 			l->env->master_port = h->port;
@@ -202,7 +198,7 @@ static int ssh_start(void *ctx, char **cause)
 	g->go = true;
 	pthread_cond_broadcast(&g->cond);
 	pthread_mutex_unlock(&g->lock);
-	if (!wait_until(g, &g->nstarted, g->nhosts,
+	if (!wait_until(g, &g->nstarted, g->ss.n,
 			hl_now_ms() + g->l->ssh->start_timeout_s * 1000LL))
 		return group_error(g, "start", cause);
 	return HL_OK;
@@ -240,26 +236,17 @@ static void session_free(struct ssh_host *h)
 	free(h);
 }
 
-/* Elastic: the sessions whose threads have returned (their workers all
- * ended, or their host was lost) are freed, so that a long job's
- * restarts keep no connection, descriptor or thread of them. */
-static void free_ended(struct ssh_group *g)
+/* Elastic: a session whose thread has returned (its workers all ended,
+ * or its host was lost) is freed at the next restart, so that a long
+ * job's restarts keep no connection, descriptor or thread of it. */
+static bool session_ended(void *h)
 {
-	size_t i, j, k = 0;
+	return atomic_load(&((struct ssh_host *)h)->finished);
+}
 
-	for (i = 0; i < g->nhosts; i++) {
-		struct ssh_host *h = g->hosts[i];
-
-		if (!atomic_load(&h->finished)) {
-			g->hosts[k++] = h;
-			continue;
-		}
-		for (j = 0; j < h->nranks; j++)
-			if (g->at[h->ranks[j].w->rank] == h)
-				g->at[h->ranks[j].w->rank] = NULL;
-		session_free(h);
-	}
-	g->nhosts = k;
+static void session_free_any(void *h)
+{
+	session_free(h);
 }
 
 /* Elastic: the n workers w of one host again, each in a new session
@@ -272,10 +259,10 @@ static int ssh_restart(void *ctx, struct hl_worker *const *w, int n,
 	size_t from, j;
 	int k, rc;
 
-	free_ended(g);
-	from = g->nhosts;
+	hl_sessions_sweep(&g->ss, session_ended, session_free_any);
+	from = g->ss.n;
 	for (k = 0; k < n; k++) {
-		struct ssh_host *old = g->at[w[k]->rank];
+		struct ssh_host *old = g->ss.at[w[k]->rank];
 
 		for (j = 0; old != NULL && j < old->nranks; j++)
 			if (old->ranks[j].w == w[k])
@@ -290,7 +277,7 @@ static int ssh_restart(void *ctx, struct hl_worker *const *w, int n,
 static int ssh_signal(void *ctx, struct hl_worker *w, int sig)
 {
 	struct ssh_group *g = ctx;
-	struct ssh_host *h = g->at[w->rank];
+	struct ssh_host *h = g->ss.at[w->rank];
 
 	if (h != NULL && h->ctl[1] >= 0)
 		hl_ssh_host_signal(h, w->rank, sig);
@@ -300,7 +287,6 @@ static int ssh_signal(void *ctx, struct hl_worker *w, int sig)
 static void ssh_close(void *ctx)
 {
 	struct ssh_group *g = ctx;
-	size_t i;
 
 	if (g == NULL)
 		return;
@@ -308,10 +294,7 @@ static void ssh_close(void *ctx)
 	g->abort = true;
 	pthread_cond_broadcast(&g->cond);
 	pthread_mutex_unlock(&g->lock);
-	for (i = 0; i < g->nhosts; i++)
-		session_free(g->hosts[i]);
-	free(g->hosts);
-	free(g->at);
+	hl_sessions_close(&g->ss, session_free_any);
 	sem_destroy(&g->slots);
 	pthread_cond_destroy(&g->cond);
 	pthread_mutex_destroy(&g->lock);
