@@ -41,7 +41,7 @@ void hvd__cache_assign(const struct hvd__engine *e, struct hvd__resp *v,
 		       size_t n)
 {
 	size_t i, j;
-	long k;
+	long k, next = 0; /* the free entries given this cycle are below */
 
 	for (i = 0; i < n; i++) {
 		struct hvd__resp *x = &v[i];
@@ -50,9 +50,11 @@ void hvd__cache_assign(const struct hvd__engine *e, struct hvd__resp *v,
 		    x->m.type == HVD__REQ_JOIN)
 			continue;
 		x->cache = hvd__cache_find(e, x->name, NULL);
-		for (k = 0; x->cache < 0 && k < e->k.cache_cap; k++)
-			if (e->cache[k].name == NULL)
+		for (k = next; x->cache < 0 && k < e->k.cache_cap; k++)
+			if (e->cache[k].name == NULL) {
 				x->cache = (int32_t)k;
+				next = k + 1;
+			}
 		for (j = 0; j < i; j++)
 			if (v[j].cache == x->cache)
 				x->cache = -1;
