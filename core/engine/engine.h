@@ -179,6 +179,15 @@ struct hvd__engine {
 	int njoined, coord_njoined;
 };
 
+/* ---- engine.c ---- */
+
+/* The engine's own state for a comm of size ranks (e's settings, e->k,
+ * read already): the join vectors and the response cache. HVD_ENOMEM:
+ * hvd__engine_close frees what was made. */
+int hvd__engine_open(struct hvd__engine *e, int size);
+/* Free the engine's own state (not the comm, segment, GPU, timeline). */
+void hvd__engine_close(struct hvd__engine *e);
+
 /* ---- queue.c (any thread, unless it says) ---- */
 
 /* Set the calling thread's hvd_error_message(). */

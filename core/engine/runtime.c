@@ -423,12 +423,8 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	if (mpi == NULL && joined && size > 1 &&
 	    (rc = hvd__hier_start(&E)) != HVD_OK)
 		return rc; /* hvd__runtime_stop releases the comm */
-	E.joined = calloc((size_t)size, 1);
-	E.coord_joined = calloc((size_t)size, 1);
-	if (E.joined == NULL || E.coord_joined == NULL ||
-	    hvd__cache_new(&E) != HVD_OK) {
+	if (hvd__engine_open(&E, size) != HVD_OK)
 		return HVD_ENOMEM; /* hvd__runtime_stop releases the comm */
-	}
 	E.tl = (tl != NULL && *tl != '\0' && rank == 0)
 		       ? hvd__timeline_open(tl, rank)
 		       : NULL;
@@ -475,14 +471,7 @@ void hvd__runtime_stop(void)
 	if (E.comm.ops != NULL)
 		E.comm.ops->close(E.comm.t);
 	E.comm.t = NULL;
-	hvd__cache_free(&E);
-	hvd__negotiate_free(&E);
-	free(E.joined);
-	free(E.coord_joined);
-	E.joined = E.coord_joined = NULL;
-	free(E.fusion);
-	E.fusion = NULL;
-	E.fusion_cap = 0;
+	hvd__engine_close(&E);
 	hvd__timeline_close(E.tl);
 	E.tl = NULL;
 }
