@@ -36,7 +36,7 @@ static int read_job(struct hl_buf *b, struct job *j)
 		const char *data;
 		size_t len, used;
 		char type;
-		int r = hl_proto_next(b, &used, &type, &data, &len);
+		int r = hl_rec_next(b, &used, &type, &data, &len);
 
 		if (r < 0)
 			return HL_EINVAL;
@@ -196,10 +196,10 @@ static int supervise_worker(pid_t pid, struct hl_buf *b, int sfd)
 			size_t len, used;
 			char type;
 
-			if (hl_proto_next(b, &used, &type, &data, &len) != 1)
+			if (hl_rec_next(b, &used, &type, &data, &len) != 1)
 				break;
 			if (type == 'S') {
-				int sig = hl_proto_signal_of(data, len);
+				int sig = hl_rec_signal_of(data, len);
 
 				if (sig > 0 && sig < NSIG)
 					signal_family(pid, sig);

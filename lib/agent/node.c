@@ -252,8 +252,8 @@ int hl_node_agent_run(char **cause)
 				char type;
 				int r;
 
-				while ((r = hl_proto_next(&b, &used, &type,
-							  &data, &len)) == 1) {
+				while ((r = hl_rec_next(&b, &used, &type, &data,
+							&len)) == 1) {
 					if (hl_node_on_record(&nd, type, data,
 							      len) != HL_OK)
 						code = 125;

@@ -59,13 +59,13 @@ int hl_buf_append(struct hl_buf *b, const void *data, size_t n)
 	return HL_OK;
 }
 
-int hl_proto_put(struct hl_buf *b, char type, const void *data, size_t len)
+int hl_rec_put(struct hl_buf *b, char type, const void *data, size_t len)
 {
-	uint8_t hdr[HL_PROTO_HEAD];
+	uint8_t hdr[HL_REC_HEAD];
 	struct wire_w w;
 	int rc;
 
-	if (len > HL_PROTO_MAX_RECORD)
+	if (len > HL_REC_MAX)
 		return HL_EINVAL;
 	wire_w_fixed(&w, hdr, sizeof(hdr));
 	wire_put_u8(&w, (uint8_t)type);
@@ -76,17 +76,17 @@ int hl_proto_put(struct hl_buf *b, char type, const void *data, size_t len)
 	return rc;
 }
 
-int hl_proto_put_signal(struct hl_buf *b, int sig)
+int hl_rec_put_signal(struct hl_buf *b, int sig)
 {
 	uint8_t v[4];
 	struct wire_w w;
 
 	wire_w_fixed(&w, v, sizeof(v));
 	wire_put_i32(&w, sig);
-	return hl_proto_put(b, 'S', v, sizeof(v));
+	return hl_rec_put(b, 'S', v, sizeof(v));
 }
 
-int hl_proto_signal_of(const char *data, size_t len)
+int hl_rec_signal_of(const char *data, size_t len)
 {
 	struct wire_r r;
 	int32_t sig;
@@ -96,8 +96,8 @@ int hl_proto_signal_of(const char *data, size_t len)
 	return wire_r_done(&r) && sig > 0 ? sig : HL_EPROTO;
 }
 
-int hl_proto_next(struct hl_buf *b, size_t *consumed, char *type,
-		  const char **data, size_t *len)
+int hl_rec_next(struct hl_buf *b, size_t *consumed, char *type,
+		const char **data, size_t *len)
 {
 	struct wire_r r;
 	uint8_t t;
@@ -108,14 +108,14 @@ int hl_proto_next(struct hl_buf *b, size_t *consumed, char *type,
 	n = wire_get_u32(&r);
 	if (r.bad)
 		return 0;
-	if (n > HL_PROTO_MAX_RECORD)
+	if (n > HL_REC_MAX)
 		return HL_EINVAL;
 	if (wire_left(&r) < n)
 		return 0;
 	*type = (char)t;
-	*data = b->p + HL_PROTO_HEAD;
+	*data = b->p + HL_REC_HEAD;
 	*len = n;
-	*consumed = HL_PROTO_HEAD + n;
+	*consumed = HL_REC_HEAD + n;
 	return 1;
 }
 
@@ -232,7 +232,7 @@ int hl_node_req_put(struct hl_buf *b, char type, uint32_t num, int sig)
 	wire_put_u32(&w, num);
 	if (type == 'K')
 		wire_put_i32(&w, sig);
-	return hl_proto_put(b, type, v, type == 'K' ? 8 : 4);
+	return hl_rec_put(b, type, v, type == 'K' ? 8 : 4);
 }
 
 int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,

@@ -45,8 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HL_PROTO_MAX_RECORD (1u << 20)
-#define HL_PROTO_HEAD 5 /* type, length */
+#define HL_REC_MAX (1u << 20)
+#define HL_REC_HEAD 5 /* type, length */
 
 /* A byte buffer: len bytes at p, which lies off bytes into an allocation
  * of cap; hl_buf_consume takes from the front without moving the rest. */
@@ -61,18 +61,18 @@ void hl_buf_close(struct hl_buf *b);
 int hl_buf_append(struct hl_buf *b, const void *data, size_t n);
 
 /* Append one record to b. */
-int hl_proto_put(struct hl_buf *b, char type, const void *data, size_t len);
-int hl_proto_put_signal(struct hl_buf *b, int sig);
+int hl_rec_put(struct hl_buf *b, char type, const void *data, size_t len);
+int hl_rec_put_signal(struct hl_buf *b, int sig);
 
 /* Take the first complete record of b: 1 with *type, *data (pointing into
  * b, valid until the next call) and *len; 0 if b holds no complete record
- * yet; HL_EINVAL for a record over HL_PROTO_MAX_RECORD. */
-int hl_proto_next(struct hl_buf *b, size_t *consumed, char *type,
-		  const char **data, size_t *len);
-/* Drop what hl_proto_next consumed. */
+ * yet; HL_EINVAL for a record over HL_REC_MAX. */
+int hl_rec_next(struct hl_buf *b, size_t *consumed, char *type,
+		const char **data, size_t *len);
+/* Drop what hl_rec_next consumed. */
 void hl_buf_consume(struct hl_buf *b, size_t n);
 /* The signal of an 'S' record, or HL_EPROTO. */
-int hl_proto_signal_of(const char *data, size_t len);
+int hl_rec_signal_of(const char *data, size_t len);
 
 /* The srun agent's lines (above). hl_line_escape escapes up to n bytes
  * of data into out (at most cap bytes, no NUL): printable ASCII but '\\'

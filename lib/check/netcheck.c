@@ -127,7 +127,7 @@ static int next(struct nc_thread *t, long long deadline, size_t *used,
 		char *type, const char **data, size_t *len)
 {
 	for (;;) {
-		int r = hl_proto_next(&t->in, used, type, data, len);
+		int r = hl_rec_next(&t->in, used, type, data, len);
 
 		if (r != 0)
 			return r;

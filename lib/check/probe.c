@@ -354,7 +354,7 @@ static int read_input(struct probe *p)
 		const char *data;
 		size_t len, used;
 		char type;
-		int r = hl_proto_next(&p->in, &used, &type, &data, &len);
+		int r = hl_rec_next(&p->in, &used, &type, &data, &len);
 
 		if (r < 0)
 			return HL_EPROTO;

@@ -33,7 +33,7 @@ static int put_fields(struct hl_buf *b, char type, const char *const *f, int nf)
 		at += k;
 		s[at++] = '\t';
 	}
-	rc = hl_proto_put(b, type, s, at ? at - 1 : 0);
+	rc = hl_rec_put(b, type, s, at ? at - 1 : 0);
 	free(s);
 	return rc;
 }
@@ -109,7 +109,7 @@ static int number(const char *d, size_t n, long max, int *out)
 
 int hl_pm_put_text(struct hl_buf *b, char type, const char *s)
 {
-	return s ? put_fields(b, type, &s, 1) : hl_proto_put(b, type, NULL, 0);
+	return s ? put_fields(b, type, &s, 1) : hl_rec_put(b, type, NULL, 0);
 }
 
 /* A record whose payload is the number v. */

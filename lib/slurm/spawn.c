@@ -92,7 +92,7 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 		hl_buf_init(&b);
 		rc = hl_node_req_put(&b, 'T', (uint32_t)i, 0);
 		if (rc == HL_OK)
-			rc = hl_proto_put(&b, 'P', names, strlen(names));
+			rc = hl_rec_put(&b, 'P', names, strlen(names));
 		if (rc == HL_OK)
 			rc = hl_srun_send_buf(st, &b);
 		hl_buf_close(&b);
@@ -132,14 +132,14 @@ static int put_job(struct hl_buf *b, const struct hl_launch *l,
 	int rc = hl_node_req_put(b, 'R', (uint32_t)w->rank, 0);
 
 	if (rc == HL_OK)
-		rc = hl_proto_put(b, 'D', l->ssh->cwd, strlen(l->ssh->cwd));
+		rc = hl_rec_put(b, 'D', l->ssh->cwd, strlen(l->ssh->cwd));
 	for (k = 0; k < env->n && rc == HL_OK; k++)
 		if (!has(sorted, nc, env->v[k]))
-			rc = hl_proto_put(b, 'E', env->v[k], strlen(env->v[k]));
+			rc = hl_rec_put(b, 'E', env->v[k], strlen(env->v[k]));
 	for (k = 0; l->argv[k] != NULL && rc == HL_OK; k++)
-		rc = hl_proto_put(b, 'A', l->argv[k], strlen(l->argv[k]));
+		rc = hl_rec_put(b, 'A', l->argv[k], strlen(l->argv[k]));
 	if (rc == HL_OK)
-		rc = hl_proto_put(b, 'G', NULL, 0);
+		rc = hl_rec_put(b, 'G', NULL, 0);
 	return rc;
 }
 
@@ -187,8 +187,8 @@ static int srun_start(void *ctx, char **cause)
 		}
 		for (j = 0; j < env[0].n && rc == HL_OK; j++)
 			if (common[j])
-				rc = hl_proto_put(&b, 'C', env[0].v[j],
-						  strlen(env[0].v[j]));
+				rc = hl_rec_put(&b, 'C', env[0].v[j],
+						strlen(env[0].v[j]));
 	}
 	/* The common entries, sorted, to leave out of each rank's. */
 	if (rc == HL_OK && st->nr > 0) {
@@ -212,7 +212,7 @@ static int srun_start(void *ctx, char **cause)
 		}
 	}
 	if (rc == HL_OK)
-		rc = hl_proto_put(&b, 'Z', NULL, 0);
+		rc = hl_rec_put(&b, 'Z', NULL, 0);
 	if (rc == HL_OK)
 		rc = hl_srun_send_buf(st, &b);
 	for (i = 0; env != NULL && i < st->nr; i++)
@@ -281,7 +281,7 @@ static int srun_restart(void *ctx, struct hl_worker *const *w, int n,
 		hl_strvec_close(&env);
 	}
 	if (rc == HL_OK)
-		rc = hl_proto_put(&b, 'Z', NULL, 0);
+		rc = hl_rec_put(&b, 'Z', NULL, 0);
 	if (rc == HL_OK)
 		rc = hl_srun_send_buf(st, &b);
 	hl_buf_close(&b);

@@ -139,13 +139,13 @@ static int job_records(struct ssh_host *h, const struct rank_ch *r,
 		rc = hl_spawn_remote_env(l, r->w, &env);
 	if (rc != HL_OK)
 		return rc;
-	rc = hl_proto_put(b, 'D', l->ssh->cwd, strlen(l->ssh->cwd));
+	rc = hl_rec_put(b, 'D', l->ssh->cwd, strlen(l->ssh->cwd));
 	for (i = 0; i < env.n && rc == HL_OK; i++)
-		rc = hl_proto_put(b, 'E', env.v[i], strlen(env.v[i]));
+		rc = hl_rec_put(b, 'E', env.v[i], strlen(env.v[i]));
 	for (i = 0; l->argv[i] != NULL && rc == HL_OK; i++)
-		rc = hl_proto_put(b, 'A', l->argv[i], strlen(l->argv[i]));
+		rc = hl_rec_put(b, 'A', l->argv[i], strlen(l->argv[i]));
 	if (rc == HL_OK)
-		rc = hl_proto_put(b, 'G', NULL, 0);
+		rc = hl_rec_put(b, 'G', NULL, 0);
 	if (!h->late)
 		hl_strvec_close(&env);
 	return rc;
@@ -260,7 +260,7 @@ static void forward_signals(struct ssh_host *h, bool *quit)
 			if (r->w->rank != rank || r->done)
 				continue;
 			hl_buf_init(&b);
-			if (hl_proto_put_signal(&b, sig) == HL_OK)
+			if (hl_rec_put_signal(&b, sig) == HL_OK)
 				ssh_channel_write(r->ch, b.p, (uint32_t)b.len);
 			hl_buf_close(&b);
 		}

@@ -21,7 +21,7 @@ static void node_agent_side(const uint8_t *data, size_t size)
 
 	hl_buf_init(&b);
 	if (hl_buf_append(&b, data, size) == 0)
-		while (hl_proto_next(&b, &used, &type, &d, &len) == 1) {
+		while (hl_rec_next(&b, &used, &type, &d, &len) == 1) {
 			(void)hl_node_req_decode(type, d, len, &q);
 			hl_buf_consume(&b, used);
 		}

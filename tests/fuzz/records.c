@@ -17,9 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	hl_buf_init(&b);
 	if (hl_buf_append(&b, data, size) == 0)
-		while (hl_proto_next(&b, &used, &type, &d, &len) == 1) {
+		while (hl_rec_next(&b, &used, &type, &d, &len) == 1) {
 			if (type == 'S')
-				(void)hl_proto_signal_of(d, len);
+				(void)hl_rec_signal_of(d, len);
 			hl_buf_consume(&b, used);
 		}
 	hl_buf_close(&b);

@@ -48,11 +48,11 @@ static void records(void)
 				   "3";
 
 	hl_buf_init(&b);
-	hl_proto_put(&b, 'E', "PATH=/usr/bin", 13);
-	hl_proto_put(&b, 'D', "/tmp", 4);
-	hl_proto_put(&b, 'A', argv, sizeof(argv));
-	hl_proto_put_signal(&b, 15);
-	hl_proto_put(&b, 'G', NULL, 0);
+	hl_rec_put(&b, 'E', "PATH=/usr/bin", 13);
+	hl_rec_put(&b, 'D', "/tmp", 4);
+	hl_rec_put(&b, 'A', argv, sizeof(argv));
+	hl_rec_put_signal(&b, 15);
+	hl_rec_put(&b, 'G', NULL, 0);
 	put("records", "job", b.p, b.len);
 	hl_buf_close(&b);
 	put("records", "line", line, sizeof(line) - 1);
@@ -76,15 +76,15 @@ static void agent(void)
 	struct hl_buf b;
 
 	hl_buf_init(&b);
-	hl_proto_put(&b, 'C', "HVD_SIZE=4", 10);
+	hl_rec_put(&b, 'C', "HVD_SIZE=4", 10);
 	hl_node_req_put(&b, 'T', 0, 0);
-	hl_proto_put(&b, 'P', "eth0,ib0", 8);
+	hl_rec_put(&b, 'P', "eth0,ib0", 8);
 	hl_node_req_put(&b, 'R', 0, 0);
-	hl_proto_put(&b, 'E', "HVD_RANK=0", 10);
-	hl_proto_put(&b, 'D', "/home/u", 7);
-	hl_proto_put(&b, 'A', "./train", 7);
-	hl_proto_put(&b, 'G', NULL, 0);
-	hl_proto_put(&b, 'Z', NULL, 0);
+	hl_rec_put(&b, 'E', "HVD_RANK=0", 10);
+	hl_rec_put(&b, 'D', "/home/u", 7);
+	hl_rec_put(&b, 'A', "./train", 7);
+	hl_rec_put(&b, 'G', NULL, 0);
+	hl_rec_put(&b, 'Z', NULL, 0);
 	hl_node_req_put(&b, 'K', 0, 15);
 	put("agent", "records", b.p, b.len);
 	hl_buf_close(&b);

@@ -16,7 +16,7 @@ static void describe(struct hl_nc_host *h, struct hl_buf *b)
 	size_t len, used;
 	char type;
 
-	while (hl_proto_next(b, &used, &type, &data, &len) == 1) {
+	while (hl_rec_next(b, &used, &type, &data, &len) == 1) {
 		hl_nc_take_description(h, type, data, len);
 		hl_buf_consume(b, used);
 	}
@@ -69,7 +69,7 @@ static void result(struct hl_netcheck *nc, size_t from, size_t to,
 		if (!ok)
 			strcpy(r.error, "connection refused");
 		CHECK(hl_pm_put_result(&b, &r) == HL_OK);
-		CHECK(hl_proto_next(&b, &used, &type, &data, &len) == 1);
+		CHECK(hl_rec_next(&b, &used, &type, &data, &len) == 1);
 		hl_nc_take_result(nc, data, len);
 		hl_buf_consume(&b, used);
 	}

@@ -326,22 +326,22 @@ static void test_agent_records(void)
 	char type;
 
 	hl_buf_init(&b);
-	CHECK(hl_proto_put(&b, 'E', "A=1", 3) == HL_OK);
-	CHECK(hl_proto_put_signal(&b, 15) == HL_OK);
+	CHECK(hl_rec_put(&b, 'E', "A=1", 3) == HL_OK);
+	CHECK(hl_rec_put_signal(&b, 15) == HL_OK);
 	CHECK(b.len == 5 + 3 + 5 + 4);
 	CHECK(b.len > 4 && (uint8_t)b.p[0] == 'E' && b.p[4] == 3);
-	CHECK(hl_proto_next(&b, &used, &type, &data, &len) == 1);
+	CHECK(hl_rec_next(&b, &used, &type, &data, &len) == 1);
 	CHECK(type == 'E' && len == 3 && memcmp(data, "A=1", 3) == 0);
 	hl_buf_consume(&b, used);
-	CHECK(hl_proto_next(&b, &used, &type, &data, &len) == 1);
-	CHECK(type == 'S' && hl_proto_signal_of(data, len) == 15);
-	CHECK(hl_proto_signal_of(data, len - 1) == HL_EPROTO);
+	CHECK(hl_rec_next(&b, &used, &type, &data, &len) == 1);
+	CHECK(type == 'S' && hl_rec_signal_of(data, len) == 15);
+	CHECK(hl_rec_signal_of(data, len - 1) == HL_EPROTO);
 	b.len--; /* a record not complete yet */
-	CHECK(hl_proto_next(&b, &used, &type, &data, &len) == 0);
+	CHECK(hl_rec_next(&b, &used, &type, &data, &len) == 0);
 	hl_buf_close(&b);
 	/* A length over the limit is refused before anything is read. */
 	CHECK(hl_buf_append(&b, "X\x7f\xff\xff\xff", 5) == HL_OK);
-	CHECK(hl_proto_next(&b, &used, &type, &data, &len) == HL_EINVAL);
+	CHECK(hl_rec_next(&b, &used, &type, &data, &len) == HL_EINVAL);
 	hl_buf_close(&b);
 }
 
@@ -390,7 +390,7 @@ static void test_node_requests(void)
 
 	hl_buf_init(&b);
 	CHECK(hl_node_req_put(&b, 'K', 7, 15) == HL_OK);
-	CHECK(hl_proto_next(&b, &used, &type, &d, &len) == 1);
+	CHECK(hl_rec_next(&b, &used, &type, &d, &len) == 1);
 	CHECK(hl_node_req_decode(type, d, len, &q) == HL_OK);
 	CHECK(q.type == 'K' && q.num == 7 && q.sig == 15);
 	CHECK(hl_node_req_decode('K', d, len - 1, &q) == HL_EPROTO);
@@ -449,7 +449,7 @@ static bool only(struct hl_buf *b, char want, const char **data, size_t *len)
 	size_t used;
 	char type;
 
-	return hl_proto_next(b, &used, &type, data, len) == 1 && type == want &&
+	return hl_rec_next(b, &used, &type, data, len) == 1 && type == want &&
 	       used == b->len;
 }
 
@@ -541,7 +541,7 @@ static void test_probe_gpu_facts(void)
 	hl_strvec_init(&facts);
 	hl_buf_init(&b);
 	CHECK(hl_pm_put_gpuinfo(&b, &gi) == HL_OK);
-	while (hl_proto_next(&b, &used, &type, &d, &n) == 1) {
+	while (hl_rec_next(&b, &used, &type, &d, &n) == 1) {
 		CHECK(type == 'U');
 		hl_strvec_push_owned(&facts, hl_strndup(d, n));
 		hl_buf_consume(&b, used);
