@@ -79,6 +79,10 @@ rig_start_sshd() {
 	CFG
 	if [ "${2-}" = skew ]; then
 		clock=(--time --monotonic 86400 --boottime 86400)
+		# libfaketime leaves its segment in /dev/shm behind every
+		# process that execs (sh -c): rig_faketime_clean removes those
+		# made since, once their process is gone.
+		[ -f "$RIG/shm.before" ] || ls /dev/shm >"$RIG/shm.before"
 		# An agent built with AddressSanitizer must let the library in.
 		echo "SetEnv LD_PRELOAD=$(dpkg -L libfaketime | grep '/libfaketimeMT\.so\.1$') FAKETIME=+3h ASAN_OPTIONS=verify_asan_link_order=0" \
 			>>"$RIG/sshd_config$i"
@@ -106,6 +110,22 @@ rig_stop_sshd() {
 	done
 	awk -v i="$id" '$1 != i' "$RIG/sshd.pids" >"$RIG/sshd.pids.new"
 	mv "$RIG/sshd.pids.new" "$RIG/sshd.pids"
+	rig_faketime_clean
+}
+
+# The segments libfaketime left in /dev/shm (faketime_shm_PID and its
+# semaphore) since a skewed host started, whose process has ended.
+rig_faketime_clean() {
+	local f name pid
+	[ -f "$RIG/shm.before" ] || return 0
+	for f in /dev/shm/faketime_shm_* /dev/shm/sem.faketime_sem_*; do
+		[ -e "$f" ] || continue
+		name=${f##*/}
+		grep -qxF "$name" "$RIG/shm.before" && continue
+		pid=${name##*_}
+		kill -0 "$pid" 2>/dev/null && continue
+		rm -f "$f"
+	done
 }
 
 rig_sshd_pid() {
@@ -159,6 +179,7 @@ rig_down() {
 	while read -r i pid; do
 		wait "$pid" 2>/dev/null || true
 	done <"$RIG/sshd.pids"
+	rig_faketime_clean
 	# The tmpfs is mounted inside the sshds' namespaces only.
 	umount "$RIG/hidden" 2>/dev/null || true
 	if [ -f "$RIG/netns.tag" ]; then
