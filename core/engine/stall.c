@@ -44,19 +44,21 @@ struct hvd__pending *hvd__stall_due(const struct hvd__engine *e, long long now,
 
 	for (p = e->coord; p != NULL; p = p->next) {
 		long long waited_s = (now - p->first_us) / 1000000;
+		bool warn = !p->warned && waited_s >= e->k.stall_warn_s,
+		     fail = e->k.stall_shutdown_s > 0 &&
+			    waited_s >= e->k.stall_shutdown_s;
 
-		if (p->ready)
-			continue; /* held for its group */
+		if (p->ready || (!warn && !fail))
+			continue; /* held for its group, or not stalled */
 		missing_ranks(e, p, missing, sizeof(missing));
-		if (!p->warned && waited_s >= e->k.stall_warn_s) {
+		if (warn) {
 			hvd__warn(
 				"stall: tensor '%s' was submitted by %d of %d ranks %lld s ago; missing: ranks %s",
 				p->name, p->nsubmitted, e->comm.size, waited_s,
 				missing);
 			p->warned = true;
 		}
-		if (e->k.stall_shutdown_s <= 0 ||
-		    waited_s < e->k.stall_shutdown_s)
+		if (!fail)
 			continue;
 		snprintf(msg, len,
 			 "stalled: tensor '%s' was never submitted by ranks %s",

@@ -161,25 +161,16 @@ static int exit_like(int status)
 	return WEXITSTATUS(status);
 }
 
-/* The worker's process group and the children of it this agent adopted:
- * the one family the agent ends. */
-static struct hl_family fam;
-
-/* Forward sig to the worker's group and what the agent adopted. */
-static void signal_family(pid_t pgid, int sig)
+/* Forward sig to the worker's group (pgid) and what the agent adopted of
+ * it: the one family the agent ends (fam). */
+static void signal_family(struct hl_family *fam, pid_t pgid, int sig)
 {
-	hl_family_signal_group(&fam, pgid, sig);
-	hl_family_signal_children(&fam, sig, NULL, NULL);
+	hl_family_signal_group(fam, pgid, sig);
+	hl_family_signal_children(fam, sig, NULL, NULL);
 }
 
-/* The worker has ended or must end: TERM what is left (first_sig; SIGKILL
- * for no grace), KILL after the grace period, reap everything. */
-static void end_family(pid_t pgid, int first_sig)
-{
-	hl_family_end(&fam, &pgid, 1, first_sig);
-}
-
-static int supervise_worker(pid_t pid, struct hl_buf *b, int sfd)
+static int supervise_worker(struct hl_family *fam, pid_t pid, struct hl_buf *b,
+			    int sfd)
 {
 	struct pollfd pf[2] = {{.fd = 0, .events = POLLIN},
 			       {.fd = sfd, .events = POLLIN}};
@@ -202,7 +193,7 @@ static int supervise_worker(pid_t pid, struct hl_buf *b, int sfd)
 				int sig = hl_rec_signal_of(data, len);
 
 				if (sig > 0 && sig < NSIG)
-					signal_family(pid, sig);
+					signal_family(fam, pid, sig);
 			}
 			hl_buf_consume(b, used);
 		}
@@ -216,7 +207,7 @@ static int supervise_worker(pid_t pid, struct hl_buf *b, int sfd)
 			} else if (n == 0 || errno != EINTR) {
 				/* hvdrun is gone: end the worker and its
 				 * children, and go; nobody waits for a status. */
-				end_family(pid, SIGTERM);
+				hl_family_end(fam, &pid, 1, SIGTERM);
 				return W_EXITCODE(125, 0);
 			}
 		}
@@ -233,18 +224,19 @@ static int supervise_worker(pid_t pid, struct hl_buf *b, int sfd)
 							   strlen(text));
 				free(text);
 			} else if (r == pid) {
-				end_family(pid, SIGTERM);
+				hl_family_end(fam, &pid, 1, SIGTERM);
 				return status;
 			}
 		}
 	}
-	end_family(pid, SIGKILL);
+	hl_family_end(fam, &pid, 1, SIGKILL);
 	return status;
 }
 
 int hl_agent_run(char **cause)
 {
 	struct job j = {0};
+	struct hl_family fam = {0};
 	struct hl_buf b;
 	sigset_t mask;
 	char *path = NULL;
@@ -281,7 +273,7 @@ int hl_agent_run(char **cause)
 		code = exec_errno == ENOENT ? 127 : 126;
 		goto out;
 	}
-	code = exit_like(supervise_worker(pid, &b, sfd));
+	code = exit_like(supervise_worker(&fam, pid, &b, sfd));
 out:
 	if (sfd >= 0)
 		close(sfd);

@@ -163,7 +163,7 @@ static long long sooner(long long t, long long due)
 static int el_timeout(struct sup *s, long long now)
 {
 	struct hl_discovery *disc = discovery(s);
-	long long t = LLONG_MAX;
+	long long t = LLONG_MAX, back;
 
 	if (s->el->removal_deadline != 0)
 		t = 50; /* look for the removed workers' ends */
@@ -171,8 +171,9 @@ static int el_timeout(struct sup *s, long long now)
 		t = sooner(t, hl_discovery_tick(disc, now));
 	if (s->el->below_until != 0)
 		t = sooner(t, s->el->below_until - now);
-	if (hl_el_next_return(s) != LLONG_MAX)
-		t = sooner(t, hl_el_next_return(s) - now);
+	back = hl_el_next_return(s);
+	if (back != LLONG_MAX)
+		t = sooner(t, back - now);
 	return t == LLONG_MAX ? -1 : (int)(t < INT_MAX ? t : INT_MAX);
 }
 
