@@ -8,7 +8,7 @@
 
 #include "check/gpucheck.h"
 #include "job/host_source.h"
-#include "job/hosts.h"
+#include "config/hosts.h"
 #include "hvdrun.h"
 #include "check/netcheck.h"
 #include "check/probe_msg.h"

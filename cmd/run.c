@@ -10,16 +10,16 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "elastic/discovery.h"
+#include "job/discovery.h"
 #include "job/env.h"
 #include "job/host_source.h"
-#include "job/hosts.h"
+#include "config/hosts.h"
 #include "hvdrun.h"
 #include "check/iface_policy.h"
 #include "launch/launch.h"
 #include "launch/mpirun.h"
 #include "job/plan.h"
-#include "launch/proc.h"
+#include "util/proc.h"
 #include "config/rules.h"
 #include "elastic/supervise.h"
 #include "rdv/server.h"
@@ -213,8 +213,9 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	/* The workers' rendezvous: libhvd finds its peers through it. */
 	if (pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0)
 		return hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
-	rc = hl_rdv_start(&rdv, plan->size, (int)o->v[HL_K_START_TIMEOUT].i,
-			  report[1], l->env->elastic, cause);
+	rc = hl_rdv_start(
+		&rdv, plan->size, (int)o->v[HL_K_START_TIMEOUT].i, report[1],
+		l->env->elastic ? &hl_elastic_generations : NULL, cause);
 	if (rc == HL_OK)
 		rc = hl_rdv_export(rdv, l->env);
 	if (rc == HL_OK) {

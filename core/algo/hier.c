@@ -9,6 +9,7 @@
 #include "proto/wire.h"
 #include "algo/group.h"
 #include "algo/ring.h"
+#include "util/internal.h"
 
 /* Bytes of one rank's slot in the shared segment, per slot set. */
 #define SHM_SLOT (256u << 10)
@@ -20,9 +21,9 @@ struct place {
 };
 
 /* Every rank's place, in rank order. */
-static int gather(const struct hvd__engine *e, struct place *all)
+static int gather(const struct hvd__comm *comm, bool want, struct place *all)
 {
-	size_t n = (size_t)e->comm.size, *len = malloc(n * sizeof(*len)), i;
+	size_t n = (size_t)comm->size, *len = malloc(n * sizeof(*len)), i;
 	uint8_t *buf = calloc(n, PLACE_LEN);
 	struct wire_w w;
 	struct wire_r r;
@@ -35,12 +36,12 @@ static int gather(const struct hvd__engine *e, struct place *all)
 	}
 	for (i = 0; i < n; i++)
 		len[i] = PLACE_LEN;
-	wire_w_fixed(&w, buf + PLACE_LEN * (size_t)e->comm.rank, PLACE_LEN);
-	wire_put_u32(&w, e->k.shm ? 1 : 0);
+	wire_w_fixed(&w, buf + PLACE_LEN * (size_t)comm->rank, PLACE_LEN);
+	wire_put_u32(&w, want ? 1 : 0);
 	wire_put_u32(&w, (uint32_t)hvd__g.local_rank);
 	wire_put_u32(&w, (uint32_t)hvd__g.local_size);
 	wire_put_u32(&w, (uint32_t)hvd__g.cross_rank);
-	rc = hvd__ring_allgatherv(&e->comm, buf, len);
+	rc = hvd__ring_allgatherv(comm, buf, len);
 	wire_r_init(&r, buf, PLACE_LEN * n);
 	for (i = 0; rc == HVD_OK && i < n; i++) {
 		all[i].wish = wire_get_u32(&r);
@@ -89,7 +90,7 @@ static int uniform(const struct place *all, int size, int *at, const char **why)
 
 /* This host's segment: the job's name, and the host's index, since two
  * hosts of a job may be one machine (-H localhost:2,127.0.0.1:2). */
-static int open_segment(struct hvd__engine *e, int host)
+static int open_segment(struct hvd__hier *h, int host, int lsize)
 {
 	uint8_t secret[RDV_SECRET_LEN], key[RDV_SECRET_LEN];
 	char base[RDV_SHM_NAME_LEN], name[RDV_SHM_NAME_LEN + 16];
@@ -105,58 +106,70 @@ static int open_segment(struct hvd__engine *e, int host)
 	snprintf(name, sizeof(name), "%s-%d", base, host);
 	rc = hvd__env_long(WENV_START_TIMEOUT, &start_s);
 	if (rc == HVD_OK)
-		rc = hvd__shm_open(&e->shm, hvd__g.local_rank,
-				   hvd__g.local_size, name, SHM_SLOT,
+		rc = hvd__shm_open(&h->shm, h->lrank, lsize, name, SHM_SLOT,
 				   (int)start_s * 1000);
 	return rc;
 }
 
-int hvd__hier_start(struct hvd__engine *e)
+/* The ring across hosts over the group (struct hvd__across). */
+static int across_ring(void *arg, void *buf, size_t count, enum hvd_dtype t,
+		       enum hvd_op op)
 {
-	int size = e->comm.size, L, H, h, rc;
+	return hvd__ring_allreduce(arg, buf, count, t, op);
+}
+
+int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
+		    bool want)
+{
+	int size = comm->size, L, H, h, rc;
 	struct place *all = calloc((size_t)size, sizeof(*all));
 	int *at = calloc((size_t)size, sizeof(int));
 	int *cross = calloc((size_t)size, sizeof(int));
 	const char *why;
 
+	memset(hi, 0, sizeof(*hi));
 	if (all == NULL || at == NULL || cross == NULL) {
 		rc = HVD_ENOMEM;
 		goto out;
 	}
-	rc = gather(e, all);
+	rc = gather(comm, want, all);
 	if (rc != HVD_OK)
 		goto out;
 	L = uniform(all, size, at, &why);
 	if (L < 2) {
-		if (why != NULL && e->comm.rank == 0 && hvd__g.local_size > 1)
+		if (why != NULL && comm->rank == 0 && hvd__g.local_size > 1)
 			hvd__debug("no shared memory: %s", why);
 		goto out;
 	}
 	H = size / L;
+	hi->lrank = (int)all[comm->rank].lrank;
+	hi->host = (int)all[comm->rank].host;
 	for (h = 0; h < H; h++)
-		cross[h] = at[h * L + hvd__g.local_rank];
+		cross[h] = at[h * L + hi->lrank];
 	if (H > 1)
-		rc = hvd__group_new(&e->comm, cross, H, hvd__g.cross_rank,
-				    &e->cross);
+		rc = hvd__group_new(comm, cross, H, hi->host, &hi->cross);
 	if (rc == HVD_OK)
-		rc = open_segment(e, hvd__g.cross_rank);
-	e->shm_job = rc == HVD_OK && H == 1;
-	for (h = 0; e->shm_job && h < L; h++)
-		e->shm_job = at[h] == h;
+		rc = open_segment(hi, hi->host, L);
+	hi->job = rc == HVD_OK && H == 1;
+	for (h = 0; hi->job && h < L; h++)
+		hi->job = at[h] == h;
 	if (rc == HVD_OK) {
-		e->host_at = at;
-		e->lsize = L;
-		e->nhosts = H;
+		hi->host_at = at;
+		hi->lsize = L;
+		hi->nhosts = H;
+		hi->across = (struct hvd__across){.hosts = H,
+						  .allreduce = across_ring,
+						  .arg = &hi->cross};
 		at = NULL;
 	}
 	if (rc != HVD_OK)
 		hvd__error(
 			"rank %d: cannot share memory with the ranks of this host (%s); hvdrun --no-shared-memory (HVD_SHM=0) runs without it",
-			e->comm.rank, hvd_strerror(rc));
+			comm->rank, hvd_strerror(rc));
 	else
 		hvd__debug(
 			"shared memory: %zu bytes for %d local ranks%s, %d host%s",
-			hvd__shm_bytes(e->shm), L,
+			hvd__shm_bytes(hi->shm), L,
 			H > 1 ? " (hierarchical collectives)" : "", H,
 			H > 1 ? "s" : "");
 out:
@@ -166,17 +179,13 @@ out:
 	return rc;
 }
 
-void hvd__hier_stop(struct hvd__engine *e)
+void hvd__hier_stop(struct hvd__hier *h)
 {
-	hvd__shm_close(e->shm);
-	e->shm = NULL;
-	e->shm_job = false;
-	free(e->host_at);
-	e->host_at = NULL;
-	e->lsize = e->nhosts = 0;
-	if (e->cross.ops != NULL)
-		e->cross.ops->close(e->cross.t);
-	memset(&e->cross, 0, sizeof(e->cross));
+	hvd__shm_close(h->shm);
+	free(h->host_at);
+	if (h->cross.ops != NULL)
+		h->cross.ops->close(h->cross.t);
+	memset(h, 0, sizeof(*h));
 }
 
 /* Bytes [*off, *off + *len) of len bytes: local rank l's slice of L, cut
@@ -192,10 +201,10 @@ static void slice(size_t len, int L, int l, size_t *off, size_t *n)
 	*n = hi - lo;
 }
 
-int hvd__hier_broadcast(struct hvd__engine *e, void *buf, size_t len, int root)
+int hvd__hier_broadcast(struct hvd__hier *e, void *buf, size_t len, int root)
 {
 	int L = e->lsize, at = 0, rh, rl;
-	int me = hvd__g.local_rank, host = hvd__g.cross_rank, l, rc = HVD_OK;
+	int me = e->lrank, host = e->host, l, rc = HVD_OK;
 	int ms = hvd__transport_timeout_ms();
 	size_t *part = calloc((size_t)L, sizeof(*part)), off = 0, mine = 0;
 
@@ -224,11 +233,11 @@ int hvd__hier_broadcast(struct hvd__engine *e, void *buf, size_t len, int root)
 	return rc;
 }
 
-int hvd__hier_allgatherv(struct hvd__engine *e, void *out, const size_t *len)
+int hvd__hier_allgatherv(struct hvd__hier *e, struct hvd__buffers *b, int rank,
+			 int size, void *out, const size_t *len)
 {
-	int L = e->lsize, H = e->nhosts, me = hvd__g.local_rank;
-	int host = hvd__g.cross_rank, size = e->comm.size, l, h,
-	    rc = HVD_ENOMEM;
+	int L = e->lsize, H = e->nhosts, me = e->lrank;
+	int host = e->host, l, h, rc = HVD_ENOMEM;
 	size_t *at = calloc((size_t)size, sizeof(*at)), total = 0, mine = 0;
 	size_t *per = calloc((size_t)L, sizeof(*per));
 	size_t *cl = calloc((size_t)H, sizeof(*cl)), pos, i;
@@ -248,13 +257,13 @@ int hvd__hier_allgatherv(struct hvd__engine *e, void *out, const size_t *len)
 			per[l] += len[e->host_at[h * L + l]];
 	/* big: local rank l's part (the blocks of local rank l on every
 	 * host, in host order), for every l. */
-	if ((big = hvd__scratch(e, total, &own)) == NULL)
+	if ((big = hvd__scratch(b, total, &own)) == NULL)
 		goto out;
 	for (l = 0; l < me; l++)
 		mine += per[l];
 	for (h = 0, pos = mine; h < host; h++)
 		pos += cl[h];
-	memcpy(big + pos, (char *)out + at[e->comm.rank], cl[host]);
+	memcpy(big + pos, (char *)out + at[rank], cl[host]);
 	/* Across hosts, the ranks of this local rank; then within the host. */
 	rc = H > 1 ? hvd__ring_allgatherv(&e->cross, big + mine, cl) : HVD_OK;
 	if (rc == HVD_OK)

@@ -13,22 +13,46 @@
 #ifndef HVD_HIER_H
 #define HVD_HIER_H
 
-#include "engine/engine.h"
+#include <stdbool.h>
 
-/* Set e->shm and e->cross as decided above (left NULL and empty where
- * not). Over TCP only, after the mesh has joined. */
-int hvd__hier_start(struct hvd__engine *e);
-void hvd__hier_stop(struct hvd__engine *e);
+#include "algo/buffers.h"
+#include "transport/shm.h"
+#include "transport/transport.h"
 
-/* With a segment (e->shm), across hosts. Broadcast: the root's host
+/* What one comm's ranks share on their hosts. */
+struct hvd__hier {
+	struct hvd__shm *shm;	   /* this host's ranks' segment, or NULL */
+	struct hvd__comm cross;	   /* with shm: this local rank's group across
+				   hosts (group.h); ops NULL: one host */
+	struct hvd__across across; /* the segment's way across hosts: the
+				      ring over cross */
+	bool job; /* the segment's ranks are the comm's, local rank = rank:
+		     every collective may run through it */
+	/* With shm: host h's local rank l is rank host_at[h * lsize + l]. */
+	int *host_at;
+	int lsize, nhosts;
+	int lrank, host; /* this rank's local rank and host */
+};
+
+/* Set h as decided above for the ranks of comm (want: this rank would
+ * share memory, HVD_SHM): h->shm and h->cross are left NULL and empty
+ * where not. Over TCP only, after the mesh has joined. h must stay where
+ * it is until hvd__hier_stop (h->across points into it). */
+int hvd__hier_start(struct hvd__hier *h, const struct hvd__comm *comm,
+		    bool want);
+void hvd__hier_stop(struct hvd__hier *h);
+
+/* With a segment (h->shm), across hosts. Broadcast: the root's host
  * shares the buffer through its segment, local rank l of every host
  * carries slice l of it across hosts to the ranks of local rank l (a
  * chain, ring.h), and the other hosts' ranks gather the slices through
  * their segments: every connection of the root's host carries 1/L. */
-int hvd__hier_broadcast(struct hvd__engine *e, void *buf, size_t len, int root);
-/* Allgather (rank r's len[r] bytes at their offset in out, this rank's in
- * place): the ranks of each local rank gather their blocks across hosts,
- * then the host's ranks gather those through the segment. */
-int hvd__hier_allgatherv(struct hvd__engine *e, void *out, const size_t *len);
+int hvd__hier_broadcast(struct hvd__hier *h, void *buf, size_t len, int root);
+/* Allgather (rank r's len[r] bytes at their offset in out, this rank,
+ * comm's rank `rank`, in place; scratch from b): the ranks of each local
+ * rank gather their blocks across hosts, then the host's ranks gather
+ * those through the segment. */
+int hvd__hier_allgatherv(struct hvd__hier *h, struct hvd__buffers *b, int rank,
+			 int size, void *out, const size_t *len);
 
 #endif

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "util/internal.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 
 #define BCAST_SEGMENT (256 * 1024)
 /* Allreduces of at most this many bytes run by recursive doubling. */

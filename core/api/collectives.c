@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 #include "algo/ring.h"
 
 /* One call's arguments, as the request will carry them. */

@@ -9,6 +9,7 @@
 
 int hvd__engine_open(struct hvd__engine *e, int size)
 {
+	e->buf.limit = (size_t)e->k.fusion_threshold;
 	e->joined = calloc((size_t)size, 1);
 	e->coord_joined = calloc((size_t)size, 1);
 	if (e->joined == NULL || e->coord_joined == NULL ||
@@ -24,7 +25,5 @@ void hvd__engine_close(struct hvd__engine *e)
 	free(e->joined);
 	free(e->coord_joined);
 	e->joined = e->coord_joined = NULL;
-	free(e->fusion);
-	e->fusion = NULL;
-	e->fusion_cap = 0;
+	hvd__buffers_free(&e->buf);
 }

@@ -18,7 +18,7 @@
  *                       decoder
  *   engine/fusion.c     the agreed responses in order, consecutive
  *                       allreduces batched up to the fusion threshold
- *   engine/buffers.c    the fusion buffer and the collectives' scratch
+ *   algo/buffers.c      the fusion buffer and the collectives' scratch
  *   ops/                how each collective runs (allreduce, broadcast,
  *                       allgather, alltoall, reducescatter, barrier,
  *                       join), on the CPU (algo/ring.h) or the GPU
@@ -32,10 +32,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "algo/buffers.h"
+#include "algo/hier.h"
 #include "gpu/gpu.h"
 #include "transport/shm.h"
 #include "util/internal.h"
-#include "engine/timeline.h"
+#include "util/timeline.h"
 #include "transport/transport.h"
 
 /* The longest tensor name, in bytes. */
@@ -150,16 +152,10 @@ struct hvd__failed_group {
 struct hvd__engine {
 	struct hvd__knobs k;
 	struct hvd__comm comm;
-	struct hvd__gpu *gpu; /* NCCL, from the first GPU collective on */
-	struct hvd__shm *shm; /* this host's ranks' segment (shm.h), or NULL */
-	struct hvd__comm cross; /* with shm: this local rank's group across
-				   hosts (hier.h); ops NULL: one host */
-	bool shm_job; /* the segment's ranks are the job's, local rank =
-			 rank: every collective may run through it */
-	/* With shm: host h's local rank l is rank host_at[h * lsize + l]. */
-	int *host_at;
-	int lsize, nhosts;
-	char gpu_why[512];		/* why the last GPU collective failed */
+	struct hvd__gpu *gpu;  /* NCCL, from the first GPU collective on */
+	struct hvd__hier hier; /* what the comm's ranks share on their
+				  hosts (algo/hier.h) */
+	char gpu_why[512];     /* why the last GPU collective failed */
 	struct hvd__req *pending_local; /* submitted here, not yet run */
 	struct hvd__cache_entry *cache; /* k.cache_cap entries */
 	long cache_used; /* 1 + the highest entry ever given (every rank's) */
@@ -167,11 +163,10 @@ struct hvd__engine {
 	struct hvd__failed_group *failed; /* rank 0, this round */
 	size_t nfailed;
 	struct hvd__timeline *tl;
-	char *fusion; /* the fusion buffer, when the transport needs one */
-	size_t fusion_cap;
-	long long decided_us; /* when this cycle's responses were known */
-	int idle_cycles;      /* cycles in a row that ran nothing */
-	int spin_now;	      /* the spin the transports have now */
+	struct hvd__buffers buf; /* the fusion buffer and scratch */
+	long long decided_us;	 /* when this cycle's responses were known */
+	int idle_cycles;	 /* cycles in a row that ran nothing */
+	int spin_now;		 /* the spin the transports have now */
 	long long last_stall_us;
 	/* Join: the ranks that have joined, as every rank agreed (responses
 	 * in order); the coordinator's own view runs ahead of it. */
@@ -320,19 +315,6 @@ size_t hvd__meta_bytes(const struct hvd__meta *m);
 /* Run the responses in order, fusing allreduces. Returns the error that
  * stops the engine, if any; every request touched is completed. */
 int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n);
-/* ---- buffers.c (background thread) ---- */
-
-/* The fusion buffer, at least bytes long. */
-int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes);
-/* A working buffer of bytes for one collective: up to the fusion
- * threshold, the fusion buffer (kept, so its pages fault in once, not on
- * every call: a fresh 1 MiB costs more in faults than its transfer);
- * above it, one of its own that the caller frees (*own). NULL: out of
- * memory. */
-char *hvd__scratch(struct hvd__engine *e, size_t bytes, bool *own);
-/* A result buffer the caller will own and free() (allgather, alltoall). */
-void *hvd__result_alloc(size_t bytes);
-
 /* ---- ops/ (background thread): one collective each ---- */
 
 int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 
 /* A timeline span of tensor name from t0 to now. */
 static void span(const struct hvd__engine *e, const char *name,

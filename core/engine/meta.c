@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 
 const char *const hvd__req_names[] = {
 	[HVD__REQ_ALLREDUCE] = "allreduce",

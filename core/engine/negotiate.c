@@ -19,7 +19,7 @@
 
 #include "engine/coord.h"
 #include "engine/engine.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 #include "algo/ring.h"
 
 /* A growing list of responses. bad: something of this round was lost
@@ -477,7 +477,7 @@ static int agree_on_host(struct hvd__engine *e, uint8_t *vec, size_t vlen,
 {
 	static const char zeros[64];
 	size_t head = (sizeof(int32_t) + vlen + 63) & ~(size_t)63, i;
-	size_t slot = hvd__shm_slot_bytes(e->shm);
+	size_t slot = hvd__shm_slot_bytes(e->hier.shm);
 	const struct hvd__req *r =
 		slot > head ? ride_pick(e, slot - head) : NULL;
 	int32_t entry = r != NULL ? r->cache : -1;
@@ -491,7 +491,7 @@ static int agree_on_host(struct hvd__engine *e, uint8_t *vec, size_t vlen,
 	bool same = entry >= 0;
 
 	*rode = -1;
-	rc = hvd__shm_exchange(e->shm, v, 4, &slots,
+	rc = hvd__shm_exchange(e->hier.shm, v, 4, &slots,
 			       hvd__transport_timeout_ms());
 	for (i = 0; rc == HVD_OK && i < vlen; i++)
 		for (p = 0; p < size; p++)
@@ -504,9 +504,10 @@ static int agree_on_host(struct hvd__engine *e, uint8_t *vec, size_t vlen,
 		same = theirs == entry;
 	}
 	if (rc == HVD_OK && same && vec[0] != 0) {
-		hvd__shm_reduce_slots(
-			e->shm, slots, head, r->recvbuf, (size_t)r->m.count,
-			(enum hvd_dtype)r->m.dtype, (enum hvd_op)r->m.op);
+		hvd__shm_reduce_slots(e->hier.shm, slots, head, r->recvbuf,
+				      (size_t)r->m.count,
+				      (enum hvd_dtype)r->m.dtype,
+				      (enum hvd_op)r->m.op);
 		*rode = entry;
 	}
 	return rc;
@@ -530,13 +531,14 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 	vec[0] = !shutdown_local;
 	/* MIN over bytes: AND of the ready bits, OR of the flags; through
 	 * the host's shared segment when every rank shares it. */
-	if (e->shm != NULL && e->cross.size <= 1) {
+	if (e->hier.shm != NULL && e->hier.nhosts <= 1) {
 		rc = agree_on_host(e, vec, vlen, &rode);
-	} else if (e->shm != NULL) {
+	} else if (e->hier.shm != NULL) {
 		struct iovec one = {vec, vlen};
 
-		rc = hvd__shm_allreduce_v(e->shm, &e->cross, &one, 1, HVD_UINT8,
-					  HVD_MIN, hvd__transport_timeout_ms());
+		rc = hvd__shm_allreduce_v(e->hier.shm, &e->hier.across, &one, 1,
+					  HVD_UINT8, HVD_MIN,
+					  hvd__transport_timeout_ms());
 	} else {
 		rc = hvd__ring_allreduce(&e->comm, vec, vlen, HVD_UINT8,
 					 HVD_MIN);

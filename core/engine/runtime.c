@@ -249,7 +249,7 @@ static bool turn(struct hvd__engine *e, bool driver)
 		}
 		if (e->comm.ops->abort != NULL)
 			e->comm.ops->abort(e->comm.t);
-		hvd__shm_abort(e->shm);
+		hvd__shm_abort(e->hier.shm);
 		hvd__gpu_free(e->gpu, true);
 		e->gpu = NULL;
 		fail_all(e, hvd__elastic_status(rc));
@@ -375,7 +375,7 @@ static void abort_engine(void)
 {
 	if (E.comm.ops->abort != NULL)
 		E.comm.ops->abort(E.comm.t);
-	hvd__shm_abort(E.shm);
+	hvd__shm_abort(E.hier.shm);
 }
 
 int hvd__runtime_start(int rank, int size, bool joined,
@@ -421,7 +421,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	E.spin_now = E.k.spin_us;
 	hvd__wait_cap(E.spin_now);
 	if (mpi == NULL && joined && size > 1 &&
-	    (rc = hvd__hier_start(&E)) != HVD_OK)
+	    (rc = hvd__hier_start(&E.hier, &E.comm, E.k.shm)) != HVD_OK)
 		return rc; /* hvd__runtime_stop releases the comm */
 	if (hvd__engine_open(&E, size) != HVD_OK)
 		return HVD_ENOMEM; /* hvd__runtime_stop releases the comm */
@@ -467,7 +467,7 @@ void hvd__runtime_stop(void)
 	broken = hvd__queue_broken();
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
 	E.gpu = NULL;
-	hvd__hier_stop(&E);
+	hvd__hier_stop(&E.hier);
 	if (E.comm.ops != NULL)
 		E.comm.ops->close(E.comm.t);
 	E.comm.t = NULL;

@@ -10,7 +10,7 @@
 
 #include "gpu/internal.h"
 #include "proto/wire.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 #include "algo/ring.h"
 #include "util/wait.h"
 

@@ -8,20 +8,21 @@
 
 #include "engine/engine.h"
 #include "algo/hier.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 #include "algo/ring.h"
 
 /* len[r] bytes of each rank r, laid end to end in out, this rank's
  * already in place. */
 static int allgatherv(struct hvd__engine *e, void *out, const size_t *len)
 {
-	if (e->shm_job)
-		return hvd__shm_allgatherv(e->shm, out, len,
+	if (e->hier.job)
+		return hvd__shm_allgatherv(e->hier.shm, out, len,
 					   hvd__transport_timeout_ms());
 	/* Across hosts: through each host's segment, then between hosts,
 	 * unless HOROVOD_HIERARCHICAL_ALLGATHER=0 asks for one flat ring. */
-	if (e->shm != NULL && e->k.hier_allgather)
-		return hvd__hier_allgatherv(e, out, len);
+	if (e->hier.shm != NULL && e->k.hier_allgather)
+		return hvd__hier_allgatherv(&e->hier, &e->buf, e->comm.rank,
+					    e->comm.size, out, len);
 	return hvd__ring_allgatherv(&e->comm, out, len);
 }
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 #include "algo/ring.h"
 
 /* One allreduce of buf in place: the transport's own when it has one
@@ -97,7 +97,7 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	size_t es = hvd__dtype_size(t), total = 0, seg, pos, i;
 	long long t0, t_in = 0, t_out = 0, t1;
 	struct hvd__ring_times rt = {0, 0};
-	bool direct = n == 1 || e->shm != NULL ||
+	bool direct = n == 1 || e->hier.shm != NULL ||
 		      (e->comm.ops->sendrecv_v != NULL &&
 		       e->comm.ops->allreduce == NULL);
 	struct iovec *v;
@@ -108,7 +108,7 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	seg = e->k.segment - e->k.segment % es;
 	if (seg == 0)
 		seg = es;
-	if (!direct && hvd__fusion_reserve(e, seg) != HVD_OK)
+	if (!direct && hvd__fusion_reserve(&e->buf, seg) != HVD_OK)
 		return HVD_ENOMEM;
 	v = malloc((n > 0 ? n : 1) * sizeof(*v));
 	if (v == NULL)
@@ -131,7 +131,7 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 				hi = pos + len - at < b ? pos + len - at : b;
 				src = (const char *)batch[i]->sendbuf + lo;
 				dst = direct ? (char *)batch[i]->recvbuf + lo
-					     : e->fusion + (at + lo - pos);
+					     : e->buf.fusion + (at + lo - pos);
 				if (dst != src)
 					memcpy(dst, src, hi - lo);
 				v[k++] = (struct iovec){dst, hi - lo};
@@ -139,15 +139,15 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 			at += b;
 		}
 		if (!direct) { /* the segment, in the fusion buffer */
-			v[0] = (struct iovec){e->fusion, len};
+			v[0] = (struct iovec){e->buf.fusion, len};
 			k = 1;
 		}
 		scale_pieces(v, k, t, 1, pre);
 		t_in += hvd__now_us() - t1;
-		if (e->shm != NULL) {
+		if (e->hier.shm != NULL) {
 			t1 = hvd__now_us();
-			rc = hvd__shm_allreduce_v(e->shm, &e->cross, v, k, t,
-						  run,
+			rc = hvd__shm_allreduce_v(e->hier.shm, &e->hier.across,
+						  v, k, t, run,
 						  hvd__transport_timeout_ms());
 			rt.reduce_scatter_us += hvd__now_us() - t1;
 		} else if (k == 1)
@@ -166,7 +166,8 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 				lo = pos > at ? pos - at : 0;
 				hi = pos + len - at < b ? pos + len - at : b;
 				memcpy((char *)batch[i]->recvbuf + lo,
-				       e->fusion + (at + lo - pos), hi - lo);
+				       e->buf.fusion + (at + lo - pos),
+				       hi - lo);
 			}
 			at += b;
 		}

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 
 static int mod(int a, int n)
 {
@@ -44,9 +44,9 @@ static int cpu_alltoall(const struct hvd__engine *e, const char *send,
 
 	if (sb[c->rank] > 0)
 		memcpy(out + roff[c->rank], send + soff[c->rank], sb[c->rank]);
-	if (e->shm_job)
-		return hvd__shm_alltoallv(e->shm, send, sb, soff, out, rb, roff,
-					  hvd__transport_timeout_ms());
+	if (e->hier.job)
+		return hvd__shm_alltoallv(e->hier.shm, send, sb, soff, out, rb,
+					  roff, hvd__transport_timeout_ms());
 	for (s = 1; s < c->size && rc == HVD_OK; s++) {
 		int to = mod(c->rank + s, c->size),
 		    from = mod(c->rank - s, c->size);

@@ -3,16 +3,18 @@
  * by the ring's pipelined chain (ring.h), or over NCCL (gpu.h). */
 #include "engine/engine.h"
 #include "algo/hier.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 #include "algo/ring.h"
 
 int hvd__op_broadcast(struct hvd__engine *e, struct hvd__req *r)
 {
-	size_t bytes = hvd__meta_bytes(&r->m);
+	size_t bytes = (size_t)r->m.count *
+		       hvd__dtype_size((enum hvd_dtype)r->m.dtype);
 	int rc;
 
-	if (!r->m.gpu && e->shm != NULL)
-		rc = hvd__hier_broadcast(e, r->recvbuf, bytes, r->m.root);
+	if (!r->m.gpu && e->hier.shm != NULL)
+		rc = hvd__hier_broadcast(&e->hier, r->recvbuf, bytes,
+					 r->m.root);
 	else if (!r->m.gpu)
 		rc = hvd__ring_broadcast(&e->comm, r->recvbuf, bytes,
 					 r->m.root);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 #include "algo/ring.h"
 
 static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
@@ -21,7 +21,7 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 	enum hvd_op op = (enum hvd_op)r->m.op;
 	size_t es = hvd__dtype_size(t), count = (size_t)r->m.count, start, len;
 	bool own;
-	char *work = hvd__scratch(e, count * es, &own);
+	char *work = hvd__scratch(&e->buf, count * es, &own);
 	int rc;
 
 	if (work == NULL)
@@ -31,9 +31,10 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 	hvd__scale(work, count, t, r->m.prescale);
 	hvd__ring_chunk(count, (size_t)r->m.block, e->comm.size, e->comm.rank,
 			&start, &len);
-	if (e->shm != NULL)
-		rc = hvd__shm_reduce_keep(e->shm, &e->cross, work, count * es,
-					  start * es, (start + len) * es, t,
+	if (e->hier.shm != NULL)
+		rc = hvd__shm_reduce_keep(e->hier.shm, &e->hier.across, work,
+					  count * es, start * es,
+					  (start + len) * es, t,
 					  op == HVD_AVERAGE ? HVD_SUM : op,
 					  hvd__transport_timeout_ms());
 	else

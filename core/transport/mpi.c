@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/reduce.h"
+#include "util/reduce.h"
 
 struct hvd__mpi {
 	MPI_Comm comm; /* libhvd's own duplicate of MPI_COMM_WORLD */

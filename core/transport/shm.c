@@ -16,8 +16,7 @@
 #include <unistd.h>
 
 #include "util/internal.h"
-#include "algo/reduce.h"
-#include "algo/ring.h"
+#include "util/reduce.h"
 #include "util/wait.h"
 
 #define SPINS 64	   /* checks before a wait (wait.h) begins */
@@ -384,9 +383,9 @@ static void pieces_copy(const struct iovec *v, int k, size_t off, size_t len,
 }
 
 /* This rank's slice [lo, hi) of the chunk in set, reduced across the
- * local slots and then, with cross, across hosts: an average sums, and
+ * local slots and then, with across, across hosts: an average sums, and
  * divides once by every rank's count. */
-static int reduce_slice(struct hvd__shm *s, const struct hvd__comm *cross,
+static int reduce_slice(struct hvd__shm *s, const struct hvd__across *across,
 			unsigned set, size_t lo, size_t hi, enum hvd_dtype t,
 			enum hvd_op op)
 {
@@ -394,7 +393,7 @@ static int reduce_slice(struct hvd__shm *s, const struct hvd__comm *cross,
 	unsigned char *mine = slot_of(s, set, s->lrank) + lo * es;
 	enum hvd_op sum = op == HVD_AVERAGE ? HVD_SUM : op;
 	int p, rc = HVD_OK;
-	int hosts = cross != NULL && cross->size > 1 ? cross->size : 1;
+	int hosts = across != NULL && across->hosts > 1 ? across->hosts : 1;
 
 	if (hi <= lo)
 		return HVD_OK;
@@ -403,7 +402,7 @@ static int reduce_slice(struct hvd__shm *s, const struct hvd__comm *cross,
 			hvd__reduce(mine, slot_of(s, set, p) + lo * es, hi - lo,
 				    t, sum);
 	if (hosts > 1)
-		rc = hvd__ring_allreduce(cross, mine, hi - lo, t, sum);
+		rc = across->allreduce(across->arg, mine, hi - lo, t, sum);
 	if (rc == HVD_OK && op == HVD_AVERAGE)
 		hvd__divide(mine, hi - lo, t, s->lsize * hosts);
 	return rc;
@@ -480,7 +479,7 @@ static int allreduce_small(struct hvd__shm *s, const struct iovec *v, int k,
 
 /* The allreduce of the pieces, every rank copying out only the bytes of
  * [keep_lo, keep_hi) of the result. */
-static int allreduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
+static int allreduce_keep(struct hvd__shm *s, const struct hvd__across *across,
 			  const struct iovec *v, int k, enum hvd_dtype t,
 			  enum hvd_op op, int timeout_ms, size_t keep_lo,
 			  size_t keep_hi)
@@ -491,7 +490,7 @@ static int allreduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
 	for (j = 0; j < k; j++)
 		total += v[j].iov_len;
 	if (total <= SMALL_BYTES && total <= s->slot &&
-	    (cross == NULL || cross->size <= 1))
+	    (across == NULL || across->hosts <= 1))
 		return allreduce_small(s, v, k, t, op, timeout_ms, keep_lo,
 				       keep_hi);
 	chunk = s->slot - s->slot % es;
@@ -505,7 +504,7 @@ static int allreduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
 		rc = hvd__shm_barrier(s, timeout_ms);
 		if (rc == HVD_OK)
 			rc = reduce_slice(
-				s, cross, set,
+				s, across, set,
 				ne * (size_t)s->lrank / (size_t)s->lsize,
 				ne * (size_t)(s->lrank + 1) / (size_t)s->lsize,
 				t, op);
@@ -527,20 +526,20 @@ static int allreduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
 	return rc;
 }
 
-int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
+int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__across *across,
 			 const struct iovec *v, int k, enum hvd_dtype t,
 			 enum hvd_op op, int timeout_ms)
 {
-	return allreduce_keep(s, cross, v, k, t, op, timeout_ms, 0, SIZE_MAX);
+	return allreduce_keep(s, across, v, k, t, op, timeout_ms, 0, SIZE_MAX);
 }
 
-int hvd__shm_reduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
+int hvd__shm_reduce_keep(struct hvd__shm *s, const struct hvd__across *across,
 			 void *buf, size_t len, size_t keep_lo, size_t keep_hi,
 			 enum hvd_dtype t, enum hvd_op op, int timeout_ms)
 {
 	struct iovec one = {buf, len};
 
-	return allreduce_keep(s, cross, &one, 1, t, op, timeout_ms, keep_lo,
+	return allreduce_keep(s, across, &one, 1, t, op, timeout_ms, keep_lo,
 			      keep_hi);
 }
 

@@ -35,9 +35,18 @@
 #include <sys/uio.h>
 
 #include "hvd.h"
-#include "transport/transport.h"
 
 struct hvd__shm;
+
+/* How a slice this rank owns is reduced with the ranks of the same local
+ * rank on the other hosts (hier.h hands the ring over its group): hosts
+ * ranks take part; hosts 1 (or a NULL across): this host is the job. */
+struct hvd__across {
+	int hosts;
+	int (*allreduce)(void *arg, void *buf, size_t count, enum hvd_dtype t,
+			 enum hvd_op op);
+	void *arg;
+};
 
 /* Open (local rank 0: create) the segment of the lsize local ranks, each
  * slot `slot` bytes, at the abstract socket name `name` (at most 100
@@ -49,9 +58,9 @@ int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
 int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms);
 /* Allreduce the pieces (laid end to end, every rank the same total
  * length, a multiple of dtype's size) in place, across the host and,
- * with cross (NULL: this host is the job), with the ranks of the same
- * local rank on the other hosts. */
-int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__comm *cross,
+ * with across, with the ranks of the same local rank on the other
+ * hosts. */
+int hvd__shm_allreduce_v(struct hvd__shm *s, const struct hvd__across *across,
 			 const struct iovec *v, int k, enum hvd_dtype t,
 			 enum hvd_op op, int timeout_ms);
 /* One exchange on one host: the pieces (at most a slot, laid end to
@@ -71,7 +80,7 @@ size_t hvd__shm_slot_bytes(const struct hvd__shm *s);
 /* A reduce-scatter: buf (len bytes) reduced as hvd__shm_allreduce_v
  * reduces, but only bytes [keep_lo, keep_hi) of the result are copied
  * into this rank's buf; the rest is left as it was. */
-int hvd__shm_reduce_keep(struct hvd__shm *s, const struct hvd__comm *cross,
+int hvd__shm_reduce_keep(struct hvd__shm *s, const struct hvd__across *across,
 			 void *buf, size_t len, size_t keep_lo, size_t keep_hi,
 			 enum hvd_dtype t, enum hvd_op op, int timeout_ms);
 /* root's buf (len bytes) is copied to every local rank's buf: the root

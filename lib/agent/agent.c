@@ -15,8 +15,8 @@
 
 #include "job/bind.h"
 #include "job/env.h"
-#include "launch/family.h"
-#include "launch/proc.h"
+#include "util/family.h"
+#include "util/proc.h"
 #include "agent/records.h"
 
 #define AGENT_GRACE_MS 2000

@@ -24,7 +24,7 @@
 #include "proto/ifaces.h"
 #include "job/bind.h"
 #include "job/env.h"
-#include "launch/proc.h"
+#include "util/proc.h"
 #include "agent/records.h"
 
 #define NODE_GRACE_MS 2000

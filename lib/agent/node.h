@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "launch/family.h"
-#include "launch/proc.h"
+#include "util/family.h"
+#include "util/proc.h"
 #include "launch/output.h"
 #include "util/util.h"
 

@@ -22,7 +22,7 @@
 #include "proto/ifaces.h"
 #include "job/bind.h"
 #include "job/env.h"
-#include "launch/proc.h"
+#include "util/proc.h"
 #include "agent/records.h"
 
 static void say(char *line, size_t len)

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "job/hosts.h"
+#include "config/hosts.h"
 #include "config/opts.h"
 #include "job/plan.h"
 #include "ssh/opts.h"

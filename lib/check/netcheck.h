@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "job/hosts.h"
+#include "config/hosts.h"
 #include "check/netplan.h"
 #include "ssh/opts.h"
 

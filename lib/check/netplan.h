@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "job/hosts.h"
+#include "config/hosts.h"
 #include "util/util.h"
 
 struct hl_nc_addr {

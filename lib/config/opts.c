@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "proto/worker_env.h"
-#include "job/hosts.h"
+#include "config/hosts.h"
 
 /* NAME[,NAME...], each a Linux interface name (at most 15 bytes, no '/',
  * no white space). */

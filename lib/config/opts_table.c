@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "job/hosts.h"
+#include "config/hosts.h"
 
 static const char *const host_key_policies[] = {"yes", "accept-new", "no",
 						NULL};

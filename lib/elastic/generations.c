@@ -2,27 +2,29 @@
  * (rdv/server.h's hl_rdv_generation and what follows it): which workers
  * form the next world, growth announced at a commit, hosts lost, workers
  * left out, and the notices the running workers get. The rendezvous
- * thread calls hl_rdv__progress each turn of its loop. */
+ * thread calls them through hl_elastic_generations (rdv/server.h), progress
+ * each turn of its loop. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "elastic/supervise.h"
 #include "rdv/internal.h"
 
 static int next_generation(struct hl_rdv *r, const int *ids,
 			   const struct hl_rank *places, int n);
 
 /* Elastic: worker id's host stopped answering (keepalive). */
-void hl_rdv__host_lost(struct hl_rdv *r, uint32_t id)
+static void host_lost(struct hl_rdv *r, uint32_t id)
 {
 	hl_rdv__tell(r, &r->lost, &r->nlost, &r->caplost, id);
 }
 
 /* Elastic: worker id waits for a generation after the running one, which
  * a finishing job never forms. */
-void hl_rdv__idle(struct hl_rdv *r, uint32_t id)
+static void idle(struct hl_rdv *r, uint32_t id)
 {
 	hl_rdv__tell(r, &r->idle, &r->nidle, &r->capidle, id);
 }
@@ -33,7 +35,7 @@ void hl_rdv__idle(struct hl_rdv *r, uint32_t id)
  * to be read closed), or the same process before its hvd_shutdown: the
  * newest speaks for the id, and the others go, before a generation
  * could seat one of them. */
-void hl_rdv__supersede(struct hl_rdv *r, size_t i)
+static void supersede(struct hl_rdv *r, size_t i)
 {
 	size_t k;
 
@@ -103,7 +105,7 @@ static bool grow_member(const struct hl_rdv *r, uint32_t id)
 	return false;
 }
 
-void hl_rdv__forget_growth(struct hl_rdv *r)
+static void forget_growth(struct hl_rdv *r)
 {
 	free(r->grow_ids);
 	free(r->grow_places);
@@ -117,7 +119,7 @@ void hl_rdv__forget_growth(struct hl_rdv *r)
  * When every member of a running generation has come back on its own
  * (each called hvd_shutdown and hvd_init), the next one has the same
  * members. */
-void hl_rdv__progress(struct hl_rdv *r)
+static void progress(struct hl_rdv *r)
 {
 	int pass;
 
@@ -144,7 +146,7 @@ void hl_rdv__progress(struct hl_rdv *r)
 				/* Left out: hvd_init fails, and the
 				 * supervisor ends a worker it let go. */
 				if (m < 0)
-					hl_rdv__idle(r, c->reg.rank);
+					idle(r, c->reg.rank);
 				hl_rdv__drop(r, i);
 			} else {
 				hl_rdv__take_slot(r, i, m);
@@ -196,7 +198,7 @@ static int next_generation(struct hl_rdv *r, const int *ids,
 	free(r->ids);
 	free(r->by_rank);
 	free(r->places);
-	hl_rdv__forget_growth(r); /* ids may have been its own: copied above */
+	forget_growth(r); /* ids may have been its own: copied above */
 	r->ids = nids;
 	r->by_rank = nby;
 	r->places = np;
@@ -252,11 +254,11 @@ int hl_rdv_at_commit(struct hl_rdv *r, const int *ids,
 		gen = next_generation(r, ids, places, n);
 		goto out;
 	}
-	hl_rdv__forget_growth(r);
+	forget_growth(r);
 	r->grow_ids = malloc((size_t)n * sizeof(*r->grow_ids));
 	r->grow_places = malloc((size_t)n * sizeof(*r->grow_places));
 	if (r->grow_ids == NULL || r->grow_places == NULL) {
-		hl_rdv__forget_growth(r);
+		forget_growth(r);
 		goto out;
 	}
 	memcpy(r->grow_ids, ids, (size_t)n * sizeof(*ids));
@@ -305,7 +307,7 @@ void hl_rdv_finish(struct hl_rdv *r)
 			const struct conn *c = &r->conns[i];
 
 			if (c->fd >= 0 && c->registered && !c->in_world)
-				hl_rdv__idle(r, c->reg.rank);
+				idle(r, c->reg.rank);
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -330,3 +332,11 @@ bool hl_rdv_growing(struct hl_rdv *r)
 	pthread_mutex_unlock(&r->lock);
 	return growing;
 }
+
+const struct hl_rdv_generations hl_elastic_generations = {
+	.host_lost = host_lost,
+	.idle = idle,
+	.supersede = supersede,
+	.progress = progress,
+	.forget_growth = forget_growth,
+};

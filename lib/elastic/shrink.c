@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "elastic/discovery.h"
+#include "job/discovery.h"
 #include "elastic/internal.h"
 #include "launch/watchdog.h"
 #include "rdv/server.h"

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "elastic/discovery.h"
+#include "job/discovery.h"
 #include "elastic/internal.h"
 #include "elastic/supervise.h"
 #include "launch/sup.h"

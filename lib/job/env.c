@@ -11,7 +11,7 @@
 
 #include "proto/ifaces.h"
 #include "proto/worker_env.h"
-#include "slurm/slurm.h"
+#include "job/slurm.h"
 
 int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 		    struct hl_strvec *warnings, char **cause)

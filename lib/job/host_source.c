@@ -1,13 +1,13 @@
 /* host_source.c: see host_source.h. */
 #include "job/host_source.h"
 
-#include "elastic/discovery.h"
+#include "job/discovery.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "slurm/slurm.h"
+#include "job/slurm.h"
 
 static const char *env(const char *name)
 {

@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "job/hosts.h"
+#include "config/hosts.h"
 #include "config/opts.h"
 
 /* o: the finished options; from_cli[k]: key k came from the command

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "job/hosts.h"
+#include "config/hosts.h"
 
 struct hl_rank {
 	int rank;

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "launch/launch.h"
-#include "launch/proc.h"
+#include "util/proc.h"
 #include "spawn/spawn.h"
 #include "launch/sup.h"
 #include "launch/watchdog.h"

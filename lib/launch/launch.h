@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 #include "job/env.h"
-#include "job/hosts.h"
+#include "config/hosts.h"
 #include "job/plan.h"
 #include "ssh/opts.h"
 

@@ -9,7 +9,7 @@
 #define HL_MPIRUN_H
 
 #include "job/env.h"
-#include "job/hosts.h"
+#include "config/hosts.h"
 #include "config/opts.h"
 #include "ssh/opts.h"
 #include "job/plan.h"

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "launch/family.h"
-#include "launch/proc.h"
+#include "util/family.h"
+#include "util/proc.h"
 #include "launch/sup.h"
 
 /* Signal every direct child that is not a live worker: a worker's

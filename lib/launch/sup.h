@@ -9,8 +9,8 @@
 #include <stddef.h>
 
 #include "launch/launch.h"
-#include "launch/family.h"
-#include "launch/proc.h"
+#include "util/family.h"
+#include "util/proc.h"
 #include "launch/watchdog.h"
 #include "spawn/spawn.h"
 

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launch/proc.h"
+#include "util/proc.h"
 #include "util/util.h"
 
 #define WD_DONE 0 /* the word that means "ended cleanly" */

@@ -1,7 +1,8 @@
 /* rdv/internal.h: the rendezvous server's state, shared by its files:
  * server.c (the thread, the static protocol, start and stop), conns.c
  * (the connections) and elastic/generations.c (an elastic job's
- * generations). Nothing else includes it. */
+ * generations, which the server calls through struct
+ * hl_rdv_generations). Nothing else includes it. */
 #ifndef HL_RDV_INTERNAL_H
 #define HL_RDV_INTERNAL_H
 
@@ -60,6 +61,7 @@ struct hl_rdv {
 	 * its members (worker ids, in rank order) and their places; the
 	 * supervisor sets them (hl_rdv_generation), under lock. */
 	bool elastic;
+	const struct hl_rdv_generations *gens; /* elastic: not NULL */
 	pthread_mutex_t lock;
 	uint32_t gen;
 	bool formed;	/* WORLD was sent to every member */
@@ -98,18 +100,5 @@ void hl_rdv__tell(struct hl_rdv *r, int **v, size_t *n, size_t *cap,
 		  uint32_t id);
 /* Every rank has registered: PEERS (static) or WORLD (elastic) to each. */
 void hl_rdv__send_peers(struct hl_rdv *r);
-
-/* ---- elastic/generations.c (under lock, but for the hl_rdv_* calls) ---- */
-
-/* Worker id's host stopped answering (keepalive). */
-void hl_rdv__host_lost(struct hl_rdv *r, uint32_t id);
-/* Worker id waits for a generation that will not form, or was left out. */
-void hl_rdv__idle(struct hl_rdv *r, uint32_t id);
-/* Connection i's id registered again: the earlier connections go. */
-void hl_rdv__supersede(struct hl_rdv *r, size_t i);
-/* Seat the workers that wait, send the world once it is whole. */
-void hl_rdv__progress(struct hl_rdv *r);
-/* Forget the growth announced (also at the stop). */
-void hl_rdv__forget_growth(struct hl_rdv *r);
 
 #endif

@@ -34,7 +34,7 @@ static void serve(struct hl_rdv *r, size_t i)
 	n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
 	if (n < 0 && (errno == ETIMEDOUT || errno == EHOSTUNREACH) &&
 	    r->elastic && c->registered)
-		hl_rdv__host_lost(r, c->reg.rank);
+		r->gens->host_lost(r, c->reg.rank);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		hl_rdv__drop(r, i);
 		return;
@@ -65,9 +65,9 @@ static void serve(struct hl_rdv *r, size_t i)
 	if (!r->elastic)
 		hl_rdv__take_slot(r, i, (int)c->reg.rank);
 	else
-		hl_rdv__supersede(r, i);
+		r->gens->supersede(r, i);
 	if (r->elastic && r->finishing)
-		hl_rdv__idle(r, c->reg.rank);
+		r->gens->idle(r, c->reg.rank);
 }
 
 /* Static: the round's ranks were sent PEERS, or the round failed (their
@@ -132,7 +132,7 @@ static void *rdv_main(void *arg)
 
 		pthread_mutex_lock(&r->lock);
 		if (r->elastic)
-			hl_rdv__progress(r);
+			r->gens->progress(r);
 		if (!r->elastic && r->nregistered == r->size) {
 			hl_rdv__send_peers(r);
 			next_round(r);
@@ -191,7 +191,7 @@ static void *rdv_main(void *arg)
 }
 
 int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
-		 bool elastic, char **cause)
+		 const struct hl_rdv_generations *gens, char **cause)
 {
 	struct hl_rdv *r = calloc(1, sizeof(*r));
 	struct sockaddr_in sa;
@@ -201,8 +201,9 @@ int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
 	*out = NULL;
 	if (r == NULL)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
-	r->size = elastic ? 0 : size;
-	r->elastic = elastic;
+	r->size = gens != NULL ? 0 : size;
+	r->elastic = gens != NULL;
+	r->gens = gens;
 	pthread_mutex_init(&r->lock, NULL);
 	r->timeout_s = timeout_s;
 	r->report_fd = report_fd;
@@ -314,7 +315,8 @@ void hl_rdv_stop(struct hl_rdv *r)
 	free(r->places);
 	free(r->lost);
 	free(r->idle);
-	hl_rdv__forget_growth(r);
+	if (r->gens != NULL)
+		r->gens->forget_growth(r);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }

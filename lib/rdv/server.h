@@ -18,10 +18,28 @@
 
 struct hl_rdv;
 
-/* elastic: the job runs in generations that the supervisor sets (below),
- * size is only a hint. */
+/* An elastic job's generations (elastic/generations.c's
+ * hl_elastic_generations): what the rendezvous thread hands them, under
+ * its lock. */
+struct hl_rdv_generations {
+	/* Worker id's host stopped answering (keepalive). */
+	void (*host_lost)(struct hl_rdv *r, uint32_t id);
+	/* Worker id waits for a generation that will not form, or was left
+	 * out. */
+	void (*idle)(struct hl_rdv *r, uint32_t id);
+	/* Connection i's id registered again: the earlier connections go. */
+	void (*supersede)(struct hl_rdv *r, size_t i);
+	/* Each turn of the loop: seat the workers that wait, send the world
+	 * once it is whole. */
+	void (*progress)(struct hl_rdv *r);
+	/* Forget the growth announced (at the stop). */
+	void (*forget_growth)(struct hl_rdv *r);
+};
+
+/* gens: the job runs in generations that the supervisor sets (below),
+ * size is only a hint; NULL: a static job of size ranks. */
 int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
-		 bool elastic, char **cause);
+		 const struct hl_rdv_generations *gens, char **cause);
 /* An elastic job's next generation: n workers, by id in rank order, each
  * at its place (local and cross rank and size). The workers of the
  * running generation are told to reset (their connections end); a worker

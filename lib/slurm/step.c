@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "launch/launch.h"
-#include "launch/proc.h"
+#include "util/proc.h"
 #include "agent/records.h"
 #include "slurm/srun.h"
 #include "spawn/spawn.h"

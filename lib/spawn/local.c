@@ -14,7 +14,7 @@
 
 #include "job/bind.h"
 #include "launch/launch.h"
-#include "launch/proc.h"
+#include "util/proc.h"
 #include "spawn/spawn.h"
 
 /* In the child, between fork and exec: only async-signal-safe calls. */

@@ -8,7 +8,7 @@
 
 #include <libssh/libssh.h>
 
-#include "job/hosts.h"
+#include "config/hosts.h"
 #include "ssh/opts.h"
 
 /* Connect and authenticate. On failure: HL_ESTART (HL_ENOMEM), *session

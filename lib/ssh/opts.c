@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launch/proc.h"
+#include "util/proc.h"
 
 /* "~/x" is "$HOME/x", as ssh -F takes it. */
 static char *expand_home(const char *path)

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "job/hosts.h"
+#include "config/hosts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "slurm/slurm.h"
+#include "job/slurm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -138,3 +138,16 @@ int a(void) { return 1; }'
 	run "$CHECK" not-an-object.c
 	assert_failure 2
 }
+
+@test "two folders that use each other are a circle, though no two files are" {
+	src core/x/a.c 'int c(void); int a(void) { return c(); }'
+	src core/x/b.c 'int b(void) { return 2; }'
+	src core/y/c.c 'int c(void) { return 3; }'
+	src core/y/d.c 'int b(void); int d(void) { return b(); }'
+	src core/x/README 'Uses: y'
+	src core/y/README 'Uses: x'
+	run "$CHECK" --root "$T" $(objects)
+	assert_failure 1
+	assert_output --partial 'libhvd: folders use each other in a circle: core/x core/y (core/x/a.c -> core/y/c.c, core/y/d.c -> core/x/b.c'
+	assert_output --partial ' 0 in circles; 1 breaches'
+}

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elastic/discovery.h"
-#include "job/hosts.h"
+#include "job/discovery.h"
+#include "config/hosts.h"
 #include "tap.h"
 
 static int parse(const char *list, struct hl_hostlist *hl, char **cause)

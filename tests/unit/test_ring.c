@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "algo/group.h"
-#include "algo/reduce.h"
+#include "util/reduce.h"
 #include "ref_reduce.h"
 #include "algo/ring.h"
 #include "tap.h"

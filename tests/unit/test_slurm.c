@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "slurm/slurm.h"
+#include "job/slurm.h"
 #include "tap.h"
 
 /* The expansion of list, joined with spaces ("" on error). */

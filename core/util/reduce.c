@@ -1,7 +1,7 @@
 /* reduce.c: the reduction kernels. Loops over plain arrays that the
  * compiler vectorises; one function per (dtype, op) pair through a macro
  * that expands the loop only. */
-#include "algo/reduce.h"
+#include "util/reduce.h"
 
 #include <math.h>
 #include <string.h>

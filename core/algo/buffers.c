@@ -1,38 +1,42 @@
-/* engine/buffers.c: the engine's working memory: the fusion buffer, the
- * scratch a collective borrows from it, and the results that callers own
- * (Horovod's fusion buffer manager). Below the executor (fusion.c) and
- * the collectives (ops/), which both use it. */
+/* buffers.c: see buffers.h. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "engine/engine.h"
+#include "algo/buffers.h"
+#include "util/internal.h"
 
 /* Results at least this large get transparent huge pages. */
 #define HUGE_RESULT (4u << 20)
 
-int hvd__fusion_reserve(struct hvd__engine *e, size_t bytes)
+int hvd__fusion_reserve(struct hvd__buffers *b, size_t bytes)
 {
-	size_t cap = hvd__grow_size(e->fusion_cap, bytes,
-				    (size_t)e->k.fusion_threshold);
+	size_t cap = hvd__grow_size(b->cap, bytes, b->limit);
 	char *f;
 
-	if (cap == e->fusion_cap)
+	if (cap == b->cap)
 		return HVD_OK;
-	f = realloc(e->fusion, cap);
+	f = realloc(b->fusion, cap);
 	if (f == NULL)
 		return HVD_ENOMEM;
-	e->fusion = f;
-	e->fusion_cap = cap;
+	b->fusion = f;
+	b->cap = cap;
 	return HVD_OK;
 }
 
-char *hvd__scratch(struct hvd__engine *e, size_t bytes, bool *own)
+char *hvd__scratch(struct hvd__buffers *b, size_t bytes, bool *own)
 {
-	*own = bytes > (size_t)e->k.fusion_threshold;
+	*own = bytes > b->limit;
 	if (*own)
 		return hvd__result_alloc(bytes);
-	return hvd__fusion_reserve(e, bytes + 1) == HVD_OK ? e->fusion : NULL;
+	return hvd__fusion_reserve(b, bytes + 1) == HVD_OK ? b->fusion : NULL;
+}
+
+void hvd__buffers_free(struct hvd__buffers *b)
+{
+	free(b->fusion);
+	b->fusion = NULL;
+	b->cap = 0;
 }
 
 void *hvd__result_alloc(size_t bytes)

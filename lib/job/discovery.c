@@ -1,5 +1,5 @@
 /* discovery.c: see discovery.h. */
-#include "elastic/discovery.h"
+#include "job/discovery.h"
 
 #include <errno.h>
 #include <fcntl.h>

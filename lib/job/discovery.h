@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "job/hosts.h"
+#include "config/hosts.h"
 
 #define HL_DISCOVERY_EVERY_MS 1000
 #define HL_DISCOVERY_TIMEOUT_MS 5000

@@ -1,12 +1,12 @@
 /* slurm.c: see slurm.h. */
-#include "slurm/slurm.h"
+#include "job/slurm.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "job/hosts.h"
+#include "config/hosts.h"
 
 /* Fail: what (e.g. SLURM_JOB_NODELIST), the list, and why. */
 static int bad(char **cause, const char *what, const char *list,

@@ -1,5 +1,5 @@
 /* proc.c: see proc.h. */
-#include "launch/proc.h"
+#include "util/proc.h"
 
 #include <dirent.h>
 #include <errno.h>

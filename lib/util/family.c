@@ -1,5 +1,5 @@
 /* family.c: see family.h. */
-#include "launch/family.h"
+#include "util/family.h"
 
 #include <poll.h>
 #include <stdlib.h>

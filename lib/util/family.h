@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "launch/proc.h"
+#include "util/proc.h"
 
 struct hl_family {
 	struct hl_pids termed; /* sent SIGTERM already (a pid, or -group) */

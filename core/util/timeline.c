@@ -1,7 +1,7 @@
 /* timeline.c: see timeline.h. Each tensor is a "thread" of the trace
  * (named by a metadata event the first time it appears), so a tensor's
  * negotiation, fusion copies and ring phases line up in one row. */
-#include "engine/timeline.h"
+#include "util/timeline.h"
 
 #include <stdio.h>
 #include <stdlib.h>

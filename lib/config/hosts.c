@@ -1,7 +1,7 @@
 /* hosts.c: parsers for -H host lists and hostfiles, and the "is this host
  * this machine" test that decides between a local and a remote start. The
  * grammar is documented in hosts.h. */
-#include "job/hosts.h"
+#include "config/hosts.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
