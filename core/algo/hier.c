@@ -201,16 +201,16 @@ static void slice(size_t len, int L, int l, size_t *off, size_t *n)
 	*n = hi - lo;
 }
 
-int hvd__hier_broadcast(struct hvd__hier *e, void *buf, size_t len, int root)
+int hvd__hier_broadcast(struct hvd__hier *hi, void *buf, size_t len, int root)
 {
-	int L = e->lsize, at = 0, rh, rl;
-	int me = e->lrank, host = e->host, l, rc = HVD_OK;
+	int L = hi->lsize, at = 0, rh, rl;
+	int me = hi->lrank, host = hi->host, l, rc = HVD_OK;
 	int ms = hvd__transport_timeout_ms();
 	size_t *part = calloc((size_t)L, sizeof(*part)), off = 0, mine = 0;
 
 	if (part == NULL)
 		return HVD_ENOMEM;
-	while (e->host_at[at] != root)
+	while (hi->host_at[at] != root)
 		at++;
 	rh = at / L; /* the root's host and local rank */
 	rl = at % L;
@@ -221,23 +221,23 @@ int hvd__hier_broadcast(struct hvd__hier *e, void *buf, size_t len, int root)
 	}
 	/* The root's host: the whole buffer through its segment. */
 	if (host == rh)
-		rc = hvd__shm_broadcast(e->shm, buf, len, rl, ms);
+		rc = hvd__shm_broadcast(hi->shm, buf, len, rl, ms);
 	/* Local rank l carries slice l to the other hosts... */
-	if (rc == HVD_OK && e->nhosts > 1)
-		rc = hvd__ring_broadcast(&e->cross, (char *)buf + mine,
+	if (rc == HVD_OK && hi->nhosts > 1)
+		rc = hvd__ring_broadcast(&hi->cross, (char *)buf + mine,
 					 part[me], rh);
 	/* ...where the local ranks gather the slices. */
 	if (rc == HVD_OK && host != rh)
-		rc = hvd__shm_allgatherv(e->shm, buf, part, ms);
+		rc = hvd__shm_allgatherv(hi->shm, buf, part, ms);
 	free(part);
 	return rc;
 }
 
-int hvd__hier_allgatherv(struct hvd__hier *e, struct hvd__buffers *b, int rank,
+int hvd__hier_allgatherv(struct hvd__hier *hi, struct hvd__buffers *b, int rank,
 			 int size, void *out, const size_t *len)
 {
-	int L = e->lsize, H = e->nhosts, me = e->lrank;
-	int host = e->host, l, h, rc = HVD_ENOMEM;
+	int L = hi->lsize, H = hi->nhosts, me = hi->lrank;
+	int host = hi->host, l, h, rc = HVD_ENOMEM;
 	size_t *at = calloc((size_t)size, sizeof(*at)), total = 0, mine = 0;
 	size_t *per = calloc((size_t)L, sizeof(*per));
 	size_t *cl = calloc((size_t)H, sizeof(*cl)), pos, i;
@@ -251,10 +251,10 @@ int hvd__hier_allgatherv(struct hvd__hier *e, struct hvd__buffers *b, int rank,
 		total += len[i];
 	}
 	for (h = 0; h < H; h++)
-		cl[h] = len[e->host_at[h * L + me]];
+		cl[h] = len[hi->host_at[h * L + me]];
 	for (l = 0; l < L; l++)
 		for (h = 0; h < H; h++)
-			per[l] += len[e->host_at[h * L + l]];
+			per[l] += len[hi->host_at[h * L + l]];
 	/* big: local rank l's part (the blocks of local rank l on every
 	 * host, in host order), for every l. */
 	if ((big = hvd__scratch(b, total, &own)) == NULL)
@@ -265,13 +265,13 @@ int hvd__hier_allgatherv(struct hvd__hier *e, struct hvd__buffers *b, int rank,
 		pos += cl[h];
 	memcpy(big + pos, (char *)out + at[rank], cl[host]);
 	/* Across hosts, the ranks of this local rank; then within the host. */
-	rc = H > 1 ? hvd__ring_allgatherv(&e->cross, big + mine, cl) : HVD_OK;
+	rc = H > 1 ? hvd__ring_allgatherv(&hi->cross, big + mine, cl) : HVD_OK;
 	if (rc == HVD_OK)
-		rc = hvd__shm_allgatherv(e->shm, big, per,
+		rc = hvd__shm_allgatherv(hi->shm, big, per,
 					 hvd__transport_timeout_ms());
 	for (l = 0, pos = 0; rc == HVD_OK && l < L; l++)
 		for (h = 0; h < H; h++) {
-			int r = e->host_at[h * L + l];
+			int r = hi->host_at[h * L + l];
 
 			memcpy((char *)out + at[r], big + pos, len[r]);
 			pos += len[r];

@@ -37,8 +37,8 @@ struct hvd__hier {
 /* Set h as decided above for the ranks of comm (want: this rank would
  * share memory, HVD_SHM): h->shm and h->cross are left NULL and empty
  * where not. Over TCP only, after the mesh has joined. h must stay where
- * it is until hvd__hier_stop (h->across points into it). */
-int hvd__hier_start(struct hvd__hier *h, const struct hvd__comm *comm,
+ * it is until hvd__hier_stop (hi->across points into it). */
+int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 		    bool want);
 void hvd__hier_stop(struct hvd__hier *h);
 
@@ -47,12 +47,12 @@ void hvd__hier_stop(struct hvd__hier *h);
  * carries slice l of it across hosts to the ranks of local rank l (a
  * chain, ring.h), and the other hosts' ranks gather the slices through
  * their segments: every connection of the root's host carries 1/L. */
-int hvd__hier_broadcast(struct hvd__hier *h, void *buf, size_t len, int root);
+int hvd__hier_broadcast(struct hvd__hier *hi, void *buf, size_t len, int root);
 /* Allgather (rank r's len[r] bytes at their offset in out, this rank,
  * comm's rank `rank`, in place; scratch from b): the ranks of each local
  * rank gather their blocks across hosts, then the host's ranks gather
  * those through the segment. */
-int hvd__hier_allgatherv(struct hvd__hier *h, struct hvd__buffers *b, int rank,
+int hvd__hier_allgatherv(struct hvd__hier *hi, struct hvd__buffers *b, int rank,
 			 int size, void *out, const size_t *len);
 
 #endif
