@@ -137,6 +137,16 @@ $(B)/tests/hvd_selftest: tests/cli/workers/hvd_selftest.c $(B)/lib/libhvd.so
 	    -Icore/include -o $@ $< -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' \
 	    -lhvd -lm -pthread $(GPU_LIBS)
 
+$(B)/tests/hvd_sets: tests/cli/workers/hvd_sets.c $(B)/lib/libhvd.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Wall -Wextra -Werror $(CFLAGS) -Icore/include -o $@ $< \
+	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd
+
+$(B)/tests/san/hvd_sets: tests/cli/workers/hvd_sets.c $(call sobj,$(CORE_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
+	    -lm -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
+
 $(B)/tests/mpi_user: tests/cli/workers/mpi_user.c $(B)/lib/libhvd.so
 	@mkdir -p $(dir $@)
 	mpicc $(BASE) -Wall -Wextra -Werror $(CFLAGS) -Icore/include -o $@ $< \
@@ -194,6 +204,7 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
 	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest $(B)/tests/mpi_user \
+	    $(B)/tests/hvd_sets $(B)/tests/san/hvd_sets \
 	    $(FUZZ_BIN)
 	@$(MAKE) --no-print-directory -j$$(nproc) lint
 	@tests/run

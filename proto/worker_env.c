@@ -134,6 +134,10 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 	[WENV_SHM] = {"HVD_SHM", WENV_T_INT, false, 0, 1, 1, NULL,
 		      "0: the ranks of one host talk over TCP, not shared "
 		      "memory"},
+	[WENV_DYNAMIC_PROCESS_SETS] = {"HOROVOD_DYNAMIC_PROCESS_SETS",
+				       WENV_T_INT, false, 0, 1, 0, NULL,
+				       "1: process sets may be added and "
+				       "removed after hvd_init"},
 };
 
 int wenv_find(const char *name)

@@ -90,10 +90,10 @@ static int uniform(const struct place *all, int size, int *at, const char **why)
 
 /* This host's segment: the job's name, and the host's index, since two
  * hosts of a job may be one machine (-H localhost:2,127.0.0.1:2). */
-static int open_segment(struct hvd__hier *h, int host, int lsize)
+static int open_segment(struct hvd__hier *h, int host, int lsize, int set)
 {
 	uint8_t secret[RDV_SECRET_LEN], key[RDV_SECRET_LEN];
-	char base[RDV_SHM_NAME_LEN], name[RDV_SHM_NAME_LEN + 16];
+	char base[RDV_SHM_NAME_LEN], name[RDV_SHM_NAME_LEN + 32];
 	long start_s;
 	int rc;
 
@@ -103,7 +103,10 @@ static int open_segment(struct hvd__hier *h, int host, int lsize)
 	 * use yet by a rank that has not left it. */
 	rdv_generation_key(secret, hvd__g.key_gen, key);
 	rdv_shm_name(key, base);
-	snprintf(name, sizeof(name), "%s-%d", base, host);
+	if (set == 0)
+		snprintf(name, sizeof(name), "%s-%d", base, host);
+	else /* a process set's own */
+		snprintf(name, sizeof(name), "%s-%d-s%d", base, host, set);
 	rc = hvd__env_long(WENV_START_TIMEOUT, &start_s);
 	if (rc == HVD_OK)
 		rc = hvd__shm_open(&h->shm, h->lrank, lsize, name, SHM_SLOT,
@@ -149,7 +152,7 @@ int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 	if (H > 1)
 		rc = hvd__group_new(comm, cross, H, hi->host, &hi->cross);
 	if (rc == HVD_OK)
-		rc = open_segment(hi, hi->host, L);
+		rc = open_segment(hi, hi->host, L, 0);
 	hi->job = rc == HVD_OK && H == 1;
 	for (h = 0; hi->job && h < L; h++)
 		hi->job = at[h] == h;
@@ -174,6 +177,79 @@ int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 			H > 1 ? "s" : "");
 out:
 	free(all);
+	free(at);
+	free(cross);
+	return rc;
+}
+
+int hvd__hier_subset(struct hvd__hier *hi, const struct hvd__hier *job,
+		     const struct hvd__comm *comm, const int *ranks, int set)
+{
+	int L = job->lsize, H = job->nhosts, n = comm->size;
+	int *cnt = calloc((size_t)H, sizeof(int));
+	int *at = calloc((size_t)n, sizeof(int)), *cross = NULL;
+	int h, l, i, Ls = 0, Hs = 0, myhost = -1, rc = HVD_ENOMEM;
+
+	memset(hi, 0, sizeof(*hi));
+	if (cnt == NULL || at == NULL)
+		goto out;
+	/* The set's ranks on each host, in local rank order: what every
+	 * rank knows alike from the job's layout, so all decide alike. */
+	for (h = 0, i = 0; h < H; h++)
+		for (l = 0; l < L; l++) {
+			int r = job->host_at[h * L + l], k;
+
+			for (k = 0; k < n && ranks[k] != r; k++)
+				;
+			if (k == n)
+				continue;
+			if (cnt[h] == 0)
+				Hs++;
+			if (k == comm->rank) {
+				hi->lrank = cnt[h];
+				hi->host = Hs - 1;
+				myhost = h;
+			}
+			cnt[h]++;
+			at[i++] = k;
+		}
+	for (h = 0; h < H; h++)
+		if (cnt[h] > 0 && Ls == 0)
+			Ls = cnt[h];
+		else if (cnt[h] > 0 && cnt[h] != Ls)
+			Ls = -1;
+	rc = HVD_OK;
+	if (Ls < 2) { /* the set's collectives run over TCP */
+		memset(hi, 0, sizeof(*hi));
+		goto out;
+	}
+	cross = calloc((size_t)Hs, sizeof(int));
+	if (cross == NULL) {
+		rc = HVD_ENOMEM;
+		goto out;
+	}
+	for (h = 0; h < Hs; h++)
+		cross[h] = at[h * Ls + hi->lrank];
+	if (Hs > 1)
+		rc = hvd__group_new(comm, cross, Hs, hi->host, &hi->cross);
+	if (rc == HVD_OK)
+		rc = open_segment(hi, myhost, Ls, set);
+	hi->job = rc == HVD_OK && Hs == 1;
+	for (l = 0; hi->job && l < Ls; l++)
+		hi->job = at[l] == l;
+	if (rc == HVD_OK) {
+		hi->host_at = at;
+		hi->lsize = Ls;
+		hi->nhosts = Hs;
+		hi->across = (struct hvd__across){
+			.hosts = Hs, .allreduce = across_ring, .arg = &hi->cross};
+		at = NULL;
+		hvd__debug("process set %d: shared memory for %d local ranks, "
+			   "%d host%s",
+			   set, Ls, Hs, Hs > 1 ? "s" : "");
+	}
+out:
+	free(cnt);
 	free(at);
 	free(cross);
 	return rc;

@@ -41,6 +41,14 @@ struct hvd__hier {
 int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 		    bool want);
 void hvd__hier_stop(struct hvd__hier *h);
+/* The same for comm, a process set of the job (set: its id) whose rank i
+ * is the job's ranks[i], decided from the job's own (job->shm set)
+ * without a message: every host with ranks of the set has the same number
+ * of them, at least 2, and each host's share a segment of their own;
+ * else hi is left empty (the set runs over TCP). The set's ranks on a
+ * host call it together (they open the segment together). */
+int hvd__hier_subset(struct hvd__hier *hi, const struct hvd__hier *job,
+		     const struct hvd__comm *comm, const int *ranks, int set);
 
 /* With a segment (h->shm), across hosts. Broadcast: the root's host
  * shares the buffer through its segment, local rank l of every host

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/runtime.h"
+#include "engine/sets.h"
 #include "util/reduce.h"
 #include "algo/ring.h"
 
@@ -22,7 +24,50 @@ struct call {
 	uint64_t local_count;
 	const size_t *sendcounts; /* alltoall */
 	size_t *recvcounts;	  /* alltoall */
+	int set, me, n;		  /* its process set, this rank's place and
+				     the set's size */
 };
+
+/* The process set of this thread's next collective (hvd_next_process_set).
+ */
+static __thread int next_set;
+
+HVD_EXPORT int hvd_next_process_set(int id)
+{
+	next_set = id;
+	return id >= 0 ? HVD_OK : HVD_EINVAL;
+}
+
+/* The process set set for this call, once (the next call runs in the
+ * job): c's place in it. gpu: the call is a GPU collective. */
+static int take_set(struct call *c, bool gpu)
+{
+	int rc;
+
+	c->set = next_set;
+	next_set = 0;
+	if (!hvd__g.initialized)
+		return HVD_ENOTINIT;
+	rc = c->set < 0 ? HVD_ENOSET
+			: hvd__sets_query(hvd__runtime_sets(), c->set, &c->me,
+					  &c->n);
+	if (rc != HVD_OK) {
+		hvd__set_error("there is no process set %d", c->set);
+		return rc;
+	}
+	if (c->me < 0) {
+		hvd__set_error("rank %d is not in process set %d", hvd__g.rank,
+			       c->set);
+		return HVD_ENOTINSET;
+	}
+	if (gpu && c->set != 0) {
+		hvd__set_error("process set %d: GPU collectives run in the "
+			       "job's set (0) only; this one runs on the CPU",
+			       c->set);
+		return HVD_ENOTSUP;
+	}
+	return HVD_OK;
+}
 
 /* The shape of this thread's next collective (hvd_next_shape). */
 static __thread struct {
@@ -180,7 +225,7 @@ static int queue_call(struct call *c, size_t sbytes, size_t rbytes,
 		return rc;
 	/* The caller's sendcounts may go once the call returns. */
 	if (c->sendcounts != NULL) {
-		size_t n = (size_t)hvd__g.size, i;
+		size_t n = (size_t)c->n, i;
 
 		sc = malloc(n * sizeof(*sc));
 		for (i = 0; sc != NULL && i < n; i++)
@@ -202,6 +247,7 @@ static int queue_call(struct call *c, size_t sbytes, size_t rbytes,
 	r->local_count = c->local_count;
 	r->recvcounts = c->recvcounts;
 	r->sendcounts = sc;
+	r->set = c->set;
 	return hvd__enqueue(r, out);
 }
 
@@ -217,10 +263,12 @@ static int allreduce_async(const char *name, const void *sendbuf, void *recvbuf,
 		.recvbuf = recvbuf,
 		.local_count = count,
 	};
-	int rc = check_args(sendbuf, count, dtype);
+	int rc = take_set(&c, gpu);
 
 	*out = NULL;
 	take_shape(&c.m);
+	if (rc == HVD_OK)
+		rc = check_args(sendbuf, count, dtype);
 	if (rc == HVD_OK)
 		rc = check_args(recvbuf, count, dtype);
 	if (rc == HVD_OK)
@@ -243,14 +291,25 @@ static int broadcast_async(const char *name, void *buf, size_t count,
 		.recvbuf = buf,
 		.local_count = count,
 	};
-	int rc = check_args(buf, count, dtype);
+	int rc = take_set(&c, gpu);
 
 	*out = NULL;
 	take_shape(&c.m);
+	if (rc == HVD_OK)
+		rc = check_args(buf, count, dtype);
 	if (rc == HVD_OK && (root < 0 || root >= hvd__g.size)) {
 		hvd__set_error("root %d is not a rank of this job of %d", root,
 			       hvd__g.size);
 		rc = HVD_EINVAL;
+	}
+	/* The root is a rank of the job; the set's engine counts its own. */
+	if (rc == HVD_OK && c.set != 0) {
+		c.m.root = hvd__sets_place(hvd__runtime_sets(), c.set, root);
+		if (c.m.root < 0) {
+			hvd__set_error("root %d is not in process set %d",
+				       root, c.set);
+			rc = c.m.root == HVD_ENOSET ? HVD_ENOSET : HVD_EINVAL;
+		}
 	}
 	return rc != HVD_OK
 		       ? rc
@@ -271,10 +330,12 @@ static int allgather_async(const char *name, const void *sendbuf, size_t count,
 		.gather_count = recvcount,
 		.local_count = count,
 	};
-	int rc = check_args(sendbuf, count, dtype);
+	int rc = take_set(&c, gpu);
 
 	*out = NULL;
 	take_shape(&c.m);
+	if (rc == HVD_OK)
+		rc = check_args(sendbuf, count, dtype);
 	if (rc == HVD_OK && (recvbuf == NULL || recvcount == NULL)) {
 		hvd__set_error("allgather needs somewhere to put its result");
 		rc = HVD_EINVAL;
@@ -303,10 +364,12 @@ static int alltoall_async(const char *name, const void *sendbuf,
 		.recvcounts = recvcounts,
 	};
 	size_t total = 0;
-	int i, rc = check_args(sendbuf, 0, dtype);
+	int i, rc = take_set(&c, gpu);
 
 	*out = NULL;
 	take_shape(&c.m);
+	if (rc == HVD_OK)
+		rc = check_args(sendbuf, 0, dtype);
 	if (rc == HVD_OK && (sendcounts == NULL || recvbuf == NULL ||
 			     recvcount == NULL || recvcounts == NULL)) {
 		hvd__set_error("alltoall needs sendcounts, recvbuf, recvcount "
@@ -317,7 +380,7 @@ static int alltoall_async(const char *name, const void *sendbuf,
 		hvd__set_error("alltoall: a row of 0 elements");
 		rc = HVD_EINVAL;
 	}
-	for (i = 0; rc == HVD_OK && i < hvd__g.size; i++) {
+	for (i = 0; rc == HVD_OK && i < c.n; i++) {
 		if (sendcounts[i] % block != 0) {
 			hvd__set_error(
 				"alltoall: %zu elements for rank %d are not whole rows of %zu",
@@ -336,6 +399,18 @@ static int alltoall_async(const char *name, const void *sendbuf,
 	return queue_call(&c, total * hvd__dtype_size(dtype), 0, out);
 }
 
+/* Rank rank's part of a reducescatter of count elements (rows of block)
+ * over size ranks. */
+static size_t chunk(size_t count, size_t block, int rank, int size)
+{
+	size_t start, len;
+
+	if (block == 0 || rank < 0 || size < 1 || rank >= size)
+		return 0;
+	hvd__ring_chunk(count, block, size, rank, &start, &len);
+	return len;
+}
+
 static int reducescatter_async(const char *name, const void *sendbuf,
 			       void *recvbuf, size_t count, size_t block,
 			       enum hvd_dtype dtype, enum hvd_op op, double pre,
@@ -349,11 +424,15 @@ static int reducescatter_async(const char *name, const void *sendbuf,
 		.recvbuf = recvbuf,
 		.local_count = count,
 	};
-	size_t mine = hvd_reducescatter_count(count, block, hvd__g.rank);
-	int rc = check_args(sendbuf, count, dtype);
+	size_t mine = 0;
+	int rc = take_set(&c, gpu);
 
 	*out = NULL;
 	take_shape(&c.m);
+	if (rc == HVD_OK)
+		mine = chunk(count, block, c.me, c.n);
+	if (rc == HVD_OK)
+		rc = check_args(sendbuf, count, dtype);
 	if (rc == HVD_OK && (block == 0 || count % block != 0)) {
 		hvd__set_error(
 			"reducescatter: %zu elements are not whole rows of %zu",
@@ -372,12 +451,13 @@ static int reducescatter_async(const char *name, const void *sendbuf,
 
 HVD_EXPORT size_t hvd_reducescatter_count(size_t count, size_t block, int rank)
 {
-	size_t start, len;
+	int me, n = hvd__g.size;
 
-	if (block == 0 || rank < 0 || hvd__g.size < 1 || rank >= hvd__g.size)
+	/* In the set of this thread's next collective, if one is set. */
+	if (next_set != 0 &&
+	    hvd__sets_query(hvd__runtime_sets(), next_set, &me, &n) != HVD_OK)
 		return 0;
-	hvd__ring_chunk(count, block, hvd__g.size, rank, &start, &len);
-	return len;
+	return chunk(count, block, rank, n);
 }
 
 HVD_EXPORT int hvd_allreduce_async(const char *name, const void *sendbuf,
@@ -521,9 +601,11 @@ static int fixed(const char *name, enum hvd__req_type type)
 			       0,
 			       {0}}};
 	hvd_handle *h = NULL;
-	int rc = hvd__sync_start();
+	int rc = take_set(&c, false);
 
 	next_shape.ndim = 0; /* a barrier has no shape: one set is dropped */
+	if (rc == HVD_OK)
+		rc = hvd__sync_start();
 	if (rc == HVD_OK)
 		rc = queue_call(&c, 0, 0, &h);
 	return hvd__sync_finish(rc, h);

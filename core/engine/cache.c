@@ -47,7 +47,8 @@ void hvd__cache_assign(const struct hvd__engine *e, struct hvd__resp *v,
 		struct hvd__resp *x = &v[i];
 
 		if (x->error != NULL || e->k.cache_cap == 0 ||
-		    x->m.type == HVD__REQ_JOIN)
+		    x->m.type == HVD__REQ_JOIN ||
+		    x->m.type == HVD__REQ_PROCESS_SET)
 			continue;
 		x->cache = hvd__cache_find(e, x->name, NULL);
 		for (k = next; x->cache < 0 && k < e->k.cache_cap; k++)
@@ -70,7 +71,8 @@ void hvd__cache_record(struct hvd__engine *e, const struct hvd__resp *v,
 		const struct hvd__resp *x = &v[i];
 
 		if (x->error != NULL || x->cache < 0 ||
-		    x->cache >= e->k.cache_cap || x->m.type == HVD__REQ_JOIN)
+		    x->cache >= e->k.cache_cap || x->m.type == HVD__REQ_JOIN ||
+		    x->m.type == HVD__REQ_PROCESS_SET)
 			continue;
 		if (x->cache >= e->cache_used)
 			e->cache_used = x->cache + 1;

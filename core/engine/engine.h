@@ -51,6 +51,9 @@ enum hvd__req_type {
 	HVD__REQ_ALLTOALL,
 	HVD__REQ_REDUCESCATTER,
 	HVD__REQ_JOIN,
+	/* A process set added (op HVD__SET_ADD: count ranks, block a hash
+	 * of them) or removed (op HVD__SET_REMOVE: root its id): sets.h. */
+	HVD__REQ_PROCESS_SET,
 };
 
 /* "allreduce", ...: indexed by enum hvd__req_type. */
@@ -102,6 +105,7 @@ struct hvd__req {
 	struct hvd_handle *h; /* NULL: a joined rank's stand-in */
 	void *ready;	      /* GPU: the event the collective waits for */
 	long long enqueued_us;
+	int set;       /* the process set it runs in (sets.h), 0: the job */
 	bool reported; /* sent to the coordinator */
 	int cache;     /* cache entry this request matches, -1 none */
 	struct hvd__req *next;
@@ -172,7 +176,21 @@ struct hvd__engine {
 	 * in order); the coordinator's own view runs ahead of it. */
 	uint8_t *joined, *coord_joined;
 	int njoined, coord_njoined;
+	/* The job's engine: its process sets (sets.h); NULL in a set's. */
+	struct hvd__sets *sets;
+	/* A process set's engine: its id, and the job's rank of each of its
+	 * comm's ranks (NULL, set 0: the comm is the job). */
+	int set;
+	const int *members;
 };
+
+/* The job's rank of e's comm's rank r, for messages and results. */
+static inline int hvd__job_rank(const struct hvd__engine *e, int r)
+{
+	return e->members != NULL && r >= 0 && r < e->comm.size
+		       ? e->members[r]
+		       : r;
+}
 
 /* ---- engine.c ---- */
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/sets.h"
 #include "util/reduce.h"
 
 /* A timeline span of tensor name from t0 to now. */
@@ -96,7 +97,8 @@ static bool join_refuses(const struct hvd__engine *e, const struct hvd__resp *x,
 {
 	const char *what = hvd__req_names[x->m.type];
 	bool data = x->m.type == HVD__REQ_ALLTOALL ||
-		    x->m.type == HVD__REQ_REDUCESCATTER;
+		    x->m.type == HVD__REQ_REDUCESCATTER ||
+		    x->m.type == HVD__REQ_PROCESS_SET;
 	bool root = x->m.type == HVD__REQ_BROADCAST && x->m.root >= 0 &&
 		    x->m.root < e->comm.size && e->joined[x->m.root];
 	int n;
@@ -195,8 +197,9 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 
 		if (v[i].error == NULL && v[i].m.type == HVD__REQ_JOIN) {
 			r = hvd__op_join(e, &v[i]);
-			if (r != NULL)
-				hvd__req_complete(r, v[i].m.root, NULL);
+			if (r != NULL) /* the last to join, a rank of the job */
+				hvd__req_complete(
+					r, hvd__job_rank(e, v[i].m.root), NULL);
 			i++;
 			continue;
 		}
@@ -225,6 +228,13 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 			hvd__req_finish(
 				r, v[i].cache < 0 ? v[i].cache : HVD_EMISMATCH,
 				v[i].error);
+			i++;
+			continue;
+		}
+		if (r->m.type == HVD__REQ_PROCESS_SET) {
+			s = hvd__sets_apply(e, r); /* it completes r */
+			if (s != HVD_OK && rc == HVD_OK)
+				rc = s;
 			i++;
 			continue;
 		}

@@ -16,6 +16,7 @@ const char *const hvd__req_names[] = {
 	[HVD__REQ_ALLTOALL] = "alltoall",
 	[HVD__REQ_REDUCESCATTER] = "reducescatter",
 	[HVD__REQ_JOIN] = "join",
+	[HVD__REQ_PROCESS_SET] = "process set change",
 };
 
 size_t hvd__meta_bytes(const struct hvd__meta *m)
@@ -61,6 +62,17 @@ void hvd__meta_describe(const struct hvd__meta *m, char *buf, size_t len)
 	bool reduces = m->type == HVD__REQ_ALLREDUCE ||
 		       m->type == HVD__REQ_REDUCESCATTER;
 
+	if (m->type == HVD__REQ_PROCESS_SET) {
+		if (m->op == 0) /* HVD__SET_ADD (sets.h) */
+			snprintf(buf, len,
+				 "adding a process set of %" PRIu64
+				 " ranks (ranks hash %016" PRIx64 ")",
+				 m->count, m->block);
+		else
+			snprintf(buf, len, "removing process set %d",
+				 (int)m->root);
+		return;
+	}
 	if (m->type == HVD__REQ_ALLGATHER || m->type == HVD__REQ_ALLTOALL)
 		snprintf(buf, len, "%s of %s", hvd__req_names[m->type],
 			 hvd__dtype_name((enum hvd_dtype)m->dtype));

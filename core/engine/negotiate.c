@@ -168,14 +168,18 @@ static void mismatch(struct submit_ctx *ctx, struct hvd__pending *p)
 {
 	const struct hvd__meta *m[2] = {&p->m, &p->diff_m};
 	int r[2] = {p->base_rank, p->diff_rank}, lo = r[1] < r[0];
-	char a[256], b[256], msg[1024];
+	char a[256], b[256], msg[1024], where[40] = "";
+	const struct hvd__engine *e = ctx->e;
 
 	hvd__meta_describe(m[lo], a, sizeof(a));
 	hvd__meta_describe(m[!lo], b, sizeof(b));
+	if (e->set != 0)
+		snprintf(where, sizeof(where), " in process set %d", e->set);
 	snprintf(
 		msg, sizeof(msg),
-		"ranks disagree on tensor '%s': rank %d asked for %s, rank %d for %s",
-		p->name, r[lo], a, r[!lo], b);
+		"ranks disagree on tensor '%s'%s: rank %d asked for %s, rank %d for %s",
+		p->name, where, hvd__job_rank(e, r[lo]), a,
+		hvd__job_rank(e, r[!lo]), b);
 	p->error = strdup(msg);
 	p->code = HVD_EMISMATCH;
 	if (p->error == NULL)

@@ -260,6 +260,16 @@ HVD_EXPORT int hvd_group_end(void)
 	group.open = false;
 	if (list == NULL)
 		return HVD_OK;
+	rc = HVD_OK;
+	for (r = list; r != NULL; r = r->next)
+		if (r->set != list->set && rc == HVD_OK) {
+			hvd__set_error("hvd_group_end: a group's collectives "
+				       "run in one process set (%d and %d)",
+				       list->set, r->set);
+			rc = HVD_EINVAL;
+		}
+	if (rc != HVD_OK)
+		goto failed;
 	/* The group's identity, the same on every rank that groups the same
 	 * names, in any order; never 0. */
 	for (r = list; r != NULL; r = r->next)
@@ -273,6 +283,7 @@ HVD_EXPORT int hvd_group_end(void)
 	rc = submit(list);
 	if (rc == HVD_OK)
 		return HVD_OK;
+failed:
 	/* The handles are the caller's: they complete with the error. */
 	for (r = list; r != NULL; r = next) {
 		next = r->next;

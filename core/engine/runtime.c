@@ -24,6 +24,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,11 +32,14 @@
 #include "engine/engine.h"
 #include "algo/hier.h"
 #include "engine/runtime.h"
+#include "engine/sets.h"
 #include "util/wait.h"
 
 /* The background thread's state (engine.h); start and stop touch it
  * only while the thread is not running. */
 static struct hvd__engine E;
+/* Its process sets, each with an engine of its own (sets.h). */
+static struct hvd__sets S = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static pthread_t thread;
 static bool running;
 /* Held by the engine's owner: every field of E but the constants set at
@@ -112,6 +116,72 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 	return rc;
 }
 
+/* One cycle of each process set's engine that this rank belongs to, in
+ * the order of their ids (the same on every rank of each); the first
+ * error is returned. Work in any marks the job busy (no idle waits). */
+static int cycle_sets(struct hvd__engine *job)
+{
+	struct hvd__set *set;
+	int rc = HVD_OK;
+
+	for (set = job->sets->list; set != NULL && rc == HVD_OK;
+	     set = set->next) {
+		struct hvd__engine *e = set->e;
+		struct hvd__resp *v;
+		size_t n;
+
+		if (e == NULL)
+			continue;
+		rc = hvd__negotiate(e, false, &v, &n);
+		if (rc != HVD_OK)
+			break;
+		if (n > 0)
+			job->idle_cycles = 0;
+		e->decided_us = hvd__now_us();
+		rc = hvd__execute(e, v, n);
+		hvd__resps_free(v, n);
+	}
+	return rc;
+}
+
+/* Whether some request of this rank waits in an engine. */
+static bool pending_any(const struct hvd__engine *job)
+{
+	const struct hvd__set *set;
+
+	if (job->pending_local != NULL)
+		return true;
+	for (set = job->sets->list; set != NULL; set = set->next)
+		if (set->e != NULL && set->e->pending_local != NULL)
+			return true;
+	return false;
+}
+
+/* Each request to its engine's list: the job's, or its process set's
+ * (one removed since it was queued fails). */
+static void route(struct hvd__engine *job, struct hvd__req *in)
+{
+	struct hvd__req *r, *next, **tail;
+	struct hvd__engine *e;
+	char why[96];
+
+	for (r = in; r != NULL; r = next) {
+		next = r->next;
+		r->next = NULL;
+		e = r->set == 0 ? job : hvd__sets_engine(job->sets, r->set);
+		if (e == NULL) {
+			snprintf(why, sizeof(why),
+				 "process set %d was removed", r->set);
+			hvd__req_complete(r, HVD_ENOSET, why);
+			continue;
+		}
+		for (tail = &e->pending_local; *tail != NULL;
+		     tail = &(*tail)->next)
+			;
+		*tail = r;
+	}
+}
+
 /* Close the timeline, then open path (not NULL) on rank 0. */
 static int timeline_switch(struct hvd__engine *e, char *path, bool mark)
 {
@@ -126,6 +196,10 @@ static int timeline_switch(struct hvd__engine *e, char *path, bool mark)
 			rc = HVD_ESYS;
 	}
 	free(path);
+	for (struct hvd__set *set = e->sets->list; set != NULL;
+	     set = set->next)
+		if (set->e != NULL)
+			set->e->tl = e->tl;
 	return rc;
 }
 
@@ -185,9 +259,20 @@ static int fail_all(struct hvd__engine *e, int status)
 	struct hvd__req *lists[2] = {hvd__queue_break(status),
 				     e->pending_local};
 	struct hvd__req *r, *next;
+	struct hvd__set *set;
 	int i, n = 0;
 
 	e->pending_local = NULL;
+	for (set = e->sets->list; set != NULL; set = set->next)
+		if (set->e != NULL)
+			for (r = set->e->pending_local; r != NULL; r = next) {
+				next = r->next;
+				hvd__req_complete(r, status, NULL);
+				n++;
+			}
+	for (set = e->sets->list; set != NULL; set = set->next)
+		if (set->e != NULL)
+			set->e->pending_local = NULL;
 	for (i = 0; i < 2; i++)
 		for (r = lists[i]; r != NULL; r = next, n++) {
 			next = r->next;
@@ -205,7 +290,7 @@ static int fail_all(struct hvd__engine *e, int status)
  * returns false, having done nothing, once one was. */
 static bool turn(struct hvd__engine *e, bool driver)
 {
-	struct hvd__req *in, **tail;
+	struct hvd__req *in;
 	bool shutdown_local, gpu = false;
 	int rc;
 
@@ -215,10 +300,10 @@ static bool turn(struct hvd__engine *e, bool driver)
 	timeline_apply(e);
 	if (in != NULL)
 		e->idle_cycles = 0; /* new work: no longer idle */
-	for (tail = &e->pending_local; *tail != NULL; tail = &(*tail)->next)
-		;
-	*tail = in;
+	route(e, in);
 	rc = cycle(e, shutdown_local);
+	if (rc == HVD_OK)
+		rc = cycle_sets(e);
 	if (rc == HVD_ESHUTDOWN && !shutdown_local && hvd__g.generation > 0) {
 		/* Elastic: a peer left (hvd_shutdown, as a program's exit
 		 * after an exception does): the survivors go on without it,
@@ -271,7 +356,7 @@ int hvd__runtime_drive(const hvd_handle *h)
 		if (!turn(&E, true))
 			break;
 	}
-	left = !atomic_load(&ended) && E.pending_local != NULL;
+	left = !atomic_load(&ended) && pending_any(&E);
 	pthread_mutex_unlock(&own);
 	return left ? 1 : 0;
 }
@@ -376,6 +461,11 @@ static void abort_engine(void)
 	if (E.comm.ops->abort != NULL)
 		E.comm.ops->abort(E.comm.t);
 	hvd__shm_abort(E.hier.shm);
+	pthread_mutex_lock(&S.lock);
+	for (struct hvd__set *set = S.list; set != NULL; set = set->next)
+		if (set->e != NULL)
+			hvd__shm_abort(set->e->hier.shm);
+	pthread_mutex_unlock(&S.lock);
 }
 
 int hvd__runtime_start(int rank, int size, bool joined,
@@ -385,9 +475,15 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	sigset_t all, old;
 	uint32_t id;
 	bool elastic;
+	long dynamic;
 	int rc;
 
 	memset(&E, 0, sizeof(E));
+	E.sets = &S;
+	rc = hvd__env_long(WENV_DYNAMIC_PROCESS_SETS, &dynamic);
+	if (rc != HVD_OK)
+		return rc;
+	hvd__sets_init(&S, dynamic != 0);
 	atomic_store(&ended, false);
 	set_drivable(false);
 	hvd__queue_reset();
@@ -467,6 +563,7 @@ void hvd__runtime_stop(void)
 	broken = hvd__queue_broken();
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
 	E.gpu = NULL;
+	hvd__sets_free(&S, broken != 0 ? broken : HVD_ESHUTDOWN);
 	hvd__hier_stop(&E.hier);
 	if (E.comm.ops != NULL)
 		E.comm.ops->close(E.comm.t);
@@ -474,4 +571,9 @@ void hvd__runtime_stop(void)
 	hvd__engine_close(&E);
 	hvd__timeline_close(E.tl);
 	E.tl = NULL;
+}
+
+struct hvd__sets *hvd__runtime_sets(void)
+{
+	return &S;
 }

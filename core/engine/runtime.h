@@ -26,5 +26,8 @@ int hvd__runtime_drive(const hvd_handle *h);
  * writes it; mark: HOROVOD_TIMELINE_MARK_CYCLES). Returns once the
  * background thread has done it. */
 int hvd__runtime_timeline(const char *path, bool mark);
+/* The process sets of the running engine (sets.h: its queries take any
+ * thread). */
+struct hvd__sets *hvd__runtime_sets(void);
 
 #endif

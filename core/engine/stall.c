@@ -33,7 +33,10 @@ static void missing_ranks(const struct hvd__engine *e,
 	for (r = 0; r < e->comm.size && off + 12 < len; r++)
 		if (!p->submitted[r] && !e->coord_joined[r])
 			off += (size_t)snprintf(buf + off, len - off, "%s%d",
-						off ? ", " : "", r);
+						off ? ", " : "",
+						hvd__job_rank(e, r));
+	if (e->set != 0 && off + 24 < len)
+		snprintf(buf + off, len - off, " (of process set %d)", e->set);
 }
 
 struct hvd__pending *hvd__stall_due(const struct hvd__engine *e, long long now,

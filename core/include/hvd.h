@@ -36,6 +36,8 @@ enum hvd_error {
 	HVD_ESTALL = -11,    /* some ranks never submitted the tensor */
 	HVD_ENOTSUP = -12,   /* not available here (no GPU, no such engine) */
 	HVD_ERESET = -13,    /* elastic: a worker was lost, the world resets */
+	HVD_ENOSET = -14,    /* no such process set (unknown or removed) */
+	HVD_ENOTINSET = -15, /* this rank is not in the process set */
 };
 
 /* Element types and reduction operations of the collectives. float16 and
@@ -213,6 +215,57 @@ HVD_EXPORT int hvd_group_end(void);
  * than 8 dimensions are compared in their first 7 and the product of
  * the rest. Returns 0, or HVD_EINVAL for a negative ndim or size. */
 HVD_EXPORT int hvd_next_shape(int ndim, const int64_t *dims);
+
+/* Process sets (Horovod's): collectives over some of the job's ranks.
+ * A set has an id, the same on every rank; the job itself is set 0
+ * (HVD_GLOBAL_PROCESS_SET). Each set negotiates, caches, fuses, joins
+ * and checks for stalls on its own, and sets without a rank in common
+ * run their collectives at the same time; a rank in several sets makes
+ * progress in all of them.
+ *
+ * Adding or removing a set is a collective of every rank of the job,
+ * made in the same order on every rank: ranks that give different
+ * members fail with HVD_EMISMATCH, all of them. Ranks are the job's
+ * (hvd_rank()), in any order; the set keeps them ascending. */
+#define HVD_GLOBAL_PROCESS_SET 0
+
+/* hvd_init(), then the n sets of the job: set i has counts[i] ranks,
+ * the next counts[i] of ranks (ids 1, 2, ... in order; a set of every
+ * rank is set 0 and takes no id). Returns 0 or an error, after which
+ * libhvd is not initialised. */
+HVD_EXPORT int hvd_init_process_sets(const int *ranks, const int *counts,
+				     int n);
+/* Add a set of n ranks; returns its id (> 0), or HVD_EINVAL (a rank
+ * outside the job, twice, or a set of these ranks exists already, also
+ * the job's own), HVD_EMISMATCH. After hvd_init, only with
+ * HOROVOD_DYNAMIC_PROCESS_SETS=1 (else HVD_EINVAL). */
+HVD_EXPORT int hvd_add_process_set(const int *ranks, int n);
+/* Remove set id: its collectives still pending fail with HVD_ENOSET.
+ * Returns 0, HVD_ENOSET (no such set), HVD_EINVAL (set 0, or without
+ * HOROVOD_DYNAMIC_PROCESS_SETS=1). */
+HVD_EXPORT int hvd_remove_process_set(int id);
+/* This rank's rank within set id (0 .. size-1), its size, whether this
+ * rank is in it (1 or 0); HVD_ENOSET for no such set, HVD_ENOTINSET
+ * (rank only) when this rank is not in it, HVD_ENOTINIT. */
+HVD_EXPORT int hvd_process_set_rank(int id);
+HVD_EXPORT int hvd_process_set_size(int id);
+HVD_EXPORT int hvd_process_set_included(int id);
+/* Set id's ranks, at most cap of them into ranks; returns how many it
+ * has, or HVD_ENOSET. */
+HVD_EXPORT int hvd_process_set_ranks(int id, int *ranks, int cap);
+/* How many sets there are, the job's counted; hvd_process_set_ids gives
+ * their ids (the job's first), at most cap, and returns how many. */
+HVD_EXPORT int hvd_number_of_process_sets(void);
+HVD_EXPORT int hvd_process_set_ids(int *ids, int cap);
+/* The process set of this thread's next collective (as hvd_next_shape:
+ * one call). Its ranks are then the set's: a broadcast's root is still a
+ * rank of the job (in the set), an alltoall's sendcounts and recvcounts
+ * have one entry per rank of the set, hvd_reducescatter_count counts
+ * that set's ranks, and an allgather gathers the set's ranks in their
+ * order. The call fails with HVD_ENOSET for no such set, HVD_ENOTINSET
+ * when this rank is not in it, HVD_ENOTSUP for a GPU collective in a set
+ * other than the job. A group (hvd_group_start) is of one set. */
+HVD_EXPORT int hvd_next_process_set(int id);
 
 /* Join: this rank has run out of data. Until every rank has joined, the
  * other ranks' collectives complete without it: it takes part in an

@@ -31,7 +31,8 @@ struct hvd__req *hvd__op_join(struct hvd__engine *e, const struct hvd__resp *x)
 		return NULL;
 	e->joined[rank] = 1;
 	e->njoined++;
-	hvd__debug("rank %d joined (%d of %d)", rank, e->njoined, e->comm.size);
+	hvd__debug("rank %d joined (%d of %d)", hvd__job_rank(e, rank),
+		   e->njoined, e->comm.size);
 	if (e->njoined < e->comm.size)
 		return NULL;
 	memset(e->joined, 0, (size_t)e->comm.size);

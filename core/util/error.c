@@ -19,6 +19,8 @@ HVD_EXPORT const char *hvd_strerror(int err)
 		[-HVD_ESTALL] = "some ranks never submitted the tensor",
 		[-HVD_ENOTSUP] = "not available here",
 		[-HVD_ERESET] = "a worker was lost: the job resets",
+		[-HVD_ENOSET] = "no such process set",
+		[-HVD_ENOTINSET] = "this rank is not in the process set",
 	};
 
 	if (err > 0 || -err >= (int)(sizeof(names) / sizeof(names[0])) ||
