@@ -241,6 +241,7 @@ bench: deps
 	@tests/bench/allreduce-hosts
 	@tests/bench/elastic
 	@tests/bench/collectives
+	@tests/bench/sets
 	@tests/bench/contention
 	@tests/bench/torch
 	@tests/bench/gpu

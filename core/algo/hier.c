@@ -121,17 +121,48 @@ static int across_ring(void *arg, void *buf, size_t count, enum hvd_dtype t,
 	return hvd__ring_allreduce(arg, buf, count, t, op);
 }
 
+/* With hi->lrank and hi->host set: the group across hosts of this local
+ * rank, the segment of this host's ranks (named for its host in the job,
+ * and its set, 0: the job), and hi's layout. H hosts of L ranks each, host
+ * h's local rank l is comm's rank (*at)[h * L + l]: hi takes *at. */
+static int share(struct hvd__hier *hi, const struct hvd__comm *comm, int **at,
+		 int L, int H, int host, int set)
+{
+	int *cross = calloc((size_t)H, sizeof(int)), h, rc = HVD_OK;
+
+	if (cross == NULL)
+		return HVD_ENOMEM;
+	for (h = 0; h < H; h++)
+		cross[h] = (*at)[h * L + hi->lrank];
+	if (H > 1)
+		rc = hvd__group_new(comm, cross, H, hi->host, &hi->cross);
+	free(cross);
+	if (rc == HVD_OK)
+		rc = open_segment(hi, host, L, set);
+	if (rc != HVD_OK)
+		return rc;
+	hi->job = H == 1;
+	for (h = 0; hi->job && h < L; h++)
+		hi->job = (*at)[h] == h;
+	hi->host_at = *at;
+	*at = NULL;
+	hi->lsize = L;
+	hi->nhosts = H;
+	hi->across = (struct hvd__across){
+		.hosts = H, .allreduce = across_ring, .arg = &hi->cross};
+	return HVD_OK;
+}
+
 int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 		    bool want)
 {
-	int size = comm->size, L, H, h, rc;
+	int size = comm->size, L, H, rc;
 	struct place *all = calloc((size_t)size, sizeof(*all));
 	int *at = calloc((size_t)size, sizeof(int));
-	int *cross = calloc((size_t)size, sizeof(int));
 	const char *why;
 
 	memset(hi, 0, sizeof(*hi));
-	if (all == NULL || at == NULL || cross == NULL) {
+	if (all == NULL || at == NULL) {
 		rc = HVD_ENOMEM;
 		goto out;
 	}
@@ -147,24 +178,7 @@ int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 	H = size / L;
 	hi->lrank = (int)all[comm->rank].lrank;
 	hi->host = (int)all[comm->rank].host;
-	for (h = 0; h < H; h++)
-		cross[h] = at[h * L + hi->lrank];
-	if (H > 1)
-		rc = hvd__group_new(comm, cross, H, hi->host, &hi->cross);
-	if (rc == HVD_OK)
-		rc = open_segment(hi, hi->host, L, 0);
-	hi->job = rc == HVD_OK && H == 1;
-	for (h = 0; hi->job && h < L; h++)
-		hi->job = at[h] == h;
-	if (rc == HVD_OK) {
-		hi->host_at = at;
-		hi->lsize = L;
-		hi->nhosts = H;
-		hi->across = (struct hvd__across){.hosts = H,
-						  .allreduce = across_ring,
-						  .arg = &hi->cross};
-		at = NULL;
-	}
+	rc = share(hi, comm, &at, L, H, hi->host, 0);
 	if (rc != HVD_OK)
 		hvd__error(
 			"rank %d: cannot share memory with the ranks of this host (%s); hvdrun --no-shared-memory (HVD_SHM=0) runs without it",
@@ -178,7 +192,6 @@ int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 out:
 	free(all);
 	free(at);
-	free(cross);
 	return rc;
 }
 
@@ -187,7 +200,7 @@ int hvd__hier_subset(struct hvd__hier *hi, const struct hvd__hier *job,
 {
 	int L = job->lsize, H = job->nhosts, n = comm->size;
 	int *cnt = calloc((size_t)H, sizeof(int));
-	int *at = calloc((size_t)n, sizeof(int)), *cross = NULL;
+	int *at = calloc((size_t)n, sizeof(int));
 	int h, l, i, Ls = 0, Hs = 0, myhost = -1, rc = HVD_ENOMEM;
 
 	memset(hi, 0, sizeof(*hi));
@@ -223,35 +236,14 @@ int hvd__hier_subset(struct hvd__hier *hi, const struct hvd__hier *job,
 		memset(hi, 0, sizeof(*hi));
 		goto out;
 	}
-	cross = calloc((size_t)Hs, sizeof(int));
-	if (cross == NULL) {
-		rc = HVD_ENOMEM;
-		goto out;
-	}
-	for (h = 0; h < Hs; h++)
-		cross[h] = at[h * Ls + hi->lrank];
-	if (Hs > 1)
-		rc = hvd__group_new(comm, cross, Hs, hi->host, &hi->cross);
+	rc = share(hi, comm, &at, Ls, Hs, myhost, set);
 	if (rc == HVD_OK)
-		rc = open_segment(hi, myhost, Ls, set);
-	hi->job = rc == HVD_OK && Hs == 1;
-	for (l = 0; hi->job && l < Ls; l++)
-		hi->job = at[l] == l;
-	if (rc == HVD_OK) {
-		hi->host_at = at;
-		hi->lsize = Ls;
-		hi->nhosts = Hs;
-		hi->across = (struct hvd__across){
-			.hosts = Hs, .allreduce = across_ring, .arg = &hi->cross};
-		at = NULL;
 		hvd__debug("process set %d: shared memory for %d local ranks, "
 			   "%d host%s",
 			   set, Ls, Hs, Hs > 1 ? "s" : "");
-	}
 out:
 	free(cnt);
 	free(at);
-	free(cross);
 	return rc;
 }
 

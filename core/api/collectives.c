@@ -306,8 +306,8 @@ static int broadcast_async(const char *name, void *buf, size_t count,
 	if (rc == HVD_OK && c.set != 0) {
 		c.m.root = hvd__sets_place(hvd__runtime_sets(), c.set, root);
 		if (c.m.root < 0) {
-			hvd__set_error("root %d is not in process set %d",
-				       root, c.set);
+			hvd__set_error("root %d is not in process set %d", root,
+				       c.set);
 			rc = c.m.root == HVD_ENOSET ? HVD_ENOSET : HVD_EINVAL;
 		}
 	}
@@ -429,10 +429,10 @@ static int reducescatter_async(const char *name, const void *sendbuf,
 
 	*out = NULL;
 	take_shape(&c.m);
-	if (rc == HVD_OK)
+	if (rc == HVD_OK) {
 		mine = chunk(count, block, c.me, c.n);
-	if (rc == HVD_OK)
 		rc = check_args(sendbuf, count, dtype);
+	}
 	if (rc == HVD_OK && (block == 0 || count % block != 0)) {
 		hvd__set_error(
 			"reducescatter: %zu elements are not whole rows of %zu",

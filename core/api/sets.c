@@ -109,8 +109,19 @@ HVD_EXPORT int hvd_remove_process_set(int id)
 	return change(HVD__SET_REMOVE, NULL, 0, id);
 }
 
-HVD_EXPORT int hvd_init_process_sets(const int *ranks, const int *counts,
-				     int n)
+/* Whether a set names a rank beyond the job (an elastic job that shrank
+ * since the set was made). */
+static bool beyond(const int *ranks, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ranks[i] >= hvd__g.size)
+			return true;
+	return false;
+}
+
+HVD_EXPORT int hvd_init_process_sets(const int *ranks, const int *counts, int n)
 {
 	int i, at = 0, rc = hvd_init();
 
@@ -133,7 +144,13 @@ HVD_EXPORT int hvd_init_process_sets(const int *ranks, const int *counts,
 				;
 			job = r >= 0 && r < hvd__g.size && j == k;
 		}
-		if (!job)
+		if (!job && hvd__g.generation > 0 &&
+		    beyond(ranks + at, counts[i]))
+			hvd__warn(
+				"process set %d of %d ranks is left out: this "
+				"generation has %d ranks",
+				i + 1, counts[i], hvd__g.size);
+		else if (!job)
 			rc = hvd_add_process_set(ranks + at, counts[i]);
 		at += counts[i] > 0 ? counts[i] : 0;
 	}

@@ -170,7 +170,13 @@ struct hvd__engine {
 	struct hvd__buffers buf; /* the fusion buffer and scratch */
 	long long decided_us;	 /* when this cycle's responses were known */
 	int idle_cycles;	 /* cycles in a row that ran nothing */
-	int spin_now;		 /* the spin the transports have now */
+	/* The job's engine: how busy this rank was in its process sets' engines
+	 * last turn (told in the agreement), and the busiest rank (learnt
+	 * from it): HVD__SETS_RAN, no rank waits between cycles (the job's
+	 * agreement paces every set's); HVD__SETS_WAIT, no rank waits more
+	 * than the cycle time. */
+	int sets_busy, peers_busy;
+	int spin_now; /* the spin the transports have now */
 	long long last_stall_us;
 	/* Join: the ranks that have joined, as every rank agreed (responses
 	 * in order); the coordinator's own view runs ahead of it. */
@@ -184,12 +190,14 @@ struct hvd__engine {
 	const int *members;
 };
 
+/* How busy a rank is in its process sets (struct hvd__engine). */
+enum { HVD__SETS_IDLE, HVD__SETS_WAIT, HVD__SETS_RAN };
+
 /* The job's rank of e's comm's rank r, for messages and results. */
 static inline int hvd__job_rank(const struct hvd__engine *e, int r)
 {
-	return e->members != NULL && r >= 0 && r < e->comm.size
-		       ? e->members[r]
-		       : r;
+	return e->members != NULL && r >= 0 && r < e->comm.size ? e->members[r]
+								: r;
 }
 
 /* ---- engine.c ---- */

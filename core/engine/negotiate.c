@@ -2,7 +2,8 @@
  * which order, Horovod's way:
  *
  * 1. one small allreduce (MIN over bytes) tells every rank whether some
- *    rank wants to shut down, whether some rank has requests the
+ *    rank wants to shut down, how busy the busiest rank is in its process
+ *    sets (engine.h's sets_busy), whether some rank has requests the
  *    coordinator has not seen, and, for each entry of the response cache,
  *    whether it is ready on every rank (the bit-vector fast path: a
  *    tensor negotiated once needs no coordinator again);
@@ -532,7 +533,8 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 	if (vec == NULL)
 		return HVD_ENOMEM;
 	vec[1] = !mark_ready(e, vec);
-	vec[0] = !shutdown_local;
+	/* 0: shutting down; else 3 less how busy in its process sets. */
+	vec[0] = (uint8_t)(shutdown_local ? 0 : 3 - e->sets_busy);
 	/* MIN over bytes: AND of the ready bits, OR of the flags; through
 	 * the host's shared segment when every rank shares it. */
 	if (e->hier.shm != NULL && e->hier.nhosts <= 1) {
@@ -549,6 +551,7 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 	}
 	if (rc == HVD_OK && vec[0] == 0)
 		rc = HVD_ESHUTDOWN;
+	e->peers_busy = rc == HVD_OK ? 3 - vec[0] : HVD__SETS_IDLE;
 	/* The cached tensors ready everywhere, in entry order. */
 	for (i = 0; rc == HVD_OK && i < (size_t)e->cache_used; i++)
 		if (vec[2 + i] && e->cache[i].name != NULL) {

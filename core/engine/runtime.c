@@ -77,6 +77,14 @@ static double wait_ms(const struct hvd__engine *e)
 	double ms = e->k.cycle_ms;
 	int k;
 
+	/* A process set's ranks wait for this rank's next agreement of the
+	 * job's at every cycle of theirs: while a set runs collectives, it is
+	 * ready for it at once; while one waits for its ranks, within the
+	 * cycle time. */
+	if (e->peers_busy == HVD__SETS_RAN)
+		return 0;
+	if (e->peers_busy == HVD__SETS_WAIT)
+		return ms;
 	for (k = IDLE_CYCLES; k < e->idle_cycles && ms < IDLE_WAIT_MS; k++)
 		ms *= 2;
 	return ms > IDLE_WAIT_MS && e->k.cycle_ms < IDLE_WAIT_MS ? IDLE_WAIT_MS
@@ -108,7 +116,9 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 	rc = hvd__negotiate(e, shutdown_local, &v, &n);
 	if (rc != HVD_OK)
 		return rc;
-	e->idle_cycles = n > 0 ? 0 : e->idle_cycles + 1;
+	e->idle_cycles = n > 0 || e->peers_busy != HVD__SETS_IDLE
+				 ? 0
+				 : e->idle_cycles + 1;
 	spin_for(e); /* what runs now waits on its peers by spinning */
 	e->decided_us = hvd__now_us();
 	rc = hvd__execute(e, v, n);
@@ -124,6 +134,7 @@ static int cycle_sets(struct hvd__engine *job)
 	struct hvd__set *set;
 	int rc = HVD_OK;
 
+	job->sets_busy = HVD__SETS_IDLE;
 	for (set = job->sets->list; set != NULL && rc == HVD_OK;
 	     set = set->next) {
 		struct hvd__engine *e = set->e;
@@ -140,6 +151,11 @@ static int cycle_sets(struct hvd__engine *job)
 		e->decided_us = hvd__now_us();
 		rc = hvd__execute(e, v, n);
 		hvd__resps_free(v, n);
+		if (n > 0)
+			job->sets_busy = HVD__SETS_RAN;
+		else if (e->pending_local != NULL &&
+			 job->sets_busy == HVD__SETS_IDLE)
+			job->sets_busy = HVD__SETS_WAIT;
 	}
 	return rc;
 }
@@ -170,8 +186,8 @@ static void route(struct hvd__engine *job, struct hvd__req *in)
 		r->next = NULL;
 		e = r->set == 0 ? job : hvd__sets_engine(job->sets, r->set);
 		if (e == NULL) {
-			snprintf(why, sizeof(why),
-				 "process set %d was removed", r->set);
+			snprintf(why, sizeof(why), "process set %d was removed",
+				 r->set);
 			hvd__req_complete(r, HVD_ENOSET, why);
 			continue;
 		}
@@ -196,8 +212,7 @@ static int timeline_switch(struct hvd__engine *e, char *path, bool mark)
 			rc = HVD_ESYS;
 	}
 	free(path);
-	for (struct hvd__set *set = e->sets->list; set != NULL;
-	     set = set->next)
+	for (struct hvd__set *set = e->sets->list; set != NULL; set = set->next)
 		if (set->e != NULL)
 			set->e->tl = e->tl;
 	return rc;

@@ -116,8 +116,7 @@ static int set_engine(struct hvd__engine *job, struct hvd__set *set)
 	return HVD_OK;
 }
 
-static struct hvd__set *find_ranks(struct hvd__sets *s, const int *ranks,
-				   int n)
+static struct hvd__set *find_ranks(struct hvd__sets *s, const int *ranks, int n)
 {
 	struct hvd__set *set;
 
@@ -145,8 +144,8 @@ static int add(struct hvd__engine *job, struct hvd__req *r)
 		return HVD_OK;
 	}
 	set = calloc(1, sizeof(*set));
-	if (set == NULL || (set->ranks = malloc((size_t)n * sizeof(int))) ==
-				   NULL) {
+	if (set == NULL ||
+	    (set->ranks = malloc((size_t)n * sizeof(int))) == NULL) {
 		free(set);
 		hvd__req_finish(r, HVD_ENOMEM, NULL);
 		return HVD_ENOMEM; /* the ranks' tables would differ */

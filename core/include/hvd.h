@@ -231,8 +231,9 @@ HVD_EXPORT int hvd_next_shape(int ndim, const int64_t *dims);
 
 /* hvd_init(), then the n sets of the job: set i has counts[i] ranks,
  * the next counts[i] of ranks (ids 1, 2, ... in order; a set of every
- * rank is set 0 and takes no id). Returns 0 or an error, after which
- * libhvd is not initialised. */
+ * rank is set 0 and takes no id; in an elastic job, a set with a rank
+ * beyond this generation's size is left out, with a warning). Returns 0
+ * or an error, after which libhvd is not initialised. */
 HVD_EXPORT int hvd_init_process_sets(const int *ranks, const int *counts,
 				     int n);
 /* Add a set of n ranks; returns its id (> 0), or HVD_EINVAL (a rank

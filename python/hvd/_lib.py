@@ -87,6 +87,16 @@ _ABI = {
     "hvd_error_message": (_c.c_char_p, []),
     "hvd_version": (_c.c_char_p, []),
     "hvd_reducescatter_count": (_c.c_size_t, [_c.c_size_t, _c.c_size_t, _c.c_int]),
+    "hvd_init_process_sets": (_c.c_int, [_c.POINTER(_c.c_int), _c.POINTER(_c.c_int), _c.c_int]),
+    "hvd_add_process_set": (_c.c_int, [_c.POINTER(_c.c_int), _c.c_int]),
+    "hvd_remove_process_set": (_c.c_int, [_c.c_int]),
+    "hvd_next_process_set": (_c.c_int, [_c.c_int]),
+    "hvd_process_set_rank": (_c.c_int, [_c.c_int]),
+    "hvd_process_set_size": (_c.c_int, [_c.c_int]),
+    "hvd_process_set_included": (_c.c_int, [_c.c_int]),
+    "hvd_process_set_ranks": (_c.c_int, [_c.c_int, _c.POINTER(_c.c_int), _c.c_int]),
+    "hvd_number_of_process_sets": (_c.c_int, []),
+    "hvd_process_set_ids": (_c.c_int, [_c.POINTER(_c.c_int), _c.c_int]),
 }
 # The collectives, CPU and GPU forms alike.
 _REDUCE = [_c.c_char_p, _c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int,
@@ -113,6 +123,7 @@ for _name, (_res, _args) in _ABI.items():
 EINVAL, ENOMEM, ENOTINIT, EALREADY = -1, -2, -3, -4
 ENOTSUP = -12
 ERESET = -13
+ENOSET, ENOTINSET = -14, -15
 
 # free() for the results libhvd allocates with malloc (allgather,
 # alltoall): the C library libhvd itself uses.
@@ -132,13 +143,14 @@ def message(rc):
 
 def check(rc, what):
     """Raise for a libhvd failure at submission: a bad argument is the
-    caller's (ValueError), a missing feature NotImplementedError, libhvd
+    caller's (ValueError: so is a process set that is unknown or that this
+    rank is not in), a missing feature NotImplementedError, libhvd
     not started ValueError as Horovod's own, anything else
     HorovodInternalError."""
     if rc >= 0:
         return rc
     text = "%s: %s" % (what, message(rc))
-    if rc == EINVAL:
+    if rc in (EINVAL, ENOSET, ENOTINSET):
         raise ValueError(text)
     if rc == ENOTSUP:
         raise NotImplementedError(text)

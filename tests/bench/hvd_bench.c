@@ -8,8 +8,16 @@
  *                     equal share to every rank; reducescatter: sum;
  *                     allgather: 64 KiB to 64 MiB in all, an equal share
  *                     from every rank; broadcast: from rank 0)
+ *   hvd_bench set2    (HOROVOD_DYNAMIC_PROCESS_SETS=1) the allreduce of
+ *                     sizes within the process set of ranks 0 and 1,
+ *                     while the job's other ranks wait
+ *   hvd_bench sets-at-once, hvd_bench sets-in-turn
+ *                     (dynamic sets, 4 ranks) the sets of ranks 0, 1 and
+ *                     of ranks 2, 3 allreduce sizes at the same time, or
+ *                     one set after the other: "bytes seconds" of both
  * Each figure is the median of the repetitions; rank 0 prints. */
 #include <hvd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +35,22 @@ static double now(void)
 
 enum kind { ALLREDUCE, ALLTOALL, REDUCESCATTER, ALLGATHER, BROADCAST };
 
+/* The process set the collectives run in (0: the job). */
+static int bench_set;
+
+static int in_set(void)
+{
+	hvd_next_process_set(bench_set);
+	return 0;
+}
+
 /* One collective of bytes per rank. */
 static int one(enum kind k, float *buf, float *out, size_t bytes)
 {
-	size_t n = (size_t)hvd_size(), c = bytes / 4, sc[64], rc[64], got, i;
+	size_t n = (size_t)hvd_process_set_size(bench_set), c = bytes / 4;
+	size_t sc[64], rc[64], got, i;
 	void *res = NULL;
-	int r;
+	int r = in_set();
 
 	if (k == ALLREDUCE)
 		return hvd_allreduce("bench", buf, buf, c, HVD_FLOAT32,
@@ -55,7 +73,9 @@ static int one(enum kind k, float *buf, float *out, size_t bytes)
 	return r;
 }
 
-static int run_sizes(enum kind k)
+/* Each size's median time within the set (its slowest rank's), or, with
+ * turns, the sum of both sets' times running one after the other. */
+static int run_sizes_in(enum kind k, int other, bool turns)
 {
 	size_t bytes, first = k == ALLREDUCE ? 4096 : 65536;
 	float *buf = calloc((64u << 20) / 4, 4);
@@ -65,9 +85,13 @@ static int run_sizes(enum kind k)
 		double t[21];
 		int reps = bytes >= (16u << 20) ? 7 : 21, i;
 
+		/* In turns: the set of rank 0 first, while the other waits. */
+		if (turns && hvd_rank() >= 2)
+			hvd_barrier();
 		for (i = -2; i < reps; i++) { /* two to warm up */
 			double t0;
 
+			in_set();
 			hvd_barrier();
 			t0 = now();
 			if (one(k, buf, out, bytes) != 0)
@@ -75,11 +99,27 @@ static int run_sizes(enum kind k)
 			if (i >= 0)
 				t[i] = now() - t0;
 		}
-		/* The slowest rank decides. */
+		if (turns && hvd_rank() < 2)
+			hvd_barrier();
+		/* The slowest rank of the set decides; with other sets, the
+		 * slowest set (at once) or both in turn. */
 		{
-			double m = bench_median(t, reps);
+			double m = bench_median(t, reps), z = 0;
 
-			hvd_allreduce("bench.t", &m, &m, 1, HVD_FLOAT64, HVD_MAX);
+			in_set();
+			hvd_allreduce("bench.t", &m, &m, 1, HVD_FLOAT64,
+				      HVD_MAX);
+			if (other) {
+				double mine =
+					hvd_process_set_rank(bench_set) == 0
+						? m
+						: 0;
+
+				hvd_allreduce("bench.sets", &mine, &z, 1,
+					      HVD_FLOAT64,
+					      turns ? HVD_SUM : HVD_MAX);
+				m = z;
+			}
 			if (hvd_rank() == 0)
 				printf("%zu %.9f\n", bytes, m);
 		}
@@ -87,6 +127,54 @@ static int run_sizes(enum kind k)
 	free(buf);
 	free(out);
 	return 0;
+}
+
+static int run_sizes(enum kind k)
+{
+	return run_sizes_in(k, 0, false);
+}
+
+/* set2: the set of ranks 0 and 1 runs, the other ranks wait. */
+static int run_set2(void)
+{
+	int two[2] = {0, 1}, id = hvd_add_process_set(two, 2), rc = 0;
+
+	if (id < 0) {
+		fprintf(stderr,
+			"hvd_bench: %s (HOROVOD_DYNAMIC_PROCESS_SETS=1)\n",
+			hvd_error_message());
+		return 1;
+	}
+	if (hvd_rank() < 2) {
+		bench_set = id;
+		rc = run_sizes(ALLREDUCE);
+		bench_set = 0;
+	}
+	hvd_barrier();
+	return rc;
+}
+
+/* Two sets of two ranks, at once or in turn. */
+static int run_two_sets(bool turns)
+{
+	int a[2] = {0, 1}, b[2] = {2, 3}, ia, ib, rc;
+
+	if (hvd_size() != 4) {
+		fprintf(stderr, "hvd_bench: two sets need 4 ranks\n");
+		return 1;
+	}
+	ia = hvd_add_process_set(a, 2);
+	ib = hvd_add_process_set(b, 2);
+	if (ia < 0 || ib < 0) {
+		fprintf(stderr,
+			"hvd_bench: %s (HOROVOD_DYNAMIC_PROCESS_SETS=1)\n",
+			hvd_error_message());
+		return 1;
+	}
+	bench_set = hvd_rank() < 2 ? ia : ib;
+	rc = run_sizes_in(ALLREDUCE, 1, turns);
+	bench_set = 0;
+	return rc;
 }
 
 static int run_resnet(void)
@@ -148,6 +236,12 @@ int main(int argc, char **argv)
 		rc = run_sizes(ALLGATHER);
 	else if (argc > 1 && strcmp(argv[1], "broadcast") == 0)
 		rc = run_sizes(BROADCAST);
+	else if (argc > 1 && strcmp(argv[1], "set2") == 0)
+		rc = run_set2();
+	else if (argc > 1 && strcmp(argv[1], "sets-at-once") == 0)
+		rc = run_two_sets(false);
+	else if (argc > 1 && strcmp(argv[1], "sets-in-turn") == 0)
+		rc = run_two_sets(true);
 	else
 		rc = run_sizes(ALLREDUCE);
 	hvd_shutdown();

@@ -84,3 +84,17 @@ every_rank_ok() {
 		every_rank_ok "$n"
 	done
 }
+
+@test "the timeline shows the collectives of the process sets rank 0 is in, and stays valid JSON" {
+	run "$HVDRUN" -np 3 -x HOROVOD_DYNAMIC_PROCESS_SETS=1 \
+		--timeline-filename "$BATS_TEST_TMPDIR/tl.json" "$SETS" dynamic
+	assert_success
+	every_rank_ok 3
+	python3 -m json.tool "$BATS_TEST_TMPDIR/tl.json" >/dev/null
+	for t in pair.allreduce pair.allgather pair.broadcast pair.alltoall evens.reducescatter job.allreduce; do
+		grep -q "\"$t\"" "$BATS_TEST_TMPDIR/tl.json"
+	done
+	# Rank 0 is not in the set of the last rank alone.
+	run grep -c '"one\.' "$BATS_TEST_TMPDIR/tl.json"
+	assert_output 0
+}

@@ -235,3 +235,20 @@ def test_hosts_added_while_the_first_init_runs(tmp_path):
                       r.stdout, re.M)
     assert sorted(done) == ["0", "1", "2", "3"], out
     assert no_worker_left()
+
+
+def test_process_sets_are_made_again_after_a_reset():
+    """A 4-worker job with the sets of ranks 0, 1 and 2, 3 loses worker 3:
+    its host leaves, and the new 2-rank world has the set of ranks 0 and 1
+    again (its collectives go on), not the other."""
+    script = os.path.join(WORKERS, "elastic_sets.py")
+    r = hvdrun(*HOSTS, "--min-np", "2", "env", "KILL=3:4", PY, script, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    for w in (0, 1):
+        assert re.search(r"^\[%d\]<stdout>:worker %d: reset: rank %d of 2 \(generation 2\): "
+                         r"pair \d+ of 2, rest none$" % (w, w, w), r.stdout, re.M), out
+        assert re.search(r"^\[%d\]<stdout>:worker %d: done: rank %d of 2, generation 2, "
+                         r"steps 12, pair \d+ of 2, rest none$" % (w, w, w), r.stdout, re.M), out
+    assert "is not in this job of 2 ranks; it is left out" in out
+    assert no_worker_left(script)

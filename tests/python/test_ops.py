@@ -282,9 +282,9 @@ def test_bad_arguments(hvd):
         hvd.allgather(torch.ones(3, dtype=torch.complex64))
     with pytest.raises(NotImplementedError, match="Adasum"):
         hvd.allreduce(torch.ones(3), op=hvd.Adasum)
-    with pytest.raises(NotImplementedError, match="process sets"):
+    with pytest.raises(ValueError, match="has not been added"):
         hvd.allreduce(torch.ones(3), process_set=hvd.ProcessSet([0]))
-    with pytest.raises(NotImplementedError, match="process sets"):
+    with pytest.raises(ValueError, match="HOROVOD_DYNAMIC_PROCESS_SETS"):
         hvd.add_process_set([0])
     with pytest.raises(ValueError, match="scalar"):
         hvd.allgather(torch.tensor(1.0))

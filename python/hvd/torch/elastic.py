@@ -27,14 +27,14 @@ from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from hvd.torch.functions import (allgather_object, broadcast_object,
                                  broadcast_optimizer_state,
                                  broadcast_parameters)
-from hvd.torch.mpi_ops import init, rank, shutdown, size
+from hvd.torch.mpi_ops import _elastic_init, rank, shutdown, size
 
 __all__ = ["run", "State", "ObjectState", "TorchState", "ElasticSampler",
            "HorovodInternalError", "HostsUpdatedInterrupt"]
 
 
 def _reset():
-    join_world(shutdown, init)
+    join_world(shutdown, _elastic_init)
 
 
 def run(func):

@@ -31,7 +31,8 @@ def broadcast_parameters(params, root_rank):
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """root_rank's obj (anything pickle can carry), on every rank."""
+    """root_rank's obj (anything pickle can carry), on every rank (of
+    process_set; root_rank is a rank of the job)."""
     _check_set(process_set)
     name = name or type(obj).__name__
     if rank() == root_rank:
@@ -39,24 +40,25 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
         pickle.dump(obj, buf)
         data = torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
         sz = torch.tensor([data.numel()], dtype=torch.int64)
-        broadcast_(sz, root_rank, name + ".sz")
+        broadcast_(sz, root_rank, name + ".sz", process_set=process_set)
     else:
         sz = torch.tensor([0], dtype=torch.int64)
-        broadcast_(sz, root_rank, name + ".sz")
+        broadcast_(sz, root_rank, name + ".sz", process_set=process_set)
         data = torch.empty(int(sz.item()), dtype=torch.uint8)
-    broadcast_(data, root_rank, name + ".t")
+    broadcast_(data, root_rank, name + ".t", process_set=process_set)
     if rank() == root_rank:
         return obj
     return pickle.loads(data.numpy().tobytes())
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
-    """Every rank's obj, as a list in rank order."""
+    """Every rank's obj (of process_set), as a list in rank order."""
     _check_set(process_set)
     name = name or type(obj).__name__
     data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
-    sizes = allgather(torch.tensor([data.numel()], dtype=torch.int64), name=name + ".sz")
-    gathered = allgather(data, name=name + ".t").numpy().tobytes()
+    sizes = allgather(torch.tensor([data.numel()], dtype=torch.int64), name=name + ".sz",
+                      process_set=process_set)
+    gathered = allgather(data, name=name + ".t", process_set=process_set).numpy().tobytes()
     out, at = [], 0
     for n in sizes.tolist():
         out.append(pickle.loads(gathered[at:at + n]))

@@ -11,6 +11,7 @@ alive until synchronize() returns.
 import atexit
 import ctypes
 import itertools
+import os
 import threading
 import warnings
 
@@ -46,21 +47,80 @@ _C_DTYPE = {
 def init(comm=None, process_sets=None):
     """Start libhvd: read the rank environment hvdrun (or mpirun) set and
     connect to the other ranks. Without one, this process is a job of one.
-    Calling it again while running does nothing, as in Horovod."""
+    process_sets: ProcessSet objects (or rank lists) that the job has from
+    the start, each then given its id; or "dynamic": sets may be added and
+    removed later (as HOROVOD_DYNAMIC_PROCESS_SETS=1). Calling it again
+    while running does nothing, as in Horovod."""
     if comm is not None:
         raise NotImplementedError("hvd.torch.init: libhvd takes no MPI communicator; "
                                   "start the job with hvdrun (or mpirun)")
-    if process_sets not in (None, [], ()):
-        raise NotImplementedError("hvd.torch.init: libhvd has no process sets")
     global _counter
     if lib.hvd_initialized():
         return
+    if isinstance(process_sets, str):
+        if process_sets != "dynamic":
+            raise ValueError("hvd.torch.init: process_sets is a list of ProcessSet or "
+                             "'dynamic', not %r" % process_sets)
+        os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
+        process_sets = None
+    sets = [ps if isinstance(ps, ProcessSet) else ProcessSet(ps)
+            for ps in (process_sets or [])]
+    for ps in sets:
+        if ps.ranks is None:
+            raise ValueError("hvd.torch.init: %s has no ranks" % ps)
     _handles.clear()
     # Unnamed operations are named by handle number: every rank counts
     # from 1 again, as Horovod's handle manager does at each init.
     _counter = itertools.count(1)
-    check(lib.hvd_init(), "hvd.init")
+    # Each set once (a clone of one is left without an id, below).
+    distinct = list({tuple(ps.ranks): ps for ps in reversed(sets)}.keys())[::-1]
+    ranks = [r for rs in distinct for r in rs]
+    counts = [len(rs) for rs in distinct]
+    check(lib.hvd_init_process_sets((ctypes.c_int * max(len(ranks), 1))(*ranks),
+                                    (ctypes.c_int * max(len(counts), 1))(*counts),
+                                    len(counts)), "hvd.init")
+    _live_sets.clear()
+    _bind_sets(sets)
     atexit.register(shutdown)  # a script that ends without shutdown()
+
+
+def _bind_sets(sets):
+    """Give each ProcessSet its id, by its ranks, from libhvd's table (a
+    set of every rank is the job's, 0); one that libhvd has not (an
+    elastic job that shrank below its ranks), or a second object of the
+    same ranks, is left without."""
+    global_process_set.ranks = list(range(size()))
+    by_ranks = {}
+    n = lib.hvd_number_of_process_sets()
+    ids = (ctypes.c_int * max(n, 1))()
+    lib.hvd_process_set_ids(ids, n)
+    for i in ids[:n]:
+        k = lib.hvd_process_set_size(i)
+        rs = (ctypes.c_int * max(k, 1))()
+        lib.hvd_process_set_ranks(i, rs, k)
+        by_ranks[tuple(rs[:k])] = i
+    seen = set()
+    for ps in sets:
+        ps.process_set_id = by_ranks.get(tuple(ps.ranks))
+        if ps.process_set_id is None:
+            warnings.warn("hvd.torch: %s is not in this job of %d ranks; it is left out"
+                          % (ps, size()))
+        elif ps.process_set_id in seen:
+            ps.process_set_id = None  # a clone, as Horovod invalidates them
+        else:
+            seen.add(ps.process_set_id)
+            if ps.process_set_id != 0:  # the job's own set is always there
+                _live_sets.append(ps)
+
+
+def _elastic_init():
+    """An elastic job's next world, with the process sets of the last one
+    (those given to init and those added since) made again, as Horovod's
+    elastic mode re-creates them."""
+    sets = list(_live_sets)
+    for ps in sets:
+        ps.process_set_id = None
+    init(process_sets=sets)
 
 
 def shutdown():
@@ -161,49 +221,124 @@ def stop_timeline():
     check(lib.hvd_stop_timeline(), "hvd.stop_timeline")
 
 
-# --- process sets: only the global one -----------------------------------
+# --- process sets --------------------------------------------------------
 
 
 class ProcessSet:
-    """Horovod's process set. libhvd runs every collective on all ranks:
-    only the global set exists."""
+    """Horovod's process set: some of the job's ranks, which run
+    collectives among themselves (process_set= on every collective).
+    Made from a list of ranks; given an id by init(process_sets=[...]) or
+    add_process_set()."""
 
-    def __init__(self, ranks_or_comm=None):
-        self.ranks = ranks_or_comm
-        self.process_set_id = 0 if ranks_or_comm is None else None
+    def __init__(self, ranks_or_comm):
+        try:
+            ranks = sorted(ranks_or_comm)
+        except TypeError:
+            raise ValueError("ProcessSet should be initialized with a list of process ranks "
+                             "(libhvd takes no MPI communicator)") from None
+        if any(not isinstance(r, int) for r in ranks):
+            raise ValueError("ProcessSet should be initialized with a list of process ranks")
+        self.ranks = ranks
+        self.process_set_id = None
+        self.mpi_comm = None
+
+    def _invalidate(self):
+        self.process_set_id = None
 
     def size(self):
-        return size()
+        """The number of its ranks, or None if it has no id."""
+        if self.process_set_id is None:
+            return None
+        return check(lib.hvd_process_set_size(self.process_set_id), "ProcessSet.size")
 
     def rank(self):
-        return rank()
+        """This process's rank within the set (ranks of the set in
+        ascending order), or None if it has no id. Collectives still name
+        roots by their rank in the job (hvd.rank())."""
+        if self.process_set_id is None:
+            return None
+        return check(lib.hvd_process_set_rank(self.process_set_id), "ProcessSet.rank")
 
     def included(self):
-        return True
+        """Whether this process is one of its ranks (None without ranks)."""
+        if self.ranks is None:
+            return None
+        return rank() in self.ranks
 
-    def __repr__(self):
-        return "ProcessSet(global)" if self is global_process_set else "ProcessSet(%r)" % (
-            self.ranks,)
+    def __str__(self):
+        return "ProcessSet(process_set_id=%s, ranks=%s, mpi_comm=None)" % (
+            self.process_set_id, self.ranks)
+
+    __repr__ = __str__
 
 
-global_process_set = ProcessSet()
+global_process_set = ProcessSet([])
+global_process_set.process_set_id = 0
+
+# The sets of this world besides the job's: made again after an elastic
+# reset (_elastic_init).
+_live_sets = []
+
+
+def _set_id(process_set):
+    """The libhvd id of a process_set= argument."""
+    if process_set is None or process_set is global_process_set:
+        return 0
+    if not isinstance(process_set, ProcessSet):
+        raise ValueError("process_set must be a ProcessSet, not %r" % (process_set,))
+    if process_set.process_set_id is None:
+        raise ValueError("%s has not been added to Horovod (hvd.init(process_sets=...) or "
+                         "hvd.add_process_set)" % process_set)
+    return process_set.process_set_id
 
 
 def _check_set(process_set):
-    if process_set is not global_process_set and process_set is not None:
-        raise NotImplementedError(
-            "libhvd does not support process sets: every collective runs on all ranks "
-            "(got %r; leave process_set out)" % (process_set,))
+    """Check a process_set= argument; its libhvd id."""
+    return _set_id(process_set)
+
+
+def _set_size(process_set):
+    sid = _set_id(process_set)
+    return size() if sid == 0 else check(lib.hvd_process_set_size(sid), "process set size")
+
+
+def _set_rank(process_set):
+    sid = _set_id(process_set)
+    return rank() if sid == 0 else check(lib.hvd_process_set_rank(sid), "process set rank")
 
 
 def add_process_set(process_set):
-    raise NotImplementedError("libhvd does not support process sets: every collective "
-                              "runs on all ranks")
+    """Add a process set (a ProcessSet, or a list of ranks) on every rank
+    (all call it, in the same order); returns it with its id. Needs
+    hvd.init(process_sets="dynamic") or HOROVOD_DYNAMIC_PROCESS_SETS=1."""
+    if not isinstance(process_set, ProcessSet):
+        process_set = ProcessSet(process_set)
+    ranks = process_set.ranks
+    rc = lib.hvd_add_process_set((ctypes.c_int * max(len(ranks), 1))(*ranks), len(ranks))
+    if rc == _lib.EINVAL and "exists already" in _lib.message(rc):
+        raise ValueError("Attempted to add a duplicate process set: %s (%s)"
+                         % (process_set, _lib.message(rc)))
+    process_set.process_set_id = check(rc, "hvd.add_process_set(%s)" % ranks)
+    _live_sets.append(process_set)
+    return process_set
 
 
 def remove_process_set(process_set):
-    raise NotImplementedError("libhvd does not support process sets: every collective "
-                              "runs on all ranks")
+    """Remove a process set on every rank; True if it was removed. The
+    job's own set and a set without an id are not."""
+    sid = process_set.process_set_id
+    if sid is None or sid == 0:
+        return False
+    rc = lib.hvd_remove_process_set(sid)
+    if rc == _lib.ENOSET:
+        return False
+    check(rc, "hvd.remove_process_set(%s)" % process_set)
+    for ps in list(_live_sets):
+        if ps.process_set_id == sid:
+            ps._invalidate()
+            _live_sets.remove(ps)
+    process_set._invalidate()
+    return True
 
 
 # --- tensors -------------------------------------------------------------
@@ -294,13 +429,15 @@ def _store(handle, op):
     return handle
 
 
-def _submit(fn, args, what, shape=None):
+def _submit(fn, args, what, shape=None, set_id=0):
     """Call one libhvd *_async function; its libhvd handle. shape: the
-    tensor's, which the ranks then compare (not only element counts)."""
+    tensor's, which the ranks then compare (not only element counts);
+    set_id: the process set it runs in."""
     h = ctypes.c_void_p()
     if shape is not None:
         dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
         check(lib.hvd_next_shape(len(shape), dims), what)
+    lib.hvd_next_process_set(set_id)
     check(fn(*args, ctypes.byref(h)), what)
     return h
 
@@ -378,24 +515,25 @@ def _c_op(op):
         raise ValueError("hvd.torch: unknown reduction op %r" % (op,)) from None
 
 
-def _allreduce_submit(tensor, output, name, op, prescale, postscale):
+def _allreduce_submit(tensor, output, name, op, prescale, postscale, set_id=0):
     """Submit one allreduce of tensor into output (both contiguous, maybe
     the same). Returns libhvd's handle."""
     gpu = _on_gpu(tensor)
     fn = lib.hvd_allreduce_scaled_gpu_async if gpu else lib.hvd_allreduce_scaled_async
     return _submit(fn, (name, tensor.data_ptr(), output.data_ptr(), tensor.numel(),
                         _c_dtype(tensor), _c_op(op), float(prescale), float(postscale)),
-                   name.decode(), tensor.shape)
+                   name.decode(), tensor.shape, set_id)
 
 
 def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set):
     """tensor into output (output may be tensor); a handle whose result is
     output, written back into output if it is not contiguous."""
-    _check_set(process_set)
+    sid = _check_set(process_set)
     src = _contig(tensor)
     dst = src if output is tensor else _contig(output)
     handle = _new_handle()
-    h = _allreduce_submit(src, dst, _name("allreduce", name, handle), op, prescale, postscale)
+    h = _allreduce_submit(src, dst, _name("allreduce", name, handle), op, prescale, postscale,
+                          sid)
 
     def finish():
         if dst is not output:
@@ -470,7 +608,7 @@ def _one_device(tensors, what):
 
 
 def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, process_set):
-    _check_set(process_set)
+    sid = _check_set(process_set)
     _c_op(op)
     _one_device(tensors, "grouped_allreduce")
     for t in tensors:
@@ -482,7 +620,7 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, pr
     dsts = [s if o is t else _contig(o) for s, t, o in zip(srcs, tensors, outputs)]
     hs = _group([
         (lambda i=i: _allreduce_submit(srcs[i], dsts[i], ("%s.%d" % (base, i)).encode(), op,
-                                       prescale, postscale))
+                                       prescale, postscale, sid))
         for i in range(len(tensors))
     ])
 
@@ -570,7 +708,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
         vals = synchronize(values)
         idx = synchronize(indices)
         if op == Average:
-            vals = vals / size()
+            vals = vals / _set_size(process_set)
         elif op != Sum:
             raise ValueError("hvd.sparse_allreduce_async: op must be Average or Sum")
         return torch.sparse_coo_tensor(idx.transpose(0, 1), vals, t.size())
@@ -623,12 +761,12 @@ def _gpu_copy(out, src, nbytes):
         raise HorovodInternalError("hvd.torch: cudaMemcpy of a GPU result failed (%d)" % rc)
 
 
-def _allgather_submit(src, name, res):
+def _allgather_submit(src, name, res, set_id=0):
     gpu = _on_gpu(src)
     fn = lib.hvd_allgather_gpu_async if gpu else lib.hvd_allgather_async
     return _submit(fn, (name, src.data_ptr(), src.numel(), _c_dtype(src),
                         ctypes.byref(res.buf), ctypes.byref(res.count)), name.decode(),
-                   src.shape)
+                   src.shape, set_id)
 
 
 def _gathered(src, res, row, name):
@@ -649,13 +787,13 @@ def _gathered(src, res, row, name):
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Start concatenating every rank's tensor along the first dimension
     (its size may differ between ranks)."""
-    _check_set(process_set)
+    sid = _check_set(process_set)
     _, row = _rows(tensor, "allgather")
     src = _contig(tensor)
     handle = _new_handle()
     cname = _name("allgather", name, handle)
     res = _Result()
-    h = _allgather_submit(src, cname, res)
+    h = _allgather_submit(src, cname, res, sid)
     return _store(handle, _Op([h], (src, res), lambda: _gathered(src, res, row, cname.decode()),
                               "allgather"))
 
@@ -676,7 +814,7 @@ class HorovodAllgather(torch.autograd.Function):
         grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
         dims = allgather(torch.tensor([ctx.dim], dtype=torch.int64),
                          process_set=ctx.process_set)
-        offset = int(dims[:rank()].sum())
+        offset = int(dims[:_set_rank(ctx.process_set)].sum())
         return grad_reduced.narrow(0, offset, ctx.dim), None, None
 
 
@@ -688,7 +826,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Start allgathers of a list of tensors as one group."""
-    _check_set(process_set)
+    sid = _check_set(process_set)
     rows = [_rows(t, "grouped_allgather")[1] for t in tensors]
     _one_device(tensors, "grouped_allgather")
     for t in tensors:
@@ -699,7 +837,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     srcs = [_contig(t) for t in tensors]
     names = [("%s.%d" % (base, i)).encode() for i in range(len(srcs))]
     ress = [_Result() for _ in srcs]
-    hs = _group([(lambda i=i: _allgather_submit(srcs[i], names[i], ress[i]))
+    hs = _group([(lambda i=i: _allgather_submit(srcs[i], names[i], ress[i], sid))
                  for i in range(len(srcs))])
 
     def finish():
@@ -721,7 +859,8 @@ class HorovodGroupedAllgather(torch.autograd.Function):
         reduced = grouped_allreduce(list(grad_outputs), op=Average, process_set=ctx.process_set)
         dims = allgather(torch.tensor([ctx.dims], dtype=torch.int64),
                          process_set=ctx.process_set)
-        offsets = dims[:rank()].sum(dim=0).tolist() if rank() else [0] * len(ctx.dims)
+        me = _set_rank(ctx.process_set)
+        offsets = dims[:me].sum(dim=0).tolist() if me else [0] * len(ctx.dims)
         grads = [g.narrow(0, int(o), d) for g, o, d in zip(reduced, offsets, ctx.dims)]
         return (None, None, *grads)
 
@@ -737,7 +876,7 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 def _broadcast_async(tensor, output, root_rank, name, process_set):
     """Broadcast root's tensor into output (tensor itself for the in-place
     forms)."""
-    _check_set(process_set)
+    sid = _check_set(process_set)
     if output is tensor:
         buf = _contig(tensor)
     else:
@@ -747,7 +886,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set):
     cname = _name("broadcast", name, handle)
     fn = lib.hvd_broadcast_gpu_async if gpu else lib.hvd_broadcast_async
     h = _submit(fn, (cname, buf.data_ptr(), buf.numel(), _c_dtype(buf), int(root_rank)),
-                cname.decode(), buf.shape)
+                cname.decode(), buf.shape, sid)
 
     def finish():
         if output is tensor and buf is not tensor:
@@ -820,9 +959,9 @@ def _splits_list(splits, rows, n):
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """Start sending splits[i] rows of tensor to rank i (an even split if
     splits is None). synchronize() returns (output, received_splits)."""
-    _check_set(process_set)
+    sid = _check_set(process_set)
     nrows, row = _rows(tensor, "alltoall")
-    n = size()
+    n = _set_size(process_set)
     rows = _splits_list(splits, nrows, n)
     src = _contig(tensor)
     gpu = _on_gpu(src)
@@ -833,7 +972,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     fn = lib.hvd_alltoall_gpu_async if gpu else lib.hvd_alltoall_async
     h = _submit(fn, (cname, src.data_ptr(), counts, max(row, 1), _c_dtype(src),
                      ctypes.byref(res.buf), ctypes.byref(res.count), res.counts),
-                cname.decode(), src.shape)
+                cname.decode(), src.shape, sid)
     split_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
 
     def finish():
@@ -874,17 +1013,20 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 # --- reducescatter -------------------------------------------------------
 
 
-def _reducescatter_submit(src, name, op, prescale, postscale):
+def _reducescatter_submit(src, name, op, prescale, postscale, process_set=None):
     """Submit one reducescatter of src; (libhvd handle, output)."""
     nrows, row = _rows(src, "reducescatter")
-    mine = lib.hvd_reducescatter_count(src.numel(), max(row, 1), rank())
+    sid = _check_set(process_set)
+    me = _set_rank(process_set)
+    lib.hvd_next_process_set(sid)  # the count is the set's (not used up)
+    mine = lib.hvd_reducescatter_count(src.numel(), max(row, 1), me)
     out = torch.empty((mine // row if row else 0,) + tuple(src.shape[1:]), dtype=src.dtype,
                       device=src.device)
     gpu = _on_gpu(src)
     fn = lib.hvd_reducescatter_gpu_async if gpu else lib.hvd_reducescatter_async
     h = _submit(fn, (name, src.data_ptr(), out.data_ptr(), src.numel(), max(row, 1),
                      _c_dtype(src), _c_op(op), float(prescale), float(postscale)),
-                name.decode(), src.shape)
+                name.decode(), src.shape, sid)
     return h, out
 
 
@@ -897,7 +1039,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     src = _contig(tensor)
     handle = _new_handle()
     h, out = _reducescatter_submit(src, _name("reducescatter", name, handle), op,
-                                   prescale_factor, postscale_factor)
+                                   prescale_factor, postscale_factor, process_set)
     return _store(handle, _Op([h], (src, out), lambda: out, "reducescatter"))
 
 
@@ -917,7 +1059,7 @@ class HorovodReducescatter(torch.autograd.Function):
     def backward(ctx, grad_output):
         grad = allgather(grad_output, process_set=ctx.process_set)
         if ctx.op == Sum:
-            grad = grad * size()
+            grad = grad * _set_size(ctx.process_set)
         if ctx.scale != 1.0:
             grad = grad * ctx.scale
         return grad, None, None, None, None, None
@@ -952,7 +1094,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average,
 
     def submit(i):
         h, outs[i] = _reducescatter_submit(srcs[i], ("%s.%d" % (base, i)).encode(), op,
-                                           prescale_factor, postscale_factor)
+                                           prescale_factor, postscale_factor, process_set)
         return h
 
     hs = _group([(lambda i=i: submit(i)) for i in range(len(srcs))])
@@ -971,7 +1113,7 @@ class HorovodGroupedReducescatter(torch.autograd.Function):
     def backward(ctx, *grad_outputs):
         grads = grouped_allgather(list(grad_outputs), process_set=ctx.process_set)
         if ctx.op == Sum:
-            grads = [g * size() for g in grads]
+            grads = [g * _set_size(ctx.process_set) for g in grads]
         if ctx.scale != 1.0:
             grads = [g * ctx.scale for g in grads]
         return (None, None, None, None, None, *grads)
@@ -1008,7 +1150,7 @@ def join(device=-1):
 
 def barrier(process_set=global_process_set):
     """Returns when every rank has called it."""
-    _check_set(process_set)
+    lib.hvd_next_process_set(_check_set(process_set))
     rc = lib.hvd_barrier()
     if rc != 0:
         raise HorovodInternalError("hvd.barrier: %s" % _lib.message(rc), rc)

@@ -25,14 +25,14 @@
 
 static int failures;
 
-#define EXPECT(cond, ...)                                         \
-	do {                                                      \
-		if (!(cond)) {                                    \
-			printf("rank %d: FAIL: ", hvd_rank());    \
-			printf(__VA_ARGS__);                      \
-			printf(" (%s)\n", hvd_error_message());   \
-			failures++;                               \
-		}                                                 \
+#define EXPECT(cond, ...)                                                      \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			printf("rank %d: FAIL: ", hvd_rank());                 \
+			printf(__VA_ARGS__);                                   \
+			printf(" (%s)\n", hvd_error_message());                \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 static int rank_, size_;
@@ -186,8 +186,9 @@ static void collectives(int id, const int *ranks, int n, const char *tag)
 
 			for (j = 0; j < n; j++)
 				want += (float)(ranks[j] + 2 * me + i);
-			EXPECT(recv[i] == want, "%s: reducescatter[%d] %g, not %g",
-			       tag, i, recv[i], want);
+			EXPECT(recv[i] == want,
+			       "%s: reducescatter[%d] %g, not %g", tag, i,
+			       recv[i], want);
 		}
 		EXPECT(rc == 0, "%s: reducescatter: %s", tag, hvd_strerror(rc));
 	}
