@@ -63,7 +63,7 @@ endif
 NCCL_SRC := $(filter-out core/gpu/none.c core/gpu/engine.c,$(wildcard core/gpu/*.c))
 CORE_SRC := $(filter-out $(if $(filter 1,$(NCCL)),core/gpu/none.c,$(NCCL_SRC)),$(CORE_SRC))
 LIBS     := -linih -lyaml -lssh -lcrypto
-CORE_LIBS = -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
+CORE_LIBS = -pthread -lcrypto -lm $(MPI_LIBS) $(GPU_LIBS)
 
 # Two flavours of objects: plain, and with sanitizers for the unit tests.
 obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))

@@ -42,10 +42,6 @@ static const struct option extra_options[] = {
  * refuses (AL_REFUSE), each with its reason. --help lists them all. */
 enum alias_kind { AL_SET, AL_ARG, AL_NOTHING, AL_REFUSE };
 
-#define AUTOTUNE_WHY                                                           \
-	"autotuning is not in hvdrun yet; set --fusion-threshold-mb and "      \
-	"--cycle-time-ms"
-
 static const struct {
 	const char *name;
 	enum alias_kind kind;
@@ -78,20 +74,10 @@ static const struct {
 	 "--log-with-timestamp"},
 	{"disable-cache", AL_NOTHING, false, HL_K_COUNT, NULL,
 	 "nothing: hvdrun caches no start checks"},
-	{"no-autotune", AL_NOTHING, false, HL_K_COUNT, NULL,
-	 "nothing: hvdrun does not autotune (the default)"},
+	{"no-autotune", AL_SET, false, HL_K_AUTOTUNE, "false",
+	 "no autotuning (the default)"},
 	{"no-mpi-threads-disable", AL_NOTHING, false, HL_K_COUNT, NULL,
 	 "nothing: MPI keeps its threads (the default)"},
-	{"autotune", AL_REFUSE, false, HL_K_COUNT, NULL, AUTOTUNE_WHY},
-	{"autotune-log-file", AL_REFUSE, true, HL_K_COUNT, NULL, AUTOTUNE_WHY},
-	{"autotune-warmup-samples", AL_REFUSE, true, HL_K_COUNT, NULL,
-	 AUTOTUNE_WHY},
-	{"autotune-steps-per-sample", AL_REFUSE, true, HL_K_COUNT, NULL,
-	 AUTOTUNE_WHY},
-	{"autotune-bayes-opt-max-samples", AL_REFUSE, true, HL_K_COUNT, NULL,
-	 AUTOTUNE_WHY},
-	{"autotune-gaussian-process-noise", AL_REFUSE, true, HL_K_COUNT, NULL,
-	 AUTOTUNE_WHY},
 	{"mpi-threads-disable", AL_REFUSE, false, HL_K_COUNT, NULL,
 	 "libhvd's background thread calls MPI, which needs "
 	 "MPI_THREAD_SERIALIZED; leave it out"},

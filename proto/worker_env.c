@@ -138,6 +138,33 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 				       WENV_T_INT, false, 0, 1, 0, NULL,
 				       "1: process sets may be added and "
 				       "removed after hvd_init"},
+	[WENV_AUTOTUNE] = {"HOROVOD_AUTOTUNE", WENV_T_INT, false, 0, 1, 0, NULL,
+			   "1: libhvd tunes the fusion threshold, the cycle "
+			   "time and the shared-memory and hierarchical "
+			   "choices while the job runs"},
+	[WENV_AUTOTUNE_LOG] = {"HOROVOD_AUTOTUNE_LOG", WENV_T_TEXT, false, 0, 0,
+			       0, NULL,
+			       "rank 0 writes each autotuned setting and its "
+			       "score there, as CSV"},
+	[WENV_AUTOTUNE_WARMUP_SAMPLES] = {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES",
+					  WENV_T_INT, false, 0, 1000, 3, NULL,
+					  "samples the autotuner does not "
+					  "score, first"},
+	[WENV_AUTOTUNE_STEPS_PER_SAMPLE] =
+		{"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", WENV_T_INT, false, 1,
+		 100000, 10, NULL,
+		 "steps the autotuner times for "
+		 "one sample"},
+	[WENV_AUTOTUNE_BAYES_OPT_MAX_SAMPLES] =
+		{"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", WENV_T_INT, false, 1,
+		 60, 20, NULL,
+		 "fusion threshold and cycle time settings the autotuner "
+		 "scores at most"},
+	[WENV_AUTOTUNE_GAUSSIAN_PROCESS_NOISE] =
+		{"HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", WENV_T_NUMBER,
+		 false, 0, 1, 0.8, NULL,
+		 "the noise the autotuner's Gaussian process allows in its "
+		 "scores (scaled)"},
 };
 
 int wenv_find(const char *name)

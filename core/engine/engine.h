@@ -134,6 +134,9 @@ struct hvd__knobs {
 	int spin_us;	     /* HVD_SPIN_US */
 	bool shm;	     /* HVD_SHM */
 	bool hier_allgather; /* HOROVOD_HIERARCHICAL_ALLGATHER */
+	bool shm_allreduce;  /* the CPU allreduce and reducescatter go through
+				the hosts' segment when there is one (the
+				autotuner may turn it off) */
 };
 
 struct hvd__cache_entry {
@@ -182,8 +185,10 @@ struct hvd__engine {
 	 * in order); the coordinator's own view runs ahead of it. */
 	uint8_t *joined, *coord_joined;
 	int njoined, coord_njoined;
-	/* The job's engine: its process sets (sets.h); NULL in a set's. */
+	/* The job's engine: its process sets (sets.h), and its autotuner
+	 * (autotune.h); NULL in a set's. */
 	struct hvd__sets *sets;
+	struct hvd__autotune *tune;
 	/* A process set's engine: its id, and the job's rank of each of its
 	 * comm's ranks (NULL, set 0: the comm is the job). */
 	int set;

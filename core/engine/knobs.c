@@ -45,5 +45,6 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	k->spin_us = (int)spin;
 	k->shm = shm != 0;
 	k->hier_allgather = gather != 0;
+	k->shm_allreduce = true;
 	return HVD_OK;
 }

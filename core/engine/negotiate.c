@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/autotune.h"
 #include "engine/coord.h"
 #include "engine/engine.h"
 #include "util/reduce.h"
@@ -518,11 +519,25 @@ static int agree_on_host(struct hvd__engine *e, uint8_t *vec, size_t vlen,
 	return rc;
 }
 
+/* The autotuner's setting agreed this cycle, in force from now on every
+ * rank (before anything of the cycle runs). */
+static void apply_setting(struct hvd__engine *e, const struct hvd__setting *s)
+{
+	e->k.fusion_threshold = (long)s->fusion_kib << 10;
+	e->buf.limit = (size_t)e->k.fusion_threshold;
+	e->k.cycle_ms = s->cycle_us / 1000.0;
+	e->k.shm_allreduce = s->shm_allreduce != 0;
+	e->k.hier_allgather = s->hier_allgather != 0;
+}
+
 int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 		   struct hvd__resp **v, size_t *n)
 {
-	/* Only the entries given out so far: the same on every rank. */
-	size_t vlen = 2 + (size_t)e->cache_used, i;
+	/* Only the entries given out so far: the same on every rank; then,
+	 * autotuning, rank 0's setting (autotune.h). */
+	bool tune = e->tune != NULL && e->tune->on;
+	size_t bits = 2 + (size_t)e->cache_used, i;
+	size_t vlen = bits + (tune ? HVD__SETTING_BYTES : 0);
 	uint8_t *vec = calloc(vlen, 1);
 	struct resps out = {NULL, 0, false}, news = {NULL, 0, false};
 	int32_t rode = -1;
@@ -533,6 +548,8 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 	if (vec == NULL)
 		return HVD_ENOMEM;
 	vec[1] = !mark_ready(e, vec);
+	if (tune)
+		hvd__autotune_put(e->tune, vec + bits);
 	/* 0: shutting down; else 3 less how busy in its process sets. */
 	vec[0] = (uint8_t)(shutdown_local ? 0 : 3 - e->sets_busy);
 	/* MIN over bytes: AND of the ready bits, OR of the flags; through
@@ -552,6 +569,8 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 	if (rc == HVD_OK && vec[0] == 0)
 		rc = HVD_ESHUTDOWN;
 	e->peers_busy = rc == HVD_OK ? 3 - vec[0] : HVD__SETS_IDLE;
+	if (rc == HVD_OK && tune && hvd__autotune_take(e->tune, vec + bits))
+		apply_setting(e, &e->tune->now);
 	/* The cached tensors ready everywhere, in entry order. */
 	for (i = 0; rc == HVD_OK && i < (size_t)e->cache_used; i++)
 		if (vec[2 + i] && e->cache[i].name != NULL) {

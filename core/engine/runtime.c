@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/autotune.h"
 #include "engine/elastic.h"
 #include "engine/engine.h"
 #include "algo/hier.h"
@@ -40,6 +41,8 @@
 static struct hvd__engine E;
 /* Its process sets, each with an engine of its own (sets.h). */
 static struct hvd__sets S = {.lock = PTHREAD_MUTEX_INITIALIZER};
+/* Its autotuner (autotune.h). */
+static struct hvd__autotune A;
 static pthread_t thread;
 static bool running;
 /* Held by the engine's owner: every field of E but the constants set at
@@ -122,6 +125,10 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 	spin_for(e); /* what runs now waits on its peers by spinning */
 	e->decided_us = hvd__now_us();
 	rc = hvd__execute(e, v, n);
+	for (size_t i = 0; rc == HVD_OK && A.on && i < n; i++)
+		if (v[i].error == NULL)
+			hvd__autotune_record(&A, v[i].name,
+					     hvd__meta_bytes(&v[i].m));
 	hvd__resps_free(v, n);
 	return rc;
 }
@@ -536,6 +543,11 @@ int hvd__runtime_start(int rank, int size, bool joined,
 		return rc; /* hvd__runtime_stop releases the comm */
 	if (hvd__engine_open(&E, size) != HVD_OK)
 		return HVD_ENOMEM; /* hvd__runtime_stop releases the comm */
+	rc = hvd__autotune_open(&A, &E.k, rank, E.hier.shm != NULL,
+				E.hier.nhosts > 1);
+	if (rc != HVD_OK)
+		return rc;
+	E.tune = &A;
 	E.tl = (tl != NULL && *tl != '\0' && rank == 0)
 		       ? hvd__timeline_open(tl, rank)
 		       : NULL;
@@ -584,6 +596,8 @@ void hvd__runtime_stop(void)
 		E.comm.ops->close(E.comm.t);
 	E.comm.t = NULL;
 	hvd__engine_close(&E);
+	hvd__autotune_close(&A);
+	E.tune = NULL;
 	hvd__timeline_close(E.tl);
 	E.tl = NULL;
 }

@@ -97,7 +97,8 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	size_t es = hvd__dtype_size(t), total = 0, seg, pos, i;
 	long long t0, t_in = 0, t_out = 0, t1;
 	struct hvd__ring_times rt = {0, 0};
-	bool direct = n == 1 || e->hier.shm != NULL ||
+	bool shm = e->hier.shm != NULL && e->k.shm_allreduce;
+	bool direct = n == 1 || shm ||
 		      (e->comm.ops->sendrecv_v != NULL &&
 		       e->comm.ops->allreduce == NULL);
 	struct iovec *v;

@@ -31,7 +31,7 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 	hvd__scale(work, count, t, r->m.prescale);
 	hvd__ring_chunk(count, (size_t)r->m.block, e->comm.size, e->comm.rank,
 			&start, &len);
-	if (e->hier.shm != NULL)
+	if (e->hier.shm != NULL && e->k.shm_allreduce)
 		rc = hvd__shm_reduce_keep(e->hier.shm, &e->hier.across, work,
 					  count * es, start * es,
 					  (start + len) * es, t,

@@ -14,7 +14,7 @@
  *   logging:         level, with_timestamp
  *
  * Every value is a scalar; a key hvdrun does not know, or one whose
- * meaning it refuses (autotune enabled, mpi_threads_disable true), is an
+ * meaning it refuses (mpi_threads_disable true), is an
  * error that names the file, the line and the key. */
 #include <errno.h>
 #include <stdio.h>
@@ -35,10 +35,6 @@ struct ykey {
 	bool ignore; /* taken, and nothing to do */
 };
 
-#define AUTOTUNE_WHY                                                           \
-	"autotuning is not in hvdrun yet; set fusion_threshold_mb and "        \
-	"cycle_time_ms"
-
 static const struct ykey ykeys[] = {
 	{"params", "fusion_threshold_mb", NULL, HL_K_FUSION_THRESHOLD_MB,
 	 false},
@@ -48,12 +44,13 @@ static const struct ykey ykeys[] = {
 	 false},
 	{"params", "hierarchical_allgather", NULL, HL_K_HIERARCHICAL_ALLGATHER,
 	 false},
-	{"autotune", "enabled", AUTOTUNE_WHY, HL_K_COUNT, false},
-	{"autotune", "log_file", NULL, HL_K_COUNT, true},
-	{"autotune", "warmup_samples", NULL, HL_K_COUNT, true},
-	{"autotune", "steps_per_sample", NULL, HL_K_COUNT, true},
-	{"autotune", "bayes_opt_max_samples", NULL, HL_K_COUNT, true},
-	{"autotune", "gaussian_process_noise", NULL, HL_K_COUNT, true},
+	{"autotune", "enabled", NULL, HL_K_AUTOTUNE, false},
+	{"autotune", "log_file", NULL, HL_K_AUTOTUNE_LOG, false},
+	{"autotune", "warmup_samples", NULL, HL_K_AUTOTUNE_WARMUP, false},
+	{"autotune", "steps_per_sample", NULL, HL_K_AUTOTUNE_STEPS, false},
+	{"autotune", "bayes_opt_max_samples", NULL, HL_K_AUTOTUNE_MAX, false},
+	{"autotune", "gaussian_process_noise", NULL, HL_K_AUTOTUNE_NOISE,
+	 false},
 	{"timeline", "filename", NULL, HL_K_TIMELINE_FILENAME, false},
 	{"timeline", "mark_cycles", NULL, HL_K_TIMELINE_MARK_CYCLES, false},
 	{"stall_check", "enabled", NULL, HL_K_STALL_CHECK, false},

@@ -87,10 +87,19 @@ HOROVODRUN_FLAGS=(
 	# --network-interfaces is --network-interface.
 	run "$HVDRUN" --network-interfaces lo -np 1 sh -c 'echo $HVD_NETWORK_INTERFACES'
 	assert_output "[0]<stdout>:lo"
-	# Refusals name the reason and what to use instead.
-	run "$HVDRUN" --autotune -np 1 true
+	# --autotune and its settings reach libhvd.
+	run "$HVDRUN" --autotune --autotune-log-file "$BATS_TEST_TMPDIR/at.csv" \
+		--autotune-warmup-samples 2 --autotune-steps-per-sample 4 \
+		--autotune-bayes-opt-max-samples 9 --autotune-gaussian-process-noise 0.5 \
+		-np 1 sh -c 'echo $HOROVOD_AUTOTUNE $HOROVOD_AUTOTUNE_LOG $HOROVOD_AUTOTUNE_WARMUP_SAMPLES $HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE $HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES $HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE'
+	assert_output "[0]<stdout>:1 $BATS_TEST_TMPDIR/at.csv 2 4 9 0.5"
+	run "$HVDRUN" --autotune --no-autotune -np 1 true
 	assert_failure 2
-	assert_line --index 0 "hvdrun: --autotune: autotuning is not in hvdrun yet; set --fusion-threshold-mb and --cycle-time-ms"
+	assert_output --partial "'--no-autotune' contradicts '--autotune'"
+	run "$HVDRUN" --autotune-gaussian-process-noise 2 -np 1 true
+	assert_failure 2
+	assert_line --index 0 --partial "--autotune-gaussian-process-noise"
+	# Refusals name the reason and what to use instead.
 	run "$HVDRUN" --num-nccl-streams 2 -np 1 true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: --num-nccl-streams 2: libhvd runs NCCL on one stream per GPU; leave it out (1 is the only value)"
@@ -166,10 +175,9 @@ HOROVODRUN_FLAGS=(
 	assert_failure 2
 	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/typo.yml:2: unknown key 'fusion_treshold_mb' in params (horovodrun's config file)"
 	refute_output --partial started
-	printf 'autotune:\n  enabled: true\n' >"$BATS_TEST_TMPDIR/auto.yaml"
-	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/auto.yaml" -np 1 true
-	assert_failure 2
-	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/auto.yaml:2: autotune: enabled: autotuning is not in hvdrun yet; set fusion_threshold_mb and cycle_time_ms"
+	printf 'autotune:\n  enabled: true\n  steps_per_sample: 5\n' >"$BATS_TEST_TMPDIR/auto.yaml"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/auto.yaml" -np 1 sh -c 'echo $HOROVOD_AUTOTUNE $HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE'
+	assert_output "[0]<stdout>:1 5"
 	printf 'params: [1\n' >"$BATS_TEST_TMPDIR/broken.yaml"
 	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/broken.yaml" -np 1 true
 	assert_failure 2

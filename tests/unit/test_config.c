@@ -351,8 +351,8 @@ static void test_table_complete(void)
 		CHECK_HAS(hl_opts_section_list(), ki->section);
 	}
 	CHECK_STR(hl_opts_section_list(),
-		  "job, elastic, env, ssh, network, mpi, tuning, timeline, "
-		  "stall_check or logging");
+		  "job, elastic, env, ssh, network, mpi, tuning, autotune, "
+		  "timeline, stall_check or logging");
 }
 
 int main(void)

@@ -4,6 +4,7 @@
 
 #include "hvd.h"
 #include "tap.h"
+#include "engine/autotune.h"
 #include "util/internal.h"
 
 static void clear_env(void)
@@ -133,6 +134,43 @@ static void test_grow_size(void)
 	      (size_t)-1);
 }
 
+/* The autotuner's Bayesian optimisation, on a smooth score with one peak
+ * at (0.3, 0.7): from Horovod's four first points, twenty steps of
+ * greatest expected improvement come close to the peak, and each step
+ * stays in [0, 1]^2. */
+static double peak(const double x[2])
+{
+	double d0 = x[0] - 0.3, d1 = x[1] - 0.7;
+
+	return 5000 - 4000 * (d0 * d0 + d1 * d1);
+}
+
+static void test_bayes_finds_the_peak(void)
+{
+	double x[32][2] = {{1, 0},
+			   {4 / 64.0, 0.04},
+			   {0.5, 0.49},
+			   {0.25, 0.24},
+			   {0.125, 0.09}};
+	double y[32], best = 0;
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+	int n = 5, i;
+
+	for (i = 0; i < n; i++)
+		y[i] = peak(x[i]);
+	for (; n < 25; n++) {
+		hvd__bayes_next((const double(*)[2])x, y, n, 0.1, &rng, 2000,
+				x[n]);
+		CHECK(x[n][0] >= 0 && x[n][0] <= 1 && x[n][1] >= 0 &&
+		      x[n][1] <= 1);
+		y[n] = peak(x[n]);
+	}
+	for (i = 0; i < n; i++)
+		best = y[i] > best ? y[i] : best;
+	CHECK(best > 5000 - 4000 * 0.02); /* within about 0.14 of it */
+	CHECK(best > y[0] && best > y[2]);
+}
+
 int main(void)
 {
 	setenv("HOROVOD_LOG_LEVEL", "fatal", 1); /* quiet the expected errors */
@@ -142,5 +180,6 @@ int main(void)
 	RUN(test_next_shape);
 	RUN(test_strerror);
 	RUN(test_grow_size);
+	RUN(test_bayes_finds_the_peak);
 	return tap_done();
 }

@@ -31,6 +31,10 @@
  *             size; descriptors and threads the same after the 10th as
  *             after the last, memory (VmRSS) grown by at most KIB (0:
  *             not checked)
+ *   steps [N]  N steps (300) of 12 named allreduces of 1 KiB to 1 MiB
+ *             submitted at once and checked, as training steps are (run
+ *             with --autotune: every setting the autotuner tries gives the
+ *             same results)
  * Prints "rank R: ok" and exits 0, or names what went wrong and exits 1. */
 #include <dirent.h>
 #include <hvd.h>
@@ -52,21 +56,21 @@
 
 static int failures;
 
-#define EXPECT(cond, ...)                                         \
-	do {                                                      \
-		if (!(cond)) {                                    \
-			printf("rank %d: FAIL: ", hvd_rank());    \
-			printf(__VA_ARGS__);                      \
-			printf("\n");                             \
-			failures++;                               \
-		}                                                 \
+#define EXPECT(cond, ...)                                                      \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			printf("rank %d: FAIL: ", hvd_rank());                 \
+			printf(__VA_ARGS__);                                   \
+			printf("\n");                                          \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 #define NDTYPE 9
 static const size_t esize[NDTYPE] = {1, 1, 4, 8, 2, 2, 4, 8, 2};
-static const char *const dname[NDTYPE] = {
-	"uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32",
-	"float64", "int16"};
+static const char *const dname[NDTYPE] = {"uint8",   "int8",	"int32",
+					  "int64",   "float16", "bfloat16",
+					  "float32", "float64", "int16"};
 
 /* Exact in every dtype for up to 4 ranks. */
 static double value(int r, size_t i, int op)
@@ -111,8 +115,8 @@ static float from_half(uint16_t h)
 	if ((h & 0x7fff) == 0)
 		b = (uint32_t)(h & 0x8000) << 16;
 	else
-		b = ((uint32_t)(h & 0x8000) << 16) | ((uint32_t)(e + 112) << 23) |
-		    ((uint32_t)(h & 0x3ff) << 13);
+		b = ((uint32_t)(h & 0x8000) << 16) |
+		    ((uint32_t)(e + 112) << 23) | ((uint32_t)(h & 0x3ff) << 13);
 	memcpy(&f, &b, 4);
 	return f;
 }
@@ -123,18 +127,34 @@ static void put(void *buf, size_t i, int t, double v)
 	uint32_t b;
 
 	switch (t) {
-	case HVD_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-	case HVD_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-	case HVD_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-	case HVD_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-	case HVD_FLOAT16: ((uint16_t *)buf)[i] = to_half(f); break;
+	case HVD_UINT8:
+		((uint8_t *)buf)[i] = (uint8_t)v;
+		break;
+	case HVD_INT8:
+		((int8_t *)buf)[i] = (int8_t)v;
+		break;
+	case HVD_INT32:
+		((int32_t *)buf)[i] = (int32_t)v;
+		break;
+	case HVD_INT64:
+		((int64_t *)buf)[i] = (int64_t)v;
+		break;
+	case HVD_FLOAT16:
+		((uint16_t *)buf)[i] = to_half(f);
+		break;
 	case HVD_BFLOAT16:
 		memcpy(&b, &f, 4);
 		((uint16_t *)buf)[i] = (uint16_t)(b >> 16);
 		break;
-	case HVD_FLOAT32: ((float *)buf)[i] = f; break;
-	case HVD_FLOAT64: ((double *)buf)[i] = v; break;
-	case HVD_INT16: ((int16_t *)buf)[i] = (int16_t)v; break;
+	case HVD_FLOAT32:
+		((float *)buf)[i] = f;
+		break;
+	case HVD_FLOAT64:
+		((double *)buf)[i] = v;
+		break;
+	case HVD_INT16:
+		((int16_t *)buf)[i] = (int16_t)v;
+		break;
 	}
 }
 
@@ -144,18 +164,26 @@ static double get(const void *buf, size_t i, int t)
 	float f;
 
 	switch (t) {
-	case HVD_UINT8: return ((const uint8_t *)buf)[i];
-	case HVD_INT8: return ((const int8_t *)buf)[i];
-	case HVD_INT32: return ((const int32_t *)buf)[i];
-	case HVD_INT64: return (double)((const int64_t *)buf)[i];
-	case HVD_FLOAT16: return from_half(((const uint16_t *)buf)[i]);
+	case HVD_UINT8:
+		return ((const uint8_t *)buf)[i];
+	case HVD_INT8:
+		return ((const int8_t *)buf)[i];
+	case HVD_INT32:
+		return ((const int32_t *)buf)[i];
+	case HVD_INT64:
+		return (double)((const int64_t *)buf)[i];
+	case HVD_FLOAT16:
+		return from_half(((const uint16_t *)buf)[i]);
 	case HVD_BFLOAT16:
 		b = (uint32_t)((const uint16_t *)buf)[i] << 16;
 		memcpy(&f, &b, 4);
 		return f;
-	case HVD_FLOAT32: return ((const float *)buf)[i];
-	case HVD_INT16: return ((const int16_t *)buf)[i];
-	default: return ((const double *)buf)[i];
+	case HVD_FLOAT32:
+		return ((const float *)buf)[i];
+	case HVD_INT16:
+		return ((const int16_t *)buf)[i];
+	default:
+		return ((const double *)buf)[i];
 	}
 }
 
@@ -237,12 +265,14 @@ static void check_allreduce_on(int t, int op, size_t count, int inplace,
 		double want = expected(i, op, t), got = get(recv, i, t);
 		double tol = tolerance(t, op);
 
-		if (fabs(got - want) > tol * fmax(1, fabs(want)) && bad++ == 0) {
+		if (fabs(got - want) > tol * fmax(1, fabs(want)) &&
+		    bad++ == 0) {
 			first = i;
 			first_got = got;
 		}
 	}
-	EXPECT(bad == 0, "%s: %zu of %zu elements wrong (the first: [%zu] %g, want %g)",
+	EXPECT(bad == 0,
+	       "%s: %zu of %zu elements wrong (the first: [%zu] %g, want %g)",
 	       name, bad, count, first, first_got, expected(first, op, t));
 	free(send);
 	if (!inplace)
@@ -323,8 +353,10 @@ static void check_barrier(void)
 	waited = (double)(b.tv_sec - a.tv_sec) +
 		 (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 	EXPECT(rc == 0, "barrier: %s", hvd_strerror(rc));
-	EXPECT(waited >= 0.25, "left the barrier after %.3f s, before the "
-	       "last rank entered it (0.3 s)", waited);
+	EXPECT(waited >= 0.25,
+	       "left the barrier after %.3f s, before the "
+	       "last rank entered it (0.3 s)",
+	       waited);
 }
 
 static void mode_all(void)
@@ -352,8 +384,9 @@ static void mode_all(void)
 		size_t len = root % 2 ? 3 * 1048576 + 5 : 9;
 
 		for (i = 0; i < len; i++)
-			buf[i] = hvd_rank() == root ? (unsigned char)(i * 7 + root)
-						    : 0;
+			buf[i] = hvd_rank() == root
+					 ? (unsigned char)(i * 7 + root)
+					 : 0;
 		snprintf(name, sizeof(name), "bc.%d", root);
 		r = hvd_broadcast(name, buf, len, HVD_UINT8, root);
 		EXPECT(r == 0, "%s: %s", name, hvd_strerror(r));
@@ -396,13 +429,15 @@ static void mode_all(void)
 		EXPECT(r == 0, "ag.big: %s", hvd_strerror(r));
 		for (q = 0; r == 0 && q < hvd_size(); q++)
 			for (i = 0; i < (size_t)(q + 1) * 70001; i++, k++)
-				if (k >= got_n || all[k] != q * 1000003 + (int)i) {
-					EXPECT(0, "ag.big: element %zu wrong", k);
+				if (k >= got_n ||
+				    all[k] != q * 1000003 + (int)i) {
+					EXPECT(0, "ag.big: element %zu wrong",
+					       k);
 					q = hvd_size();
 					break;
 				}
-		EXPECT(r != 0 || got_n == k, "ag.big gave %zu elements, want %zu",
-		       got_n, k);
+		EXPECT(r != 0 || got_n == k,
+		       "ag.big gave %zu elements, want %zu", got_n, k);
 		free(all);
 		free(mine);
 	}
@@ -528,8 +563,8 @@ static void mode_mismatch(void)
 	rc = hvd_allreduce("count", x, x, r == 0 ? 10 : 12, HVD_FLOAT32,
 			   HVD_SUM);
 	EXPECT(rc == HVD_EMISMATCH, "count: %s", hvd_strerror(rc));
-	EXPECT(strstr(hvd_error_message(), "'count'") != NULL,
-	       "message: %s", hvd_error_message());
+	EXPECT(strstr(hvd_error_message(), "'count'") != NULL, "message: %s",
+	       hvd_error_message());
 	rc = hvd_allreduce("dtype", r == 0 ? (void *)x : (void *)d,
 			   r == 0 ? (void *)x : (void *)d, 4,
 			   r == 0 ? HVD_FLOAT32 : HVD_FLOAT64, HVD_SUM);
@@ -734,7 +769,8 @@ static void mode_gpu_collectives(void)
 		size_t len = root % 2 ? 3 * 1048576 + 5 : 9;
 
 		for (i = 0; i < len; i++)
-			host[i] = me == root ? (unsigned char)(i * 7 + root) : 0;
+			host[i] =
+				me == root ? (unsigned char)(i * 7 + root) : 0;
 		cudaMemcpy(dev, host, len, cudaMemcpyHostToDevice);
 		snprintf(name, sizeof(name), "gbc.%d", root);
 		r = hvd_broadcast_gpu(name, dev, len, HVD_UINT8, root);
@@ -916,7 +952,8 @@ static void check_alltoall(int t, size_t block)
 		       "%s: %zu elements from rank %d, want %zu", name, rcv[q],
 		       q, a2a_rows(q, me) * block);
 		for (i = 0; i < rcv[q] && at < got; i++, at++)
-			if (get(out, at, t) != (double)((q * 7 + me * 3 + i) % 50))
+			if (get(out, at, t) !=
+			    (double)((q * 7 + me * 3 + i) % 50))
 				break;
 		EXPECT(i == rcv[q], "%s: element %zu from rank %d wrong", name,
 		       i, q);
@@ -1079,8 +1116,8 @@ static void check_interrupted(void)
 		rc = hvd_allreduce("interrupted", v, v, c, HVD_FLOAT32,
 				   HVD_SUM);
 		for (i = 0; rc == 0 && i < c; i++)
-			bad += v[i] != (float)(n * (int)(i % 1000) +
-					       n * (n - 1) / 2);
+			bad += v[i] !=
+			       (float)(n * (int)(i % 1000) + n * (n - 1) / 2);
 	}
 	setitimer(ITIMER_REAL, &off, NULL);
 	sigaction(SIGALRM, &old, NULL);
@@ -1141,8 +1178,8 @@ static void mode_more(void)
 					  HVD_SUM, 0.5, 2.5);
 		EXPECT(rc == 0 && v[0] == want[0] && v[1] == want[1] &&
 			       v[2] == 0,
-		       "scaled int32: %d %d %d, not %d %d 0", v[0], v[1],
-		       v[2], want[0], want[1]);
+		       "scaled int32: %d %d %d, not %d %d 0", v[0], v[1], v[2],
+		       want[0], want[1]);
 	}
 	/* Bad arguments are refused on the spot. */
 	EXPECT(hvd_reducescatter("bad", &x, &x, 3, 2, HVD_FLOAT32, HVD_SUM, 1,
@@ -1194,7 +1231,8 @@ static void *group_thread(void *arg)
 		rc |= hvd_allgather_async(name[2], mine, 2, HVD_FLOAT32,
 					  (void **)&gathered, &got, &h[2]);
 		rc |= hvd_reducescatter_async(name[3], rs, rsout, 12, 1,
-					      HVD_FLOAT32, HVD_SUM, 1, 1, &h[3]);
+					      HVD_FLOAT32, HVD_SUM, 1, 1,
+					      &h[3]);
 		EXPECT(rc == 0, "group submit: %s", hvd_error_message());
 		EXPECT(hvd_allreduce(name[0], a, a, 1, HVD_FLOAT32, HVD_SUM) ==
 			       HVD_EINVAL,
@@ -1218,8 +1256,8 @@ static void *group_thread(void *arg)
 			start += hvd_reducescatter_count(12, 1, k);
 		cnt = hvd_reducescatter_count(12, 1, me);
 		for (i = 0; i < cnt; i++)
-			if (rsout[i] != (float)(n * (int)(start + i) +
-						n * (n - 1) / 2))
+			if (rsout[i] !=
+			    (float)(n * (int)(start + i) + n * (n - 1) / 2))
 				break;
 		EXPECT(i == cnt, "%s element %zu", name[3], i);
 		free(gathered);
@@ -1296,16 +1334,16 @@ static void mode_join(void)
 				for (i = 0; i < 9; i++)
 					g[k][i] = me + 1;
 				snprintf(name, sizeof(name), "grad.%d", k);
-				rc = hvd_allreduce_async(name, g[k], g[k],
-							 (size_t)k + 4,
-							 HVD_FLOAT64,
-							 HVD_AVERAGE, &h[k]);
+				rc = hvd_allreduce_async(
+					name, g[k], g[k], (size_t)k + 4,
+					HVD_FLOAT64, HVD_AVERAGE, &h[k]);
 				EXPECT(rc == 0, "%s: %s", name,
 				       hvd_error_message());
 			}
 			for (k = 0; k < 6; k++) {
 				rc = hvd_wait(h[k]);
-				EXPECT(rc == 0 && fabs(g[k][k + 3] - want) < 1e-12,
+				EXPECT(rc == 0 &&
+					       fabs(g[k][k + 3] - want) < 1e-12,
 				       "step %d grad.%d: %g, want %g (%s)", s,
 				       k, g[k][k + 3], want,
 				       hvd_error_message());
@@ -1339,7 +1377,8 @@ static void mode_join(void)
 			rc = hvd_broadcast("from.joined", &y, 1, HVD_INT32, 0);
 			EXPECT(rc == HVD_EINVAL &&
 				       strstr(hvd_error_message(),
-					      "its root, rank 0, has joined") != NULL,
+					      "its root, rank 0, has joined") !=
+					       NULL,
 			       "broadcast from a joined root: %s (%s)",
 			       hvd_strerror(rc), hvd_error_message());
 			rc = hvd_join();
@@ -1460,8 +1499,8 @@ static void mode_resets(int times, long kib)
 		if (gen == 0)
 			EXPECT(hvd_rank() == rank && hvd_size() == size &&
 				       hvd_elastic_generation() == 0,
-			       "hvd_init %d: rank %d of %d, generation %d",
-			       i, hvd_rank(), hvd_size(),
+			       "hvd_init %d: rank %d of %d, generation %d", i,
+			       hvd_rank(), hvd_size(),
 			       hvd_elastic_generation());
 		rc = hvd_allreduce("resets.x", &x, &x, 1, HVD_FLOAT32, HVD_SUM);
 		EXPECT(rc == 0 && x == (float)hvd_size(), "allreduce %d: %s", i,
@@ -1479,15 +1518,61 @@ static void mode_resets(int times, long kib)
 		long f = proc_count("fd"), t = proc_count("task"),
 		     m = proc_count(NULL);
 
-		EXPECT(f == fds, "descriptors: %ld after 10 resets, %ld after %d",
-		       fds, f, times);
-		EXPECT(t == threads, "threads: %ld after 10 resets, %ld after %d",
-		       threads, t, times);
+		EXPECT(f == fds,
+		       "descriptors: %ld after 10 resets, %ld after %d", fds, f,
+		       times);
+		EXPECT(t == threads,
+		       "threads: %ld after 10 resets, %ld after %d", threads, t,
+		       times);
 		EXPECT(kib == 0 || m - rss <= kib,
 		       "memory: %ld KiB after 10 resets, %ld after %d", rss, m,
 		       times);
 		printf("rank %d: %d resets: %ld descriptors, %ld threads, RSS %ld KiB (%+ld)\n",
 		       hvd_rank(), times, f, t, m, m - rss);
+	}
+}
+
+static void mode_steps(int steps)
+{
+	enum { K = 12 };
+	static float buf[K][1 << 18];
+	int size = hvd_size(), rank = hvd_rank(), s, k;
+	size_t i;
+
+	for (s = 0; s < steps && failures == 0; s++) {
+		hvd_handle *h[K];
+
+		for (k = 0; k < K; k++) {
+			size_t n = (size_t)256 << (k % 11);
+			char name[32];
+
+			for (i = 0; i < n; i++)
+				buf[k][i] =
+					(float)(rank + s + k + (int)(i % 7));
+			snprintf(name, sizeof(name), "step.%d", k);
+			EXPECT(hvd_allreduce_async(name, buf[k], buf[k], n,
+						   HVD_FLOAT32, HVD_SUM,
+						   &h[k]) == 0,
+			       "step %d: submit %d", s, k);
+		}
+		for (k = 0; k < K; k++) {
+			size_t n = (size_t)256 << (k % 11);
+
+			EXPECT(hvd_wait(h[k]) == 0, "step %d: wait %d: %s", s,
+			       k, hvd_error_message());
+			for (i = 0; i < n; i += 97) {
+				float want =
+					(float)(size * (s + k + (int)(i % 7)) +
+						size * (size - 1) / 2);
+
+				if (buf[k][i] != want) {
+					EXPECT(0,
+					       "step %d tensor %d [%zu]: %g, not %g",
+					       s, k, i, buf[k][i], want);
+					break;
+				}
+			}
+		}
 	}
 }
 
@@ -1530,6 +1615,8 @@ int main(int argc, char **argv)
 		mode_killa2a();
 	else if (strcmp(mode, "idle") == 0)
 		mode_idle();
+	else if (strcmp(mode, "steps") == 0)
+		mode_steps(argc > 2 ? atoi(argv[2]) : 300);
 	else if (strcmp(mode, "resets") == 0)
 		mode_resets(argc > 2 ? atoi(argv[2]) : 100,
 			    argc > 3 ? atol(argv[3]) : 0);
