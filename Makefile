@@ -244,6 +244,7 @@ bench: deps
 	@tests/bench/sets
 	@tests/bench/contention
 	@tests/bench/torch
+	@tests/bench/autotune
 	@tests/bench/gpu
 
 # Fuzzing (tests/fuzz): one libFuzzer target per input that hvdrun or

@@ -331,6 +331,13 @@ static int count(struct hvd__autotune *a, const char *name)
 	return 0;
 }
 
+static double median3(const double *v)
+{
+	double lo = v[0] < v[1] ? v[0] : v[1], hi = v[0] < v[1] ? v[1] : v[0];
+
+	return v[2] < lo ? lo : v[2] > hi ? hi : v[2];
+}
+
 static void sample_reset(struct hvd__autotune *a)
 {
 	memset(a->names, 0, sizeof(a->names));
@@ -375,6 +382,11 @@ void hvd__autotune_record(struct hvd__autotune *a, const char *name,
 		a->warmup_left--;
 		return;
 	}
+	a->samples[a->nsamples++] = score;
+	if (a->nsamples < HVD__TUNE_SAMPLES)
+		return;
+	score = median3(a->samples);
+	a->nsamples = 0;
 	a->tried[a->n] = a->now;
 	a->score[a->n] = score;
 	a->n++;

@@ -2,7 +2,8 @@
  * runs, rank 0 measures the job's throughput (bytes its collectives move
  * per microsecond, over samples of HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE
  * steps, a step being a return of the tensor that ran most often, as
- * Horovod counts them) under one
+ * Horovod counts them; a setting's score is the median of 3 samples) under
+ * one
  * setting after another of the fusion threshold and the cycle time
  * (Bayesian optimisation: a Gaussian process over the scores so far,
  * the next setting the one of greatest expected improvement), then of the
@@ -23,6 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* Samples scored for one setting: its score is their median. */
+#define HVD__TUNE_SAMPLES 3
 
 /* Tensors counted in one sample (a hash table of their names). */
 #define HVD__TUNE_NAMES 1024
@@ -59,6 +63,8 @@ struct hvd__autotune {
 	int steps;
 	long long t0_us;
 	double bytes;
+	double samples[HVD__TUNE_SAMPLES]; /* of the setting in force */
+	int nsamples;
 	/* The search: the scored settings, in order. */
 	int stage; /* 0 fusion and cycle, 1 shared memory, 2 allgather */
 	int n, stage_start;
