@@ -181,17 +181,25 @@ static bool pending_any(const struct hvd__engine *job)
 }
 
 /* Each request to its engine's list: the job's, or its process set's
- * (one removed since it was queued fails). */
+ * (one removed since it was queued fails). The job's list is walked to
+ * its end once a turn, not once a request. */
 static void route(struct hvd__engine *job, struct hvd__req *in)
 {
-	struct hvd__req *r, *next, **tail;
+	struct hvd__req *r, *next, **tail, **job_tail = &job->pending_local;
 	struct hvd__engine *e;
 	char why[96];
 
+	while (*job_tail != NULL)
+		job_tail = &(*job_tail)->next;
 	for (r = in; r != NULL; r = next) {
 		next = r->next;
 		r->next = NULL;
-		e = r->set == 0 ? job : hvd__sets_engine(job->sets, r->set);
+		if (r->set == 0) {
+			*job_tail = r;
+			job_tail = &r->next;
+			continue;
+		}
+		e = hvd__sets_engine(job->sets, r->set);
 		if (e == NULL) {
 			snprintf(why, sizeof(why), "process set %d was removed",
 				 r->set);
@@ -281,20 +289,9 @@ static int fail_all(struct hvd__engine *e, int status)
 	struct hvd__req *lists[2] = {hvd__queue_break(status),
 				     e->pending_local};
 	struct hvd__req *r, *next;
-	struct hvd__set *set;
-	int i, n = 0;
+	int i, n = hvd__sets_fail(e->sets, status);
 
 	e->pending_local = NULL;
-	for (set = e->sets->list; set != NULL; set = set->next)
-		if (set->e != NULL)
-			for (r = set->e->pending_local; r != NULL; r = next) {
-				next = r->next;
-				hvd__req_complete(r, status, NULL);
-				n++;
-			}
-	for (set = e->sets->list; set != NULL; set = set->next)
-		if (set->e != NULL)
-			set->e->pending_local = NULL;
 	for (i = 0; i < 2; i++)
 		for (r = lists[i]; r != NULL; r = next, n++) {
 			next = r->next;

@@ -16,17 +16,31 @@ void hvd__sets_init(struct hvd__sets *s, bool dynamic)
 	atomic_store(&s->changes, 0);
 }
 
-/* The requests still pending in e complete with status, and why. */
-static void fail_pending(struct hvd__engine *e, int status, const char *why)
+/* The requests still pending in e complete with status, and why; returns
+ * how many. */
+static int fail_pending(struct hvd__engine *e, int status, const char *why)
 {
 	struct hvd__req *r, *next;
+	int n = 0;
 
-	for (r = e->pending_local; r != NULL; r = next) {
+	for (r = e->pending_local; r != NULL; r = next, n++) {
 		next = r->next;
 		r->next = NULL;
 		hvd__req_complete(r, status, why);
 	}
 	e->pending_local = NULL;
+	return n;
+}
+
+int hvd__sets_fail(struct hvd__sets *s, int status)
+{
+	struct hvd__set *set;
+	int n = 0;
+
+	for (set = s->list; set != NULL; set = set->next)
+		if (set->e != NULL)
+			n += fail_pending(set->e, status, NULL);
+	return n;
 }
 
 static void set_free(struct hvd__set *set, int status, const char *why)

@@ -58,6 +58,9 @@ void hvd__sets_init(struct hvd__sets *s, bool dynamic);
  * complete with status. The engine's owner, or after it has ended. */
 void hvd__sets_free(struct hvd__sets *s, int status);
 
+/* Complete the requests pending in every set's engine with status; returns
+ * how many (the engine's owner, when the engine stops). */
+int hvd__sets_fail(struct hvd__sets *s, int status);
 /* The engine of set id, NULL when this rank has no such set (the engine's
  * owner). */
 struct hvd__engine *hvd__sets_engine(struct hvd__sets *s, int id);
