@@ -62,7 +62,7 @@ endif
 # by #if. gpu/engine.c, which starts whichever it is, is always built.
 NCCL_SRC := $(filter-out core/gpu/none.c core/gpu/engine.c,$(wildcard core/gpu/*.c))
 CORE_SRC := $(filter-out $(if $(filter 1,$(NCCL)),core/gpu/none.c,$(NCCL_SRC)),$(CORE_SRC))
-LIBS     := -linih -lyaml -lssh -lcrypto
+LIBS     := -linih -lyaml -lssh -lcrypto -ljansson
 CORE_LIBS = -pthread -lcrypto -lm $(MPI_LIBS) $(GPU_LIBS)
 
 # Two flavours of objects: plain, and with sanitizers for the unit tests.
@@ -174,7 +174,7 @@ $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_S
 # install, no service starts (policy-rc.d, where the machine has none):
 # the tests start their own munged, slurmctld and slurmd, and a slurmd
 # started without a configuration would look its controller up in DNS.
-DEB_PKGS := build-essential pkg-config libinih-dev libyaml-dev libssh-dev libssl-dev \
+DEB_PKGS := build-essential pkg-config libinih-dev libyaml-dev libssh-dev libssl-dev libjansson-dev \
             libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
             iproute2 procps util-linux clang-format jq faketime \

@@ -161,7 +161,7 @@ void cmd_usage(void)
 	fputs("Usage: hvdrun [options] command [args...]\n"
 	      "       hvdrun check [options] [--json]\n"
 	      "Run command as a data-parallel job, one worker per slot; or check the\n"
-	      "hosts: SSH, the interfaces that route between them, GPUs.\n"
+	      "hosts: SSH, the interfaces that route between them, GPUs, each link's speed.\n"
 	      "Inside a Slurm allocation, the hosts and -np default to its nodes and tasks.\n"
 	      "Each group is a section of the config file (hvdrun.ini(5)).\n",
 	      stdout);
@@ -196,7 +196,8 @@ void cmd_usage(void)
 	fputs("Exit status: the first failing worker's code (128+N for signal N),\n"
 	      "2 for bad usage, 125 if the job could not start (a host down, a key\n"
 	      "refused), 126/127 if the command cannot be executed / was not found;\n"
-	      "hvdrun check: 1 if a host is not usable. See hvdrun(1).\n",
+	      "hvdrun check: 1 if a host is not usable or a link failed (or is slow,\n"
+	      "with --fail-on-slow). See hvdrun(1).\n",
 	      stdout);
 }
 
@@ -381,6 +382,14 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 	    cmd_args.from_cli[HL_K_HOSTFILE])
 		rc = hl_fail(cause, HL_EINVAL,
 			     "give -H or --hostfile, not both");
+	/* The check's own settings mean nothing to a job. */
+	for (k = 0; rc == HL_OK && k < HL_K_COUNT; k++)
+		if (!cmd_args.check && cmd_args.from_cli[k] &&
+		    (k == HL_K_CHECK_BANDWIDTH || k == HL_K_BANDWIDTH_TIME ||
+		     k == HL_K_BANDWIDTH_SIZE || k == HL_K_FAIL_ON_SLOW))
+			rc = hl_fail(cause, HL_EINVAL,
+				     "%s is an option of 'hvdrun check'",
+				     set_by[k]);
 	cmd_args.command = &argv[optind];
 	if (rc == HL_OK && cmd_args.check && argv[optind] != NULL)
 		rc = hl_fail(cause, HL_EINVAL,

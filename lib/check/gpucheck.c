@@ -4,6 +4,7 @@
 #include "check/gpucheck.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,4 +196,18 @@ void hl_gpu_nccl_version(int v, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%d.%d.%d", v / 1000, (v % 1000) / 100,
 			 v % 100);
+}
+
+const char *hl_gpu_version_text(const char *fact, bool nccl, char *buf,
+				size_t len)
+{
+	long n;
+
+	if (!hl_parse_long(fact, 0, INT_MAX, &n))
+		snprintf(buf, len, "%s", fact);
+	else if (nccl)
+		hl_gpu_nccl_version((int)n, buf, len);
+	else
+		hl_gpu_cuda_version((int)n, buf, len);
+	return buf;
 }

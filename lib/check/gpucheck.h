@@ -31,5 +31,9 @@ void hl_gpu_close(struct hl_gpuinfo *g);
 /* "13.0" from 13000; "2.27.7" from NCCL's 22707. */
 void hl_gpu_cuda_version(int v, char *buf, size_t len);
 void hl_gpu_nccl_version(int v, char *buf, size_t len);
+/* A probe's version fact ("12040") as people write it, in buf; the fact
+ * itself when it is not a number. Returns buf. */
+const char *hl_gpu_version_text(const char *fact, bool nccl, char *buf,
+				size_t len);
 
 #endif

@@ -51,6 +51,8 @@ static int from_check(struct hl_iface_choice *c, const struct hl_opts *o,
 		      char **cause)
 {
 	struct hl_netcheck nc;
+	struct hl_nc_opts no = {
+		.timeout_ms = (int)(o->v[HL_K_NETWORK_TIMEOUT].d * 1000)};
 	bool *use = calloc(hosts->n, sizeof(*use));
 	size_t i;
 	int r, rc;
@@ -59,9 +61,7 @@ static int from_check(struct hl_iface_choice *c, const struct hl_opts *o,
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	for (r = 0; r < plan->size; r++)
 		use[plan->ranks[r].host] = true;
-	rc = hl_netcheck_run(&nc, hosts, use, so,
-			     (int)(o->v[HL_K_NETWORK_TIMEOUT].d * 1000), NULL,
-			     NULL, cause);
+	rc = hl_netcheck_run(&nc, hosts, use, so, &no, NULL, NULL, cause);
 	free(use);
 	if (rc != HL_OK)
 		return rc;

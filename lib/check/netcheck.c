@@ -20,13 +20,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check/linkplan.h"
 #include "check/probe.h"
 #include "check/probe_msg.h"
 #include "ssh/rchan.h"
 #include "agent/records.h"
 #include "ssh/conn.h"
 
-enum { ST_DESCRIBE, ST_TEST, ST_END };
+enum { ST_DESCRIBE, ST_TEST, ST_LINKS, ST_END };
 enum { PH_STARTING, PH_DESCRIBED, PH_TESTED, PH_FAILED };
 
 struct nc_group;
@@ -43,6 +44,8 @@ struct nc_thread {
 	struct hl_buf in;
 	struct hl_buf out; /* the targets and the go */
 	size_t ntargets;
+	size_t rounds_done; /* of the bandwidth stage */
+	bool links_done;
 };
 
 struct nc_group {
@@ -53,6 +56,8 @@ struct nc_group {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int stage;
+	size_t round;		  /* the bandwidth stage's, now */
+	long long round_deadline; /* ms */
 };
 
 static void set_phase(struct nc_thread *t, int phase, char *error)
@@ -155,6 +160,149 @@ static char *probe_failure(struct nc_thread *t, int r)
 			   name);
 }
 
+/* Send one record to the probe and read until a record of type `until`,
+ * handing each other record of type `each` to take (under the group's
+ * lock). False: the probe went away or did not answer by the deadline
+ * (the host has failed). */
+static bool exchange(struct nc_thread *t, const struct hl_buf *req,
+		     long long deadline, char each, char until,
+		     void (*take)(struct nc_thread *, const char *, size_t))
+{
+	const char *data;
+	size_t len, used;
+	char type;
+	int r;
+
+	if (hl_rchan_write(&t->c, req->p, req->len) != HL_OK) {
+		set_phase(t, PH_FAILED,
+			  hl_asprintf("host '%s': the probe went away",
+				      t->h->host->name));
+		return false;
+	}
+	while ((r = next(t, deadline, &used, &type, &data, &len)) == 1) {
+		if (type == each) {
+			pthread_mutex_lock(&t->g->lock);
+			take(t, data, len);
+			pthread_mutex_unlock(&t->g->lock);
+		}
+		hl_buf_consume(&t->in, used);
+		if (type == until)
+			return true;
+	}
+	set_phase(t, PH_FAILED,
+		  r == 0 ? hl_asprintf("host '%s': the probe stopped answering "
+				       "while measuring the links",
+				       t->h->host->name)
+			 : probe_failure(t, r));
+	return false;
+}
+
+static void take_trips(struct nc_thread *t, const char *data, size_t len)
+{
+	hl_nc_take_rate(t->g->nc, true, data, len);
+}
+
+static void take_rate(struct nc_thread *t, const char *data, size_t len)
+{
+	hl_nc_take_rate(t->g->nc, false, data, len);
+}
+
+static void take_stats(struct nc_thread *t, const char *data, size_t len)
+{
+	hl_nc_take_stats(t->h, 1, data, len);
+}
+
+/* This host's transfer of round r, or NULL (none, or that link failed
+ * already); one whose destination has no sink or has failed is failed
+ * here. Under the lock. */
+static struct hl_nc_link *transfer_of(struct nc_thread *t, size_t r)
+{
+	struct hl_netcheck *nc = t->g->nc;
+	size_t self = (size_t)(t->h - nc->h), i;
+
+	for (i = 0; i < nc->nlinks; i++) {
+		struct hl_nc_link *l = &nc->links[i];
+		char *why;
+
+		if (l->from != self || l->round != r || l->done)
+			continue;
+		if (t->g->t[l->to].phase == PH_FAILED)
+			why = hl_asprintf("not measured: host '%s' stopped "
+					  "answering",
+					  nc->h[l->to].host->name);
+		else if (nc->h[l->to].sink_port == 0)
+			why = hl_asprintf("not measured: the hvdrun on '%s' "
+					  "measures no bandwidth",
+					  nc->h[l->to].host->name);
+		else
+			return l;
+		hl_nc_link_fail(l, why ? why : "not measured");
+		free(why);
+	}
+	return NULL;
+}
+
+/* The bandwidth stage: this host's transfer of each round as the group's
+ * round comes (the round trips' rounds, then the data's), then its links'
+ * counters again. */
+static void links(struct nc_thread *t)
+{
+	struct nc_group *g = t->g;
+	struct hl_netcheck *nc = g->nc;
+	size_t r, total = 2 * nc->nrounds;
+	struct hl_buf req;
+
+	hl_buf_init(&req);
+	for (r = 0; r < total; r++) {
+		bool trips = r < nc->nrounds, on;
+		struct hl_nc_link *l = NULL;
+		long long deadline;
+
+		pthread_mutex_lock(&g->lock);
+		while (g->round < r && g->stage == ST_LINKS)
+			pthread_cond_wait(&g->cond, &g->lock);
+		deadline = g->round_deadline;
+		on = g->stage == ST_LINKS;
+		if (on)
+			l = transfer_of(t, trips ? r : r - nc->nrounds);
+		pthread_mutex_unlock(&g->lock);
+		if (!on)
+			break;
+		if (l != NULL) {
+			const struct hl_nc_host *to = &nc->h[l->to];
+			struct hl_pm_transfer x = {
+				.id = (long)(l - nc->links),
+				.port = to->sink_port,
+				.max_ms = trips ? nc->timeout_ms : nc->bw_ms,
+				.max_bytes = trips ? 0 : nc->bw_bytes,
+				.timeout_ms = nc->timeout_ms};
+
+			snprintf(x.addr, sizeof(x.addr), "%s",
+				 to->addrs[l->addr].addr);
+			snprintf(x.token, sizeof(x.token), "%s", to->token);
+			req.len = 0;
+			if (hl_pm_put_transfer(&req, &x) != HL_OK ||
+			    !exchange(t, &req, deadline, 'Y', 'Y',
+				      trips ? take_trips : take_rate))
+				break;
+		}
+		pthread_mutex_lock(&g->lock);
+		t->rounds_done = r + 1;
+		pthread_cond_broadcast(&g->cond);
+		pthread_mutex_unlock(&g->lock);
+	}
+	req.len = 0;
+	if (r == total && hl_pm_put_text(&req, 'S', NULL) == HL_OK &&
+	    exchange(t, &req, hl_now_ms() + 5000 + nc->timeout_ms, 'L', 'E',
+		     take_stats)) {
+		pthread_mutex_lock(&g->lock);
+		t->links_done = true;
+		pthread_cond_broadcast(&g->cond);
+		pthread_mutex_unlock(&g->lock);
+	}
+	hl_buf_close(&req);
+}
+
 static void *host_main(void *arg)
 {
 	struct nc_thread *t = arg;
@@ -211,6 +359,8 @@ static void *host_main(void *arg)
 		return NULL;
 	}
 	set_phase(t, PH_TESTED, NULL);
+	if (wait_stage(t, ST_LINKS) == ST_LINKS)
+		links(t);
 	/* The listener stays up until every host is done. */
 	wait_stage(t, ST_END);
 	return NULL;
@@ -242,7 +392,7 @@ static void wait_phase(struct nc_group *g, int phase, long long deadline,
 			left += g->t[i].phase == phase;
 		if (progress != NULL) {
 			pthread_mutex_unlock(&g->lock);
-			progress(arg, what, total - left, total);
+			progress(arg, what, "hosts", total - left, total);
 			pthread_mutex_lock(&g->lock);
 		}
 		if (left == 0 || hl_now_ms() >= deadline)
@@ -289,11 +439,79 @@ static int plan_tests(struct nc_group *g)
 	return HL_OK;
 }
 
+/* Before the bandwidth stage: the hosts that failed or did not finish
+ * their tests are out, and the others select their interfaces (under the
+ * lock: a host still testing may yet take results). */
+static void select_early(struct nc_group *g)
+{
+	size_t i;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->n; i++) {
+		struct hl_nc_host *h = g->t[i].h;
+
+		if (g->t[i].phase == PH_TESTED)
+			continue;
+		h->probed = false;
+		if (h->error == NULL && g->t[i].phase != PH_FAILED)
+			h->error = hl_asprintf("host '%s' did not answer in time",
+					       h->host->name);
+	}
+	hl_nc_select(g->nc);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Whether every host that measures has finished round r (the last: its
+ * counters too). Under the lock. */
+static bool round_over(const struct nc_group *g, size_t r)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		const struct nc_thread *t = &g->t[i];
+
+		if (!t->h->usable || t->phase == PH_FAILED)
+			continue;
+		if (r < 2 * g->nc->nrounds ? t->rounds_done <= r
+					   : !t->links_done)
+			return false;
+	}
+	return true;
+}
+
+/* The bandwidth stage's rounds, each bounded: a transfer's waits and its
+ * time, and a margin for SSH. */
+static void measure_links(struct nc_group *g, hl_nc_progress_fn progress,
+			  void *arg)
+{
+	struct hl_netcheck *nc = g->nc;
+	long long bound = nc->bw_ms + 3LL * nc->timeout_ms + 3000;
+	size_t r, total = 2 * nc->nrounds;
+
+	for (r = 0; r <= total; r++) {
+		if (progress != NULL && r < total)
+			progress(arg, "measuring links", "rounds", r, total);
+		pthread_mutex_lock(&g->lock);
+		g->round = r;
+		g->round_deadline = hl_now_ms() + bound;
+		/* The stage begins with round 0's deadline set. */
+		g->stage = ST_LINKS;
+		pthread_cond_broadcast(&g->cond);
+		while (!round_over(g, r) && hl_now_ms() < g->round_deadline)
+			hl_cond_wait_ms(&g->cond, &g->lock, 100);
+		pthread_mutex_unlock(&g->lock);
+	}
+	if (progress != NULL)
+		progress(arg, "measuring links", "rounds", total, total);
+}
+
 int hl_netcheck_run(struct hl_netcheck *nc, const struct hl_hostlist *hosts,
 		    const bool *use, const struct hl_ssh_opts *so,
-		    int timeout_ms, hl_nc_progress_fn progress, void *arg,
-		    char **cause)
+		    const struct hl_nc_opts *opts, hl_nc_progress_fn progress,
+		    void *arg, char **cause)
 {
+	int timeout_ms = opts->timeout_ms;
+	bool early = false;
 	struct nc_group g = {0};
 	long long t0 = hl_now_ms();
 	size_t i, n = 0;
@@ -301,6 +519,9 @@ int hl_netcheck_run(struct hl_netcheck *nc, const struct hl_hostlist *hosts,
 
 	memset(nc, 0, sizeof(*nc));
 	nc->timeout_ms = timeout_ms;
+	nc->bandwidth = opts->bandwidth;
+	nc->bw_ms = opts->bw_ms;
+	nc->bw_bytes = opts->bw_bytes;
 	for (i = 0; i < hosts->n; i++)
 		n += use == NULL || use[i];
 	nc->h = calloc(n ? n : 1, sizeof(*nc->h));
@@ -354,6 +575,13 @@ int hl_netcheck_run(struct hl_netcheck *nc, const struct hl_hostlist *hosts,
 				   (long long)timeout_ms *
 					   (long long)(1 + nc->npairs / 256),
 			   "testing", progress, arg);
+		if (nc->bandwidth) {
+			select_early(&g);
+			early = true;
+			rc = hl_nc_plan_links(nc);
+			if (rc == HL_OK)
+				measure_links(&g, progress, arg);
+		}
 		set_stage(&g, ST_END);
 	}
 	for (i = 0; i < g.n; i++) {
@@ -368,8 +596,19 @@ int hl_netcheck_run(struct hl_netcheck *nc, const struct hl_hostlist *hosts,
 			g.t[i].h->probed = false;
 		thread_close(&g.t[i]);
 	}
-	if (rc == HL_OK)
+	if (rc == HL_OK && !early)
 		hl_nc_select(nc);
+	for (i = 0; early && i < nc->n; i++)
+		if (!nc->h[i].probed)
+			nc->h[i].usable = false;
+	for (i = 0; rc == HL_OK && i < nc->nlinks; i++)
+		hl_nc_link_fail(&nc->links[i],
+				nc->h[nc->links[i].from].probed
+					? "no result in time"
+					: "not measured: the source host "
+					  "stopped answering");
+	if (rc == HL_OK && nc->bandwidth)
+		rc = hl_nc_judge(nc);
 	for (i = 0; i < nc->n; i++)
 		nc->nusable += nc->h[i].usable;
 	nc->seconds = (double)(hl_now_ms() - t0) / 1000.0;

@@ -42,6 +42,13 @@ void hl_nc_take_description(struct hl_nc_host *h, char type, const char *data,
 		if (hl_pm_port(data, len, &h->port) != HL_OK)
 			h->port = 0;
 		return;
+	case 'Q':
+		if (hl_pm_port(data, len, &h->sink_port) != HL_OK)
+			h->sink_port = 0;
+		return;
+	case 'L':
+		hl_nc_take_stats(h, 0, data, len);
+		return;
 	case 'I':
 		if (hl_pm_iface(data, len, &i) != HL_OK)
 			return;
@@ -63,6 +70,30 @@ void hl_nc_take_description(struct hl_nc_host *h, char type, const char *data,
 	default:
 		return;
 	}
+}
+
+void hl_nc_take_stats(struct hl_nc_host *h, int when, const char *data,
+		      size_t len)
+{
+	struct hl_pm_link l;
+	struct hl_nc_ifstat *v;
+
+	if (hl_pm_link(data, len, &l) != HL_OK)
+		return;
+	v = realloc(h->stats[when], (h->nstats[when] + 1) * sizeof(*v));
+	if (v == NULL)
+		return;
+	h->stats[when] = v;
+	v = &v[h->nstats[when]];
+	v->ifname = hl_strdup(l.ifname);
+	if (v->ifname == NULL)
+		return;
+	v->speed_mbps = l.speed_mbps;
+	v->rx_errors = l.rx_errors;
+	v->tx_errors = l.tx_errors;
+	v->rx_dropped = l.rx_dropped;
+	v->tx_dropped = l.tx_dropped;
+	h->nstats[when]++;
 }
 
 void hl_nc_take_result(struct hl_netcheck *nc, const char *data, size_t len)
@@ -224,7 +255,22 @@ void hl_netcheck_close(struct hl_netcheck *nc)
 		hl_strvec_close(&h->gpu);
 		hl_strvec_close(&h->ifaces);
 		hl_strvec_close(&h->selected);
+		for (a = 0; a < 2; a++) {
+			size_t k;
+
+			for (k = 0; k < h->nstats[a]; k++)
+				free(h->stats[a][k].ifname);
+			free(h->stats[a]);
+		}
 	}
+	for (i = 0; i < nc->nlinks; i++)
+		free(nc->links[i].error);
+	free(nc->links);
+	for (i = 0; i < nc->nfindings; i++) {
+		free(nc->findings[i].ifname);
+		free(nc->findings[i].text);
+	}
+	free(nc->findings);
 	for (i = 0; i < nc->npairs; i++)
 		free(nc->pairs[i].error);
 	free(nc->pairs);

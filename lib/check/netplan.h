@@ -26,6 +26,39 @@ struct hl_nc_pair {
 	char *error;
 };
 
+/* An interface's link as a probe read it (probe_msg.h's 'L'). */
+struct hl_nc_ifstat {
+	char *ifname;
+	long long speed_mbps; /* -1: unknown */
+	unsigned long long rx_errors, tx_errors, rx_dropped, tx_dropped;
+};
+
+/* One transfer of --bandwidth (linkplan.h): from host `from` to address
+ * `addr` of host `to`, in round `round`. */
+struct hl_nc_link {
+	size_t from, to, addr, round;
+	bool done, ok, slow;
+	long long bytes;
+	double seconds, gbps, rtt_us;
+	char *error;
+};
+
+enum hl_nc_finding_kind {
+	HL_NCF_SLOW_LINK,   /* a link under half its interface's median */
+	HL_NCF_FAILED_LINK, /* a transfer that failed */
+	HL_NCF_LOW_SPEED,   /* a negotiated speed under the others' */
+	HL_NCF_ERRORS,	    /* error counters grew during the check */
+	HL_NCF_DROPS,	    /* drop counters grew during the check */
+};
+
+struct hl_nc_finding {
+	enum hl_nc_finding_kind kind;
+	size_t host;   /* whose (a link's: its source) */
+	size_t link;   /* index in links, or SIZE_MAX */
+	char *ifname;  /* the interface (a link's: its destination's) */
+	char *text;    /* one line for people */
+};
+
 struct hl_nc_host {
 	const struct hl_host *host;
 	bool remote;	/* reached over SSH */
@@ -43,6 +76,10 @@ struct hl_nc_host {
 	struct hl_strvec ifaces;   /* candidate interfaces, in order */
 	struct hl_strvec selected; /* those every other host reached */
 	bool usable;
+	int sink_port; /* the probe's bandwidth sink; 0: none */
+	/* Its links when described, and after --bandwidth's transfers. */
+	struct hl_nc_ifstat *stats[2];
+	size_t nstats[2];
 };
 
 struct hl_netcheck {
@@ -54,15 +91,28 @@ struct hl_netcheck {
 	int timeout_ms;
 	double seconds;
 	size_t nusable;
+	/* --bandwidth (linkplan.h): each transfer's limits, the transfers in
+	 * rounds, and what the check found. */
+	bool bandwidth;
+	int bw_ms;
+	long long bw_bytes;
+	struct hl_nc_link *links;
+	size_t nlinks, nrounds;
+	struct hl_nc_finding *findings;
+	size_t nfindings;
 };
 
 /* A host of the check, for host (which must outlive it). */
 void hl_nc_host_init(struct hl_nc_host *h, const struct hl_host *host,
 		     bool remote);
-/* Take one record of a probe's description ('N', 'M', 'K', 'P', 'I',
- * 'U'; probe_msg.h) into h; others are ignored. */
+/* Take one record of a probe's description ('N', 'M', 'K', 'P', 'Q',
+ * 'I', 'L', 'U'; probe_msg.h) into h; others are ignored. */
 void hl_nc_take_description(struct hl_nc_host *h, char type, const char *data,
 			    size_t len);
+/* Take one 'L' record into h's stats: when (0) described, (1) after the
+ * transfers. */
+void hl_nc_take_stats(struct hl_nc_host *h, int when, const char *data,
+		      size_t len);
 /* Take one 'C' result into its pair. */
 void hl_nc_take_result(struct hl_netcheck *nc, const char *data, size_t len);
 /* After the descriptions: mark the candidate addresses (loopback ones only

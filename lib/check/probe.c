@@ -22,6 +22,7 @@
 
 #include "proto/ifaces.h"
 #include "check/gpucheck.h"
+#include "check/linkrate.h"
 #include "check/probe_msg.h"
 #include "agent/records.h"
 #include "util/util.h"
@@ -56,6 +57,8 @@ struct probe {
 	bool go, reported;
 	int timeout_ms;
 	struct hl_buf in, out;
+	struct hl_buf cmds; /* 'X' and 'S' records after the go, in order */
+	struct hl_lr_sink *sink;
 };
 
 static long long now_us(void)
@@ -83,54 +86,6 @@ void hl_machine_id(char *buf, size_t len)
 	snprintf(buf, len, "%s/%s", boot, net);
 }
 
-static int listen_any(struct probe *p)
-{
-	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6,
-				  .sin6_addr = IN6ADDR_ANY_INIT};
-	struct sockaddr_in s4 = {.sin_family = AF_INET};
-	int fd, zero = 0;
-
-	/* One dual-stack socket where the kernel has IPv6; IPv4 otherwise. */
-	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd >= 0 &&
-	    (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) ||
-	     bind(fd, (struct sockaddr *)&s6, sizeof(s6)) != 0)) {
-		close(fd);
-		fd = -1;
-	}
-	p->family = AF_INET6;
-	if (fd < 0) {
-		p->family = AF_INET;
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			    0);
-		if (fd >= 0 &&
-		    bind(fd, (struct sockaddr *)&s4, sizeof(s4)) != 0) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	if (fd < 0 || listen(fd, 1024) != 0)
-		return HL_ESYS;
-	p->listen_fd = fd;
-	return HL_OK;
-}
-
-static int listen_port(int fd)
-{
-	union {
-		struct sockaddr sa;
-		struct sockaddr_in in;
-		struct sockaddr_in6 in6;
-	} a;
-	socklen_t sl = sizeof(a);
-
-	memset(&a, 0, sizeof(a));
-	if (getsockname(fd, &a.sa, &sl) != 0)
-		return HL_ESYS;
-	return ntohs(a.sa.sa_family == AF_INET6 ? a.in6.sin6_port
-						: a.in.sin_port);
-}
-
 static void describe_interfaces(struct probe *p, struct hl_buf *b)
 {
 	struct iface *v;
@@ -150,6 +105,68 @@ static void describe_interfaces(struct probe *p, struct hl_buf *b)
 		snprintf(i.ifname, sizeof(i.ifname), "%s", v[k].name);
 		snprintf(i.addr, sizeof(i.addr), "%s", v[k].addr);
 		hl_pm_put_iface(b, &i);
+	}
+	free(v);
+}
+
+/* A count from /sys/class/net/IFNAME/FILE; -1 when unreadable. */
+static long long sys_number(const char *ifname, const char *file)
+{
+	char path[256], line[64];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", ifname, file);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	if (fgets(line, sizeof(line), f) != NULL) {
+		char *end;
+
+		errno = 0;
+		v = strtoll(line, &end, 10);
+		if (end == line || (*end != '\n' && *end != '\0') || errno != 0)
+			v = -1;
+	}
+	fclose(f);
+	return v;
+}
+
+static unsigned long long counter(const char *ifname, const char *name)
+{
+	long long v = sys_number(ifname, name);
+
+	return v < 0 ? 0 : (unsigned long long)v;
+}
+
+/* Each interface that is up: its negotiated speed and its error and drop
+ * counters ('L'). */
+static void describe_links(struct hl_buf *b)
+{
+	struct iface *v;
+	size_t n, k, j;
+
+	if (ifaces_list(&v, &n) != HL_OK)
+		return;
+	for (k = 0; k < n; k++) {
+		struct hl_pm_link l = {0};
+		bool seen = false;
+
+		for (j = 0; j < k; j++)
+			seen |= strcmp(v[j].name, v[k].name) == 0;
+		if (seen || !v[k].up || !v[k].running ||
+		    strpbrk(v[k].name, "/\t\n") != NULL)
+			continue;
+		snprintf(l.ifname, sizeof(l.ifname), "%s", v[k].name);
+		/* Virtual links have none (EINVAL): -1. */
+		l.speed_mbps = sys_number(v[k].name, "speed");
+		if (l.speed_mbps < 0)
+			l.speed_mbps = -1;
+		l.rx_errors = counter(v[k].name, "statistics/rx_errors");
+		l.tx_errors = counter(v[k].name, "statistics/tx_errors");
+		l.rx_dropped = counter(v[k].name, "statistics/rx_dropped");
+		l.tx_dropped = counter(v[k].name, "statistics/tx_dropped");
+		hl_pm_put_link(b, &l);
 	}
 	free(v);
 }
@@ -191,22 +208,8 @@ static int add_target(struct probe *p, const char *data, size_t len)
 	t = &p->t[p->nt];
 	memset(t, 0, sizeof(*t));
 	t->fd = -1;
-	if (inet_pton(AF_INET, m.addr,
-		      &((struct sockaddr_in *)&t->sa)->sin_addr) == 1) {
-		((struct sockaddr_in *)&t->sa)->sin_family = AF_INET;
-		((struct sockaddr_in *)&t->sa)->sin_port =
-			htons((uint16_t)m.port);
-		t->salen = sizeof(struct sockaddr_in);
-	} else if (inet_pton(AF_INET6, m.addr,
-			     &((struct sockaddr_in6 *)&t->sa)->sin6_addr) ==
-		   1) {
-		((struct sockaddr_in6 *)&t->sa)->sin6_family = AF_INET6;
-		((struct sockaddr_in6 *)&t->sa)->sin6_port =
-			htons((uint16_t)m.port);
-		t->salen = sizeof(struct sockaddr_in6);
-	} else {
+	if (!hl_lr_sockaddr(m.addr, m.port, &t->sa, &t->salen))
 		return HL_EPROTO;
-	}
 	t->id = m.id;
 	memcpy(t->token, m.token, TOKEN_HEX + 1);
 	p->nt++;
@@ -339,6 +342,35 @@ static void report(struct probe *p)
 	p->reported = true;
 }
 
+/* The bandwidth stage's commands, in the order they came: each transfer
+ * runs here, one at a time (hvdrun sends one a round); its sink answers
+ * on threads of its own. */
+static int run_commands(struct probe *p)
+{
+	const char *data;
+	size_t len, used;
+	char type;
+
+	while (hl_rec_next(&p->cmds, &used, &type, &data, &len) == 1) {
+		if (type == 'X') {
+			struct hl_pm_transfer t;
+			struct hl_pm_rate r;
+
+			if (hl_pm_transfer(data, len, &t) != HL_OK)
+				return HL_EPROTO;
+			hl_lr_measure(&t, &r);
+			hl_pm_put_rate(&p->out, &r);
+		} else {
+			describe_links(&p->out);
+			hl_pm_put_text(&p->out, 'E', NULL);
+		}
+		hl_buf_consume(&p->cmds, used);
+		if (flush_out(p) != 0)
+			return HL_EPROTO;
+	}
+	return HL_OK;
+}
+
 /* Records from hvdrun. HL_EPROTO: stdin is closed, unreadable or holds
  * what the dialogue does not allow. */
 static int read_input(struct probe *p)
@@ -366,6 +398,9 @@ static int read_input(struct probe *p)
 			if (hl_pm_go(data, len, &p->timeout_ms) != HL_OK)
 				return HL_EPROTO;
 			p->go = true;
+		} else if ((type == 'X' || type == 'S') && p->go) {
+			if (hl_rec_put(&p->cmds, type, data, len) != HL_OK)
+				return HL_EPROTO;
 		}
 		hl_buf_consume(&p->in, used);
 	}
@@ -410,6 +445,8 @@ static void loop(struct probe *p)
 			start_more(p);
 			if (p->ndone == p->nt && !p->reported)
 				report(p);
+			if (p->reported && run_commands(p) != HL_OK)
+				break;
 		}
 	}
 out:
@@ -423,18 +460,24 @@ int hl_probe_run(char **cause)
 	unsigned char raw[TOKEN_HEX / 2];
 	char host[256] = "", machine[160];
 	size_t i;
-	int port;
+	int port, sink_port = 0;
 
 	signal(SIGPIPE, SIG_IGN);
 	hl_buf_init(&p.in);
 	hl_buf_init(&p.out);
+	hl_buf_init(&p.cmds);
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
-	    listen_any(&p) != 0 || (port = listen_port(p.listen_fd)) < 0) {
+	    (p.listen_fd = hl_lr_listen(&p.family)) < 0 ||
+	    (port = hl_lr_port(p.listen_fd)) < 0) {
 		return hl_fail(cause, HL_ESYS, "cannot listen: %s",
 			       strerror(errno));
 	}
 	for (i = 0; i < sizeof(raw); i++)
 		snprintf(p.token + 2 * i, 3, "%02x", raw[i]);
+	/* Without a sink, the host has no bandwidth to measure; hvdrun says
+	 * so. */
+	if (hl_lr_sink_start(&p.sink, p.token, &sink_port) != HL_OK)
+		sink_port = 0;
 	gethostname(host, sizeof(host) - 1);
 	hl_machine_id(machine, sizeof(machine));
 	host[strcspn(host, "\t\n")] = '\0';
@@ -442,7 +485,10 @@ int hl_probe_run(char **cause)
 	hl_pm_put_text(&p.out, 'M', machine);
 	hl_pm_put_text(&p.out, 'K', p.token);
 	hl_pm_put_port(&p.out, port);
+	if (sink_port > 0)
+		hl_pm_put_sink_port(&p.out, sink_port);
 	describe_interfaces(&p, &p.out);
+	describe_links(&p.out);
 	describe_gpus(&p.out);
 	hl_pm_put_text(&p.out, 'R', NULL);
 	if (flush_out(&p) != 0)
@@ -456,7 +502,9 @@ int hl_probe_run(char **cause)
 		free(p.t[i].error);
 	}
 	free(p.t);
+	hl_lr_sink_stop(p.sink);
 	close(p.listen_fd);
+	hl_buf_close(&p.cmds);
 	hl_buf_close(&p.in);
 	hl_buf_close(&p.out);
 	return HL_OK;

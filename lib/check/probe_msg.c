@@ -3,13 +3,12 @@
 #include "check/probe_msg.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/util.h"
-
-#define MAX_FIELDS 4
 
 /* A record of the fields joined by tabs. */
 static int put_fields(struct hl_buf *b, char type, const char *const *f, int nf)
@@ -125,6 +124,11 @@ static int put_number(struct hl_buf *b, char type, int v)
 int hl_pm_put_port(struct hl_buf *b, int port)
 {
 	return put_number(b, 'P', port);
+}
+
+int hl_pm_put_sink_port(struct hl_buf *b, int port)
+{
+	return put_number(b, 'Q', port);
 }
 
 int hl_pm_port(const char *d, size_t n, int *port)
@@ -315,6 +319,121 @@ int hl_pm_result(const char *d, size_t n, struct hl_pm_result *r)
 		r->ok = f[1][0] == '1';
 		snprintf(r->error, sizeof(r->error), "%s",
 			 r->ok ? "" : (*f[3] ? f[3] : "?"));
+		rc = HL_OK;
+	}
+	free(buf);
+	return rc;
+}
+
+/* A whole field that is a count in [0, 2^62). */
+static bool count(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return *end == '\0' && errno == 0 && *v < (1ULL << 62);
+}
+
+int hl_pm_put_link(struct hl_buf *b, const struct hl_pm_link *l)
+{
+	char v[5][24];
+	const char *f[] = {l->ifname, v[0], v[1], v[2], v[3], v[4]};
+
+	snprintf(v[0], sizeof(v[0]), "%lld", l->speed_mbps);
+	snprintf(v[1], sizeof(v[1]), "%llu", l->rx_errors);
+	snprintf(v[2], sizeof(v[2]), "%llu", l->tx_errors);
+	snprintf(v[3], sizeof(v[3]), "%llu", l->rx_dropped);
+	snprintf(v[4], sizeof(v[4]), "%llu", l->tx_dropped);
+	return put_fields(b, 'L', f, 6);
+}
+
+int hl_pm_link(const char *d, size_t n, struct hl_pm_link *l)
+{
+	char *buf, *f[6];
+	long speed;
+	int rc = HL_EPROTO;
+
+	if (fields(d, n, &buf, f, 6) && *f[0] != '\0' &&
+	    copy(l->ifname, sizeof(l->ifname), f[0]) &&
+	    hl_parse_long(f[1], -1, 1L << 40, &speed) &&
+	    count(f[2], &l->rx_errors) && count(f[3], &l->tx_errors) &&
+	    count(f[4], &l->rx_dropped) && count(f[5], &l->tx_dropped)) {
+		l->speed_mbps = speed;
+		rc = HL_OK;
+	}
+	free(buf);
+	return rc;
+}
+
+int hl_pm_put_transfer(struct hl_buf *b, const struct hl_pm_transfer *t)
+{
+	char id[24], port[8], ms[16], bytes[24], to[16];
+	const char *f[] = {id, t->addr, port, t->token, ms, bytes, to};
+
+	snprintf(id, sizeof(id), "%ld", t->id);
+	snprintf(port, sizeof(port), "%d", t->port);
+	snprintf(ms, sizeof(ms), "%d", t->max_ms);
+	snprintf(bytes, sizeof(bytes), "%lld", t->max_bytes);
+	snprintf(to, sizeof(to), "%d", t->timeout_ms);
+	return put_fields(b, 'X', f, 7);
+}
+
+int hl_pm_transfer(const char *d, size_t n, struct hl_pm_transfer *t)
+{
+	char *buf, *f[7];
+	long port, ms, to, bytes;
+	int rc = HL_EPROTO;
+
+	if (fields(d, n, &buf, f, 7) &&
+	    hl_parse_long(f[0], 0, 1L << 30, &t->id) && is_addr(f[1]) &&
+	    copy(t->addr, sizeof(t->addr), f[1]) &&
+	    hl_parse_long(f[2], 1, 65535, &port) && is_token(f[3]) &&
+	    hl_parse_long(f[4], 1, HL_PM_MAX_TIMEOUT, &ms) &&
+	    hl_parse_long(f[5], 0, 1L << 40, &bytes) &&
+	    hl_parse_long(f[6], 1, HL_PM_MAX_TIMEOUT, &to)) {
+		t->port = (int)port;
+		memcpy(t->token, f[3], HL_PM_TOKEN + 1);
+		t->max_ms = (int)ms;
+		t->max_bytes = bytes;
+		t->timeout_ms = (int)to;
+		rc = HL_OK;
+	}
+	free(buf);
+	return rc;
+}
+
+int hl_pm_put_rate(struct hl_buf *b, const struct hl_pm_rate *r)
+{
+	char id[24], bytes[24], us[32], rtt[32], err[sizeof(r->error)];
+	const char *f[] = {id, r->ok ? "1" : "0", bytes, us, rtt, err};
+
+	snprintf(id, sizeof(id), "%ld", r->id);
+	snprintf(bytes, sizeof(bytes), "%lld", r->bytes);
+	snprintf(us, sizeof(us), "%.0f", r->us);
+	snprintf(rtt, sizeof(rtt), "%.1f", r->rtt_us);
+	snprintf(err, sizeof(err), "%s", r->error);
+	err[strcspn(err, "\t\n")] = '\0';
+	return put_fields(b, 'Y', f, 6);
+}
+
+int hl_pm_rate(const char *d, size_t n, struct hl_pm_rate *r)
+{
+	char *buf, *f[6];
+	unsigned long long bytes;
+	int rc = HL_EPROTO;
+
+	if (fields(d, n, &buf, f, 6) &&
+	    hl_parse_long(f[0], 0, 1L << 30, &r->id) &&
+	    (strcmp(f[1], "1") == 0 || strcmp(f[1], "0") == 0) &&
+	    count(f[2], &bytes) && hl_parse_double(f[3], 0, 1e12, &r->us) &&
+	    hl_parse_double(f[4], 0, 1e12, &r->rtt_us)) {
+		r->ok = f[1][0] == '1';
+		r->bytes = (long long)bytes;
+		snprintf(r->error, sizeof(r->error), "%s",
+			 r->ok ? "" : (*f[5] ? f[5] : "?"));
 		rc = HL_OK;
 	}
 	free(buf);

@@ -10,6 +10,12 @@
  *   'U' key TAB value...                  a GPU fact (gpucheck.h):
  *       driver V, gpu INDEX TAB NAME TAB BYTES, cuda_runtime V,
  *       cuda_driver V, cuda_devices N, cuda_error TEXT, nccl V, note TEXT
+ *   'Q' port                              the bandwidth sink's port
+ *                                         (linkrate.h)
+ *   'L' ifname TAB speed TAB rx_errors TAB tx_errors TAB rx_dropped
+ *       TAB tx_dropped                    an interface's negotiated
+ *                                         speed (Mb/s, -1: unknown) and
+ *                                         counters, from /sys/class/net
  *   'R'                                   end of the description
  *
  * hvdrun sends the targets and the go:
@@ -18,8 +24,18 @@
  *   'G' timeout (milliseconds per connection)
  *
  * and the probe answers 'C' id TAB 1|0 TAB microseconds TAB error for
- * each target, then 'F'. Each decoder takes a record's payload and its
- * length and returns HL_OK or HL_EPROTO. */
+ * each target, then 'F'. After that, for `hvdrun check --bandwidth`,
+ * any number of
+ *
+ *   'X' id TAB address TAB port TAB token TAB ms TAB bytes TAB timeout
+ *       one transfer to a sink (linkrate.h): at most ms milliseconds or
+ *       bytes bytes (0: round trips only), every wait bounded by timeout
+ *       milliseconds
+ *       -> 'Y' id TAB 1|0 TAB bytes TAB microseconds TAB rtt TAB error
+ *   'S' -> the 'L' records again, then 'E'
+ *
+ * Each decoder takes a record's payload and its length and returns HL_OK
+ * or HL_EPROTO. */
 #ifndef HL_PROBE_MSG_H
 #define HL_PROBE_MSG_H
 
@@ -58,9 +74,39 @@ struct hl_pm_gpu {
 	unsigned long long mem_bytes;
 };
 
-/* 'N', 'M', 'K', 'R', 'F': one field (NULL: none). */
+/* An interface's link ('L'). */
+struct hl_pm_link {
+	char ifname[64];
+	long long speed_mbps; /* -1: unknown */
+	unsigned long long rx_errors, tx_errors, rx_dropped, tx_dropped;
+};
+
+/* A transfer to run ('X'). */
+struct hl_pm_transfer {
+	long id;
+	char addr[INET6_ADDRSTRLEN];
+	int port;
+	char token[HL_PM_TOKEN + 1];
+	int max_ms;
+	long long max_bytes; /* 0: the round trips only */
+	int timeout_ms;
+};
+
+/* What it measured ('Y'). */
+struct hl_pm_rate {
+	long id;
+	bool ok;
+	long long bytes;
+	double us;     /* how long the data took */
+	double rtt_us; /* the median round trip (of a max_bytes 0 transfer) */
+	char error[256];
+};
+
+/* 'N', 'M', 'K', 'R', 'F', 'S', 'E': one field (NULL: none). */
 int hl_pm_put_text(struct hl_buf *b, char type, const char *s);
 int hl_pm_put_port(struct hl_buf *b, int port);
+/* 'Q': the sink's port ('P' and 'Q' decode with hl_pm_port). */
+int hl_pm_put_sink_port(struct hl_buf *b, int port);
 int hl_pm_port(const char *d, size_t n, int *port);
 int hl_pm_token(const char *d, size_t n, char *token);
 int hl_pm_put_iface(struct hl_buf *b, const struct hl_pm_iface *i);
@@ -77,5 +123,11 @@ int hl_pm_put_go(struct hl_buf *b, int timeout_ms);
 int hl_pm_go(const char *d, size_t n, int *timeout_ms);
 int hl_pm_put_result(struct hl_buf *b, const struct hl_pm_result *r);
 int hl_pm_result(const char *d, size_t n, struct hl_pm_result *r);
+int hl_pm_put_link(struct hl_buf *b, const struct hl_pm_link *l);
+int hl_pm_link(const char *d, size_t n, struct hl_pm_link *l);
+int hl_pm_put_transfer(struct hl_buf *b, const struct hl_pm_transfer *t);
+int hl_pm_transfer(const char *d, size_t n, struct hl_pm_transfer *t);
+int hl_pm_put_rate(struct hl_buf *b, const struct hl_pm_rate *r);
+int hl_pm_rate(const char *d, size_t n, struct hl_pm_rate *r);
 
 #endif

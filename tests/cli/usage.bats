@@ -16,7 +16,7 @@ load helper
 	assert_line --regexp '^  --log-level trace\|debug\|info\|warning\|error\|fatal$'
 	# Short enough to read (horovodrun's other flags take a third of
 	# it), and every line fits a terminal.
-	[ "${#lines[@]}" -lt 110 ]
+	[ "${#lines[@]}" -lt 115 ]
 	for l in "${lines[@]}"; do [ "${#l}" -le 80 ]; done
 	run "$HVDRUN" -h
 	assert_success

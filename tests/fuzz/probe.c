@@ -14,11 +14,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct hl_pm_target t;
 	struct hl_pm_result r;
 	struct hl_pm_gpu g;
+	struct hl_pm_link l;
+	struct hl_pm_transfer x;
+	struct hl_pm_rate rate;
 	int v;
 
 	if (size == 0)
 		return 0;
-	switch (data[0] % 6) {
+	switch (data[0] % 8) {
 	case 0:
 		(void)hl_pm_port(d, n, &v);
 		break;
@@ -35,11 +38,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)hl_pm_go(d, n, &v);
 		(void)hl_pm_result(d, n, &r);
 		break;
-	default:
+	case 5:
 		s = fuzz_string(data + 1, n);
 		if (s != NULL)
 			(void)hl_pm_gpu(s, &g);
 		free(s);
+		break;
+	case 6:
+		(void)hl_pm_link(d, n, &l);
+		break;
+	default:
+		(void)hl_pm_transfer(d, n, &x);
+		(void)hl_pm_rate(d, n, &rate);
 	}
 	return 0;
 }

@@ -123,6 +123,11 @@ static void probe(void)
 	struct hl_pm_target t = {7, "10.1.2.4", 40000,
 				 "0123456789abcdef0123456789abcdef"};
 	struct hl_pm_result r = {7, false, 12.5, "connection refused"};
+	struct hl_pm_link l = {"eth0", 100000, 0, 1, 2, 3};
+	struct hl_pm_transfer x = {3, "10.1.2.4", 40001,
+				   "0123456789abcdef0123456789abcdef", 200,
+				   64 << 20, 2000};
+	struct hl_pm_rate rate = {3, true, 1 << 30, 200000, 38.5, ""};
 	struct hl_buf b;
 
 	hl_buf_init(&b);
@@ -143,6 +148,15 @@ static void probe(void)
 	b.len = 0;
 	hl_pm_put_go(&b, 500);
 	put_picked("probe", "go", 4, &b);
+	b.len = 0;
+	hl_pm_put_link(&b, &l);
+	put_picked("probe", "link", 6, &b);
+	b.len = 0;
+	hl_pm_put_transfer(&b, &x);
+	put_picked("probe", "transfer", 7, &b);
+	b.len = 0;
+	hl_pm_put_rate(&b, &rate);
+	put_picked("probe", "rate", 7, &b);
 	hl_buf_close(&b);
 	put("probe", "gpu",
 	    "\5"

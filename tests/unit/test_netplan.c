@@ -1,9 +1,11 @@
 /* test_netplan.c: the network check's pure steps (lib/check/netplan.h), fed the
  * probe's own records, without SSH or sockets: candidates, pairs,
  * selection, reachability, and a host no other host reaches. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check/linkplan.h"
 #include "check/netplan.h"
 #include "check/probe_msg.h"
 #include "agent/records.h"
@@ -206,8 +208,162 @@ static void test_unreached_host(void)
 	hl_netcheck_close(&nc);
 }
 
+/* Three hosts that reach each other on both their interfaces. */
+static void all_reached(struct hl_netcheck *nc)
+{
+	size_t p;
+
+	three(nc);
+	CHECK(hl_nc_plan(nc, "m-a") == HL_OK);
+	for (p = 0; p < nc->npairs; p++) {
+		nc->pairs[p].done = nc->pairs[p].ok = true;
+	}
+	hl_nc_select(nc);
+}
+
+/* Feed one 'Y' for link id, as a probe answers. */
+static void rate(struct hl_netcheck *nc, bool trips, long id, bool ok,
+		 long long bytes, double us)
+{
+	struct hl_pm_rate r = {.id = id, .ok = ok, .bytes = bytes, .us = us,
+			       .rtt_us = trips ? 40 : 0};
+	const char *data;
+	size_t len, used;
+	char type;
+	struct hl_buf b;
+
+	if (!ok)
+		strcpy(r.error, "stopped answering after 1.0 MiB");
+	hl_buf_init(&b);
+	CHECK(hl_pm_put_rate(&b, &r) == HL_OK);
+	CHECK(hl_rec_next(&b, &used, &type, &data, &len) == 1);
+	hl_nc_take_rate(nc, trips, data, len);
+	hl_buf_close(&b);
+}
+
+static void stats(struct hl_nc_host *h, int when, const char *ifname,
+		  long long speed, unsigned long long rx_errors)
+{
+	struct hl_pm_link l = {.speed_mbps = speed, .rx_errors = rx_errors};
+	const char *data;
+	size_t len, used;
+	char type;
+	struct hl_buf b;
+
+	strcpy(l.ifname, ifname);
+	hl_buf_init(&b);
+	CHECK(hl_pm_put_link(&b, &l) == HL_OK);
+	CHECK(hl_rec_next(&b, &used, &type, &data, &len) == 1);
+	if (when == 0)
+		hl_nc_take_description(h, type, data, len);
+	else
+		hl_nc_take_stats(h, when, data, len);
+	hl_buf_close(&b);
+}
+
+static void test_link_rounds(void)
+{
+	struct hl_netcheck nc;
+	size_t i, j, r;
+
+	all_reached(&nc);
+	CHECK(hl_nc_plan_links(&nc) == HL_OK);
+	/* Every ordered pair on each of the destination's two selected
+	 * interfaces; 2 rounds an interface. */
+	CHECK(nc.nlinks == 3 * 2 * 2);
+	CHECK(nc.nrounds == 4);
+	for (i = 0; i < nc.nlinks; i++) {
+		const struct hl_nc_link *l = &nc.links[i];
+
+		CHECK(l->from != l->to && l->round < nc.nrounds);
+		CHECK(!nc.h[l->to].addrs[l->addr].loopback);
+		for (j = i + 1; j < nc.nlinks; j++) {
+			const struct hl_nc_link *m = &nc.links[j];
+
+			/* Once each; in a round, one send and one receive a
+			 * host. */
+			CHECK(!(l->from == m->from && l->to == m->to &&
+				!strcmp(hl_nc_link_ifname(&nc, l),
+					hl_nc_link_ifname(&nc, m))));
+			if (l->round == m->round)
+				CHECK(l->from != m->from && l->to != m->to);
+		}
+	}
+	for (r = 0, j = 0; r < nc.nrounds; r++, j = 0) {
+		for (i = 0; i < nc.nlinks; i++)
+			j += nc.links[i].round == r;
+		CHECK(j == 3);
+	}
+	hl_netcheck_close(&nc);
+}
+
+static void test_link_judge(void)
+{
+	struct hl_netcheck nc;
+	struct hl_strvec names;
+	double g, rtt;
+	size_t i, slow = SIZE_MAX, failed = SIZE_MAX;
+
+	all_reached(&nc);
+	stats(&nc.h[0], 0, "ib0", 200000, 0);
+	stats(&nc.h[1], 0, "ib0", 100000, 5);
+	stats(&nc.h[2], 0, "ib0", 200000, 0);
+	stats(&nc.h[1], 1, "ib0", 100000, 9);
+	stats(&nc.h[2], 1, "ib0", 200000, 0);
+	CHECK(hl_nc_plan_links(&nc) == HL_OK);
+	for (i = 0; i < nc.nlinks; i++) {
+		const struct hl_nc_link *l = &nc.links[i];
+
+		if (strcmp(hl_nc_link_ifname(&nc, l), "ib0") != 0)
+			continue;
+		if (l->from == 0 && l->to == 2)
+			slow = i;
+		if (l->from == 2 && l->to == 1)
+			failed = i;
+	}
+	CHECK(slow != SIZE_MAX && failed != SIZE_MAX);
+	for (i = 0; i < nc.nlinks; i++) {
+		rate(&nc, true, (long)i, true, 0, 0);
+		/* 1 GB a second: 8 Gb/s; the slow one a tenth of it. */
+		rate(&nc, false, (long)i, i != failed, i == slow ? 100000000 : 1000000000,
+		     1e6);
+	}
+	CHECK(hl_nc_judge(&nc) == HL_OK);
+	CHECK(nc.links[slow].slow && nc.links[slow].gbps == 0.8);
+	CHECK(!nc.links[failed].ok && !nc.links[failed].slow);
+	CHECK_STR(nc.links[failed].error, "stopped answering after 1.0 MiB");
+	CHECK(nc.links[0].rtt_us == 40);
+	CHECK(hl_nc_link_medians(&nc, "ib0", &g, &rtt) && g == 8 && rtt == 40);
+	CHECK(!hl_nc_link_medians(&nc, "wlan0", &g, &rtt));
+	hl_strvec_init(&names);
+	CHECK(hl_nc_link_ifnames(&nc, &names) == HL_OK && names.n == 3);
+	hl_strvec_close(&names);
+	CHECK(hl_nc_count(&nc, HL_NCF_SLOW_LINK) == 1);
+	CHECK(hl_nc_count(&nc, HL_NCF_FAILED_LINK) == 1);
+	/* b's ib0 at half the others' speed, and 4 more errors. */
+	CHECK(hl_nc_count(&nc, HL_NCF_LOW_SPEED) == 1);
+	CHECK(hl_nc_count(&nc, HL_NCF_ERRORS) == 1);
+	CHECK(hl_nc_count(&nc, HL_NCF_DROPS) == 0);
+	for (i = 0; i < nc.nfindings; i++) {
+		const struct hl_nc_finding *f = &nc.findings[i];
+
+		if (f->kind == HL_NCF_SLOW_LINK)
+			CHECK_STR(f->text, "a -> c on ib0: 0.80 Gb/s, under half "
+					   "the median of ib0 (8.00 Gb/s)");
+		if (f->kind == HL_NCF_LOW_SPEED)
+			CHECK_STR(f->text, "b ib0: negotiated 100000 Mb/s, the "
+					   "other hosts' ib0 200000 Mb/s");
+		if (f->kind == HL_NCF_ERRORS)
+			CHECK_STR(f->text, "b ib0: 4 receive and 0 transmit "
+					   "errors during the check");
+	}
+	hl_netcheck_close(&nc);
+}
+
 int main(void)
 {
+	RUN(test_link_rounds);
+	RUN(test_link_judge);
 	RUN(test_description);
 	RUN(test_plan_pairs);
 	RUN(test_plan_loopback);

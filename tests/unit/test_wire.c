@@ -521,6 +521,76 @@ static void test_probe_messages(void)
 	hl_buf_close(&b);
 }
 
+/* The bandwidth stage's messages: each round trip, every cut refused. */
+static void test_probe_link_messages(void)
+{
+	struct hl_pm_link l = {"eth0", 100000, 1, 2, 3, 4}, gl;
+	struct hl_pm_transfer x = {9, "10.0.0.2", 4001, "", 200, 64LL << 20,
+				   2000},
+			      gx;
+	struct hl_pm_rate r = {9, true, 12345678901LL, 200123, 38.5, ""}, gr;
+	struct hl_buf b;
+	const char *d;
+	size_t n, k;
+	int port;
+
+	snprintf(x.token, sizeof(x.token), "0123456789abcdef0123456789abcdef");
+	hl_buf_init(&b);
+	CHECK(hl_pm_put_link(&b, &l) == HL_OK && only(&b, 'L', &d, &n));
+	CHECK(hl_pm_link(d, n, &gl) == HL_OK);
+	CHECK_STR(gl.ifname, "eth0");
+	CHECK(gl.speed_mbps == 100000 && gl.rx_errors == 1 &&
+	      gl.tx_errors == 2 && gl.rx_dropped == 3 && gl.tx_dropped == 4);
+	for (k = 0; k < n; k++) /* the last field is one digit */
+		CHECK(hl_pm_link(d, k, &gl) == HL_EPROTO);
+	d = "eth0\t-1\t0\t0\t0\t0";
+	CHECK(hl_pm_link(d, strlen(d), &gl) == HL_OK && gl.speed_mbps == -1);
+	d = "eth0\t-2\t0\t0\t0\t0";
+	CHECK(hl_pm_link(d, strlen(d), &gl) == HL_EPROTO);
+	d = "eth0\t1\t-1\t0\t0\t0";
+	CHECK(hl_pm_link(d, strlen(d), &gl) == HL_EPROTO);
+	d = "\t1\t0\t0\t0\t0";
+	CHECK(hl_pm_link(d, strlen(d), &gl) == HL_EPROTO);
+	hl_buf_close(&b);
+
+	CHECK(hl_pm_put_transfer(&b, &x) == HL_OK && only(&b, 'X', &d, &n));
+	CHECK(hl_pm_transfer(d, n, &gx) == HL_OK);
+	CHECK(gx.id == 9 && gx.port == 4001 && gx.max_ms == 200 &&
+	      gx.max_bytes == 64LL << 20 && gx.timeout_ms == 2000);
+	CHECK_STR(gx.addr, "10.0.0.2");
+	CHECK_STR(gx.token, x.token);
+	CHECK(hl_pm_transfer(d, n - 1, &gx) == HL_OK && gx.timeout_ms == 200);
+	CHECK(hl_pm_transfer(d, n - 5, &gx) == HL_EPROTO);
+	hl_buf_close(&b);
+	x.max_bytes = 0; /* the round trips only */
+	CHECK(hl_pm_put_transfer(&b, &x) == HL_OK && only(&b, 'X', &d, &n));
+	CHECK(hl_pm_transfer(d, n, &gx) == HL_OK && gx.max_bytes == 0);
+	hl_buf_close(&b);
+	x.max_ms = 0; /* encoded, refused when read */
+	CHECK(hl_pm_put_transfer(&b, &x) == HL_OK && only(&b, 'X', &d, &n));
+	CHECK(hl_pm_transfer(d, n, &gx) == HL_EPROTO);
+	hl_buf_close(&b);
+
+	CHECK(hl_pm_put_rate(&b, &r) == HL_OK && only(&b, 'Y', &d, &n));
+	CHECK(hl_pm_rate(d, n, &gr) == HL_OK);
+	CHECK(gr.id == 9 && gr.ok && gr.bytes == 12345678901LL &&
+	      gr.us == 200123 && gr.rtt_us == 38.5);
+	CHECK_STR(gr.error, "");
+	hl_buf_close(&b);
+	r.ok = false;
+	snprintf(r.error, sizeof(r.error), "stopped answering\tafter 1 MiB");
+	CHECK(hl_pm_put_rate(&b, &r) == HL_OK && only(&b, 'Y', &d, &n));
+	CHECK(hl_pm_rate(d, n, &gr) == HL_OK && !gr.ok);
+	CHECK_STR(gr.error, "stopped answering");
+	d = "9\t1\tx\t1\t1\t";
+	CHECK(hl_pm_rate(d, strlen(d), &gr) == HL_EPROTO);
+	hl_buf_close(&b);
+
+	CHECK(hl_pm_put_sink_port(&b, 4001) == HL_OK && only(&b, 'Q', &d, &n));
+	CHECK(hl_pm_port(d, n, &port) == HL_OK && port == 4001);
+	hl_buf_close(&b);
+}
+
 static void test_probe_gpu_facts(void)
 {
 	struct hl_gpuinfo gi = {0};
@@ -618,6 +688,7 @@ static void test_notes(void)
 int main(void)
 {
 	RUN(test_big_endian_round_trip);
+	RUN(test_probe_link_messages);
 	RUN(test_writer_errors_are_sticky);
 	RUN(test_reader_errors_are_sticky);
 	RUN(test_control_responses);

@@ -1,0 +1,340 @@
+/* linkplan.c: see linkplan.h. */
+#include "check/linkplan.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/probe_msg.h"
+
+/* The first address of host j on interface ifname that host i reached. */
+static bool reached_addr(const struct hl_netcheck *nc, size_t i, size_t j,
+			 const char *ifname, size_t *addr)
+{
+	size_t p;
+
+	for (p = 0; p < nc->npairs; p++) {
+		const struct hl_nc_pair *q = &nc->pairs[p];
+
+		if (q->from == i && q->to == j && q->ok &&
+		    strcmp(hl_nc_pair_ifname(nc, q), ifname) == 0) {
+			*addr = q->addr;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int push_link(struct hl_netcheck *nc, size_t *cap,
+		     const struct hl_nc_link *l)
+{
+	if (nc->nlinks == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct hl_nc_link *v = realloc(nc->links, c * sizeof(*v));
+
+		if (v == NULL)
+			return HL_ENOMEM;
+		nc->links = v;
+		*cap = c;
+	}
+	nc->links[nc->nlinks++] = *l;
+	return HL_OK;
+}
+
+int hl_nc_plan_links(struct hl_netcheck *nc)
+{
+	size_t *u = calloc(nc->n ? nc->n : 1, sizeof(*u));
+	size_t m = 0, i, j, k, maxk = 0, cap = 0;
+	int rc = HL_OK;
+
+	if (u == NULL)
+		return HL_ENOMEM;
+	for (i = 0; i < nc->n; i++)
+		if (nc->h[i].usable)
+			u[m++] = i;
+	for (j = 0; j < m && m > 1; j++) {
+		const struct hl_nc_host *to = &nc->h[u[j]];
+
+		if (to->selected.n > maxk)
+			maxk = to->selected.n;
+		for (k = 0; k < to->selected.n; k++)
+			for (i = 0; i < m && rc == HL_OK; i++) {
+				struct hl_nc_link l = {.from = u[i],
+						       .to = u[j]};
+
+				if (i == j)
+					continue;
+				l.round = k * (m - 1) + (j + m - i) % m - 1;
+				if (!reached_addr(nc, u[i], u[j],
+						  to->selected.v[k], &l.addr))
+					continue;
+				rc = push_link(nc, &cap, &l);
+			}
+	}
+	nc->nrounds = m > 1 ? maxk * (m - 1) : 0;
+	free(u);
+	return rc;
+}
+
+void hl_nc_take_rate(struct hl_netcheck *nc, bool trips, const char *data,
+		     size_t len)
+{
+	struct hl_pm_rate r;
+	struct hl_nc_link *l;
+
+	if (hl_pm_rate(data, len, &r) != HL_OK || r.id < 0 ||
+	    (size_t)r.id >= nc->nlinks)
+		return;
+	l = &nc->links[r.id];
+	if (!r.ok) {
+		hl_nc_link_fail(l, r.error);
+		return;
+	}
+	if (trips) {
+		l->rtt_us = r.rtt_us;
+		return;
+	}
+	l->done = true;
+	l->ok = true;
+	l->bytes = r.bytes;
+	l->seconds = r.us / 1e6;
+}
+
+void hl_nc_link_fail(struct hl_nc_link *l, const char *why)
+{
+	if (l->done)
+		return;
+	l->done = true;
+	l->ok = false;
+	free(l->error);
+	l->error = hl_strdup(why);
+}
+
+const char *hl_nc_link_ifname(const struct hl_netcheck *nc,
+			      const struct hl_nc_link *l)
+{
+	return nc->h[l->to].addrs[l->addr].ifname;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+bool hl_nc_link_medians(const struct hl_netcheck *nc, const char *ifname,
+			double *gbps, double *rtt_us)
+{
+	double *g = malloc((nc->nlinks + 1) * sizeof(*g)),
+	       *r = malloc((nc->nlinks + 1) * sizeof(*r));
+	size_t i, n = 0;
+
+	for (i = 0; g != NULL && r != NULL && i < nc->nlinks; i++) {
+		const struct hl_nc_link *l = &nc->links[i];
+
+		if (l->ok && strcmp(hl_nc_link_ifname(nc, l), ifname) == 0) {
+			g[n] = l->gbps;
+			r[n++] = l->rtt_us;
+		}
+	}
+	if (n > 0) {
+		*gbps = median(g, n);
+		*rtt_us = median(r, n);
+	}
+	free(g);
+	free(r);
+	return n > 0;
+}
+
+int hl_nc_link_ifnames(const struct hl_netcheck *nc, struct hl_strvec *v)
+{
+	size_t i, k;
+
+	for (i = 0; i < nc->nlinks; i++) {
+		const char *f = hl_nc_link_ifname(nc, &nc->links[i]);
+		bool seen = false;
+
+		for (k = 0; k < v->n; k++)
+			seen |= strcmp(v->v[k], f) == 0;
+		if (!seen && hl_strvec_push(v, f) != HL_OK)
+			return HL_ENOMEM;
+	}
+	return HL_OK;
+}
+
+static int add(struct hl_netcheck *nc, enum hl_nc_finding_kind kind,
+	       size_t host, size_t link, const char *ifname, char *text)
+{
+	struct hl_nc_finding *v;
+
+	if (text == NULL)
+		return HL_ENOMEM;
+	v = realloc(nc->findings, (nc->nfindings + 1) * sizeof(*v));
+	if (v == NULL) {
+		free(text);
+		return HL_ENOMEM;
+	}
+	nc->findings = v;
+	v[nc->nfindings] = (struct hl_nc_finding){
+		kind, host, link, hl_strdup(ifname), text};
+	nc->nfindings++;
+	return HL_OK;
+}
+
+static const char *name(const struct hl_netcheck *nc, size_t i)
+{
+	return nc->h[i].host->name;
+}
+
+static int judge_links(struct hl_netcheck *nc)
+{
+	size_t i;
+	int rc = HL_OK;
+
+	for (i = 0; i < nc->nlinks; i++) {
+		struct hl_nc_link *l = &nc->links[i];
+
+		if (l->ok && l->seconds > 0)
+			l->gbps = (double)l->bytes * 8 / l->seconds / 1e9;
+	}
+	for (i = 0; i < nc->nlinks && rc == HL_OK; i++) {
+		struct hl_nc_link *l = &nc->links[i];
+		const char *ifn = hl_nc_link_ifname(nc, l);
+		double med, rtt;
+
+		if (!l->ok) {
+			rc = add(nc, HL_NCF_FAILED_LINK, l->from, i, ifn,
+				 hl_asprintf("%s -> %s on %s: %s",
+					     name(nc, l->from), name(nc, l->to),
+					     ifn,
+					     l->error ? l->error : "no result"));
+			continue;
+		}
+		if (!hl_nc_link_medians(nc, ifn, &med, &rtt) ||
+		    l->gbps * 2 >= med)
+			continue;
+		l->slow = true;
+		rc = add(nc, HL_NCF_SLOW_LINK, l->from, i, ifn,
+			 hl_asprintf("%s -> %s on %s: %.2f Gb/s, under half "
+				     "the median of %s (%.2f Gb/s)",
+				     name(nc, l->from), name(nc, l->to), ifn,
+				     l->gbps, ifn, med));
+	}
+	return rc;
+}
+
+static const struct hl_nc_ifstat *stat_of(const struct hl_nc_host *h, int when,
+					  const char *ifname)
+{
+	size_t k;
+
+	for (k = 0; k < h->nstats[when]; k++)
+		if (strcmp(h->stats[when][k].ifname, ifname) == 0)
+			return &h->stats[when][k];
+	return NULL;
+}
+
+/* A selected interface's speed under the upper median of the same
+ * interface's on the usable hosts that know theirs. */
+static int judge_speed(struct hl_netcheck *nc, size_t i, const char *ifn)
+{
+	const struct hl_nc_ifstat *s = stat_of(&nc->h[i], 0, ifn);
+	double *v, top;
+	size_t j, n = 0;
+
+	if (s == NULL || s->speed_mbps <= 0)
+		return HL_OK;
+	v = malloc(nc->n * sizeof(*v));
+	if (v == NULL)
+		return HL_ENOMEM;
+	for (j = 0; j < nc->n; j++) {
+		const struct hl_nc_ifstat *o;
+
+		if (!nc->h[j].usable)
+			continue;
+		o = stat_of(&nc->h[j], 0, ifn);
+		if (o != NULL && o->speed_mbps > 0)
+			v[n++] = (double)o->speed_mbps;
+	}
+	qsort(v, n, sizeof(*v), cmp_double);
+	top = v[n / 2];
+	free(v);
+	if ((double)s->speed_mbps >= top)
+		return HL_OK;
+	return add(nc, HL_NCF_LOW_SPEED, i, SIZE_MAX, ifn,
+		   hl_asprintf("%s %s: negotiated %lld Mb/s, the other hosts' "
+			       "%s %.0f Mb/s",
+			       name(nc, i), ifn, s->speed_mbps, ifn, top));
+}
+
+/* Counters of a selected interface that grew between the two reads. */
+static int judge_counters(struct hl_netcheck *nc, size_t i, const char *ifn)
+{
+	const struct hl_nc_ifstat *a = stat_of(&nc->h[i], 0, ifn),
+				  *b = stat_of(&nc->h[i], 1, ifn);
+	unsigned long long rxe, txe, rxd, txd;
+	int rc = HL_OK;
+
+	if (a == NULL || b == NULL)
+		return HL_OK;
+	rxe = b->rx_errors > a->rx_errors ? b->rx_errors - a->rx_errors : 0;
+	txe = b->tx_errors > a->tx_errors ? b->tx_errors - a->tx_errors : 0;
+	rxd = b->rx_dropped > a->rx_dropped ? b->rx_dropped - a->rx_dropped
+					    : 0;
+	txd = b->tx_dropped > a->tx_dropped ? b->tx_dropped - a->tx_dropped
+					    : 0;
+	if (rxe + txe > 0)
+		rc = add(nc, HL_NCF_ERRORS, i, SIZE_MAX, ifn,
+			 hl_asprintf("%s %s: %llu receive and %llu transmit "
+				     "errors during the check",
+				     name(nc, i), ifn, rxe, txe));
+	if (rc == HL_OK && rxd + txd > 0)
+		rc = add(nc, HL_NCF_DROPS, i, SIZE_MAX, ifn,
+			 hl_asprintf("%s %s: %llu received and %llu sent "
+				     "packets dropped during the check",
+				     name(nc, i), ifn, rxd, txd));
+	return rc;
+}
+
+int hl_nc_judge(struct hl_netcheck *nc)
+{
+	size_t i, k;
+	int rc = judge_links(nc);
+
+	for (i = 0; i < nc->n && rc == HL_OK; i++) {
+		const struct hl_nc_host *h = &nc->h[i];
+
+		if (!h->usable)
+			continue;
+		for (k = 0; k < h->selected.n && rc == HL_OK; k++) {
+			rc = judge_speed(nc, i, h->selected.v[k]);
+			if (rc == HL_OK)
+				rc = judge_counters(nc, i, h->selected.v[k]);
+		}
+	}
+	return rc;
+}
+
+size_t hl_nc_count(const struct hl_netcheck *nc, enum hl_nc_finding_kind k)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < nc->nfindings; i++)
+		n += nc->findings[i].kind == k;
+	return n;
+}
+
+int hl_nc_status(const struct hl_netcheck *nc, bool fail_on_slow)
+{
+	if (nc->nusable < nc->n || hl_nc_count(nc, HL_NCF_FAILED_LINK) > 0)
+		return 1;
+	return fail_on_slow && hl_nc_count(nc, HL_NCF_SLOW_LINK) > 0;
+}
