@@ -89,6 +89,65 @@ static bool push(json_t *a, json_t *v)
 	return v != NULL && json_array_append_new(a, v) == 0;
 }
 
+/* A number that is 0 or -1 when unknown: null then. */
+static json_t *known(int v, int unknown)
+{
+	return v == unknown || v < 0 ? json_null() : json_integer(v);
+}
+
+static json_t *tristate(int v)
+{
+	return v < 0 ? json_null() : json_boolean(v);
+}
+
+/* GPU index's PCIe link and NVLinks, or null. */
+static json_t *pcie(const struct hl_nc_host *h, int index)
+{
+	size_t i;
+
+	for (i = 0; i < h->gpu.n; i++) {
+		struct hl_pm_pcie p;
+
+		if (strncmp(h->gpu.v[i], "pcie\t", 5) == 0 &&
+		    hl_pm_gpu_pcie(h->gpu.v[i] + 5, &p) == HL_OK &&
+		    p.index == index)
+			return json_pack("{s:o,s:o,s:o,s:o,s:o}", "gen",
+					 known(p.gen, 0), "gen_max",
+					 known(p.gen_max, 0), "width",
+					 known(p.width, 0), "width_max",
+					 known(p.width_max, 0), "nvlinks_up",
+					 known(p.nvlinks, -1));
+	}
+	return json_null();
+}
+
+/* Every pair of the host's GPUs: the PCIe path, NVLink, peer access. */
+static json_t *gpu_pairs(const struct hl_nc_host *h)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a != NULL && i < h->gpu.n; i++) {
+		struct hl_gpu_pair q;
+		const char *path;
+
+		if (strncmp(h->gpu.v[i], "pair\t", 5) != 0 ||
+		    hl_pm_gpu_pair(h->gpu.v[i] + 5, &q) != HL_OK)
+			continue;
+		path = hl_gpu_level_text(q.level);
+		if (!push(a, json_pack("{s:i,s:i,s:o,s:o,s:o,s:o}", "a", q.a,
+				       "b", q.b, "level", known(q.level, -1),
+				       "path", path ? json_string(path)
+						    : json_null(),
+				       "nvlink", tristate(q.nvlink),
+				       "peer_access", tristate(q.peer)))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 static json_t *gpus(const struct hl_nc_host *h)
 {
 	static const char *const keys[] = {"driver",	   "cuda_runtime",
@@ -127,11 +186,14 @@ static json_t *gpus(const struct hl_nc_host *h)
 		    hl_pm_gpu(h->gpu.v[i] + 4, &g) != HL_OK)
 			continue;
 		count++;
-		if (!push(dev, json_pack("{s:i,s:o,s:I}", "index", g.index,
+		if (!push(dev, json_pack("{s:i,s:o,s:I,s:o}", "index", g.index,
 					 "name", jtext(g.name), "memory_bytes",
-					 (json_int_t)g.mem_bytes)))
+					 (json_int_t)g.mem_bytes, "pcie",
+					 pcie(h, g.index))))
 			goto fail;
 	}
+	if (json_object_set_new(o, "pairs", gpu_pairs(h)) != 0)
+		goto fail;
 	if (json_object_set_new(o, "count", json_integer(count)) == 0 &&
 	    json_object_set_new(o, "devices", dev) == 0 &&
 	    json_object_set_new(o, "notes", notes) == 0)
@@ -357,8 +419,12 @@ static const char *kind_name(enum hl_nc_finding_kind k)
 	case HL_NCF_ERRORS:
 		return "errors";
 	case HL_NCF_DROPS:
-	default:
 		return "drops";
+	case HL_NCF_PCIE:
+		return "gpu_pcie";
+	case HL_NCF_NO_PEER:
+	default:
+		return "gpu_no_peer";
 	}
 }
 

@@ -43,6 +43,47 @@ static int gpu_count(const struct hl_nc_host *h)
 	return n;
 }
 
+/* The rest of GPU index's line: its PCIe link and NVLinks. */
+static void print_pcie(FILE *o, const struct hl_nc_host *h, int index)
+{
+	size_t i;
+
+	for (i = 0; i < h->gpu.n; i++) {
+		struct hl_pm_pcie p;
+
+		if (strncmp(h->gpu.v[i], "pcie\t", 5) != 0 ||
+		    hl_pm_gpu_pcie(h->gpu.v[i] + 5, &p) != HL_OK ||
+		    p.index != index)
+			continue;
+		if (p.gen > 0 && p.width > 0)
+			fprintf(o, ", PCIe gen %d x%d (at most gen %d x%d)",
+				p.gen, p.width, p.gen_max, p.width_max);
+		if (p.nvlinks > 0)
+			fprintf(o, ", %d NVLink%s up", p.nvlinks,
+				p.nvlinks == 1 ? "" : "s");
+	}
+	fputc('\n', o);
+}
+
+/* How a pair of GPUs connects, and whether they reach each other's
+ * memory. */
+static void print_pair(FILE *o, const char *fact, int w)
+{
+	struct hl_gpu_pair q;
+	const char *path;
+
+	if (hl_pm_gpu_pair(fact, &q) != HL_OK)
+		return;
+	path = hl_gpu_level_text(q.level);
+	fprintf(o, "  %-*s    GPUs %d-%d: %s%s%s", w, "", q.a, q.b,
+		q.nvlink == 1 ? "NVLink" : "",
+		q.nvlink == 1 && path ? "; PCIe " : path ? "PCIe " : "",
+		path ? path : (q.nvlink == 1 ? "" : "path unknown"));
+	if (q.peer >= 0)
+		fprintf(o, "; %s", q.peer ? "peer access" : "NO peer access");
+	fputc('\n', o);
+}
+
 /* A host's GPU facts: its first line after label, then the details. */
 static void print_gpus(FILE *o, const struct hl_nc_host *h, const char *label,
 		       int w)
@@ -77,9 +118,14 @@ static void print_gpus(FILE *o, const struct hl_nc_host *h, const char *label,
 		struct hl_pm_gpu g;
 
 		if (strncmp(f, "gpu\t", 4) == 0) {
-			if (hl_pm_gpu(f + 4, &g) == HL_OK)
-				fprintf(o, "  %-*s    GPU %d: %s, %llu MiB\n", w,
-				       "", g.index, g.name, g.mem_bytes >> 20);
+			if (hl_pm_gpu(f + 4, &g) == HL_OK) {
+				fprintf(o, "  %-*s    GPU %d: %s, %llu MiB", w,
+					"", g.index, g.name,
+					g.mem_bytes >> 20);
+				print_pcie(o, h, g.index);
+			}
+		} else if (strncmp(f, "pair\t", 5) == 0) {
+			print_pair(o, f + 5, w);
 		} else if (strncmp(f, "note\t", 5) == 0) {
 			fprintf(o, "  %-*s    %s\n", w, "", f + 5);
 		}
@@ -266,6 +312,8 @@ static void print_findings(const struct hl_netcheck *nc, bool many)
 		[HL_NCF_LOW_SPEED] = "low speed",
 		[HL_NCF_ERRORS] = "errors",
 		[HL_NCF_DROPS] = "drops",
+		[HL_NCF_PCIE] = "GPU PCIe link",
+		[HL_NCF_NO_PEER] = "GPU peer access",
 	};
 	size_t i;
 

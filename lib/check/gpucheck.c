@@ -23,6 +23,17 @@ typedef int (*nvml_mem_fn)(void *, struct nvml_memory *);
 typedef const char *(*nvml_errstr_fn)(int);
 typedef int (*int_out_fn)(int *);
 typedef const char *(*cuda_errstr_fn)(int);
+typedef int (*nvml_uint_fn)(void *, unsigned int *);
+typedef int (*nvml_link_fn)(void *, unsigned int, unsigned int *);
+typedef int (*nvml_pair_fn)(void *, void *, int *);
+typedef int (*nvml_p2p_fn)(void *, void *, int, int *);
+typedef int (*cuda_peer_fn)(int *, int, int);
+
+/* NVML's nvmlGpuP2PCapsIndex_t NVML_P2P_CAPS_INDEX_NVLINK, and
+ * NVML_NVLINK_MAX_LINKS of recent drivers (older GPUs answer an error
+ * past their own count). */
+#define NVML_P2P_NVLINK 2
+#define NVML_MAX_LINKS 18
 
 /* Try each name in turn; NULL when none loads. */
 static void *open_first(const char *const *names, const char *home_fmt)
@@ -39,6 +50,65 @@ static void *open_first(const char *const *names, const char *home_fmt)
 		return NULL;
 	snprintf(path, sizeof(path), home_fmt, home ? home : "/usr/local/cuda");
 	return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
+/* A GPU's PCIe link and its NVLinks that are up; what NVML does not
+ * answer stays unknown. */
+static void probe_links(void *lib, void *dev, struct hl_gpu *gpu)
+{
+	static const char *const pcie[] = {
+		"nvmlDeviceGetCurrPcieLinkGeneration",
+		"nvmlDeviceGetMaxPcieLinkGeneration",
+		"nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth"};
+	int *out[] = {&gpu->pcie_gen, &gpu->pcie_gen_max, &gpu->pcie_width,
+		      &gpu->pcie_width_max};
+	nvml_link_fn state = (nvml_link_fn)dlsym(lib, "nvmlDeviceGetNvLinkState");
+	unsigned int v, k;
+
+	for (k = 0; k < 4; k++) {
+		nvml_uint_fn f = (nvml_uint_fn)dlsym(lib, pcie[k]);
+
+		v = 0;
+		if (f != NULL && f(dev, &v) == 0 && v < 1024)
+			*out[k] = (int)v;
+	}
+	gpu->nvlinks = -1;
+	for (k = 0; state != NULL && k < NVML_MAX_LINKS; k++) {
+		v = 0;
+		if (state(dev, k, &v) != 0)
+			break;
+		gpu->nvlinks = (gpu->nvlinks < 0 ? 0 : gpu->nvlinks) + (v == 1);
+	}
+}
+
+/* Every pair of GPUs: the PCIe path and NVLink (NVML); peer access is
+ * CUDA's, filled in by probe_peers. */
+static void probe_pairs(void *lib, nvml_handle_fn handle,
+			struct hl_gpuinfo *g)
+{
+	nvml_pair_fn common = (nvml_pair_fn)dlsym(
+		lib, "nvmlDeviceGetTopologyCommonAncestor");
+	nvml_p2p_fn p2p = (nvml_p2p_fn)dlsym(lib, "nvmlDeviceGetP2PStatus");
+	int a, b, n = g->ngpus;
+
+	if (n < 2)
+		return;
+	g->pairs = calloc((size_t)(n * (n - 1) / 2), sizeof(*g->pairs));
+	for (a = 0; g->pairs != NULL && a < n; a++)
+		for (b = a + 1; b < n; b++) {
+			struct hl_gpu_pair *p = &g->pairs[g->npairs++];
+			void *da = NULL, *db = NULL;
+			int v = -1;
+
+			*p = (struct hl_gpu_pair){a, b, -1, -1, -1};
+			if (handle((unsigned int)a, &da) != 0 ||
+			    handle((unsigned int)b, &db) != 0)
+				continue;
+			if (common != NULL && common(da, db, &v) == 0)
+				p->level = v;
+			if (p2p != NULL && p2p(da, db, NVML_P2P_NVLINK, &v) == 0)
+				p->nvlink = v == 0;
+		}
 }
 
 static void probe_nvml(struct hl_gpuinfo *g)
@@ -97,11 +167,29 @@ static void probe_nvml(struct hl_gpuinfo *g)
 				g->gpus[i].name = hl_strdup(buf);
 			if (mem(dev, &m) == 0)
 				g->gpus[i].mem_bytes = m.total;
+			probe_links(lib, dev, &g->gpus[i]);
 		}
 		g->ngpus = g->gpus ? (int)n : 0;
+		probe_pairs(lib, handle, g);
 	}
 	shutdown();
 	dlclose(lib);
+}
+
+/* Whether each GPU of each pair can access the other's memory. */
+static void probe_peers(void *lib, struct hl_gpuinfo *g)
+{
+	cuda_peer_fn can = (cuda_peer_fn)dlsym(lib, "cudaDeviceCanAccessPeer");
+	int i;
+
+	for (i = 0; can != NULL && i < g->npairs; i++) {
+		struct hl_gpu_pair *p = &g->pairs[i];
+		int ab = 0, ba = 0;
+
+		if (p->b < g->cuda_devices && can(&ab, p->a, p->b) == 0 &&
+		    can(&ba, p->b, p->a) == 0)
+			p->peer = ab && ba;
+	}
 }
 
 static void probe_cuda(struct hl_gpuinfo *g)
@@ -114,6 +202,9 @@ static void probe_cuda(struct hl_gpuinfo *g)
 	int v = 0, rc;
 
 	g->cuda_devices = -1;
+	/* CUDA numbers the devices as NVML does (PCI bus order), so that a
+	 * pair means the same two GPUs to both. */
+	setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
 	if (lib == NULL) {
 		hl_strvec_push(&g->notes,
 			       "no CUDA runtime (libcudart.so not found)");
@@ -140,6 +231,8 @@ static void probe_cuda(struct hl_gpuinfo *g)
 				"%s (cudaGetDeviceCount returned %d)",
 				errstr ? errstr(rc) : "error", rc);
 	}
+	if (g->cuda_devices > 1)
+		probe_peers(lib, g);
 	/* The runtime stays loaded: unloading it while its threads run is
 	 * not safe, and the probe exits soon. */
 }
@@ -176,6 +269,7 @@ void hl_gpu_close(struct hl_gpuinfo *g)
 	for (i = 0; i < g->ngpus; i++)
 		free(g->gpus[i].name);
 	free(g->gpus);
+	free(g->pairs);
 	free(g->driver);
 	free(g->cuda_error);
 	hl_strvec_close(&g->notes);
@@ -210,4 +304,24 @@ const char *hl_gpu_version_text(const char *fact, bool nccl, char *buf,
 	else
 		hl_gpu_cuda_version((int)n, buf, len);
 	return buf;
+}
+
+const char *hl_gpu_level_text(int level)
+{
+	switch (level) {
+	case 0:
+		return "the same board";
+	case 10:
+		return "PIX: one PCIe switch";
+	case 20:
+		return "PXB: several PCIe switches";
+	case 30:
+		return "PHB: a PCIe host bridge";
+	case 40:
+		return "NODE: across host bridges of one CPU";
+	case 50:
+		return "SYS: across the CPUs' interconnect";
+	default:
+		return NULL;
+	}
 }

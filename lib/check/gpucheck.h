@@ -12,6 +12,21 @@
 struct hl_gpu {
 	char *name;
 	unsigned long long mem_bytes;
+	/* Its PCIe link now and at most (0: unknown), and its NVLinks that
+	 * are up (-1: unknown, or none there). */
+	int pcie_gen, pcie_gen_max, pcie_width, pcie_width_max;
+	int nvlinks;
+};
+
+/* How two GPUs of the host connect, as `nvidia-smi topo -m` shows it. */
+struct hl_gpu_pair {
+	int a, b;   /* NVML indices, a < b */
+	int level;  /* their closest common PCIe ancestor, NVML's
+		       nvmlGpuTopologyLevel_t (10 one switch, 20 several
+		       switches, 30 host bridge, 40 across host bridges of
+		       one CPU, 50 across the CPU interconnect); -1: unknown */
+	int nvlink; /* NVML says NVLink joins them: 1, 0; -1 unknown */
+	int peer;   /* cudaDeviceCanAccessPeer both ways: 1, 0; -1 unknown */
 };
 
 struct hl_gpuinfo {
@@ -23,11 +38,16 @@ struct hl_gpuinfo {
 	int cuda_devices; /* cudaGetDeviceCount, -1 when it failed */
 	char *cuda_error; /* why it failed, NULL otherwise */
 	int nccl;	  /* ncclGetVersion, 0: no NCCL */
+	struct hl_gpu_pair *pairs; /* every pair of GPUs, npairs */
+	int npairs;
 	struct hl_strvec notes; /* what was not found, one line each */
 };
 
 void hl_gpu_probe(struct hl_gpuinfo *g);
 void hl_gpu_close(struct hl_gpuinfo *g);
+/* What a pair's level means, in nvidia-smi's words ("PIX: one PCIe
+ * switch"), or NULL. */
+const char *hl_gpu_level_text(int level);
 /* "13.0" from 13000; "2.27.7" from NCCL's 22707. */
 void hl_gpu_cuda_version(int v, char *buf, size_t len);
 void hl_gpu_nccl_version(int v, char *buf, size_t len);

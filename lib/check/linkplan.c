@@ -184,7 +184,7 @@ static int add(struct hl_netcheck *nc, enum hl_nc_finding_kind kind,
 	}
 	nc->findings = v;
 	v[nc->nfindings] = (struct hl_nc_finding){
-		kind, host, link, hl_strdup(ifname), text};
+		kind, host, link, ifname ? hl_strdup(ifname) : NULL, text};
 	nc->nfindings++;
 	return HL_OK;
 }
@@ -304,10 +304,45 @@ static int judge_counters(struct hl_netcheck *nc, size_t i, const char *ifn)
 	return rc;
 }
 
+/* The GPU facts of a probed host (probe_msg.h's "pcie" and "pair"). */
+static int judge_gpus(struct hl_netcheck *nc, size_t i)
+{
+	const struct hl_nc_host *h = &nc->h[i];
+	size_t k;
+	int rc = HL_OK;
+
+	for (k = 0; k < h->gpu.n && rc == HL_OK; k++) {
+		const char *f = h->gpu.v[k];
+		struct hl_pm_pcie p;
+		struct hl_gpu_pair q;
+
+		if (strncmp(f, "pcie\t", 5) == 0 &&
+		    hl_pm_gpu_pcie(f + 5, &p) == HL_OK && p.width > 0 &&
+		    p.width < p.width_max)
+			rc = add(nc, HL_NCF_PCIE, i, SIZE_MAX, NULL,
+				 hl_asprintf("%s GPU %d: PCIe x%d, where it "
+					     "takes x%d",
+					     name(nc, i), p.index, p.width,
+					     p.width_max));
+		if (strncmp(f, "pair\t", 5) == 0 &&
+		    hl_pm_gpu_pair(f + 5, &q) == HL_OK && q.peer == 0)
+			rc = add(nc, HL_NCF_NO_PEER, i, SIZE_MAX, NULL,
+				 hl_asprintf("%s GPUs %d and %d: no peer "
+					     "access (their traffic goes "
+					     "through host memory)",
+					     name(nc, i), q.a, q.b));
+	}
+	return rc;
+}
+
 int hl_nc_judge(struct hl_netcheck *nc)
 {
 	size_t i, k;
 	int rc = judge_links(nc);
+
+	for (i = 0; i < nc->n && rc == HL_OK; i++)
+		if (nc->h[i].probed)
+			rc = judge_gpus(nc, i);
 
 	for (i = 0; i < nc->n && rc == HL_OK; i++) {
 		const struct hl_nc_host *h = &nc->h[i];

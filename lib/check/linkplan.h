@@ -23,11 +23,12 @@ void hl_nc_take_rate(struct hl_netcheck *nc, bool trips, const char *data,
 		     size_t len);
 /* Fail a link that was not measured, with why (copied). */
 void hl_nc_link_fail(struct hl_nc_link *l, const char *why);
-/* After the transfers: each link's Gb/s, the slow ones (under half the
- * median of the links into the same interface name), and the findings
- * (slow and failed links, a negotiated speed under the upper median of
- * the same interface on the other hosts, error and drop counters that
- * grew). HL_ENOMEM. */
+/* At the end of the check: each link's Gb/s, the slow ones (under half
+ * the median of the links into the same interface name), and the
+ * findings (slow and failed links, a negotiated speed under the upper
+ * median of the same interface on the other hosts, error and drop
+ * counters that grew; a GPU whose PCIe link is narrower than its
+ * maximum, two GPUs of a host without peer access). HL_ENOMEM. */
 int hl_nc_judge(struct hl_netcheck *nc);
 /* The interface a link goes into. */
 const char *hl_nc_link_ifname(const struct hl_netcheck *nc,

@@ -607,7 +607,7 @@ int hl_netcheck_run(struct hl_netcheck *nc, const struct hl_hostlist *hosts,
 					? "no result in time"
 					: "not measured: the source host "
 					  "stopped answering");
-	if (rc == HL_OK && nc->bandwidth)
+	if (rc == HL_OK)
 		rc = hl_nc_judge(nc);
 	for (i = 0; i < nc->n; i++)
 		nc->nusable += nc->h[i].usable;

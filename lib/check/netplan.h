@@ -49,6 +49,8 @@ enum hl_nc_finding_kind {
 	HL_NCF_LOW_SPEED,   /* a negotiated speed under the others' */
 	HL_NCF_ERRORS,	    /* error counters grew during the check */
 	HL_NCF_DROPS,	    /* drop counters grew during the check */
+	HL_NCF_PCIE,	    /* a GPU's PCIe link narrower than it can be */
+	HL_NCF_NO_PEER,	    /* two GPUs of a host without peer access */
 };
 
 struct hl_nc_finding {

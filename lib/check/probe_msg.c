@@ -194,6 +194,20 @@ static int put_fact(struct hl_buf *b, const char *key, const char *fmt, ...)
 	return rc;
 }
 
+/* A 'U' fact of n numbers (at most 6). */
+static int put_numbers(struct hl_buf *b, const char *key, const int *v, int n)
+{
+	char t[6][16];
+	const char *f[7] = {key};
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(t[i], sizeof(t[i]), "%d", v[i]);
+		f[i + 1] = t[i];
+	}
+	return put_fields(b, 'U', f, n + 1);
+}
+
 int hl_pm_put_gpuinfo(struct hl_buf *b, const struct hl_gpuinfo *g)
 {
 	int rc = HL_OK, k;
@@ -211,6 +225,21 @@ int hl_pm_put_gpuinfo(struct hl_buf *b, const struct hl_gpuinfo *g)
 		name[strcspn(name, "\t\n")] = '\0';
 		snprintf(mem, sizeof(mem), "%llu", g->gpus[k].mem_bytes);
 		rc = put_fields(b, 'U', f, 4);
+	}
+	for (k = 0; rc == HL_OK && k < g->ngpus; k++) {
+		const struct hl_gpu *u = &g->gpus[k];
+
+		int v[] = {k,		    u->pcie_gen,     u->pcie_gen_max,
+			   u->pcie_width, u->pcie_width_max, u->nvlinks};
+
+		rc = put_numbers(b, "pcie", v, 6);
+	}
+	for (k = 0; rc == HL_OK && k < g->npairs; k++) {
+		const struct hl_gpu_pair *p = &g->pairs[k];
+
+		int v[] = {p->a, p->b, p->level, p->nvlink, p->peer};
+
+		rc = put_numbers(b, "pair", v, 5);
 	}
 	if (rc == HL_OK && g->cuda_runtime)
 		rc = put_fact(b, "cuda_runtime", "%d", g->cuda_runtime);
@@ -235,6 +264,44 @@ const char *hl_pm_gpu_fact(const struct hl_strvec *facts, const char *key)
 		if (strncmp(facts->v[i], key, n) == 0 && facts->v[i][n] == '\t')
 			return facts->v[i] + n + 1;
 	return NULL;
+}
+
+/* n tab-separated numbers, each in [-1, 1 << 20]. */
+static bool numbers(const char *value, int *out, int n)
+{
+	size_t len = strlen(value);
+	char *buf, *f[8];
+	long v;
+	int i;
+	bool ok;
+
+	ok = fields(value, len, &buf, f, n);
+	for (i = 0; ok && i < n; i++) {
+		ok = hl_parse_long(f[i], -1, 1 << 20, &v);
+		out[i] = (int)v;
+	}
+	free(buf);
+	return ok;
+}
+
+int hl_pm_gpu_pcie(const char *value, struct hl_pm_pcie *p)
+{
+	int v[6];
+
+	if (!numbers(value, v, 6) || v[0] < 0)
+		return HL_EPROTO;
+	*p = (struct hl_pm_pcie){v[0], v[1], v[2], v[3], v[4], v[5]};
+	return HL_OK;
+}
+
+int hl_pm_gpu_pair(const char *value, struct hl_gpu_pair *p)
+{
+	int v[5];
+
+	if (!numbers(value, v, 5) || v[0] < 0 || v[1] <= v[0])
+		return HL_EPROTO;
+	*p = (struct hl_gpu_pair){v[0], v[1], v[2], v[3], v[4]};
+	return HL_OK;
 }
 
 int hl_pm_gpu(const char *value, struct hl_pm_gpu *g)

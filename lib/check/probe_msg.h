@@ -9,7 +9,9 @@
  *                                         loopback)
  *   'U' key TAB value...                  a GPU fact (gpucheck.h):
  *       driver V, gpu INDEX TAB NAME TAB BYTES, cuda_runtime V,
- *       cuda_driver V, cuda_devices N, cuda_error TEXT, nccl V, note TEXT
+ *       cuda_driver V, cuda_devices N, cuda_error TEXT, nccl V, note TEXT,
+ *       pcie INDEX TAB GEN TAB MAXGEN TAB WIDTH TAB MAXWIDTH TAB NVLINKS,
+ *       pair A TAB B TAB LEVEL TAB NVLINK TAB PEER
  *   'Q' port                              the bandwidth sink's port
  *                                         (linkrate.h)
  *   'L' ifname TAB speed TAB rx_errors TAB tx_errors TAB rx_dropped
@@ -102,6 +104,11 @@ struct hl_pm_rate {
 	char error[256];
 };
 
+/* A "pcie" fact: a GPU's PCIe link and NVLinks (hl_gpu's fields). */
+struct hl_pm_pcie {
+	int index, gen, gen_max, width, width_max, nvlinks;
+};
+
 /* 'N', 'M', 'K', 'R', 'F', 'S', 'E': one field (NULL: none). */
 int hl_pm_put_text(struct hl_buf *b, char type, const char *s);
 int hl_pm_put_port(struct hl_buf *b, int port);
@@ -117,6 +124,9 @@ int hl_pm_put_gpuinfo(struct hl_buf *b, const struct hl_gpuinfo *g);
 const char *hl_pm_gpu_fact(const struct hl_strvec *facts, const char *key);
 /* A "gpu" fact's value (INDEX TAB NAME TAB BYTES). */
 int hl_pm_gpu(const char *value, struct hl_pm_gpu *g);
+/* A "pcie" fact's value, and a "pair" fact's. */
+int hl_pm_gpu_pcie(const char *value, struct hl_pm_pcie *p);
+int hl_pm_gpu_pair(const char *value, struct hl_gpu_pair *p);
 int hl_pm_put_target(struct hl_buf *b, const struct hl_pm_target *t);
 int hl_pm_target(const char *d, size_t n, struct hl_pm_target *t);
 int hl_pm_put_go(struct hl_buf *b, int timeout_ms);

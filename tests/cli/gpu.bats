@@ -117,3 +117,19 @@ need_gpu() {
 	assert_success
 	assert_output "not available here: libhvd was built without CUDA and NCCL (NCCL=0, or none found at build time)"
 }
+
+@test "hvdrun check: each GPU's PCIe link and NVLinks, and how every pair of GPUs connects" {
+	local n
+	n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+	[ "$n" -gt 0 ] || skip "no GPU (nvidia-smi lists none)"
+	run --separate-stderr "$HVDRUN" check -H localhost --json
+	assert_success
+	echo "$output" | jq -e --argjson n "$n" '.hosts[0].gpus.count == $n'
+	# NVML answers the link of every GPU, and a pair for every two.
+	echo "$output" | jq -e '[.hosts[0].gpus.devices[].pcie | .width > 0 and .width_max >= .width] | all'
+	echo "$output" | jq -e --argjson n "$n" '(.hosts[0].gpus.pairs | length) == ($n * ($n - 1) / 2)'
+	echo "$output" | jq -e '[.hosts[0].gpus.pairs[] | .nvlink == true or .path != null] | all'
+	run "$HVDRUN" check -H localhost
+	assert_success
+	assert_line --regexp '^ +GPU 0: .*, [0-9]+ MiB, PCIe gen [0-9]+ x[0-9]+ \(at most gen [0-9]+ x[0-9]+\)'
+}

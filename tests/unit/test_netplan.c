@@ -360,8 +360,40 @@ static void test_link_judge(void)
 	hl_netcheck_close(&nc);
 }
 
+static void test_gpu_findings(void)
+{
+	static const char pcie[] = "pcie\t1\t4\t5\t8\t16\t-1",
+			  full[] = "pcie\t0\t5\t5\t16\t16\t-1",
+			  pair[] = "pair\t0\t1\t20\t0\t0";
+	struct hl_netcheck nc;
+	size_t i;
+
+	all_reached(&nc);
+	hl_nc_take_description(&nc.h[1], 'U', full, strlen(full));
+	hl_nc_take_description(&nc.h[1], 'U', pcie, strlen(pcie));
+	hl_nc_take_description(&nc.h[1], 'U', pair, strlen(pair));
+	CHECK(hl_nc_judge(&nc) == HL_OK);
+	CHECK(hl_nc_count(&nc, HL_NCF_PCIE) == 1);
+	CHECK(hl_nc_count(&nc, HL_NCF_NO_PEER) == 1);
+	for (i = 0; i < nc.nfindings; i++) {
+		CHECK(nc.findings[i].host == 1);
+		if (nc.findings[i].kind == HL_NCF_PCIE)
+			CHECK_STR(nc.findings[i].text,
+				  "b GPU 1: PCIe x8, where it takes x16");
+		else
+			CHECK_STR(nc.findings[i].text,
+				  "b GPUs 0 and 1: no peer access (their "
+				  "traffic goes through host memory)");
+	}
+	/* Findings alone fail nothing. */
+	nc.nusable = nc.n;
+	CHECK(hl_nc_status(&nc, true) == 0);
+	hl_netcheck_close(&nc);
+}
+
 int main(void)
 {
+	RUN(test_gpu_findings);
 	RUN(test_link_rounds);
 	RUN(test_link_judge);
 	RUN(test_description);

@@ -594,7 +594,7 @@ static void test_probe_link_messages(void)
 static void test_probe_gpu_facts(void)
 {
 	struct hl_gpuinfo gi = {0};
-	struct hl_gpu one = {"A\tB", 1024};
+	struct hl_gpu one = {"A\tB", 1024, 0, 0, 0, 0, -1};
 	struct hl_strvec facts;
 	struct hl_pm_gpu g;
 	struct hl_buf b;
@@ -616,7 +616,8 @@ static void test_probe_gpu_facts(void)
 		hl_strvec_push_owned(&facts, hl_strndup(d, n));
 		hl_buf_consume(&b, used);
 	}
-	CHECK(facts.n == 3);
+	/* driver, gpu, its pcie, nccl */
+	CHECK(facts.n == 4);
 	CHECK_STR(hl_pm_gpu_fact(&facts, "driver"), "550.1");
 	CHECK_STR(hl_pm_gpu_fact(&facts, "nccl"), "22707");
 	CHECK(hl_pm_gpu_fact(&facts, "cuda_devices") == NULL);
@@ -624,6 +625,54 @@ static void test_probe_gpu_facts(void)
 	CHECK(hl_pm_gpu(hl_pm_gpu_fact(&facts, "gpu"), &g) == HL_OK);
 	CHECK(g.index == 0 && g.mem_bytes == 1024);
 	CHECK_STR(g.name, "A");
+	hl_strvec_close(&facts);
+	hl_buf_close(&b);
+}
+
+/* A host of two GPUs: each one's PCIe link and NVLinks, and the pair. */
+static void test_probe_gpu_topology(void)
+{
+	struct hl_gpu two[2] = {{"G0", 1, 5, 5, 16, 16, 18},
+				{"G1", 1, 4, 5, 8, 16, -1}};
+	struct hl_gpu_pair pair = {0, 1, 50, 0, 1}, gq;
+	struct hl_gpuinfo gi = {0};
+	struct hl_strvec facts;
+	struct hl_pm_pcie p;
+	struct hl_buf b;
+	const char *d;
+	size_t n, used;
+	char type;
+
+	gi.ngpus = 2;
+	gi.gpus = two;
+	gi.pairs = &pair;
+	gi.npairs = 1;
+	gi.cuda_devices = 2;
+	hl_strvec_init(&gi.notes);
+	hl_strvec_init(&facts);
+	hl_buf_init(&b);
+	CHECK(hl_pm_put_gpuinfo(&b, &gi) == HL_OK);
+	while (hl_rec_next(&b, &used, &type, &d, &n) == 1) {
+		hl_strvec_push_owned(&facts, hl_strndup(d, n));
+		hl_buf_consume(&b, used);
+	}
+	/* gpu, gpu, pcie, pcie, pair, cuda_devices */
+	CHECK(facts.n == 6);
+	CHECK(hl_pm_gpu_pcie(facts.v[2] + 5, &p) == HL_OK);
+	CHECK(p.index == 0 && p.gen == 5 && p.width == 16 && p.nvlinks == 18);
+	CHECK(hl_pm_gpu_pcie(facts.v[3] + 5, &p) == HL_OK);
+	CHECK(p.index == 1 && p.gen == 4 && p.width == 8 &&
+	      p.width_max == 16 && p.nvlinks == -1);
+	CHECK(hl_pm_gpu_pair(hl_pm_gpu_fact(&facts, "pair"), &gq) == HL_OK);
+	CHECK(gq.a == 0 && gq.b == 1 && gq.level == 50 && gq.nvlink == 0 &&
+	      gq.peer == 1);
+	CHECK_STR(hl_gpu_level_text(gq.level),
+		  "SYS: across the CPUs' interconnect");
+	CHECK(hl_gpu_level_text(7) == NULL);
+	/* A pair the wrong way round, a field short, a number too big. */
+	CHECK(hl_pm_gpu_pair("1\t0\t10\t1\t1", &gq) == HL_EPROTO);
+	CHECK(hl_pm_gpu_pair("0\t1\t10\t1", &gq) == HL_EPROTO);
+	CHECK(hl_pm_gpu_pcie("0\t5\t5\t16\t16\t99999999", &p) == HL_EPROTO);
 	hl_strvec_close(&facts);
 	hl_buf_close(&b);
 }
@@ -689,6 +738,7 @@ int main(void)
 {
 	RUN(test_big_endian_round_trip);
 	RUN(test_probe_link_messages);
+	RUN(test_probe_gpu_topology);
 	RUN(test_writer_errors_are_sticky);
 	RUN(test_reader_errors_are_sticky);
 	RUN(test_control_responses);
