@@ -15,6 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct hl_pm_result r;
 	struct hl_pm_gpu g;
 	struct hl_pm_link l;
+	struct hl_pm_pcie pcie;
+	struct hl_gpu_pair pair;
 	struct hl_pm_transfer x;
 	struct hl_pm_rate rate;
 	int v;
@@ -40,8 +42,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 5:
 		s = fuzz_string(data + 1, n);
-		if (s != NULL)
+		if (s != NULL) {
 			(void)hl_pm_gpu(s, &g);
+			(void)hl_pm_gpu_pcie(s, &pcie);
+			(void)hl_pm_gpu_pair(s, &pair);
+		}
 		free(s);
 		break;
 	case 6:
