@@ -190,6 +190,13 @@ static void print_matrix(const struct hl_netcheck *nc, const char *ifn, int w)
 	}
 }
 
+/* How much a counter grew (0 when it went back: the interface was made
+ * again). */
+static unsigned long long grew(unsigned long long a, unsigned long long b)
+{
+	return b > a ? b - a : 0;
+}
+
 static void print_bandwidth(const struct hl_netcheck *nc)
 {
 	struct hl_strvec names;
@@ -258,10 +265,10 @@ static void print_bandwidth(const struct hl_netcheck *nc)
 				printf("speed unknown");
 			if (b != NULL)
 				printf(", +%llu errors, +%llu dropped",
-				       b->rx_errors + b->tx_errors -
-					       a->rx_errors - a->tx_errors,
-				       b->rx_dropped + b->tx_dropped -
-					       a->rx_dropped - a->tx_dropped);
+				       grew(a->rx_errors + a->tx_errors,
+					    b->rx_errors + b->tx_errors),
+				       grew(a->rx_dropped + a->tx_dropped,
+					    b->rx_dropped + b->tx_dropped));
 			putchar('\n');
 		}
 	}
