@@ -78,11 +78,6 @@ static json_t *jtext(const char *s)
 	return j;
 }
 
-static const char *name_of(const struct hl_netcheck *nc, size_t i)
-{
-	return nc->h[i].host->name;
-}
-
 /* Append v to array a; false when v is NULL (no memory). */
 static bool push(json_t *a, json_t *v)
 {
@@ -263,7 +258,7 @@ static json_t *interfaces(const struct hl_netcheck *nc, size_t i)
 				push(addrs, jtext(h->addrs[x].addr));
 		for (x = 0; by != NULL && x < nc->n; x++)
 			if (x != i && hl_nc_reached(nc, x, i, ifn))
-				push(by, jtext(name_of(nc, x)));
+				push(by, jtext(check_name(nc, x)));
 		if (!push(a, json_pack("{s:o,s:b,s:o,s:o}", "name", jtext(ifn),
 				       "selected", sel, "addresses", addrs,
 				       "reached_by", by))) {
@@ -326,8 +321,8 @@ static json_t *pairs(const struct hl_netcheck *nc)
 		const struct hl_nc_pair *q = &nc->pairs[p];
 
 		if (!push(a, json_pack("{s:o,s:o,s:o,s:o,s:b,s:f,s:o?}",
-				       "from", jtext(name_of(nc, q->from)),
-				       "to", jtext(name_of(nc, q->to)),
+				       "from", jtext(check_name(nc, q->from)),
+				       "to", jtext(check_name(nc, q->to)),
 				       "interface",
 				       jtext(hl_nc_pair_ifname(nc, q)),
 				       "address",
@@ -381,8 +376,8 @@ static json_t *bandwidth(const struct hl_netcheck *nc)
 		if (!push(links,
 			  json_pack("{s:o,s:o,s:o,s:o,s:i,s:b,s:b,s:o,s:o,s:I,"
 				    "s:f,s:o?}",
-				    "from", jtext(name_of(nc, l->from)), "to",
-				    jtext(name_of(nc, l->to)), "interface",
+				    "from", jtext(check_name(nc, l->from)), "to",
+				    jtext(check_name(nc, l->to)), "interface",
 				    jtext(hl_nc_link_ifname(nc, l)),
 				    "address",
 				    jtext(nc->h[l->to].addrs[l->addr].addr),
@@ -440,8 +435,8 @@ static json_t *findings(const struct hl_netcheck *nc)
 
 		if (!push(a, json_pack("{s:s,s:o,s:o?,s:o?,s:o}", "kind",
 				       kind_name(f->kind), "host",
-				       jtext(name_of(nc, f->host)), "to",
-				       l ? jtext(name_of(nc, l->to)) : NULL,
+				       jtext(check_name(nc, f->host)), "to",
+				       l ? jtext(check_name(nc, l->to)) : NULL,
 				       "interface", jtext(f->ifname), "text",
 				       jtext(f->text)))) {
 			json_decref(a);

@@ -124,12 +124,6 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 bool hl_nc_link_medians(const struct hl_netcheck *nc, const char *ifname,
 			double *gbps, double *rtt_us)
 {
@@ -146,8 +140,8 @@ bool hl_nc_link_medians(const struct hl_netcheck *nc, const char *ifname,
 		}
 	}
 	if (n > 0) {
-		*gbps = median(g, n);
-		*rtt_us = median(r, n);
+		*gbps = hl_median(g, n);
+		*rtt_us = hl_median(r, n);
 	}
 	free(g);
 	free(r);

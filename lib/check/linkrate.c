@@ -39,14 +39,6 @@ struct conn {
 	char token[HL_PM_TOKEN + 1];
 };
 
-static long long now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 int hl_lr_listen(int *family)
 {
 	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6,
@@ -238,7 +230,7 @@ static bool wait_for(int fd, short events, long long deadline)
 {
 	for (;;) {
 		struct pollfd pf = {.fd = fd, .events = events};
-		long long left = deadline - now_us();
+		long long left = deadline - hl_now_us();
 		int r;
 
 		if (left <= 0)
@@ -269,7 +261,7 @@ static int open_to(const struct hl_pm_transfer *t, struct hl_pm_rate *r)
 {
 	struct sockaddr_storage sa;
 	socklen_t sl;
-	long long deadline = now_us() + (long long)t->timeout_ms * 1000;
+	long long deadline = hl_now_us() + (long long)t->timeout_ms * 1000;
 	char line[HL_PM_TOKEN + 1];
 	int fd, err = 0, one = 1;
 	socklen_t el = sizeof(err);
@@ -312,24 +304,17 @@ static int open_to(const struct hl_pm_transfer *t, struct hl_pm_rate *r)
 	return fd;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* n round trips (at most HL_LR_PINGS), all within the timeout; their
  * median. */
 static bool pings(int fd, const struct hl_pm_transfer *t, int n,
 		  struct hl_pm_rate *r)
 {
-	long long deadline = now_us() + (long long)t->timeout_ms * 1000;
+	long long deadline = hl_now_us() + (long long)t->timeout_ms * 1000;
 	double us[HL_LR_PINGS] = {0};
 	int i;
 
 	for (i = 0; i < n; i++) {
-		long long t0 = now_us();
+		long long t0 = hl_now_us();
 		char c;
 		ssize_t k = -1;
 
@@ -350,10 +335,9 @@ static bool pings(int fd, const struct hl_pm_transfer *t, int n,
 			     t->timeout_ms / 1000.0);
 			return false;
 		}
-		us[i] = (double)(now_us() - t0);
+		us[i] = (double)(hl_now_us() - t0);
 	}
-	qsort(us, (size_t)n, sizeof(us[0]), cmp_double);
-	r->rtt_us = n % 2 ? us[n / 2] : (us[n / 2 - 1] + us[n / 2]) / 2;
+	r->rtt_us = hl_median(us, (size_t)n);
 	return true;
 }
 
@@ -371,12 +355,12 @@ static bool data(int fd, const struct hl_pm_transfer *t, struct hl_pm_rate *r)
 		free(buf);
 		return false;
 	}
-	t0 = last = now_us();
+	t0 = last = hl_now_us();
 	end = t0 + (long long)t->max_ms * 1000;
 	for (;;) {
 		int queued = 0;
 
-		now = now_us();
+		now = hl_now_us();
 		if (ioctl(fd, SIOCOUTQ, &queued) == 0 &&
 		    sent - queued > acked) {
 			acked = sent - queued;
@@ -424,7 +408,7 @@ static bool data(int fd, const struct hl_pm_transfer *t, struct hl_pm_rate *r)
 		}
 	}
 	r->bytes = acked;
-	r->us = (double)(now_us() - t0);
+	r->us = (double)(hl_now_us() - t0);
 	free(buf);
 	return ok;
 }

@@ -22,6 +22,7 @@
 
 #include "proto/ifaces.h"
 #include "check/gpucheck.h"
+#include "check/ifstats.h"
 #include "check/linkrate.h"
 #include "check/probe_msg.h"
 #include "agent/records.h"
@@ -61,14 +62,6 @@ struct probe {
 	struct hl_lr_sink *sink;
 };
 
-static long long now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 void hl_machine_id(char *buf, size_t len)
 {
 	char boot[64] = "", net[64] = "";
@@ -105,68 +98,6 @@ static void describe_interfaces(struct probe *p, struct hl_buf *b)
 		snprintf(i.ifname, sizeof(i.ifname), "%s", v[k].name);
 		snprintf(i.addr, sizeof(i.addr), "%s", v[k].addr);
 		hl_pm_put_iface(b, &i);
-	}
-	free(v);
-}
-
-/* A count from /sys/class/net/IFNAME/FILE; -1 when unreadable. */
-static long long sys_number(const char *ifname, const char *file)
-{
-	char path[256], line[64];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", ifname, file);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	if (fgets(line, sizeof(line), f) != NULL) {
-		char *end;
-
-		errno = 0;
-		v = strtoll(line, &end, 10);
-		if (end == line || (*end != '\n' && *end != '\0') || errno != 0)
-			v = -1;
-	}
-	fclose(f);
-	return v;
-}
-
-static unsigned long long counter(const char *ifname, const char *name)
-{
-	long long v = sys_number(ifname, name);
-
-	return v < 0 ? 0 : (unsigned long long)v;
-}
-
-/* Each interface that is up: its negotiated speed and its error and drop
- * counters ('L'). */
-static void describe_links(struct hl_buf *b)
-{
-	struct iface *v;
-	size_t n, k, j;
-
-	if (ifaces_list(&v, &n) != HL_OK)
-		return;
-	for (k = 0; k < n; k++) {
-		struct hl_pm_link l = {0};
-		bool seen = false;
-
-		for (j = 0; j < k; j++)
-			seen |= strcmp(v[j].name, v[k].name) == 0;
-		if (seen || !v[k].up || !v[k].running ||
-		    strpbrk(v[k].name, "/\t\n") != NULL)
-			continue;
-		snprintf(l.ifname, sizeof(l.ifname), "%s", v[k].name);
-		/* Virtual links have none (EINVAL): -1. */
-		l.speed_mbps = sys_number(v[k].name, "speed");
-		if (l.speed_mbps < 0)
-			l.speed_mbps = -1;
-		l.rx_errors = counter(v[k].name, "statistics/rx_errors");
-		l.tx_errors = counter(v[k].name, "statistics/tx_errors");
-		l.rx_dropped = counter(v[k].name, "statistics/rx_dropped");
-		l.tx_dropped = counter(v[k].name, "statistics/tx_dropped");
-		hl_pm_put_link(b, &l);
 	}
 	free(v);
 }
@@ -224,7 +155,7 @@ static void finish(struct probe *p, struct target *t, bool ok,
 	t->fd = -1;
 	t->state = T_DONE;
 	t->ok = ok;
-	t->end_us = now_us();
+	t->end_us = hl_now_us();
 	t->error = ok ? NULL : hl_strdup(error);
 	p->inflight--;
 	p->ndone++;
@@ -235,7 +166,7 @@ static void start_more(struct probe *p)
 	while (p->inflight < MAX_INFLIGHT && p->next < p->nt) {
 		struct target *t = &p->t[p->next++];
 
-		t->start_us = now_us();
+		t->start_us = hl_now_us();
 		t->state = T_CONNECTING;
 		p->inflight++;
 		t->fd = socket(t->sa.ss_family,
@@ -292,7 +223,7 @@ static void progress(struct probe *p, struct target *t, short revents)
 
 static void expire(struct probe *p)
 {
-	long long now = now_us();
+	long long now = hl_now_us();
 	size_t i;
 	char msg[64];
 
@@ -361,7 +292,7 @@ static int run_commands(struct probe *p)
 			hl_lr_measure(&t, &r);
 			hl_pm_put_rate(&p->out, &r);
 		} else {
-			describe_links(&p->out);
+			hl_ifstats_put(&p->out);
 			hl_pm_put_text(&p->out, 'E', NULL);
 		}
 		hl_buf_consume(&p->cmds, used);
@@ -488,7 +419,7 @@ int hl_probe_run(char **cause)
 	if (sink_port > 0)
 		hl_pm_put_sink_port(&p.out, sink_port);
 	describe_interfaces(&p, &p.out);
-	describe_links(&p.out);
+	hl_ifstats_put(&p.out);
 	describe_gpus(&p.out);
 	hl_pm_put_text(&p.out, 'R', NULL);
 	if (flush_out(&p) != 0)

@@ -80,5 +80,9 @@ void hl_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int ms);
 
 /* Monotonic clock in milliseconds. */
 long long hl_now_ms(void);
+/* The same clock in microseconds. */
+long long hl_now_us(void);
+/* The median of v's n values (n > 0); sorts v. */
+double hl_median(double *v, size_t n);
 
 #endif
