@@ -29,14 +29,19 @@
  * its host silent to the rendezvous' keepalive (elastic). */
 enum { EXITED, LOST_SESSION, LOST_SILENT };
 
+/* How long a failure by exit code waits for its cause: a rank killed by
+ * a signal, or lost, leaves its peers' collectives broken, and they exit
+ * with a code of their own, often before hvdrun has seen the death that
+ * caused it (its exit comes by another way, or in another turn). */
+#define CAUSE_MS 200
+
+static void fail_job(struct sup *s, struct hl_worker *w, int status,
+		     int lost);
+
 static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 			  int lost)
 {
 	const struct hl_launch *l = s->l;
-	struct hl_event ev = {HL_EV_FAILED, w->rank, l->hosts->v[w->host].name,
-			      NULL, 0};
-	char how[256];
-
 	bool success = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 
 	w->exited = true;
@@ -49,6 +54,27 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 	}
 	if (s->failed || s->signal != 0 || w->removed)
 		return; /* ended by us, or after the job had already failed */
+	if (l->hooks == NULL && lost == EXITED && WIFEXITED(status)) {
+		if (s->held == NULL) {
+			s->held = w;
+			s->held_status = status;
+			s->fail_at = hl_now_ms() + CAUSE_MS;
+		}
+		return;
+	}
+	fail_job(s, w, status, lost);
+}
+
+/* The job fails for w: say why, and end the others. */
+static void fail_job(struct sup *s, struct hl_worker *w, int status,
+		     int lost)
+{
+	const struct hl_launch *l = s->l;
+	struct hl_event ev = {HL_EV_FAILED, w->rank, l->hosts->v[w->host].name,
+			      NULL, 0};
+	char how[256];
+
+	s->held = NULL;
 	if (lost == LOST_SESSION)
 		snprintf(how, sizeof(how), "lost its connection to the host");
 	else if (lost == LOST_SILENT)
@@ -234,6 +260,8 @@ static void supervise(struct sup *s)
 		long long now = hl_now_ms();
 		int nfds = 0, timeout = -1;
 
+		if (s->held != NULL && (now >= s->fail_at || all_exited(s)))
+			fail_job(s, s->held, s->held_status, EXITED);
 		if (all_exited(s)) {
 			/* A worker's last writes are in its pipes before it
 			 * exits: read them now. A stream still open after
@@ -265,6 +293,8 @@ static void supervise(struct sup *s)
 		if ((all_exited(s) || s->phase != PH_RUNNING) &&
 		    (timeout < 0 || timeout > 50))
 			timeout = 50; /* look for adopted children */
+		if (s->held != NULL && (timeout < 0 || s->fail_at - now < timeout))
+			timeout = (int)(s->fail_at > now ? s->fail_at - now : 0);
 		if (hooks != NULL) {
 			int t = hooks->timeout(s, now);
 

@@ -36,6 +36,12 @@ struct sup {
 	struct hl_family fam; /* what hvdrun started, ended as one */
 	int exit_code;
 	bool failed; /* a worker failed: exit_code is its code */
+	/* A job that is not elastic: a worker that exited with a code, told
+	 * only at fail_at (ms), unless a worker killed by a signal or lost
+	 * comes first (launch.c: the cause, not its peers' reaction). */
+	struct hl_worker *held;
+	int held_status;
+	long long fail_at;
 	int signal;  /* a signal hvdrun received, 0 if none */
 	/* A worker has ended its work (exit 0): the job is finishing. */
 	bool finishing;

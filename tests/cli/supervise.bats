@@ -26,6 +26,21 @@ load helper
 	assert_no_leftovers
 }
 
+@test "a rank killed by a signal is the cause, not a peer that exits with a code on seeing it (within 0.2 s)" {
+	# Rank 1 dies by SIGKILL 50 ms after rank 0 exits 7, as a killed
+	# rank's peers exit on the broken connection before hvdrun sees the
+	# death: the job ends with the death.
+	run "$HVDRUN" -np 2 sh -c \
+		'if [ "$HOROVOD_RANK" = 0 ]; then sleep 0.5; exit 7; fi; sleep 0.55; kill -KILL $$'
+	assert_failure 137
+	assert_line "hvdrun: rank 1 on localhost was killed by signal 9 (Killed); stopping the job"
+	# A death long after the exit changes nothing: the exit is the cause.
+	run "$HVDRUN" -np 2 sh -c \
+		'if [ "$HOROVOD_RANK" = 0 ]; then sleep 0.2; exit 7; fi; trap "" TERM; sleep 1.5; kill -KILL $$'
+	assert_failure 7
+	assert_line "hvdrun: rank 0 on localhost exited with code 7; stopping the job"
+}
+
 @test "workers that ignore SIGTERM get SIGKILL after the grace period" {
 	SECONDS=0
 	run "$HVDRUN" -np 3 "$WORKERS/fail.sh" 1 5 ignore-term
