@@ -29,6 +29,12 @@
 static _Atomic int cap = -1; /* -1: not set, HVD_SPIN_US's default */
 static _Atomic int budget[HVD__WAIT_SITES];
 static _Atomic bool learned[HVD__WAIT_SITES]; /* budget set by a wait */
+/* How often a site's recent waits outlasted its spin (each wait weighs
+ * 1/MISS_WEIGHT; MISS_ONE: every one): a site spins while fewer than
+ * half did. */
+#define MISS_ONE 1024
+#define MISS_WEIGHT 16
+static _Atomic int missed[HVD__WAIT_SITES];
 static _Atomic long long calm_until;	      /* no spinning before */
 static _Atomic int calm_us = CALM_MIN_US;
 
@@ -40,10 +46,13 @@ static __thread int stat_fd = -1;
  * (-1: no spin since it last blocked at once, or since a fork). */
 static __thread long long seen_at;
 static __thread long long seen = -1;
-/* The host's CPU pressure (PSI, /proc/pressure/cpu: the time some task
- * waited for a CPU), one descriptor for the process; -2: none. */
-static int psi_fd = -1;
-static pthread_once_t psi_once = PTHREAD_ONCE_INIT;
+/* The host's runnable tasks (/proc/loadavg's fourth field: running, of
+ * all), one descriptor for the process; -2: none. The kernel counts them
+ * as it is read: more than the host's CPUs, and a task waits for the CPU
+ * that a spin takes. */
+static int load_fd = -1;
+static long ncpus;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static pthread_key_t fd_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -77,16 +86,17 @@ static void make_key(void)
 	pthread_atfork(NULL, NULL, forked);
 }
 
-static void psi_open(void)
+static void load_open(void)
 {
-	psi_fd = open("/proc/pressure/cpu", O_RDONLY | O_CLOEXEC);
-	if (psi_fd < 0)
-		psi_fd = -2;
+	ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	load_fd = ncpus > 0 ? open("/proc/loadavg", O_RDONLY | O_CLOEXEC) : -1;
+	if (load_fd < 0)
+		load_fd = -2;
 }
 
 void hvd__wait_thread(void)
 {
-	pthread_once(&psi_once, psi_open);
+	pthread_once(&load_once, load_open);
 	if (stat_fd != -1)
 		return;
 	pthread_once(&key_once, make_key);
@@ -124,28 +134,28 @@ static long long delay_now(void)
 	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
 }
 
-/* The time (us) some task of the host has waited for a CPU so far, or -1
- * when the kernel does not say: while this thread spins, such a task
- * waits for the CPU that the spin takes. */
-static long long stall_now(void)
+/* Whether more tasks of the host are runnable than it has CPUs (this
+ * thread, spinning, among them): one of them waits for a CPU that the
+ * spin could give it. False when the kernel does not say. */
+static bool crowded(void)
 {
-	char buf[256], *p, *end;
-	long long v;
+	char buf[128], *p;
 	ssize_t n;
 
-	pthread_once(&psi_once, psi_open);
-	if (psi_fd < 0)
-		return -1;
-	n = pread(psi_fd, buf, sizeof(buf) - 1, 0);
+	pthread_once(&load_once, load_open);
+	if (load_fd < 0)
+		return false;
+	n = pread(load_fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
-		return -1;
+		return false;
 	buf[n] = '\0';
-	/* "some avg10=0.00 avg60=0.00 avg300=0.00 total=N" */
-	p = strstr(buf, "total=");
+	/* "0.50 0.40 0.30 3/250 12345": 3 runnable now */
+	p = strchr(buf, '/');
 	if (p == NULL)
-		return -1;
-	v = strtoll(p + 6, &end, 10);
-	return end == p + 6 ? -1 : v;
+		return false;
+	while (p > buf && p[-1] != ' ')
+		p--;
+	return strtol(p, NULL, 10) > ncpus;
 }
 
 /* Whether a thread that waited `delay` for a CPU over `span` was denied
@@ -199,6 +209,13 @@ int hvd__wait_budget(enum hvd__wait_site site)
 	return b < c ? b : c;
 }
 
+bool hvd__wait_pays(enum hvd__wait_site site)
+{
+	return hvd__wait_budget(site) > 0 &&
+	       atomic_load_explicit(&missed[site], memory_order_relaxed) <
+		       MISS_ONE / 2;
+}
+
 bool hvd__wait_contended(void)
 {
 	return hvd__now_us() <
@@ -222,43 +239,39 @@ void hvd__wait_begin(struct hvd__wait *w, enum hvd__wait_site site)
 	w->site = site;
 	w->start = hvd__now_us();
 	w->budget = hvd__wait_budget(site);
-	w->blocked = w->budget <= 0 ||
+	w->blocked = !hvd__wait_pays(site) ||
 		     w->start < atomic_load_explicit(&calm_until,
 						     memory_order_relaxed);
 	w->spin_end = w->blocked ? 0 : w->start + w->budget;
 	w->next_probe = w->start + PROBE_US;
 	w->delay = -1; /* read at the first probe: most spins end sooner */
-	w->stall = -1;
 	if (w->blocked)
 		seen = -1; /* the next spin judges from its own first probe */
 }
 
 /* A spin's first probe: denied the CPU since its thread's last probe
  * (while it spun, or while it worked between waits), it would be again
- * while it spins. (Other tasks' waits count only while it spins: while
- * it works, it takes what its own work needs.) */
+ * while it spins; or a task waits for a CPU now. (Other tasks' waits
+ * count only while it spins: while it works, it takes what its own work
+ * needs.) */
 static bool first_probe(struct hvd__wait *w, long long now)
 {
 	bool busy;
 
 	w->delay = delay_now();
-	w->stall = stall_now();
 	busy = seen >= 0 && now - seen_at <= JUDGE_MAX_US &&
 	       denied(w->delay - seen, now - seen_at);
 	seen = w->delay;
 	seen_at = now;
-	return busy;
+	return busy || crowded();
 }
 
-/* A later probe: while it spun, a task waited for a CPU (it, or one of
- * the host's) for as long as a probe's interval: for the CPU the spin
- * takes. */
+/* A later probe: while it spun, it waited for a CPU for as long as a
+ * probe's interval, or a task of the host waits for one now: for the CPU
+ * the spin takes. */
 static bool later_probe(const struct hvd__wait *w)
 {
-	long long stall = w->stall >= 0 ? stall_now() : -1;
-
-	return delay_now() - w->delay >= PROBE_US ||
-	       (stall >= 0 && stall - w->stall >= PROBE_US);
+	return delay_now() - w->delay >= PROBE_US || crowded();
 }
 
 bool hvd__wait_spin(struct hvd__wait *w)
@@ -289,6 +302,7 @@ void hvd__wait_end(struct hvd__wait *w)
 	long long waited = hvd__now_us() - w->start;
 	int c = site_cap(w->site);
 	long long b = hvd__wait_budget(w->site), nb;
+	int m;
 
 	if (!w->blocked || waited <= c)
 		/* Caught spinning, or a longer spin would have caught it:
@@ -299,6 +313,14 @@ void hvd__wait_end(struct hvd__wait *w)
 		nb = b / 2;
 	if (nb > c)
 		nb = c;
+	/* Whether a spin of what the site spun (or would have) caught it,
+	 * be it spun or not: the rate recovers while the site does not. */
+	m = atomic_load_explicit(&missed[w->site], memory_order_relaxed);
+	m += ((waited > (w->budget > PROBE_US ? w->budget : PROBE_US)
+		       ? MISS_ONE
+		       : 0) -
+	      m) / MISS_WEIGHT;
+	atomic_store_explicit(&missed[w->site], m, memory_order_relaxed);
 	atomic_store_explicit(&budget[w->site], (int)nb, memory_order_relaxed);
 	atomic_store_explicit(&learned[w->site], true, memory_order_relaxed);
 }

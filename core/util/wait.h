@@ -11,14 +11,18 @@
  *    not running (the kernel's schedstat run_delay) since its last spin,
  *    while it spun or worked, of 100 us or more and an eighth of the time
  *    or more (over at most 50 ms); or, while it spins, 16 us of it, or
- *    16 us of the host's tasks' waits for a CPU (PSI, /proc/pressure/cpu:
- *    DataLoader workers that wait while the spin holds a core). Be it a
- *    busy process beside the job or a rank of a host with more ranks
- *    than cores, it would have the CPU while this thread spun. Then no
- *    wait of the process spins for 10 ms, a while that doubles (up to a
- *    second) while contention keeps coming back. (Without schedstat, any
- *    involuntary context switch counts; without PSI, only the thread's
- *    own wait.)
+ *    more tasks of the host runnable than it has CPUs (/proc/loadavg's
+ *    count of running tasks, which the kernel counts as it is read: a
+ *    DataLoader worker, or the rank's own computing thread, that waits
+ *    while the spin holds a core). Be it a busy process beside the job,
+ *    a rank of a host with more ranks than cores, or the thread whose
+ *    work the background thread's spin interrupts, it would have the CPU
+ *    while this thread spun. Then no wait of the process spins for 10 ms,
+ *    a while that doubles (up to a second) while contention keeps coming
+ *    back. (Without schedstat, any involuntary context switch counts;
+ *    without /proc/loadavg, only the thread's own wait.) The kernel's
+ *    CPU pressure (/proc/pressure/cpu) is no help at this scale: its
+ *    total moves in steps of milliseconds.
  *
  * A spin's first check for contention comes 16 us into it (most waits of
  * a quiet job end sooner, with no system call).
@@ -50,14 +54,13 @@ struct hvd__wait {
 	long long spin_end;   /* spin until then; 0 once blocking */
 	long long next_probe; /* next check for preemption */
 	long long delay;      /* this thread's wait for a CPU, so far */
-	long long stall;      /* the host's tasks' (PSI), or -1 */
 	int budget;	      /* us this wait may spin */
 	bool blocked;	      /* the spin ended without the event */
 };
 
 /* Ready this thread's waits: open what they read (a descriptor per
  * thread, closed when the thread ends, and one for the process, the
- * host's CPU pressure, kept). A wait does it too when its
+ * host's count of runnable tasks, kept). A wait does it too when its
  * thread has not; a thread that libhvd starts does it first, so that
  * what the process holds does not depend on whether it has waited. */
 void hvd__wait_thread(void);
@@ -80,6 +83,9 @@ void hvd__wait_cap(int cap_us);
 /* What the waits have learned (for the log and the tests): a site's spin
  * now in us, and whether spinning is off for contention. */
 int hvd__wait_budget(enum hvd__wait_site site);
+/* Whether the site's waits spin now: a budget, and fewer than half of
+ * its recent waits outlasted it. */
+bool hvd__wait_pays(enum hvd__wait_site site);
 bool hvd__wait_contended(void);
 
 #endif

@@ -1,11 +1,14 @@
 /* test_wait.c: libhvd's waits (core/util/wait.h): how long a site spins is
  * learned from how long its waits take; HVD_SPIN_US bounds it and 0
- * turns spinning off; a thread that must share its CPU with a busy one
- * stops every wait's spinning. */
+ * turns spinning off; a site whose waits mostly outlast its spin stops
+ * spinning; a thread that must share its CPU with a busy one, or a host
+ * with more runnable tasks than CPUs, stops every wait's spinning. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util/internal.h"
 #include "tap.h"
@@ -84,6 +87,32 @@ static void test_learns_from_how_long_waits_take(void)
 		printf("#   spin after a 6 ms wait: %d us\n", b);
 }
 
+/* A site whose waits mostly outlast its spin stops spinning, though
+ * the occasional short wait keeps a spin learned (a background thread
+ * waiting for the next gradient of a backward pass: most come long after,
+ * a few at once); it spins again once most waits are short. */
+static void test_spins_only_while_it_pays(void)
+{
+	int i;
+
+	hvd__wait_cap(10000);
+	CHECK(hvd__wait_pays(HVD__WAIT_CYCLE));
+	for (i = 0; i < 8; i++) {
+		one_wait(HVD__WAIT_CYCLE, 25);
+		one_wait(HVD__WAIT_CYCLE, 25);
+		one_wait(HVD__WAIT_CYCLE, 25);
+		one_wait(HVD__WAIT_CYCLE, 2);
+	}
+	CHECK(hvd__wait_budget(HVD__WAIT_CYCLE) > 0);
+	CHECK(!hvd__wait_pays(HVD__WAIT_CYCLE));
+	/* Short waits again: their events within what it would spin. */
+	for (i = 0; i < 40 && !hvd__wait_pays(HVD__WAIT_CYCLE); i++)
+		one_wait(HVD__WAIT_CYCLE, 1);
+	CHECK(hvd__wait_pays(HVD__WAIT_CYCLE));
+	if (!hvd__wait_pays(HVD__WAIT_CYCLE))
+		printf("#   still not spinning after %d short waits\n", i);
+}
+
 static atomic_bool stop;
 
 static void *busy(void *arg)
@@ -94,6 +123,41 @@ static void *busy(void *arg)
 	while (!atomic_load(&stop) && hvd__now_us() < end)
 		;
 	return NULL;
+}
+
+/* More runnable tasks than the host has CPUs (a busy thread a CPU, and
+ * this one): the first spin stops for contention, long before its
+ * bound. */
+static void test_crowded_host_stops_spinning(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN), i;
+	pthread_t *t = calloc((size_t)(n > 0 ? n : 1), sizeof(*t));
+	struct hvd__wait w;
+	long long took;
+
+	CHECK(t != NULL && n > 0);
+	if (t == NULL || n <= 0)
+		return;
+	CHECK(!hvd__wait_contended());
+	hvd__wait_cap(900000);
+	atomic_store(&stop, false);
+	for (i = 0; i < n; i++)
+		CHECK(pthread_create(&t[i], NULL, busy, NULL) == 0);
+	nap_ms(50); /* all of them running */
+	CHECK(hvd__wait_pays(HVD__WAIT_CALLER));
+	hvd__wait_begin(&w, HVD__WAIT_CALLER);
+	while (hvd__wait_spin(&w))
+		;
+	took = hvd__now_us() - w.start;
+	hvd__wait_end(&w);
+	CHECK(hvd__wait_contended());
+	CHECK(took < 300000);
+	if (took >= 300000)
+		printf("#   the spin ran %lld us\n", took);
+	atomic_store(&stop, true);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	free(t);
 }
 
 /* A thread that shares its CPU with a busy one is denied it part of the
@@ -136,6 +200,8 @@ int main(void)
 	RUN(test_cap_zero_never_spins);
 	RUN(test_bounds);
 	RUN(test_learns_from_how_long_waits_take);
+	RUN(test_spins_only_while_it_pays);
+	RUN(test_crowded_host_stops_spinning);
 	RUN(test_contention_stops_spinning);
 	return tap_done();
 }
