@@ -56,6 +56,7 @@ int hvd__autotune_open(struct hvd__autotune *a, const struct hvd__knobs *k,
 	a->now.cycle_us = (uint32_t)lround(k->cycle_ms * 1000);
 	a->now.shm_allreduce = 1;
 	a->now.hier_allgather = k->hier_allgather;
+	a->now.cache = k->cache_cap > 0;
 	a->now.tuning = a->on;
 	a->next = a->now;
 	if (!a->on)
@@ -65,6 +66,7 @@ int hvd__autotune_open(struct hvd__autotune *a, const struct hvd__knobs *k,
 	a->tune_shm = shm;
 	a->tune_allgather =
 		shm && hosts && !env_set(WENV_HIERARCHICAL_ALLGATHER);
+	a->tune_cache = k->cache_cap > 0 && !env_set(WENV_CACHE_CAPACITY);
 	path = getenv(wenv_vars[WENV_AUTOTUNE_LOG].name);
 	if (rank == 0 && path != NULL && *path != '\0') {
 		a->log = fopen(path, "w");
@@ -75,7 +77,8 @@ int hvd__autotune_open(struct hvd__autotune *a, const struct hvd__knobs *k,
 		}
 		fprintf(a->log,
 			"hierarchical_allreduce,hierarchical_allgather,"
-			"cycle_time_ms,tensor_fusion_threshold,score\n");
+			"cache_enabled,cycle_time_ms,tensor_fusion_threshold,"
+			"score\n");
 		fflush(a->log);
 	}
 	return HVD_OK;
@@ -98,8 +101,9 @@ static void encode(const struct hvd__setting *s, uint8_t *b)
 	}
 	b[8] = s->shm_allreduce;
 	b[9] = s->hier_allgather;
-	b[10] = s->tuning;
-	b[11] = s->serial;
+	b[10] = s->cache;
+	b[11] = s->tuning;
+	b[12] = s->serial;
 }
 
 void hvd__autotune_put(const struct hvd__autotune *a, uint8_t *tail)
@@ -108,6 +112,14 @@ void hvd__autotune_put(const struct hvd__autotune *a, uint8_t *tail)
 		encode(&a->next, tail);
 	else
 		memset(tail, 0xff, HVD__SETTING_BYTES);
+}
+
+static bool same(const struct hvd__setting *x, const struct hvd__setting *y)
+{
+	return x->fusion_kib == y->fusion_kib && x->cycle_us == y->cycle_us &&
+	       x->shm_allreduce == y->shm_allreduce &&
+	       x->hier_allgather == y->hier_allgather && x->cache == y->cache &&
+	       x->tuning == y->tuning && x->serial == y->serial;
 }
 
 bool hvd__autotune_take(struct hvd__autotune *a, const uint8_t *b)
@@ -121,9 +133,10 @@ bool hvd__autotune_take(struct hvd__autotune *a, const uint8_t *b)
 	}
 	s.shm_allreduce = b[8];
 	s.hier_allgather = b[9];
-	s.tuning = b[10];
-	s.serial = b[11];
-	if (memcmp(&s, &a->now, sizeof(s)) == 0)
+	s.cache = b[10];
+	s.tuning = b[11];
+	s.serial = b[12];
+	if (same(&s, &a->now))
 		return false;
 	a->now = s;
 	return true;
@@ -254,9 +267,9 @@ static void log_row(const struct hvd__autotune *a, const struct hvd__setting *s,
 {
 	if (a->log == NULL)
 		return;
-	fprintf(a->log, "%d,%d,%.3f,%u,%.6f\n", s->shm_allreduce,
-		s->hier_allgather, s->cycle_us / 1000.0, s->fusion_kib << 10,
-		score);
+	fprintf(a->log, "%d,%d,%d,%.3f,%u,%.6f\n", s->shm_allreduce,
+		s->hier_allgather, s->cache, s->cycle_us / 1000.0,
+		s->fusion_kib << 10, score);
 	fflush(a->log);
 }
 
@@ -301,13 +314,21 @@ static struct hvd__setting choose(struct hvd__autotune *a)
 			return s;
 		}
 	}
+	if (a->stage == 2) {
+		a->stage = 3;
+		a->stage_start = a->n;
+		if (a->tune_cache) {
+			s.cache = !s.cache;
+			return s;
+		}
+	}
 	s.tuning = 0;
 	log_row(a, &s, a->score[best_of(a)]);
 	hvd__debug("autotune: kept fusion threshold %u KiB, cycle time %.3f "
-		   "ms, shared-memory allreduce %d, hierarchical allgather %d "
-		   "(%.3f bytes/us)",
+		   "ms, shared-memory allreduce %d, hierarchical allgather %d, "
+		   "response cache %d (%.3f bytes/us)",
 		   s.fusion_kib, s.cycle_us / 1000.0, s.shm_allreduce,
-		   s.hier_allgather, a->score[best_of(a)]);
+		   s.hier_allgather, s.cache, a->score[best_of(a)]);
 	return s;
 }
 

@@ -7,8 +7,9 @@
  * setting after another of the fusion threshold and the cycle time
  * (Bayesian optimisation: a Gaussian process over the scores so far,
  * the next setting the one of greatest expected improvement), then of the
- * CPU allreduce through the hosts' shared memory or over TCP, and of the
- * hierarchical allgather, and keeps the best. The first
+ * CPU allreduce through the hosts' shared memory or over TCP, of the
+ * hierarchical allgather and of the response cache on or off, and keeps
+ * the best. The first
  * HOROVOD_AUTOTUNE_WARMUP_SAMPLES samples are not scored; a setting the
  * user gave (HOROVOD_FUSION_THRESHOLD, ...) is not tuned.
  *
@@ -36,12 +37,13 @@ struct hvd__setting {
 	uint32_t fusion_kib; /* fusion threshold */
 	uint32_t cycle_us;   /* cycle time */
 	uint8_t shm_allreduce, hier_allgather;
+	uint8_t cache;	/* the response cache on */
 	uint8_t tuning; /* 1: still tuning, 0: the best, kept */
 	uint8_t serial; /* changes with each new setting */
 };
 
 /* Its bytes at the end of the agreement's vector. */
-#define HVD__SETTING_BYTES 12
+#define HVD__SETTING_BYTES 13
 
 #define HVD__TUNE_MAX 64 /* settings scored at most */
 
@@ -53,7 +55,7 @@ struct hvd__autotune {
 	double noise;
 	/* What may be tuned: not what the user set, and only what this job
 	 * has (a shared segment; hosts for the allgather across them). */
-	bool tune_fusion, tune_cycle, tune_shm, tune_allgather;
+	bool tune_fusion, tune_cycle, tune_shm, tune_allgather, tune_cache;
 	struct hvd__setting now;  /* in force on every rank */
 	struct hvd__setting next; /* rank 0: what the next agreement carries */
 	/* Rank 0's sample: how often each tensor ran (a step: the most
@@ -66,7 +68,8 @@ struct hvd__autotune {
 	double samples[HVD__TUNE_SAMPLES]; /* of the setting in force */
 	int nsamples;
 	/* The search: the scored settings, in order. */
-	int stage; /* 0 fusion and cycle, 1 shared memory, 2 allgather */
+	int stage; /* 0 fusion and cycle, 1 shared memory, 2 allgather,
+		      3 the response cache */
 	int n, stage_start;
 	struct hvd__setting tried[HVD__TUNE_MAX];
 	double score[HVD__TUNE_MAX];

@@ -46,7 +46,7 @@ void hvd__cache_assign(const struct hvd__engine *e, struct hvd__resp *v,
 	for (i = 0; i < n; i++) {
 		struct hvd__resp *x = &v[i];
 
-		if (x->error != NULL || e->k.cache_cap == 0 ||
+		if (x->error != NULL || e->k.cache_cap == 0 || e->k.cache_off ||
 		    x->m.type == HVD__REQ_JOIN ||
 		    x->m.type == HVD__REQ_PROCESS_SET)
 			continue;
@@ -80,4 +80,20 @@ void hvd__cache_record(struct hvd__engine *e, const struct hvd__resp *v,
 		e->cache[x->cache].name = strdup(x->name);
 		e->cache[x->cache].m = x->m;
 	}
+}
+
+void hvd__cache_settle_off(struct hvd__engine *e)
+{
+	struct hvd__req *r;
+	long i;
+
+	if (!e->k.cache_off || e->cache_used == 0)
+		return;
+	for (i = 0; i < e->cache_used; i++) {
+		free(e->cache[i].name);
+		e->cache[i].name = NULL;
+	}
+	e->cache_used = 0;
+	for (r = e->pending_local; r != NULL; r = r->next)
+		r->cache = -1;
 }

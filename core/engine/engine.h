@@ -137,6 +137,8 @@ struct hvd__knobs {
 	bool shm_allreduce;  /* the CPU allreduce and reducescatter go through
 				the hosts' segment when there is one (the
 				autotuner may turn it off) */
+	bool cache_off;	     /* the autotuner turned the response cache off:
+				emptied at the next cycle, no entries given */
 };
 
 struct hvd__cache_entry {
@@ -291,6 +293,10 @@ void hvd__cache_assign(const struct hvd__engine *e, struct hvd__resp *v,
 /* Record the responses' entries, the same on every rank. */
 void hvd__cache_record(struct hvd__engine *e, const struct hvd__resp *v,
 		       size_t n);
+/* The cache turned off (k.cache_off) at a cycle's start, on every rank at
+ * the same cycle: its entries freed, and the pending requests that had one
+ * go to the coordinator again. */
+void hvd__cache_settle_off(struct hvd__engine *e);
 
 /* ---- control.c (background thread) ---- */
 

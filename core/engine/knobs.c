@@ -46,5 +46,6 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	k->shm = shm != 0;
 	k->hier_allgather = gather != 0;
 	k->shm_allreduce = true;
+	k->cache_off = false;
 	return HVD_OK;
 }

@@ -528,6 +528,7 @@ static void apply_setting(struct hvd__engine *e, const struct hvd__setting *s)
 	e->k.cycle_ms = s->cycle_us / 1000.0;
 	e->k.shm_allreduce = s->shm_allreduce != 0;
 	e->k.hier_allgather = s->hier_allgather != 0;
+	e->k.cache_off = s->cache == 0; /* emptied at the next cycle */
 }
 
 int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
@@ -536,15 +537,18 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 	/* Only the entries given out so far: the same on every rank; then,
 	 * autotuning, rank 0's setting (autotune.h). */
 	bool tune = e->tune != NULL && e->tune->on;
-	size_t bits = 2 + (size_t)e->cache_used, i;
-	size_t vlen = bits + (tune ? HVD__SETTING_BYTES : 0);
-	uint8_t *vec = calloc(vlen, 1);
+	size_t bits, vlen, i;
+	uint8_t *vec;
 	struct resps out = {NULL, 0, false}, news = {NULL, 0, false};
 	int32_t rode = -1;
 	int rc;
 
 	*v = NULL;
 	*n = 0;
+	hvd__cache_settle_off(e);
+	bits = 2 + (size_t)e->cache_used;
+	vlen = bits + (tune ? HVD__SETTING_BYTES : 0);
+	vec = calloc(vlen, 1);
 	if (vec == NULL)
 		return HVD_ENOMEM;
 	vec[1] = !mark_ready(e, vec);
