@@ -273,6 +273,23 @@ static void log_row(const struct hvd__autotune *a, const struct hvd__setting *s,
 	fflush(a->log);
 }
 
+/* Stage 1 to 3's choice (the shared-memory allreduce, the hierarchical
+ * allgather, the response cache) turned the other way in s, if tuned. */
+static bool flip(const struct hvd__autotune *a, int stage,
+		 struct hvd__setting *s)
+{
+	uint8_t *v = stage == 1	  ? &s->shm_allreduce
+		     : stage == 2 ? &s->hier_allgather
+				  : &s->cache;
+	bool tuned = stage == 1	  ? a->tune_shm
+		     : stage == 2 ? a->tune_allgather
+				  : a->tune_cache;
+
+	if (tuned)
+		*v = !*v;
+	return tuned;
+}
+
 /* The setting to score next, or the best kept (tuning 0). */
 static struct hvd__setting choose(struct hvd__autotune *a)
 {
@@ -298,29 +315,12 @@ static struct hvd__setting choose(struct hvd__autotune *a)
 		at_x(a, &s, x);
 		return s;
 	}
-	if (a->stage == 0) {
-		a->stage = 1;
+	/* Then each choice in turn, the best so far with it the other way. */
+	while (a->stage < 3) {
+		a->stage++;
 		a->stage_start = a->n;
-		if (a->tune_shm) {
-			s.shm_allreduce = !s.shm_allreduce;
+		if (flip(a, a->stage, &s))
 			return s;
-		}
-	}
-	if (a->stage == 1) {
-		a->stage = 2;
-		a->stage_start = a->n;
-		if (a->tune_allgather) {
-			s.hier_allgather = !s.hier_allgather;
-			return s;
-		}
-	}
-	if (a->stage == 2) {
-		a->stage = 3;
-		a->stage_start = a->n;
-		if (a->tune_cache) {
-			s.cache = !s.cache;
-			return s;
-		}
 	}
 	s.tuning = 0;
 	log_row(a, &s, a->score[best_of(a)]);

@@ -209,11 +209,17 @@ int hvd__wait_budget(enum hvd__wait_site site)
 	return b < c ? b : c;
 }
 
-bool hvd__wait_pays(enum hvd__wait_site site)
+/* Whether a site with this budget spins (hvd__wait_pays). */
+static bool pays(enum hvd__wait_site site, int budget_us)
 {
-	return hvd__wait_budget(site) > 0 &&
+	return budget_us > 0 &&
 	       atomic_load_explicit(&missed[site], memory_order_relaxed) <
 		       MISS_ONE / 2;
+}
+
+bool hvd__wait_pays(enum hvd__wait_site site)
+{
+	return pays(site, hvd__wait_budget(site));
 }
 
 bool hvd__wait_contended(void)
@@ -239,7 +245,7 @@ void hvd__wait_begin(struct hvd__wait *w, enum hvd__wait_site site)
 	w->site = site;
 	w->start = hvd__now_us();
 	w->budget = hvd__wait_budget(site);
-	w->blocked = !hvd__wait_pays(site) ||
+	w->blocked = !pays(site, w->budget) ||
 		     w->start < atomic_load_explicit(&calm_until,
 						     memory_order_relaxed);
 	w->spin_end = w->blocked ? 0 : w->start + w->budget;

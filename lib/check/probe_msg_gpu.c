@@ -100,12 +100,7 @@ int hl_pm_put_gpuinfo(struct hl_buf *b, const struct hl_gpuinfo *g)
 
 const char *hl_pm_gpu_fact(const struct hl_strvec *facts, const char *key)
 {
-	size_t i, n = strlen(key);
-
-	for (i = 0; i < facts->n; i++)
-		if (strncmp(facts->v[i], key, n) == 0 && facts->v[i][n] == '\t')
-			return facts->v[i] + n + 1;
-	return NULL;
+	return hl_strvec_field(facts, key, '\t');
 }
 
 /* n tab-separated numbers, each in [-1, 1 << 20]. */

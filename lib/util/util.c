@@ -282,12 +282,18 @@ char *hl_strvec_join(const struct hl_strvec *sv, const char *sep)
 	return s;
 }
 
-const char *hl_strvec_value(const struct hl_strvec *sv, const char *name)
+const char *hl_strvec_field(const struct hl_strvec *sv, const char *name,
+			    char sep)
 {
 	size_t i, n = strlen(name);
 
 	for (i = 0; i < sv->n; i++)
-		if (strncmp(sv->v[i], name, n) == 0 && sv->v[i][n] == '=')
+		if (strncmp(sv->v[i], name, n) == 0 && sv->v[i][n] == sep)
 			return sv->v[i] + n + 1;
 	return NULL;
+}
+
+const char *hl_strvec_value(const struct hl_strvec *sv, const char *name)
+{
+	return hl_strvec_field(sv, name, '=');
 }

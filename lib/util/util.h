@@ -52,7 +52,10 @@ int hl_strvec_pushf(struct hl_strvec *sv, const char *fmt, ...)
 
 /* The strings of sv, separated by sep; NULL when out of memory. */
 char *hl_strvec_join(const struct hl_strvec *sv, const char *sep);
-/* The value of NAME in a vector of NAME=VALUE entries, NULL if none. */
+/* The value of NAME in a vector of NAME<sep>VALUE entries, NULL if none;
+ * hl_strvec_value: NAME=VALUE (an environment). */
+const char *hl_strvec_field(const struct hl_strvec *sv, const char *name,
+			    char sep);
 const char *hl_strvec_value(const struct hl_strvec *sv, const char *name);
 
 char *hl_vasprintf(const char *fmt, va_list ap)
