@@ -81,7 +81,11 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 .PHONY: FORCE all deps test unit-test cli-test demo bench fuzz fuzz-seeds install uninstall clean \
         checkstyle format lint lint-tidy structure
 
-all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN)
+# hvdrun check --nccl's worker (a libhvd program on the GPU), where libhvd
+# has its GPU engine; hvdrun looks for it in ../libexec/hvdrun/.
+NCCLCHECK := $(if $(filter 1,$(NCCL)),$(B)/libexec/hvdrun/hvd-ncclcheck)
+
+all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN) $(NCCLCHECK)
 
 inc_for = $(if $(filter core/% proto/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(if $(filter lib/%,$(1)),$(LIB_INC),$(if $(filter cmd/%,$(1)),$(CMD_INC),$(LIB_INC) -Icore -Itests/unit)))
 
@@ -129,6 +133,11 @@ $(B)/examples/%: examples/%.c $(B)/lib/libhvd.so
 	$(CC) $(BASE) $(WARN) $(CFLAGS) -Icore/include -o $@ $< \
 	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd -lm
 
+$(B)/libexec/hvdrun/hvd-ncclcheck: cmd/ncclcheck/hvd-ncclcheck.c $(B)/lib/libhvd.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(GPU_CFLAGS) $(WARN) $(CFLAGS) -Icore/include -o $@ $< \
+	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../../lib' -lhvd $(GPU_LIBS)
+
 # Programs that run inside jobs started by the CLI tests.
 # With the GPU engine, the self-test also checks it (mode gpu).
 $(B)/tests/hvd_selftest: tests/cli/workers/hvd_selftest.c $(B)/lib/libhvd.so
@@ -162,9 +171,17 @@ $(B)/tests/%: $(B)/obj/tests/unit/%.o $(sort $(LIB_OBJ) $(CORE_OBJ))
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) $(MPI_LIBS) $(GPU_LIBS) -lm
 
 # hvdrun itself under the sanitizers, for the CLI and cluster tests.
+# It finds check --nccl's worker where the plain hvdrun does.
 $(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS)
+	ln -sfn ../libexec $(B)/san/libexec
+
+# A CUDA runtime for the probe alone (tests/cli/check.bats: --nccl's job
+# started without a GPU).
+$(B)/tests/fake/libcudart.so: tests/cli/workers/fake_cudart.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(WARN) $(CFLAGS) -shared -o $@ $<
 
 $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_SRC)))
 	@mkdir -p $(dir $@)
@@ -204,7 +221,7 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
 	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest $(B)/tests/mpi_user \
-	    $(B)/tests/hvd_sets $(B)/tests/san/hvd_sets \
+	    $(B)/tests/hvd_sets $(B)/tests/san/hvd_sets $(B)/tests/fake/libcudart.so \
 	    $(FUZZ_BIN)
 	@$(MAKE) --no-print-directory -j$$(nproc) lint
 	@tests/run
@@ -294,6 +311,8 @@ install: all
 	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 \
 	    $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5
 	install -m 755 $(B)/bin/hvdrun $(DESTDIR)$(BINDIR)/hvdrun
+	$(if $(NCCLCHECK),install -d $(DESTDIR)$(PREFIX)/libexec/hvdrun && \
+	    install -m 755 $(NCCLCHECK) $(DESTDIR)$(PREFIX)/libexec/hvdrun/)
 	install -m 755 $(B)/lib/libhvd.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhvd.so.$(VERSION)
 	ln -sf libhvd.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhvd.so.0
 	ln -sf libhvd.so.0 $(DESTDIR)$(LIBDIR)/libhvd.so
@@ -317,9 +336,10 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/libhvd.pc $(DESTDIR)$(INCLUDEDIR)/hvd.h \
 	    $(DESTDIR)$(MANDIR)/man1/hvdrun.1 $(DESTDIR)$(MANDIR)/man3/hvd.3 \
 	    $(DESTDIR)$(MANDIR)/man5/hvdrun.ini.5
-	rm -rf $(DESTDIR)$(PYDIR)/hvd
+	rm -rf $(DESTDIR)$(PYDIR)/hvd $(DESTDIR)$(PREFIX)/libexec/hvdrun
 
 STYLE_SRC = $(sort $(CORE_SRC) $(wildcard core/*/*.c)) $(LIB_SRC) $(CMD_SRC) $(UNIT_SRC) $(EX_SRC) \
+            cmd/ncclcheck/hvd-ncclcheck.c \
             $(wildcard tests/fuzz/*.c) \
             $(wildcard core/*/*.h lib/*/*.h cmd/*.h proto/*.h tests/unit/*.h tests/fuzz/*.h)
 

@@ -196,8 +196,9 @@ void cmd_usage(void)
 	fputs("Exit status: the first failing worker's code (128+N for signal N),\n"
 	      "2 for bad usage, 125 if the job could not start (a host down, a key\n"
 	      "refused), 126/127 if the command cannot be executed / was not found;\n"
-	      "hvdrun check: 1 if a host is not usable or a link failed (or is slow,\n"
-	      "with --fail-on-slow). See hvdrun(1).\n",
+	      "hvdrun check: 1 if a host is not usable, a link failed (or is slow,\n"
+	      "with --fail-on-slow) or, with --nccl, a host's NCCL did not join.\n"
+	      "See hvdrun(1).\n",
 	      stdout);
 }
 
@@ -290,7 +291,11 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 	optind = 0; /* glibc: start afresh, whatever an earlier parse left */
 	while (rc == HL_OK && (c = getopt_long_only(argc, argv, "+:H:x:hp:i:",
 						    longopts, NULL)) != -1) {
-		const char *bad = argv[optind - 1];
+		/* The option as typed: of "--opt VALUE", the word before. */
+		const char *bad = optarg != NULL && optind >= 2 &&
+						  optarg == argv[optind - 1]
+					  ? argv[optind - 2]
+					  : argv[optind - 1];
 
 		switch (c) {
 		case 'H':
@@ -386,7 +391,8 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 	for (k = 0; rc == HL_OK && k < HL_K_COUNT; k++)
 		if (!cmd_args.check && cmd_args.from_cli[k] &&
 		    (k == HL_K_CHECK_BANDWIDTH || k == HL_K_BANDWIDTH_TIME ||
-		     k == HL_K_BANDWIDTH_SIZE || k == HL_K_FAIL_ON_SLOW))
+		     k == HL_K_BANDWIDTH_SIZE || k == HL_K_FAIL_ON_SLOW ||
+		     k == HL_K_CHECK_NCCL || k == HL_K_NCCL_TIMEOUT))
 			rc = hl_fail(cause, HL_EINVAL,
 				     "%s is an option of 'hvdrun check'",
 				     set_by[k]);

@@ -28,21 +28,22 @@ static void on_progress(void *arg, const char *phase, const char *unit,
 
 	if (!p->tty)
 		return;
-	fprintf(stderr, "\r\033[Khvdrun check: %s: %zu of %zu %s", phase,
-		done, total, unit);
+	fprintf(stderr, "\r\033[Khvdrun check: %s: %zu of %zu %s", phase, done,
+		total, unit);
 	fflush(stderr);
 	p->shown = true;
 }
 
-static int print_report(const struct hl_netcheck *nc, bool json,
+static int print_report(const struct hl_netcheck *nc,
+			const struct hl_ncclcheck *k, bool json,
 			bool fail_on_slow)
 {
 	int rc = HL_OK;
 
 	if (json)
-		rc = check_print_json(nc, fail_on_slow);
+		rc = check_print_json(nc, k, fail_on_slow);
 	else
-		check_print_table(nc);
+		check_print_table(nc, k);
 	fflush(stdout);
 	return rc;
 }
@@ -53,6 +54,8 @@ static int check(int *code, char **cause)
 	struct hl_hostlist hosts;
 	struct hl_ssh_opts so = {0};
 	struct hl_netcheck nc;
+	struct hl_ncclcheck k = {0};
+	bool nccl = o->v[HL_K_CHECK_NCCL].b;
 	struct hl_nc_opts no = {
 		.timeout_ms = (int)(o->v[HL_K_NETWORK_TIMEOUT].d * 1000),
 		.bandwidth = o->v[HL_K_CHECK_BANDWIDTH].b,
@@ -77,10 +80,16 @@ static int check(int *code, char **cause)
 	if (pr.shown)
 		fputs("\r\033[K", stderr);
 	if (rc == HL_OK) {
-		rc = print_report(&nc, cmd_args.json, slow);
-		if (rc != HL_OK)
-			hl_fail(cause, rc, "out of memory");
+		if (nccl)
+			rc = check_nccl(&nc, &k, cause);
+		if (rc == HL_OK) {
+			rc = print_report(&nc, nccl ? &k : NULL, cmd_args.json,
+					  slow);
+			if (rc != HL_OK)
+				hl_fail(cause, rc, "out of memory");
+		}
 		*code = hl_nc_status(&nc, slow);
+		hl_ncc_close(&k);
 		hl_netcheck_close(&nc);
 	}
 	hl_ssh_opts_close(&so);

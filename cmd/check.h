@@ -3,10 +3,13 @@
 #ifndef CMD_CHECK_H
 #define CMD_CHECK_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <string.h>
 
+#include "check/ncclcheck.h"
 #include "check/netplan.h"
+#include "config/hosts.h"
 
 /* The table shows every host and the matrices up to this many probed
  * hosts; above, each section's summary and only what is wrong. */
@@ -32,13 +35,34 @@ static inline int check_width(const struct hl_netcheck *nc)
 	return w;
 }
 
-/* The report as a table on stdout (check_table.c). */
-void check_print_table(const struct hl_netcheck *nc);
+/* The report as a table on stdout (check_table.c); k: --nccl's, or
+ * NULL. */
+void check_print_table(const struct hl_netcheck *nc,
+		       const struct hl_ncclcheck *k);
 /* Its --bandwidth sections and its findings (check_links.c); many: more
  * than MATRIX_HOSTS probed hosts. */
 void check_print_links(const struct hl_netcheck *nc, bool many);
 void check_print_findings(const struct hl_netcheck *nc, bool many);
-/* The report as one JSON object on stdout (jansson). HL_ENOMEM. */
-int check_print_json(const struct hl_netcheck *nc, bool fail_on_slow);
+/* The report as one JSON object on stdout (jansson); k: --nccl's, or
+ * NULL. HL_ENOMEM. */
+int check_print_json(const struct hl_netcheck *nc, const struct hl_ncclcheck *k,
+		     bool fail_on_slow);
+/* A JSON string of s (NULL: NULL, which json_pack's "o?" makes null):
+ * valid UTF-8 as it is, each other byte as \xHH. */
+json_t *check_jtext(const char *s);
+/* Append v to array a; false when v is NULL (no memory). */
+bool check_jpush(json_t *a, json_t *v);
+/* An array of v's strings, each through check_jtext. */
+json_t *check_jstrings(const struct hl_strvec *v);
+
+/* --nccl (check_nccl.c): run the NCCL job on the hosts of nc that can,
+ * into k (hl_ncc_close it), and add its findings to nc. An error only
+ * when the check itself could not run. */
+int check_nccl(struct hl_netcheck *nc, struct hl_ncclcheck *k, char **cause);
+/* Its section of the table, and its JSON object. */
+void check_print_nccl(const struct hl_netcheck *nc,
+		      const struct hl_ncclcheck *k);
+json_t *check_nccl_json(const struct hl_netcheck *nc,
+			const struct hl_ncclcheck *k);
 
 #endif

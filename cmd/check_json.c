@@ -1,8 +1,7 @@
 /* check_json.c: `hvdrun check --json`, written through jansson. Every
  * text from a host (host names, interface names, errors, GPU names) goes
- * through jtext: valid UTF-8 as it is, each byte that is not as the four
- * characters \xHH, so that the output is always valid JSON and nothing
- * is dropped. */
+ * through check_jtext (check_jtext.c), so that the output is always valid
+ * JSON and nothing is dropped. */
 #include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
@@ -15,74 +14,6 @@
 #include "check/linkplan.h"
 #include "check/probe_msg.h"
 #include "hvdrun.h"
-
-/* The length of the valid UTF-8 sequence at s (n bytes there), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned long cp;
-	size_t k, len;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (k = 1; k < len; k++) {
-		if ((s[k] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[k] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
-
-/* A JSON string of s (NULL: NULL, which json_pack's "o?" makes null). */
-static json_t *jtext(const char *s)
-{
-	size_t n, i = 0, k;
-	char *out, *o;
-	json_t *j;
-
-	if (s == NULL)
-		return NULL;
-	n = strlen(s);
-	out = malloc(n * 4 + 1);
-	if (out == NULL)
-		return NULL;
-	for (o = out; i < n; i += k) {
-		k = utf8_len((const unsigned char *)s + i, n - i);
-		if (k == 0) {
-			o += sprintf(o, "\\x%02x", (unsigned char)s[i]);
-			k = 1;
-			continue;
-		}
-		memcpy(o, s + i, k);
-		o += k;
-	}
-	*o = '\0';
-	j = json_string(out);
-	free(out);
-	return j;
-}
-
-/* Append v to array a; false when v is NULL (no memory). */
-static bool push(json_t *a, json_t *v)
-{
-	return v != NULL && json_array_append_new(a, v) == 0;
-}
 
 /* A number that is 0 or -1 when unknown: null then. */
 static json_t *known(int v, int unknown)
@@ -130,12 +61,13 @@ static json_t *gpu_pairs(const struct hl_nc_host *h)
 		    hl_pm_gpu_pair(h->gpu.v[i] + 5, &q) != HL_OK)
 			continue;
 		path = hl_gpu_level_text(q.level);
-		if (!push(a, json_pack("{s:i,s:i,s:o,s:o,s:o,s:o}", "a", q.a,
-				       "b", q.b, "level", known(q.level, -1),
-				       "path", path ? json_string(path)
-						    : json_null(),
-				       "nvlink", tristate(q.nvlink),
-				       "peer_access", tristate(q.peer)))) {
+		if (!check_jpush(
+			    a, json_pack("{s:i,s:i,s:o,s:o,s:o,s:o}", "a", q.a,
+					 "b", q.b, "level", known(q.level, -1),
+					 "path",
+					 path ? json_string(path) : json_null(),
+					 "nvlink", tristate(q.nvlink),
+					 "peer_access", tristate(q.peer)))) {
 			json_decref(a);
 			return NULL;
 		}
@@ -145,9 +77,9 @@ static json_t *gpu_pairs(const struct hl_nc_host *h)
 
 static json_t *gpus(const struct hl_nc_host *h)
 {
-	static const char *const keys[] = {"driver",	   "cuda_runtime",
-					   "cuda_driver",  "cuda_devices",
-					   "cuda_error",   "nccl"};
+	static const char *const keys[] = {"driver",	  "cuda_runtime",
+					   "cuda_driver", "cuda_devices",
+					   "cuda_error",  "nccl"};
 	json_t *o = json_object(), *dev = json_array(), *notes = json_array();
 	size_t i, k;
 	int count = 0;
@@ -163,11 +95,12 @@ static json_t *gpus(const struct hl_nc_host *h)
 		if (f == NULL)
 			val = json_null();
 		else if (k == 1 || k == 2 || k == 5)
-			val = jtext(hl_gpu_version_text(f, k == 5, v, sizeof(v)));
+			val = check_jtext(
+				hl_gpu_version_text(f, k == 5, v, sizeof(v)));
 		else if (k == 3 && hl_parse_long(f, 0, INT_MAX, &n))
 			val = json_integer(n);
 		else
-			val = jtext(f);
+			val = check_jtext(f);
 		if (json_object_set_new(o, keys[k], val) != 0)
 			goto fail;
 	}
@@ -175,16 +108,18 @@ static json_t *gpus(const struct hl_nc_host *h)
 		struct hl_pm_gpu g;
 
 		if (strncmp(h->gpu.v[i], "note\t", 5) == 0 &&
-		    !push(notes, jtext(h->gpu.v[i] + 5)))
+		    !check_jpush(notes, check_jtext(h->gpu.v[i] + 5)))
 			goto fail;
 		if (strncmp(h->gpu.v[i], "gpu\t", 4) != 0 ||
 		    hl_pm_gpu(h->gpu.v[i] + 4, &g) != HL_OK)
 			continue;
 		count++;
-		if (!push(dev, json_pack("{s:i,s:o,s:I,s:o}", "index", g.index,
-					 "name", jtext(g.name), "memory_bytes",
-					 (json_int_t)g.mem_bytes, "pcie",
-					 pcie(h, g.index))))
+		if (!check_jpush(dev,
+				 json_pack("{s:i,s:o,s:I,s:o}", "index",
+					   g.index, "name", check_jtext(g.name),
+					   "memory_bytes",
+					   (json_int_t)g.mem_bytes, "pcie",
+					   pcie(h, g.index))))
 			goto fail;
 	}
 	if (json_object_set_new(o, "pairs", gpu_pairs(h)) != 0)
@@ -203,8 +138,8 @@ fail:
 
 static json_t *stat_obj(const struct hl_nc_ifstat *s)
 {
-	return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I}", "name", jtext(s->ifname),
-			 "speed_mbps",
+	return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I}", "name",
+			 check_jtext(s->ifname), "speed_mbps",
 			 s->speed_mbps > 0 ? json_integer(s->speed_mbps)
 					   : json_null(),
 			 "rx_errors", (json_int_t)s->rx_errors, "tx_errors",
@@ -230,7 +165,7 @@ static json_t *host_links(const struct hl_nc_host *h)
 		if (o == NULL ||
 		    json_object_set_new(o, "after",
 					after ? after : json_null()) != 0 ||
-		    !push(a, o)) {
+		    !check_jpush(a, o)) {
 			json_decref(o);
 			json_decref(a);
 			return NULL;
@@ -255,30 +190,19 @@ static json_t *interfaces(const struct hl_netcheck *nc, size_t i)
 		for (x = 0; addrs != NULL && x < h->naddrs; x++)
 			if (h->addrs[x].candidate &&
 			    !strcmp(h->addrs[x].ifname, ifn))
-				push(addrs, jtext(h->addrs[x].addr));
+				check_jpush(addrs,
+					    check_jtext(h->addrs[x].addr));
 		for (x = 0; by != NULL && x < nc->n; x++)
 			if (x != i && hl_nc_reached(nc, x, i, ifn))
-				push(by, jtext(check_name(nc, x)));
-		if (!push(a, json_pack("{s:o,s:b,s:o,s:o}", "name", jtext(ifn),
-				       "selected", sel, "addresses", addrs,
-				       "reached_by", by))) {
+				check_jpush(by, check_jtext(check_name(nc, x)));
+		if (!check_jpush(a, json_pack("{s:o,s:b,s:o,s:o}", "name",
+					      check_jtext(ifn), "selected", sel,
+					      "addresses", addrs, "reached_by",
+					      by))) {
 			json_decref(a);
 			return NULL;
 		}
 	}
-	return a;
-}
-
-static json_t *strings(const struct hl_strvec *v)
-{
-	json_t *a = json_array();
-	size_t k;
-
-	for (k = 0; a != NULL && k < v->n; k++)
-		if (!push(a, jtext(v->v[k]))) {
-			json_decref(a);
-			return NULL;
-		}
 	return a;
 }
 
@@ -290,21 +214,22 @@ static json_t *hosts(const struct hl_netcheck *nc)
 	for (i = 0; a != NULL && i < nc->n; i++) {
 		const struct hl_nc_host *h = &nc->h[i];
 
-		if (!push(a,
-			  json_pack("{s:o,s:i,s:b,s:o?,s:{s:b,s:b,s:f},s:o?,"
-				    "s:o,s:o,s:o,s:o}",
-				    "host", jtext(h->host->name), "slots",
-				    h->host->slots, "usable", h->usable,
-				    "error", jtext(h->error), "ssh", "used",
-				    h->remote, "ok",
-				    (!h->remote || h->ssh_ok) &&
-					    (h->probed || h->ssh_ok),
-				    "ms", h->ssh_ms, "hostname",
-				    jtext(h->hostname), "interfaces",
-				    interfaces(nc, i), "selected",
-				    strings(&h->selected), "links",
-				    host_links(h), "gpus",
-				    h->probed ? gpus(h) : json_null()))) {
+		if (!check_jpush(
+			    a,
+			    json_pack("{s:o,s:i,s:b,s:o?,s:{s:b,s:b,s:f},s:o?,"
+				      "s:o,s:o,s:o,s:o}",
+				      "host", check_jtext(h->host->name),
+				      "slots", h->host->slots, "usable",
+				      h->usable, "error", check_jtext(h->error),
+				      "ssh", "used", h->remote, "ok",
+				      (!h->remote || h->ssh_ok) &&
+					      (h->probed || h->ssh_ok),
+				      "ms", h->ssh_ms, "hostname",
+				      check_jtext(h->hostname), "interfaces",
+				      interfaces(nc, i), "selected",
+				      check_jstrings(&h->selected), "links",
+				      host_links(h), "gpus",
+				      h->probed ? gpus(h) : json_null()))) {
 			json_decref(a);
 			return NULL;
 		}
@@ -320,16 +245,19 @@ static json_t *pairs(const struct hl_netcheck *nc)
 	for (p = 0; a != NULL && p < nc->npairs; p++) {
 		const struct hl_nc_pair *q = &nc->pairs[p];
 
-		if (!push(a, json_pack("{s:o,s:o,s:o,s:o,s:b,s:f,s:o?}",
-				       "from", jtext(check_name(nc, q->from)),
-				       "to", jtext(check_name(nc, q->to)),
-				       "interface",
-				       jtext(hl_nc_pair_ifname(nc, q)),
-				       "address",
-				       jtext(nc->h[q->to].addrs[q->addr].addr),
-				       "ok", q->ok, "ms", q->ms, "error",
-				       jtext(q->done ? q->error
-						     : "no result")))) {
+		if (!check_jpush(
+			    a,
+			    json_pack("{s:o,s:o,s:o,s:o,s:b,s:f,s:o?}", "from",
+				      check_jtext(check_name(nc, q->from)),
+				      "to", check_jtext(check_name(nc, q->to)),
+				      "interface",
+				      check_jtext(hl_nc_pair_ifname(nc, q)),
+				      "address",
+				      check_jtext(
+					      nc->h[q->to].addrs[q->addr].addr),
+				      "ok", q->ok, "ms", q->ms, "error",
+				      check_jtext(q->done ? q->error
+							  : "no result")))) {
 			json_decref(a);
 			return NULL;
 		}
@@ -361,33 +289,40 @@ static json_t *bandwidth(const struct hl_netcheck *nc)
 			slow += l->slow;
 			failed += !l->ok;
 		}
-		if (!push(ifs, json_pack("{s:o,s:o,s:o,s:i,s:i,s:i}", "name",
-					 jtext(names.v[k]), "median_gbps",
-					 any ? json_real(g) : json_null(),
-					 "median_rtt_us",
-					 any ? json_real(r) : json_null(),
-					 "links", n, "slow", slow, "failed",
-					 failed)))
+		if (!check_jpush(
+			    ifs,
+			    json_pack("{s:o,s:o,s:o,s:i,s:i,s:i}", "name",
+				      check_jtext(names.v[k]), "median_gbps",
+				      any ? json_real(g) : json_null(),
+				      "median_rtt_us",
+				      any ? json_real(r) : json_null(), "links",
+				      n, "slow", slow, "failed", failed)))
 			goto fail;
 	}
 	for (i = 0; i < nc->nlinks; i++) {
 		const struct hl_nc_link *l = &nc->links[i];
 
-		if (!push(links,
-			  json_pack("{s:o,s:o,s:o,s:o,s:i,s:b,s:b,s:o,s:o,s:I,"
+		if (!check_jpush(
+			    links,
+			    json_pack(
+				    "{s:o,s:o,s:o,s:o,s:i,s:b,s:b,s:o,s:o,s:I,"
 				    "s:f,s:o?}",
-				    "from", jtext(check_name(nc, l->from)), "to",
-				    jtext(check_name(nc, l->to)), "interface",
-				    jtext(hl_nc_link_ifname(nc, l)),
+				    "from",
+				    check_jtext(check_name(nc, l->from)), "to",
+				    check_jtext(check_name(nc, l->to)),
+				    "interface",
+				    check_jtext(hl_nc_link_ifname(nc, l)),
 				    "address",
-				    jtext(nc->h[l->to].addrs[l->addr].addr),
-				    "round", (int)l->round, "ok", l->ok,
-				    "slow", l->slow, "gbps",
+				    check_jtext(
+					    nc->h[l->to].addrs[l->addr].addr),
+				    "round", (int)l->round, "ok", l->ok, "slow",
+				    l->slow, "gbps",
 				    l->ok ? json_real(l->gbps) : json_null(),
 				    "rtt_us",
 				    l->ok ? json_real(l->rtt_us) : json_null(),
 				    "bytes", (json_int_t)l->bytes, "seconds",
-				    l->seconds, "error", jtext(l->error))))
+				    l->seconds, "error",
+				    check_jtext(l->error))))
 			goto fail;
 	}
 	hl_strvec_close(&names);
@@ -417,6 +352,8 @@ static const char *kind_name(enum hl_nc_finding_kind k)
 		return "drops";
 	case HL_NCF_PCIE:
 		return "gpu_pcie";
+	case HL_NCF_NCCL:
+		return "nccl";
 	case HL_NCF_NO_PEER:
 	default:
 		return "gpu_no_peer";
@@ -433,12 +370,15 @@ static json_t *findings(const struct hl_netcheck *nc)
 		const struct hl_nc_link *l =
 			f->link < nc->nlinks ? &nc->links[f->link] : NULL;
 
-		if (!push(a, json_pack("{s:s,s:o,s:o?,s:o?,s:o}", "kind",
-				       kind_name(f->kind), "host",
-				       jtext(check_name(nc, f->host)), "to",
-				       l ? jtext(check_name(nc, l->to)) : NULL,
-				       "interface", jtext(f->ifname), "text",
-				       jtext(f->text)))) {
+		if (!check_jpush(
+			    a, json_pack("{s:s,s:o,s:o?,s:o?,s:o}", "kind",
+					 kind_name(f->kind), "host",
+					 check_jtext(check_name(nc, f->host)),
+					 "to",
+					 l ? check_jtext(check_name(nc, l->to))
+					   : NULL,
+					 "interface", check_jtext(f->ifname),
+					 "text", check_jtext(f->text)))) {
 			json_decref(a);
 			return NULL;
 		}
@@ -446,15 +386,17 @@ static json_t *findings(const struct hl_netcheck *nc)
 	return a;
 }
 
-int check_print_json(const struct hl_netcheck *nc, bool fail_on_slow)
+int check_print_json(const struct hl_netcheck *nc, const struct hl_ncclcheck *k,
+		     bool fail_on_slow)
 {
 	json_t *root = json_pack(
-		"{s:b,s:f,s:f,s:b,s:o,s:o,s:o,s:o}", "ok",
+		"{s:b,s:f,s:f,s:b,s:o,s:o,s:o,s:o,s:o}", "ok",
 		hl_nc_status(nc, fail_on_slow) == 0, "seconds", nc->seconds,
 		"timeout_seconds", nc->timeout_ms / 1000.0, "loopback",
 		nc->loopback, "hosts", hosts(nc), "pairs", pairs(nc),
 		"bandwidth", nc->bandwidth ? bandwidth(nc) : json_null(),
-		"findings", findings(nc));
+		"nccl", k ? check_nccl_json(nc, k) : json_null(), "findings",
+		findings(nc));
 	int rc;
 
 	if (root == NULL)

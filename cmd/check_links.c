@@ -191,6 +191,7 @@ void check_print_findings(const struct hl_netcheck *nc, bool many)
 		[HL_NCF_DROPS] = "drops",
 		[HL_NCF_PCIE] = "GPU PCIe link",
 		[HL_NCF_NO_PEER] = "GPU peer access",
+		[HL_NCF_NCCL] = "NCCL",
 	};
 	size_t i;
 

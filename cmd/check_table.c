@@ -56,7 +56,9 @@ static void print_pair(FILE *o, const char *fact, int w)
 	path = hl_gpu_level_text(q.level);
 	fprintf(o, "  %-*s    GPUs %d-%d: %s%s%s", w, "", q.a, q.b,
 		q.nvlink == 1 ? "NVLink" : "",
-		q.nvlink == 1 && path ? "; PCIe " : path ? "PCIe " : "",
+		q.nvlink == 1 && path ? "; PCIe "
+		: path		      ? "PCIe "
+				      : "",
 		path ? path : (q.nvlink == 1 ? "" : "path unknown"));
 	if (q.peer >= 0)
 		fprintf(o, "; %s", q.peer ? "peer access" : "NO peer access");
@@ -83,13 +85,14 @@ static void print_gpus(FILE *o, const struct hl_nc_host *h, const char *label,
 		fprintf(o, "no GPU");
 	if (rt != NULL) {
 		fprintf(o, "; CUDA runtime %s",
-		       hl_gpu_version_text(rt, false, v, sizeof(v)));
+			hl_gpu_version_text(rt, false, v, sizeof(v)));
 		if (cd != NULL)
 			fprintf(o, " (driver's CUDA %s)",
-			       hl_gpu_version_text(cd, false, v, sizeof(v)));
+				hl_gpu_version_text(cd, false, v, sizeof(v)));
 	}
 	if (nccl != NULL)
-		fprintf(o, "; NCCL %s", hl_gpu_version_text(nccl, true, v, sizeof(v)));
+		fprintf(o, "; NCCL %s",
+			hl_gpu_version_text(nccl, true, v, sizeof(v)));
 	fputc('\n', o);
 	for (i = 0; i < h->gpu.n; i++) {
 		const char *f = h->gpu.v[i];
@@ -99,8 +102,7 @@ static void print_gpus(FILE *o, const struct hl_nc_host *h, const char *label,
 		if (strncmp(f, "gpu\t", 4) == 0) {
 			if (hl_pm_gpu(f + 4, &g) == HL_OK) {
 				fprintf(o, "  %-*s    GPU %d: %s, %llu MiB", w,
-					"", g.index, g.name,
-					g.mem_bytes >> 20);
+					"", g.index, g.name, g.mem_bytes >> 20);
 				print_pcie(o, h, g.index);
 			}
 		} else if (strncmp(f, "pair\t", 5) == 0) {
@@ -113,7 +115,7 @@ static void print_gpus(FILE *o, const struct hl_nc_host *h, const char *label,
 		fprintf(o, "  %-*s    CUDA: %s\n", w, "", ce);
 	if (n > 0 && h->host->slots > n)
 		fprintf(o, "  %-*s    warning: %d slots but %d GPU%s\n", w, "",
-		       h->host->slots, n, n == 1 ? "" : "s");
+			h->host->slots, n, n == 1 ? "" : "s");
 }
 
 /* "a, b, c and 5 more" of the hosts that pick marks. */
@@ -190,10 +192,10 @@ static void print_iface(const struct hl_netcheck *nc, size_t i, size_t k,
 			nby++;
 		}
 	}
-	printf("  %-*s  %c %-10s", w, label, selected(h, ifn) ? '*' : ' ',
-	       ifn);
+	printf("  %-*s  %c %-10s", w, label, selected(h, ifn) ? '*' : ' ', ifn);
 	for (a = 0; a < h->naddrs; a++)
-		if (h->addrs[a].candidate && strcmp(h->addrs[a].ifname, ifn) == 0)
+		if (h->addrs[a].candidate &&
+		    strcmp(h->addrs[a].ifname, ifn) == 0)
 			printf(" %s", h->addrs[a].addr);
 	if (nother > 0 && nby == 0)
 		printf("   reached by no other host");
@@ -226,7 +228,8 @@ static void print_interfaces(const struct hl_netcheck *nc, bool many, int w)
 
 		for (i = 0; i < nc->n; i++)
 			for (k = 0; k < nc->h[i].selected.n; k++)
-				n += !strcmp(nc->h[i].selected.v[k], names.v[j]);
+				n += !strcmp(nc->h[i].selected.v[k],
+					     names.v[j]);
 		printf("  * %s selected on %zu host%s\n", names.v[j], n,
 		       n == 1 ? "" : "s");
 	}
@@ -240,7 +243,8 @@ static void print_interfaces(const struct hl_netcheck *nc, bool many, int w)
 		for (k = 0; k < h->ifaces.n; k++) {
 			if (many && selected(h, h->ifaces.v[k]))
 				continue;
-			print_iface(nc, i, k, first ? check_name(nc, i) : "", w);
+			print_iface(nc, i, k, first ? check_name(nc, i) : "",
+				    w);
 			first = false;
 		}
 		if (h->ifaces.n == 0)
@@ -346,7 +350,8 @@ static void print_gpu_section(const struct hl_netcheck *nc, bool many, int w)
 	free(pick);
 }
 
-void check_print_table(const struct hl_netcheck *nc)
+void check_print_table(const struct hl_netcheck *nc,
+		       const struct hl_ncclcheck *k)
 {
 	size_t i, probed = 0;
 	int w = check_width(nc);
@@ -365,6 +370,8 @@ void check_print_table(const struct hl_netcheck *nc)
 			printf("%s\n", nc->h[i].error);
 	if (nc->bandwidth)
 		check_print_links(nc, many);
+	if (k != NULL)
+		check_print_nccl(nc, k);
 	check_print_findings(nc, many);
 	printf("%zu of %zu host%s usable (%.2f s)", nc->nusable, nc->n,
 	       nc->n == 1 ? "" : "s", nc->seconds);
@@ -373,6 +380,8 @@ void check_print_table(const struct hl_netcheck *nc)
 		       hl_nc_count(nc, HL_NCF_SLOW_LINK),
 		       hl_nc_count(nc, HL_NCF_SLOW_LINK) == 1 ? "" : "s",
 		       hl_nc_count(nc, HL_NCF_FAILED_LINK));
+	if (k != NULL)
+		printf("; NCCL: %s",
+		       hl_nc_count(nc, HL_NCF_NCCL) ? "failed" : "works");
 	putchar('\n');
 }
-

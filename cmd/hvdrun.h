@@ -40,6 +40,12 @@ int cmd_node_agent_main(int argc, char **argv); /* agent.c: --node-agent */
 int cmd_free_port_main(int argc, char **argv);	/* free_port.c */
 int cmd_probe_main(int argc, char **argv);	/* probe.c: --probe */
 
+struct hl_hostlist;
+/* run.c: the job of command on hosts as `hvdrun` runs one, its workers'
+ * environment with env's NAME=VALUE entries added (check --nccl's job). */
+int cmd_run_job(struct hl_hostlist *hosts, char **command,
+		const struct hl_strvec *env, int *code, char **cause);
+
 /* ---- options.c ---- */
 
 /* Parse the command line, then the config file, then the defaults into

@@ -47,13 +47,12 @@ static int resolve(const struct hl_launch *l, char **path, char **cause)
 		/* Only a host found later may start one here: try. */
 		char *why = NULL;
 
-		if (hl_resolve_command(cmd_args.command[0], search, path,
-				       &why) != HL_OK)
+		if (hl_resolve_command(l->argv[0], search, path, &why) != HL_OK)
 			*path = NULL;
 		free(why);
 		return HL_OK;
 	}
-	return hl_resolve_command(cmd_args.command[0], search, path, cause);
+	return hl_resolve_command(l->argv[0], search, path, cause);
 }
 
 /* `hvdrun --mpi`: mpirun runs the job; hvdrun becomes mpirun, so that
@@ -61,15 +60,15 @@ static int resolve(const struct hl_launch *l, char **path, char **cause)
 static int run_mpirun(const struct hl_hostlist *hosts,
 		      const struct hl_plan *plan, const struct hl_envspec *es,
 		      const struct hl_ssh_opts *so, const char *mpi_if,
-		      char **cause)
+		      char **command, char **cause)
 {
 	const struct hl_opts *o = &cmd_args.opts;
 	struct hl_strvec argv;
 	size_t i;
 	int rc;
 
-	rc = hl_mpirun_argv(hosts, plan, es, so, mpi_if, o, cmd_args.command,
-			    &argv, cause);
+	rc = hl_mpirun_argv(hosts, plan, es, so, mpi_if, o, command, &argv,
+			    cause);
 	if (rc != HL_OK)
 		return rc;
 	if (o->v[HL_K_VERBOSE].b) {
@@ -126,13 +125,13 @@ static void print_choice(const struct hl_plan *plan,
 }
 
 static void print_verbose(const struct hl_plan *plan,
-			  const struct hl_hostlist *hosts)
+			  const struct hl_hostlist *hosts, char **command)
 {
 	char **a;
 
 	fprintf(stderr, "hvdrun: %d workers on %zu hosts:", plan->size,
 		plan->nhosts_used);
-	for (a = cmd_args.command; *a != NULL; a++)
+	for (a = command; *a != NULL; a++)
 		fprintf(stderr, " %s", *a);
 	fputc('\n', stderr);
 	print_plan(plan, hosts, stderr);
@@ -220,7 +219,6 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 		rc = hl_rdv_export(rdv, l->env);
 	if (rc == HL_OK) {
 		l->report_fd = report[0];
-		l->argv = cmd_args.command;
 		l->output_dir = o->v[HL_K_OUTPUT_FILENAME].s;
 		l->timestamps = o->v[HL_K_PREFIX_TIMESTAMP].b;
 		l->grace_ms = HL_GRACE_MS;
@@ -251,42 +249,44 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	return rc;
 }
 
-static int run(int *code, char **cause)
+/* The job of command on hosts (disc: an elastic job's discovery, or
+ * NULL), its workers' environment with env's NAME=VALUE entries added. */
+static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
+		  char **command, const struct hl_strvec *env, int *code,
+		  char **cause)
 {
 	struct hl_opts *o = &cmd_args.opts;
-	struct hl_hostlist hosts;
 	struct hl_plan plan = {0};
 	struct hl_envspec es;
 	struct hl_strvec warnings;
 	struct hl_launch l;
 	struct hl_ssh_opts so = {0};
 	struct hl_iface_choice ic = {0};
-	struct hl_discovery disc;
+	size_t i;
 	int rc;
 
-	hl_hostlist_init(&hosts);
 	hl_strvec_init(&warnings);
 	memset(&es, 0, sizeof(es));
 	memset(&l, 0, sizeof(l));
-	rc = hl_hosts_for_job(o, cmd_args.from_cli, cmd_args.config_file, NULL,
-			      &disc, &hosts, cause);
+	l.argv = command;
+	rc = hl_plan_init(&plan, hosts, hl_job_size(o, hosts), cause);
 	if (rc != HL_OK)
 		goto out;
-	cmd_warnings(&hosts.warnings);
-	rc = hl_plan_init(&plan, &hosts, hl_job_size(o, &hosts), cause);
-	if (rc != HL_OK)
-		goto out;
-	if (hosts.origin != NULL && (cmd_args.dry_run || o->v[HL_K_VERBOSE].b))
-		fprintf(stderr, "hvdrun: hosts: %s\n", hosts.origin);
+	if (hosts->origin != NULL && (cmd_args.dry_run || o->v[HL_K_VERBOSE].b))
+		fprintf(stderr, "hvdrun: hosts: %s\n", hosts->origin);
 	if (cmd_args.dry_run) {
-		print_plan(&plan, &hosts, stdout);
+		print_plan(&plan, hosts, stdout);
 		goto out;
 	}
-	if (cmd_args.command[0] == NULL) {
+	if (command[0] == NULL) {
 		rc = hl_fail(cause, HL_EINVAL, "no command to run");
 		goto out;
 	}
 	rc = hl_envspec_init(&es, o, &warnings, cause);
+	for (i = 0; env != NULL && rc == HL_OK && i < env->n; i++)
+		rc = hl_strvec_push(&es.set, env->v[i]) == HL_OK
+			     ? HL_OK
+			     : hl_fail(cause, HL_ENOMEM, "out of memory");
 	if (rc == HL_OK)
 		rc = hl_rules_check(o, plan.size, cause);
 	if (rc != HL_OK)
@@ -296,29 +296,29 @@ static int run(int *code, char **cause)
 	rc = hl_ssh_opts_from(&so, o, cause);
 	so.log = cmd_log_ssh;
 	if (rc == HL_OK && !o->v[HL_K_MPI].b)
-		rc = hl_ssh_opts_launcher(&so, hosts.slurm, cause);
+		rc = hl_ssh_opts_launcher(&so, hosts->slurm, cause);
 	if (rc == HL_OK)
 		rc = hl_rules_check_launcher(o, so.srun, cause);
 	if (rc == HL_OK)
-		rc = hl_iface_choose(&ic, o, &hosts, &plan, &so, cause);
+		rc = hl_iface_choose(&ic, o, hosts, &plan, &so, cause);
 	if (rc != HL_OK)
 		goto out;
 	es.host_ifaces = ic.host;
-	es.nhost_ifaces = hosts.n;
+	es.nhost_ifaces = hosts->n;
 	if (o->v[HL_K_VERBOSE].b && ic.checked)
-		print_choice(&plan, &hosts, &ic);
+		print_choice(&plan, hosts, &ic);
 	if (o->v[HL_K_MPI].b) {
-		rc = run_mpirun(&hosts, &plan, &es, &so, ic.mpi, cause);
+		rc = run_mpirun(hosts, &plan, &es, &so, ic.mpi, command, cause);
 		goto out;
 	}
 	if (o->v[HL_K_VERBOSE].b) {
-		print_verbose(&plan, &hosts);
+		print_verbose(&plan, hosts, command);
 		fprintf(stderr, "hvdrun: other hosts' workers start %s\n",
 			so.srun ? "through srun (one step, an agent a node)"
 				: "over SSH");
 	}
-	l.hosts = &hosts;
-	l.discovery = o->v[HL_K_DISCOVERY].set ? &disc : NULL;
+	l.hosts = hosts;
+	l.discovery = o->v[HL_K_DISCOVERY].set ? disc : NULL;
 	l.plan = &plan;
 	l.env = &es;
 	l.ssh = &so;
@@ -329,10 +329,32 @@ out:
 	hl_ssh_opts_close(&so);
 	hl_envspec_close(&es);
 	hl_plan_close(&plan);
+	hl_strvec_close(&warnings);
+	return rc;
+}
+
+int cmd_run_job(struct hl_hostlist *hosts, char **command,
+		const struct hl_strvec *env, int *code, char **cause)
+{
+	return run_on(hosts, NULL, command, env, code, cause);
+}
+
+static int run(int *code, char **cause)
+{
+	struct hl_hostlist hosts;
+	struct hl_discovery disc;
+	int rc;
+
+	hl_hostlist_init(&hosts);
+	rc = hl_hosts_for_job(&cmd_args.opts, cmd_args.from_cli,
+			      cmd_args.config_file, NULL, &disc, &hosts, cause);
+	if (rc == HL_OK) {
+		cmd_warnings(&hosts.warnings);
+		rc = run_on(&hosts, &disc, cmd_args.command, NULL, code, cause);
+	}
 	/* A run of the script while the job ran ended with it (launch.c);
 	 * the one before the start ended then. */
 	hl_hostlist_close(&hosts);
-	hl_strvec_close(&warnings);
 	return rc;
 }
 

@@ -150,22 +150,17 @@ bool hl_nc_link_medians(const struct hl_netcheck *nc, const char *ifname,
 
 int hl_nc_link_ifnames(const struct hl_netcheck *nc, struct hl_strvec *v)
 {
-	size_t i, k;
+	size_t i;
 
-	for (i = 0; i < nc->nlinks; i++) {
-		const char *f = hl_nc_link_ifname(nc, &nc->links[i]);
-		bool seen = false;
-
-		for (k = 0; k < v->n; k++)
-			seen |= strcmp(v->v[k], f) == 0;
-		if (!seen && hl_strvec_push(v, f) != HL_OK)
+	for (i = 0; i < nc->nlinks; i++)
+		if (hl_strvec_push_once(
+			    v, hl_nc_link_ifname(nc, &nc->links[i])) != HL_OK)
 			return HL_ENOMEM;
-	}
 	return HL_OK;
 }
 
-static int add(struct hl_netcheck *nc, enum hl_nc_finding_kind kind,
-	       size_t host, size_t link, const char *ifname, char *text)
+int hl_nc_add_finding(struct hl_netcheck *nc, enum hl_nc_finding_kind kind,
+		      size_t host, size_t link, const char *ifname, char *text)
 {
 	struct hl_nc_finding *v;
 
@@ -205,22 +200,24 @@ static int judge_links(struct hl_netcheck *nc)
 		double med, rtt;
 
 		if (!l->ok) {
-			rc = add(nc, HL_NCF_FAILED_LINK, l->from, i, ifn,
-				 hl_asprintf("%s -> %s on %s: %s",
-					     name(nc, l->from), name(nc, l->to),
-					     ifn,
-					     l->error ? l->error : "no result"));
+			rc = hl_nc_add_finding(
+				nc, HL_NCF_FAILED_LINK, l->from, i, ifn,
+				hl_asprintf("%s -> %s on %s: %s",
+					    name(nc, l->from), name(nc, l->to),
+					    ifn,
+					    l->error ? l->error : "no result"));
 			continue;
 		}
 		if (!hl_nc_link_medians(nc, ifn, &med, &rtt) ||
 		    l->gbps * 2 >= med)
 			continue;
 		l->slow = true;
-		rc = add(nc, HL_NCF_SLOW_LINK, l->from, i, ifn,
-			 hl_asprintf("%s -> %s on %s: %.2f Gb/s, under half "
-				     "the median of %s (%.2f Gb/s)",
-				     name(nc, l->from), name(nc, l->to), ifn,
-				     l->gbps, ifn, med));
+		rc = hl_nc_add_finding(
+			nc, HL_NCF_SLOW_LINK, l->from, i, ifn,
+			hl_asprintf("%s -> %s on %s: %.2f Gb/s, under half "
+				    "the median of %s (%.2f Gb/s)",
+				    name(nc, l->from), name(nc, l->to), ifn,
+				    l->gbps, ifn, med));
 	}
 	return rc;
 }
@@ -263,10 +260,11 @@ static int judge_speed(struct hl_netcheck *nc, size_t i, const char *ifn)
 	free(v);
 	if ((double)s->speed_mbps >= top)
 		return HL_OK;
-	return add(nc, HL_NCF_LOW_SPEED, i, SIZE_MAX, ifn,
-		   hl_asprintf("%s %s: negotiated %lld Mb/s, the other hosts' "
-			       "%s %.0f Mb/s",
-			       name(nc, i), ifn, s->speed_mbps, ifn, top));
+	return hl_nc_add_finding(
+		nc, HL_NCF_LOW_SPEED, i, SIZE_MAX, ifn,
+		hl_asprintf("%s %s: negotiated %lld Mb/s, the other hosts' "
+			    "%s %.0f Mb/s",
+			    name(nc, i), ifn, s->speed_mbps, ifn, top));
 }
 
 /* Counters of a selected interface that grew between the two reads. */
@@ -281,20 +279,20 @@ static int judge_counters(struct hl_netcheck *nc, size_t i, const char *ifn)
 		return HL_OK;
 	rxe = b->rx_errors > a->rx_errors ? b->rx_errors - a->rx_errors : 0;
 	txe = b->tx_errors > a->tx_errors ? b->tx_errors - a->tx_errors : 0;
-	rxd = b->rx_dropped > a->rx_dropped ? b->rx_dropped - a->rx_dropped
-					    : 0;
-	txd = b->tx_dropped > a->tx_dropped ? b->tx_dropped - a->tx_dropped
-					    : 0;
+	rxd = b->rx_dropped > a->rx_dropped ? b->rx_dropped - a->rx_dropped : 0;
+	txd = b->tx_dropped > a->tx_dropped ? b->tx_dropped - a->tx_dropped : 0;
 	if (rxe + txe > 0)
-		rc = add(nc, HL_NCF_ERRORS, i, SIZE_MAX, ifn,
-			 hl_asprintf("%s %s: %llu receive and %llu transmit "
-				     "errors during the check",
-				     name(nc, i), ifn, rxe, txe));
+		rc = hl_nc_add_finding(
+			nc, HL_NCF_ERRORS, i, SIZE_MAX, ifn,
+			hl_asprintf("%s %s: %llu receive and %llu transmit "
+				    "errors during the check",
+				    name(nc, i), ifn, rxe, txe));
 	if (rc == HL_OK && rxd + txd > 0)
-		rc = add(nc, HL_NCF_DROPS, i, SIZE_MAX, ifn,
-			 hl_asprintf("%s %s: %llu received and %llu sent "
-				     "packets dropped during the check",
-				     name(nc, i), ifn, rxd, txd));
+		rc = hl_nc_add_finding(
+			nc, HL_NCF_DROPS, i, SIZE_MAX, ifn,
+			hl_asprintf("%s %s: %llu received and %llu sent "
+				    "packets dropped during the check",
+				    name(nc, i), ifn, rxd, txd));
 	return rc;
 }
 
@@ -313,18 +311,20 @@ static int judge_gpus(struct hl_netcheck *nc, size_t i)
 		if (strncmp(f, "pcie\t", 5) == 0 &&
 		    hl_pm_gpu_pcie(f + 5, &p) == HL_OK && p.width > 0 &&
 		    p.width < p.width_max)
-			rc = add(nc, HL_NCF_PCIE, i, SIZE_MAX, NULL,
-				 hl_asprintf("%s GPU %d: PCIe x%d, where it "
-					     "takes x%d",
-					     name(nc, i), p.index, p.width,
-					     p.width_max));
+			rc = hl_nc_add_finding(
+				nc, HL_NCF_PCIE, i, SIZE_MAX, NULL,
+				hl_asprintf("%s GPU %d: PCIe x%d, where it "
+					    "takes x%d",
+					    name(nc, i), p.index, p.width,
+					    p.width_max));
 		if (strncmp(f, "pair\t", 5) == 0 &&
 		    hl_pm_gpu_pair(f + 5, &q) == HL_OK && q.peer == 0)
-			rc = add(nc, HL_NCF_NO_PEER, i, SIZE_MAX, NULL,
-				 hl_asprintf("%s GPUs %d and %d: no peer "
-					     "access (their traffic goes "
-					     "through host memory)",
-					     name(nc, i), q.a, q.b));
+			rc = hl_nc_add_finding(
+				nc, HL_NCF_NO_PEER, i, SIZE_MAX, NULL,
+				hl_asprintf("%s GPUs %d and %d: no peer "
+					    "access (their traffic goes "
+					    "through host memory)",
+					    name(nc, i), q.a, q.b));
 	}
 	return rc;
 }
@@ -363,7 +363,8 @@ size_t hl_nc_count(const struct hl_netcheck *nc, enum hl_nc_finding_kind k)
 
 int hl_nc_status(const struct hl_netcheck *nc, bool fail_on_slow)
 {
-	if (nc->nusable < nc->n || hl_nc_count(nc, HL_NCF_FAILED_LINK) > 0)
+	if (nc->nusable < nc->n || hl_nc_count(nc, HL_NCF_FAILED_LINK) > 0 ||
+	    hl_nc_count(nc, HL_NCF_NCCL) > 0)
 		return 1;
 	return fail_on_slow && hl_nc_count(nc, HL_NCF_SLOW_LINK) > 0;
 }

@@ -40,10 +40,15 @@ bool hl_nc_link_medians(const struct hl_netcheck *nc, const char *ifname,
 /* The interface names links go into, each once, in the order of the
  * links (the caller closes v). HL_ENOMEM. */
 int hl_nc_link_ifnames(const struct hl_netcheck *nc, struct hl_strvec *v);
+/* Add a finding of host (a link's: link, else SIZE_MAX) with text
+ * (taken; NULL: out of memory). HL_ENOMEM. */
+int hl_nc_add_finding(struct hl_netcheck *nc, enum hl_nc_finding_kind kind,
+		      size_t host, size_t link, const char *ifname, char *text);
 /* How many findings of kind k. */
 size_t hl_nc_count(const struct hl_netcheck *nc, enum hl_nc_finding_kind k);
-/* hvdrun check's exit status: 1 when a host is not usable or a link
- * failed, or (fail_on_slow) a link is slow; else 0. */
+/* hvdrun check's exit status: 1 when a host is not usable, a link
+ * failed or (--nccl) a host's NCCL did not join, or (fail_on_slow) a link
+ * is slow; else 0. */
 int hl_nc_status(const struct hl_netcheck *nc, bool fail_on_slow);
 
 #endif

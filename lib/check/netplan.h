@@ -51,6 +51,7 @@ enum hl_nc_finding_kind {
 	HL_NCF_DROPS,	    /* drop counters grew during the check */
 	HL_NCF_PCIE,	    /* a GPU's PCIe link narrower than it can be */
 	HL_NCF_NO_PEER,	    /* two GPUs of a host without peer access */
+	HL_NCF_NCCL,	    /* --nccl: a host whose NCCL did not join */
 };
 
 struct hl_nc_finding {

@@ -142,6 +142,16 @@ int hl_strvec_push(struct hl_strvec *sv, const char *s)
 	return hl_strvec_push_owned(sv, hl_strdup(s));
 }
 
+int hl_strvec_push_once(struct hl_strvec *sv, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < sv->n; i++)
+		if (strcmp(sv->v[i], s) == 0)
+			return HL_OK;
+	return hl_strvec_push(sv, s);
+}
+
 int hl_strvec_pushf(struct hl_strvec *sv, const char *fmt, ...)
 {
 	va_list ap;

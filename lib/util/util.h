@@ -47,6 +47,8 @@ void hl_strvec_init(struct hl_strvec *sv);
 void hl_strvec_close(struct hl_strvec *sv);
 int hl_strvec_push(struct hl_strvec *sv, const char *s);
 int hl_strvec_push_owned(struct hl_strvec *sv, char *s);
+/* Push a copy of s unless sv has it already. */
+int hl_strvec_push_once(struct hl_strvec *sv, const char *s);
 int hl_strvec_pushf(struct hl_strvec *sv, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

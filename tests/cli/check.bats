@@ -91,3 +91,59 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	assert_success
 	assert_line "ok"
 }
+
+@test "check --nccl without a GPU: not run, each host's reason, a finding, exit 1" {
+	run --separate-stderr "$HVDRUN" check --nccl
+	assert_failure 1
+	assert_line "NCCL (--nccl)"
+	assert_line "  not run: no usable host has a GPU with NCCL"
+	assert_line --regexp '^  localhost +no (GPU|NCCL)'
+	assert_line --regexp '^  NCCL: localhost: no (GPU|NCCL)'
+	assert_line --regexp '; NCCL: failed$'
+	run --separate-stderr "$HVDRUN" check --nccl --json
+	assert_failure 1
+	echo "$output" | jq -e '(.ok | not) and .nccl.not_run == "no usable host has a GPU with NCCL" and .nccl.status == null'
+	echo "$output" | jq -e '.nccl.hosts[0] | .ranks == 0 and (.joined | not) and (.reason | startswith("no "))'
+	echo "$output" | jq -e '[.findings[] | select(.kind == "nccl")] | length == 1'
+	# Without --nccl, no NCCL section and no finding.
+	run --separate-stderr "$HVDRUN" check --json
+	echo "$output" | jq -e '.nccl == null and ([.findings[] | select(.kind == "nccl")] | length == 0)'
+}
+
+# The probe sees 2 CUDA devices (a stand-in runtime: tests/cli/workers/
+# fake_cudart.c); the job of hvd-ncclcheck really starts, a rank each, and
+# each fails at its GPU with libhvd's reason.
+@test "check --nccl: the job starts a rank a GPU; a rank that fails is reported with its stage and reason" {
+	local fake=$ROOT/build/tests/fake worker=$ROOT/build/libexec/hvdrun/hvd-ncclcheck
+	[ -x "$worker" ] || skip "libhvd built without its GPU engine (no $worker)"
+	[ -e "$fake/libcudart.so" ] || skip "no $fake/libcudart.so (make test builds it)"
+	if nvidia-smi -L >/dev/null 2>&1; then
+		skip "this machine has a GPU: tests/cli/gpu.bats runs the check for real"
+	fi
+	run --separate-stderr env LD_LIBRARY_PATH="$fake" "$HVDRUN" check --nccl -H localhost:2 --json
+	assert_failure 1
+	echo "$output" | jq -e '.nccl.not_run == null and .nccl.status == 1 and (.nccl.timed_out | not)'
+	echo "$output" | jq -e '.nccl.hosts[0] | .ranks == 2 and (.joined | not) and (.reason | startswith("rank "))'
+	echo "$output" | jq -e '[.nccl.ranks[] | select(.stage == "gpu" and (.error | startswith("no GPU for this rank")))] | length >= 1'
+	echo "$output" | jq -e '.nccl.launcher | any(test("rank [01] on localhost exited with code 1"))'
+	echo "$output" | jq -e '[.findings[] | select(.kind == "nccl" and .host == "localhost")] | length == 1'
+	run --separate-stderr env LD_LIBRARY_PATH="$fake" "$HVDRUN" check --nccl -H localhost:2
+	assert_failure 1
+	assert_line --regexp '^  2 ranks on the hosts with GPUs, 0 of 1 hosts joined, [0-9.]+ s$'
+	assert_line --regexp '^  localhost +rank [01]: no GPU for this rank: '
+	# Nothing of the job is left.
+	run pgrep -f "$worker"
+	assert_failure
+}
+
+@test "check --nccl-timeout: checked like every option; the NCCL options are the check's" {
+	run "$HVDRUN" check --nccl --nccl-timeout 0
+	assert_failure 2
+	assert_output --partial "--nccl-timeout"
+	run "$HVDRUN" -np 1 --nccl true
+	assert_failure 2
+	assert_line "hvdrun: --nccl is an option of 'hvdrun check'"
+	run "$HVDRUN" -np 1 --nccl-timeout 5 true
+	assert_failure 2
+	assert_line "hvdrun: --nccl-timeout is an option of 'hvdrun check'"
+}

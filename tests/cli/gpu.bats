@@ -133,3 +133,23 @@ need_gpu() {
 	assert_success
 	assert_line --regexp '^ +GPU 0: .*, [0-9]+ MiB, PCIe gen [0-9]+ x[0-9]+ \(at most gen [0-9]+ x[0-9]+\)'
 }
+
+@test "check --nccl on this machine's GPUs: it joins, the allreduce is right, NCCL's lines are read" {
+	need_gpu
+	local n
+	n=$(nvidia-smi -L | grep -c '^GPU ')
+	run --separate-stderr "$HVDRUN" check --nccl --json
+	assert_success
+	echo "$output" | jq -e --argjson n "$n" '.nccl.hosts[0] | .joined and .ranks == $n and .reason == null'
+	echo "$output" | jq -e '.nccl.status == 0 and (.nccl.timed_out | not) and .nccl.bytes == 67108864'
+	echo "$output" | jq -e '[.nccl.ranks[] | select(.stage == "done" and .small_ok and (.device | startswith("GPU ")))] | length == (.nccl.ranks | length)'
+	echo "$output" | jq -e '.nccl.busbw_gbs >= 0 and .nccl.algbw_gbs > 0'
+	if [ "$n" -gt 1 ]; then
+		# Between its own GPUs NCCL names a transport (P2P or SHM).
+		echo "$output" | jq -e '.nccl.hosts[0].within | length >= 1'
+	fi
+	run "$HVDRUN" check --nccl
+	assert_success
+	assert_line --regexp "^  localhost +joined, $n ranks?; within the host: "
+	assert_line --regexp '^  allreduce of 64 MiB: bus [0-9.]+ GB/s, algorithm [0-9.]+ GB/s \(median of 5\)$'
+}
