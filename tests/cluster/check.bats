@@ -73,6 +73,36 @@ assert_no_probe() {
 	assert_line --regexp '^  ns1 +no GPU'
 }
 
+# The hosts' probes see 2 CUDA devices each (a stand-in runtime,
+# tests/cli/workers/fake_cudart.c, on the library path of the sessions
+# made with a key of this test's own); the NCCL job really starts over SSH,
+# a rank a device, and each rank fails at its GPU with libhvd's reason.
+@test "check --nccl across hosts: the job starts over SSH, its ranks host by host; failures are named, nothing is left" {
+	local fake=$ROOT/build/tests/fake worker=$ROOT/build/libexec/hvdrun/hvd-ncclcheck
+	local key=$BATS_TEST_TMPDIR/gpu_key cfg=$BATS_TEST_TMPDIR/ssh_config
+	[ -x "$worker" ] || skip "libhvd built without its GPU engine (no $worker)"
+	[ -e "$fake/libcudart.so" ] || skip "no $fake/libcudart.so (make test builds it)"
+	if nvidia-smi -L >/dev/null 2>&1; then
+		skip "this machine has a GPU: tests/cli/gpu.bats runs the check for real"
+	fi
+	ssh-keygen -q -t ed25519 -N '' -f "$key" -C "gpu$BATS_TEST_NUMBER" </dev/null
+	printf 'environment="HOME=%s",environment="LD_LIBRARY_PATH=%s" %s\n' \
+		"$RIG/home" "$fake" "$(cat "$key.pub")" >>"$RIG/authorized_keys"
+	sed "s|IdentityFile .*|IdentityFile $key|" "$RIG/ssh_config" >"$cfg"
+	run --separate-stderr rig_ns_exec "$HVDRUN" check --ssh-config "$cfg" -x PIDDIR \
+		-H ns1,ns2 --nccl --json --network-check-timeout 0.5
+	sed -i "/ gpu$BATS_TEST_NUMBER\$/d" "$RIG/authorized_keys"
+	assert_failure 1
+	echo "$output" | jq -e '.nccl.not_run == null and .nccl.status != 0 and (.nccl.timed_out | not)'
+	echo "$output" | jq -e '[.nccl.hosts[] | select(.ranks == 2 and (.joined | not))] | length == 2'
+	echo "$output" | jq -e '[.nccl.ranks[].host] == ["ns1", "ns1", "ns2", "ns2"]'
+	echo "$output" | jq -e '[.nccl.ranks[] | select(.error != null) | .error | startswith("no GPU for this rank")] | all and length >= 1'
+	echo "$output" | jq -e '[.nccl.hosts[].reason | startswith("rank ")] | any'
+	echo "$output" | jq -e '[.findings[] | select(.kind == "nccl")] | length >= 1'
+	rig_wait_gone "$worker" 20
+	assert_no_probe
+}
+
 @test "check: the default timeout is 2 s, and the check ends within it" {
 	local t0=$SECONDS
 	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2 --json
