@@ -383,18 +383,17 @@ int hl_ncc_judge(struct hl_ncclcheck *k, struct hl_netcheck *nc)
 
 		if (h->joined)
 			continue;
-		if (!own && h->nranks > 0 && k->not_run == NULL)
+		if (!own && h->nranks > 0)
 			h->reason = hl_strdup(
-				culprits ? "stopped with the job"
-					 : "did not finish (the job ended "
-					   "without saying why)");
+				k->not_run ? k->not_run
+				: culprits ? "stopped with the job"
+					   : "did not finish (the job ended "
+					     "without saying why)");
 		if (nc->h[i].usable && (own || culprits == 0))
 			rc = hl_nc_add_finding(
 				nc, HL_NCF_NCCL, i, SIZE_MAX, NULL,
 				hl_asprintf("%s: %s", nc->h[i].host->name,
-					    k->not_run && !h->reason
-						    ? k->not_run
-						    : h->reason));
+					    h->reason));
 	}
 	return rc;
 }

@@ -212,6 +212,26 @@ static void test_failure(void)
 	hl_netcheck_close(&nc);
 }
 
+/* Hosts that could run ranks, but no job ran (the worker is missing):
+ * each is named with why. */
+static void test_not_run(void)
+{
+	struct hl_netcheck nc;
+	struct hl_ncclcheck k;
+
+	three(&nc);
+	CHECK(hl_ncc_plan(&k, &nc, 5000) == HL_OK);
+	k.not_run = strdup("/x/hvd-ncclcheck: No such file or directory");
+	CHECK(hl_ncc_judge(&k, &nc) == HL_OK);
+	CHECK_STR(k.h[0].reason, "/x/hvd-ncclcheck: No such file or directory");
+	CHECK_STR(k.h[1].reason, "/x/hvd-ncclcheck: No such file or directory");
+	CHECK(hl_nc_count(&nc, HL_NCF_NCCL) == 3);
+	CHECK_STR(nc.findings[0].text,
+		  "a: /x/hvd-ncclcheck: No such file or directory");
+	hl_ncc_close(&k);
+	hl_netcheck_close(&nc);
+}
+
 /* Launch functions for the runner, each in its child. */
 static int prints(void *arg)
 {
@@ -297,6 +317,7 @@ int main(void)
 	RUN(test_plan);
 	RUN(test_transports);
 	RUN(test_failure);
+	RUN(test_not_run);
 	RUN(test_run);
 	RUN(test_run_bounded);
 	return tap_done();
