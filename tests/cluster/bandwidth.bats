@@ -92,9 +92,12 @@ bridge_tx() {
 	assert_line --regexp '^  slow link: ns1 -> ns2 on eth0: 0\.[01][0-9] Gb/s, under half the median of eth0 \([0-9.]+ Gb/s\)$'
 	assert_line --regexp '^  ns1 +eth0 +10000 Mb/s, \+0 errors, \+[0-9]+ dropped$'
 	assert_line --regexp '^5 of 5 hosts usable \([0-9.]+ s\); 8 slow links, 0 failed$'
-	run rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2 --bandwidth --fail-on-slow
+	# Unshaped, ns2's links are fast again. (Not --fail-on-slow: of two
+	# links on two shared cores, one may read a third of the other, as
+	# 9.5 against 40 Gb/s once did, which is slow by the rule.)
+	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2 --bandwidth --json
 	assert_success
-	assert_line --regexp '^2 of 2 hosts usable \([0-9.]+ s\); 0 slow links, 0 failed$'
+	echo "$output" | jq -e '(.bandwidth.links | length) == 2 and ([.bandwidth.links[] | .ok and .gbps > 1] | all)'
 }
 
 @test "check --bandwidth: the unshaped links agree with a plain TCP transfer" {
