@@ -53,7 +53,6 @@ static int launch(void *arg)
 	o->v[HL_K_MPI].b = false;
 	o->v[HL_K_PREFIX_TIMESTAMP].b = false;
 	o->v[HL_K_OUTPUT_FILENAME].s = NULL;
-	j->hosts.np = 0;
 	rc = cmd_run_job(&j->hosts, j->argv, &j->env, &code, &cause);
 	return cmd_finish(rc, cause, code);
 }
@@ -99,9 +98,9 @@ int check_nccl(struct hl_netcheck *nc, struct hl_ncclcheck *k, char **cause)
 			rc = HL_ENOMEM;
 		else if (access(j.argv[0], X_OK) != 0)
 			k->not_run = hl_asprintf(
-				"%s: %s (this libhvd was built without its "
-				"GPU engine: make NCCL=1 where CUDA and NCCL "
-				"are installed)",
+				"%s: %s (it is built with libhvd's GPU "
+				"engine: `make` where CUDA and NCCL are "
+				"installed, then `make install`)",
 				j.argv[0], strerror(errno));
 	}
 	if (rc == HL_OK && k->not_run == NULL) {
@@ -132,34 +131,27 @@ int check_nccl(struct hl_netcheck *nc, struct hl_ncclcheck *k, char **cause)
 	return rc;
 }
 
-/* "a, b, c", or "-" for none; in buf. */
-static const char *list(const struct hl_strvec *v, char *buf, size_t len)
-{
-	size_t i, off = 0;
-
-	snprintf(buf, len, "-");
-	for (i = 0; i < v->n && off < len; i++)
-		off += (size_t)snprintf(buf + off, len - off, "%s%s",
-					i ? ", " : "", v->v[i]);
-	return buf;
-}
-
 static void print_host(const struct hl_netcheck *nc,
 		       const struct hl_ncclcheck *k, size_t i, int w)
 {
 	const struct hl_ncc_host *h = &k->h[i];
-	char a[512], b[512], c[512];
+	char *a, *b, *c;
 
 	if (!h->joined) {
 		printf("  %-*s  %s\n", w, check_name(nc, i),
 		       h->reason ? h->reason : "did not join");
 		return;
 	}
+	a = hl_strvec_join(&h->within, ", ");
+	b = hl_strvec_join(&h->between, ", ");
+	c = hl_strvec_join(&h->network, ", ");
 	printf("  %-*s  joined, %d rank%s; within the host: %s; to other "
 	       "hosts: %s; network: %s\n",
 	       w, check_name(nc, i), h->nranks, h->nranks == 1 ? "" : "s",
-	       list(&h->within, a, sizeof(a)), list(&h->between, b, sizeof(b)),
-	       list(&h->network, c, sizeof(c)));
+	       a && *a ? a : "-", b && *b ? b : "-", c && *c ? c : "-");
+	free(a);
+	free(b);
+	free(c);
 }
 
 void check_print_nccl(const struct hl_netcheck *nc,

@@ -47,7 +47,6 @@ static char *why_not(const struct hl_nc_host *h, int *n)
 	const char *err = hl_pm_gpu_fact(&h->gpu, "cuda_error");
 	const char *nccl = hl_pm_gpu_fact(&h->gpu, "nccl");
 	const char *note = hl_pm_gpu_fact(&h->gpu, "note");
-
 	long devices, version;
 
 	*n = 0;
@@ -167,7 +166,7 @@ static bool channel(const char *text, int *a, int *b, const char **via)
 static void take_devices(struct hl_ncc_host *h, const char *text)
 {
 	const char *p = strstr(text, " : Using ");
-	const char *end;
+	const char *end, *close;
 
 	if (p == NULL)
 		return;
@@ -178,8 +177,9 @@ static void take_devices(struct hl_ncc_host *h, const char *text)
 
 		p += strspn(p, " ");
 		n = strcspn(p, " ;");
-		if (n > 3 && p[0] == '[' && p[1] >= '0' && p[1] <= '9') {
-			const char *dev = strchr(p, ']') + 1;
+		close = p[0] == '[' ? memchr(p, ']', n) : NULL;
+		if (close != NULL && close + 1 < p + n) {
+			const char *dev = close + 1;
 			size_t len = (size_t)(p + n - dev);
 			const char *lt = memchr(dev, '<', len);
 			const char *slash = memchr(dev, '/', len);
@@ -223,8 +223,8 @@ static void take_nccl(struct hl_ncclcheck *k, int rank, const char *text,
 		free(t);
 	} else if (strncmp(text, "NET/", 4) == 0) {
 		take_devices(h, text);
-	} else if (channel(text, &a, &b, &via) && a >= 0 && b >= 0 &&
-		   a < k->nranks && b < k->nranks) {
+	} else if (channel(text, &a, &b, &via) && a < k->nranks &&
+		   b < k->nranks) {
 		t = transport(via);
 		if (t != NULL)
 			hl_strvec_push_once(k->r[a].host == k->r[b].host

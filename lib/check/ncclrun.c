@@ -5,8 +5,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,11 +47,13 @@ static void take(struct reader *rd, const char *data, size_t n)
 	}
 }
 
-static void child(int fd, int (*launch)(void *), void *arg)
+static void child(int fd, int (*launch)(void *), void *arg, pid_t parent)
 {
 	int rc;
 
-	if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+	/* If the check dies, its job hears of it and ends its workers. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 		_exit(127);
 	close(fd);
 	signal(SIGTERM, SIG_DFL);
@@ -67,14 +69,12 @@ static void child(int fd, int (*launch)(void *), void *arg)
 static void watch(struct hl_ncclcheck *k, pid_t pid, int fd, int grace_ms,
 		  int *wstatus)
 {
-	struct reader *rd = calloc(1, sizeof(*rd));
+	struct reader rd = {.k = k};
 	long long start = hl_now_ms(), now, end = start + k->timeout_ms;
 	long long kill_at = -1, stop_at = -1;
 	bool exited = false;
 	char buf[4096];
 
-	if (rd != NULL)
-		rd->k = k;
 	for (;;) {
 		struct pollfd p = {fd, POLLIN, 0};
 		long long until = exited	 ? stop_at
@@ -115,12 +115,10 @@ static void watch(struct hl_ncclcheck *k, pid_t pid, int fd, int grace_ms,
 				waitpid(pid, wstatus, 0);
 			break;
 		}
-		if (rd != NULL)
-			take(rd, buf, (size_t)n);
+		take(&rd, buf, (size_t)n);
 	}
-	if (rd != NULL && rd->len > 0)
-		take(rd, "\n", 1);
-	free(rd);
+	if (rd.len > 0)
+		take(&rd, "\n", 1);
 	k->seconds = (hl_now_ms() - start) / 1000.0;
 }
 
@@ -128,7 +126,7 @@ int hl_ncc_run(struct hl_ncclcheck *k, int (*launch)(void *), void *arg,
 	       int grace_ms, char **cause)
 {
 	int fds[2], ws = 0;
-	pid_t pid;
+	pid_t pid, self = getpid();
 
 	if (pipe2(fds, O_CLOEXEC) != 0)
 		return hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
@@ -142,7 +140,7 @@ int hl_ncc_run(struct hl_ncclcheck *k, int (*launch)(void *), void *arg,
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		child(fds[1], launch, arg);
+		child(fds[1], launch, arg, self);
 	}
 	close(fds[1]);
 	k->ran = true;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check/linkplan.h"
@@ -84,7 +85,10 @@ static const char *const transports[] = {
 	"00/0 : 3[1] -> 0[0] [send] via NET/Socket/0",
 	"[3]<stdout>:b:78:81 [1] NCCL INFO NET/Socket : Using "
 	"[0]eth0:10.0.0.2<0>",
-	/* Not a channel of this job's ranks, and noise: nothing taken. */
+	/* Not a channel of this job's ranks, malformed devices, and noise:
+	 * nothing taken. */
+	"[0]<stdout>:a:1234:1250 [0] NCCL INFO NET/IB : Using [0 [x] [2] "
+	"[3mlx5_9 [",
 	"[3]<stdout>:b:78:81 [1] NCCL INFO Channel 00/0 : 9[1] -> 0[0] via "
 	"P2P/CUMEM",
 	"[9]<stdout>:hvd-ncclcheck: stage done",
@@ -150,6 +154,7 @@ static void test_transports(void)
 	CHECK(has(&k.h[0].network, "mlx5_0:1 (RoCE)"));
 	CHECK(has(&k.h[0].network, "mlx5_1:1 (IB)"));
 	CHECK(has(&k.h[0].network, "network IB"));
+	CHECK(k.h[0].network.n == 3);
 	CHECK(k.h[1].within.n == 1 && has(&k.h[1].within, "SHM"));
 	CHECK(k.h[1].between.n == 2 && has(&k.h[1].between, "NET/Socket"));
 	CHECK(has(&k.h[1].network, "eth0:10.0.0.2"));
@@ -248,12 +253,22 @@ static int prints(void *arg)
 	return 3;
 }
 
+/* How a launch that hangs behaves: whether it ignores SIGTERM, and a
+ * descriptor to write its pid to (-1: none). */
+struct hang {
+	bool ignore_term;
+	int pid_fd;
+};
+
 static int hangs(void *arg)
 {
-	bool ignore = arg != NULL;
+	const struct hang *h = arg;
+	pid_t me = getpid();
 
-	if (ignore)
+	if (h->ignore_term)
 		signal(SIGTERM, SIG_IGN);
+	if (h->pid_fd >= 0 && write(h->pid_fd, &me, sizeof(me)) != sizeof(me))
+		return 1;
 	printf("[0]<stdout>:hvd-ncclcheck: stage init\n");
 	printf("[0]<stdout>:hvd-ncclcheck: stage gpu\n");
 	printf("[0]<stdout>:hvd-ncclcheck: stage nccl\n");
@@ -284,6 +299,50 @@ static void test_run(void)
 	hl_netcheck_close(&nc);
 }
 
+/* The check killed while its job runs: the job's launcher is told
+ * (SIGTERM as its parent dies) and goes. */
+static void test_run_orphaned(void)
+{
+	int p[2];
+	pid_t checker, job = 0;
+	char stat[64], line[256];
+	int i, ws;
+
+	CHECK(pipe(p) == 0);
+	checker = fork();
+	if (checker == 0) {
+		struct hl_netcheck nc;
+		struct hl_ncclcheck k;
+		char *cause = NULL;
+		struct hang h = {false, p[1]};
+
+		close(p[0]);
+		three(&nc);
+		if (hl_ncc_plan(&k, &nc, 60000) == HL_OK)
+			hl_ncc_run(&k, hangs, &h, 300, &cause);
+		_exit(0);
+	}
+	close(p[1]);
+	CHECK(read(p[0], &job, sizeof(job)) == sizeof(job));
+	close(p[0]);
+	kill(checker, SIGKILL);
+	waitpid(checker, &ws, 0);
+	/* Gone, or a zombie waiting for init. */
+	snprintf(stat, sizeof(stat), "/proc/%d/stat", (int)job);
+	for (i = 0; i < 300; i++) {
+		FILE *f = fopen(stat, "r");
+		bool gone = f == NULL || fgets(line, sizeof(line), f) == NULL ||
+			    strstr(line, ") Z ") != NULL;
+
+		if (f != NULL)
+			fclose(f);
+		if (gone)
+			break;
+		usleep(10000);
+	}
+	CHECK(job > 0 && i < 300);
+}
+
 static void test_run_bounded(void)
 {
 	int ignore;
@@ -292,12 +351,12 @@ static void test_run_bounded(void)
 		struct hl_netcheck nc;
 		struct hl_ncclcheck k;
 		char *cause = NULL;
+		struct hang h = {ignore == 1, -1};
 
 		three(&nc);
 		nc.n = 1;
 		CHECK(hl_ncc_plan(&k, &nc, 300) == HL_OK);
-		CHECK(hl_ncc_run(&k, hangs, ignore ? &k : NULL, 300, &cause) ==
-		      HL_OK);
+		CHECK(hl_ncc_run(&k, hangs, &h, 300, &cause) == HL_OK);
 		CHECK(k.timed_out && k.status == -1);
 		/* Ignoring SIGTERM costs the grace, not more. */
 		CHECK(k.seconds >= 0.3 && k.seconds < 3.0);
@@ -320,5 +379,6 @@ int main(void)
 	RUN(test_not_run);
 	RUN(test_run);
 	RUN(test_run_bounded);
+	RUN(test_run_orphaned);
 	return tap_done();
 }
