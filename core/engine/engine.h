@@ -131,6 +131,7 @@ struct hvd__knobs {
 	bool stall_check;
 	bool mark_cycles;
 	size_t segment;	     /* bytes reduced at a time (cache-sized) */
+	bool segment_given;  /* HVD_SEGMENT_BYTES; else 512 KiB a rank */
 	int spin_us;	     /* HVD_SPIN_US */
 	bool shm;	     /* HVD_SHM */
 	bool hier_allgather; /* HOROVOD_HIERARCHICAL_ALLGATHER */
@@ -179,8 +180,19 @@ struct hvd__engine {
 	 * last turn (told in the agreement), and the busiest rank (learnt
 	 * from it): HVD__SETS_RAN, no rank waits between cycles (the job's
 	 * agreement paces every set's); HVD__SETS_WAIT, no rank waits more
-	 * than the cycle time. */
+	 * than the cycle time. A process set's engine: the same byte of the
+	 * agreement carries this rank's vote on another cycle of the set
+	 * before the round moves on (HVD__SET_*), and the highest vote. */
 	int sets_busy, peers_busy;
+	/* The job's engine: the round (runtime.c) is the job's cycle, then
+	 * each process set's in the order of their ids, each repeated while
+	 * its ranks vote for it. round_at: the id of the set whose cycle
+	 * comes next, 0 the job's; round_us: when the round's job cycle
+	 * ended; round_ran: the last set cycle ran something. A set's
+	 * engine: ran_us, when it last ran something. */
+	int round_at;
+	bool round_ran;
+	long long round_us, ran_us;
 	int spin_now; /* the spin the transports have now */
 	long long last_stall_us;
 	/* Join: the ranks that have joined, as every rank agreed (responses
@@ -199,6 +211,12 @@ struct hvd__engine {
 
 /* How busy a rank is in its process sets (struct hvd__engine). */
 enum { HVD__SETS_IDLE, HVD__SETS_WAIT, HVD__SETS_RAN };
+/* A rank's vote in a process set's agreement (struct hvd__engine): the
+ * highest decides. DONE: nothing here; AGAIN: work pending, or ran a
+ * moment ago; STOP: the round must move on (work waits elsewhere, the
+ * round's time is up, or shutdown). The set's cycle runs again when the
+ * highest is AGAIN. */
+enum { HVD__SET_DONE, HVD__SET_AGAIN, HVD__SET_STOP };
 
 /* The job's rank of e's comm's rank r, for messages and results. */
 static inline int hvd__job_rank(const struct hvd__engine *e, int r)
@@ -278,6 +296,9 @@ void hvd__req_complete(struct hvd__req *r, int status, const char *why);
 /* Read every HOROVOD_* and HVD_* setting of the engine; a bad value is
  * HVD_EINVAL, logged with its name. */
 int hvd__knobs_read(struct hvd__knobs *k, int size);
+/* The segment's default for a comm of size ranks (a process set's is its
+ * own size's). */
+size_t hvd__knobs_segment(int size);
 
 /* ---- cache.c (background thread) ---- */
 

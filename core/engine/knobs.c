@@ -25,7 +25,7 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	/* Each ring chunk of a segment about 512 KiB: in cache, yet large
 	 * enough that a step is not all latency. */
 	if (rc == HVD_OK && seg < 0)
-		seg = (512L << 10) * (size > 1 ? size : 2);
+		seg = -(long)hvd__knobs_segment(size); /* negative: a default */
 	/* The most a wait spins before it blocks (util/wait.h). */
 	if (rc == HVD_OK)
 		rc = hvd__env_long(WENV_SPIN_US, &spin);
@@ -41,11 +41,17 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	k->stall_shutdown_s = shut;
 	k->stall_check = !disable;
 	k->mark_cycles = mark != 0;
-	k->segment = (size_t)seg;
+	k->segment_given = seg > 0;
+	k->segment = (size_t)(seg > 0 ? seg : -seg);
 	k->spin_us = (int)spin;
 	k->shm = shm != 0;
 	k->hier_allgather = gather != 0;
 	k->shm_allreduce = true;
 	k->cache_off = false;
 	return HVD_OK;
+}
+
+size_t hvd__knobs_segment(int size)
+{
+	return (size_t)(512L << 10) * (size_t)(size > 1 ? size : 2);
 }

@@ -469,8 +469,8 @@ static void drive(hvd_handle *h)
 	atomic_fetch_sub(&Q.drivers, 1);
 	/* Work this thread leaves, or could not take (the engine was busy),
 	 * or that came meanwhile: the background thread left it alone while
-	 * a thread drove. */
-	if (left != 0 || atomic_load(&Q.work))
+	 * a thread drove. A set's cycle owed (2) waits for its next look. */
+	if (left == 1 || left == -1 || atomic_load(&Q.work))
 		wake_background();
 }
 

@@ -50,6 +50,9 @@ static bool running;
 static pthread_mutex_t own = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic bool ended;    /* the engine stopped: no owner runs a cycle */
 static _Atomic bool drivable; /* set before the start, cleared after */
+/* A driver left a process set's cycle owed (hvd__runtime_drive's 2):
+ * the background thread looks every this many ms (0: not owed). */
+static _Atomic double owed_ms;
 
 /* A timeline start or stop that a user thread asks for
  * (hvd_start_timeline, hvd_stop_timeline): the background thread, which
@@ -80,10 +83,15 @@ static double wait_ms(const struct hvd__engine *e)
 	double ms = e->k.cycle_ms;
 	int k;
 
+	/* Within a round, a set's next cycle: at once after one that ran
+	 * something; else within the cycle time (new work wakes the
+	 * thread). */
+	if (e->round_at != 0)
+		return e->round_ran ? 0 : ms;
 	/* A process set's ranks wait for this rank's next agreement of the
-	 * job's at every cycle of theirs: while a set runs collectives, it is
-	 * ready for it at once; while one waits for its ranks, within the
-	 * cycle time. */
+	 * job's at the end of every round of theirs: while a set runs
+	 * collectives, it is ready for it at once; while one waits for its
+	 * ranks, within the cycle time. */
 	if (e->peers_busy == HVD__SETS_RAN)
 		return 0;
 	if (e->peers_busy == HVD__SETS_WAIT)
@@ -133,37 +141,96 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 	return rc;
 }
 
-/* One cycle of each process set's engine that this rank belongs to, in
- * the order of their ids (the same on every rank of each); the first
- * error is returned. Work in any marks the job busy (no idle waits). */
-static int cycle_sets(struct hvd__engine *job)
+/* The round's sets repeat their cycles at most this long after its job
+ * cycle, whatever their votes: the job's agreement (a peer's shutdown,
+ * the stall check, a rank that joined) comes at least this often while
+ * sets are busy. Each costs a set's ranks a wait for every other rank of
+ * the job, woken from its sleep: on a busy host, hundreds of
+ * microseconds, which a run of large collectives paid once every
+ * collective at 10 ms. Work of this rank in another engine ends the
+ * round at once (set_vote). */
+#define ROUND_US 100000
+
+/* The id of the first set after id that this rank belongs to; 0: none,
+ * the job's cycle comes next. */
+static int set_after(const struct hvd__engine *job, int id)
 {
-	struct hvd__set *set;
-	int rc = HVD_OK;
+	const struct hvd__set *set;
 
-	job->sets_busy = HVD__SETS_IDLE;
-	for (set = job->sets->list; set != NULL && rc == HVD_OK;
-	     set = set->next) {
-		struct hvd__engine *e = set->e;
-		struct hvd__resp *v;
-		size_t n;
+	for (set = job->sets->list; set != NULL; set = set->next)
+		if (set->id > id && set->e != NULL)
+			return set->id;
+	return 0;
+}
 
-		if (e == NULL)
-			continue;
-		rc = hvd__negotiate(e, false, &v, &n);
-		if (rc != HVD_OK)
-			break;
-		if (n > 0)
-			job->idle_cycles = 0;
-		e->decided_us = hvd__now_us();
-		rc = hvd__execute(e, v, n);
-		hvd__resps_free(v, n);
-		if (n > 0)
-			job->sets_busy = HVD__SETS_RAN;
-		else if (e->pending_local != NULL &&
-			 job->sets_busy == HVD__SETS_IDLE)
-			job->sets_busy = HVD__SETS_WAIT;
+/* Whether a request of this rank waits in an engine other than e. */
+static bool pending_elsewhere(const struct hvd__engine *job,
+			      const struct hvd__engine *e)
+{
+	const struct hvd__set *set;
+
+	if (job->pending_local != NULL)
+		return true;
+	for (set = job->sets->list; set != NULL; set = set->next)
+		if (set->e != NULL && set->e != e &&
+		    set->e->pending_local != NULL)
+			return true;
+	return false;
+}
+
+/* This rank's vote on another cycle of set e after this one (engine.h):
+ * a set that ran something within the cycle time, or has work here,
+ * keeps its ranks to itself, so that a run of its collectives pays its
+ * own ranks' agreement and not the job's; work waiting in another engine
+ * of this rank, the round's time and a shutdown move the round on. */
+static int set_vote(const struct hvd__engine *job, const struct hvd__engine *e,
+		    bool shutdown_local)
+{
+	long long now = hvd__now_us();
+
+	if (shutdown_local || now - job->round_us >= ROUND_US ||
+	    pending_elsewhere(job, e))
+		return HVD__SET_STOP;
+	if (e->pending_local != NULL ||
+	    now - e->ran_us < (long long)(job->k.cycle_ms * 1000))
+		return HVD__SET_AGAIN;
+	return HVD__SET_DONE;
+}
+
+/* One cycle of the round's set (job->round_at), and where the round goes
+ * next: the same set again if its ranks voted for it, else the next set
+ * this rank belongs to, else the job's cycle. Every rank of a set meets
+ * the others in the same order: sets in id order, each as many times as
+ * its ranks agreed. Work in a set marks the job busy (no idle waits). */
+static int set_step(struct hvd__engine *job, bool shutdown_local)
+{
+	struct hvd__engine *e = hvd__sets_engine(job->sets, job->round_at);
+	struct hvd__resp *v;
+	size_t n;
+	int rc;
+
+	if (e == NULL) { /* sets change only in the job's cycle */
+		job->round_at = set_after(job, job->round_at);
+		return HVD_OK;
 	}
+	e->sets_busy = set_vote(job, e, shutdown_local);
+	rc = hvd__negotiate(e, false, &v, &n);
+	if (rc != HVD_OK)
+		return rc;
+	e->decided_us = hvd__now_us();
+	rc = hvd__execute(e, v, n);
+	hvd__resps_free(v, n);
+	job->round_ran = n > 0;
+	if (n > 0) {
+		job->idle_cycles = 0;
+		job->sets_busy = HVD__SETS_RAN;
+		e->ran_us = hvd__now_us();
+	} else if (e->pending_local != NULL &&
+		   job->sets_busy == HVD__SETS_IDLE) {
+		job->sets_busy = HVD__SETS_WAIT;
+	}
+	if (e->peers_busy != HVD__SET_AGAIN)
+		job->round_at = set_after(job, job->round_at);
 	return rc;
 }
 
@@ -303,8 +370,9 @@ static int fail_all(struct hvd__engine *e, int status)
 	return n;
 }
 
-/* One turn of the engine, by its owner: take the new requests and run a
- * cycle. Sets `ended` when the job shuts down or its connections fail.
+/* One turn of the engine, by its owner: take the new requests and run the
+ * round's next cycle (the job's, or a set's). Sets `ended` when the job
+ * shuts down or its connections fail.
  * A user thread (driver) turns only while no GPU request was queued:
  * returns false, having done nothing, once one was. */
 static bool turn(struct hvd__engine *e, bool driver)
@@ -320,9 +388,16 @@ static bool turn(struct hvd__engine *e, bool driver)
 	if (in != NULL)
 		e->idle_cycles = 0; /* new work: no longer idle */
 	route(e, in);
-	rc = cycle(e, shutdown_local);
-	if (rc == HVD_OK)
-		rc = cycle_sets(e);
+	if (e->round_at != 0) {
+		rc = set_step(e, shutdown_local);
+	} else {
+		rc = cycle(e, shutdown_local);
+		/* A new round: its sets' cycles, told in the next. */
+		e->round_us = hvd__now_us();
+		e->round_ran = false;
+		e->sets_busy = HVD__SETS_IDLE;
+		e->round_at = set_after(e, 0);
+	}
 	if (rc == HVD_ESHUTDOWN && !shutdown_local && hvd__g.generation > 0) {
 		/* Elastic: a peer left (hvd_shutdown, as a program's exit
 		 * after an exception does): the survivors go on without it,
@@ -363,7 +438,8 @@ static bool turn(struct hvd__engine *e, bool driver)
 
 int hvd__runtime_drive(const hvd_handle *h)
 {
-	bool first = true, left;
+	bool first = true;
+	int left = 0;
 
 	if (!atomic_load(&drivable) || pthread_mutex_trylock(&own) != 0)
 		return -1;
@@ -375,9 +451,14 @@ int hvd__runtime_drive(const hvd_handle *h)
 		if (!turn(&E, true))
 			break;
 	}
-	left = !atomic_load(&ended) && pending_any(&E);
+	/* Work of this rank, or a set's cycle that its ranks wait for. */
+	if (!atomic_load(&ended))
+		left = pending_any(&E) ? 1 : E.round_at != 0 ? 2 : 0;
+	atomic_store(&owed_ms, left != 2	    ? 0
+			       : E.k.cycle_ms > 0.1 ? E.k.cycle_ms
+						    : 0.1);
 	pthread_mutex_unlock(&own);
-	return left ? 1 : 0;
+	return left;
 }
 
 /* Whether a waiting thread may run the cycles (hvd__runtime_drive): the
@@ -405,10 +486,14 @@ static void *background(void *arg)
 		hvd__queue_wait(wait, true);
 		if (pthread_mutex_trylock(&own) != 0) {
 			/* A user thread drives: it wakes this one when it
-			 * leaves work behind. */
-			hvd__queue_nap(IDLE_WAIT_MS);
+			 * leaves work behind, and leaves a set's cycle owed
+			 * to this one's look every cycle time. */
+			double ms = atomic_load(&owed_ms);
+
+			hvd__queue_nap(ms > 0 ? ms : IDLE_WAIT_MS);
 			continue;
 		}
+		atomic_store(&owed_ms, 0);
 		if (!atomic_load(&ended))
 			turn(e, false);
 		wait = wait_ms(e);

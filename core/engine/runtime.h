@@ -15,12 +15,14 @@
 int hvd__runtime_start(int rank, int size, bool joined,
 		       const struct hvd__comm *mpi);
 void hvd__runtime_stop(void);
-/* Whether a thread that waits may run the engine's cycles itself. */
 /* Run the engine's cycles in this thread until h completes, if no other
  * thread runs them (a waiting thread takes the background thread's
  * place: no hand-off to it and back, which costs more than a small
  * collective). Returns -1 if it did not run them, else 1 if work is left
- * for the background thread, 0 if none. */
+ * for the background thread, 2 if only a process set's next cycle is
+ * (its ranks voted for it; nothing of this rank's waits in it: the
+ * caller's next collective most likely comes before the background
+ * thread's next look, every cycle time), 0 if nothing is. */
 int hvd__runtime_drive(const hvd_handle *h);
 /* Close the timeline and, if path is not NULL, start one there (rank 0
  * writes it; mark: HOROVOD_TIMELINE_MARK_CYCLES). Returns once the

@@ -108,6 +108,8 @@ static int set_engine(struct hvd__engine *job, struct hvd__set *set)
 	if (e == NULL)
 		return HVD_ENOMEM;
 	e->k = job->k;
+	if (!e->k.segment_given)
+		e->k.segment = hvd__knobs_segment(set->n);
 	e->set = set->id;
 	e->members = set->ranks;
 	e->tl = job->tl;

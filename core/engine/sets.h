@@ -6,10 +6,15 @@
  * fusion buffer) over a group of the job's comm (algo/group.h), and, where
  * the job's ranks share memory and the set has the same number of ranks
  * on each of its hosts, a segment of its own (algo/hier.h). The engine's
- * owner runs a cycle of the job's engine, then one of each of its sets'
- * engines in the order of their ids (runtime.c): every rank of a set meets
- * the others in the same order, sets without a rank in common run at the
- * same time, and a rank in two sets makes progress in both.
+ * owner runs rounds (runtime.c): a cycle of the job's engine, then the
+ * cycles of each of its sets' engines in the order of their ids, each set
+ * as many as its ranks agree on (each rank votes in the set's agreement:
+ * work pending, or ran a moment ago, for more; work waiting in another
+ * engine of the rank, or the round's time up, for none). Every rank of a
+ * set meets the others in the same order; a run of a set's collectives
+ * pays its own ranks' agreement, not the whole job's, each time; sets
+ * without a rank in common run at the same time; and a rank in two sets
+ * makes progress in both.
  *
  * Sets are added and removed by a collective of every rank of the job
  * (HVD__REQ_PROCESS_SET), negotiated by the job's engine like any other:

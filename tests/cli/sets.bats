@@ -75,6 +75,31 @@ every_rank_ok() {
 	assert_line "[1]<stdout>:rank 1: stalled: tensor 'lonely' was never submitted by ranks 2 (of process set 1)"
 }
 
+@test "a set's run of collectives does not wait for the job's agreement each time: 400 allreduces of a 2-rank set in a 4-rank job take a few job cycles, not one each" {
+	local t n
+	for t in "" --no-shared-memory; do
+		# shellcheck disable=SC2086 # $t: one option or none
+		run "$HVDRUN" -np 4 $t -x HOROVOD_DYNAMIC_PROCESS_SETS=1 \
+			-x HOROVOD_TIMELINE_MARK_CYCLES=1 \
+			--timeline-filename "$BATS_TEST_TMPDIR/tl.json" "$SETS" burst
+		assert_success
+		every_rank_ok 4
+		python3 -m json.tool "$BATS_TEST_TMPDIR/tl.json" >/dev/null
+		# Rank 0's job cycles: one a collective (400 and more) before
+		# sets ran their own rounds.
+		n=$(grep -o '"CYCLE_START"' "$BATS_TEST_TMPDIR/tl.json" | wc -l)
+		echo "job cycles${t:+ with $t}: $n"
+		[ "$n" -ge 1 ]
+		[ "$n" -lt 100 ]
+	done
+	# The same on the MPI engine, whose background thread alone runs
+	# the cycles.
+	ASAN_OPTIONS=detect_leaks=0 run "${MPIRUN[@]}" -np 4 \
+		-x HOROVOD_DYNAMIC_PROCESS_SETS=1 "$SETS" burst
+	assert_success
+	every_rank_ok 4
+}
+
 @test "under mpirun: process sets on the MPI engine, at np 3 and 4" {
 	local n
 	for n in 3 4; do

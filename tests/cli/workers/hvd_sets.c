@@ -15,6 +15,13 @@
  *            HOROVOD_DYNAMIC_PROCESS_SETS
  *   stall    (dynamic) in the set of ranks 1 and 2, only rank 1 submits:
  *            the set's stall check names rank 2 and fails the tensor
+ *   burst    (dynamic, 4 ranks or more) the set of ranks 0 and 1 runs
+ *            BURST synchronous allreduces back to back, each checked,
+ *            while rank 2 waits in a set with rank 0 that rank 0 enters
+ *            after its burst and rank 3 in a job allreduce submitted at
+ *            once (a set's run of collectives needs no agreement of the
+ *            job's each time: rank 0's timeline, with
+ *            HOROVOD_TIMELINE_MARK_CYCLES, counts the job's cycles)
  * Prints "rank R: ok" and exits 0, or names what went wrong and exits 1. */
 #include <hvd.h>
 #include <stdint.h>
@@ -465,6 +472,49 @@ static void mode_stall(void)
 	EXPECT(rc == 0, "barrier after the stall: %s", hvd_strerror(rc));
 }
 
+#define BURST 400
+
+static void mode_burst(void)
+{
+	int pair[2] = {0, 1}, two[2] = {0, 2}, p, q, i, rc;
+	int32_t x, y, got = 0;
+
+	if (size_ < 4) {
+		EXPECT(0, "burst needs 4 ranks or more, not %d", size_);
+		return;
+	}
+	p = add(pair, 2, "burst pair");
+	q = add(two, 2, "burst 0 and 2");
+	if (rank_ < 2) {
+		for (i = 0; i < BURST; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "burst.%d", i % 8);
+			x = rank_ + i;
+			hvd_next_process_set(p);
+			rc = hvd_allreduce(name, &x, &y, 1, HVD_INT32, HVD_SUM);
+			EXPECT(rc == 0 && y == 1 + 2 * i,
+			       "burst %d: %d, not %d (%s)", i, y, 1 + 2 * i,
+			       hvd_strerror(rc));
+			if (rc != 0)
+				break;
+		}
+	}
+	if (rank_ == 0 || rank_ == 2) {
+		x = rank_;
+		hvd_next_process_set(q);
+		rc = hvd_allreduce("burst.02", &x, &y, 1, HVD_INT32, HVD_SUM);
+		EXPECT(rc == 0 && y == 2, "burst 0 and 2: %d (%s)", y,
+		       hvd_strerror(rc));
+	}
+	x = 1;
+	rc = hvd_allreduce("burst.job", &x, &got, 1, HVD_INT32, HVD_SUM);
+	EXPECT(rc == 0 && got == size_, "burst job: %d (%s)", got,
+	       hvd_strerror(rc));
+	EXPECT(hvd_remove_process_set(q) == 0, "remove burst 0 and 2");
+	EXPECT(hvd_remove_process_set(p) == 0, "remove burst pair");
+}
+
 static void mode_static(void)
 {
 	int ranks[64], counts[3], i, n = 0, id, ids[4];
@@ -523,6 +573,8 @@ int main(int argc, char **argv)
 		mode_static();
 	else if (strcmp(mode, "stall") == 0)
 		mode_stall();
+	else if (strcmp(mode, "burst") == 0)
+		mode_burst();
 	else {
 		fprintf(stderr, "unknown mode '%s'\n", mode);
 		return 2;
