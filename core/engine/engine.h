@@ -188,10 +188,11 @@ struct hvd__engine {
 	 * each process set's in the order of their ids, each repeated while
 	 * its ranks vote for it. round_at: the id of the set whose cycle
 	 * comes next, 0 the job's; round_us: when the round's job cycle
-	 * ended; round_ran: the last set cycle ran something. A set's
-	 * engine: ran_us, when it last ran something. */
+	 * ended; round_idle: the next is the same set's again, after one
+	 * that ran nothing. A set's engine: ran_us, when it last ran
+	 * something. */
 	int round_at;
-	bool round_ran;
+	bool round_idle;
 	long long round_us, ran_us;
 	int spin_now; /* the spin the transports have now */
 	long long last_stall_us;

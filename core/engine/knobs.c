@@ -5,6 +5,7 @@
 int hvd__knobs_read(struct hvd__knobs *k, int size)
 {
 	long fusion, cache, warn, shut, disable, mark, seg, spin, shm, gather;
+	bool given;
 	int rc;
 
 	rc = hvd__env_long(WENV_FUSION_THRESHOLD, &fusion);
@@ -22,10 +23,6 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 		rc = hvd__env(WENV_CYCLE_TIME, &k->cycle_ms);
 	if (rc == HVD_OK)
 		rc = hvd__env_long(WENV_SEGMENT_BYTES, &seg);
-	/* Each ring chunk of a segment about 512 KiB: in cache, yet large
-	 * enough that a step is not all latency. */
-	if (rc == HVD_OK && seg < 0)
-		seg = -(long)hvd__knobs_segment(size); /* negative: a default */
 	/* The most a wait spins before it blocks (util/wait.h). */
 	if (rc == HVD_OK)
 		rc = hvd__env_long(WENV_SPIN_US, &spin);
@@ -35,14 +32,19 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 		rc = hvd__env_long(WENV_HIERARCHICAL_ALLGATHER, &gather);
 	if (rc != HVD_OK)
 		return rc;
+	/* Each ring chunk of a segment about 512 KiB: in cache, yet large
+	 * enough that a step is not all latency. */
+	given = seg >= 0;
+	if (!given)
+		seg = (long)hvd__knobs_segment(size);
 	k->fusion_threshold = fusion;
 	k->cache_cap = cache;
 	k->stall_warn_s = warn;
 	k->stall_shutdown_s = shut;
 	k->stall_check = !disable;
 	k->mark_cycles = mark != 0;
-	k->segment_given = seg > 0;
-	k->segment = (size_t)(seg > 0 ? seg : -seg);
+	k->segment_given = given;
+	k->segment = (size_t)seg;
 	k->spin_us = (int)spin;
 	k->shm = shm != 0;
 	k->hier_allgather = gather != 0;

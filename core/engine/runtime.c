@@ -83,11 +83,11 @@ static double wait_ms(const struct hvd__engine *e)
 	double ms = e->k.cycle_ms;
 	int k;
 
-	/* Within a round, a set's next cycle: at once after one that ran
-	 * something; else within the cycle time (new work wakes the
-	 * thread). */
+	/* Within a round, the next set's cycle at once; the same set's
+	 * again after one that ran nothing, within the cycle time (new work
+	 * wakes the thread). */
 	if (e->round_at != 0)
-		return e->round_ran ? 0 : ms;
+		return e->round_idle ? ms : 0;
 	/* A process set's ranks wait for this rank's next agreement of the
 	 * job's at the end of every round of theirs: while a set runs
 	 * collectives, it is ready for it at once; while one waits for its
@@ -220,7 +220,6 @@ static int set_step(struct hvd__engine *job, bool shutdown_local)
 	e->decided_us = hvd__now_us();
 	rc = hvd__execute(e, v, n);
 	hvd__resps_free(v, n);
-	job->round_ran = n > 0;
 	if (n > 0) {
 		job->idle_cycles = 0;
 		job->sets_busy = HVD__SETS_RAN;
@@ -229,6 +228,7 @@ static int set_step(struct hvd__engine *job, bool shutdown_local)
 		   job->sets_busy == HVD__SETS_IDLE) {
 		job->sets_busy = HVD__SETS_WAIT;
 	}
+	job->round_idle = n == 0 && e->peers_busy == HVD__SET_AGAIN;
 	if (e->peers_busy != HVD__SET_AGAIN)
 		job->round_at = set_after(job, job->round_at);
 	return rc;
@@ -394,7 +394,7 @@ static bool turn(struct hvd__engine *e, bool driver)
 		rc = cycle(e, shutdown_local);
 		/* A new round: its sets' cycles, told in the next. */
 		e->round_us = hvd__now_us();
-		e->round_ran = false;
+		e->round_idle = false;
 		e->sets_busy = HVD__SETS_IDLE;
 		e->round_at = set_after(e, 0);
 	}
@@ -583,6 +583,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	int rc;
 
 	memset(&E, 0, sizeof(E));
+	atomic_store(&owed_ms, 0);
 	E.sets = &S;
 	rc = hvd__env_long(WENV_DYNAMIC_PROCESS_SETS, &dynamic);
 	if (rc != HVD_OK)
