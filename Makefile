@@ -263,6 +263,7 @@ bench: deps
 	@tests/bench/torch
 	@tests/bench/autotune
 	@tests/bench/gpu
+	@tests/bench/gpu-train
 
 # Fuzzing (tests/fuzz): one libFuzzer target per input that hvdrun or
 # libhvd parses or decodes, built by clang with AddressSanitizer and

@@ -2,11 +2,18 @@
 """torch_synthetic_benchmark.py: training throughput (samples per second)
 of a model on synthetic data, data-parallel with hvd.torch's
 DistributedOptimizer, or with --ddp with torch's DistributedDataParallel
-over gloo for comparison (hvdrun sets torchrun's environment, so the same
+over gloo (over NCCL with --cuda) for comparison (hvdrun sets torchrun's environment, so the same
 command line starts both).
 
     hvdrun -np 2 /usr/bin/python3 examples/torch_synthetic_benchmark.py --model mlp
     hvdrun -np 2 /usr/bin/python3 examples/torch_synthetic_benchmark.py --model mlp --ddp
+
+With --cuda, each rank trains on its GPU (torch.cuda.set_device(local
+rank)); --ddp then runs DistributedDataParallel over NCCL, and each timed
+block ends when the GPU has finished its work.
+
+    hvdrun -np 2 /usr/bin/python3 examples/torch_synthetic_benchmark.py --model resnet50 \
+        --batch-size 64 --cuda
 
 With --data-workers N, a torch DataLoader with N worker processes per
 rank makes each batch (random samples, augmented as training images are:
@@ -126,7 +133,10 @@ def main():
     ap.add_argument("--num-iters", type=int, default=5)
     ap.add_argument("--fp16-allreduce", action="store_true", help="send gradients as float16")
     ap.add_argument("--ddp", action="store_true",
-                    help="torch DistributedDataParallel over gloo instead of hvd.torch")
+                    help="torch DistributedDataParallel over gloo (NCCL with --cuda) "
+                    "instead of hvd.torch")
+    ap.add_argument("--cuda", action="store_true",
+                    help="train on this rank's GPU (the local rank's)")
     ap.add_argument("--data-workers", type=int, default=0,
                     help="make each batch in a DataLoader with this many worker processes "
                     "per rank (default: one fixed synthetic batch)")
@@ -139,14 +149,23 @@ def main():
     torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 1) // local))
     torch.manual_seed(0)
     model, shape = make_model(args.model)
+    device = torch.device("cpu")
+    if args.cuda:
+        if not torch.cuda.is_available():
+            sys.exit("torch_synthetic_benchmark: --cuda, but torch sees no GPU")
+        device = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+        model = model.to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size())
 
     if args.ddp:
         import torch.distributed as dist
 
-        dist.init_process_group("gloo")
-        model = torch.nn.parallel.DistributedDataParallel(model)
-        engine = "DistributedDataParallel (gloo)"
+        backend = "nccl" if args.cuda else "gloo"
+        dist.init_process_group(backend)
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if args.cuda else None)
+        engine = "DistributedDataParallel (%s)" % backend
     else:
         compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
         opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
@@ -155,8 +174,8 @@ def main():
         hvd.broadcast_optimizer_state(opt, root_rank=0)
         engine = "hvd.torch DistributedOptimizer" + (" (fp16)" if args.fp16_allreduce else "")
 
-    data = torch.randn(args.batch_size, *shape)
-    target = torch.randint(0, 10, (args.batch_size,))
+    data = torch.randn(args.batch_size, *shape, device=device)
+    target = torch.randint(0, 10, (args.batch_size,), device=device)
     batches = None
     if args.data_workers > 0:
         loader = torch.utils.data.DataLoader(
@@ -166,23 +185,33 @@ def main():
 
     def step():
         x, y = next(batches) if batches is not None else (data, target)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         opt.zero_grad()
         F.cross_entropy(model(x), y).backward()
         opt.step()
+
+    def timed(n):
+        """Seconds for n steps, the GPU's work included."""
+        def run():
+            for _ in range(n):
+                step()
+            if args.cuda:
+                torch.cuda.synchronize()
+        return timeit.timeit(run, number=1)
 
     def log(s):
         if hvd.rank() == 0:
             print(s, flush=True)
 
     params = sum(p.numel() for p in model.parameters())
-    log("Model: %s (%.1f M parameters), batch size %d, %s, %d ranks, %d threads each%s"
+    log("Model: %s (%.1f M parameters), batch size %d, %s, %d ranks, %s%s"
         % (args.model, params / 1e6, args.batch_size, engine, hvd.size(),
-           torch.get_num_threads(),
+           "on GPU" if args.cuda else "%d threads each" % torch.get_num_threads(),
            ", %d DataLoader workers each" % args.data_workers if batches is not None else ""))
-    timeit.timeit(step, number=args.num_warmup_batches)
+    timed(args.num_warmup_batches)
     rates = []
     for i in range(args.num_iters):
-        t = timeit.timeit(step, number=args.num_batches_per_iter)
+        t = timed(args.num_batches_per_iter)
         rate = args.batch_size * args.num_batches_per_iter / t
         log("Iter #%d: %.1f img/sec per rank" % (i, rate))
         rates.append(rate)

@@ -85,6 +85,12 @@ struct hvd_handle {
 	_Atomic bool done; /* read unlocked by a waiting thread */
 	bool driver;	   /* its submission counted a driver (queue.c) */
 	char *msg;	   /* why it failed, for the waiting thread */
+	/* A GPU allreduce launched but not yet done: the event recorded
+	 * after it (hvd_wait_stream); detached: its waiter left, and its
+	 * completion frees it. Under the queue's lock. */
+	_Atomic bool launched;
+	void *event;
+	bool detached;
 };
 
 /* One collective submitted by this rank. */
@@ -107,7 +113,8 @@ struct hvd__req {
 	long long enqueued_us;
 	int set;       /* the process set it runs in (sets.h), 0: the job */
 	bool reported; /* sent to the coordinator */
-	int cache;     /* cache entry this request matches, -1 none */
+	long long computed_us; /* GPU, held: when its data was seen computed */
+	int cache;	       /* cache entry this request matches, -1 none */
 	struct hvd__req *next;
 	struct hvd__req *inflight_next;
 };
@@ -167,7 +174,12 @@ struct hvd__engine {
 				  hosts (algo/hier.h) */
 	char gpu_why[512];     /* why the last GPU collective failed */
 	struct hvd__req *pending_local; /* submitted here, not yet run */
-	struct hvd__cache_entry *cache; /* k.cache_cap entries */
+	/* The job's engine (gpu/engine.c): GPU allreduces whose data the GPU
+	 * has not computed yet, unannounced; batches launched, not yet run. */
+	struct hvd__req *held;
+	struct hvd__flight *flights;
+	struct hvd__gpu_flight *launched; /* ops/allreduce.c to fusion.c */
+	struct hvd__cache_entry *cache;	  /* k.cache_cap entries */
 	long cache_used; /* 1 + the highest entry ever given (every rank's) */
 	struct hvd__pending *coord;	  /* rank 0: names some ranks sent */
 	struct hvd__failed_group *failed; /* rank 0, this round */
@@ -272,6 +284,8 @@ int hvd__sync_finish(int rc, hvd_handle *h);
  * thread drives the engine (hvd_wait), unless hvd_shutdown() asked to
  * stop. */
 void hvd__queue_wait(double cycle_ms, bool bg);
+/* Whether the background thread has new work (or a shutdown) to take. */
+bool hvd__queue_work(void);
 /* Sleep up to ms, or until a thread that drove the engine is done. */
 void hvd__queue_nap(double ms);
 /* Take the new requests; *shutdown says whether hvd_shutdown() asked to
@@ -291,6 +305,8 @@ void hvd__req_finish(struct hvd__req *r, int status, const char *msg);
 /* Complete r with status; a failure's message names the collective and
  * the tensor, and why (NULL: hvd_strerror(status)). */
 void hvd__req_complete(struct hvd__req *r, int status, const char *why);
+/* A GPU request's batch is launched: event follows it on the GPU. */
+void hvd__req_launched(struct hvd__req *r, void *event);
 
 /* ---- knobs.c ---- */
 
@@ -392,5 +408,31 @@ struct hvd__req *hvd__op_join(struct hvd__engine *e, const struct hvd__resp *x);
 /* NCCL, set up at the first GPU collective (every rank gets there
  * together: every rank runs the same responses in the same order). */
 int hvd__gpu_engine(struct hvd__engine *e);
+
+/* ---- flights.c (background thread) ---- */
+
+/* Whether r waits in e->held until its data is computed. */
+bool hvd__gpu_holds(const struct hvd__req *r);
+/* Whether e holds requests or has batches in flight. */
+bool hvd__gpu_busy(const struct hvd__engine *e);
+/* The held requests whose data the GPU has computed, to pending_local,
+ * when a batch of them is due (flights.c says when); true if some went. */
+bool hvd__gpu_release_held(struct hvd__engine *e);
+/* What hvd__op_allreduce returns for a GPU batch launched, its flight
+ * in e->launched. */
+#define HVD__LAUNCHED 1
+/* Take batch (n requests) into a flight of e->launched, telling each
+ * request it was launched; HVD__LAUNCHED (they complete when it ends),
+ * or HVD_OK when they can complete at once (out of memory: the stream
+ * was waited for), or an error. */
+int hvd__gpu_launched(struct hvd__engine *e, struct hvd__req **batch, size_t n);
+/* Complete the flights that have ended, in order; drain: wait for them
+ * all. Returns an error that stops the engine (every flight failed). */
+int hvd__gpu_progress(struct hvd__engine *e, bool drain);
+/* The background thread's wait between cycles, up to ms: while batches
+ * are in flight, until the first ends or new work comes. */
+void hvd__gpu_wait(struct hvd__engine *e, double ms);
+/* Every flight's requests complete with status. */
+void hvd__gpu_flights_fail(struct hvd__engine *e, int status);
 
 #endif

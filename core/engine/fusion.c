@@ -253,6 +253,10 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 		if (r->m.type == HVD__REQ_ALLREDUCE) {
 			nb = plan_batch(e, r, v, n, &i, batch);
 			s = rc != HVD_OK ? rc : hvd__op_allreduce(e, batch, nb);
+			if (s == HVD__LAUNCHED)
+				s = hvd__gpu_launched(e, batch, nb);
+			if (s == HVD__LAUNCHED) /* its flight completes it */
+				continue;
 		} else {
 			batch[0] = r;
 			nb = 1;

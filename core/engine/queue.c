@@ -338,6 +338,11 @@ void hvd__queue_wait(double cycle_ms, bool bg)
 	hvd__wait_end(&w);
 }
 
+bool hvd__queue_work(void)
+{
+	return has_work(true);
+}
+
 void hvd__queue_nap(double ms)
 {
 	pthread_mutex_lock(&Q.lock);
@@ -391,18 +396,28 @@ int hvd__queue_broken(void)
 	return b;
 }
 
-void hvd__req_finish(struct hvd__req *r, int status, const char *msg)
+/* r out of the list of requests in flight, under Q.lock: its name may
+ * be used again. */
+static void unlink_inflight(struct hvd__req *r)
 {
 	struct hvd__req **pp;
-	char *copy = msg ? strdup(msg) : NULL;
 
-	pthread_mutex_lock(&Q.lock);
 	for (pp = &Q.inflight; *pp != NULL; pp = &(*pp)->inflight_next)
 		if (*pp == r) {
 			*pp = r->inflight_next;
 			break;
 		}
-	if (r->h != NULL) {
+}
+
+void hvd__req_finish(struct hvd__req *r, int status, const char *msg)
+{
+	char *copy = msg ? strdup(msg) : NULL;
+
+	pthread_mutex_lock(&Q.lock);
+	unlink_inflight(r);
+	if (r->h != NULL && r->h->detached) {
+		free(r->h); /* its waiter went on (hvd_wait_stream) */
+	} else if (r->h != NULL) {
 		r->h->status = status;
 		r->h->msg = copy;
 		r->h->done = true;
@@ -418,6 +433,20 @@ void hvd__req_finish(struct hvd__req *r, int status, const char *msg)
 		free(r->gathered);
 	free(r->name);
 	free(r);
+}
+
+void hvd__req_launched(struct hvd__req *r, void *event)
+{
+	if (r->h == NULL || event == NULL)
+		return;
+	pthread_mutex_lock(&Q.lock);
+	/* Launched, its name is free: the next step's tensor of that name
+	 * (a caller that waited on its stream) runs after it on the GPU. */
+	unlink_inflight(r);
+	r->h->event = event;
+	atomic_store(&r->h->launched, true);
+	pthread_cond_broadcast(&Q.done);
+	pthread_mutex_unlock(&Q.lock);
 }
 
 void hvd__req_complete(struct hvd__req *r, int status, const char *why)
@@ -491,8 +520,17 @@ int hvd__sync_finish(int rc, hvd_handle *h)
 	return rc != HVD_OK ? rc : hvd_wait(h);
 }
 
-HVD_EXPORT int hvd_wait(hvd_handle *h)
+/* Whether h is done, or (on_stream) launched on the GPU. */
+static bool ready_for(hvd_handle *h, bool on_stream)
 {
+	return atomic_load(&h->done) ||
+	       (on_stream && atomic_load(&h->launched));
+}
+
+/* hvd_wait, or with stream (on_stream) hvd_wait_stream. */
+static int wait_handle(hvd_handle *h, bool on_stream, void *stream)
+{
+	char why[256];
 	struct hvd__wait w;
 	struct hvd__req *r;
 	bool waited;
@@ -509,15 +547,29 @@ HVD_EXPORT int hvd_wait(hvd_handle *h)
 	drive(h);
 	/* The background thread completes it: spin while spinning pays,
 	 * then sleep until it does. */
-	waited = !atomic_load(&h->done);
+	waited = !ready_for(h, on_stream);
 	if (waited) {
 		hvd__wait_begin(&w, HVD__WAIT_CALLER);
-		while (!atomic_load(&h->done) && hvd__wait_spin(&w))
+		while (!ready_for(h, on_stream) && hvd__wait_spin(&w))
 			;
 	}
 	pthread_mutex_lock(&Q.lock);
-	while (!h->done)
+	while (!ready_for(h, on_stream))
 		pthread_cond_wait(&Q.done, &Q.lock);
+	if (!h->done) {
+		/* Launched, not done: the event is live until the completion,
+		 * which waits for this lock. The stream waits for it, and the
+		 * completion frees the handle. */
+		status = hvd__gpu_stream_wait(stream, h->event, why,
+					      sizeof(why));
+		h->detached = true;
+		pthread_mutex_unlock(&Q.lock);
+		if (waited)
+			hvd__wait_end(&w);
+		if (status != HVD_OK)
+			hvd__set_error("hvd_wait_stream: %s", why);
+		return status;
+	}
 	status = h->status;
 	pthread_mutex_unlock(&Q.lock);
 	if (waited)
@@ -527,6 +579,16 @@ HVD_EXPORT int hvd_wait(hvd_handle *h)
 	free(h->msg);
 	free(h);
 	return status;
+}
+
+HVD_EXPORT int hvd_wait(hvd_handle *h)
+{
+	return wait_handle(h, false, NULL);
+}
+
+HVD_EXPORT int hvd_wait_stream(hvd_handle *h, void *stream)
+{
+	return wait_handle(h, true, stream);
 }
 
 HVD_EXPORT int hvd_poll(hvd_handle *h)

@@ -127,9 +127,10 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 	rc = hvd__negotiate(e, shutdown_local, &v, &n);
 	if (rc != HVD_OK)
 		return rc;
-	e->idle_cycles = n > 0 || e->peers_busy != HVD__SETS_IDLE
-				 ? 0
-				 : e->idle_cycles + 1;
+	e->idle_cycles =
+		n > 0 || e->peers_busy != HVD__SETS_IDLE || hvd__gpu_busy(e)
+			? 0
+			: e->idle_cycles + 1;
 	spin_for(e); /* what runs now waits on its peers by spinning */
 	e->decided_us = hvd__now_us();
 	rc = hvd__execute(e, v, n);
@@ -139,145 +140,6 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 					     hvd__meta_bytes(&v[i].m));
 	hvd__resps_free(v, n);
 	return rc;
-}
-
-/* The round's sets repeat their cycles at most this long after its job
- * cycle, whatever their votes: the job's agreement (a peer's shutdown,
- * the stall check, a rank that joined) comes at least this often while
- * sets are busy. Each costs a set's ranks a wait for every other rank of
- * the job, woken from its sleep: on a busy host, hundreds of
- * microseconds, which a run of large collectives paid once every
- * collective at 10 ms. Work of this rank in another engine ends the
- * round at once (set_vote). */
-#define ROUND_US 100000
-
-/* The id of the first set after id that this rank belongs to; 0: none,
- * the job's cycle comes next. */
-static int set_after(const struct hvd__engine *job, int id)
-{
-	const struct hvd__set *set;
-
-	for (set = job->sets->list; set != NULL; set = set->next)
-		if (set->id > id && set->e != NULL)
-			return set->id;
-	return 0;
-}
-
-/* Whether a request of this rank waits in an engine other than e. */
-static bool pending_elsewhere(const struct hvd__engine *job,
-			      const struct hvd__engine *e)
-{
-	const struct hvd__set *set;
-
-	if (job->pending_local != NULL)
-		return true;
-	for (set = job->sets->list; set != NULL; set = set->next)
-		if (set->e != NULL && set->e != e &&
-		    set->e->pending_local != NULL)
-			return true;
-	return false;
-}
-
-/* This rank's vote on another cycle of set e after this one (engine.h):
- * a set that ran something within the cycle time, or has work here,
- * keeps its ranks to itself, so that a run of its collectives pays its
- * own ranks' agreement and not the job's; work waiting in another engine
- * of this rank, the round's time and a shutdown move the round on. */
-static int set_vote(const struct hvd__engine *job, const struct hvd__engine *e,
-		    bool shutdown_local)
-{
-	long long now = hvd__now_us();
-
-	if (shutdown_local || now - job->round_us >= ROUND_US ||
-	    pending_elsewhere(job, e))
-		return HVD__SET_STOP;
-	if (e->pending_local != NULL ||
-	    now - e->ran_us < (long long)(job->k.cycle_ms * 1000))
-		return HVD__SET_AGAIN;
-	return HVD__SET_DONE;
-}
-
-/* One cycle of the round's set (job->round_at), and where the round goes
- * next: the same set again if its ranks voted for it, else the next set
- * this rank belongs to, else the job's cycle. Every rank of a set meets
- * the others in the same order: sets in id order, each as many times as
- * its ranks agreed. Work in a set marks the job busy (no idle waits). */
-static int set_step(struct hvd__engine *job, bool shutdown_local)
-{
-	struct hvd__engine *e = hvd__sets_engine(job->sets, job->round_at);
-	struct hvd__resp *v;
-	size_t n;
-	int rc;
-
-	if (e == NULL) { /* sets change only in the job's cycle */
-		job->round_at = set_after(job, job->round_at);
-		return HVD_OK;
-	}
-	e->sets_busy = set_vote(job, e, shutdown_local);
-	rc = hvd__negotiate(e, false, &v, &n);
-	if (rc != HVD_OK)
-		return rc;
-	e->decided_us = hvd__now_us();
-	rc = hvd__execute(e, v, n);
-	hvd__resps_free(v, n);
-	if (n > 0) {
-		job->idle_cycles = 0;
-		job->sets_busy = HVD__SETS_RAN;
-		e->ran_us = hvd__now_us();
-	} else if (e->pending_local != NULL &&
-		   job->sets_busy == HVD__SETS_IDLE) {
-		job->sets_busy = HVD__SETS_WAIT;
-	}
-	job->round_idle = n == 0 && e->peers_busy == HVD__SET_AGAIN;
-	if (e->peers_busy != HVD__SET_AGAIN)
-		job->round_at = set_after(job, job->round_at);
-	return rc;
-}
-
-/* Whether some request of this rank waits in an engine. */
-static bool pending_any(const struct hvd__engine *job)
-{
-	const struct hvd__set *set;
-
-	if (job->pending_local != NULL)
-		return true;
-	for (set = job->sets->list; set != NULL; set = set->next)
-		if (set->e != NULL && set->e->pending_local != NULL)
-			return true;
-	return false;
-}
-
-/* Each request to its engine's list: the job's, or its process set's
- * (one removed since it was queued fails). The job's list is walked to
- * its end once a turn, not once a request. */
-static void route(struct hvd__engine *job, struct hvd__req *in)
-{
-	struct hvd__req *r, *next, **tail, **job_tail = &job->pending_local;
-	struct hvd__engine *e;
-	char why[96];
-
-	while (*job_tail != NULL)
-		job_tail = &(*job_tail)->next;
-	for (r = in; r != NULL; r = next) {
-		next = r->next;
-		r->next = NULL;
-		if (r->set == 0) {
-			*job_tail = r;
-			job_tail = &r->next;
-			continue;
-		}
-		e = hvd__sets_engine(job->sets, r->set);
-		if (e == NULL) {
-			snprintf(why, sizeof(why), "process set %d was removed",
-				 r->set);
-			hvd__req_complete(r, HVD_ENOSET, why);
-			continue;
-		}
-		for (tail = &e->pending_local; *tail != NULL;
-		     tail = &(*tail)->next)
-			;
-		*tail = r;
-	}
 }
 
 /* Close the timeline, then open path (not NULL) on rank 0. */
@@ -353,13 +215,14 @@ int hvd__runtime_timeline(const char *path, bool mark)
  * Returns how many were waiting. */
 static int fail_all(struct hvd__engine *e, int status)
 {
-	struct hvd__req *lists[2] = {hvd__queue_break(status),
-				     e->pending_local};
+	struct hvd__req *lists[3] = {hvd__queue_break(status), e->pending_local,
+				     e->held};
 	struct hvd__req *r, *next;
-	int i, n = hvd__sets_fail(e->sets, status);
+	int i, n = hvd__sets_fail(e->sets, status) + (e->flights != NULL);
 
-	e->pending_local = NULL;
-	for (i = 0; i < 2; i++)
+	e->pending_local = e->held = NULL;
+	hvd__gpu_flights_fail(e, status);
+	for (i = 0; i < 3; i++)
 		for (r = lists[i]; r != NULL; r = next, n++) {
 			next = r->next;
 			hvd__req_complete(r, status,
@@ -370,45 +233,33 @@ static int fail_all(struct hvd__engine *e, int status)
 	return n;
 }
 
-/* One turn of the engine, by its owner: take the new requests and run the
- * round's next cycle (the job's, or a set's). Sets `ended` when the job
- * shuts down or its connections fail.
- * A user thread (driver) turns only while no GPU request was queued:
- * returns false, having done nothing, once one was. */
-static bool turn(struct hvd__engine *e, bool driver)
+/* The batches every rank launched end on the GPU without the peers'
+ * engines: they run to their end before the engine ends (a peer that
+ * shut down may have closed its connections meanwhile: that is no
+ * failure for a while). */
+static void drain(struct hvd__engine *e)
 {
-	struct hvd__req *in;
-	bool shutdown_local, gpu = false;
-	int rc;
+	hvd__gpu_grace(e->gpu, 5000000);
+	hvd__gpu_progress(e, true);
+}
 
-	in = hvd__queue_take(&shutdown_local, driver ? &gpu : NULL);
-	if (gpu)
-		return false;
-	timeline_apply(e);
-	if (in != NULL)
-		e->idle_cycles = 0; /* new work: no longer idle */
-	route(e, in);
-	if (e->round_at != 0) {
-		rc = set_step(e, shutdown_local);
-	} else {
-		rc = cycle(e, shutdown_local);
-		/* A new round: its sets' cycles, told in the next. */
-		e->round_us = hvd__now_us();
-		e->round_idle = false;
-		e->sets_busy = HVD__SETS_IDLE;
-		e->round_at = set_after(e, 0);
-	}
+/* The end of a turn that rc ended: a shutdown, a lost peer or a failure
+ * ends the engine. */
+static void turn_end(struct hvd__engine *e, int rc, bool shutdown_local)
+{
 	if (rc == HVD_ESHUTDOWN && !shutdown_local && hvd__g.generation > 0) {
 		/* Elastic: a peer left (hvd_shutdown, as a program's exit
 		 * after an exception does): the survivors go on without it,
 		 * as after any other loss. */
 		atomic_store(&ended, true);
+		drain(e);
 		if (fail_all(e, HVD_ERESET) > 0)
 			hvd__warn(
 				"generation %d ended (a peer shut down): every pending and later operation fails with HVD_ERESET",
 				hvd__g.generation);
 	} else if (rc == HVD_ESHUTDOWN) {
 		atomic_store(&ended, true);
+		drain(e);
 		fail_all(e, HVD_ESHUTDOWN);
 	} else if (rc != HVD_OK) {
 		atomic_store(&ended, true);
@@ -429,11 +280,62 @@ static bool turn(struct hvd__engine *e, bool driver)
 		if (e->comm.ops->abort != NULL)
 			e->comm.ops->abort(e->comm.t);
 		hvd__shm_abort(e->hier.shm);
+		hvd__gpu_abort(e->gpu);
+		fail_all(e, hvd__elastic_status(rc));
 		hvd__gpu_free(e->gpu, true);
 		e->gpu = NULL;
-		fail_all(e, hvd__elastic_status(rc));
 	}
+}
+
+/* One turn of the engine, by its owner: take the new requests, complete
+ * the GPU's batches that ended, and run the round's next cycle (the
+ * job's, or a set's). Sets `ended` when the job shuts down or its
+ * connections fail.
+ * A user thread (driver) turns only while no GPU request was queued:
+ * returns false, having done nothing, once one was. */
+static bool turn(struct hvd__engine *e, bool driver)
+{
+	struct hvd__req *in;
+	bool shutdown_local, gpu = false;
+	int rc;
+
+	in = hvd__queue_take(&shutdown_local, driver ? &gpu : NULL);
+	if (gpu)
+		return false;
+	timeline_apply(e);
+	if (in != NULL)
+		e->idle_cycles = 0; /* new work: no longer idle */
+	hvd__route(e, in);
+	/* Shutting down, this rank's batches end before its last agreement,
+	 * while every peer's connections are still up. */
+	rc = hvd__gpu_progress(e, shutdown_local);
+	hvd__gpu_release_held(e);
+	if (rc != HVD_OK) {
+		/* a flight failed: the engine ends */
+	} else if (e->round_at != 0) {
+		rc = hvd__round_step(e, shutdown_local);
+	} else {
+		rc = cycle(e, shutdown_local);
+		/* A new round: its sets' cycles, told in the next. */
+		e->round_us = hvd__now_us();
+		e->round_idle = false;
+		e->sets_busy = HVD__SETS_IDLE;
+		e->round_at = hvd__round_next(e, 0);
+	}
+	turn_end(e, rc, shutdown_local);
 	return true;
+}
+
+/* Between cycles, while the GPU holds requests or runs batches: complete
+ * the batches that ended; true when held requests are due to be
+ * announced (the caller runs the cycle at once). */
+static bool gpu_look(struct hvd__engine *e)
+{
+	int rc = hvd__gpu_progress(e, false);
+	bool released = hvd__gpu_release_held(e);
+
+	turn_end(e, rc, false);
+	return released;
 }
 
 int hvd__runtime_drive(const hvd_handle *h)
@@ -453,7 +355,7 @@ int hvd__runtime_drive(const hvd_handle *h)
 	}
 	/* Work of this rank, or a set's cycle that its ranks wait for. */
 	if (!atomic_load(&ended))
-		left = pending_any(&E) ? 1 : E.round_at != 0 ? 2 : 0;
+		left = hvd__pending_any(&E) ? 1 : E.round_at != 0 ? 2 : 0;
 	atomic_store(&owed_ms, left != 2	    ? 0
 			       : E.k.cycle_ms > 0.1 ? E.k.cycle_ms
 						    : 0.1);
@@ -470,10 +372,15 @@ static void set_drivable(bool on)
 	hvd__queue_set_driver(on ? hvd__runtime_drive : NULL);
 }
 
+/* While the GPU holds requests or runs batches, the background thread
+ * looks at them this often between cycles. */
+#define GPU_LOOK_MS 0.05
+
 static void *background(void *arg)
 {
 	struct hvd__engine *e = arg;
 	double wait = wait_ms(e);
+	long long due = 0; /* the next cycle, while looking at the GPU */
 
 	/* What its waits read is open before hvd_init() returns: what the
 	 * process holds does not depend on whether it has waited yet. */
@@ -483,7 +390,9 @@ static void *background(void *arg)
 	pthread_cond_broadcast(&T.done);
 	pthread_mutex_unlock(&T.lock);
 	for (;;) {
-		hvd__queue_wait(wait, true);
+		long long now;
+
+		hvd__gpu_wait(e, wait);
 		if (pthread_mutex_trylock(&own) != 0) {
 			/* A user thread drives: it wakes this one when it
 			 * leaves work behind, and leaves a set's cycle owed
@@ -494,9 +403,21 @@ static void *background(void *arg)
 			continue;
 		}
 		atomic_store(&owed_ms, 0);
-		if (!atomic_load(&ended))
+		now = hvd__now_us();
+		if (atomic_load(&ended)) {
+		} else if (now < due && !hvd__queue_work()) {
+			/* A batch due (a flight ended): its cycle now. */
+			if (gpu_look(e))
+				due = now;
+		} else {
 			turn(e, false);
-		wait = wait_ms(e);
+			now = hvd__now_us();
+			due = now + (long long)(wait_ms(e) * 1000);
+		}
+		/* New work wakes the thread whatever the wait. */
+		wait = due > now ? (double)(due - now) / 1000 : 0;
+		if (hvd__gpu_busy(e) && wait > GPU_LOOK_MS)
+			wait = GPU_LOOK_MS;
 		pthread_mutex_unlock(&own);
 		if (atomic_load(&ended))
 			break;

@@ -94,4 +94,18 @@ int hvd__sets_ids(struct hvd__sets *s, int *ids, int cap);
 /* A hash of a set's ranks (never 0), for the meta its ranks compare. */
 uint64_t hvd__sets_hash(const int *ranks, int n);
 
+/* ---- rounds.c (the engine's owner) ---- */
+
+/* The id of the first set after id that this rank belongs to; 0: none,
+ * the job's cycle comes next. */
+int hvd__round_next(const struct hvd__engine *job, int id);
+/* One cycle of the round's set (job->round_at), and where the round goes
+ * next (job->round_at). */
+int hvd__round_step(struct hvd__engine *job, bool shutdown_local);
+/* Whether some request of this rank waits in an engine (or GPU work in
+ * the job's: held, or in flight). */
+bool hvd__pending_any(const struct hvd__engine *job);
+/* Each new request to where it waits (rounds.c says where). */
+void hvd__route(struct hvd__engine *job, struct hvd__req *in);
+
 #endif

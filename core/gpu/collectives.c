@@ -72,7 +72,13 @@ static int fusion_reserve(struct hvd__gpu *g, size_t bytes, char *why,
 
 	if (cap == g->fusion_cap)
 		return HVD_OK;
-	/* The stream is idle between collectives: the old buffer can go. */
+	/* Flights may still use the old buffer: it goes once they ended. */
+	if (g->fusion != NULL) {
+		int rc = hvd__gpu_wait_stream(g, why, len);
+
+		if (rc != HVD_OK)
+			return rc;
+	}
 	cudaFree(g->fusion);
 	g->fusion = NULL;
 	g->fusion_cap = 0;
@@ -210,11 +216,12 @@ static int hierarchical(struct hvd__gpu *g, char *buf, size_t count,
 	return rc;
 }
 
-/* The allreduce with NCCL op rop, on a usable g; flat: never the
- * hierarchical path (a scaled op belongs to the world communicator). */
+/* The allreduce with NCCL op rop, on a usable g, launched on the stream
+ * with f's events around its parts; flat: never the hierarchical path (a
+ * scaled op belongs to the world communicator). */
 static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 			enum hvd_dtype dtype, enum hvd_op op, ncclRedOp_t rop,
-			bool flat, struct hvd__gpu_times *times, char *why,
+			bool flat, struct hvd__gpu_flight *f, char *why,
 			size_t len)
 {
 	size_t es = hvd__dtype_size(dtype), total = 0, padded, i, at, k;
@@ -228,23 +235,19 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		total += t[i].count;
 		rc = wait_ready(g, t[i].ready, why, len);
 	}
+	f->fused_bytes = 0;
 	if (rc != HVD_OK)
 		return rc;
-	memset(times, 0, sizeof(*times));
-	if (total == 0)
-		return HVD_OK;
-	cudaEventRecord(g->ev[EV_START], g->stream);
-	if (n == 1 && !hier) {
+	cudaEventRecord(f->ev[EV_START], g->stream);
+	if (total == 0 || (n == 1 && !hier)) {
 		/* One tensor: from its send buffer into its receive buffer. */
-		cudaEventRecord(g->ev[EV_IN], g->stream);
-		rc = world_allreduce(g, t[0].send, t[0].recv, t[0].count, dtype,
-				     rop, flat, why, len);
-		cudaEventRecord(g->ev[EV_REDUCED], g->stream);
-		if (rc == HVD_OK)
-			rc = hvd__gpu_wait_stream(g, why, len);
-		if (rc == HVD_OK)
-			times->reduce_us = hvd__gpu_elapsed_us(
-				g->ev[EV_IN], g->ev[EV_REDUCED]);
+		cudaEventRecord(f->ev[EV_IN], g->stream);
+		if (total > 0)
+			rc = world_allreduce(g, t[0].send, t[0].recv,
+					     t[0].count, dtype, rop, flat, why,
+					     len);
+		cudaEventRecord(f->ev[EV_REDUCED], g->stream);
+		cudaEventRecord(f->ev[EV_DONE], g->stream);
 		return rc;
 	}
 	padded = total;
@@ -265,13 +268,13 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		at += t[i].count * es;
 	}
 	rc = copy_batch(g, k, why, len);
-	cudaEventRecord(g->ev[EV_IN], g->stream);
+	cudaEventRecord(f->ev[EV_IN], g->stream);
 	if (rc == HVD_OK && hier)
 		rc = hierarchical(g, g->fusion, padded, dtype, op, why, len);
 	else if (rc == HVD_OK)
 		rc = world_allreduce(g, g->fusion, g->fusion, total, dtype, rop,
 				     flat, why, len);
-	cudaEventRecord(g->ev[EV_REDUCED], g->stream);
+	cudaEventRecord(f->ev[EV_REDUCED], g->stream);
 	for (i = 0, at = 0, k = 0; rc == HVD_OK && i < n; i++) {
 		if (t[i].count == 0)
 			continue;
@@ -282,16 +285,86 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	}
 	if (rc == HVD_OK)
 		rc = copy_batch(g, k, why, len);
-	if (rc == HVD_OK)
-		rc = hvd__gpu_wait_stream(g, why, len);
-	if (rc != HVD_OK)
-		return rc;
-	times->copy_in_us = hvd__gpu_elapsed_us(g->ev[EV_START], g->ev[EV_IN]);
-	times->reduce_us = hvd__gpu_elapsed_us(g->ev[EV_IN], g->ev[EV_REDUCED]);
-	times->copy_out_us =
-		hvd__gpu_elapsed_us(g->ev[EV_REDUCED], g->ev[EV_DONE]);
-	times->fused_bytes = total * es;
+	cudaEventRecord(f->ev[EV_DONE], g->stream);
+	f->fused_bytes = total * es;
+	return rc;
+}
+
+/* A flight of g's spares, or a new one. */
+static int flight_get(struct hvd__gpu *g, struct hvd__gpu_flight **out,
+		      char *why, size_t len)
+{
+	struct hvd__gpu_flight *f = g->spare;
+	cudaError_t e = cudaSuccess;
+	int made;
+
+	*out = NULL;
+	if (f != NULL) {
+		g->spare = f->next;
+		f->next = NULL;
+		*out = f;
+		return HVD_OK;
+	}
+	f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return HVD_ENOMEM;
+	for (made = 0; made < EV_N; made++)
+		if ((e = cudaEventCreate(&f->ev[made])) != cudaSuccess)
+			break;
+	if (e != cudaSuccess) {
+		while (made-- > 0)
+			cudaEventDestroy(f->ev[made]);
+		free(f);
+		hvd__gpu_cuda_fail(e, "cudaEventCreate", why, len);
+		return HVD_ESYS;
+	}
+	*out = f;
 	return HVD_OK;
+}
+
+void hvd__gpu_flight_free(struct hvd__gpu *g, struct hvd__gpu_flight *f)
+{
+	if (f == NULL)
+		return;
+	f->next = g->spare;
+	g->spare = f;
+}
+
+void hvd__gpu_grace(struct hvd__gpu *g, long long us)
+{
+	if (g != NULL)
+		g->checked_us = hvd__now_us() + us;
+}
+
+bool hvd__gpu_flight_done(const struct hvd__gpu_flight *f)
+{
+	return cudaEventQuery(f->ev[EV_DONE]) != cudaErrorNotReady;
+}
+
+void *hvd__gpu_flight_event(const struct hvd__gpu_flight *f)
+{
+	/* cppcheck-suppress CastIntegerToAddressAtReturn ; cudaEvent_t is a pointer */
+	return (void *)f->ev[EV_DONE];
+}
+
+int hvd__gpu_flight_poll(struct hvd__gpu *g, struct hvd__gpu_flight *f,
+			 struct hvd__gpu_times *times, char *why, size_t len)
+{
+	int rc;
+
+	if (g->aborted) {
+		snprintf(why, len, "NCCL was aborted after an earlier error");
+		return HVD_ECONN;
+	}
+	rc = hvd__gpu_poll_event(g, f->ev[EV_DONE], &g->checked_us, why, len);
+	if (rc != 1)
+		return rc;
+	times->copy_in_us = hvd__gpu_elapsed_us(f->ev[EV_START], f->ev[EV_IN]);
+	times->reduce_us = hvd__gpu_elapsed_us(f->ev[EV_IN], f->ev[EV_REDUCED]);
+	times->copy_out_us =
+		hvd__gpu_elapsed_us(f->ev[EV_REDUCED], f->ev[EV_DONE]);
+	times->fused_bytes = f->fused_bytes;
+	return 1;
 }
 
 /* The NCCL op for op scaled by scale: a sum pre-multiplied by scale
@@ -335,20 +408,29 @@ static int scaled_op(struct hvd__gpu *g, enum hvd_dtype t, enum hvd_op op,
 
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		       enum hvd_dtype dtype, enum hvd_op op, double scale,
-		       struct hvd__gpu_times *times, char *why, size_t len)
+		       struct hvd__gpu_flight **out, char *why, size_t len)
 {
+	struct hvd__gpu_flight *f = NULL;
 	ncclRedOp_t rop;
-	bool custom;
+	bool custom = false;
 	int rc = usable(g, why, len);
 
+	*out = NULL;
+	if (rc == HVD_OK)
+		rc = flight_get(g, &f, why, len);
 	if (rc == HVD_OK)
 		rc = scaled_op(g, dtype, op, scale, &rop, &custom, why, len);
-	if (rc != HVD_OK)
-		return rc;
-	rc = allreduce_op(g, t, n, dtype, op, rop, custom, times, why, len);
-	if (custom)
+	if (rc == HVD_OK)
+		rc = allreduce_op(g, t, n, dtype, op, rop, custom, f, why, len);
+	/* NCCL lets an op go once the calls given it have returned. */
+	if (custom && g->world != NULL)
 		ncclRedOpDestroy(rop, g->world);
-	return rc;
+	if (rc != HVD_OK) {
+		hvd__gpu_flight_free(g, f);
+		return rc;
+	}
+	*out = f;
+	return HVD_OK;
 }
 
 int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,

@@ -122,3 +122,20 @@ void hvd__gpu_release(void *ready)
 	if (ready != NULL)
 		cudaEventDestroy((cudaEvent_t)ready);
 }
+
+bool hvd__gpu_ready(void *ready)
+{
+	return ready == NULL ||
+	       cudaEventQuery((cudaEvent_t)ready) != cudaErrorNotReady;
+}
+
+int hvd__gpu_stream_wait(void *stream, void *event, char *why, size_t len)
+{
+	cudaError_t e = cudaStreamWaitEvent(
+		stream != NULL ? (cudaStream_t)stream : cudaStreamLegacy,
+		(cudaEvent_t)event, 0);
+
+	return e == cudaSuccess
+		       ? HVD_OK
+		       : hvd__gpu_cuda_fail(e, "cudaStreamWaitEvent", why, len);
+}

@@ -37,6 +37,12 @@ void hvd__gpu_abort_comms(struct hvd__gpu *g)
 	g->cross = g->local = g->world = NULL;
 }
 
+void hvd__gpu_abort(struct hvd__gpu *g)
+{
+	if (g != NULL)
+		hvd__gpu_abort_comms(g);
+}
+
 static int nccl_fail(struct hvd__gpu *g, ncclComm_t c, ncclResult_t r,
 		     const char *what, char *why, size_t len)
 {
@@ -119,53 +125,63 @@ int hvd__gpu_settle_new(struct hvd__gpu *g, ncclComm_t parent, ncclComm_t *cp,
 	return hvd__gpu_settle(g, c, ncclInProgress, what, why, len);
 }
 
+int hvd__gpu_poll_event(struct hvd__gpu *g, cudaEvent_t ev, long long *checked,
+			char *why, size_t len)
+{
+	ncclComm_t comms[3] = {g->world, g->local, g->cross};
+	cudaError_t e = cudaEventQuery(ev);
+	long long now;
+	int i;
+
+	if (e == cudaSuccess)
+		return 1;
+	if (e != cudaErrorNotReady)
+		return hvd__gpu_cuda_fail(e, "waiting for the GPU", why, len);
+	for (i = 0; i < 3; i++) {
+		ncclResult_t r = ncclSuccess;
+
+		if (comms[i] != NULL &&
+		    ncclCommGetAsyncError(comms[i], &r) == ncclSuccess &&
+		    r != ncclSuccess && r != ncclInProgress)
+			return nccl_fail(g, comms[i], r, "NCCL", why, len);
+	}
+	now = hvd__now_us();
+	if (now - *checked > 10000) {
+		int rc = peers_alive(g, "a NCCL collective", why, len);
+
+		if (rc != HVD_OK)
+			return rc;
+		*checked = now;
+	}
+	return 0;
+}
+
 /* Wait for everything queued on the stream: spin while spinning pays
  * (wait.h: a sleep costs more than most collectives take, unless the
  * CPU is wanted), then poll; an asynchronous NCCL error or a dead peer
  * aborts the communicators. */
 int hvd__gpu_wait_stream(struct hvd__gpu *g, char *why, size_t len)
 {
-	ncclComm_t comms[3] = {g->world, g->local, g->cross};
 	long long checked = hvd__now_us();
 	cudaError_t e = cudaEventRecord(g->ev[EV_DONE], g->stream);
 	struct hvd__wait w;
+	int rc;
 
 	if (e != cudaSuccess)
 		return hvd__gpu_cuda_fail(e, "cudaEventRecord", why, len);
 	hvd__wait_begin(&w, HVD__WAIT_GPU);
-	for (;;) {
-		long long now;
-		int i;
-
-		e = cudaEventQuery(g->ev[EV_DONE]);
-		if (e == cudaSuccess) {
-			hvd__wait_end(&w);
-			return HVD_OK;
-		}
-		if (e != cudaErrorNotReady)
-			return hvd__gpu_cuda_fail(e, "waiting for the GPU", why,
-						  len);
-		for (i = 0; i < 3; i++) {
-			ncclResult_t r = ncclSuccess;
-
-			if (comms[i] != NULL &&
-			    ncclCommGetAsyncError(comms[i], &r) ==
-				    ncclSuccess &&
-			    r != ncclSuccess && r != ncclInProgress)
-				return nccl_fail(g, comms[i], r, "NCCL", why,
-						 len);
-		}
-		now = hvd__now_us();
-		if (now - checked > 10000) {
-			int rc = peers_alive(g, "a NCCL collective", why, len);
-
-			if (rc != HVD_OK)
-				return rc;
-			checked = now;
-		}
+	while ((rc = hvd__gpu_poll_event(g, g->ev[EV_DONE], &checked, why,
+					 len)) == 0)
 		if (!hvd__wait_spin(&w))
 			pause_us(50);
-	}
+	if (rc == 1)
+		hvd__wait_end(&w);
+	return rc == 1 ? HVD_OK : rc;
+}
+
+int hvd__gpu_sync(struct hvd__gpu *g, char *why, size_t len)
+{
+	return hvd__gpu_wait_stream(g, why, len);
 }
 
 long long hvd__gpu_elapsed_us(cudaEvent_t a, cudaEvent_t b)

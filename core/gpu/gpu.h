@@ -47,6 +47,9 @@ struct hvd__gpu_tensor {
 	void *ready; /* the event recorded when it was submitted, or NULL */
 };
 
+/* A launched allreduce batch: its events, polled to its end. */
+struct hvd__gpu_flight;
+
 /* User threads. The CUDA device this rank uses (local rank, or 0 when
  * CUDA_VISIBLE_DEVICES leaves one), or HVD_ENOTSUP with the reason in
  * why. */
@@ -57,6 +60,12 @@ int hvd__gpu_prepare(const void *buf, size_t bytes, void **ready, char *why,
 		     size_t len);
 /* Drop an event that prepare made, when the request is refused. */
 void hvd__gpu_release(void *ready);
+/* Whether the work queued before ready's submission has run on the GPU
+ * (true as well when the event failed: the collective reports it). */
+bool hvd__gpu_ready(void *ready);
+/* stream (a cudaStream_t; NULL: the legacy default stream) waits on the
+ * GPU for event (a flight's, hvd__gpu_flight_event). */
+int hvd__gpu_stream_wait(void *stream, void *event, char *why, size_t len);
 
 /* The background thread. Set up NCCL with every rank of ctrl (a
  * collective call: every rank makes it at the same point); the GPU
@@ -64,10 +73,26 @@ void hvd__gpu_release(void *ready);
  * (util/grow.c). */
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 		   size_t fusion_limit, char *why, size_t len);
-/* scale: prescale times postscale (1: none); SUM and AVERAGE only. */
+/* Launch the allreduce of a batch on the stream, without waiting for
+ * it: *out is its flight. scale: prescale times postscale (1: none); SUM
+ * and AVERAGE only. */
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		       enum hvd_dtype dtype, enum hvd_op op, double scale,
-		       struct hvd__gpu_times *times, char *why, size_t len);
+		       struct hvd__gpu_flight **out, char *why, size_t len);
+/* 1 once the flight has run (*times then says how long each part took),
+ * 0 while it runs, or an error (NCCL's, or a peer that died: the
+ * communicators are aborted). Flights end in the order launched. */
+int hvd__gpu_flight_poll(struct hvd__gpu *g, struct hvd__gpu_flight *f,
+			 struct hvd__gpu_times *times, char *why, size_t len);
+/* The next us, a flight's poll does not hold a peer's closed
+ * connection for a failure (peers that shut down). g may be NULL. */
+void hvd__gpu_grace(struct hvd__gpu *g, long long us);
+/* Whether the flight has ended (or failed: the poll says how). */
+bool hvd__gpu_flight_done(const struct hvd__gpu_flight *f);
+/* The event recorded after the flight's last copy. */
+void *hvd__gpu_flight_event(const struct hvd__gpu_flight *f);
+/* Done with it (ended, or given up): its events go back to g. */
+void hvd__gpu_flight_free(struct hvd__gpu *g, struct hvd__gpu_flight *f);
 /* counts[r] elements of the result go to rank r, into recv. */
 int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
 			   const size_t *counts, enum hvd_dtype dtype,
@@ -85,6 +110,11 @@ int hvd__gpu_broadcast(struct hvd__gpu *g, void *buf, size_t bytes, int root,
 int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
 		       const size_t *bytes, void *ready, void **out, char *why,
 		       size_t len);
+/* Wait for everything launched on the stream (an error aborts). */
+int hvd__gpu_sync(struct hvd__gpu *g, char *why, size_t len);
+/* Abort the communicators (an error elsewhere ended the engine): what
+ * runs on the stream stops. g may be NULL. */
+void hvd__gpu_abort(struct hvd__gpu *g);
 /* Free it all; broken: abort the communicators instead of closing them
  * with the peers. */
 void hvd__gpu_free(struct hvd__gpu *g, bool broken);

@@ -25,13 +25,22 @@ struct hvd__gpu {
 	bool aborted;
 	char *fusion;
 	size_t fusion_cap;
-	size_t fusion_limit; /* HOROVOD_FUSION_THRESHOLD (util/grow.c) */
-	cudaEvent_t ev[EV_N];
-	bool batch_copies; /* cudaMemcpyBatchAsync works here */
+	size_t fusion_limit;  /* HOROVOD_FUSION_THRESHOLD (util/grow.c) */
+	cudaEvent_t ev[EV_N]; /* the other collectives' wait */
+	struct hvd__gpu_flight *spare; /* flights ended, for the next */
+	long long checked_us;	       /* a flight's last look at the peers */
+	bool batch_copies;	       /* cudaMemcpyBatchAsync works here */
 	bool one_rank_bug; /* a scaled op on one rank needs whole blocks */
 	void **dsts;
 	const void **srcs;
 	size_t *sizes, copies_cap;
+};
+
+/* A launched allreduce: its events, from the start to the last copy. */
+struct hvd__gpu_flight {
+	cudaEvent_t ev[EV_N];
+	size_t fused_bytes;	      /* 0: reduced in place, no copies */
+	struct hvd__gpu_flight *next; /* in g->spare */
 };
 
 /* ---- fail.c ---- */
@@ -54,6 +63,11 @@ int hvd__gpu_settle_new(struct hvd__gpu *g, ncclComm_t parent, ncclComm_t *cp,
  * CPU is wanted), then poll; an asynchronous NCCL error or a dead peer
  * aborts the communicators. */
 int hvd__gpu_wait_stream(struct hvd__gpu *g, char *why, size_t len);
+/* While event ev runs: an asynchronous NCCL error, or (every 10 ms) a
+ * peer that died, aborts the communicators; 1 once ev has run, 0 while
+ * it runs, else the error. */
+int hvd__gpu_poll_event(struct hvd__gpu *g, cudaEvent_t ev, long long *checked,
+			char *why, size_t len);
 long long hvd__gpu_elapsed_us(cudaEvent_t a, cudaEvent_t b);
 
 #endif

@@ -144,6 +144,7 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 		int v = 0;
 
 		g->ctrl = ctrl;
+		g->checked_us = hvd__now_us();
 		g->fusion_limit = fusion_limit;
 		g->batch_copies = true;
 		/* NVIDIA/nccl#1950, fixed in 2.29.7 (version code 22907). */
@@ -196,6 +197,7 @@ fail:
 
 void hvd__gpu_free(struct hvd__gpu *g, bool broken)
 {
+	struct hvd__gpu_flight *f;
 	int i, old = -1;
 
 	if (g == NULL)
@@ -220,6 +222,12 @@ void hvd__gpu_free(struct hvd__gpu *g, bool broken)
 	for (i = 0; i < EV_N; i++)
 		if (g->ev[i] != NULL)
 			cudaEventDestroy(g->ev[i]);
+	while ((f = g->spare) != NULL) {
+		g->spare = f->next;
+		for (i = 0; i < EV_N; i++)
+			cudaEventDestroy(f->ev[i]);
+		free(f);
+	}
 	if (g->stream != NULL)
 		cudaStreamDestroy(g->stream);
 	free(g->dsts);

@@ -309,6 +309,18 @@ HVD_EXPORT int hvd_broadcast_gpu(const char *name, void *buf, size_t count,
 HVD_EXPORT int hvd_allgather_gpu(const char *name, const void *sendbuf,
 				 size_t count, enum hvd_dtype dtype,
 				 void **recvbuf, size_t *recvcount);
+/* hvd_wait() without the host's wait, where the result is only used on
+ * the GPU: once a GPU allreduce is launched on libhvd's stream (its batch
+ * waits for nothing but the GPU), stream (a cudaStream_t; NULL: the
+ * legacy default stream) is made to wait for it on the GPU
+ * (cudaStreamWaitEvent), the handle is freed, and HVD_OK returns at
+ * once; work queued on stream after the call sees the result. An error
+ * that NCCL reports later fails the job's next collectives instead. For
+ * any other operation, or one already done, it is hvd_wait(). Horovod's
+ * synchronize() of a GPU tensor does the same. Once launched, the
+ * tensor's name is free for the next collective (a training step's next
+ * gradient of that name runs after it on the GPU). */
+HVD_EXPORT int hvd_wait_stream(hvd_handle *h, void *stream);
 /* The newer collectives on the GPU: alltoall through grouped
  * ncclSend/ncclRecv, reducescatter through ncclReduceScatter (uneven
  * splits: one ncclReduce per rank, grouped). NCCL cannot reduce int16;

@@ -179,13 +179,14 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	return rc;
 }
 
-/* A batch of GPU allreduces: fused on the GPU, reduced by NCCL. */
+/* A batch of GPU allreduces: fused on the GPU, reduced by NCCL, launched
+ * and left to run (engine/flights.c: its flight completes it, and lays
+ * its parts out on the timeline). */
 static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 			 size_t n)
 {
 	struct hvd__gpu_tensor *t = calloc(n, sizeof(*t));
-	struct hvd__gpu_times gt = {0, 0, 0, 0};
-	long long t0 = hvd__now_us();
+	struct hvd__gpu_flight *f = NULL;
 	size_t i;
 	int rc = t == NULL ? HVD_ENOMEM : hvd__gpu_engine(e);
 
@@ -199,27 +200,13 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 		rc = hvd__gpu_allreduce(
 			e->gpu, t, n, (enum hvd_dtype)batch[0]->m.dtype,
 			(enum hvd_op)batch[0]->m.op,
-			batch[0]->m.prescale * batch[0]->m.postscale, &gt,
+			batch[0]->m.prescale * batch[0]->m.postscale, &f,
 			e->gpu_why, sizeof(e->gpu_why));
 	free(t);
-	for (i = 0; rc == HVD_OK && e->tl != NULL && i < n; i++) {
-		/* GPU time of each part, laid out from the start. */
-		long long at = t0;
-
-		if (n > 1)
-			hvd__timeline_span(e->tl, batch[i]->name,
-					   "MEMCPY_IN_FUSION_BUFFER", at,
-					   gt.copy_in_us);
-		at += gt.copy_in_us;
-		hvd__timeline_span(e->tl, batch[i]->name, "NCCL_ALLREDUCE", at,
-				   gt.reduce_us);
-		at += gt.reduce_us;
-		if (n > 1)
-			hvd__timeline_span(e->tl, batch[i]->name,
-					   "MEMCPY_OUT_FUSION_BUFFER", at,
-					   gt.copy_out_us);
-	}
-	return rc;
+	if (rc != HVD_OK)
+		return rc;
+	e->launched = f;
+	return HVD__LAUNCHED;
 }
 
 int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n)

@@ -76,6 +76,7 @@ _ABI = {
     "hvd_start_timeline": (_c.c_int, [_c.c_char_p, _c.c_int]),
     "hvd_stop_timeline": (_c.c_int, []),
     "hvd_wait": (_c.c_int, [_c.c_void_p]),
+    "hvd_wait_stream": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
     "hvd_poll": (_c.c_int, [_c.c_void_p]),
     "hvd_barrier": (_c.c_int, []),
     "hvd_join": (_c.c_int, []),

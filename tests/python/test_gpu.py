@@ -168,3 +168,42 @@ def test_sync_batch_norm_on_cuda(hvd, dev):
     assert torch.allclose(out.cpu(), ref_out[mine].detach(), atol=1e-9)
     assert torch.allclose(x.grad.cpu(), whole.grad[mine], atol=1e-9)
     assert torch.allclose(sync.running_var.cpu(), ref.running_var, atol=1e-12)
+
+
+def test_allreduce_follows_the_computation(hvd, dev):
+    """Gradients submitted while the GPU still computes them (a long
+    kernel queued before each), waited for on torch's stream
+    (synchronize: hvd_wait_stream) and used there at once: every result
+    is the reduction of the finished values, in any order of readiness."""
+    n = 24
+    a = torch.randn(3072, 3072, device=dev)
+    results = []
+    for step in range(2):  # the second step reuses the names at once
+        hs, expect = [], []
+        for k in range(n):
+            # Queued, not run: the tensor's value depends on a product
+            # the GPU is still computing when the allreduce is submitted.
+            busy = (a @ a).sum() * 0
+            t = torch.full((1000 + k,), float(hvd.rank() + k + step), device=dev) + busy
+            hs.append((hvd.allreduce_async_(t, op=hvd.Sum, name="gpu.follow.%d" % k), t))
+            expect.append(sum(r + k + step for r in range(hvd.size())))
+        doubled = []
+        for h, t in reversed(hs):
+            out = hvd.synchronize(h)
+            assert out is t
+            doubled.append(out * 2)  # queued on the stream behind the allreduce
+        results.append((expect, list(reversed(doubled))))
+    for step, (expect, doubled) in enumerate(results):
+        for k, d in enumerate(doubled):
+            assert torch.all(d.cpu() == 2 * expect[k]), (step, k, d[:4])
+
+
+def test_synchronize_on_a_side_stream(hvd, dev):
+    """synchronize() under another current stream makes that stream wait."""
+    side = torch.cuda.Stream(device=dev)
+    t = torch.full((4096,), float(hvd.rank() + 1), device=dev)
+    h = hvd.allreduce_async(t, op=hvd.Sum, name="gpu.side")
+    with torch.cuda.stream(side):
+        out = hvd.synchronize(h)
+        got = (out + 0).cpu()
+    assert torch.all(got == sum(r + 1 for r in range(hvd.size())))

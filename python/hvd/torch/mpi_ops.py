@@ -403,15 +403,18 @@ def _name(kind, name, handle):
 
 class _Op:
     """What one handle stands for: libhvd's handles (one, or a group's),
-    the tensors to keep alive, and how to make the result once done."""
+    the tensors to keep alive, and how to make the result once done.
+    device: the GPU whose current stream may wait for the result instead
+    of the host (a GPU allreduce's result is only used on the GPU)."""
 
-    __slots__ = ("chandles", "keep", "finish", "what")
+    __slots__ = ("chandles", "keep", "finish", "what", "device")
 
-    def __init__(self, chandles, keep, finish, what):
+    def __init__(self, chandles, keep, finish, what, device=None):
         self.chandles = chandles
         self.keep = keep
         self.finish = finish
         self.what = what
+        self.device = device
 
 
 _handles = {}
@@ -454,14 +457,21 @@ def poll(handle):
 def synchronize(handle):
     """Wait for the operation and return its result; a failure (a peer
     died, ranks disagreed) raises HorovodInternalError with libhvd's
-    message."""
+    message. A GPU allreduce returns once it is launched, with torch's
+    current stream made to wait for it on the GPU (as Horovod does): what
+    is queued on that stream next sees the result."""
     with _lock:
         op = _handles.pop(handle, None)
     if op is None:
         return None
     err = None
+    # As Horovod's: a GPU allreduce makes torch's current stream wait for
+    # it on the GPU (hvd_wait_stream), so that what comes next (the
+    # optimizer's step) queues behind it without the host waiting.
+    stream = (ctypes.c_void_p(torch.cuda.current_stream(op.device).cuda_stream)
+              if op.device is not None else None)
     for h in op.chandles:
-        rc = lib.hvd_wait(h)
+        rc = lib.hvd_wait(h) if stream is None else lib.hvd_wait_stream(h, stream)
         if rc != 0 and err is None:
             err = HorovodInternalError("%s: %s" % (op.what, _lib.message(rc)), rc)
     if err is not None:
@@ -540,7 +550,8 @@ def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set)
             output.copy_(dst)
         return output
 
-    return _store(handle, _Op([h], (src, dst, output), finish, "allreduce"))
+    return _store(handle, _Op([h], (src, dst, output), finish, "allreduce",
+                              src.device if src.is_cuda else None))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -630,7 +641,8 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, pr
                 o.copy_(d)
         return list(outputs)
 
-    return _store(handle, _Op(hs, (srcs, dsts, outputs), finish, "grouped_allreduce"))
+    dev = srcs[0].device if srcs and srcs[0].is_cuda else None
+    return _store(handle, _Op(hs, (srcs, dsts, outputs), finish, "grouped_allreduce", dev))
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
