@@ -375,6 +375,8 @@ static void set_drivable(bool on)
 /* While the GPU holds requests or runs batches, the background thread
  * looks at them this often between cycles. */
 #define GPU_LOOK_MS 0.05
+/* A timed wait that ends this close to the next cycle ends at it. */
+#define DUE_SLACK_US 100
 
 static void *background(void *arg)
 {
@@ -405,7 +407,7 @@ static void *background(void *arg)
 		atomic_store(&owed_ms, 0);
 		now = hvd__now_us();
 		if (atomic_load(&ended)) {
-		} else if (now < due && !hvd__queue_work()) {
+		} else if (now + DUE_SLACK_US < due && !hvd__queue_work()) {
 			/* A batch due (a flight ended): its cycle now. */
 			if (gpu_look(e))
 				due = now;
