@@ -32,6 +32,27 @@ static void test_single_rank(void)
 	CHECK(!hvd_initialized() && hvd_size() == -1);
 }
 
+/* hvd_wait_stream() of an operation that no GPU stream can wait for (a
+ * CPU collective) is hvd_wait(): it waits, frees, and says the status. */
+static void test_wait_stream_on_the_cpu(void)
+{
+	double in[3] = {1, 2, 3}, out[3] = {0, 0, 0};
+	hvd_handle *h = NULL;
+
+	clear_env();
+	CHECK(hvd_wait_stream(NULL, NULL) == HVD_EINVAL);
+	CHECK(hvd_init() == HVD_OK);
+	CHECK(hvd_allreduce_async("ws", in, out, 3, HVD_FLOAT64, HVD_SUM,
+				  &h) == HVD_OK);
+	CHECK(hvd_wait_stream(h, NULL) == HVD_OK);
+	CHECK(out[0] == 1 && out[1] == 2 && out[2] == 3);
+	/* The name is free again at once. */
+	CHECK(hvd_allreduce_async("ws", in, out, 3, HVD_FLOAT64, HVD_MAX,
+				  &h) == HVD_OK);
+	CHECK(hvd_wait_stream(h, NULL) == HVD_OK);
+	hvd_shutdown();
+}
+
 static void test_from_env(void)
 {
 	clear_env();
@@ -175,6 +196,7 @@ int main(void)
 {
 	setenv("HOROVOD_LOG_LEVEL", "fatal", 1); /* quiet the expected errors */
 	RUN(test_single_rank);
+	RUN(test_wait_stream_on_the_cpu);
 	RUN(test_from_env);
 	RUN(test_bad_env);
 	RUN(test_next_shape);
