@@ -39,8 +39,8 @@ HVD_EXPORT int hvd_next_process_set(int id)
 }
 
 /* The process set set for this call, once (the next call runs in the
- * job): c's place in it. gpu: the call is a GPU collective. */
-static int take_set(struct call *c, bool gpu)
+ * job): c's place in it. */
+static int take_set(struct call *c)
 {
 	int rc;
 
@@ -59,12 +59,6 @@ static int take_set(struct call *c, bool gpu)
 		hvd__set_error("rank %d is not in process set %d", hvd__g.rank,
 			       c->set);
 		return HVD_ENOTINSET;
-	}
-	if (gpu && c->set != 0) {
-		hvd__set_error("process set %d: GPU collectives run in the "
-			       "job's set (0) only; this one runs on the CPU",
-			       c->set);
-		return HVD_ENOTSUP;
 	}
 	return HVD_OK;
 }
@@ -263,7 +257,7 @@ static int allreduce_async(const char *name, const void *sendbuf, void *recvbuf,
 		.recvbuf = recvbuf,
 		.local_count = count,
 	};
-	int rc = take_set(&c, gpu);
+	int rc = take_set(&c);
 
 	*out = NULL;
 	take_shape(&c.m);
@@ -291,7 +285,7 @@ static int broadcast_async(const char *name, void *buf, size_t count,
 		.recvbuf = buf,
 		.local_count = count,
 	};
-	int rc = take_set(&c, gpu);
+	int rc = take_set(&c);
 
 	*out = NULL;
 	take_shape(&c.m);
@@ -330,7 +324,7 @@ static int allgather_async(const char *name, const void *sendbuf, size_t count,
 		.gather_count = recvcount,
 		.local_count = count,
 	};
-	int rc = take_set(&c, gpu);
+	int rc = take_set(&c);
 
 	*out = NULL;
 	take_shape(&c.m);
@@ -364,7 +358,7 @@ static int alltoall_async(const char *name, const void *sendbuf,
 		.recvcounts = recvcounts,
 	};
 	size_t total = 0;
-	int i, rc = take_set(&c, gpu);
+	int i, rc = take_set(&c);
 
 	*out = NULL;
 	take_shape(&c.m);
@@ -425,7 +419,7 @@ static int reducescatter_async(const char *name, const void *sendbuf,
 		.local_count = count,
 	};
 	size_t mine = 0;
-	int rc = take_set(&c, gpu);
+	int rc = take_set(&c);
 
 	*out = NULL;
 	take_shape(&c.m);
@@ -601,7 +595,7 @@ static int fixed(const char *name, enum hvd__req_type type)
 			       0,
 			       {0}}};
 	hvd_handle *h = NULL;
-	int rc = take_set(&c, false);
+	int rc = take_set(&c);
 
 	next_shape.ndim = 0; /* a barrier has no shape: one set is dropped */
 	if (rc == HVD_OK)

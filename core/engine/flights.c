@@ -100,10 +100,12 @@ int hvd__gpu_launched(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 	size_t i;
 
 	e->launched = NULL;
-	if (fl != NULL)
+	if (fl != NULL && e->set == 0)
 		fl->reqs = calloc(n, sizeof(struct hvd__req *));
 	if (fl == NULL || fl->reqs == NULL) {
-		/* Launched all the same: wait for the stream, then complete. */
+		/* A process set's batch, which the owner's turns do not poll
+		 * (or no memory): the stream is waited for, and the batch
+		 * completes at once. */
 		free(fl);
 		hvd__gpu_flight_free(e->gpu, f);
 		return hvd__gpu_sync(e->gpu, e->gpu_why, sizeof(e->gpu_why));

@@ -49,6 +49,12 @@ static void set_free(struct hvd__set *set, int status, const char *why)
 
 	if (e != NULL) {
 		fail_pending(e, status, why);
+		/* Its NCCL communicator: closed with the peers when the set
+		 * is removed or the job ends, aborted when the job failed. */
+		hvd__gpu_free(e->gpu, status != HVD_OK &&
+					      status != HVD_ENOSET &&
+					      status != HVD_ESHUTDOWN);
+		e->gpu = NULL;
 		hvd__hier_stop(&e->hier);
 		if (e->comm.ops != NULL)
 			e->comm.ops->close(e->comm.t);

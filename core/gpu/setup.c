@@ -64,6 +64,10 @@ static int start_hierarchical(struct hvd__gpu *g, char *why, size_t len)
 	ncclResult_t r;
 	int i, rc;
 
+	/* A process set's communicator stays flat (the hosts' split is the
+	 * job's); every rank of the set sees the same size. */
+	if (c->size != hvd__g.size)
+		return HVD_OK;
 	/* Each rank's u32 wish and u32 local size. */
 	if (hvd__env_long(WENV_HIERARCHICAL_ALLREDUCE, &want) != HVD_OK)
 		want = 0;

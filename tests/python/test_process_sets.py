@@ -247,3 +247,29 @@ def test_process_sets_given_to_init(hvd, ps):
     # environment has HOROVOD_DYNAMIC_PROCESS_SETS=1 from the fixture)
     ps["even"] = even
     ps["odd"] = hvd.add_process_set([r for r in range(size) if r % 2 == 1])
+
+
+def test_gpu_collectives_in_process_sets(hvd, ps):
+    """On the GPU (NCCL, a communicator of the set's own): allreduce,
+    grouped allreduce, broadcast and allgather within each rank's set.
+    Skipped where torch sees no GPU or libhvd has no NCCL."""
+    import os
+
+    if not torch.cuda.is_available() or not hvd.nccl_built():
+        pytest.skip("no GPU here, or libhvd was built without NCCL")
+    gpus, shared = torch.cuda.device_count(), os.environ.get("CUDA_VISIBLE_DEVICES")
+    if hvd.local_size() > gpus and not (gpus == 1 and shared):
+        pytest.skip("%d ranks on this host, %d GPU(s)" % (hvd.local_size(), gpus))
+    dev = torch.device("cuda", 0 if gpus == 1 else hvd.local_rank())
+    torch.cuda.set_device(dev)
+    mine, ranks = ps["mine"], ps["ranks"]
+    t = torch.full((1000,), float(hvd.rank() + 1), device=dev)
+    out = hvd.allreduce(t, op=hvd.Sum, name="ps.gpu.sum", process_set=mine)
+    assert out.device == dev and torch.all(out.cpu() == sum(r + 1 for r in ranks))
+    outs = hvd.grouped_allreduce([t, t * 2], op=hvd.Sum, name="ps.gpu.group",
+                                 process_set=mine)
+    assert torch.all(outs[1].cpu() == 2 * sum(r + 1 for r in ranks))
+    b = hvd.broadcast(t, root_rank=ranks[-1], name="ps.gpu.bc", process_set=mine)
+    assert torch.all(b.cpu() == ranks[-1] + 1)
+    g = hvd.allgather(t[:hvd.rank() + 1], name="ps.gpu.ag", process_set=mine)
+    assert g.cpu().tolist() == [float(r + 1) for r in ranks for _ in range(r + 1)]
