@@ -35,7 +35,7 @@ static _Atomic bool learned[HVD__WAIT_SITES]; /* budget set by a wait */
 #define MISS_ONE 1024
 #define MISS_WEIGHT 16
 static _Atomic int missed[HVD__WAIT_SITES];
-static _Atomic long long calm_until;	      /* no spinning before */
+static _Atomic long long calm_until; /* no spinning before */
 static _Atomic int calm_us = CALM_MIN_US;
 
 /* This thread's time waiting for a CPU: its schedstat (run_delay), read
@@ -158,6 +158,10 @@ static bool crowded(void)
 	return strtol(p, NULL, 10) > ncpus;
 }
 
+/* What a probe found: this thread denied the CPU, or more runnable
+ * tasks than CPUs. */
+enum { PROBE_DENIED = 1, PROBE_CROWDED = 2 };
+
 /* Whether a thread that waited `delay` for a CPU over `span` was denied
  * it: someone else wants this CPU. */
 static bool denied(long long delay, long long span)
@@ -251,6 +255,7 @@ void hvd__wait_begin(struct hvd__wait *w, enum hvd__wait_site site)
 	w->spin_end = w->blocked ? 0 : w->start + w->budget;
 	w->next_probe = w->start + PROBE_US;
 	w->delay = -1; /* read at the first probe: most spins end sooner */
+	w->crowded = false;
 	if (w->blocked)
 		seen = -1; /* the next spin judges from its own first probe */
 }
@@ -260,7 +265,7 @@ void hvd__wait_begin(struct hvd__wait *w, enum hvd__wait_site site)
  * while it spins; or a task waits for a CPU now. (Other tasks' waits
  * count only while it spins: while it works, it takes what its own work
  * needs.) */
-static bool first_probe(struct hvd__wait *w, long long now)
+static int first_probe(struct hvd__wait *w, long long now)
 {
 	bool busy;
 
@@ -269,15 +274,17 @@ static bool first_probe(struct hvd__wait *w, long long now)
 	       denied(w->delay - seen, now - seen_at);
 	seen = w->delay;
 	seen_at = now;
-	return busy || crowded();
+	return busy ? PROBE_DENIED : crowded() ? PROBE_CROWDED : 0;
 }
 
 /* A later probe: while it spun, it waited for a CPU for as long as a
  * probe's interval, or a task of the host waits for one now: for the CPU
  * the spin takes. */
-static bool later_probe(const struct hvd__wait *w)
+static int later_probe(const struct hvd__wait *w)
 {
-	return delay_now() - w->delay >= PROBE_US || crowded();
+	return delay_now() - w->delay >= PROBE_US ? PROBE_DENIED
+	       : crowded()			  ? PROBE_CROWDED
+						  : 0;
 }
 
 bool hvd__wait_spin(struct hvd__wait *w)
@@ -288,7 +295,20 @@ bool hvd__wait_spin(struct hvd__wait *w)
 		return false;
 	now = hvd__now_us();
 	if (now >= w->next_probe || now >= w->spin_end) {
-		if (w->delay < 0 ? first_probe(w, now) : later_probe(w)) {
+		int why = w->delay < 0 ? first_probe(w, now) : later_probe(w);
+
+		/* A crowd counts when the next probe sees it too: a task
+		 * that runs for a moment (a peer's background thread that
+		 * looks at its queue, the launcher reading output) wants
+		 * none of the CPU this spin holds, and each contention stops
+		 * every spin of the process for 10 ms or more. */
+		if (why == PROBE_CROWDED && !w->crowded && now < w->spin_end) {
+			w->crowded = true;
+			why = 0;
+		} else if (why == 0) {
+			w->crowded = false;
+		}
+		if (why != 0) {
 			contended(now);
 			no_spin(w);
 			return false;
@@ -322,10 +342,10 @@ void hvd__wait_end(struct hvd__wait *w)
 	/* Whether a spin of what the site spun (or would have) caught it,
 	 * be it spun or not: the rate recovers while the site does not. */
 	m = atomic_load_explicit(&missed[w->site], memory_order_relaxed);
-	m += ((waited > (w->budget > PROBE_US ? w->budget : PROBE_US)
-		       ? MISS_ONE
-		       : 0) -
-	      m) / MISS_WEIGHT;
+	m += ((waited > (w->budget > PROBE_US ? w->budget : PROBE_US) ? MISS_ONE
+								      : 0) -
+	      m) /
+	     MISS_WEIGHT;
 	atomic_store_explicit(&missed[w->site], m, memory_order_relaxed);
 	atomic_store_explicit(&budget[w->site], (int)nb, memory_order_relaxed);
 	atomic_store_explicit(&learned[w->site], true, memory_order_relaxed);

@@ -11,11 +11,13 @@
  *    not running (the kernel's schedstat run_delay) since its last spin,
  *    while it spun or worked, of 100 us or more and an eighth of the time
  *    or more (over at most 50 ms); or, while it spins, 16 us of it, or
- *    more tasks of the host runnable than it has CPUs (/proc/loadavg's
- *    count of running tasks, which the kernel counts as it is read: a
- *    DataLoader worker, or the rank's own computing thread, that waits
- *    while the spin holds a core). Be it a busy process beside the job,
- *    a rank of a host with more ranks than cores, or the thread whose
+ *    more tasks of the host runnable than it has CPUs at two probes in a
+ *    row, 16 us apart (/proc/loadavg's count of running tasks, which the
+ *    kernel counts as it is read: a DataLoader worker, or the rank's own
+ *    computing thread, that waits while the spin holds a core; a task
+ *    that only ran for a moment is gone by the second). Be it a busy
+ *    process beside the job, a rank of a host with more ranks than
+ *    cores, or the thread whose
  *    work the background thread's spin interrupts, it would have the CPU
  *    while this thread spun. Then no wait of the process spins for 10 ms,
  *    a while that doubles (up to a second) while contention keeps coming
@@ -56,6 +58,7 @@ struct hvd__wait {
 	long long delay;      /* this thread's wait for a CPU, so far */
 	int budget;	      /* us this wait may spin */
 	bool blocked;	      /* the spin ended without the event */
+	bool crowded;	      /* the last probe saw more tasks than CPUs */
 };
 
 /* Ready this thread's waits: open what they read (a descriptor per
