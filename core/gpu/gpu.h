@@ -15,9 +15,16 @@
  *   a host, allreduce among the ranks of the same local rank across
  *   hosts, allgather within the host (communicators split from the
  *   world's), when every host runs the same number of ranks.
- * - The background thread waits for the stream by polling, and gives up
- *   when NCCL reports an error or the control plane sees a peer die: the
- *   communicators are aborted, never left hanging.
+ * - An allreduce is launched and not waited for: its flight (events
+ *   around its parts) is polled to its end by the engine
+ *   (engine/flights.c, which also holds a tensor back until the GPU has
+ *   computed it: hvd__gpu_ready), and a caller may make its own stream
+ *   wait for it (hvd__gpu_stream_wait). The other collectives wait for
+ *   the stream by polling. Every wait gives up when NCCL reports an
+ *   error or the control plane sees a peer die: the communicators are
+ *   aborted, never left hanging.
+ * - A process set's engine has a communicator of its own, made the same
+ *   way over the set's agreement (flat: never hierarchical).
  *
  * The NCCL engine (internal.h, fail.c, device.c, setup.c,
  * collectives.c), built when CUDA and NCCL are found (HVD_NCCL=1); otherwise
