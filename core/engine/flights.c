@@ -96,19 +96,20 @@ bool hvd__gpu_release_held(struct hvd__engine *e)
 int hvd__gpu_launched(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
 	struct hvd__gpu_flight *f = e->launched;
-	struct hvd__flight *fl = calloc(1, sizeof(*fl)), **pp;
+	struct hvd__flight *fl = NULL, **pp;
 	size_t i;
 
 	e->launched = NULL;
-	if (fl != NULL && e->set == 0)
+	/* A process set's batch, which the owner's turns do not poll: the
+	 * stream is waited for, and the batch completes at once (as it does
+	 * without the memory to follow it). */
+	if (e->set == 0 && (fl = calloc(1, sizeof(*fl))) != NULL)
 		fl->reqs = calloc(n, sizeof(struct hvd__req *));
 	if (fl == NULL || fl->reqs == NULL) {
-		/* A process set's batch, which the owner's turns do not poll
-		 * (or no memory): the stream is waited for, and the batch
-		 * completes at once. */
 		free(fl);
 		hvd__gpu_flight_free(e->gpu, f);
-		return hvd__gpu_sync(e->gpu, e->gpu_why, sizeof(e->gpu_why));
+		return hvd__gpu_wait_stream(e->gpu, e->gpu_why,
+					    sizeof(e->gpu_why));
 	}
 	fl->f = f;
 	fl->n = n;
@@ -219,7 +220,7 @@ void hvd__gpu_wait(struct hvd__engine *e, double ms)
 	 * while spinning pays (wait.h), as a wait for the stream would. */
 	hvd__wait_begin(&w, HVD__WAIT_GPU);
 	while (!(got = hvd__queue_work() ||
-		       hvd__gpu_flight_done(e->flights->f)) &&
+		       hvd__gpu_ready(hvd__gpu_flight_event(e->flights->f))) &&
 	       hvd__wait_spin(&w))
 		;
 	if (!got)

@@ -556,24 +556,25 @@ static int wait_handle(hvd_handle *h, bool on_stream, void *stream)
 	pthread_mutex_lock(&Q.lock);
 	while (!ready_for(h, on_stream))
 		pthread_cond_wait(&Q.done, &Q.lock);
-	if (!h->done) {
+	if (h->done) {
+		status = h->status;
+	} else {
 		/* Launched, not done: the event is live until the completion,
 		 * which waits for this lock. The stream waits for it, and the
 		 * completion frees the handle. */
 		status = hvd__gpu_stream_wait(stream, h->event, why,
 					      sizeof(why));
 		h->detached = true;
-		pthread_mutex_unlock(&Q.lock);
-		if (waited)
-			hvd__wait_end(&w);
+		h = NULL;
+	}
+	pthread_mutex_unlock(&Q.lock);
+	if (waited)
+		hvd__wait_end(&w);
+	if (h == NULL) {
 		if (status != HVD_OK)
 			hvd__set_error("hvd_wait_stream: %s", why);
 		return status;
 	}
-	status = h->status;
-	pthread_mutex_unlock(&Q.lock);
-	if (waited)
-		hvd__wait_end(&w);
 	if (h->msg != NULL)
 		hvd__set_error("%s", h->msg);
 	free(h->msg);

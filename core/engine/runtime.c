@@ -280,7 +280,7 @@ static void turn_end(struct hvd__engine *e, int rc, bool shutdown_local)
 		if (e->comm.ops->abort != NULL)
 			e->comm.ops->abort(e->comm.t);
 		hvd__shm_abort(e->hier.shm);
-		hvd__gpu_abort(e->gpu);
+		hvd__gpu_abort_comms(e->gpu);
 		fail_all(e, hvd__elastic_status(rc));
 		hvd__gpu_free(e->gpu, true);
 		e->gpu = NULL;
@@ -310,11 +310,9 @@ static bool turn(struct hvd__engine *e, bool driver)
 	 * while every peer's connections are still up. */
 	rc = hvd__gpu_progress(e, shutdown_local);
 	hvd__gpu_release_held(e);
-	if (rc != HVD_OK) {
-		/* a flight failed: the engine ends */
-	} else if (e->round_at != 0) {
+	if (rc == HVD_OK && e->round_at != 0) {
 		rc = hvd__round_step(e, shutdown_local);
-	} else {
+	} else if (rc == HVD_OK) {
 		rc = cycle(e, shutdown_local);
 		/* A new round: its sets' cycles, told in the next. */
 		e->round_us = hvd__now_us();
@@ -406,12 +404,12 @@ static void *background(void *arg)
 		}
 		atomic_store(&owed_ms, 0);
 		now = hvd__now_us();
-		if (atomic_load(&ended)) {
-		} else if (now + DUE_SLACK_US < due && !hvd__queue_work()) {
+		if (!atomic_load(&ended) && now + DUE_SLACK_US < due &&
+		    !hvd__queue_work()) {
 			/* A batch due (a flight ended): its cycle now. */
 			if (gpu_look(e))
 				due = now;
-		} else {
+		} else if (!atomic_load(&ended)) {
 			turn(e, false);
 			now = hvd__now_us();
 			due = now + (long long)(wait_ms(e) * 1000);

@@ -336,11 +336,6 @@ void hvd__gpu_grace(struct hvd__gpu *g, long long us)
 		g->checked_us = hvd__now_us() + us;
 }
 
-bool hvd__gpu_flight_done(const struct hvd__gpu_flight *f)
-{
-	return cudaEventQuery(f->ev[EV_DONE]) != cudaErrorNotReady;
-}
-
 void *hvd__gpu_flight_event(const struct hvd__gpu_flight *f)
 {
 	/* cppcheck-suppress CastIntegerToAddressAtReturn ; cudaEvent_t is a pointer */

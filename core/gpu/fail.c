@@ -25,7 +25,7 @@ int hvd__gpu_cuda_fail(cudaError_t e, const char *what, char *why, size_t len)
 
 void hvd__gpu_abort_comms(struct hvd__gpu *g)
 {
-	if (g->aborted)
+	if (g == NULL || g->aborted)
 		return;
 	g->aborted = true;
 	if (g->cross != NULL)
@@ -35,12 +35,6 @@ void hvd__gpu_abort_comms(struct hvd__gpu *g)
 	if (g->world != NULL)
 		ncclCommAbort(g->world);
 	g->cross = g->local = g->world = NULL;
-}
-
-void hvd__gpu_abort(struct hvd__gpu *g)
-{
-	if (g != NULL)
-		hvd__gpu_abort_comms(g);
 }
 
 static int nccl_fail(struct hvd__gpu *g, ncclComm_t c, ncclResult_t r,
@@ -156,10 +150,6 @@ int hvd__gpu_poll_event(struct hvd__gpu *g, cudaEvent_t ev, long long *checked,
 	return 0;
 }
 
-/* Wait for everything queued on the stream: spin while spinning pays
- * (wait.h: a sleep costs more than most collectives take, unless the
- * CPU is wanted), then poll; an asynchronous NCCL error or a dead peer
- * aborts the communicators. */
 int hvd__gpu_wait_stream(struct hvd__gpu *g, char *why, size_t len)
 {
 	long long checked = hvd__now_us();
@@ -177,11 +167,6 @@ int hvd__gpu_wait_stream(struct hvd__gpu *g, char *why, size_t len)
 	if (rc == 1)
 		hvd__wait_end(&w);
 	return rc == 1 ? HVD_OK : rc;
-}
-
-int hvd__gpu_sync(struct hvd__gpu *g, char *why, size_t len)
-{
-	return hvd__gpu_wait_stream(g, why, len);
 }
 
 long long hvd__gpu_elapsed_us(cudaEvent_t a, cudaEvent_t b)

@@ -94,8 +94,6 @@ int hvd__gpu_flight_poll(struct hvd__gpu *g, struct hvd__gpu_flight *f,
 /* The next us, a flight's poll does not hold a peer's closed
  * connection for a failure (peers that shut down). g may be NULL. */
 void hvd__gpu_grace(struct hvd__gpu *g, long long us);
-/* Whether the flight has ended (or failed: the poll says how). */
-bool hvd__gpu_flight_done(const struct hvd__gpu_flight *f);
 /* The event recorded after the flight's last copy. */
 void *hvd__gpu_flight_event(const struct hvd__gpu_flight *f);
 /* Done with it (ended, or given up): its events go back to g. */
@@ -117,11 +115,14 @@ int hvd__gpu_broadcast(struct hvd__gpu *g, void *buf, size_t bytes, int root,
 int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
 		       const size_t *bytes, void *ready, void **out, char *why,
 		       size_t len);
-/* Wait for everything launched on the stream (an error aborts). */
-int hvd__gpu_sync(struct hvd__gpu *g, char *why, size_t len);
-/* Abort the communicators (an error elsewhere ended the engine): what
- * runs on the stream stops. g may be NULL. */
-void hvd__gpu_abort(struct hvd__gpu *g);
+/* Wait for everything queued on the stream: spin while spinning pays
+ * (wait.h: a sleep costs more than most collectives take, unless the
+ * CPU is wanted), then poll; an asynchronous NCCL error or a dead peer
+ * aborts the communicators. */
+int hvd__gpu_wait_stream(struct hvd__gpu *g, char *why, size_t len);
+/* Abort the communicators (an error ended the engine): what runs on the
+ * stream stops. g may be NULL. */
+void hvd__gpu_abort_comms(struct hvd__gpu *g);
 /* Free it all; broken: abort the communicators instead of closing them
  * with the peers. */
 void hvd__gpu_free(struct hvd__gpu *g, bool broken);

@@ -46,7 +46,6 @@ struct hvd__gpu_flight {
 /* ---- fail.c ---- */
 
 int hvd__gpu_cuda_fail(cudaError_t e, const char *what, char *why, size_t len);
-void hvd__gpu_abort_comms(struct hvd__gpu *g);
 /* The communicators are non-blocking: a call may return ncclInProgress,
  * and then the communicator is polled until it is done, while the
  * control plane is watched for a peer that died. */
@@ -58,11 +57,6 @@ int hvd__gpu_settle(struct hvd__gpu *g, ncclComm_t c, ncclResult_t r,
 int hvd__gpu_settle_new(struct hvd__gpu *g, ncclComm_t parent, ncclComm_t *cp,
 			ncclResult_t r, const char *what, char *why,
 			size_t len);
-/* Wait for everything queued on the stream: spin while spinning pays
- * (wait.h: a sleep costs more than most collectives take, unless the
- * CPU is wanted), then poll; an asynchronous NCCL error or a dead peer
- * aborts the communicators. */
-int hvd__gpu_wait_stream(struct hvd__gpu *g, char *why, size_t len);
 /* While event ev runs: an asynchronous NCCL error, or (every 10 ms) a
  * peer that died, aborts the communicators; 1 once ev has run, 0 while
  * it runs, else the error. */

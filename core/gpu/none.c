@@ -69,12 +69,6 @@ void hvd__gpu_grace(struct hvd__gpu *g, long long us)
 	(void)us;
 }
 
-bool hvd__gpu_flight_done(const struct hvd__gpu_flight *f)
-{
-	(void)f;
-	return true;
-}
-
 void *hvd__gpu_flight_event(const struct hvd__gpu_flight *f)
 {
 	(void)f;
@@ -87,13 +81,13 @@ void hvd__gpu_flight_free(struct hvd__gpu *g, struct hvd__gpu_flight *f)
 	(void)f;
 }
 
-int hvd__gpu_sync(struct hvd__gpu *g, char *why, size_t len)
+int hvd__gpu_wait_stream(struct hvd__gpu *g, char *why, size_t len)
 {
 	(void)g;
 	return hvd__gpu_device(why, len);
 }
 
-void hvd__gpu_abort(struct hvd__gpu *g)
+void hvd__gpu_abort_comms(struct hvd__gpu *g)
 {
 	(void)g;
 }

@@ -41,3 +41,23 @@ def hvd():
     h.init()
     yield h
     h.shutdown()
+
+
+@pytest.fixture(scope="module")
+def dev(hvd):
+    """This rank's GPU (the one libhvd gives it: its local rank's, or the
+    one GPU CUDA_VISIBLE_DEVICES shows, which ranks may share), made
+    torch's current device; a skip where torch sees none or libhvd was
+    built without NCCL."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    if not hvd.nccl_built():
+        pytest.skip("libhvd was built without CUDA and NCCL")
+    gpus, shared = torch.cuda.device_count(), os.environ.get("CUDA_VISIBLE_DEVICES")
+    if hvd.local_size() > gpus and not (gpus == 1 and shared):
+        pytest.skip("%d ranks on this host, %d GPU(s)" % (hvd.local_size(), gpus))
+    d = torch.device("cuda", 0 if gpus == 1 else hvd.local_rank())
+    torch.cuda.set_device(d)
+    return d

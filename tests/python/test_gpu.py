@@ -4,8 +4,6 @@ libhvd was built without NCCL. Each rank uses the GPU libhvd gives it:
 its local rank's, or the one GPU CUDA_VISIBLE_DEVICES shows (several
 ranks on one GPU: tests/cli/workers/gpu_share.sh)."""
 
-import os
-
 import pytest
 import torch
 
@@ -13,20 +11,6 @@ from test_ops import close, data, reference
 
 GPU_DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16,
               torch.bfloat16, torch.float32, torch.float64]
-
-
-@pytest.fixture(scope="module")
-def dev(hvd):
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no GPU")
-    if not hvd.nccl_built():
-        pytest.skip("libhvd was built without CUDA and NCCL")
-    gpus, shared = torch.cuda.device_count(), os.environ.get("CUDA_VISIBLE_DEVICES")
-    if hvd.local_size() > gpus and not (gpus == 1 and shared):
-        pytest.skip("%d ranks on this host, %d GPU(s)" % (hvd.local_size(), gpus))
-    d = torch.device("cuda", 0 if gpus == 1 else hvd.local_rank())
-    torch.cuda.set_device(d)
-    return d
 
 
 @pytest.mark.parametrize("dtype", GPU_DTYPES, ids=str)

@@ -249,19 +249,10 @@ def test_process_sets_given_to_init(hvd, ps):
     ps["odd"] = hvd.add_process_set([r for r in range(size) if r % 2 == 1])
 
 
-def test_gpu_collectives_in_process_sets(hvd, ps):
+def test_gpu_collectives_in_process_sets(hvd, ps, dev):
     """On the GPU (NCCL, a communicator of the set's own): allreduce,
     grouped allreduce, broadcast and allgather within each rank's set.
-    Skipped where torch sees no GPU or libhvd has no NCCL."""
-    import os
-
-    if not torch.cuda.is_available() or not hvd.nccl_built():
-        pytest.skip("no GPU here, or libhvd was built without NCCL")
-    gpus, shared = torch.cuda.device_count(), os.environ.get("CUDA_VISIBLE_DEVICES")
-    if hvd.local_size() > gpus and not (gpus == 1 and shared):
-        pytest.skip("%d ranks on this host, %d GPU(s)" % (hvd.local_size(), gpus))
-    dev = torch.device("cuda", 0 if gpus == 1 else hvd.local_rank())
-    torch.cuda.set_device(dev)
+    Skipped where torch sees no GPU or libhvd has no NCCL (dev)."""
     mine, ranks = ps["mine"], ps["ranks"]
     t = torch.full((1000,), float(hvd.rank() + 1), device=dev)
     out = hvd.allreduce(t, op=hvd.Sum, name="ps.gpu.sum", process_set=mine)
