@@ -590,6 +590,7 @@ void hvd__runtime_stop(void)
 		pthread_join(thread, NULL);
 		running = false;
 	}
+	hvd__wait_report();
 	set_drivable(false);
 	broken = hvd__queue_broken();
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);

@@ -35,6 +35,9 @@ static _Atomic bool learned[HVD__WAIT_SITES]; /* budget set by a wait */
 #define MISS_ONE 1024
 #define MISS_WEIGHT 16
 static _Atomic int missed[HVD__WAIT_SITES];
+/* What each site's waits did (hvd__wait_report), since the last report. */
+enum { N_WAITS, N_SPUN, N_CAUGHT, N_DENIED, N_CROWDED, N_COUNTS };
+static _Atomic long counts[HVD__WAIT_SITES][N_COUNTS];
 static _Atomic long long calm_until; /* no spinning before */
 static _Atomic int calm_us = CALM_MIN_US;
 
@@ -238,6 +241,11 @@ void hvd__wait_cap(int cap_us)
 			      memory_order_relaxed);
 }
 
+static void count(enum hvd__wait_site site, int what)
+{
+	atomic_fetch_add_explicit(&counts[site][what], 1, memory_order_relaxed);
+}
+
 static void no_spin(struct hvd__wait *w)
 {
 	w->blocked = true;
@@ -258,6 +266,8 @@ void hvd__wait_begin(struct hvd__wait *w, enum hvd__wait_site site)
 	w->crowded = false;
 	if (w->blocked)
 		seen = -1; /* the next spin judges from its own first probe */
+	else
+		count(site, N_SPUN);
 }
 
 /* A spin's first probe: denied the CPU since its thread's last probe
@@ -309,6 +319,8 @@ bool hvd__wait_spin(struct hvd__wait *w)
 			w->crowded = false;
 		}
 		if (why != 0) {
+			count(w->site,
+			      why == PROBE_DENIED ? N_DENIED : N_CROWDED);
 			contended(now);
 			no_spin(w);
 			return false;
@@ -330,6 +342,9 @@ void hvd__wait_end(struct hvd__wait *w)
 	long long b = hvd__wait_budget(w->site), nb;
 	int m;
 
+	count(w->site, N_WAITS);
+	if (!w->blocked)
+		count(w->site, N_CAUGHT);
 	if (!w->blocked || waited <= c)
 		/* Caught spinning, or a longer spin would have caught it:
 		 * spin about twice as long as this wait took. */
@@ -349,4 +364,34 @@ void hvd__wait_end(struct hvd__wait *w)
 	atomic_store_explicit(&missed[w->site], m, memory_order_relaxed);
 	atomic_store_explicit(&budget[w->site], (int)nb, memory_order_relaxed);
 	atomic_store_explicit(&learned[w->site], true, memory_order_relaxed);
+}
+
+void hvd__wait_report(void)
+{
+	static const char *const names[HVD__WAIT_SITES] = {
+		[HVD__WAIT_CYCLE] = "background thread, between cycles",
+		[HVD__WAIT_CALLER] = "hvd_wait",
+		[HVD__WAIT_SHM] = "shared memory",
+		[HVD__WAIT_NET] = "sockets",
+		[HVD__WAIT_MPI] = "MPI",
+		[HVD__WAIT_GPU] = "GPU stream",
+	};
+	long n[N_COUNTS];
+	int s, k;
+
+	for (s = 0; s < HVD__WAIT_SITES; s++) {
+		for (k = 0; k < N_COUNTS; k++)
+			n[k] = atomic_exchange_explicit(&counts[s][k], 0,
+							memory_order_relaxed);
+		if (n[N_WAITS] == 0)
+			continue;
+		hvd__debug("waits at %s: %ld, %ld spun, %ld caught spinning, "
+			   "%ld stopped for contention (denied the CPU %ld, "
+			   "more runnable tasks than CPUs %ld); spin %d us%s",
+			   names[s], n[N_WAITS], n[N_SPUN], n[N_CAUGHT],
+			   n[N_DENIED] + n[N_CROWDED], n[N_DENIED],
+			   n[N_CROWDED], hvd__wait_budget(s),
+			   hvd__wait_pays(s) ? ""
+					     : " (off: most waits outlast it)");
+	}
 }

@@ -91,4 +91,9 @@ int hvd__wait_budget(enum hvd__wait_site site);
 bool hvd__wait_pays(enum hvd__wait_site site);
 bool hvd__wait_contended(void);
 
+/* Log (debug: HOROVOD_LOG_LEVEL=debug) what each site's waits did since
+ * the last report: how many, how many spun, caught their event spinning,
+ * or stopped for contention; and the spin each has learned. */
+void hvd__wait_report(void);
+
 #endif

@@ -38,9 +38,13 @@ assert_survivors_failed_fast() {
 		run "$HVDRUN" -np "$n" -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
 		assert_success
 		assert_line --regexp "^\[0\]<stderr>:libhvd debug: hvd__hier_start: shared memory: [0-9]+ bytes for $n local ranks, 1 host$"
+		# At shutdown, what the waits did (hvd(3), HVD_SPIN_US).
+		assert_line --regexp "^\[0\]<stderr>:libhvd debug: hvd__wait_report: waits at shared memory: [1-9][0-9]*, [0-9]+ spun, [0-9]+ caught spinning, [0-9]+ stopped for contention \\(denied the CPU [0-9]+, more runnable tasks than CPUs [0-9]+\\); spin [0-9]+ us"
 		run "$HVDRUN" -np "$n" --no-shared-memory -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
 		assert_success
 		refute_output --partial "hvd__hier_start: shared memory:"
+		refute_output --partial "waits at shared memory:"
+		assert_line --regexp "^\[0\]<stderr>:libhvd debug: hvd__wait_report: waits at sockets: [1-9][0-9]*, "
 		for ((r = 0; r < n; r++)); do
 			assert_line "[$r]<stdout>:rank $r: ok"
 		done
