@@ -12,7 +12,7 @@
 #include "util/internal.h"
 
 #define PROBE_US 16	    /* a spin checks for preemption this often */
-#define CALM_MIN_US 10000   /* no spinning this long after contention */
+#define CALM_MIN_US 1000    /* no spinning this long after contention */
 #define CALM_MAX_US 1000000 /* ... doubling up to this while it recurs */
 #define GPU_CAP_FACTOR 10   /* the GPU stream's spin bound, in caps */
 /* Contended: the thread waited for a CPU this long, and this share of
@@ -311,7 +311,7 @@ bool hvd__wait_spin(struct hvd__wait *w)
 		 * that runs for a moment (a peer's background thread that
 		 * looks at its queue, the launcher reading output) wants
 		 * none of the CPU this spin holds, and each contention stops
-		 * every spin of the process for 10 ms or more. */
+		 * every spin of the process for a millisecond or more. */
 		if (why == PROBE_CROWDED && !w->crowded && now < w->spin_end) {
 			w->crowded = true;
 			why = 0;

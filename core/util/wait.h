@@ -19,9 +19,14 @@
  *    process beside the job, a rank of a host with more ranks than
  *    cores, or the thread whose
  *    work the background thread's spin interrupts, it would have the CPU
- *    while this thread spun. Then no wait of the process spins for 10 ms,
+ *    while this thread spun. Then no wait of the process spins for 1 ms,
  *    a while that doubles (up to a second) while contention keeps coming
- *    back. (Without schedstat, any involuntary context switch counts;
+ *    back. (A millisecond, not more: a spin that ends before its first
+ *    probe still pays while the peer that it waits for runs, as two
+ *    ranks' background threads that hand a collective's chunks to each
+ *    other do between the busy processes' slices; with 10 ms, the
+ *    ResNet-50 step at np 2 beside two busy processes took 1.5 times as
+ *    long.) (Without schedstat, any involuntary context switch counts;
  *    without /proc/loadavg, only the thread's own wait.) The kernel's
  *    CPU pressure (/proc/pressure/cpu) is no help at this scale: its
  *    total moves in steps of milliseconds.
