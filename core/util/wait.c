@@ -11,10 +11,10 @@
 
 #include "util/internal.h"
 
-#define PROBE_US 16	    /* a spin checks for preemption this often */
-#define CALM_MIN_US 1000    /* no spinning this long after contention */
-#define CALM_MAX_US 1000000 /* ... doubling up to this while it recurs */
-#define GPU_CAP_FACTOR 10   /* the GPU stream's spin bound, in caps */
+#define PROBE_US 16	  /* a spin checks for preemption this often */
+#define CALM_MIN_US 1000  /* no spinning this long after contention */
+#define CALM_MAX_US 8000  /* ... doubling up to this while it recurs */
+#define GPU_CAP_FACTOR 10 /* the GPU stream's spin bound, in caps */
 /* Contended: the thread waited for a CPU this long, and this share of
  * the time, since its last spin began. A task that runs for a moment
  * (a timer, a thread that wakes to check on something) is not contention;

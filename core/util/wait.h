@@ -20,13 +20,15 @@
  *    cores, or the thread whose
  *    work the background thread's spin interrupts, it would have the CPU
  *    while this thread spun. Then no wait of the process spins for 1 ms,
- *    a while that doubles (up to a second) while contention keeps coming
- *    back. (A millisecond, not more: a spin that ends before its first
- *    probe still pays while the peer that it waits for runs, as two
- *    ranks' background threads that hand a collective's chunks to each
- *    other do between the busy processes' slices; with 10 ms, the
+ *    a while that doubles (up to 8 ms) while contention keeps coming
+ *    back. (No longer: a spin that ends before its first probe still
+ *    pays while the peer that it waits for runs, as two ranks'
+ *    background threads that hand a collective's chunks to each other
+ *    do between the busy processes' slices. With 10 ms to 1 s, the
  *    ResNet-50 step at np 2 beside two busy processes took 1.5 times as
- *    long.) (Without schedstat, any involuntary context switch counts;
+ *    long; with 1 ms to 1 s, it did in one run of five, the calm grown
+ *    long. A spin stopped every 8 ms by contention takes at most 32 us
+ *    of it.) (Without schedstat, any involuntary context switch counts;
  *    without /proc/loadavg, only the thread's own wait.) The kernel's
  *    CPU pressure (/proc/pressure/cpu) is no help at this scale: its
  *    total moves in steps of milliseconds.
