@@ -60,6 +60,8 @@ size_t hvd__grow_size(size_t have, size_t want, size_t limit);
 long long hvd__now_us(void);
 long long hvd__now_ms(void);
 
+/* Whether a message of this level is logged (HOROVOD_LOG_LEVEL). */
+bool hvd__log_on(enum hvd__log_level level);
 void hvd__log(enum hvd__log_level level, const char *func, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 #define hvd__warn(...) hvd__log(HVD__LOG_WARNING, __func__, __VA_ARGS__)

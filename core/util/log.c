@@ -42,13 +42,18 @@ static void read_level(void)
 		wenv_vars[WENV_LOG_LEVEL].name, v, want);
 }
 
+bool hvd__log_on(enum hvd__log_level level)
+{
+	pthread_once(&level_once, read_level);
+	return level >= level_min;
+}
+
 void hvd__log(enum hvd__log_level level, const char *func, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
 
-	pthread_once(&level_once, read_level);
-	if (level < level_min)
+	if (!hvd__log_on(level))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

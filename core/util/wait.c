@@ -35,9 +35,11 @@ static _Atomic bool learned[HVD__WAIT_SITES]; /* budget set by a wait */
 #define MISS_ONE 1024
 #define MISS_WEIGHT 16
 static _Atomic int missed[HVD__WAIT_SITES];
-/* What each site's waits did (hvd__wait_report), since the last report. */
+/* What each site's waits did (hvd__wait_report), since the last report;
+ * counted only where the report is logged (-1: not known yet). */
 enum { N_WAITS, N_SPUN, N_CAUGHT, N_DENIED, N_CROWDED, N_COUNTS };
 static _Atomic long counts[HVD__WAIT_SITES][N_COUNTS];
+static _Atomic int counting = -1;
 static _Atomic long long calm_until; /* no spinning before */
 static _Atomic int calm_us = CALM_MIN_US;
 
@@ -243,7 +245,15 @@ void hvd__wait_cap(int cap_us)
 
 static void count(enum hvd__wait_site site, int what)
 {
-	atomic_fetch_add_explicit(&counts[site][what], 1, memory_order_relaxed);
+	int on = atomic_load_explicit(&counting, memory_order_relaxed);
+
+	if (on < 0) {
+		on = hvd__log_on(HVD__LOG_DEBUG);
+		atomic_store_explicit(&counting, on, memory_order_relaxed);
+	}
+	if (on)
+		atomic_fetch_add_explicit(&counts[site][what], 1,
+					  memory_order_relaxed);
 }
 
 static void no_spin(struct hvd__wait *w)
@@ -385,13 +395,16 @@ void hvd__wait_report(void)
 							memory_order_relaxed);
 		if (n[N_WAITS] == 0)
 			continue;
-		hvd__debug("waits at %s: %ld, %ld spun, %ld caught spinning, "
-			   "%ld stopped for contention (denied the CPU %ld, "
-			   "more runnable tasks than CPUs %ld); spin %d us%s",
-			   names[s], n[N_WAITS], n[N_SPUN], n[N_CAUGHT],
-			   n[N_DENIED] + n[N_CROWDED], n[N_DENIED],
-			   n[N_CROWDED], hvd__wait_budget(s),
-			   hvd__wait_pays(s) ? ""
-					     : " (off: most waits outlast it)");
+		hvd__debug(
+			"waits at %s: %ld, %ld spun, %ld caught spinning, "
+			"%ld stopped for contention (denied the CPU %ld, "
+			"more runnable tasks than CPUs %ld); spin %d us%s",
+			names[s], n[N_WAITS], n[N_SPUN], n[N_CAUGHT],
+			n[N_DENIED] + n[N_CROWDED], n[N_DENIED], n[N_CROWDED],
+			hvd__wait_budget(s),
+			atomic_load_explicit(&missed[s], memory_order_relaxed) <
+					MISS_ONE / 2
+				? ""
+				: " (off: most waits outlast it)");
 	}
 }
