@@ -15,6 +15,12 @@ block ends when the GPU has finished its work.
     hvdrun -np 2 /usr/bin/python3 examples/torch_synthetic_benchmark.py --model resnet50 \
         --batch-size 64 --cuda
 
+With --backward-passes-per-step N, each optimizer step accumulates the
+gradients of N batches (hvd.torch's backward_passes_per_step; DDP's
+no_sync() for all but the last) and exchanges them once. With --local,
+each rank trains its own copy alone and nothing is exchanged: the same
+work with no communication, the ceiling that the two are measured against.
+
 With --data-workers N, a torch DataLoader with N worker processes per
 rank makes each batch (random samples, augmented as training images are:
 padded, cropped and flipped at random, then normalised), as a real input
@@ -27,6 +33,7 @@ and with python3-torchvision installed any of torchvision's models
 """
 
 import argparse
+import contextlib
 import os
 import sys
 import timeit
@@ -135,6 +142,10 @@ def main():
     ap.add_argument("--ddp", action="store_true",
                     help="torch DistributedDataParallel over gloo (NCCL with --cuda) "
                     "instead of hvd.torch")
+    ap.add_argument("--local", action="store_true",
+                    help="no gradient exchange: each rank trains its own copy (the ceiling)")
+    ap.add_argument("--backward-passes-per-step", type=int, default=1,
+                    help="batches whose gradients each optimizer step accumulates")
     ap.add_argument("--cuda", action="store_true",
                     help="train on this rank's GPU (the local rank's)")
     ap.add_argument("--data-workers", type=int, default=0,
@@ -143,6 +154,12 @@ def main():
     ap.add_argument("--threads", type=int, default=0,
                     help="torch threads per rank (default: the cores shared by the ranks)")
     args = ap.parse_args()
+    if args.ddp and args.local:
+        ap.error("--ddp and --local exclude each other")
+    if args.backward_passes_per_step < 1:
+        ap.error("--backward-passes-per-step must be at least 1, not %d"
+                 % args.backward_passes_per_step)
+    passes = args.backward_passes_per_step
 
     hvd.init()
     local = hvd.local_size()
@@ -166,10 +183,13 @@ def main():
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if args.cuda else None)
         engine = "DistributedDataParallel (%s)" % backend
+    elif args.local:
+        engine = "each rank alone (no exchange)"
     else:
         compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
         opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
-                                       compression=compression)
+                                       compression=compression,
+                                       backward_passes_per_step=passes)
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         hvd.broadcast_optimizer_state(opt, root_rank=0)
         engine = "hvd.torch DistributedOptimizer" + (" (fp16)" if args.fp16_allreduce else "")
@@ -184,10 +204,14 @@ def main():
         batches = iter(loader)
 
     def step():
-        x, y = next(batches) if batches is not None else (data, target)
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         opt.zero_grad()
-        F.cross_entropy(model(x), y).backward()
+        for i in range(passes):
+            x, y = next(batches) if batches is not None else (data, target)
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            # DDP exchanges on the last pass only, as hvd.torch does with
+            # backward_passes_per_step.
+            with model.no_sync() if args.ddp and i < passes - 1 else contextlib.nullcontext():
+                F.cross_entropy(model(x), y).backward()
         opt.step()
 
     def timed(n):
@@ -204,15 +228,16 @@ def main():
             print(s, flush=True)
 
     params = sum(p.numel() for p in model.parameters())
-    log("Model: %s (%.1f M parameters), batch size %d, %s, %d ranks, %s%s"
-        % (args.model, params / 1e6, args.batch_size, engine, hvd.size(),
+    log("Model: %s (%.1f M parameters), batch size %d%s, %s, %d ranks, %s%s"
+        % (args.model, params / 1e6, args.batch_size,
+           ", %d backward passes a step" % passes if passes > 1 else "", engine, hvd.size(),
            "on GPU" if args.cuda else "%d threads each" % torch.get_num_threads(),
            ", %d DataLoader workers each" % args.data_workers if batches is not None else ""))
     timed(args.num_warmup_batches)
     rates = []
     for i in range(args.num_iters):
         t = timed(args.num_batches_per_iter)
-        rate = args.batch_size * args.num_batches_per_iter / t
+        rate = args.batch_size * passes * args.num_batches_per_iter / t
         log("Iter #%d: %.1f img/sec per rank" % (i, rate))
         rates.append(rate)
     r = torch.tensor(rates, dtype=torch.float64)

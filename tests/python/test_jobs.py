@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HVDRUN = os.environ.get("HVDRUN_BIN", os.path.join(ROOT, "build", "bin", "hvdrun"))
 PY = sys.executable  # the Python running the tests (tests/python/run picks it)
@@ -104,6 +106,32 @@ def test_example_synthetic_benchmark():
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(r"^\[0\]<stdout>:Total img/sec on 2 ranks: [0-9.]+", r.stdout, re.M), \
         r.stdout
+
+
+@pytest.mark.parametrize("engine", ["hvd", "--ddp", "--local"])
+def test_example_synthetic_benchmark_two_passes(engine):
+    """Two backward passes an optimizer step: samples count both; --local
+    exchanges nothing (the ceiling the bench measures against)."""
+    r = hvdrun("-np", "2", PY, "examples/torch_synthetic_benchmark.py", "--model", "cnn",
+               "--num-iters", "2", "--num-warmup-batches", "1", "--num-batches-per-iter", "2",
+               "--batch-size", "4", "--threads", "1", "--backward-passes-per-step", "2",
+               *([] if engine == "hvd" else [engine]))
+    assert r.returncode == 0, r.stdout + r.stderr
+    want = {"hvd": "hvd.torch DistributedOptimizer", "--ddp": "DistributedDataParallel (gloo)",
+            "--local": "each rank alone (no exchange)"}[engine]
+    assert re.search(r"^\[0\]<stdout>:Model: cnn .*batch size 4, 2 backward passes a step, "
+                     + re.escape(want) + ", 2 ranks", r.stdout, re.M), r.stdout
+    assert re.search(r"^\[0\]<stdout>:Total img/sec on 2 ranks: [0-9.]+", r.stdout, re.M), \
+        r.stdout
+
+
+def test_example_synthetic_benchmark_bad_arguments():
+    for args, err in ((["--ddp", "--local"], "--ddp and --local exclude each other"),
+                      (["--backward-passes-per-step", "0"],
+                       "--backward-passes-per-step must be at least 1, not 0")):
+        r = hvdrun("-np", "1", PY, "examples/torch_synthetic_benchmark.py", *args)
+        assert r.returncode != 0
+        assert err in r.stderr, r.stderr
 
 
 def test_runs_without_hvdrun():
