@@ -25,6 +25,7 @@
  * every rank reduces all of it (reading it from every slot costs less
  * than a barrier's wait). */
 #define SMALL_BYTES (16u << 10)
+#define DIRECT_BLOCK (32u << 10) /* reduce_into's, from the cache */
 
 /* The first cache line: set once a rank has failed, so that no local
  * peer waits for it. */
@@ -408,6 +409,36 @@ static int reduce_slice(struct hvd__shm *s, const struct hvd__across *across,
 	return rc;
 }
 
+/* reduce_slice on one host, in the pieces: the peers' slots reduced into
+ * this rank's bytes [from, to) of the chunk at off (the same bits), a
+ * block at a time, each copied on from the cache to the slot for them. */
+static void reduce_into(struct hvd__shm *s, unsigned set, const struct iovec *v,
+			int k, size_t off, size_t from, size_t to,
+			enum hvd_dtype t, enum hvd_op op)
+{
+	size_t es = hvd__dtype_size(t), at = 0, x, n, end;
+	enum hvd_op sum = op == HVD_AVERAGE ? HVD_SUM : op;
+	int j, p;
+
+	for (j = 0; j < k && at < to; at += v[j].iov_len, j++) {
+		end = at + v[j].iov_len < to ? at + v[j].iov_len : to;
+		for (x = at > from ? at : from; x < end; x += n) {
+			unsigned char *d = (unsigned char *)v[j].iov_base;
+
+			d += x - at;
+			n = end - x < DIRECT_BLOCK ? end - x : DIRECT_BLOCK;
+			for (p = 0; p < s->lsize; p++)
+				if (p != s->lrank)
+					hvd__reduce(
+						d, slot_of(s, set, p) + x - off,
+						n / es, t, sum);
+			if (op == HVD_AVERAGE)
+				hvd__divide(d, n / es, t, s->lsize);
+			memcpy(slot_of(s, set, s->lrank) + x - off, d, n);
+		}
+	}
+}
+
 size_t hvd__shm_slot_bytes(const struct hvd__shm *s)
 {
 	return s->slot;
@@ -497,17 +528,29 @@ static int allreduce_keep(struct hvd__shm *s, const struct hvd__across *across,
 	for (off = 0; off < total && rc == HVD_OK; off += chunk) {
 		size_t len = total - off < chunk ? total - off : chunk;
 		size_t ne = len / es;
+		size_t mlo = ne * (size_t)s->lrank / (size_t)s->lsize;
+		size_t mhi = ne * (size_t)(s->lrank + 1) / (size_t)s->lsize;
 		unsigned set = s->set;
+		unsigned char *slot = slot_of(s, set, s->lrank);
+		/* reduce_into where the slice's result is kept (one host). */
+		bool direct = (across == NULL || across->hosts <= 1) &&
+			      mhi > mlo && off + mlo * es >= keep_lo &&
+			      off + mhi * es <= keep_hi;
 
 		s->set ^= 1;
-		pieces_copy(v, k, off, len, slot_of(s, set, s->lrank), NULL);
+		if (direct) { /* the peers' slices only */
+			pieces_copy(v, k, off, mlo * es, slot, NULL);
+			pieces_copy(v, k, off + mhi * es, len - mhi * es,
+				    slot + mhi * es, NULL);
+		} else {
+			pieces_copy(v, k, off, len, slot, NULL);
+		}
 		rc = hvd__shm_barrier(s, timeout_ms);
-		if (rc == HVD_OK)
-			rc = reduce_slice(
-				s, across, set,
-				ne * (size_t)s->lrank / (size_t)s->lsize,
-				ne * (size_t)(s->lrank + 1) / (size_t)s->lsize,
-				t, op);
+		if (rc == HVD_OK && direct)
+			reduce_into(s, set, v, k, off, off + mlo * es,
+				    off + mhi * es, t, op);
+		else if (rc == HVD_OK)
+			rc = reduce_slice(s, across, set, mlo, mhi, t, op);
 		if (rc == HVD_OK)
 			rc = hvd__shm_barrier(s, timeout_ms);
 		for (p = 0; p < s->lsize && rc == HVD_OK; p++) {
@@ -518,7 +561,7 @@ static int allreduce_keep(struct hvd__shm *s, const struct hvd__across *across,
 
 			lo = lo > keep_lo ? lo : keep_lo;
 			hi = hi < keep_hi ? hi : keep_hi;
-			if (hi > lo)
+			if (hi > lo && !(direct && p == s->lrank))
 				pieces_copy(v, k, lo, hi - lo, NULL,
 					    slot_of(s, set, p) + (lo - off));
 		}

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "tap.h"
 
 #define SLOT 4096
+#define BIG_SLOT (256 << 10)
 
 /* Rank r's element i, and the sum over n ranks. */
 static float elem(int r, size_t i)
@@ -132,6 +134,60 @@ static int bcast_gather(struct hvd__shm *s, int lrank, int lsize)
 	return rc != 0 ? rc : alltoall(s, lrank, lsize);
 }
 
+/* Rank r's element i of the average: sums that round. */
+static float inexact(int r, size_t i)
+{
+	return 0.1f * (float)(r + 1) + 1e-3f * (float)(i % 1013);
+}
+
+/* The float average of several slot-fulls of a segment with larger slots
+ * (each rank's slice reduced in blocks, in three pieces): every element
+ * has the bits of the reduction in the slice owner's order (its own value,
+ * then the others' by rank, then scaled by 1/size), on every rank. */
+static int average_bits(int lrank, int lsize, const char *name)
+{
+	size_t n = 3 * BIG_SLOT / sizeof(float) + 11, i, ne;
+	size_t chunk = BIG_SLOT / sizeof(float), c, off;
+	float *x = malloc(n * sizeof(float)), want;
+	struct iovec v[3];
+	struct hvd__shm *s;
+	char big[80];
+	int rc = 0, p, r;
+
+	snprintf(big, sizeof(big), "%s-big", name);
+	if (x == NULL ||
+	    hvd__shm_open(&s, lrank, lsize, big, BIG_SLOT, 5000) != HVD_OK) {
+		free(x);
+		return 30;
+	}
+	for (i = 0; i < n; i++)
+		x[i] = inexact(lrank, i);
+	v[0] = (struct iovec){x, n / 3 * sizeof(float)};
+	v[1] = (struct iovec){x + n / 3, (n / 2 - n / 3) * sizeof(float)};
+	v[2] = (struct iovec){x + n / 2, (n - n / 2) * sizeof(float)};
+	if (hvd__shm_allreduce_v(s, NULL, v, 3, HVD_FLOAT32, HVD_AVERAGE,
+				 5000) != HVD_OK)
+		rc = 31;
+	for (off = 0; rc == 0 && off < n; off += chunk) {
+		ne = n - off < chunk ? n - off : chunk;
+		for (c = 0; rc == 0 && c < ne; c++) {
+			/* The rank whose slice of the chunk c is in. */
+			for (r = 0; c >= ne * (size_t)(r + 1) / (size_t)lsize;)
+				r++;
+			want = inexact(r, off + c);
+			for (p = 0; p < lsize; p++)
+				if (p != r)
+					want += inexact(p, off + c);
+			want *= (float)(1.0 / lsize); /* hvd__divide's */
+			if (memcmp(&x[off + c], &want, sizeof(want)) != 0)
+				rc = 32;
+		}
+	}
+	hvd__shm_close(s);
+	free(x);
+	return rc;
+}
+
 static int rank_main(int lrank, int lsize, const char *name)
 {
 	static const size_t sizes[] = {1, 3, 1000, 1024, 5000, 70001};
@@ -186,7 +242,7 @@ static int rank_main(int lrank, int lsize, const char *name)
 	}
 	rc = bcast_gather(s, lrank, lsize);
 	hvd__shm_close(s);
-	return rc;
+	return rc != 0 ? rc : average_bits(lrank, lsize, name);
 }
 
 static void run_ranks(int lsize)
