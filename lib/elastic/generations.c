@@ -105,6 +105,35 @@ static bool grow_member(const struct hl_rdv *r, uint32_t id)
 	return false;
 }
 
+/* Whether the supervisor is starting worker id for a generation it has
+ * yet to announce. */
+static bool expected(const struct hl_rdv *r, uint32_t id)
+{
+	size_t k;
+
+	for (k = 0; k < r->nexpect; k++)
+		if (r->expect[k] == (int)id)
+			return true;
+	return false;
+}
+
+void hl_rdv_expect(struct hl_rdv *r, int id)
+{
+	pthread_mutex_lock(&r->lock);
+	if (r->nexpect == r->capexpect) {
+		size_t cap = r->capexpect ? 2 * r->capexpect : 16;
+		int *v = realloc(r->expect, cap * sizeof(*v));
+
+		if (v != NULL) {
+			r->expect = v;
+			r->capexpect = cap;
+		}
+	}
+	if (r->nexpect < r->capexpect) /* else, out of memory: as before */
+		r->expect[r->nexpect++] = id;
+	pthread_mutex_unlock(&r->lock);
+}
+
 static void forget_growth(struct hl_rdv *r)
 {
 	free(r->grow_ids);
@@ -140,7 +169,8 @@ static void progress(struct hl_rdv *r)
 				continue; /* waits for the next generation */
 			}
 			m = member(r, c->reg.rank);
-			if (m < 0 && grow_member(r, c->reg.rank))
+			if (m < 0 && (grow_member(r, c->reg.rank) ||
+				      expected(r, c->reg.rank)))
 				continue; /* a new worker: waits for growth */
 			if (m < 0 || r->by_rank[m] >= 0) {
 				/* Left out: hvd_init fails, and the
@@ -213,6 +243,7 @@ int hl_rdv_generation(struct hl_rdv *r, const int *ids,
 
 	pthread_mutex_lock(&r->lock);
 	gen = next_generation(r, ids, places, n);
+	r->nexpect = 0; /* announced */
 	pthread_mutex_unlock(&r->lock);
 	(void)!write(r->stop[1], "w", 1);
 	return gen;
@@ -249,6 +280,7 @@ int hl_rdv_at_commit(struct hl_rdv *r, const int *ids,
 	int gen = HL_ENOMEM;
 
 	pthread_mutex_lock(&r->lock);
+	r->nexpect = 0; /* announced now */
 	if (!r->formed) {
 		/* Nothing runs yet: the forming generation gets them. */
 		gen = next_generation(r, ids, places, n);

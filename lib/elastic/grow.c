@@ -56,6 +56,10 @@ static int start_on(struct sup *s, size_t h, int n, char *text, size_t len)
 	}
 	if (rc == HL_OK)
 		rc = hl_el_place_starting(s, again, n);
+	/* A worker may register before the generation with it is
+	 * announced (hl_el_regrow, after the starts): it waits for it. */
+	for (i = 0; rc == HL_OK && i < n; i++)
+		hl_rdv_expect(l->rdv, again[i]->rank);
 	if (rc == HL_OK)
 		rc = s->ops[remote]->restart(s->ctx[remote], again, n, &cause);
 	if (rc != HL_OK) {

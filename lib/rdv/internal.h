@@ -73,6 +73,10 @@ struct hl_rdv {
 	int *grow_ids;
 	struct hl_rank *grow_places;
 	int grow_n;
+	/* Workers the supervisor starts for a generation it has yet to
+	 * announce (hl_rdv_expect): one that registers first waits. */
+	int *expect;
+	size_t nexpect, capexpect;
 	/* Workers whose host stopped answering, for the supervisor
 	 * (hl_rdv_take_lost). */
 	int *lost;

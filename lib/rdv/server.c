@@ -315,6 +315,7 @@ void hl_rdv_stop(struct hl_rdv *r)
 	free(r->places);
 	free(r->lost);
 	free(r->idle);
+	free(r->expect);
 	if (r->gens != NULL)
 		r->gens->forget_growth(r);
 	pthread_mutex_destroy(&r->lock);

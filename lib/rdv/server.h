@@ -59,6 +59,10 @@ int hl_rdv_generation(struct hl_rdv *r, const int *ids,
  * the announced generation's number, or HL_ENOMEM. */
 int hl_rdv_at_commit(struct hl_rdv *r, const int *ids,
 		     const struct hl_rank *places, int n, bool removed);
+/* Elastic: the supervisor starts worker id for the generation it
+ * announces next (hl_rdv_at_commit or hl_rdv_generation). Should the
+ * worker register first, it waits for it instead of being left out. */
+void hl_rdv_expect(struct hl_rdv *r, int id);
 /* Elastic: hosts leave the job (a failure, or the discovery script
  * dropped them): the running generation's workers are told (a hosts
  * notice, Horovod's "removed" update), before the generation without

@@ -155,14 +155,19 @@ weights() {
 	want=$(weights 1000)
 	discovery_script
 	echo localhost:2 >"$hosts"
-	"$HVDRUN" --min-np 2 --max-np 4 --host-discovery-script "$BATS_TEST_TMPDIR/discover" \
+	# ELASTIC_TRACE: each worker says when it steps in a new generation.
+	ELASTIC_TRACE=1 "$HVDRUN" --min-np 2 --max-np 4 \
+		--host-discovery-script "$BATS_TEST_TMPDIR/discover" \
 		"$KILL" "$ELASTIC" 1000 5 10 >"$out" 2>&1 &
 	job=$!
 	wait_pids 2
 	printf 'localhost:2\n127.0.0.1:2\n' >"$hosts"
 	wait_line "$out" "hvdrun: host 127.0.0.1 has free slots: 2 workers start there"
 	wait_line "$out" "hvdrun: 4 workers form generation 2 once the running ones reach their next commit"
-	sleep 1
+	# The host leaves once its workers are in: dropped before they have
+	# joined, it takes them along (another test's case).
+	wait_line "$out" "[2]<stdout>:trace step"
+	wait_line "$out" "[3]<stdout>:trace step"
 	echo localhost:2 >"$hosts"
 	wait_line "$out" "hvdrun: host 127.0.0.1 is no longer listed by the discovery script: 2 workers go on without it from their next commit (generation 3)"
 	sleep 0.5
