@@ -120,17 +120,9 @@ static bool expected(const struct hl_rdv *r, uint32_t id)
 void hl_rdv_expect(struct hl_rdv *r, int id)
 {
 	pthread_mutex_lock(&r->lock);
-	if (r->nexpect == r->capexpect) {
-		size_t cap = r->capexpect ? 2 * r->capexpect : 16;
-		int *v = realloc(r->expect, cap * sizeof(*v));
-
-		if (v != NULL) {
-			r->expect = v;
-			r->capexpect = cap;
-		}
-	}
-	if (r->nexpect < r->capexpect) /* else, out of memory: as before */
-		r->expect[r->nexpect++] = id;
+	/* Out of memory, the worker is left out if it registers first. */
+	(void)hl_rdv__push(&r->expect, &r->nexpect, &r->capexpect,
+			   (uint32_t)id);
 	pthread_mutex_unlock(&r->lock);
 }
 

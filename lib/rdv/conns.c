@@ -122,20 +122,26 @@ void hl_rdv__take_slot(struct hl_rdv *r, size_t i, int slot)
 
 /* Add id to a list of ids for the supervisor, and tell it (an empty
  * report). */
-void hl_rdv__tell(struct hl_rdv *r, int **v, size_t *n, size_t *cap,
-		  uint32_t id)
+bool hl_rdv__push(int **v, size_t *n, size_t *cap, uint32_t id)
 {
 	if (*n == *cap) {
 		size_t ncap = *cap ? 2 * *cap : 16;
 		int *nv = realloc(*v, ncap * sizeof(*nv));
 
 		if (nv == NULL)
-			return;
+			return false;
 		*v = nv;
 		*cap = ncap;
 	}
 	(*v)[(*n)++] = (int)id;
-	hl_rdv__report(r, "");
+	return true;
+}
+
+void hl_rdv__tell(struct hl_rdv *r, int **v, size_t *n, size_t *cap,
+		  uint32_t id)
+{
+	if (hl_rdv__push(v, n, cap, id))
+		hl_rdv__report(r, "");
 }
 
 /* Send len bytes on a connection that is otherwise non-blocking. */

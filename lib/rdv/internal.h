@@ -99,6 +99,8 @@ void hl_rdv__compact(struct hl_rdv *r);
 int hl_rdv__accept_one(struct hl_rdv *r);
 /* Connection i holds rank (static) or member (elastic) slot. */
 void hl_rdv__take_slot(struct hl_rdv *r, size_t i, int slot);
+/* Add id to a growing list of ids; false when out of memory. */
+bool hl_rdv__push(int **v, size_t *n, size_t *cap, uint32_t id);
 /* Add id to a list of ids for the supervisor, and tell it. */
 void hl_rdv__tell(struct hl_rdv *r, int **v, size_t *n, size_t *cap,
 		  uint32_t id);
