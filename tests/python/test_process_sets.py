@@ -247,6 +247,7 @@ def test_process_sets_given_to_init(hvd, ps):
     # environment has HOROVOD_DYNAMIC_PROCESS_SETS=1 from the fixture)
     ps["even"] = even
     ps["odd"] = hvd.add_process_set([r for r in range(size) if r % 2 == 1])
+    ps["mine"] = ps["even" if hvd.rank() % 2 == 0 else "odd"]
 
 
 def test_gpu_collectives_in_process_sets(hvd, ps, dev):
