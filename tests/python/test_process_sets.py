@@ -250,6 +250,20 @@ def test_process_sets_given_to_init(hvd, ps):
     ps["mine"] = ps["even" if hvd.rank() % 2 == 0 else "odd"]
 
 
+def test_the_module_sets_after_reinit(hvd, ps):
+    """After the tests that remove, re-add and re-initialise sets, the
+    fixture's sets are the live ones: each rank's own set (ps["mine"])
+    reduces and broadcasts among its ranks. On the CPU, so that a stale
+    set shows where no GPU runs the test after this one."""
+    mine, ranks = ps["mine"], ps["ranks"]
+    assert mine.included() and mine.size() == len(ranks)
+    t = torch.full((10,), float(hvd.rank() + 1))
+    out = hvd.allreduce(t, op=hvd.Sum, name="ps.cpu.mine", process_set=mine)
+    assert torch.all(out == sum(r + 1 for r in ranks))
+    b = hvd.broadcast(t, root_rank=ranks[-1], name="ps.cpu.mine.bc", process_set=mine)
+    assert torch.all(b == ranks[-1] + 1)
+
+
 def test_gpu_collectives_in_process_sets(hvd, ps, dev):
     """On the GPU (NCCL, a communicator of the set's own): allreduce,
     grouped allreduce, broadcast and allgather within each rank's set.
