@@ -120,8 +120,8 @@ void hl_rdv__take_slot(struct hl_rdv *r, size_t i, int slot)
 		r->deadline = hl_now_ms() + r->timeout_s * 1000LL;
 }
 
-/* Add id to a list of ids for the supervisor, and tell it (an empty
- * report). */
+/* Add id to a list of ids, grown by doubling; false when out of memory
+ * (the list is as it was). */
 bool hl_rdv__push(int **v, size_t *n, size_t *cap, uint32_t id)
 {
 	if (*n == *cap) {
@@ -137,6 +137,8 @@ bool hl_rdv__push(int **v, size_t *n, size_t *cap, uint32_t id)
 	return true;
 }
 
+/* Add id to a list of ids for the supervisor, and tell it (an empty
+ * report). */
 void hl_rdv__tell(struct hl_rdv *r, int **v, size_t *n, size_t *cap,
 		  uint32_t id)
 {
