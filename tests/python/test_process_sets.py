@@ -10,6 +10,21 @@ import pytest
 import torch
 
 
+class Sets(dict):
+    """The module's sets by name. "mine", the rank's own set, is looked
+    up each time from "even" and "odd" (the job's set where none is
+    added), so a test that replaces those cannot leave it stale."""
+
+    def __init__(self, hvd):
+        super().__init__()
+        self.hvd = hvd
+
+    def __getitem__(self, key):
+        if key == "mine":
+            return self.get("even" if self.hvd.rank() % 2 == 0 else "odd", self.hvd.global_process_set)
+        return super().__getitem__(key)
+
+
 @pytest.fixture(scope="module")
 def ps(hvd):
     """hvd re-initialised with dynamic sets; the even and odd ranks' sets
@@ -19,11 +34,10 @@ def ps(hvd):
     rank, size = hvd.rank(), hvd.size()
     even = [r for r in range(size) if r % 2 == 0]
     odd = [r for r in range(size) if r % 2 == 1]
-    sets = {}
+    sets = Sets(hvd)
     if size > 1:
         sets["even"] = hvd.add_process_set(even)
         sets["odd"] = hvd.add_process_set(odd)
-    sets["mine"] = sets.get("even" if rank % 2 == 0 else "odd", hvd.global_process_set)
     sets["ranks"] = even if rank % 2 == 0 else odd
     yield sets
     for k in ("even", "odd"):
@@ -219,8 +233,7 @@ def test_process_set_errors(hvd, ps):
         out = hvd.allreduce(t, op=hvd.Sum, name="ps.again", process_set=again)
         assert torch.equal(out, torch.full((2,), float(len(ranks))))
     ps["odd"] = again
-    if mine is odd:
-        ps["mine"] = again
+    assert ps["mine"] is (again if mine is odd else mine)
     # the job's collectives are unaffected
     assert hvd.allreduce(t, op=hvd.Sum, name="ps.job").tolist() == [float(hvd.size())] * 2
 
@@ -247,7 +260,6 @@ def test_process_sets_given_to_init(hvd, ps):
     # environment has HOROVOD_DYNAMIC_PROCESS_SETS=1 from the fixture)
     ps["even"] = even
     ps["odd"] = hvd.add_process_set([r for r in range(size) if r % 2 == 1])
-    ps["mine"] = ps["even" if hvd.rank() % 2 == 0 else "odd"]
 
 
 def test_the_module_sets_after_reinit(hvd, ps):
