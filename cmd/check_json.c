@@ -354,6 +354,8 @@ static const char *kind_name(enum hl_nc_finding_kind k)
 		return "gpu_pcie";
 	case HL_NCF_NCCL:
 		return "nccl";
+	case HL_NCF_GPU_SLOTS:
+		return "gpu_slots";
 	case HL_NCF_NO_PEER:
 	default:
 		return "gpu_no_peer";

@@ -151,7 +151,8 @@ void check_print_links(const struct hl_netcheck *nc, bool many)
  * own link is at fault is at one end of most of its. */
 static void print_link_hosts(const struct hl_netcheck *nc)
 {
-	size_t *bad = calloc(nc->n, sizeof(*bad)), *all = calloc(nc->n, sizeof(*all));
+	size_t *bad = calloc(nc->n, sizeof(*bad)),
+	       *all = calloc(nc->n, sizeof(*all));
 	size_t i, shown;
 
 	for (i = 0; bad != NULL && all != NULL && i < nc->nlinks; i++) {
@@ -168,7 +169,8 @@ static void print_link_hosts(const struct hl_netcheck *nc)
 		size_t top = SIZE_MAX;
 
 		for (i = 0; i < nc->n; i++)
-			if (bad[i] > 0 && (top == SIZE_MAX || bad[i] > bad[top]))
+			if (bad[i] > 0 &&
+			    (top == SIZE_MAX || bad[i] > bad[top]))
 				top = i;
 		if (top == SIZE_MAX)
 			break;
@@ -191,6 +193,7 @@ void check_print_findings(const struct hl_netcheck *nc, bool many)
 		[HL_NCF_DROPS] = "drops",
 		[HL_NCF_PCIE] = "GPU PCIe link",
 		[HL_NCF_NO_PEER] = "GPU peer access",
+		[HL_NCF_GPU_SLOTS] = "GPU slots",
 		[HL_NCF_NCCL] = "NCCL",
 	};
 	size_t i;
@@ -210,4 +213,3 @@ void check_print_findings(const struct hl_netcheck *nc, bool many)
 		       nc->findings[i].text);
 	}
 }
-

@@ -113,9 +113,6 @@ static void print_gpus(FILE *o, const struct hl_nc_host *h, const char *label,
 	}
 	if (ce != NULL && drv != NULL)
 		fprintf(o, "  %-*s    CUDA: %s\n", w, "", ce);
-	if (n > 0 && h->host->slots > n)
-		fprintf(o, "  %-*s    warning: %d slots but %d GPU%s\n", w, "",
-			h->host->slots, n, n == 1 ? "" : "s");
 }
 
 /* "a, b, c and 5 more" of the hosts that pick marks. */

@@ -1,6 +1,7 @@
 /* linkplan.c: see linkplan.h. */
 #include "check/linkplan.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,13 +297,51 @@ static int judge_counters(struct hl_netcheck *nc, size_t i, const char *ifn)
 	return rc;
 }
 
-/* The GPU facts of a probed host (probe_msg.h's "pcie" and "pair"). */
+/* The GPUs a job on h can use: CUDA's device count (which
+ * CUDA_VISIBLE_DEVICES limits), else the driver's GPUs; 0: none. */
+static long job_gpus(const struct hl_nc_host *h)
+{
+	const char *dev = hl_pm_gpu_fact(&h->gpu, "cuda_devices");
+	long n = 0;
+	size_t k;
+
+	if (dev != NULL && hl_parse_long(dev, 0, INT_MAX, &n))
+		return n;
+	for (k = 0; k < h->gpu.n; k++)
+		n += strncmp(h->gpu.v[k], "gpu\t", 4) == 0;
+	return n;
+}
+
+/* The GPU facts of a probed host (probe_msg.h's "pcie" and "pair"), and
+ * its slots against its GPUs: a GPU job runs one rank a GPU (libhvd
+ * gives local rank r GPU r; NCCL refuses two ranks on one GPU). */
 static int judge_gpus(struct hl_netcheck *nc, size_t i)
 {
 	const struct hl_nc_host *h = &nc->h[i];
+	long gpus = job_gpus(h);
 	size_t k;
 	int rc = HL_OK;
 
+	if (gpus > 0 && h->host->slots > gpus) {
+		bool many = h->host->slots - 1 > gpus;
+		char who[64];
+
+		if (many)
+			snprintf(who, sizeof(who), "local ranks %ld %s %d",
+				 gpus, h->host->slots - 2 > gpus ? "to" : "and",
+				 h->host->slots - 1);
+		else
+			snprintf(who, sizeof(who), "local rank %ld", gpus);
+		rc = hl_nc_add_finding(
+			nc, HL_NCF_GPU_SLOTS, i, SIZE_MAX, NULL,
+			hl_asprintf("%s: %d slots but %ld GPU%s: %s of a GPU "
+				    "job %s no GPU of %s own (one rank a GPU: "
+				    "NCCL refuses two ranks on one)",
+				    name(nc, i), h->host->slots, gpus,
+				    gpus == 1 ? "" : "s", who,
+				    many ? "have" : "has",
+				    many ? "their" : "its"));
+	}
 	for (k = 0; k < h->gpu.n && rc == HL_OK; k++) {
 		const char *f = h->gpu.v[k];
 		struct hl_pm_pcie p;

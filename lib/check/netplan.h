@@ -51,15 +51,16 @@ enum hl_nc_finding_kind {
 	HL_NCF_DROPS,	    /* drop counters grew during the check */
 	HL_NCF_PCIE,	    /* a GPU's PCIe link narrower than it can be */
 	HL_NCF_NO_PEER,	    /* two GPUs of a host without peer access */
+	HL_NCF_GPU_SLOTS,   /* a host with more slots than GPUs */
 	HL_NCF_NCCL,	    /* --nccl: a host whose NCCL did not join */
 };
 
 struct hl_nc_finding {
 	enum hl_nc_finding_kind kind;
-	size_t host;   /* whose (a link's: its source) */
-	size_t link;   /* index in links, or SIZE_MAX */
-	char *ifname;  /* the interface (a link's: its destination's) */
-	char *text;    /* one line for people */
+	size_t host;  /* whose (a link's: its source) */
+	size_t link;  /* index in links, or SIZE_MAX */
+	char *ifname; /* the interface (a link's: its destination's) */
+	char *text;   /* one line for people */
 };
 
 struct hl_nc_host {

@@ -136,6 +136,25 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	assert_failure
 }
 
+# The probe sees FAKE_CUDA_DEVICES devices (fake_cudart.c): a host given
+# more slots than that is a finding, which fails nothing.
+@test "check: a host with more slots than GPUs is a finding (gpu_slots), in the table and the JSON" {
+	local fake=$ROOT/build/tests/fake
+	[ -e "$fake/libcudart.so" ] || skip "no $fake/libcudart.so (make test builds it)"
+	run --separate-stderr env LD_LIBRARY_PATH="$fake" FAKE_CUDA_DEVICES=1 "$HVDRUN" check -H localhost:3
+	assert_success
+	assert_line "FINDINGS"
+	assert_line "  GPU slots: localhost: 3 slots but 1 GPU: local ranks 1 and 2 of a GPU job have no GPU of their own (one rank a GPU: NCCL refuses two ranks on one)"
+	run --separate-stderr env LD_LIBRARY_PATH="$fake" FAKE_CUDA_DEVICES=2 "$HVDRUN" check -H localhost:3 --json
+	assert_success
+	echo "$output" | jq -e '.ok and ([.findings[] | select(.kind == "gpu_slots")] | length == 1)'
+	echo "$output" | jq -e '.findings[0] | .host == "localhost" and (.text | startswith("localhost: 3 slots but 2 GPUs: local rank 2 of a GPU job has no GPU of its own"))'
+	# As many slots as GPUs: none.
+	run --separate-stderr env LD_LIBRARY_PATH="$fake" FAKE_CUDA_DEVICES=3 "$HVDRUN" check -H localhost:3 --json
+	assert_success
+	echo "$output" | jq -e '[.findings[] | select(.kind == "gpu_slots")] | length == 0'
+}
+
 @test "check --nccl-timeout: checked like every option; the NCCL options are the check's" {
 	run "$HVDRUN" check --nccl --nccl-timeout 0
 	assert_failure 2

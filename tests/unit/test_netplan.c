@@ -225,7 +225,10 @@ static void all_reached(struct hl_netcheck *nc)
 static void rate(struct hl_netcheck *nc, bool trips, long id, bool ok,
 		 long long bytes, double us)
 {
-	struct hl_pm_rate r = {.id = id, .ok = ok, .bytes = bytes, .us = us,
+	struct hl_pm_rate r = {.id = id,
+			       .ok = ok,
+			       .bytes = bytes,
+			       .us = us,
 			       .rtt_us = trips ? 40 : 0};
 	const char *data;
 	size_t len, used;
@@ -325,8 +328,8 @@ static void test_link_judge(void)
 	for (i = 0; i < nc.nlinks; i++) {
 		rate(&nc, true, (long)i, true, 0, 0);
 		/* 1 GB a second: 8 Gb/s; the slow one a tenth of it. */
-		rate(&nc, false, (long)i, i != failed, i == slow ? 100000000 : 1000000000,
-		     1e6);
+		rate(&nc, false, (long)i, i != failed,
+		     i == slow ? 100000000 : 1000000000, 1e6);
 	}
 	CHECK(hl_nc_judge(&nc) == HL_OK);
 	CHECK(nc.links[slow].slow && nc.links[slow].gbps == 0.8);
@@ -348,8 +351,9 @@ static void test_link_judge(void)
 		const struct hl_nc_finding *f = &nc.findings[i];
 
 		if (f->kind == HL_NCF_SLOW_LINK)
-			CHECK_STR(f->text, "a -> c on ib0: 0.80 Gb/s, under half "
-					   "the median of ib0 (8.00 Gb/s)");
+			CHECK_STR(f->text,
+				  "a -> c on ib0: 0.80 Gb/s, under half "
+				  "the median of ib0 (8.00 Gb/s)");
 		if (f->kind == HL_NCF_LOW_SPEED)
 			CHECK_STR(f->text, "b ib0: negotiated 100000 Mb/s, the "
 					   "other hosts' ib0 200000 Mb/s");
@@ -391,9 +395,55 @@ static void test_gpu_findings(void)
 	hl_netcheck_close(&nc);
 }
 
+/* More slots than GPUs: CUDA's device count, else the driver's GPUs. */
+static void test_gpu_slots(void)
+{
+	static const char two[] = "cuda_devices\t2",
+			  gpu0[] = "gpu\t0\tA100\t40960",
+			  gpu1[] = "gpu\t1\tA100\t40960";
+	static const struct hl_host big[3] = {{.name = "a", .slots = 2},
+					      {.name = "b", .slots = 4},
+					      {.name = "c", .slots = 3}};
+	struct hl_netcheck nc;
+	size_t i;
+
+	all_reached(&nc);
+	for (i = 0; i < 3; i++)
+		nc.h[i].host = &big[i];
+	hl_nc_take_description(&nc.h[0], 'U', two, strlen(two));
+	hl_nc_take_description(&nc.h[1], 'U', two, strlen(two));
+	hl_nc_take_description(&nc.h[2], 'U', gpu0, strlen(gpu0));
+	hl_nc_take_description(&nc.h[2], 'U', gpu1, strlen(gpu1));
+	CHECK(hl_nc_judge(&nc) == HL_OK);
+	CHECK(hl_nc_count(&nc, HL_NCF_GPU_SLOTS) == 2);
+	CHECK(nc.nfindings == 2 && nc.findings[0].host == 1 &&
+	      nc.findings[1].host == 2);
+	CHECK_STR(nc.findings[0].text,
+		  "b: 4 slots but 2 GPUs: local ranks 2 and 3 of a GPU job "
+		  "have no GPU of their own (one rank a GPU: NCCL refuses "
+		  "two ranks on one)");
+	CHECK_STR(nc.findings[1].text,
+		  "c: 3 slots but 2 GPUs: local rank 2 of a GPU job has no "
+		  "GPU of its own (one rank a GPU: NCCL refuses two ranks on "
+		  "one)");
+	/* A GPU finding fails nothing. */
+	nc.nusable = nc.n;
+	CHECK(hl_nc_status(&nc, true) == 0);
+	/* No GPU, or as many slots as GPUs: nothing. */
+	hl_netcheck_close(&nc);
+	all_reached(&nc);
+	for (i = 0; i < 3; i++)
+		nc.h[i].host = &big[i];
+	hl_nc_take_description(&nc.h[0], 'U', two, strlen(two));
+	CHECK(hl_nc_judge(&nc) == HL_OK);
+	CHECK(hl_nc_count(&nc, HL_NCF_GPU_SLOTS) == 0);
+	hl_netcheck_close(&nc);
+}
+
 int main(void)
 {
 	RUN(test_gpu_findings);
+	RUN(test_gpu_slots);
 	RUN(test_link_rounds);
 	RUN(test_link_judge);
 	RUN(test_description);
