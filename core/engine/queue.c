@@ -25,6 +25,10 @@ static struct {
 	_Atomic bool stop;   /* hvd_shutdown() asked to stop (set locked) */
 	_Atomic int drivers; /* threads in hvd_wait, or about to be */
 	_Atomic bool gpu;    /* some GPU request was queued */
+	/* While the background thread sleeps between cycles: when it wakes
+	 * (hvd_now_us), or 0 (locked); and the cycle time, in us. */
+	long long bg_until;
+	_Atomic long long pace_us;
 	struct hvd__req *incoming;
 	struct hvd__req **incoming_tail;
 	int broken;		   /* 0, or the error that stopped the engine */
@@ -184,8 +188,21 @@ static int submit(struct hvd__req *list)
 		}
 		atomic_store(&Q.work, true);
 		/* The background thread, or a thread that drives and waits
-		 * for new work between its cycles: both, if both wait. */
-		if (list->h == NULL || !list->h->driver)
+		 * for new work between its cycles: both, if both wait. Not a
+		 * background thread that sleeps until its next cycle, due
+		 * within the cycle time, while no thread drives: a CPU
+		 * request waits for that cycle, as Horovod's do. Woken, it
+		 * would run a cycle for each request that autograd's hooks
+		 * submit during backward, each wake-up taking the core from
+		 * the thread that submits (the rank's threads share its
+		 * cores): a rank that others' processes crowd gets its core
+		 * back a time slice later. A thread that waits for its
+		 * request runs the cycle itself (hvd_wait); GPU requests,
+		 * which no thread drives, wake it. */
+		if ((list->h == NULL || !list->h->driver) &&
+		    !(Q.bg_until != 0 &&
+		      Q.bg_until - now <= atomic_load(&Q.pace_us) &&
+		      atomic_load(&Q.drivers) == 0 && !atomic_load(&Q.gpu)))
 			pthread_cond_broadcast(&Q.wake);
 	}
 	pthread_mutex_unlock(&Q.lock);
@@ -331,11 +348,21 @@ void hvd__queue_wait(double cycle_ms, bool bg)
 		;
 	if (!got) {
 		pthread_mutex_lock(&Q.lock);
-		if (!has_work(bg) && cycle_ms > 0)
+		if (!has_work(bg) && cycle_ms > 0) {
+			if (bg)
+				Q.bg_until = hvd__now_us() +
+					     (long long)(cycle_ms * 1000);
 			sleep_wake(cycle_ms);
+			Q.bg_until = 0;
+		}
 		pthread_mutex_unlock(&Q.lock);
 	}
 	hvd__wait_end(&w);
+}
+
+void hvd__queue_pace(double cycle_ms)
+{
+	atomic_store(&Q.pace_us, (long long)(cycle_ms * 1000));
 }
 
 bool hvd__queue_work(void)

@@ -392,6 +392,7 @@ static void *background(void *arg)
 	for (;;) {
 		long long now;
 
+		hvd__queue_pace(e->k.cycle_ms);
 		hvd__gpu_wait(e, wait);
 		if (pthread_mutex_trylock(&own) != 0) {
 			/* A user thread drives: it wakes this one when it
