@@ -282,11 +282,10 @@ int hvd__sync_finish(int rc, hvd_handle *h);
 /* Wait up to cycle_ms for new requests, spinning first while spinning
  * pays (wait.h). The background thread (bg) waits also while a user
  * thread drives the engine (hvd_wait), unless hvd_shutdown() asked to
- * stop. */
-void hvd__queue_wait(double cycle_ms, bool bg);
-/* The job's cycle time: a CPU request queued while the background thread
- * sleeps until a cycle due within it does not wake the thread. */
-void hvd__queue_pace(double cycle_ms);
+ * stop. paced: the wait ends at the background thread's next cycle, due
+ * within the cycle time; a CPU request does not cut it short then
+ * (queue.c's submit says why). */
+void hvd__queue_wait(double cycle_ms, bool bg, bool paced);
 /* Whether the background thread has new work (or a shutdown) to take. */
 bool hvd__queue_work(void);
 /* Sleep up to ms, or until a thread that drove the engine is done. */

@@ -211,7 +211,7 @@ void hvd__gpu_wait(struct hvd__engine *e, double ms)
 	bool got;
 
 	if (e->flights == NULL) {
-		hvd__queue_wait(ms, true);
+		hvd__queue_wait(ms, true, ms <= e->k.cycle_ms);
 		return;
 	}
 	if (ms <= 0) /* a cycle is due now */

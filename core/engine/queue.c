@@ -25,10 +25,8 @@ static struct {
 	_Atomic bool stop;   /* hvd_shutdown() asked to stop (set locked) */
 	_Atomic int drivers; /* threads in hvd_wait, or about to be */
 	_Atomic bool gpu;    /* some GPU request was queued */
-	/* While the background thread sleeps between cycles: when it wakes
-	 * (hvd_now_us), or 0 (locked); and the cycle time, in us. */
-	long long bg_until;
-	_Atomic long long pace_us;
+	bool bg_paced;	     /* the background thread sleeps until its next
+			  cycle, due within the cycle time (locked) */
 	struct hvd__req *incoming;
 	struct hvd__req **incoming_tail;
 	int broken;		   /* 0, or the error that stopped the engine */
@@ -200,9 +198,8 @@ static int submit(struct hvd__req *list)
 		 * request runs the cycle itself (hvd_wait); GPU requests,
 		 * which no thread drives, wake it. */
 		if ((list->h == NULL || !list->h->driver) &&
-		    !(Q.bg_until != 0 &&
-		      Q.bg_until - now <= atomic_load(&Q.pace_us) &&
-		      atomic_load(&Q.drivers) == 0 && !atomic_load(&Q.gpu)))
+		    !(Q.bg_paced && atomic_load(&Q.drivers) == 0 &&
+		      !atomic_load(&Q.gpu)))
 			pthread_cond_broadcast(&Q.wake);
 	}
 	pthread_mutex_unlock(&Q.lock);
@@ -331,7 +328,7 @@ static void sleep_wake(double ms)
 	pthread_cond_timedwait(&Q.wake, &Q.lock, &ts);
 }
 
-void hvd__queue_wait(double cycle_ms, bool bg)
+void hvd__queue_wait(double cycle_ms, bool bg, bool paced)
 {
 	struct hvd__wait w;
 	bool got;
@@ -349,20 +346,13 @@ void hvd__queue_wait(double cycle_ms, bool bg)
 	if (!got) {
 		pthread_mutex_lock(&Q.lock);
 		if (!has_work(bg) && cycle_ms > 0) {
-			if (bg)
-				Q.bg_until = hvd__now_us() +
-					     (long long)(cycle_ms * 1000);
+			Q.bg_paced = bg && paced;
 			sleep_wake(cycle_ms);
-			Q.bg_until = 0;
+			Q.bg_paced = false;
 		}
 		pthread_mutex_unlock(&Q.lock);
 	}
 	hvd__wait_end(&w);
-}
-
-void hvd__queue_pace(double cycle_ms)
-{
-	atomic_store(&Q.pace_us, (long long)(cycle_ms * 1000));
 }
 
 bool hvd__queue_work(void)

@@ -346,7 +346,7 @@ int hvd__runtime_drive(const hvd_handle *h)
 	while (!atomic_load(&ended) && !atomic_load(&h->done)) {
 		/* Its own request is queued: the first cycle runs at once. */
 		if (!first)
-			hvd__queue_wait(wait_ms(&E), false);
+			hvd__queue_wait(wait_ms(&E), false, false);
 		first = false;
 		if (!turn(&E, true))
 			break;
@@ -392,7 +392,6 @@ static void *background(void *arg)
 	for (;;) {
 		long long now;
 
-		hvd__queue_pace(e->k.cycle_ms);
 		hvd__gpu_wait(e, wait);
 		if (pthread_mutex_trylock(&own) != 0) {
 			/* A user thread drives: it wakes this one when it
