@@ -12,16 +12,6 @@
 #include "check/linkplan.h"
 #include "check/probe_msg.h"
 
-static int gpu_count(const struct hl_nc_host *h)
-{
-	size_t i;
-	int n = 0;
-
-	for (i = 0; i < h->gpu.n; i++)
-		n += strncmp(h->gpu.v[i], "gpu\t", 4) == 0;
-	return n;
-}
-
 /* The rest of GPU index's line: its PCIe link and NVLinks. */
 static void print_pcie(FILE *o, const struct hl_nc_host *h, int index)
 {
@@ -76,7 +66,7 @@ static void print_gpus(FILE *o, const struct hl_nc_host *h, const char *label,
 		   *nccl = hl_pm_gpu_fact(&h->gpu, "nccl");
 	char v[32];
 	size_t i;
-	int n = gpu_count(h);
+	int n = hl_pm_gpu_count(&h->gpu);
 
 	fprintf(o, "  %-*s  ", w, label);
 	if (drv != NULL)

@@ -302,14 +302,11 @@ static int judge_counters(struct hl_netcheck *nc, size_t i, const char *ifn)
 static long job_gpus(const struct hl_nc_host *h)
 {
 	const char *dev = hl_pm_gpu_fact(&h->gpu, "cuda_devices");
-	long n = 0;
-	size_t k;
+	long n;
 
 	if (dev != NULL && hl_parse_long(dev, 0, INT_MAX, &n))
 		return n;
-	for (k = 0; k < h->gpu.n; k++)
-		n += strncmp(h->gpu.v[k], "gpu\t", 4) == 0;
-	return n;
+	return hl_pm_gpu_count(&h->gpu);
 }
 
 /* The GPU facts of a probed host (probe_msg.h's "pcie" and "pair"), and
@@ -335,12 +332,14 @@ static int judge_gpus(struct hl_netcheck *nc, size_t i)
 		rc = hl_nc_add_finding(
 			nc, HL_NCF_GPU_SLOTS, i, SIZE_MAX, NULL,
 			hl_asprintf("%s: %d slots but %ld GPU%s: %s of a GPU "
-				    "job %s no GPU of %s own (one rank a GPU: "
-				    "NCCL refuses two ranks on one)",
+				    "job %s no GPU of %s own (NCCL takes one "
+				    "rank a GPU); give it at most %ld slot%s "
+				    "for GPU jobs",
 				    name(nc, i), h->host->slots, gpus,
 				    gpus == 1 ? "" : "s", who,
 				    many ? "have" : "has",
-				    many ? "their" : "its"));
+				    many ? "their" : "its", gpus,
+				    gpus == 1 ? "" : "s"));
 	}
 	for (k = 0; k < h->gpu.n && rc == HL_OK; k++) {
 		const char *f = h->gpu.v[k];

@@ -122,6 +122,8 @@ int hl_pm_iface(const char *d, size_t n, struct hl_pm_iface *i);
 int hl_pm_put_gpuinfo(struct hl_buf *b, const struct hl_gpuinfo *g);
 /* The value of the fact key among a host's 'U' payloads, or NULL. */
 const char *hl_pm_gpu_fact(const struct hl_strvec *facts, const char *key);
+/* How many "gpu" facts (the driver's GPUs) are among a host's. */
+int hl_pm_gpu_count(const struct hl_strvec *facts);
 /* A "gpu" fact's value (INDEX TAB NAME TAB BYTES). */
 int hl_pm_gpu(const char *value, struct hl_pm_gpu *g);
 /* A "pcie" fact's value, and a "pair" fact's. */

@@ -71,8 +71,12 @@ int hl_pm_put_gpuinfo(struct hl_buf *b, const struct hl_gpuinfo *g)
 	for (k = 0; rc == HL_OK && k < g->ngpus; k++) {
 		const struct hl_gpu *u = &g->gpus[k];
 
-		int v[] = {k,		    u->pcie_gen,     u->pcie_gen_max,
-			   u->pcie_width, u->pcie_width_max, u->nvlinks};
+		int v[] = {k,
+			   u->pcie_gen,
+			   u->pcie_gen_max,
+			   u->pcie_width,
+			   u->pcie_width_max,
+			   u->nvlinks};
 
 		rc = put_numbers(b, "pcie", v, 6);
 	}
@@ -101,6 +105,16 @@ int hl_pm_put_gpuinfo(struct hl_buf *b, const struct hl_gpuinfo *g)
 const char *hl_pm_gpu_fact(const struct hl_strvec *facts, const char *key)
 {
 	return hl_strvec_field(facts, key, '\t');
+}
+
+int hl_pm_gpu_count(const struct hl_strvec *facts)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < facts->n; i++)
+		n += strncmp(facts->v[i], "gpu\t", 4) == 0;
+	return n;
 }
 
 /* n tab-separated numbers, each in [-1, 1 << 20]. */
@@ -160,4 +174,3 @@ int hl_pm_gpu(const char *value, struct hl_pm_gpu *g)
 	free(buf);
 	return rc;
 }
-

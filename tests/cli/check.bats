@@ -144,7 +144,7 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	run --separate-stderr env LD_LIBRARY_PATH="$fake" FAKE_CUDA_DEVICES=1 "$HVDRUN" check -H localhost:3
 	assert_success
 	assert_line "FINDINGS"
-	assert_line "  GPU slots: localhost: 3 slots but 1 GPU: local ranks 1 and 2 of a GPU job have no GPU of their own (one rank a GPU: NCCL refuses two ranks on one)"
+	assert_line "  GPU slots: localhost: 3 slots but 1 GPU: local ranks 1 and 2 of a GPU job have no GPU of their own (NCCL takes one rank a GPU); give it at most 1 slot for GPU jobs"
 	run --separate-stderr env LD_LIBRARY_PATH="$fake" FAKE_CUDA_DEVICES=2 "$HVDRUN" check -H localhost:3 --json
 	assert_success
 	echo "$output" | jq -e '.ok and ([.findings[] | select(.kind == "gpu_slots")] | length == 1)'

@@ -420,12 +420,12 @@ static void test_gpu_slots(void)
 	      nc.findings[1].host == 2);
 	CHECK_STR(nc.findings[0].text,
 		  "b: 4 slots but 2 GPUs: local ranks 2 and 3 of a GPU job "
-		  "have no GPU of their own (one rank a GPU: NCCL refuses "
-		  "two ranks on one)");
+		  "have no GPU of their own (NCCL takes one rank a GPU); "
+		  "give it at most 2 slots for GPU jobs");
 	CHECK_STR(nc.findings[1].text,
 		  "c: 3 slots but 2 GPUs: local rank 2 of a GPU job has no "
-		  "GPU of its own (one rank a GPU: NCCL refuses two ranks on "
-		  "one)");
+		  "GPU of its own (NCCL takes one rank a GPU); give it at "
+		  "most 2 slots for GPU jobs");
 	/* A GPU finding fails nothing. */
 	nc.nusable = nc.n;
 	CHECK(hl_nc_status(&nc, true) == 0);
