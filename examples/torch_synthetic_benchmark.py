@@ -21,6 +21,12 @@ no_sync() for all but the last) and exchanges them once. With --local,
 each rank trains its own copy alone and nothing is exchanged: the same
 work with no communication, the ceiling that the two are measured against.
 
+With --amp, forward and loss run under torch.autocast (float16 on the
+GPU, bfloat16 on the CPU); on the GPU the loss is scaled by a GradScaler,
+which hvd.torch steps as Horovod documents: optimizer.synchronize(), then
+scaler.step(optimizer) inside optimizer.skip_synchronize(), so the scaler
+unscales and checks the averaged gradients, not the rank's own.
+
 With --data-workers N, a torch DataLoader with N worker processes per
 rank makes each batch (random samples, augmented as training images are:
 padded, cropped and flipped at random, then normalised), as a real input
@@ -148,6 +154,8 @@ def main():
                     help="batches whose gradients each optimizer step accumulates")
     ap.add_argument("--cuda", action="store_true",
                     help="train on this rank's GPU (the local rank's)")
+    ap.add_argument("--amp", action="store_true",
+                    help="mixed precision: torch.autocast, and a GradScaler on the GPU")
     ap.add_argument("--data-workers", type=int, default=0,
                     help="make each batch in a DataLoader with this many worker processes "
                     "per rank (default: one fixed synthetic batch)")
@@ -203,6 +211,17 @@ def main():
             num_workers=args.data_workers, persistent_workers=True)
         batches = iter(loader)
 
+    scaler = None
+    if args.amp and args.cuda:
+        scaler = (torch.amp.GradScaler("cuda") if hasattr(torch.amp, "GradScaler")
+                  else torch.cuda.amp.GradScaler())
+
+    def autocast():
+        if not args.amp:
+            return contextlib.nullcontext()
+        return torch.autocast(device.type,
+                              dtype=torch.float16 if args.cuda else torch.bfloat16)
+
     def step():
         opt.zero_grad()
         for i in range(passes):
@@ -211,8 +230,19 @@ def main():
             # DDP exchanges on the last pass only, as hvd.torch does with
             # backward_passes_per_step.
             with model.no_sync() if args.ddp and i < passes - 1 else contextlib.nullcontext():
-                F.cross_entropy(model(x), y).backward()
-        opt.step()
+                with autocast():
+                    loss = F.cross_entropy(model(x), y)
+                (scaler.scale(loss) if scaler is not None else loss).backward()
+        if scaler is None:
+            opt.step()
+            return
+        if hasattr(opt, "skip_synchronize"):  # hvd.torch's
+            opt.synchronize()
+            with opt.skip_synchronize():
+                scaler.step(opt)
+        else:
+            scaler.step(opt)
+        scaler.update()
 
     def timed(n):
         """Seconds for n steps, the GPU's work included."""
@@ -228,8 +258,10 @@ def main():
             print(s, flush=True)
 
     params = sum(p.numel() for p in model.parameters())
-    log("Model: %s (%.1f M parameters), batch size %d%s, %s, %d ranks, %s%s"
+    log("Model: %s (%.1f M parameters), batch size %d%s%s, %s, %d ranks, %s%s"
         % (args.model, params / 1e6, args.batch_size,
+           ", mixed precision" + (" with a GradScaler" if scaler is not None else "")
+           if args.amp else "",
            ", %d backward passes a step" % passes if passes > 1 else "", engine, hvd.size(),
            "on GPU" if args.cuda else "%d threads each" % torch.get_num_threads(),
            ", %d DataLoader workers each" % args.data_workers if batches is not None else ""))

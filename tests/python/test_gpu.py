@@ -191,3 +191,69 @@ def test_synchronize_on_a_side_stream(hvd, dev):
         out = hvd.synchronize(h)
         got = (out + 0).cpu()
     assert torch.all(got == sum(r + 1 for r in range(hvd.size())))
+
+
+def grad_scaler(**kw):
+    """torch's GradScaler for CUDA: torch.amp's, or torch.cuda.amp's before 2.3."""
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda", **kw)
+    return torch.cuda.amp.GradScaler(**kw)
+
+
+def test_mixed_precision_with_a_grad_scaler(hvd, dev):
+    """torch.autocast (float16) with a GradScaler, stepped as Horovod
+    documents (synchronize(), then scaler.step inside skip_synchronize()):
+    the scaler unscales the average of every rank's scaled gradients and
+    the step applies it; a step where one rank's gradients overflow is
+    skipped on every rank, and every rank's scale backs off alike."""
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, 4)).to(dev)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    alone = copy.deepcopy(model)  # this rank's own gradients, no exchange
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    scaler = grad_scaler(init_scale=2.0 ** 12)
+    g = torch.Generator().manual_seed(200 + hvd.rank())
+
+    def loss_of(m, x):
+        with torch.autocast("cuda", dtype=torch.float16):
+            return m(x).float().pow(2).mean()
+
+    def step(x):
+        before = [p.detach().clone() for p in model.parameters()]
+        opt.zero_grad()
+        scaler.scale(loss_of(model, x)).backward()
+        opt.synchronize()
+        scaler.unscale_(opt)
+        got = torch.cat([p.grad.flatten() for p in model.parameters()])
+        with opt.skip_synchronize():
+            scaler.step(opt)
+        scaler.update()
+        return before, got
+
+    x = torch.randn(16, 32, generator=g).to(dev)
+    scale = scaler.get_scale()
+    (loss_of(alone, x) * scale).backward()
+    mine = torch.cat([p.grad.flatten() for p in alone.parameters()]) / scale
+    expect = hvd.allgather(mine.unsqueeze(0), name="gpu.amp.mine").mean(0)
+    before, got = step(x)
+    assert torch.all(torch.isfinite(got))
+    assert torch.allclose(got, expect, rtol=1e-4, atol=1e-7)
+    for p, b in zip(model.parameters(), before):
+        assert torch.allclose(p.detach(), b - 0.1 * p.grad, rtol=1e-6, atol=1e-7)
+    assert scaler.get_scale() == scale
+
+    # The last rank's input overflows: its gradients are not finite, so
+    # the average on every rank is not, and every rank skips the step.
+    x = torch.randn(16, 32, generator=g).to(dev)
+    if hvd.rank() == hvd.size() - 1:
+        x[0, 0] = float("inf")
+    before, got = step(x)
+    assert not torch.all(torch.isfinite(got))
+    for p, b in zip(model.parameters(), before):
+        assert torch.equal(p.detach(), b)
+    scales = hvd.allgather(torch.tensor([scaler.get_scale()]), name="gpu.amp.scales")
+    assert scales.tolist() == [scale / 2] * hvd.size()
