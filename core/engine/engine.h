@@ -188,6 +188,7 @@ struct hvd__engine {
 	struct hvd__buffers buf; /* the fusion buffer and scratch */
 	long long decided_us;	 /* when this cycle's responses were known */
 	int idle_cycles;	 /* cycles in a row that ran nothing */
+	long long came_us;	 /* when this rank's last request came */
 	/* The job's engine: how busy this rank was in its process sets' engines
 	 * last turn (told in the agreement), and the busiest rank (learnt
 	 * from it): HVD__SETS_RAN, no rank waits between cycles (the job's

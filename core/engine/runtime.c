@@ -77,6 +77,15 @@ static struct {
  * to IDLE_WAIT_MS late, once. */
 #define IDLE_CYCLES 2
 #define IDLE_WAIT_MS 20.0
+/* Not while a collective of this rank waits for its peers: a peer that
+ * comes late (a straggler's step, a hiccup of its data loader) is met
+ * within the cycle time, where grown waits kept it up to IDLE_WAIT_MS.
+ * The waiting rank's cycles still leave the CPU alone: each waits (without
+ * spinning, as an idle one's) in the agreement until the late peer's
+ * background thread, idle, comes to it. Over MPI, whose waits spin, only
+ * for this long after the rank's last request came; a longer wait there
+ * (ranks in a barrier for a checkpoint) is an idle one. */
+#define LATE_PEER_US 20000
 
 static double wait_ms(const struct hvd__engine *e)
 {
@@ -95,6 +104,9 @@ static double wait_ms(const struct hvd__engine *e)
 	if (e->peers_busy == HVD__SETS_RAN)
 		return 0;
 	if (e->peers_busy == HVD__SETS_WAIT)
+		return ms;
+	if (e->pending_local != NULL &&
+	    (!hvd__g.mpi || hvd__now_us() - e->came_us < LATE_PEER_US))
 		return ms;
 	for (k = IDLE_CYCLES; k < e->idle_cycles && ms < IDLE_WAIT_MS; k++)
 		ms *= 2;
@@ -303,8 +315,10 @@ static bool turn(struct hvd__engine *e, bool driver)
 	if (gpu)
 		return false;
 	timeline_apply(e);
-	if (in != NULL)
-		e->idle_cycles = 0; /* new work: no longer idle */
+	if (in != NULL) { /* new work: no longer idle */
+		e->idle_cycles = 0;
+		e->came_us = hvd__now_us();
+	}
 	hvd__route(e, in);
 	/* Shutting down, this rank's batches end before its last agreement,
 	 * while every peer's connections are still up. */

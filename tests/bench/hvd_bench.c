@@ -11,6 +11,9 @@
  *   hvd_bench set2    (HOROVOD_DYNAMIC_PROCESS_SETS=1) the allreduce of
  *                     sizes within the process set of ranks 0 and 1,
  *                     while the job's other ranks wait
+ *   hvd_bench late    a 4 KiB allreduce that the last rank joins 1 to
+ *                     50 ms after the others: "late_ms seconds", rank 0's
+ *                     time beyond the last rank's lateness (a straggler)
  *   hvd_bench sets-at-once, hvd_bench sets-in-turn
  *                     (dynamic sets, 4 ranks) the sets of ranks 0, 1 and
  *                     of ranks 2, 3 allreduce sizes at the same time, or
@@ -220,6 +223,40 @@ static int run_resnet(void)
 	return 0;
 }
 
+/* late: the last rank comes late_ms after the others to each allreduce;
+ * what rank 0 waits beyond that. */
+static int run_late(void)
+{
+	static const int late_ms[] = {1, 2, 5, 10, 20, 50};
+	float buf[1024] = {0};
+	size_t j;
+
+	for (j = 0; j < sizeof(late_ms) / sizeof(late_ms[0]); j++) {
+		double t[9], late = late_ms[j] / 1e3;
+		int i;
+
+		for (i = -1; i < 9; i++) { /* one to warm up */
+			double t0;
+
+			hvd_barrier();
+			t0 = now();
+			if (hvd_rank() == hvd_size() - 1) {
+				struct timespec ts = {0, late_ms[j] * 1000000L};
+
+				nanosleep(&ts, NULL);
+			}
+			if (hvd_allreduce("bench.late", buf, buf, 1024,
+					  HVD_FLOAT32, HVD_SUM) != 0)
+				return 1;
+			if (i >= 0)
+				t[i] = now() - t0 - late;
+		}
+		if (hvd_rank() == 0)
+			printf("%d %.9f\n", late_ms[j], bench_median(t, 9));
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int rc;
@@ -236,6 +273,8 @@ int main(int argc, char **argv)
 		rc = run_sizes(ALLGATHER);
 	else if (argc > 1 && strcmp(argv[1], "broadcast") == 0)
 		rc = run_sizes(BROADCAST);
+	else if (argc > 1 && strcmp(argv[1], "late") == 0)
+		rc = run_late();
 	else if (argc > 1 && strcmp(argv[1], "set2") == 0)
 		rc = run_set2();
 	else if (argc > 1 && strcmp(argv[1], "sets-at-once") == 0)

@@ -3,6 +3,8 @@
  *   mpi_bench resnet   ResNet-50's 161 tensors: one MPI_Allreduce per
  *                      tensor ("per-tensor"), and one of their total
  *                      ("total")
+ *   mpi_bench late     a 4 KiB MPI_Allreduce that the last rank joins 1
+ *                      to 50 ms after the others, as hvd_bench late
  *   mpi_bench alltoall, mpi_bench reducescatter, mpi_bench allgather,
  *   mpi_bench broadcast
  *                      MPI_Alltoallv, MPI_Reduce_scatter, MPI_Allgather and
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "resnet50.h"
 
@@ -29,7 +32,38 @@ int main(int argc, char **argv)
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	if (argc > 1 && strcmp(argv[1], "resnet") == 0) {
+	if (argc > 1 && strcmp(argv[1], "late") == 0) {
+		static const int late_ms[] = {1, 2, 5, 10, 20, 50};
+		float buf[1024] = {0};
+		size_t j;
+		int size;
+
+		MPI_Comm_size(MPI_COMM_WORLD, &size);
+		for (j = 0; j < sizeof(late_ms) / sizeof(late_ms[0]); j++) {
+			double t[9], late = late_ms[j] / 1e3;
+
+			for (i = -1; i < 9; i++) {
+				double t0;
+
+				MPI_Barrier(MPI_COMM_WORLD);
+				t0 = MPI_Wtime();
+				if (rank == size - 1) {
+					struct timespec ts = {
+						0, late_ms[j] * 1000000L};
+
+					nanosleep(&ts, NULL);
+				}
+				MPI_Allreduce(MPI_IN_PLACE, buf, 1024,
+					      MPI_FLOAT, MPI_SUM,
+					      MPI_COMM_WORLD);
+				if (i >= 0)
+					t[i] = MPI_Wtime() - t0 - late;
+			}
+			if (rank == 0)
+				printf("%d %.9f\n", late_ms[j],
+				       bench_median(t, 9));
+		}
+	} else if (argc > 1 && strcmp(argv[1], "resnet") == 0) {
 		size_t sizes[RESNET50_TENSORS], total = 0, n, k, off;
 		double tp[11], tt[11];
 		float *g;
@@ -44,8 +78,9 @@ int main(int argc, char **argv)
 			MPI_Barrier(MPI_COMM_WORLD);
 			t0 = MPI_Wtime();
 			for (k = 0, off = 0; k < n; k++) {
-				MPI_Allreduce(MPI_IN_PLACE, g + off, (int)sizes[k],
-					      MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+				MPI_Allreduce(MPI_IN_PLACE, g + off,
+					      (int)sizes[k], MPI_FLOAT, MPI_SUM,
+					      MPI_COMM_WORLD);
 				off += sizes[k];
 			}
 			if (i >= 0)
@@ -128,8 +163,9 @@ int main(int argc, char **argv)
 
 				MPI_Barrier(MPI_COMM_WORLD);
 				t0 = MPI_Wtime();
-				MPI_Allreduce(MPI_IN_PLACE, buf, (int)(bytes / 4),
-					      MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+				MPI_Allreduce(MPI_IN_PLACE, buf,
+					      (int)(bytes / 4), MPI_FLOAT,
+					      MPI_SUM, MPI_COMM_WORLD);
 				if (i >= 0)
 					t[i] = MPI_Wtime() - t0;
 			}
