@@ -70,11 +70,11 @@ static struct {
 
 /* After this many cycles in a row that ran nothing, waits on peers sleep
  * at once instead of yielding first, and the time between cycles doubles
- * each cycle up to IDLE_WAIT_MS: an idle job (ranks in a barrier for a
- * late one, or between epochs) leaves the CPU alone. New work wakes the
- * background thread at once whatever the wait; only a rank with no work
- * of its own that others need in a cycle (a joined rank) may answer up
- * to IDLE_WAIT_MS late, once. */
+ * each cycle up to IDLE_WAIT_MS: an idle job (between epochs, or in a
+ * barrier for a late rank: LATE_PEER_US) leaves the CPU alone. New work
+ * wakes the background thread at once whatever the wait; only a rank
+ * with no work of its own that others need in a cycle may answer up to
+ * IDLE_WAIT_MS late, once. */
 #define IDLE_CYCLES 2
 #define IDLE_WAIT_MS 20.0
 /* Not while a collective of this rank waits for its peers: a peer that
