@@ -25,7 +25,7 @@ rig_test_setup() {
 
 rig_up() {
 	local n=$1 i
-	RIG=$(mktemp -d /tmp/hvdrun-rig.XXXXXX)
+	RIG=$(mktemp -d "${TMPDIR:-/tmp}/hvdrun-rig.XXXXXX")
 	RIG_PORT=$((20000 + RANDOM % 20000))
 	export RIG RIG_PORT
 	mkdir -p "$RIG/home" "$RIG/hidden" /run/sshd
