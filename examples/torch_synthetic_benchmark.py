@@ -236,7 +236,7 @@ def main():
         if scaler is None:
             opt.step()
             return
-        if hasattr(opt, "skip_synchronize"):  # hvd.torch's
+        if not (args.ddp or args.local):  # hvd.torch's DistributedOptimizer
             opt.synchronize()
             with opt.skip_synchronize():
                 scaler.step(opt)
