@@ -291,6 +291,12 @@ void hvd__queue_wait(double cycle_ms, bool bg, bool paced);
 bool hvd__queue_work(void);
 /* Sleep up to ms, or until a thread that drove the engine is done. */
 void hvd__queue_nap(double ms);
+/* Sleep up to ms while *driving stays true (a user thread drives the
+ * engine); true when the drive ended (hvd__queue_driven_end woke the
+ * sleeper, or *driving was false). */
+bool hvd__queue_nap_driven(double ms, const _Atomic bool *driving);
+/* A drive ended, with *driving cleared: wake a hvd__queue_nap_driven. */
+void hvd__queue_driven_end(void);
 /* Take the new requests; *shutdown says whether hvd_shutdown() asked to
  * stop. A user thread that drives the engine passes gpu: *gpu is then
  * whether a GPU request was ever queued since the start, and if so it

@@ -27,6 +27,7 @@ static struct {
 	_Atomic bool gpu;    /* some GPU request was queued */
 	bool bg_paced;	     /* the background thread sleeps until its next
 			  cycle, due within the cycle time (locked) */
+	bool bg_driven;	     /* ... until a user thread's drive ends (locked) */
 	struct hvd__req *incoming;
 	struct hvd__req **incoming_tail;
 	int broken;		   /* 0, or the error that stopped the engine */
@@ -367,6 +368,30 @@ void hvd__queue_nap(double ms)
 	pthread_mutex_unlock(&Q.lock);
 }
 
+bool hvd__queue_nap_driven(double ms, const _Atomic bool *driving)
+{
+	bool over;
+
+	pthread_mutex_lock(&Q.lock);
+	Q.bg_driven = true;
+	if (atomic_load(driving))
+		sleep_wake(ms);
+	over = !Q.bg_driven || !atomic_load(driving);
+	Q.bg_driven = false;
+	pthread_mutex_unlock(&Q.lock);
+	return over;
+}
+
+void hvd__queue_driven_end(void)
+{
+	pthread_mutex_lock(&Q.lock);
+	if (Q.bg_driven) {
+		Q.bg_driven = false;
+		pthread_cond_broadcast(&Q.wake);
+	}
+	pthread_mutex_unlock(&Q.lock);
+}
+
 struct hvd__req *hvd__queue_take(bool *shutdown, bool *gpu)
 {
 	struct hvd__req *in = NULL;
@@ -515,7 +540,8 @@ static void drive(hvd_handle *h)
 	atomic_fetch_sub(&Q.drivers, 1);
 	/* Work this thread leaves, or could not take (the engine was busy),
 	 * or that came meanwhile: the background thread left it alone while
-	 * a thread drove. A set's cycle owed (2) waits for its next look. */
+	 * a thread drove. A set's cycle owed (2) waits for its next look
+	 * (runtime.c's driven_nap). */
 	if (left == 1 || left == -1 || atomic_load(&Q.work))
 		wake_background();
 }

@@ -53,6 +53,9 @@ static _Atomic bool drivable; /* set before the start, cleared after */
 /* A driver left a process set's cycle owed (hvd__runtime_drive's 2):
  * the background thread looks every this many ms (0: not owed). */
 static _Atomic double owed_ms;
+/* A user thread drives (holds own); how many drives began. */
+static _Atomic bool driving;
+static _Atomic unsigned long drives;
 
 /* A timeline start or stop that a user thread asks for
  * (hvd_start_timeline, hvd_stop_timeline): the background thread, which
@@ -357,6 +360,8 @@ int hvd__runtime_drive(const hvd_handle *h)
 
 	if (!atomic_load(&drivable) || pthread_mutex_trylock(&own) != 0)
 		return -1;
+	atomic_fetch_add(&drives, 1);
+	atomic_store(&driving, true);
 	while (!atomic_load(&ended) && !atomic_load(&h->done)) {
 		/* Its own request is queued: the first cycle runs at once. */
 		if (!first)
@@ -371,8 +376,36 @@ int hvd__runtime_drive(const hvd_handle *h)
 	atomic_store(&owed_ms, left != 2	    ? 0
 			       : E.k.cycle_ms > 0.1 ? E.k.cycle_ms
 						    : 0.1);
+	atomic_store(&driving, false);
 	pthread_mutex_unlock(&own);
+	if (left == 2)
+		hvd__queue_driven_end();
 	return left;
+}
+
+/* The background thread while a user thread drives. A set's cycle that
+ * the last drive left owed is looked for every cycle time, as drives of
+ * short collectives come and go; a drive still on at the next look (a
+ * large collective, which runs its set's cycles itself) is slept
+ * through, woken at its end: looks every cycle time during it would take
+ * the core from the collective's copies and sums, each time, over
+ * hundreds of looks a second (a process set's ranks allreducing 16 MiB
+ * over TCP: 4 to 11% slower). */
+static void driven_nap(void)
+{
+	static unsigned long seen; /* the drive at the last look */
+	unsigned long d = atomic_load(&drives);
+	double ms = atomic_load(&owed_ms);
+
+	if (ms <= 0) {
+		hvd__queue_nap(IDLE_WAIT_MS);
+	} else if (d != seen) {
+		seen = d;
+		hvd__queue_nap(ms);
+	} else if (hvd__queue_nap_driven(IDLE_WAIT_MS, &driving) &&
+		   (ms = atomic_load(&owed_ms)) > 0) {
+		hvd__queue_nap(ms);
+	}
 }
 
 /* Whether a waiting thread may run the cycles (hvd__runtime_drive): the
@@ -410,10 +443,10 @@ static void *background(void *arg)
 		if (pthread_mutex_trylock(&own) != 0) {
 			/* A user thread drives: it wakes this one when it
 			 * leaves work behind, and leaves a set's cycle owed
-			 * to this one's look every cycle time. */
-			double ms = atomic_load(&owed_ms);
-
-			hvd__queue_nap(ms > 0 ? ms : IDLE_WAIT_MS);
+			 * to this one's look (driven_nap). The nap alone
+			 * paces the looks. */
+			driven_nap();
+			wait = 0;
 			continue;
 		}
 		atomic_store(&owed_ms, 0);
