@@ -194,7 +194,7 @@ $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_S
 DEB_PKGS := build-essential pkg-config libinih-dev libyaml-dev libssh-dev libssl-dev libjansson-dev \
             libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
-            iproute2 procps util-linux clang-format jq faketime \
+            iproute2 procps psmisc util-linux clang-format jq faketime \
             python3-torch python3-numpy python3-pytest python3-cloudpickle \
             slurmctld slurmd slurm-client munge \
             clang libclang-rt-dev clang-tidy cppcheck

@@ -193,6 +193,13 @@ rig_down() {
 			ip netns del "$ns" || true
 		done
 	fi
+	# Open MPI's shared-memory segments of ranks on the rig's hosts (named
+	# after the host: node1, ns1, ...), which killed ranks (a job
+	# interrupted) leave behind; not one that a process still has open.
+	for i in /dev/shm/vader_segment.node[0-9]*.* \
+		/dev/shm/vader_segment.ns[0-9]*.*; do
+		[ -e "$i" ] && ! fuser -s "$i" 2>/dev/null && rm -f "$i" || true
+	done
 	rm -rf "$RIG"
 	return 0
 }
