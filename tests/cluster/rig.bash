@@ -200,6 +200,18 @@ rig_down() {
 		/dev/shm/vader_segment.ns[0-9]*.*; do
 		[ -e "$i" ] && ! fuser -s "$i" 2>/dev/null && rm -f "$i" || true
 	done
+	# Their session folders, which killed daemons leave: a job's on the
+	# rig's hosts (/tmp/ompi.ns1.0/jf.N) when no process has a file of it
+	# open, and mpirun's own (ompi.HOST.UID/pid.N) when process N is gone.
+	for i in /tmp/ompi.node[0-9]*.*/jf.* /tmp/ompi.ns[0-9]*.*/jf.*; do
+		[ -d "$i" ] && ! find "$i" -type f -print0 |
+			xargs -0 -r fuser -s 2>/dev/null && rm -rf "$i" || true
+	done
+	for i in "${TMPDIR:-/tmp}"/ompi.*/pid.*; do
+		[ -d "$i" ] && ! kill -0 "${i##*/pid.}" 2>/dev/null &&
+			rm -rf "$i" || true
+	done
+	rmdir /tmp/ompi.node[0-9]*.* /tmp/ompi.ns[0-9]*.* 2>/dev/null || true
 	rm -rf "$RIG"
 	return 0
 }
