@@ -27,7 +27,8 @@ static struct {
 	_Atomic bool gpu;    /* some GPU request was queued */
 	bool bg_paced;	     /* the background thread sleeps until its next
 			  cycle, due within the cycle time (locked) */
-	bool bg_driven;	     /* ... until a user thread's drive ends (locked) */
+	_Atomic bool bg_driven; /* ... until a user thread's drive ends (set
+				   locked: hvd__queue_nap_driven) */
 	struct hvd__req *incoming;
 	struct hvd__req **incoming_tail;
 	int broken;		   /* 0, or the error that stopped the engine */
@@ -373,22 +374,25 @@ bool hvd__queue_nap_driven(double ms, const _Atomic bool *driving)
 	bool over;
 
 	pthread_mutex_lock(&Q.lock);
-	Q.bg_driven = true;
+	atomic_store(&Q.bg_driven, true);
 	if (atomic_load(driving))
 		sleep_wake(ms);
-	over = !Q.bg_driven || !atomic_load(driving);
-	Q.bg_driven = false;
+	over = !atomic_exchange(&Q.bg_driven, false) || !atomic_load(driving);
 	pthread_mutex_unlock(&Q.lock);
 	return over;
 }
 
+/* Called after *driving was cleared: a sleeper that set bg_driven before
+ * reading *driving is asleep (it holds the lock until it sleeps) or sees
+ * the drive over; one that sets it after, sees it over. So the lock is
+ * taken only when a sleeper is there, not at the end of every drive. */
 void hvd__queue_driven_end(void)
 {
+	if (!atomic_load(&Q.bg_driven))
+		return;
 	pthread_mutex_lock(&Q.lock);
-	if (Q.bg_driven) {
-		Q.bg_driven = false;
+	if (atomic_exchange(&Q.bg_driven, false))
 		pthread_cond_broadcast(&Q.wake);
-	}
 	pthread_mutex_unlock(&Q.lock);
 }
 
