@@ -12,7 +12,8 @@
 
 static const char *const log_levels[] = {"trace", "debug", "info", "warning",
 					 "error", "fatal", NULL};
-static const char *const bind_policies[] = {"core", "none", NULL};
+static const char *const bind_policies[] = {"core", "none",
+					    "core:overload-allowed", NULL};
 static const char *const engines[] = {"mpi", "tcp", "gloo", NULL};
 
 #define MAX_RANKS (1 << 24)
@@ -98,7 +99,9 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 				"0: libhvd's log lines start with the time"},
 	[WENV_BIND_TO] = {"HVD_BIND_TO", WENV_T_CHOICE, false, 0, 0, 0,
 			  bind_policies,
-			  "core: a share of the CPUs for each local rank"},
+			  "core: a share of the CPUs for each local rank; "
+			  "core:overload-allowed: also on a host with "
+			  "more ranks than CPUs, one CPU each in turn"},
 	[WENV_HIERARCHICAL_ALLGATHER] = {"HOROVOD_HIERARCHICAL_ALLGATHER",
 					 WENV_T_INT, false, 0, 1, 1, NULL,
 					 "0: the CPU allgather across hosts is "

@@ -55,10 +55,10 @@ static int check_horovod(const struct hl_opts *o, char **cause)
 			"stream per GPU; leave it out (1 is the only value)",
 			o->v[HL_K_NUM_NCCL_STREAMS].i);
 	if (o->v[HL_K_BINDING_ARGS].set && !o->v[HL_K_MPI].b)
-		return hl_fail(
-			cause, HL_EINVAL,
-			"--binding-args is for mpirun (--mpi); hvdrun's "
-			"own workers are bound with --bind-to core|none");
+		return hl_fail(cause, HL_EINVAL,
+			       "--binding-args is for mpirun (--mpi); hvdrun's "
+			       "own workers are bound with --bind-to "
+			       "core|none|core:overload-allowed");
 	return HL_OK;
 }
 

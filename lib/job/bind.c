@@ -2,7 +2,9 @@
 #include "job/bind.h"
 
 #include <sched.h>
+#include <stdbool.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/util.h"
 
@@ -34,12 +36,14 @@ static long number(const char *s)
 void hl_bind_worker(char *const *envp)
 {
 	const char *policy = env_get(envp, "HVD_BIND_TO");
+	bool overload = policy != NULL &&
+			strcasecmp(policy, "core:overload-allowed") == 0;
 	long lr = number(env_get(envp, "HOROVOD_LOCAL_RANK"));
 	long ls = number(env_get(envp, "HOROVOD_LOCAL_SIZE"));
 	int cpus[CPU_SETSIZE], n = 0, i, per;
 	cpu_set_t allowed, mine;
 
-	if ((policy != NULL && strcmp(policy, "none") == 0) || lr < 0 ||
+	if ((policy != NULL && strcasecmp(policy, "none") == 0) || lr < 0 ||
 	    ls <= 0 || lr >= ls)
 		return;
 	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
@@ -47,11 +51,15 @@ void hl_bind_worker(char *const *envp)
 	for (i = 0; i < CPU_SETSIZE; i++)
 		if (CPU_ISSET(i, &allowed))
 			cpus[n++] = i;
-	if (ls > n)
+	if (n == 0 || (ls > n && !overload))
 		return;
-	per = n / (int)ls;
 	CPU_ZERO(&mine);
-	for (i = (int)lr * per; i < ((int)lr + 1) * per; i++)
-		CPU_SET(cpus[i], &mine);
+	if (ls > n) { /* local rank r on CPU r mod n, as mpirun's map by core */
+		CPU_SET(cpus[lr % n], &mine);
+	} else {
+		per = n / (int)ls;
+		for (i = (int)lr * per; i < ((int)lr + 1) * per; i++)
+			CPU_SET(cpus[i], &mine);
+	}
 	sched_setaffinity(0, sizeof(mine), &mine);
 }

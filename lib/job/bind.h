@@ -3,7 +3,9 @@
  * its launcher may use, so that the ranks of a host do not share cores
  * and the scheduler does not pile communicating ranks onto one core.
  * Nothing is bound when a host has more local ranks than CPUs (as Open
- * MPI, oversubscribed), or with HVD_BIND_TO=none (hvdrun --bind-to none). */
+ * MPI, oversubscribed), unless HVD_BIND_TO=core:overload-allowed (as
+ * mpirun's qualifier): then local rank r gets CPU r mod the CPUs, one
+ * each in turn; nor with HVD_BIND_TO=none (hvdrun --bind-to none). */
 #ifndef HL_BIND_H
 #define HL_BIND_H
 

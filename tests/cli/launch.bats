@@ -216,6 +216,31 @@ load helper
 	assert_output --partial "bad value 'cores' for --bind-to"
 }
 
+@test "--bind-to core:overload-allowed binds a host with more ranks than CPUs too: local rank r on CPU r modulo the CPUs, one each" {
+	local n r cpus='grep Cpus_allowed_list /proc/self/status | cut -f2'
+	local -a list
+	n=$(nproc)
+	# The CPUs hvdrun may use, in order (nproc counts them).
+	mapfile -t list < <(/usr/bin/python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)), sep="\n")')
+	[ "${#list[@]}" -eq "$n" ]
+	run "$HVDRUN" -np $((n + 2)) --bind-to core:overload-allowed sh -c "$cpus"
+	assert_success
+	for ((r = 0; r < n + 2; r++)); do
+		assert_line "[$r]<stdout>:${list[r % n]}"
+	done
+	# Not oversubscribed, it is core: a share each.
+	[ "$n" -ge 2 ] || return 0
+	run "$HVDRUN" -np 2 -x HVD_BIND_TO=core:overload-allowed sh -c "$cpus"
+	assert_success
+	local r0 r1
+	r0=$(sed -n 's/^\[0\]<stdout>://p' <<<"$output")
+	r1=$(sed -n 's/^\[1\]<stdout>://p' <<<"$output")
+	[ -n "$r0" ] && [ -n "$r1" ] && [ "$r0" != "$r1" ]
+	run "$HVDRUN" -np 1 --bind-to core:overload true
+	assert_failure 2
+	assert_output --partial "bad value 'core:overload' for --bind-to (want one of core, none, core:overload-allowed)"
+}
+
 @test "hvdrun lifts its own open-files limit to the hard one (descriptors a rank); its workers keep the limit it started with" {
 	local soft hard
 	soft=$(ulimit -Sn)
