@@ -91,7 +91,8 @@ static int run_sizes_in(enum kind k, int other, bool turns)
 		/* In turns: the set of rank 0 first, while the other waits. */
 		if (turns && hvd_rank() >= 2)
 			hvd_barrier();
-		for (i = -2; i < reps; i++) { /* two to warm up */
+		for (i = bytes == first ? -BENCH_WARM_FIRST : -2; i < reps;
+		     i++) {
 			double t0;
 
 			in_set();

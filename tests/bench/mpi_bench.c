@@ -121,7 +121,8 @@ int main(int argc, char **argv)
 					     : c / size + (r < c % size);
 				disp[r] = r ? disp[r - 1] + cnt[r - 1] : 0;
 			}
-			for (i = -2; i < reps; i++) {
+			for (i = bytes == 65536 ? -BENCH_WARM_FIRST : -2;
+			     i < reps; i++) {
 				double t0;
 
 				MPI_Barrier(MPI_COMM_WORLD);
@@ -158,7 +159,8 @@ int main(int argc, char **argv)
 			double t[21];
 			int reps = bytes >= (16u << 20) ? 7 : 21;
 
-			for (i = -2; i < reps; i++) {
+			for (i = bytes == 4096 ? -BENCH_WARM_FIRST : -2;
+			     i < reps; i++) {
 				double t0;
 
 				MPI_Barrier(MPI_COMM_WORLD);
