@@ -197,8 +197,9 @@ static int submit(struct hvd__req *list)
 		 * the thread that submits (the rank's threads share its
 		 * cores): a rank that others' processes crowd gets its core
 		 * back a time slice later. A thread that waits for its
-		 * request runs the cycle itself (hvd_wait); GPU requests,
-		 * which no thread drives, wake it. */
+		 * request runs the cycle itself (hvd_wait), or, where none
+		 * may (MPI), wakes it then (drive); GPU requests, which no
+		 * thread drives, wake it. */
 		if ((list->h == NULL || !list->h->driver) &&
 		    !(Q.bg_paced && atomic_load(&Q.drivers) == 0 &&
 		      !atomic_load(&Q.gpu)))
@@ -534,8 +535,17 @@ static void drive(hvd_handle *h)
 	bool can = !atomic_load(&h->done) && fn != NULL && !atomic_load(&Q.gpu);
 	int left = 0;
 
-	if (!h->driver && !can)
+	if (!h->driver && !can) {
+		/* No thread may run the cycles (the MPI engine): a request that
+		 * came while the background thread slept until its next cycle
+		 * left it asleep (submit), and its peers' agreement waits for
+		 * that cycle, up to the cycle time a collective (4 KiB over MPI:
+		 * 1.1 ms, 10 to 15 us woken). This thread now only waits: wake
+		 * the background thread. */
+		if (fn == NULL && !atomic_load(&h->done))
+			wake_background();
 		return;
+	}
 	if (!h->driver)
 		atomic_fetch_add(&Q.drivers, 1);
 	h->driver = false;
