@@ -209,6 +209,10 @@ load helper
 	assert_line "[1]<stdout>:$full"
 	run "$HVDRUN" -np 2 -x HVD_BIND_TO=none sh -c "$cpus"
 	assert_line "[1]<stdout>:$full"
+	# Choices are not case-sensitive, in the workers' binding too.
+	run "$HVDRUN" -np 2 --bind-to NONE sh -c "$cpus"
+	assert_line "[0]<stdout>:$full"
+	assert_line "[1]<stdout>:$full"
 	run "$HVDRUN" -np $((n + 1)) sh -c "$cpus"
 	assert_line "[$n]<stdout>:$full"
 	run "$HVDRUN" -np 1 --bind-to cores true
