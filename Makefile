@@ -195,7 +195,8 @@ DEB_PKGS := build-essential pkg-config libinih-dev libyaml-dev libssh-dev libssl
             libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
             iproute2 procps psmisc util-linux clang-format jq faketime \
-            python3-torch python3-numpy python3-pytest python3-cloudpickle \
+            python3-torch python3-torchvision python3-numpy python3-pytest \
+            python3-cloudpickle \
             slurmctld slurmd slurm-client munge \
             clang libclang-rt-dev clang-tidy cppcheck
 
