@@ -2,10 +2,9 @@
 #include "job/bind.h"
 
 #include <sched.h>
-#include <stdbool.h>
 #include <string.h>
-#include <strings.h>
 
+#include "proto/worker_env.h"
 #include "util/util.h"
 
 static const char *env_get(char *const *envp, const char *name)
@@ -33,18 +32,28 @@ static long number(const char *s)
 	return v;
 }
 
+/* HVD_BIND_TO as hvdrun's choices spell it (hvdrun exports it as typed,
+ * in any case); unset or none of them: the default, core. */
+static const char *policy_of(char *const *envp)
+{
+	const struct wenv_var *w = &wenv_vars[WENV_BIND_TO];
+	double i;
+
+	if (!wenv_parse(WENV_BIND_TO, env_get(envp, w->name), &i))
+		i = w->def;
+	return w->choices[(size_t)i];
+}
+
 void hl_bind_worker(char *const *envp)
 {
-	const char *policy = env_get(envp, "HVD_BIND_TO");
-	bool overload = policy != NULL &&
-			strcasecmp(policy, "core:overload-allowed") == 0;
+	const char *policy = policy_of(envp);
+	bool overload = strcmp(policy, "core:overload-allowed") == 0;
 	long lr = number(env_get(envp, "HOROVOD_LOCAL_RANK"));
 	long ls = number(env_get(envp, "HOROVOD_LOCAL_SIZE"));
 	int cpus[CPU_SETSIZE], n = 0, i, per;
 	cpu_set_t allowed, mine;
 
-	if ((policy != NULL && strcasecmp(policy, "none") == 0) || lr < 0 ||
-	    ls <= 0 || lr >= ls)
+	if (strcmp(policy, "none") == 0 || lr < 0 || ls <= 0 || lr >= ls)
 		return;
 	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
 		return;

@@ -36,8 +36,7 @@ static inline double bench_median(double *v, int n)
 
 static inline size_t resnet50_sizes(size_t *out)
 {
-	static const int blocks[4] = {3, 4, 6, 3},
-			 width[4] = {64, 128, 256, 512};
+	static const int blocks[4] = {3, 4, 6, 3}, width[4] = {64, 128, 256, 512};
 	size_t n = 0, in = 64;
 	int s, b;
 
@@ -48,16 +47,16 @@ static inline size_t resnet50_sizes(size_t *out)
 		size_t w = (size_t)width[s];
 
 		for (b = 0; b < blocks[s]; b++) {
-			out[n++] = w * in; /* 1x1 */
+			out[n++] = w * in;        /* 1x1 */
 			out[n++] = w;
 			out[n++] = w;
-			out[n++] = w * w * 9; /* 3x3 */
+			out[n++] = w * w * 9;     /* 3x3 */
 			out[n++] = w;
 			out[n++] = w;
-			out[n++] = 4 * w * w; /* 1x1, expand */
+			out[n++] = 4 * w * w;     /* 1x1, expand */
 			out[n++] = 4 * w;
 			out[n++] = 4 * w;
-			if (b == 0) { /* projection */
+			if (b == 0) {             /* projection */
 				out[n++] = 4 * w * in;
 				out[n++] = 4 * w;
 				out[n++] = 4 * w;
