@@ -288,6 +288,23 @@ int hl_opts_add_env_pair(struct hl_opts *o, const char *name, const char *value,
 	for (i = 0; i < o->nenv; i++)
 		if (strcmp(o->env[i].name, name) == 0)
 			return HL_OK; /* the first source wins */
+	/* Other variables of libhvd's go through as given: hvd_init checks
+	 * them and names a bad one. hvdrun binds the workers itself
+	 * (job/bind.h), and no worker reads HVD_BIND_TO, so it is checked
+	 * here, as --bind-to is. */
+	if (strcmp(name, wenv_vars[WENV_BIND_TO].name) == 0) {
+		const char *text = value != NULL ? value : getenv(name);
+		double d;
+		char want[128];
+
+		if (text != NULL && text[0] != '\0' &&
+		    !wenv_parse(WENV_BIND_TO, text, &d)) {
+			wenv_describe(WENV_BIND_TO, want, sizeof(want));
+			return hl_fail(cause, HL_EINVAL,
+				       "%sbad value '%s' for %s (want %s)",
+				       where, text, name, want);
+		}
+	}
 	v = realloc(o->env, (o->nenv + 1) * sizeof(*v));
 	if (v == NULL)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");

@@ -243,6 +243,13 @@ load helper
 	run "$HVDRUN" -np 1 --bind-to core:overload true
 	assert_failure 2
 	assert_output --partial "bad value 'core:overload' for --bind-to (want one of core, none, core:overload-allowed)"
+	# Given by -x (no worker's hvd_init reads it): checked as --bind-to is.
+	run "$HVDRUN" -np 1 -x HVD_BIND_TO=nnone true
+	assert_failure 2
+	assert_output --partial "bad value 'nnone' for HVD_BIND_TO (want one of core, none, core:overload-allowed)"
+	HVD_BIND_TO=cores run "$HVDRUN" -np 1 -x HVD_BIND_TO true
+	assert_failure 2
+	assert_output --partial "bad value 'cores' for HVD_BIND_TO"
 }
 
 @test "hvdrun lifts its own open-files limit to the hard one (descriptors a rank); its workers keep the limit it started with" {
