@@ -263,9 +263,9 @@ HVD_EXPORT int hvd_process_set_ids(int *ids, int cap);
  * rank of the job (in the set), an alltoall's sendcounts and recvcounts
  * have one entry per rank of the set, hvd_reducescatter_count counts
  * that set's ranks, and an allgather gathers the set's ranks in their
- * order. The call fails with HVD_ENOSET for no such set, HVD_ENOTINSET
- * when this rank is not in it, HVD_ENOTSUP for a GPU collective in a set
- * other than the job. A group (hvd_group_start) is of one set. */
+ * order; a GPU collective goes over an NCCL communicator of the set's
+ * ranks. The call fails with HVD_ENOSET for no such set, HVD_ENOTINSET
+ * when this rank is not in it. A group (hvd_group_start) is of one set. */
 HVD_EXPORT int hvd_next_process_set(int id);
 
 /* Join: this rank has run out of data. Until every rank has joined, the
