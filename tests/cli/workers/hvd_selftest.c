@@ -1524,6 +1524,11 @@ static void mode_resets(int times, long kib)
 			fds = proc_count("fd");
 			threads = proc_count("task");
 			rss = proc_count(NULL);
+			/* No rank shuts down before every rank has counted: a
+			 * peer's shutdown ends this rank's engine (its thread
+			 * and a descriptor) at once. */
+			rc = hvd_barrier();
+			EXPECT(rc == 0, "barrier %d: %s", i, hvd_strerror(rc));
 		}
 	}
 	EXPECT(gen == 0 || hvd_elastic_generation() == gen + times,
@@ -1532,6 +1537,9 @@ static void mode_resets(int times, long kib)
 	if (times >= 10) {
 		long f = proc_count("fd"), t = proc_count("task"),
 		     m = proc_count(NULL);
+
+		rc = hvd_barrier(); /* as at 10: counted before any shutdown */
+		EXPECT(rc == 0, "barrier %d: %s", times, hvd_strerror(rc));
 
 		EXPECT(f == fds,
 		       "descriptors: %ld after 10 resets, %ld after %d", fds, f,
