@@ -8,9 +8,10 @@
  *                     equal share to every rank; reducescatter: sum;
  *                     allgather: 64 KiB to 64 MiB in all, an equal share
  *                     from every rank; broadcast: from rank 0)
- *   hvd_bench set2    (HOROVOD_DYNAMIC_PROCESS_SETS=1) the allreduce of
- *                     sizes within the process set of ranks 0 and 1,
- *                     while the job's other ranks wait
+ *   hvd_bench set2 [B]
+ *                     (HOROVOD_DYNAMIC_PROCESS_SETS=1) the allreduce of
+ *                     sizes within the process set of ranks 0 and B
+ *                     (default 1), while the job's other ranks wait
  *   hvd_bench late    a 4 KiB allreduce that the last rank joins 1 to
  *                     50 ms after the others: "late_ms seconds", rank 0's
  *                     time beyond the last rank's lateness (a straggler)
@@ -138,10 +139,10 @@ static int run_sizes(enum kind k)
 	return run_sizes_in(k, 0, false);
 }
 
-/* set2: the set of ranks 0 and 1 runs, the other ranks wait. */
-static int run_set2(void)
+/* set2: the set of ranks two[0] and two[1] runs, the other ranks wait. */
+static int run_set2(const int two[2])
 {
-	int two[2] = {0, 1}, id = hvd_add_process_set(two, 2), rc = 0;
+	int id = hvd_add_process_set(two, 2), rc = 0;
 
 	if (id < 0) {
 		fprintf(stderr,
@@ -149,7 +150,7 @@ static int run_set2(void)
 			hvd_error_message());
 		return 1;
 	}
-	if (hvd_rank() < 2) {
+	if (hvd_rank() == two[0] || hvd_rank() == two[1]) {
 		bench_set = id;
 		rc = run_sizes(ALLREDUCE);
 		bench_set = 0;
@@ -276,9 +277,16 @@ int main(int argc, char **argv)
 		rc = run_sizes(BROADCAST);
 	else if (argc > 1 && strcmp(argv[1], "late") == 0)
 		rc = run_late();
-	else if (argc > 1 && strcmp(argv[1], "set2") == 0)
-		rc = run_set2();
-	else if (argc > 1 && strcmp(argv[1], "sets-at-once") == 0)
+	else if (argc > 1 && strcmp(argv[1], "set2") == 0) {
+		int two[2] = {0, argc > 2 ? atoi(argv[2]) : 1};
+
+		if (two[1] <= 0 || two[1] >= hvd_size()) {
+			fprintf(stderr, "hvd_bench: set2 B: B from 1 to %d\n",
+				hvd_size() - 1);
+			rc = 1;
+		} else
+			rc = run_set2(two);
+	} else if (argc > 1 && strcmp(argv[1], "sets-at-once") == 0)
 		rc = run_two_sets(false);
 	else if (argc > 1 && strcmp(argv[1], "sets-in-turn") == 0)
 		rc = run_two_sets(true);
