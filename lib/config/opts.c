@@ -275,6 +275,7 @@ int hl_opts_add_env_pair(struct hl_opts *o, const char *name, const char *value,
 {
 	struct hl_envitem *v;
 	size_t i;
+	int w;
 
 	if (!hl_env_name_valid(name, strlen(name)))
 		return hl_fail(cause, HL_EINVAL,
@@ -288,18 +289,18 @@ int hl_opts_add_env_pair(struct hl_opts *o, const char *name, const char *value,
 	for (i = 0; i < o->nenv; i++)
 		if (strcmp(o->env[i].name, name) == 0)
 			return HL_OK; /* the first source wins */
-	/* Other variables of libhvd's go through as given: hvd_init checks
-	 * them and names a bad one. hvdrun binds the workers itself
-	 * (job/bind.h), and no worker reads HVD_BIND_TO, so it is checked
-	 * here, as --bind-to is. */
-	if (strcmp(name, wenv_vars[WENV_BIND_TO].name) == 0) {
+	/* A setting of libhvd's (proto/worker_env.h) is checked as its
+	 * option is, by the parser every worker reads it with: a bad value
+	 * stops the job here, naming the file and line, before any worker
+	 * starts. HVD_BIND_TO is hvdrun's own: it binds the workers. */
+	if ((w = wenv_find(name)) >= 0) {
 		const char *text = value != NULL ? value : getenv(name);
 		double d;
-		char want[128];
+		char want[160];
 
 		if (text != NULL && text[0] != '\0' &&
-		    !wenv_parse(WENV_BIND_TO, text, &d)) {
-			wenv_describe(WENV_BIND_TO, want, sizeof(want));
+		    !wenv_parse((enum wenv_id)w, text, &d)) {
+			wenv_describe((enum wenv_id)w, want, sizeof(want));
 			return hl_fail(cause, HL_EINVAL,
 				       "%sbad value '%s' for %s (want %s)",
 				       where, text, name, want);

@@ -102,10 +102,18 @@ load helper
 	[ "$status" -eq 2 ]
 	[ "$output" = "" ]
 	[ "${stderr_lines[0]}" = "hvdrun: bad value '1048577' for --cache-capacity (want an integer from 0 to 1048576)" ]
-	# Set by hand past the contract: hvd_init fails and names it.
-	run "$HVDRUN" -np 1 -x HOROVOD_CACHE_CAPACITY=2000000 "$HELLO"
-	assert_failure
-	assert_line --partial "HOROVOD_CACHE_CAPACITY='2000000' is not an integer from 0 to 1048576"
+	# Set by hand past the contract: hvdrun refuses it as it refuses the
+	# option, before any worker starts; from a config file, naming the
+	# line.
+	run --separate-stderr "$HVDRUN" -np 1 -x HOROVOD_CACHE_CAPACITY=2000000 "$HELLO"
+	[ "$status" -eq 2 ]
+	[ "$output" = "" ]
+	[ "${stderr_lines[0]}" = "hvdrun: bad value '2000000' for HOROVOD_CACHE_CAPACITY (want an integer from 0 to 1048576)" ]
+	printf '[job]\nnp = 1\n[env]\nHOROVOD_CYCLE_TIME = fast\n' >"$BATS_TEST_TMPDIR/job.ini"
+	run --separate-stderr "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" "$HELLO"
+	[ "$status" -eq 2 ]
+	[ "$output" = "" ]
+	[ "${stderr_lines[0]}" = "hvdrun: $BATS_TEST_TMPDIR/job.ini:4: bad value 'fast' for HOROVOD_CYCLE_TIME (want a number from 0 to 10000)" ]
 }
 
 @test "output: whole prefixed lines from concurrent partial writes" {

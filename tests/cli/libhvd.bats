@@ -217,11 +217,15 @@ busy_beside() { # n
 	assert_output "rank 0: ok"
 }
 
-@test "a bad libhvd setting fails hvd_init and the job, naming the variable" {
+@test "a bad libhvd setting fails hvd_init, naming the variable; hvdrun refuses it before starting workers" {
 	for v in HVD_SPIN_US=abc HVD_SPIN_US=-1 HOROVOD_FUSION_THRESHOLD=lots; do
-		run env "$v" "$HVDRUN" -np 2 -x "${v%%=*}" "$SELFTEST" all
+		run env "$v" "$SELFTEST" all
 		assert_failure
 		assert_line --partial "${v%%=*}='${v#*=}' is not an integer"
+		refute_line --partial ": ok"
+		run env "$v" "$HVDRUN" -np 2 -x "${v%%=*}" "$SELFTEST" all
+		assert_failure 2
+		assert_output --partial "hvdrun: bad value '${v#*=}' for ${v%%=*} (want an integer"
 		refute_line --partial ": ok"
 	done
 }
