@@ -163,7 +163,7 @@ $(B)/tests/mpi_user: tests/cli/workers/mpi_user.c $(B)/lib/libhvd.so
 
 $(B)/tests/san/hvd_selftest: tests/cli/workers/hvd_selftest.c $(call sobj,$(CORE_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
+	$(CC) $(BASE) $(GPU_CFLAGS) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
 	    -lm -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
 
 $(B)/tests/%: $(B)/obj/tests/unit/%.o $(sort $(LIB_OBJ) $(CORE_OBJ))
@@ -182,6 +182,24 @@ $(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
 $(B)/tests/fake/libcudart.so: tests/cli/workers/fake_cudart.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(WARN) $(CFLAGS) -shared -o $@ $<
+
+# A CPU stand-in for CUDA's runtime and NCCL (tests/cli/gpu_standin.bats:
+# libhvd's GPU engine without a GPU), with the sonames libhvd was linked
+# against, so that LD_LIBRARY_PATH puts them before CUDA's own.
+ifeq ($(NCCL),1)
+CUDART_SONAME := $(shell objdump -p $(CUDA_HOME)/lib64/libcudart.so 2>/dev/null | sed -n 's/^ *SONAME *//p')
+NCCL_SONAME   := $(shell objdump -p $(NCCL_LIBDIR)libnccl.so 2>/dev/null | sed -n 's/^ *SONAME *//p')
+STANDIN       := $(B)/tests/standin/$(CUDART_SONAME) $(B)/tests/standin/$(NCCL_SONAME)
+STANDIN_FLAGS := $(BASE) $(WARN) $(CFLAGS) -Wno-missing-prototypes -fvisibility=hidden \
+                 -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include -shared
+$(B)/tests/standin/$(CUDART_SONAME): tests/cli/workers/standin_cudart.c
+	@mkdir -p $(dir $@)
+	printf '%s { global: *; };\n' $(CUDART_SONAME) >$@.map
+	$(CC) $(STANDIN_FLAGS) -Wl,-soname,$(CUDART_SONAME) -Wl,--version-script=$@.map -o $@ $<
+$(B)/tests/standin/$(NCCL_SONAME): tests/cli/workers/standin_nccl.c $(B)/tests/standin/$(CUDART_SONAME)
+	$(CC) $(STANDIN_FLAGS) -Wl,-soname,$(NCCL_SONAME) -o $@ $< \
+	    $(B)/tests/standin/$(CUDART_SONAME)
+endif
 
 $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_SRC)))
 	@mkdir -p $(dir $@)
@@ -223,7 +241,7 @@ test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
 	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest $(B)/tests/mpi_user \
 	    $(B)/tests/hvd_sets $(B)/tests/san/hvd_sets $(B)/tests/fake/libcudart.so \
-	    $(FUZZ_BIN)
+	    $(STANDIN) $(FUZZ_BIN)
 	@$(MAKE) --no-print-directory -j$$(nproc) lint
 	@tests/run
 
@@ -342,7 +360,8 @@ uninstall:
 
 STYLE_SRC = $(sort $(CORE_SRC) $(wildcard core/*/*.c)) $(LIB_SRC) $(CMD_SRC) $(UNIT_SRC) $(EX_SRC) \
             cmd/ncclcheck/hvd-ncclcheck.c \
-            $(wildcard tests/fuzz/*.c) \
+            $(wildcard tests/fuzz/*.c) tests/cli/workers/standin_cudart.c \
+            tests/cli/workers/standin_nccl.c \
             $(wildcard core/*/*.h lib/*/*.h cmd/*.h proto/*.h tests/unit/*.h tests/fuzz/*.h)
 
 checkstyle:

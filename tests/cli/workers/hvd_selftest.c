@@ -25,6 +25,7 @@
  *             factors, group membership, a joined root): an error on
  *             every rank
  *   killa2a   rank 1 kills itself mid-alltoall
+ *   killgpu   rank 1 kills itself while GPU allreduces are in flight
  *   resets [N [KIB]]  N times (100) hvd_shutdown() and hvd_init() and an
  *             allreduce after each: in an elastic job (hvdrun --min-np)
  *             into the next generation, else with the same rank and
@@ -896,6 +897,37 @@ static void mode_gpu_more(void)
 	free(rc);
 }
 
+/* A tensor whose data the GPU is still writing when it is submitted (a
+ * copy queued on the default stream just before, as a backward pass
+ * queues its kernels): the allreduce reduces what the copy wrote. */
+static void check_gpu_ready(void)
+{
+	size_t n = 4 << 20, i, bad = 0;
+	float *h = malloc(n * sizeof(float)), *d = NULL;
+	float want = (float)(hvd_size() * (hvd_size() + 1) / 2);
+	hvd_handle *hd = NULL;
+	int r, k;
+
+	for (i = 0; i < n; i++)
+		h[i] = (float)(hvd_rank() + 1);
+	cudaMalloc((void **)&d, n * sizeof(float));
+	for (k = 0; k < 4; k++) /* the last one writes what counts */
+		cudaMemcpyAsync(d, h, n * sizeof(float), cudaMemcpyHostToDevice,
+				cudaStreamLegacy);
+	r = hvd_allreduce_gpu_async("ready", d, d, n, HVD_FLOAT32, HVD_SUM,
+				    &hd);
+	if (r == 0)
+		r = hvd_wait(hd);
+	EXPECT(r == 0, "ready: %s", hvd_strerror(r));
+	cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+	for (i = 0; r == 0 && i < n; i++)
+		bad += h[i] != want;
+	EXPECT(bad == 0, "ready: %zu of %zu elements not %g (the first: %g)",
+	       bad, n, want, h[0]);
+	cudaFree(d);
+	free(h);
+}
+
 static void mode_gpu(void)
 {
 	int dev = hvd_gpu_device(), r;
@@ -909,6 +941,7 @@ static void mode_gpu(void)
 	cudaSetDevice(dev);
 	mode_gpu_collectives();
 	mode_gpu_more();
+	check_gpu_ready();
 	/* Host memory is refused on the spot, naming the buffer. */
 	r = hvd_allreduce_gpu("host", x, x, 4, HVD_FLOAT32, HVD_SUM);
 	EXPECT(r == HVD_EINVAL && strstr(hvd_error_message(), "host memory"),
@@ -926,12 +959,69 @@ static void mode_gpu(void)
 	}
 	cudaFree(dx);
 }
+
+/* killgpu: as kill, with GPU buffers: 4 allreduces of 1 MiB in flight a
+ * step (fused batches on the engine's stream) when rank 1 dies. */
+static void mode_killgpu(void)
+{
+	size_t n = 1 << 18;
+	float *d[4];
+	hvd_handle *h[4];
+	long long t_kill = 0;
+	int i, k, rc = 0, dev = hvd_gpu_device();
+
+	if (dev < 0) {
+		printf("skip: %s\n", hvd_error_message());
+		hvd_shutdown();
+		exit(77);
+	}
+	cudaSetDevice(dev);
+	for (k = 0; k < 4; k++)
+		cudaMalloc((void **)&d[k], n * sizeof(float));
+	signal(SIGTERM, SIG_IGN);
+	for (i = 0; i < 1000 && rc == 0; i++) {
+		/* Every rank is done with the steps before. */
+		if (i == 3 && (rc = hvd_barrier()) != 0)
+			break;
+		if (hvd_rank() == 1 && i == 3)
+			raise(SIGKILL);
+		if (i == 3)
+			t_kill = ms_now();
+		for (k = 0; k < 4; k++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "gbig.%d", k);
+			h[k] = NULL;
+			if (hvd_allreduce_gpu_async(name, d[k], d[k], n,
+						    HVD_FLOAT32, HVD_SUM,
+						    &h[k]) != 0)
+				h[k] = NULL;
+		}
+		for (k = 0; k < 4; k++) {
+			int w = h[k] != NULL ? hvd_wait(h[k]) : HVD_EINVAL;
+
+			if (rc == 0)
+				rc = w;
+		}
+	}
+	printf("rank %d: error after %lld ms: %s\n", hvd_rank(),
+	       ms_now() - t_kill, hvd_strerror(rc));
+	rc = hvd_allreduce_gpu("later", d[0], d[0], 1, HVD_FLOAT32, HVD_SUM);
+	printf("rank %d: later: %s\n", hvd_rank(), hvd_strerror(rc));
+	fflush(stdout);
+	exit(3);
+}
 #else
 static void mode_gpu(void)
 {
 	printf("skip: this self-test was built without CUDA and NCCL\n");
 	hvd_shutdown();
 	exit(77);
+}
+
+static void mode_killgpu(void)
+{
+	mode_gpu();
 }
 #endif
 
@@ -1636,6 +1726,8 @@ int main(int argc, char **argv)
 		mode_mismatch2();
 	else if (strcmp(mode, "killa2a") == 0)
 		mode_killa2a();
+	else if (strcmp(mode, "killgpu") == 0)
+		mode_killgpu();
 	else if (strcmp(mode, "idle") == 0)
 		mode_idle();
 	else if (strcmp(mode, "steps") == 0)

@@ -1,0 +1,85 @@
+#!/usr/bin/env bats
+# libhvd's GPU engine (core/gpu/: fusion on the device, batches in flight
+# on its stream, tensors held until the GPU has computed them, NCCL's
+# communicators, the hierarchical allreduce, aborts) on machines without
+# a GPU: with the CPU stand-ins for CUDA's runtime and NCCL
+# (tests/cli/workers/standin_cudart.c, standin_nccl.c) found first on the
+# library path. Streams there run later than they are queued, as a GPU's
+# do, so the engine's ordering is tested, and each collective's result
+# is checked by the self-test. What needs NCCL and a GPU themselves is in
+# gpu.bats. In the sanitizer run the engine runs under ASan and UBSan.
+bats_require_minimum_version 1.5.0
+load helper
+
+SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
+STANDIN=$ROOT/build/tests/standin
+
+setup() {
+	export PIDDIR=$BATS_TEST_TMPDIR/pids
+	mkdir -p "$PIDDIR"
+	[ -n "$(ls "$STANDIN"/libnccl.so* 2>/dev/null)" ] ||
+		skip "libhvd was built without CUDA and NCCL (make NCCL=0, or none under CUDA_HOME)"
+	export LD_LIBRARY_PATH=$STANDIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export STANDIN_GPUS=4
+}
+
+assert_all_ok() { # ranks
+	local r
+	assert_success
+	refute_output --partial FAIL
+	for ((r = 0; r < $1; r++)); do
+		assert_line "[$r]<stdout>:rank $r: ok"
+	done
+}
+
+@test "stand-in: libhvd loads the stand-ins, not CUDA's and NCCL's own" {
+	run ldd "$ROOT/build/lib/libhvd.so"
+	assert_line --regexp "libcudart\.so\.[0-9]+ => $STANDIN/"
+	assert_line --regexp "libnccl\.so\.[0-9]+ => $STANDIN/"
+}
+
+@test "stand-in: GPU collectives, every dtype and op, fusion, a tensor still being written: 1 to 3 ranks, a GPU each" {
+	local n
+	for n in 1 2 3; do
+		run "$HVDRUN" -np "$n" "$SELFTEST" gpu
+		assert_all_ok "$n"
+	done
+}
+
+@test "stand-in: 3 ranks share one GPU; the MPI engine" {
+	run "$HVDRUN" -np 3 "$WORKERS/gpu_share.sh" "$SELFTEST" gpu
+	assert_all_ok 3
+	# Open MPI's own allocations are not libhvd's leaks.
+	ASAN_OPTIONS=detect_leaks=0 run "$HVDRUN" --mpi -np 2 "$SELFTEST" gpu
+	assert_success
+	refute_output --partial FAIL
+	assert_output --partial "rank 1: ok"
+}
+
+@test "stand-in: hierarchical allreduce on 2 hosts x 2 GPUs (NCCL communicators split by host)" {
+	run "$HVDRUN" -H localhost:2,127.0.0.1:2 -x HOROVOD_HIERARCHICAL_ALLREDUCE=1 \
+		-x HOROVOD_LOG_LEVEL=debug "$SELFTEST" gpu
+	assert_all_ok 4
+	assert_output --partial "hierarchical allreduce: 2 ranks a host, 2 hosts"
+}
+
+@test "stand-in: without a GPU (CUDA_VISIBLE_DEVICES empty) GPU collectives refuse and say why" {
+	CUDA_VISIBLE_DEVICES= run "$HVDRUN" -np 2 "$SELFTEST" nogpu
+	assert_success
+	assert_line --regexp '^\[0\]<stdout>:rank 0: no GPU: .+'
+}
+
+@test "stand-in: a rank killed while GPU allreduces are in flight: the others fail within a second, later calls too" {
+	local r ms opts
+	for opts in "-np 4" "-H localhost:2,127.0.0.1:2 -x HOROVOD_HIERARCHICAL_ALLREDUCE=1"; do
+		# shellcheck disable=SC2086 # the options, word by word
+		run "$HVDRUN" $opts "$SELFTEST" killgpu
+		[ "$status" -eq 137 ] || [ "$status" -eq 3 ]
+		for r in 0 2 3; do
+			ms=$(printf '%s\n' "${lines[@]}" | sed -n "s/^\[$r\]<stdout>:rank $r: error after \([0-9]*\) ms: .*/\1/p")
+			[ -n "$ms" ] && [ "$ms" -lt 1000 ]
+			assert_line --regexp "^\[$r\]<stdout>:rank $r: later: .+"
+			refute_line "[$r]<stdout>:rank $r: later: success"
+		done
+	done
+}
