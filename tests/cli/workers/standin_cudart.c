@@ -428,35 +428,41 @@ static struct op *op_new(enum op_kind k)
 	return o;
 }
 
-API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
-				enum cudaMemcpyKind kind, cudaStream_t h)
+/* A copy queued on stream h; its ticket in *ticket. */
+static cudaError_t copy_on(cudaStream_t h, void *dst, const void *src, size_t n,
+			   unsigned long *ticket)
 {
 	struct op *o = op_new(OP_COPY);
 
-	(void)kind;
 	if (o == NULL)
 		return fail(cudaErrorMemoryAllocation);
 	o->dst = dst;
 	o->src = src;
 	o->n = n;
-	enqueue(h, o);
+	*ticket = enqueue(h, o);
 	return cudaSuccess;
+}
+
+API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
+				enum cudaMemcpyKind kind, cudaStream_t h)
+{
+	unsigned long ticket;
+
+	(void)kind;
+	return copy_on(h, dst, src, n, &ticket);
 }
 
 /* Synchronous, on the default stream: after its earlier work. */
 API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
 			   enum cudaMemcpyKind kind)
 {
-	struct op *o = op_new(OP_COPY);
+	unsigned long ticket;
+	cudaError_t e = copy_on(NULL, dst, src, n, &ticket);
 
 	(void)kind;
-	if (o == NULL)
-		return fail(cudaErrorMemoryAllocation);
-	o->dst = dst;
-	o->src = src;
-	o->n = n;
-	wait_ticket(NULL, enqueue(NULL, o));
-	return cudaSuccess;
+	if (e == cudaSuccess)
+		wait_ticket(NULL, ticket);
+	return e;
 }
 
 API cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs,

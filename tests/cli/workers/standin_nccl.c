@@ -196,28 +196,6 @@ static bool move(struct ncclComm *c, struct xfer *x, int n)
 
 /* ---- arithmetic ---- */
 
-static size_t type_size(ncclDataType_t t)
-{
-	switch (t) {
-	case ncclInt8:
-	case ncclUint8:
-		return 1;
-	case ncclFloat16:
-	case ncclBfloat16:
-		return 2;
-	case ncclInt32:
-	case ncclUint32:
-	case ncclFloat32:
-		return 4;
-	case ncclInt64:
-	case ncclUint64:
-	case ncclFloat64:
-		return 8;
-	default:
-		return 0;
-	}
-}
-
 static float half_to_float(uint16_t h)
 {
 	uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31,
@@ -289,81 +267,77 @@ static uint16_t float_to_bf16(float f)
 	return (uint16_t)(b >> 16);
 }
 
-#define INT_OP(T, U)                                                           \
-	do {                                                                   \
-		T *a = acc;                                                    \
-		const T *b = in;                                               \
-		for (i = 0; i < n; i++)                                        \
-			a[i] = op == ncclSum	? (T)((U)a[i] + (U)b[i])       \
-			       : op == ncclProd ? (T)((U)a[i] * (U)b[i])       \
-			       : op == ncclMax	? (a[i] > b[i] ? a[i] : b[i])  \
-						: (a[i] < b[i] ? a[i] : b[i]);  \
-	} while (0)
-#define FLOAT_OP(T)                                                            \
-	do {                                                                   \
-		T *a = acc;                                                    \
-		const T *b = in;                                               \
-		for (i = 0; i < n; i++)                                        \
-			a[i] = op == ncclSum	? a[i] + b[i]                  \
-			       : op == ncclProd ? a[i] * b[i]                  \
-			       : op == ncclMax	? (a[i] > b[i] ? a[i] : b[i])  \
-						: (a[i] < b[i] ? a[i] : b[i]);  \
-	} while (0)
+/* NCCL's types that C has, each with the type its sums and products are
+ * done in (unsigned for integers: they wrap, as on the GPU). */
+#define NATIVE_TYPES(X)                                                        \
+	X(ncclInt8, int8_t, uint8_t)                                           \
+	X(ncclUint8, uint8_t, uint8_t)                                         \
+	X(ncclInt32, int32_t, uint32_t)                                        \
+	X(ncclUint32, uint32_t, uint32_t)                                      \
+	X(ncclInt64, int64_t, uint64_t)                                        \
+	X(ncclUint64, uint64_t, uint64_t)                                      \
+	X(ncclFloat32, float, float)                                           \
+	X(ncclFloat64, double, double)
 
-static float f_op(float a, float b, ncclRedOp_t op)
+#define OP(T, U, a, b)                                                         \
+	(op == ncclSum	  ? (T)((U)(a) + (U)(b))                               \
+	 : op == ncclProd ? (T)((U)(a) * (U)(b))                               \
+	 : op == ncclMax  ? ((a) > (b) ? (a) : (b))                            \
+			  : ((a) < (b) ? (a) : (b)))
+
+static float half_get(const uint16_t *p, bool h)
 {
-	return op == ncclSum	? a + b
-	       : op == ncclProd ? a * b
-	       : op == ncclMax	? (a > b ? a : b)
-				: (a < b ? a : b);
+	return h ? half_to_float(*p) : bf16_to_float(*p);
+}
+
+static void half_put(uint16_t *p, bool h, float x)
+{
+	*p = h ? float_to_half(x) : float_to_bf16(x);
+}
+
+static size_t type_size(ncclDataType_t t)
+{
+	switch (t) {
+#define SIZE(E, T, U)                                                          \
+	case E:                                                                \
+		return sizeof(T);
+		NATIVE_TYPES(SIZE)
+#undef SIZE
+	case ncclFloat16:
+	case ncclBfloat16:
+		return 2;
+	default:
+		return 0;
+	}
 }
 
 /* acc = acc op in, elementwise; op: sum, prod, max or min. */
 static void combine(void *acc, const void *in, size_t n, ncclDataType_t t,
 		    ncclRedOp_t op)
 {
+	uint16_t *ha = acc;
+	const uint16_t *hb = in;
 	size_t i;
 
 	switch (t) {
-	case ncclInt8:
-		INT_OP(int8_t, uint8_t);
+#define COMBINE(E, T, U)                                                       \
+	case E:                                                                \
+		for (i = 0; i < n; i++)                                        \
+			((T *)acc)[i] =                                        \
+				OP(T, U, ((T *)acc)[i], ((const T *)in)[i]);   \
 		break;
-	case ncclUint8:
-		INT_OP(uint8_t, uint8_t);
-		break;
-	case ncclInt32:
-		INT_OP(int32_t, uint32_t);
-		break;
-	case ncclUint32:
-		INT_OP(uint32_t, uint32_t);
-		break;
-	case ncclInt64:
-		INT_OP(int64_t, uint64_t);
-		break;
-	case ncclUint64:
-		INT_OP(uint64_t, uint64_t);
-		break;
-	case ncclFloat32:
-		FLOAT_OP(float);
-		break;
-	case ncclFloat64:
-		FLOAT_OP(double);
-		break;
+		NATIVE_TYPES(COMBINE)
+#undef COMBINE
 	case ncclFloat16:
-	case ncclBfloat16: {
-		uint16_t *a = acc;
-		const uint16_t *b = in;
-		bool h = t == ncclFloat16;
-
+	case ncclBfloat16:
 		for (i = 0; i < n; i++) {
-			float x = h ? half_to_float(a[i]) : bf16_to_float(a[i]);
-			float y = h ? half_to_float(b[i]) : bf16_to_float(b[i]);
+			float x = half_get(&ha[i], t == ncclFloat16);
+			float y = half_get(&hb[i], t == ncclFloat16);
 
-			x = f_op(x, y, op);
-			a[i] = h ? float_to_half(x) : float_to_bf16(x);
+			half_put(&ha[i], t == ncclFloat16,
+				 OP(float, float, x, y));
 		}
 		break;
-	}
 	default:
 		break;
 	}
@@ -372,92 +346,48 @@ static void combine(void *acc, const void *in, size_t n, ncclDataType_t t,
 /* buf = buf * s (mul) or buf / s, elementwise; integers: whole numbers. */
 static void scale(void *buf, size_t n, ncclDataType_t t, double s, bool mul)
 {
+	uint16_t *h = buf;
 	size_t i;
 
-#define SCALE(T)                                                               \
-	for (i = 0; i < n; i++)                                                \
-	((T *)buf)[i] =                                                        \
-		mul ? (T)(((T *)buf)[i] * (T)s) : (T)(((T *)buf)[i] / (T)s)
 	switch (t) {
-	case ncclInt8:
-		SCALE(int8_t);
+#define SCALE(E, T, U)                                                         \
+	case E:                                                                \
+		for (i = 0; i < n; i++)                                        \
+			((T *)buf)[i] = mul ? (T)(((T *)buf)[i] * (T)s)        \
+					    : (T)(((T *)buf)[i] / (T)s);       \
 		break;
-	case ncclUint8:
-		SCALE(uint8_t);
-		break;
-	case ncclInt32:
-		SCALE(int32_t);
-		break;
-	case ncclUint32:
-		SCALE(uint32_t);
-		break;
-	case ncclInt64:
-		SCALE(int64_t);
-		break;
-	case ncclUint64:
-		SCALE(uint64_t);
-		break;
-	case ncclFloat32:
-		SCALE(float);
-		break;
-	case ncclFloat64:
-		SCALE(double);
-		break;
+		NATIVE_TYPES(SCALE)
+#undef SCALE
 	case ncclFloat16:
-	case ncclBfloat16: {
-		uint16_t *a = buf;
-		bool h = t == ncclFloat16;
-
+	case ncclBfloat16:
 		for (i = 0; i < n; i++) {
-			float x = h ? half_to_float(a[i]) : bf16_to_float(a[i]);
+			float x = half_get(&h[i], t == ncclFloat16);
 
-			x = mul ? x * (float)s : x / (float)s;
-			a[i] = h ? float_to_half(x) : float_to_bf16(x);
+			half_put(&h[i], t == ncclFloat16,
+				 mul ? x * (float)s : x / (float)s);
 		}
 		break;
-	}
 	default:
 		break;
 	}
-#undef SCALE
 }
 
 static double scalar_value(const void *p, ncclDataType_t t)
 {
-	union {
-		int8_t i8;
-		uint8_t u8;
-		int32_t i32;
-		uint32_t u32;
-		int64_t i64;
-		uint64_t u64;
-		float f;
-		double d;
-		uint16_t h;
-	} v;
+	uint16_t h;
 
-	memcpy(&v, p, type_size(t));
 	switch (t) {
-	case ncclInt8:
-		return v.i8;
-	case ncclUint8:
-		return v.u8;
-	case ncclInt32:
-		return v.i32;
-	case ncclUint32:
-		return v.u32;
-	case ncclInt64:
-		return (double)v.i64;
-	case ncclUint64:
-		return (double)v.u64;
-	case ncclFloat32:
-		return v.f;
-	case ncclFloat64:
-		return v.d;
-	case ncclFloat16:
-		return half_to_float(v.h);
+#define VALUE(E, T, U)                                                         \
+	case E: {                                                              \
+		T v;                                                           \
+		memcpy(&v, p, sizeof(v));                                      \
+		return (double)v;                                              \
+	}
+		NATIVE_TYPES(VALUE)
+#undef VALUE
 	default:
-		return bf16_to_float(v.h);
+		memcpy(&h, p, sizeof(h));
+		return half_get(&h, t == ncclFloat16);
 	}
 }
 
@@ -721,6 +651,23 @@ static ncclResult_t submit(struct coll *o, cudaStream_t s)
 		       : ncclUnhandledCudaError;
 }
 
+/* A collective of the API's, queued (or added to the thread's group). */
+static ncclResult_t queue(enum kind k, const void *send, void *recv,
+			  size_t count, ncclDataType_t dt, ncclRedOp_t op,
+			  int root, ncclComm_t comm, cudaStream_t s)
+{
+	struct coll o = {.k = k,
+			 .send = send,
+			 .recv = recv,
+			 .count = count,
+			 .dt = dt,
+			 .op = op,
+			 .root = root,
+			 .comm = comm};
+
+	return submit(&o, s);
+}
+
 API ncclResult_t ncclGroupStart(void)
 {
 	group_depth++;
@@ -745,15 +692,7 @@ API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
 			       ncclDataType_t dt, ncclRedOp_t op,
 			       ncclComm_t comm, cudaStream_t s)
 {
-	struct coll o = {.k = K_ALLREDUCE,
-			 .send = send,
-			 .recv = recv,
-			 .count = count,
-			 .dt = dt,
-			 .op = op,
-			 .comm = comm};
-
-	return submit(&o, s);
+	return queue(K_ALLREDUCE, send, recv, count, dt, op, 0, comm, s);
 }
 
 API ncclResult_t ncclReduceScatter(const void *send, void *recv,
@@ -761,94 +700,45 @@ API ncclResult_t ncclReduceScatter(const void *send, void *recv,
 				   ncclRedOp_t op, ncclComm_t comm,
 				   cudaStream_t s)
 {
-	struct coll o = {.k = K_REDSCAT,
-			 .send = send,
-			 .recv = recv,
-			 .count = recvcount,
-			 .dt = dt,
-			 .op = op,
-			 .comm = comm};
-
-	return submit(&o, s);
+	return queue(K_REDSCAT, send, recv, recvcount, dt, op, 0, comm, s);
 }
 
 API ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
 			    ncclDataType_t dt, ncclRedOp_t op, int root,
 			    ncclComm_t comm, cudaStream_t s)
 {
-	struct coll o = {.k = K_REDUCE,
-			 .send = send,
-			 .recv = recv,
-			 .count = count,
-			 .dt = dt,
-			 .op = op,
-			 .root = root,
-			 .comm = comm};
-
-	return submit(&o, s);
+	return queue(K_REDUCE, send, recv, count, dt, op, root, comm, s);
 }
 
 API ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
 			       ncclDataType_t dt, int root, ncclComm_t comm,
 			       cudaStream_t s)
 {
-	struct coll o = {.k = K_BCAST,
-			 .send = send,
-			 .recv = recv,
-			 .count = count,
-			 .dt = dt,
-			 .op = ncclSum,
-			 .root = root,
-			 .comm = comm};
-
-	return submit(&o, s);
+	return queue(K_BCAST, send, recv, count, dt, ncclSum, root, comm, s);
 }
 
 API ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount,
 			       ncclDataType_t dt, ncclComm_t comm,
 			       cudaStream_t s)
 {
-	struct coll o = {.k = K_ALLGATHER,
-			 .send = send,
-			 .recv = recv,
-			 .count = sendcount,
-			 .dt = dt,
-			 .op = ncclSum,
-			 .comm = comm};
-
-	return submit(&o, s);
+	return queue(K_ALLGATHER, send, recv, sendcount, dt, ncclSum, 0, comm,
+		     s);
 }
 
 API ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t dt,
 			  int peer, ncclComm_t comm, cudaStream_t s)
 {
-	struct coll o = {.k = K_SEND,
-			 .send = send,
-			 .count = count,
-			 .dt = dt,
-			 .op = ncclSum,
-			 .root = peer,
-			 .comm = comm};
-
 	if (comm == NULL || peer < 0 || peer >= comm->size)
 		return ncclInvalidArgument;
-	return submit(&o, s);
+	return queue(K_SEND, send, NULL, count, dt, ncclSum, peer, comm, s);
 }
 
 API ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t dt, int peer,
 			  ncclComm_t comm, cudaStream_t s)
 {
-	struct coll o = {.k = K_RECV,
-			 .recv = recv,
-			 .count = count,
-			 .dt = dt,
-			 .op = ncclSum,
-			 .root = peer,
-			 .comm = comm};
-
 	if (comm == NULL || peer < 0 || peer >= comm->size)
 		return ncclInvalidArgument;
-	return submit(&o, s);
+	return queue(K_RECV, NULL, recv, count, dt, ncclSum, peer, comm, s);
 }
 
 API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar,
