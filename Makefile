@@ -148,12 +148,12 @@ $(B)/tests/hvd_selftest: tests/cli/workers/hvd_selftest.c $(B)/lib/libhvd.so
 
 $(B)/tests/hvd_sets: tests/cli/workers/hvd_sets.c $(B)/lib/libhvd.so
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -Wall -Wextra -Werror $(CFLAGS) -Icore/include -o $@ $< \
-	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd
+	$(CC) $(BASE) $(GPU_CFLAGS) -Wall -Wextra -Werror $(CFLAGS) -Icore/include -o $@ $< \
+	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd $(GPU_LIBS)
 
 $(B)/tests/san/hvd_sets: tests/cli/workers/hvd_sets.c $(call sobj,$(CORE_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
+	$(CC) $(BASE) $(GPU_CFLAGS) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
 	    -lm -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
 
 $(B)/tests/mpi_user: tests/cli/workers/mpi_user.c $(B)/lib/libhvd.so

@@ -12,6 +12,7 @@ bats_require_minimum_version 1.5.0
 load helper
 
 SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
+SETS=${HVD_SETS_BIN:-$ROOT/build/tests/hvd_sets}
 STANDIN=$ROOT/build/tests/standin
 
 setup() {
@@ -61,6 +62,18 @@ assert_all_ok() { # ranks
 		-x HOROVOD_LOG_LEVEL=debug "$SELFTEST" gpu
 	assert_all_ok 4
 	assert_output --partial "hierarchical allreduce: 2 ranks a host, 2 hosts"
+}
+
+@test "stand-in: GPU collectives in process sets (a communicator each): the even and the odd ranks' sets at once, the job's, a set removed and added again; 3 and 4 ranks" {
+	local n
+	for n in 3 4; do
+		run "$HVDRUN" -np "$n" -x HOROVOD_DYNAMIC_PROCESS_SETS=1 \
+			-x HOROVOD_LOG_LEVEL=debug "$SETS" gpu
+		assert_all_ok "$n"
+		# rank 0's: the even set's twice (added again), the job's once
+		assert_equal "$(grep -c '^\[0\]<stderr>:.*NCCL on GPU 0, 2 ranks$' <<<"$output")" 2
+		assert_line --regexp "^\[0\]<stderr>:.*NCCL on GPU 0, $n ranks$"
+	done
 }
 
 @test "stand-in: without a GPU (CUDA_VISIBLE_DEVICES empty) GPU collectives refuse and say why" {

@@ -22,8 +22,17 @@
  *            once (a set's run of collectives needs no agreement of the
  *            job's each time: rank 0's timeline, with
  *            HOROVOD_TIMELINE_MARK_CYCLES, counts the job's cycles)
+ *   gpu      (dynamic) GPU collectives over NCCL in the sets of the even
+ *            and of the odd ranks at the same time, then in the job, then
+ *            in the even set removed and added again (a communicator of
+ *            its own made again): allreduce (sum, average, two fused),
+ *            broadcast from the set's last rank, allgather of uneven
+ *            counts; exits 77 after "skip: REASON" where there is no GPU
  * Prints "rank R: ok" and exits 0, or names what went wrong and exits 1. */
 #include <hvd.h>
+#if HVD_NCCL
+#include <cuda_runtime_api.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -552,6 +561,166 @@ static void mode_static(void)
 	EXPECT(hvd_barrier() == 0, "barrier");
 }
 
+#if HVD_NCCL
+/* n floats of value v in GPU memory. */
+static float *gpu_fill(size_t n, float v)
+{
+	float *h = malloc(n * sizeof(float)), *d = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h[i] = v;
+	cudaMalloc((void **)&d, n * sizeof(float));
+	cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
+	free(h);
+	return d;
+}
+
+/* How many of the n floats at d differ from want(i). */
+static size_t gpu_wrong(const float *d, size_t n, float (*want)(size_t, void *),
+			void *arg)
+{
+	float *h = malloc(n * sizeof(float));
+	size_t i, bad = 0;
+
+	cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+	for (i = 0; i < n; i++)
+		bad += h[i] != want(i, arg);
+	free(h);
+	return bad;
+}
+
+static float same(size_t i, void *arg)
+{
+	(void)i;
+	return *(float *)arg;
+}
+
+struct gathered {
+	const int *ranks;
+	int n;
+};
+
+/* Element i of the allgather: rank k of the set gave k + 1 elements of
+ * (its job rank + 1). */
+static float gathered_at(size_t i, void *arg)
+{
+	const struct gathered *g = arg;
+	size_t at = 0;
+	int k;
+
+	for (k = 0; k < g->n; at += (size_t)k + 1, k++)
+		if (i < at + (size_t)k + 1)
+			return (float)(g->ranks[k] + 1);
+	return -1;
+}
+
+static void gpu_collectives(int id, const int *ranks, int n, const char *tag)
+{
+	size_t c = 1000, got = 0, total = 0;
+	int me = hvd_process_set_rank(id), j, rc;
+	float sum = 0, twice, avg, root = (float)(ranks[n - 1] + 1);
+	float *a = gpu_fill(c, (float)(rank_ + 1));
+	float *b = gpu_fill(c, (float)(2 * (rank_ + 1)));
+	struct gathered g = {ranks, n};
+	hvd_handle *h[2] = {NULL, NULL};
+	void *out = NULL;
+	char name[64];
+
+	for (j = 0; j < n; j++) {
+		sum += (float)(ranks[j] + 1);
+		total += (size_t)j + 1;
+	}
+	twice = 2 * sum;
+	avg = sum / (float)n;
+	/* two at once, fused into one batch of the set's */
+	snprintf(name, sizeof(name), "%s.gpu.a", tag);
+	hvd_next_process_set(id);
+	rc = hvd_allreduce_gpu_async(name, a, a, c, HVD_FLOAT32, HVD_SUM,
+				     &h[0]);
+	snprintf(name, sizeof(name), "%s.gpu.b", tag);
+	hvd_next_process_set(id);
+	rc = rc ? rc
+		: hvd_allreduce_gpu_async(name, b, b, c, HVD_FLOAT32, HVD_SUM,
+					  &h[1]);
+	rc = rc ? rc : hvd_wait(h[0]);
+	rc = rc ? rc : hvd_wait(h[1]);
+	EXPECT(rc == 0 && gpu_wrong(a, c, same, &sum) == 0 &&
+		       gpu_wrong(b, c, same, &twice) == 0,
+	       "%s: GPU allreduce: %s", tag, hvd_strerror(rc));
+	/* the average, out of place */
+	snprintf(name, sizeof(name), "%s.gpu.avg", tag);
+	cudaMemcpy(a, b, c * sizeof(float), cudaMemcpyDeviceToDevice);
+	cudaFree(b);
+	b = gpu_fill(c, (float)(rank_ + 1));
+	hvd_next_process_set(id);
+	rc = hvd_allreduce_gpu(name, b, a, c, HVD_FLOAT32, HVD_AVERAGE);
+	EXPECT(rc == 0 && gpu_wrong(a, c, same, &avg) == 0,
+	       "%s: GPU average: %s", tag, hvd_strerror(rc));
+	/* broadcast from the set's last rank (a rank of the job) */
+	snprintf(name, sizeof(name), "%s.gpu.bcast", tag);
+	hvd_next_process_set(id);
+	rc = hvd_broadcast_gpu(name, b, c, HVD_FLOAT32, ranks[n - 1]);
+	EXPECT(rc == 0 && gpu_wrong(b, c, same, &root) == 0,
+	       "%s: GPU broadcast: %s", tag, hvd_strerror(rc));
+	/* allgather: me + 1 elements from each */
+	cudaFree(b);
+	b = gpu_fill((size_t)me + 1, (float)(rank_ + 1));
+	snprintf(name, sizeof(name), "%s.gpu.gather", tag);
+	hvd_next_process_set(id);
+	rc = hvd_allgather_gpu(name, b, (size_t)me + 1, HVD_FLOAT32, &out,
+			       &got);
+	EXPECT(rc == 0 && got == total &&
+		       gpu_wrong(out, got, gathered_at, &g) == 0,
+	       "%s: GPU allgather: %s, %zu elements, not %zu", tag,
+	       hvd_strerror(rc), got, total);
+	cudaFree(out);
+	cudaFree(a);
+	cudaFree(b);
+}
+
+static void mode_gpu(void)
+{
+	int even[64], odd[64], all[64], ne = 0, no = 0, r, ide, ido;
+	int dev = hvd_gpu_device();
+
+	if (dev < 0) {
+		printf("skip: %s\n", hvd_error_message());
+		hvd_shutdown();
+		exit(77);
+	}
+	cudaSetDevice(dev);
+	for (r = 0; r < size_ && r < 64; r++) {
+		all[r] = r;
+		if (r % 2 == 0)
+			even[ne++] = r;
+		else
+			odd[no++] = r;
+	}
+	ide = hvd_add_process_set(even, ne);
+	ido = hvd_add_process_set(odd, no);
+	EXPECT(ide > 0 && ido > 0, "add: %d, %d", ide, ido);
+	if (rank_ % 2 == 0)
+		gpu_collectives(ide, even, ne, "even");
+	else
+		gpu_collectives(ido, odd, no, "odd");
+	gpu_collectives(0, all, size_, "job");
+	EXPECT(hvd_remove_process_set(ide) == 0, "remove the even set");
+	ide = hvd_add_process_set(even, ne);
+	EXPECT(ide > 0, "add the even set again: %d", ide);
+	if (rank_ % 2 == 0)
+		gpu_collectives(ide, even, ne, "even.again");
+	EXPECT(hvd_barrier() == 0, "barrier");
+}
+#else
+static void mode_gpu(void)
+{
+	printf("skip: this test was built without CUDA and NCCL\n");
+	hvd_shutdown();
+	exit(77);
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "dynamic";
@@ -575,6 +744,8 @@ int main(int argc, char **argv)
 		mode_stall();
 	else if (strcmp(mode, "burst") == 0)
 		mode_burst();
+	else if (strcmp(mode, "gpu") == 0)
+		mode_gpu();
 	else {
 		fprintf(stderr, "unknown mode '%s'\n", mode);
 		return 2;
