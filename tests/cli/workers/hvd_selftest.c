@@ -36,6 +36,8 @@
  *             submitted at once and checked, as training steps are (run
  *             with --autotune: every setting the autotuner tries gives the
  *             same results)
+ *   gpusteps [N]  the same on the GPU, each tensor still being copied
+ *             there (on the default stream) when it is submitted
  * Prints "rank R: ok" and exits 0, or names what went wrong and exits 1. */
 #include <dirent.h>
 #include <hvd.h>
@@ -1645,13 +1647,56 @@ static void mode_resets(int times, long kib)
 	}
 }
 
-static void mode_steps(int steps)
+/* A step's tensor k on the GPU (gpu: dev[k]): copied there on the default
+ * stream, still being written as it is submitted, as a gradient of a
+ * backward pass is; then the result copied back. */
+static int step_submit(int gpu, float **dev, int k, float *host, size_t n,
+		       const char *name, hvd_handle **h)
+{
+#if HVD_NCCL
+	if (gpu) {
+		if (dev[k] == NULL &&
+		    cudaMalloc((void **)&dev[k], n * sizeof(float)) !=
+			    cudaSuccess)
+			return HVD_ENOMEM;
+		cudaMemcpyAsync(dev[k], host, n * sizeof(float),
+				cudaMemcpyHostToDevice, cudaStreamLegacy);
+		return hvd_allreduce_gpu_async(name, dev[k], dev[k], n,
+					       HVD_FLOAT32, HVD_SUM, h);
+	}
+#endif
+	(void)gpu, (void)dev, (void)k;
+	return hvd_allreduce_async(name, host, host, n, HVD_FLOAT32, HVD_SUM,
+				   h);
+}
+
+static void step_result(int gpu, float **dev, int k, float *host, size_t n)
+{
+#if HVD_NCCL
+	if (gpu)
+		cudaMemcpy(host, dev[k], n * sizeof(float),
+			   cudaMemcpyDeviceToHost);
+#endif
+	(void)gpu, (void)dev, (void)k, (void)host, (void)n;
+}
+
+static void mode_steps(int steps, int gpu)
 {
 	enum { K = 12 };
 	static float buf[K][1 << 18];
+	float *dev[K] = {NULL};
 	int size = hvd_size(), rank = hvd_rank(), s, k;
 	size_t i;
 
+	if (gpu && hvd_gpu_device() < 0) {
+		printf("skip: %s\n", hvd_error_message());
+		hvd_shutdown();
+		exit(77);
+	}
+#if HVD_NCCL
+	if (gpu)
+		cudaSetDevice(hvd_gpu_device());
+#endif
 	for (s = 0; s < steps && failures == 0; s++) {
 		hvd_handle *h[K];
 
@@ -1663,9 +1708,8 @@ static void mode_steps(int steps)
 				buf[k][i] =
 					(float)(rank + s + k + (int)(i % 7));
 			snprintf(name, sizeof(name), "step.%d", k);
-			EXPECT(hvd_allreduce_async(name, buf[k], buf[k], n,
-						   HVD_FLOAT32, HVD_SUM,
-						   &h[k]) == 0,
+			EXPECT(step_submit(gpu, dev, k, buf[k], n, name,
+					   &h[k]) == 0,
 			       "step %d: submit %d", s, k);
 		}
 		for (k = 0; k < K; k++) {
@@ -1673,6 +1717,7 @@ static void mode_steps(int steps)
 
 			EXPECT(hvd_wait(h[k]) == 0, "step %d: wait %d: %s", s,
 			       k, hvd_error_message());
+			step_result(gpu, dev, k, buf[k], n);
 			for (i = 0; i < n; i += 97) {
 				float want =
 					(float)(size * (s + k + (int)(i % 7)) +
@@ -1687,6 +1732,10 @@ static void mode_steps(int steps)
 			}
 		}
 	}
+#if HVD_NCCL
+	for (k = 0; k < K; k++)
+		cudaFree(dev[k]);
+#endif
 }
 
 int main(int argc, char **argv)
@@ -1731,7 +1780,9 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "idle") == 0)
 		mode_idle();
 	else if (strcmp(mode, "steps") == 0)
-		mode_steps(argc > 2 ? atoi(argv[2]) : 300);
+		mode_steps(argc > 2 ? atoi(argv[2]) : 300, 0);
+	else if (strcmp(mode, "gpusteps") == 0)
+		mode_steps(argc > 2 ? atoi(argv[2]) : 300, 1);
 	else if (strcmp(mode, "resets") == 0)
 		mode_resets(argc > 2 ? atoi(argv[2]) : 100,
 			    argc > 3 ? atol(argv[3]) : 0);

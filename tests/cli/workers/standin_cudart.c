@@ -217,7 +217,7 @@ API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr,
 
 /* ---- streams ---- */
 
-enum op_kind { OP_COPY, OP_RECORD, OP_WAIT, OP_HOST };
+enum op_kind { OP_COPY, OP_SET, OP_RECORD, OP_WAIT, OP_HOST };
 
 struct op {
 	struct op *next;
@@ -232,6 +232,7 @@ struct op {
 };
 
 struct CUstream_st {
+	struct CUstream_st *next; /* of every live stream (streams) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct op *head, *tail;
@@ -259,6 +260,9 @@ static void run_op(struct op *o)
 		if (o->n > 0)
 			memmove(o->dst, o->src, o->n);
 		break;
+	case OP_SET:
+		memset(o->dst, (int)o->gen, o->n);
+		break;
 	case OP_RECORD:
 		pthread_mutex_lock(&M);
 		if (o->ev->completed < o->gen) {
@@ -281,6 +285,10 @@ static void run_op(struct op *o)
 		break;
 	}
 }
+
+/* Every live stream, for cudaDeviceSynchronize. */
+static pthread_mutex_t streams_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct CUstream_st *streams;
 
 static void *stream_main(void *arg)
 {
@@ -307,6 +315,13 @@ static void *stream_main(void *arg)
 	}
 	pthread_mutex_unlock(&s->mu);
 	/* Destroyed, and every op run: the stream goes with its thread. */
+	pthread_mutex_lock(&streams_mu);
+	for (struct CUstream_st **at = &streams; *at != NULL; at = &(*at)->next)
+		if (*at == s) {
+			*at = s->next;
+			break;
+		}
+	pthread_mutex_unlock(&streams_mu);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
@@ -325,10 +340,15 @@ static struct CUstream_st *stream_new(void)
 	pthread_cond_init(&s->cv, NULL);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_mutex_lock(&streams_mu);
 	if (pthread_create(&t, &a, stream_main, s) != 0) {
 		free(s);
 		s = NULL;
+	} else {
+		s->next = streams;
+		streams = s;
 	}
+	pthread_mutex_unlock(&streams_mu);
 	pthread_attr_destroy(&a);
 	return s;
 }
@@ -463,6 +483,40 @@ API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
 	if (e == cudaSuccess)
 		wait_ticket(NULL, ticket);
 	return e;
+}
+
+/* On the default stream, as CUDA's for device memory. */
+API cudaError_t cudaMemset(void *dst, int value, size_t n)
+{
+	struct op *o = op_new(OP_SET);
+
+	if (o == NULL)
+		return fail(cudaErrorMemoryAllocation);
+	o->dst = dst;
+	o->gen = (unsigned char)value;
+	o->n = n;
+	enqueue(NULL, o);
+	return cudaSuccess;
+}
+
+/* Every stream's work queued so far done. */
+API cudaError_t cudaDeviceSynchronize(void)
+{
+	struct CUstream_st *s;
+
+	pthread_once(&legacy_once, legacy_make);
+	pthread_mutex_lock(&streams_mu);
+	for (s = streams; s != NULL; s = s->next) {
+		unsigned long ticket;
+
+		pthread_mutex_lock(&s->mu);
+		ticket = s->queued;
+		while (s->done < ticket)
+			pthread_cond_wait(&s->cv, &s->mu);
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_unlock(&streams_mu);
+	return cudaSuccess;
 }
 
 API cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs,
