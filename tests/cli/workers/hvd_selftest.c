@@ -930,6 +930,46 @@ static void check_gpu_ready(void)
 	free(h);
 }
 
+/* hvd_wait_stream: the caller's stream waits for the allreduce on the
+ * GPU (the host does not), so that what is queued on it after the call
+ * sees the result; the name is free at once for the next step's tensor. */
+static void check_gpu_wait_stream(void)
+{
+	size_t n = 1 << 20, i, bad = 0;
+	float *h = malloc(n * sizeof(float)), *d = NULL, want = 0;
+	cudaStream_t s = NULL;
+	int step, r = 0, k;
+
+	cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+	cudaMalloc((void **)&d, n * sizeof(float));
+	for (step = 0; step < 3 && r == 0; step++) {
+		hvd_handle *hd = NULL;
+
+		bad = 0;
+
+		for (i = 0; i < n; i++)
+			h[i] = (float)(hvd_rank() + 1 + step);
+		cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
+		r = hvd_allreduce_gpu_async("wstream", d, d, n, HVD_FLOAT32,
+					    HVD_SUM, &hd);
+		r = r ? r : hvd_wait_stream(hd, s);
+		memset(h, 0, n * sizeof(float));
+		cudaMemcpyAsync(h, d, n * sizeof(float), cudaMemcpyDeviceToHost,
+				s);
+		cudaStreamSynchronize(s);
+		for (k = 0, want = 0; k < hvd_size(); k++)
+			want += (float)(k + 1 + step);
+		for (i = 0; r == 0 && i < n; i++)
+			bad += h[i] != want;
+		EXPECT(r == 0 && bad == 0,
+		       "wait_stream step %d: %s; %zu of %zu not %g (the first: %g)",
+		       step, hvd_strerror(r), bad, n, want, h[0]);
+	}
+	cudaFree(d);
+	cudaStreamDestroy(s);
+	free(h);
+}
+
 static void mode_gpu(void)
 {
 	int dev = hvd_gpu_device(), r;
@@ -944,6 +984,7 @@ static void mode_gpu(void)
 	mode_gpu_collectives();
 	mode_gpu_more();
 	check_gpu_ready();
+	check_gpu_wait_stream();
 	/* Host memory is refused on the spot, naming the buffer. */
 	r = hvd_allreduce_gpu("host", x, x, 4, HVD_FLOAT32, HVD_SUM);
 	EXPECT(r == HVD_EINVAL && strstr(hvd_error_message(), "host memory"),
