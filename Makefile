@@ -189,7 +189,7 @@ $(B)/tests/fake/libcudart.so: tests/cli/workers/fake_cudart.c
 ifeq ($(NCCL),1)
 CUDART_SONAME := $(shell objdump -p $(CUDA_HOME)/lib64/libcudart.so 2>/dev/null | sed -n 's/^ *SONAME *//p')
 NCCL_SONAME   := $(shell objdump -p $(NCCL_LIBDIR)libnccl.so 2>/dev/null | sed -n 's/^ *SONAME *//p')
-STANDIN       := $(B)/tests/standin/$(CUDART_SONAME) $(B)/tests/standin/$(NCCL_SONAME)
+STANDIN       := $(if $(and $(CUDART_SONAME),$(NCCL_SONAME)),$(B)/tests/standin/$(CUDART_SONAME) $(B)/tests/standin/$(NCCL_SONAME))
 STANDIN_FLAGS := $(BASE) $(WARN) $(CFLAGS) -Wno-missing-prototypes -fvisibility=hidden \
                  -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include -shared
 $(B)/tests/standin/$(CUDART_SONAME): tests/cli/workers/standin_cudart.c

@@ -18,7 +18,8 @@ STANDIN=$ROOT/build/tests/standin
 setup() {
 	export PIDDIR=$BATS_TEST_TMPDIR/pids
 	mkdir -p "$PIDDIR"
-	[ -n "$(ls "$STANDIN"/libnccl.so* 2>/dev/null)" ] ||
+	{ [ -n "$(ls "$STANDIN"/libnccl.so* 2>/dev/null)" ] &&
+		readelf -d "$ROOT/build/lib/libhvd.so" | grep -q 'NEEDED.*libnccl'; } ||
 		skip "libhvd was built without CUDA and NCCL (make NCCL=0, or none under CUDA_HOME)"
 	export LD_LIBRARY_PATH=$STANDIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	export STANDIN_GPUS=4
