@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -793,13 +794,17 @@ API ncclResult_t ncclGetVersion(int *version)
 API ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 {
 	static _Atomic unsigned n;
+	unsigned long long r = 0;
 	struct timespec ts;
 
+	/* Unique among the jobs of a network namespace (where the abstract
+	 * names live), whatever PID namespaces they run in. */
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return ncclSystemError;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	memset(id, 0, sizeof(*id));
-	snprintf(id->internal, sizeof(id->internal), "%d.%lld.%ld.%u",
-		 (int)getpid(), (long long)ts.tv_sec, ts.tv_nsec,
-		 atomic_fetch_add(&n, 1));
+	snprintf(id->internal, sizeof(id->internal), "%d.%ld.%u.%llx",
+		 (int)getpid(), ts.tv_nsec, atomic_fetch_add(&n, 1), r);
 	return ncclSuccess;
 }
 
