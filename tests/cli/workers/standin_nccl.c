@@ -133,8 +133,9 @@ static bool behind(const struct xfer *x, int i)
 	return false;
 }
 
-/* Runs the n transfers to their ends; false (and c's error set) when a
- * peer closed its end or c was aborted. */
+/* Runs the n transfers to their ends (a rank's own, fd -1, are copied
+ * before: flush_p2p); false (and c's error set) when a peer closed its
+ * end or c was aborted. */
 static bool move(struct ncclComm *c, struct xfer *x, int n)
 {
 	struct pollfd *p = calloc((size_t)n + 1, sizeof(*p));
@@ -149,7 +150,8 @@ static bool move(struct ncclComm *c, struct xfer *x, int n)
 			break;
 		}
 		for (i = 0; i < n; i++)
-			if (x[i].done < x[i].len && !behind(x, i)) {
+			if (x[i].fd >= 0 && x[i].done < x[i].len &&
+			    !behind(x, i)) {
 				p[k].fd = x[i].fd;
 				p[k].events = x[i].out ? POLLOUT : POLLIN;
 				p[k].revents = 0;
