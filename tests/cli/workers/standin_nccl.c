@@ -4,8 +4,9 @@
  * soname, found first through LD_LIBRARY_PATH; compiled against NCCL's
  * own header.
  *
- * A communicator's ranks are processes of one host, joined by Unix
- * sockets (abstract names made of the unique id): one mesh for the
+ * A communicator's ranks are processes of one host (one network
+ * namespace), joined by Unix sockets (abstract names made of the unique
+ * id): one mesh for the
  * collectives, which run on the caller's stream (cudaLaunchHostFunc),
  * and one for the host's calls (ncclCommSplit). Every collective moves
  * every rank's data to every rank that needs it and reduces in rank
