@@ -93,6 +93,23 @@ assert_all_ok() { # ranks
 	assert_line --index 10 --regexp '^[01],[01],0,'
 }
 
+@test "stand-in: the timeline of GPU steps: each tensor's wait for its data ends before its NCCL allreduce starts, every step; fused ones have their copies" {
+	local tl=$BATS_TEST_TMPDIR/tl.json
+	run "$HVDRUN" -np 2 --timeline-filename "$tl" "$SELFTEST" gpusteps 20
+	assert_all_ok 2
+	# 12 tensors, 20 steps each
+	jq -e '[.[] | select(.ph == "X")] | group_by(.tid) | length == 12' "$tl"
+	jq -e '[.[] | select(.ph == "X")] | group_by(.tid) | map(
+		(map(select(.name == "WAIT_FOR_DATA")) | sort_by(.ts) | map(.ts + .dur)) as $w |
+		(map(select(.name == "NCCL_ALLREDUCE")) | sort_by(.ts) | map(.ts)) as $n |
+		($w | length) == 20 and ($n | length) == 20 and
+		([range(0; 20) | $w[.] <= $n[.]] | all)) | all' "$tl"
+	jq -e '[.[] | select(.ph == "X" and .name == "MEMCPY_IN_FUSION_BUFFER")] | length > 0' "$tl"
+	jq -e '([.[] | select(.name == "MEMCPY_IN_FUSION_BUFFER")] | length) ==
+		([.[] | select(.name == "MEMCPY_OUT_FUSION_BUFFER")] | length)' "$tl"
+	jq -e '[.[] | select(.ph == "X" and .dur < 0)] | length == 0' "$tl"
+}
+
 @test "stand-in: without a GPU (CUDA_VISIBLE_DEVICES empty) GPU collectives refuse and say why" {
 	CUDA_VISIBLE_DEVICES= run "$HVDRUN" -np 2 "$SELFTEST" nogpu
 	assert_success
