@@ -110,6 +110,16 @@ assert_all_ok() { # ranks
 	jq -e '[.[] | select(.ph == "X" and .dur < 0)] | length == 0' "$tl"
 }
 
+@test "stand-in: re-initialisation with GPU work: 30 times hvd_shutdown() then hvd_init() and a GPU allreduce at np 3, nothing leaked" {
+	local kib=2048 r
+	[ -z "${HVD_SANITIZER_RUN-}" ] || kib=0
+	run "$HVDRUN" -np 3 "$SELFTEST" gpuresets 30 "$kib"
+	assert_all_ok 3
+	for r in 0 1 2; do
+		assert_line --regexp "^\[$r\]<stdout>:rank $r: 30 resets: [0-9]+ descriptors, [0-9]+ threads"
+	done
+}
+
 @test "stand-in: without a GPU (CUDA_VISIBLE_DEVICES empty) GPU collectives refuse and say why" {
 	CUDA_VISIBLE_DEVICES= run "$HVDRUN" -np 2 "$SELFTEST" nogpu
 	assert_success

@@ -32,6 +32,8 @@
  *             size; descriptors and threads the same after the 10th as
  *             after the last, memory (VmRSS) grown by at most KIB (0:
  *             not checked)
+ *   gpuresets [N [KIB]]  the same, with an allreduce on the GPU after
+ *             each hvd_init (the GPU engine set up and torn down each time)
  *   steps [N]  N steps (300) of 12 named allreduces of 1 KiB to 1 MiB
  *             submitted at once and checked, as training steps are (run
  *             with --autotune: every setting the autotuner tries gives the
@@ -1629,12 +1631,42 @@ static long proc_count(const char *dir)
 	return n;
 }
 
-static void mode_resets(int times, long kib)
+/* gpuresets: after each hvd_init also an allreduce on the GPU, so that
+ * the GPU engine is set up (stream, events, NCCL communicator) and torn
+ * down each time. */
+static int reset_gpu_allreduce(int i)
+{
+#if HVD_NCCL
+	float x = 1, *d = NULL;
+	int rc;
+
+	cudaSetDevice(hvd_gpu_device());
+	if (cudaMalloc((void **)&d, sizeof(x)) != cudaSuccess)
+		return HVD_ENOMEM;
+	cudaMemcpy(d, &x, sizeof(x), cudaMemcpyHostToDevice);
+	rc = hvd_allreduce_gpu("resets.g", d, d, 1, HVD_FLOAT32, HVD_SUM);
+	cudaMemcpy(&x, d, sizeof(x), cudaMemcpyDeviceToHost);
+	cudaFree(d);
+	EXPECT(rc == 0 && x == (float)hvd_size(), "GPU allreduce %d: %s (%g)",
+	       i, hvd_strerror(rc), x);
+	return rc;
+#else
+	(void)i;
+	return HVD_ENOTSUP;
+#endif
+}
+
+static void mode_resets(int times, long kib, int gpu)
 {
 	long fds = 0, threads = 0, rss = 0;
 	int i, rc, gen = hvd_elastic_generation();
 	int rank = hvd_rank(), size = hvd_size();
 
+	if (gpu && hvd_gpu_device() < 0) {
+		printf("skip: %s\n", hvd_error_message());
+		hvd_shutdown();
+		exit(77);
+	}
 	for (i = 1; i <= times; i++) {
 		float x = 1;
 
@@ -1653,6 +1685,8 @@ static void mode_resets(int times, long kib)
 		rc = hvd_allreduce("resets.x", &x, &x, 1, HVD_FLOAT32, HVD_SUM);
 		EXPECT(rc == 0 && x == (float)hvd_size(), "allreduce %d: %s", i,
 		       hvd_strerror(rc));
+		if (gpu && reset_gpu_allreduce(i) != 0)
+			return;
 		if (i == 10) {
 			fds = proc_count("fd");
 			threads = proc_count("task");
@@ -1826,7 +1860,10 @@ int main(int argc, char **argv)
 		mode_steps(argc > 2 ? atoi(argv[2]) : 300, 1);
 	else if (strcmp(mode, "resets") == 0)
 		mode_resets(argc > 2 ? atoi(argv[2]) : 100,
-			    argc > 3 ? atol(argv[3]) : 0);
+			    argc > 3 ? atol(argv[3]) : 0, 0);
+	else if (strcmp(mode, "gpuresets") == 0)
+		mode_resets(argc > 2 ? atoi(argv[2]) : 100,
+			    argc > 3 ? atol(argv[3]) : 0, 1);
 	else {
 		fprintf(stderr, "unknown mode '%s'\n", mode);
 		return 2;

@@ -233,6 +233,7 @@ struct op {
 
 struct CUstream_st {
 	struct CUstream_st *next; /* of every live stream (streams) */
+	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct op *head, *tail;
@@ -314,34 +315,19 @@ static void *stream_main(void *arg)
 		pthread_cond_broadcast(&s->cv);
 	}
 	pthread_mutex_unlock(&s->mu);
-	/* Destroyed, and every op run: the stream goes with its thread. */
-	pthread_mutex_lock(&streams_mu);
-	for (struct CUstream_st **at = &streams; *at != NULL; at = &(*at)->next)
-		if (*at == s) {
-			*at = s->next;
-			break;
-		}
-	pthread_mutex_unlock(&streams_mu);
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
-	free(s);
 	return NULL;
 }
 
 static struct CUstream_st *stream_new(void)
 {
 	struct CUstream_st *s = calloc(1, sizeof(*s));
-	pthread_attr_t a;
-	pthread_t t;
 
 	if (s == NULL)
 		return NULL;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_mutex_lock(&streams_mu);
-	if (pthread_create(&t, &a, stream_main, s) != 0) {
+	if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
 		free(s);
 		s = NULL;
 	} else {
@@ -349,7 +335,6 @@ static struct CUstream_st *stream_new(void)
 		streams = s;
 	}
 	pthread_mutex_unlock(&streams_mu);
-	pthread_attr_destroy(&a);
 	return s;
 }
 
@@ -413,7 +398,8 @@ API cudaError_t cudaStreamCreate(cudaStream_t *s)
 	return cudaStreamCreateWithFlags(s, cudaStreamDefault);
 }
 
-/* As CUDA's: returns at once; the stream's work still runs. */
+/* CUDA's returns at once, the stream's work still to run; this one
+ * returns once it has run (the engine cannot tell the two apart). */
 API cudaError_t cudaStreamDestroy(cudaStream_t h)
 {
 	struct CUstream_st *s = h;
@@ -424,6 +410,19 @@ API cudaError_t cudaStreamDestroy(cudaStream_t h)
 	s->stop = true;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
+	/* Its work run, its thread gone: what a process holds after a
+	 * stream's end is the same every time (tests count threads). */
+	pthread_join(s->thread, NULL);
+	pthread_mutex_lock(&streams_mu);
+	for (struct CUstream_st **at = &streams; *at != NULL; at = &(*at)->next)
+		if (*at == s) {
+			*at = s->next;
+			break;
+		}
+	pthread_mutex_unlock(&streams_mu);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s);
 	return cudaSuccess;
 }
 
