@@ -192,6 +192,8 @@ NCCL_SONAME   := $(shell objdump -p $(NCCL_LIBDIR)libnccl.so 2>/dev/null | sed -
 STANDIN       := $(if $(and $(CUDART_SONAME),$(NCCL_SONAME)),$(B)/tests/standin/$(CUDART_SONAME) $(B)/tests/standin/$(NCCL_SONAME))
 STANDIN_FLAGS := $(BASE) $(WARN) $(CFLAGS) -Wno-missing-prototypes -fvisibility=hidden \
                  -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include -shared
+endif
+ifneq ($(STANDIN),)
 $(B)/tests/standin/$(CUDART_SONAME): tests/cli/workers/standin_cudart.c
 	@mkdir -p $(dir $@)
 	printf '%s { global: *; };\n' $(CUDART_SONAME) >$@.map

@@ -732,6 +732,26 @@ static void mode_nogpu(void)
 	       hvd_strerror(rc));
 }
 
+/* The GPU modes: this rank's GPU made the current device, or exit 77
+ * after "skip: REASON" where there is none. */
+static void use_gpu_or_skip(void)
+{
+	int dev = hvd_gpu_device();
+
+#if HVD_NCCL
+	if (dev >= 0) {
+		cudaSetDevice(dev);
+		return;
+	}
+	printf("skip: %s\n", hvd_error_message());
+#else
+	(void)dev;
+	printf("skip: this self-test was built without CUDA and NCCL\n");
+#endif
+	hvd_shutdown();
+	exit(77);
+}
+
 #if HVD_NCCL
 static void mode_gpu_collectives(void)
 {
@@ -937,7 +957,7 @@ static void check_gpu_ready(void)
  * sees the result; the name is free at once for the next step's tensor. */
 static void check_gpu_wait_stream(void)
 {
-	size_t n = 1 << 20, i, bad = 0;
+	size_t n = 1 << 20, i;
 	float *h = malloc(n * sizeof(float)), *d = NULL, want = 0;
 	cudaStream_t s = NULL;
 	int step, r = 0, k;
@@ -946,8 +966,7 @@ static void check_gpu_wait_stream(void)
 	cudaMalloc((void **)&d, n * sizeof(float));
 	for (step = 0; step < 3 && r == 0; step++) {
 		hvd_handle *hd = NULL;
-
-		bad = 0;
+		size_t bad = 0;
 
 		for (i = 0; i < n; i++)
 			h[i] = (float)(hvd_rank() + 1 + step);
@@ -974,15 +993,10 @@ static void check_gpu_wait_stream(void)
 
 static void mode_gpu(void)
 {
-	int dev = hvd_gpu_device(), r;
 	float x[4] = {0}, *dx;
+	int r;
 
-	if (dev < 0) {
-		printf("skip: %s\n", hvd_error_message());
-		hvd_shutdown();
-		exit(77);
-	}
-	cudaSetDevice(dev);
+	use_gpu_or_skip();
 	mode_gpu_collectives();
 	mode_gpu_more();
 	check_gpu_ready();
@@ -1013,14 +1027,9 @@ static void mode_killgpu(void)
 	float *d[4];
 	hvd_handle *h[4];
 	long long t_kill = 0;
-	int i, k, rc = 0, dev = hvd_gpu_device();
+	int i, k, rc = 0;
 
-	if (dev < 0) {
-		printf("skip: %s\n", hvd_error_message());
-		hvd_shutdown();
-		exit(77);
-	}
-	cudaSetDevice(dev);
+	use_gpu_or_skip();
 	for (k = 0; k < 4; k++)
 		cudaMalloc((void **)&d[k], n * sizeof(float));
 	signal(SIGTERM, SIG_IGN);
@@ -1059,14 +1068,12 @@ static void mode_killgpu(void)
 #else
 static void mode_gpu(void)
 {
-	printf("skip: this self-test was built without CUDA and NCCL\n");
-	hvd_shutdown();
-	exit(77);
+	use_gpu_or_skip();
 }
 
 static void mode_killgpu(void)
 {
-	mode_gpu();
+	use_gpu_or_skip();
 }
 #endif
 
@@ -1640,7 +1647,6 @@ static int reset_gpu_allreduce(int i)
 	float x = 1, *d = NULL;
 	int rc;
 
-	cudaSetDevice(hvd_gpu_device());
 	if (cudaMalloc((void **)&d, sizeof(x)) != cudaSuccess)
 		return HVD_ENOMEM;
 	cudaMemcpy(d, &x, sizeof(x), cudaMemcpyHostToDevice);
@@ -1662,11 +1668,8 @@ static void mode_resets(int times, long kib, int gpu)
 	int i, rc, gen = hvd_elastic_generation();
 	int rank = hvd_rank(), size = hvd_size();
 
-	if (gpu && hvd_gpu_device() < 0) {
-		printf("skip: %s\n", hvd_error_message());
-		hvd_shutdown();
-		exit(77);
-	}
+	if (gpu)
+		use_gpu_or_skip();
 	for (i = 1; i <= times; i++) {
 		float x = 1;
 
@@ -1763,15 +1766,8 @@ static void mode_steps(int steps, int gpu)
 	int size = hvd_size(), rank = hvd_rank(), s, k;
 	size_t i;
 
-	if (gpu && hvd_gpu_device() < 0) {
-		printf("skip: %s\n", hvd_error_message());
-		hvd_shutdown();
-		exit(77);
-	}
-#if HVD_NCCL
 	if (gpu)
-		cudaSetDevice(hvd_gpu_device());
-#endif
+		use_gpu_or_skip();
 	for (s = 0; s < steps && failures == 0; s++) {
 		hvd_handle *h[K];
 

@@ -100,11 +100,6 @@ API cudaError_t cudaGetLastError(void)
 	return e;
 }
 
-API cudaError_t cudaPeekAtLastError(void)
-{
-	return last_error;
-}
-
 API const char *cudaGetErrorName(cudaError_t e)
 {
 	switch (e) {
@@ -225,6 +220,7 @@ struct op {
 	void *dst;
 	const void *src;
 	size_t n;
+	int value; /* OP_SET's byte */
 	struct CUevent_st *ev;
 	unsigned long gen; /* the event's record this op completes or awaits */
 	cudaHostFn_t fn;
@@ -262,7 +258,7 @@ static void run_op(struct op *o)
 			memmove(o->dst, o->src, o->n);
 		break;
 	case OP_SET:
-		memset(o->dst, (int)o->gen, o->n);
+		memset(o->dst, o->value, o->n);
 		break;
 	case OP_RECORD:
 		pthread_mutex_lock(&M);
@@ -376,11 +372,12 @@ static unsigned long enqueue(cudaStream_t h, struct op *o)
 	return ticket;
 }
 
-static void wait_ticket(cudaStream_t h, unsigned long ticket)
+/* Until s has run its work up to ticket (0: all queued so far). */
+static void wait_ticket(struct CUstream_st *s, unsigned long ticket)
 {
-	struct CUstream_st *s = stream_of(h);
-
 	pthread_mutex_lock(&s->mu);
+	if (ticket == 0)
+		ticket = s->queued;
 	while (s->done < ticket)
 		pthread_cond_wait(&s->cv, &s->mu);
 	pthread_mutex_unlock(&s->mu);
@@ -391,11 +388,6 @@ API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 	(void)flags;
 	*s = stream_new();
 	return *s != NULL ? cudaSuccess : fail(cudaErrorMemoryAllocation);
-}
-
-API cudaError_t cudaStreamCreate(cudaStream_t *s)
-{
-	return cudaStreamCreateWithFlags(s, cudaStreamDefault);
 }
 
 /* CUDA's returns at once, the stream's work still to run; this one
@@ -428,13 +420,7 @@ API cudaError_t cudaStreamDestroy(cudaStream_t h)
 
 API cudaError_t cudaStreamSynchronize(cudaStream_t h)
 {
-	struct CUstream_st *s = stream_of(h);
-	unsigned long ticket;
-
-	pthread_mutex_lock(&s->mu);
-	ticket = s->queued;
-	pthread_mutex_unlock(&s->mu);
-	wait_ticket(h, ticket);
+	wait_ticket(stream_of(h), 0);
 	return cudaSuccess;
 }
 
@@ -480,7 +466,7 @@ API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
 
 	(void)kind;
 	if (e == cudaSuccess)
-		wait_ticket(NULL, ticket);
+		wait_ticket(stream_of(NULL), ticket);
 	return e;
 }
 
@@ -492,7 +478,7 @@ API cudaError_t cudaMemset(void *dst, int value, size_t n)
 	if (o == NULL)
 		return fail(cudaErrorMemoryAllocation);
 	o->dst = dst;
-	o->gen = (unsigned char)value;
+	o->value = value;
 	o->n = n;
 	enqueue(NULL, o);
 	return cudaSuccess;
@@ -503,17 +489,9 @@ API cudaError_t cudaDeviceSynchronize(void)
 {
 	struct CUstream_st *s;
 
-	pthread_once(&legacy_once, legacy_make);
 	pthread_mutex_lock(&streams_mu);
-	for (s = streams; s != NULL; s = s->next) {
-		unsigned long ticket;
-
-		pthread_mutex_lock(&s->mu);
-		ticket = s->queued;
-		while (s->done < ticket)
-			pthread_cond_wait(&s->cv, &s->mu);
-		pthread_mutex_unlock(&s->mu);
-	}
+	for (s = streams; s != NULL; s = s->next)
+		wait_ticket(s, 0);
 	pthread_mutex_unlock(&streams_mu);
 	return cudaSuccess;
 }
@@ -625,17 +603,6 @@ API cudaError_t cudaEventQuery(cudaEvent_t ev)
 	pthread_mutex_unlock(&M);
 	/* Not ready is not an error that cudaGetLastError keeps. */
 	return done ? cudaSuccess : cudaErrorNotReady;
-}
-
-API cudaError_t cudaEventSynchronize(cudaEvent_t ev)
-{
-	if (ev == NULL)
-		return fail(cudaErrorInvalidResourceHandle);
-	pthread_mutex_lock(&M);
-	while (ev->completed < ev->recorded)
-		pthread_cond_wait(&EV_CV, &M);
-	pthread_mutex_unlock(&M);
-	return cudaSuccess;
 }
 
 API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)

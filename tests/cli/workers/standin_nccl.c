@@ -101,7 +101,7 @@ static void comm_unref(struct ncclComm *c)
 
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
-	for (i = 0; i < c->size; i++) {
+	for (i = 0; c->fd != NULL && c->bfd != NULL && i < c->size; i++) {
 		if (c->fd[i] >= 0)
 			close(c->fd[i]);
 		if (c->bfd[i] >= 0)
@@ -283,11 +283,11 @@ static uint16_t float_to_bf16(float f)
 	X(ncclFloat32, float, float)                                           \
 	X(ncclFloat64, double, double)
 
-#define OP(T, U, a, b)                                                         \
-	(op == ncclSum	  ? (T)((U)(a) + (U)(b))                               \
-	 : op == ncclProd ? (T)((U)(a) * (U)(b))                               \
-	 : op == ncclMax  ? ((a) > (b) ? (a) : (b))                            \
-			  : ((a) < (b) ? (a) : (b)))
+#define OP(T, U, op, a, b)                                                     \
+	((op) == ncclSum    ? (T)((U)(a) + (U)(b))                             \
+	 : (op) == ncclProd ? (T)((U)(a) * (U)(b))                             \
+	 : (op) == ncclMax  ? ((a) > (b) ? (a) : (b))                          \
+			    : ((a) < (b) ? (a) : (b)))
 
 static float half_get(const uint16_t *p, bool h)
 {
@@ -327,8 +327,8 @@ static void combine(void *acc, const void *in, size_t n, ncclDataType_t t,
 #define COMBINE(E, T, U)                                                       \
 	case E:                                                                \
 		for (i = 0; i < n; i++)                                        \
-			((T *)acc)[i] =                                        \
-				OP(T, U, ((T *)acc)[i], ((const T *)in)[i]);   \
+			((T *)acc)[i] = OP(T, U, op, ((T *)acc)[i],            \
+					   ((const T *)in)[i]);                \
 		break;
 		NATIVE_TYPES(COMBINE)
 #undef COMBINE
@@ -339,7 +339,7 @@ static void combine(void *acc, const void *in, size_t n, ncclDataType_t t,
 			float y = half_get(&hb[i], t == ncclFloat16);
 
 			half_put(&ha[i], t == ncclFloat16,
-				 OP(float, float, x, y));
+				 OP(float, float, op, x, y));
 		}
 		break;
 	default:
@@ -413,10 +413,9 @@ struct coll {
 	void *recv;
 	size_t count;
 	ncclDataType_t dt;
-	ncclRedOp_t op; /* built-in; a pre-multiplied sum is ncclSum with */
-	bool premul;
-	struct premul pm;
-	int root; /* or peer */
+	ncclRedOp_t op;	  /* built-in (a pre-multiplied sum: ncclSum) */
+	struct premul pm; /* used: the sum pre-multiplies by its scalar */
+	int root;	  /* or peer */
 	struct ncclComm *comm;
 };
 
@@ -430,7 +429,7 @@ static void reduce_all(struct coll *o, char *tmp, void *out, size_t bytes)
 {
 	int p, n = o->comm->size;
 
-	if (o->premul) {
+	if (o->pm.used) {
 		double s = o->pm.where == ncclScalarHostImmediate
 				   ? scalar_value(o->pm.value, o->pm.dt)
 				   : scalar_value(o->pm.ptr, o->pm.dt);
@@ -464,15 +463,14 @@ static bool run_coll(struct coll *o)
 	size_t es = type_size(o->dt), bytes = o->count * es;
 	int p, me = c->rank, n = c->size, k = 0;
 	bool root = me == o->root, ok = true;
-	char *tmp = NULL, *all = o->recv;
+	/* Every rank's data here, then reduced (reduce: at the root). */
+	bool reduces = o->k == K_ALLREDUCE || o->k == K_REDSCAT ||
+		       (o->k == K_REDUCE && root);
+	char *tmp = reduces ? malloc((size_t)n * bytes + 1) : NULL;
+	char *all = o->recv;
 	struct xfer *x = calloc(2 * (size_t)n, sizeof(*x));
 
-	if (o->k == K_ALLREDUCE || o->k == K_REDSCAT ||
-	    (o->k == K_REDUCE && root))
-		tmp = malloc((size_t)n * bytes + 1);
-	if (x == NULL ||
-	    (tmp == NULL && (o->k == K_ALLREDUCE || o->k == K_REDSCAT ||
-			     (o->k == K_REDUCE && root)))) {
+	if (x == NULL || (reduces && tmp == NULL)) {
 		free(x);
 		free(tmp);
 		return false;
@@ -620,25 +618,26 @@ static ncclResult_t submit(struct coll *o, cudaStream_t s)
 	if (o->op >= ncclNumOps) { /* a pre-multiplied sum */
 		int i = (int)o->op - ncclNumOps;
 
-		if (i >= PREMUL_MAX || !o->comm->premul[i].used)
+		if (i >= PREMUL_MAX)
 			return ncclInvalidArgument;
 		pthread_mutex_lock(&o->comm->mu);
 		o->pm = o->comm->premul[i];
 		pthread_mutex_unlock(&o->comm->mu);
-		o->premul = true;
+		if (!o->pm.used)
+			return ncclInvalidArgument;
 		o->op = ncclSum;
 	}
-	if (j == NULL) {
-		j = calloc(1, sizeof(*j));
-		if (j == NULL)
-			return ncclSystemError;
-	}
+	if (j == NULL && (j = calloc(1, sizeof(*j))) == NULL)
+		return ncclSystemError;
 	if (j->n == j->cap) {
 		int cap = j->cap ? 2 * j->cap : 4;
 		struct coll *c = realloc(j->c, (size_t)cap * sizeof(*c));
 
-		if (c == NULL)
+		if (c == NULL) {
+			if (j != group)
+				free(j);
 			return ncclSystemError;
+		}
 		j->c = c;
 		j->cap = cap;
 	}
@@ -851,30 +850,22 @@ static ncclResult_t join(const char *id, int size, int rank,
 	long long end = now_ms() + JOIN_MS;
 	struct sockaddr_un a;
 	int lfd = -1, p, ch, i, got = 0;
-	bool ok = c != NULL;
+	bool ok;
 
-	if (ok) {
-		c->fd = malloc((size_t)size * sizeof(int));
-		c->bfd = malloc((size_t)size * sizeof(int));
-		ok = c->fd != NULL && c->bfd != NULL;
-	}
-	if (!ok) {
-		if (c != NULL) {
-			free(c->fd);
-			free(c->bfd);
-		}
-		free(c);
+	if (c == NULL)
 		return ncclSystemError;
-	}
-	for (i = 0; i < size; i++)
-		c->fd[i] = c->bfd[i] = -1;
-	c->rank = rank;
-	c->size = size;
-	snprintf(c->id, sizeof(c->id), "%s", id);
 	pthread_mutex_init(&c->mu, NULL);
 	atomic_store(&c->refs, 1);
 	atomic_store(&c->async, ncclSuccess);
-	if (rank < size - 1) {
+	c->rank = rank;
+	c->size = size;
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	c->fd = malloc((size_t)size * sizeof(int));
+	c->bfd = malloc((size_t)size * sizeof(int));
+	ok = c->fd != NULL && c->bfd != NULL;
+	for (i = 0; ok && i < size; i++)
+		c->fd[i] = c->bfd[i] = -1;
+	if (ok && rank < size - 1) {
 		socklen_t len = address(&a, id, rank);
 
 		lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1031,18 +1022,6 @@ API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *r)
 	if (comm == NULL)
 		return ncclInvalidArgument;
 	*r = (ncclResult_t)atomic_load(&comm->async);
-	return ncclSuccess;
-}
-
-API ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
-{
-	*count = comm->size;
-	return ncclSuccess;
-}
-
-API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
-{
-	*rank = comm->rank;
 	return ncclSuccess;
 }
 
