@@ -189,6 +189,7 @@ struct hvd__engine {
 	long long decided_us;	 /* when this cycle's responses were known */
 	int idle_cycles;	 /* cycles in a row that ran nothing */
 	long long came_us;	 /* when this rank's last request came */
+	bool burst; /* those requests came in a burst (hvd__gpu_burst) */
 	/* The job's engine: how busy this rank was in its process sets' engines
 	 * last turn (told in the agreement), and the busiest rank (learnt
 	 * from it): HVD__SETS_RAN, no rank waits between cycles (the job's
@@ -424,6 +425,13 @@ int hvd__gpu_engine(struct hvd__engine *e);
 bool hvd__gpu_holds(const struct hvd__req *r);
 /* Whether e holds requests or has batches in flight. */
 bool hvd__gpu_busy(const struct hvd__engine *e);
+/* Whether the requests in, just taken, came in a burst: several at once,
+ * or while others of this rank's were held, negotiated or in flight. */
+bool hvd__gpu_burst(const struct hvd__engine *e, const struct hvd__req *in);
+/* Whether the held requests the GPU has computed (bytes of them; all:
+ * every held one) wait at now for more of a burst to join their batch. */
+bool hvd__gpu_gathers(const struct hvd__engine *e, size_t bytes, bool all,
+		      long long now);
 /* The held requests whose data the GPU has computed, to pending_local,
  * when a batch of them is due (flights.c says when); true if some went. */
 bool hvd__gpu_release_held(struct hvd__engine *e);

@@ -64,6 +64,29 @@ static void release(struct hvd__engine *e, size_t n)
 	}
 }
 
+/* The pause that ends a burst of requests: longer than a submission of a
+ * GPU tensor takes (three CUDA calls), short against a batch's NCCL call. */
+#define BURST_US 100
+
+bool hvd__gpu_burst(const struct hvd__engine *e, const struct hvd__req *in)
+{
+	return in->next != NULL || e->held != NULL ||
+	       e->pending_local != NULL || e->flights != NULL;
+}
+
+bool hvd__gpu_gathers(const struct hvd__engine *e, size_t bytes, bool all,
+		      long long now)
+{
+	/* While the rank submits in a burst (a step's tensors at once, the
+	 * gradients of a backward pass), what the GPU computes gathers into
+	 * one batch, for up to the cycle time from the first one computed
+	 * or up to a full batch; it goes sooner once the GPU has computed
+	 * all that came and the burst has paused for BURST_US. */
+	return e->burst && bytes < (size_t)e->k.fusion_threshold &&
+	       (double)(now - e->held->computed_us) < e->k.cycle_ms * 1000 &&
+	       !(all && now - e->came_us >= BURST_US);
+}
+
 bool hvd__gpu_release_held(struct hvd__engine *e)
 {
 	struct hvd__req *r;
@@ -88,6 +111,8 @@ bool hvd__gpu_release_held(struct hvd__engine *e)
 	 * backward pass, or a full batch, goes at once, behind it. */
 	if (n == 0 || (e->flights != NULL && !all &&
 		       bytes < (size_t)e->k.fusion_threshold))
+		return false;
+	if (hvd__gpu_gathers(e, bytes, all, hvd__now_us()))
 		return false;
 	release(e, n);
 	return true;

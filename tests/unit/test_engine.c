@@ -274,9 +274,65 @@ static void test_mismatch(void)
 	CHECK(run_world(body_mismatch) == 0);
 }
 
+/* flights.c's rule for GPU tensors submitted in a burst: which takes are
+ * bursts, and how long their computed tensors wait for the rest. */
+static void test_gpu_burst(void)
+{
+	struct hvd__engine e = {0};
+	struct hvd__req a = {0}, b = {0};
+	long long t = 1000000, fl; /* a flight: only its presence is read */
+
+	/* One request, nothing of this rank's under way: it goes alone. */
+	CHECK(!hvd__gpu_burst(&e, &a));
+	/* Two at once, or one while another is held, negotiated or in
+	 * flight: a burst. */
+	a.next = &b;
+	CHECK(hvd__gpu_burst(&e, &a));
+	a.next = NULL;
+	e.held = &b;
+	CHECK(hvd__gpu_burst(&e, &a));
+	e.held = NULL;
+	e.pending_local = &b;
+	CHECK(hvd__gpu_burst(&e, &a));
+	e.pending_local = NULL;
+	e.flights = (struct hvd__flight *)&fl;
+	CHECK(hvd__gpu_burst(&e, &a));
+	e.flights = NULL;
+
+	/* Gathering: fusion threshold 1 MiB, cycle time 1 ms; the first held
+	 * one computed 200 us before t. */
+	e.k.fusion_threshold = 1 << 20;
+	e.k.cycle_ms = 1;
+	e.held = &a;
+	a.computed_us = t - 200;
+	e.came_us = t - 20;
+	e.burst = false;
+	CHECK(!hvd__gpu_gathers(&e, 4096, true, t)); /* alone: at once */
+	e.burst = true;
+	/* Still submitting: it waits, computed or not. */
+	CHECK(hvd__gpu_gathers(&e, 4096, true, t));
+	CHECK(hvd__gpu_gathers(&e, 4096, false, t));
+	/* The burst paused: it goes once all that came is computed. */
+	e.came_us = t - 100;
+	CHECK(!hvd__gpu_gathers(&e, 4096, true, t));
+	CHECK(hvd__gpu_gathers(&e, 4096, false, t));
+	/* A full batch, or a cycle time since the first was computed: it
+	 * goes, paused or not. */
+	e.came_us = t - 20;
+	CHECK(!hvd__gpu_gathers(&e, 1 << 20, false, t));
+	a.computed_us = t - 1000;
+	CHECK(!hvd__gpu_gathers(&e, 4096, false, t));
+	a.computed_us = t - 999;
+	CHECK(hvd__gpu_gathers(&e, 4096, false, t));
+	/* No cycle time: never held for a burst. */
+	e.k.cycle_ms = 0;
+	CHECK(!hvd__gpu_gathers(&e, 4096, false, t));
+}
+
 int main(void)
 {
 	RUN(test_results_and_cache);
 	RUN(test_mismatch);
+	RUN(test_gpu_burst);
 	return tap_done();
 }
