@@ -447,7 +447,8 @@ int hvd__gpu_launched(struct hvd__engine *e, struct hvd__req **batch, size_t n);
  * all. Returns an error that stops the engine (every flight failed). */
 int hvd__gpu_progress(struct hvd__engine *e, bool drain);
 /* The background thread's wait between cycles, up to ms: while batches
- * are in flight, until the first ends or new work comes. */
+ * are in flight, until the first ends, else while held data is being
+ * computed, until the first is; or until new work comes. */
 void hvd__gpu_wait(struct hvd__engine *e, double ms);
 /* Every flight's requests complete with status. */
 void hvd__gpu_flights_fail(struct hvd__engine *e, int status);

@@ -230,22 +230,37 @@ void hvd__gpu_flights_fail(struct hvd__engine *e, int status)
 	}
 }
 
+/* The event the background thread waits on between cycles: the first
+ * flight's end, else the first held request's data not computed yet. */
+static void *watched(const struct hvd__engine *e)
+{
+	const struct hvd__req *r;
+
+	if (e->flights != NULL)
+		return hvd__gpu_flight_event(e->flights->f);
+	for (r = e->held; r != NULL; r = r->next)
+		if (r->computed_us == 0)
+			return r->ready;
+	return NULL;
+}
+
 void hvd__gpu_wait(struct hvd__engine *e, double ms)
 {
 	struct hvd__wait w;
+	void *ev = watched(e);
 	bool got;
 
-	if (e->flights == NULL) {
+	if (ev == NULL) {
 		hvd__queue_wait(ms, true, ms <= e->k.cycle_ms);
 		return;
 	}
 	if (ms <= 0) /* a cycle is due now */
 		return;
-	/* A batch ends in microseconds to milliseconds: spin on its event
-	 * while spinning pays (wait.h), as a wait for the stream would. */
+	/* A batch ends, or a tensor's data is computed, in microseconds to
+	 * milliseconds: spin on its event while spinning pays (wait.h), as
+	 * a wait for the stream would. */
 	hvd__wait_begin(&w, HVD__WAIT_GPU);
-	while (!(got = hvd__queue_work() ||
-		       hvd__gpu_ready(hvd__gpu_flight_event(e->flights->f))) &&
+	while (!(got = hvd__queue_work() || hvd__gpu_ready(ev)) &&
 	       hvd__wait_spin(&w))
 		;
 	if (!got)

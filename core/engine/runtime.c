@@ -21,6 +21,7 @@
  * and later operation. */
 #include <errno.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -433,6 +434,7 @@ static void *background(void *arg)
 	/* What its waits read is open before hvd_init() returns: what the
 	 * process holds does not depend on whether it has waited yet. */
 	hvd__wait_thread();
+	prctl(PR_SET_TIMERSLACK, 1000UL);
 	pthread_mutex_lock(&T.lock);
 	T.started = true;
 	pthread_cond_broadcast(&T.done);
