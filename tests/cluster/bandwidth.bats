@@ -100,9 +100,9 @@ bridge_tx() {
 	echo "$output" | jq -e '(.bandwidth.links | length) == 2 and ([.bandwidth.links[] | .ok and .gbps > 1] | all)'
 }
 
-@test "check --bandwidth: the unshaped links agree with a plain TCP transfer" {
-	# The test's own transfer, ns1 to ns2, 0.5 s of data: Gb/s.
-	local plain
+# The test's own transfer, ns1 to ns2, 0.5 s of data: Gb/s.
+plain_gbps() {
+	local sink
 	ip netns exec "${RIG_NS}2" /usr/bin/python3 -c '
 import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -110,8 +110,8 @@ s.bind(("10.251.0.12", 5599)); s.listen(1); s.settimeout(10)
 c, _ = s.accept(); c.settimeout(10)
 while c.recv(1 << 20): pass
 ' &
-	local sink=$!
-	plain=$(ip netns exec "${RIG_NS}1" /usr/bin/python3 -c '
+	sink=$!
+	ip netns exec "${RIG_NS}1" /usr/bin/python3 -c '
 import socket, time
 for i in range(50):
     try:
@@ -122,14 +122,23 @@ while time.monotonic() - t0 < 0.5:
     c.sendall(buf); n += len(buf)
 c.shutdown(socket.SHUT_WR); c.recv(1)
 print("%.3f" % (n * 8 / (time.monotonic() - t0) / 1e9))
-')
+'
 	wait "$sink"
+}
+
+@test "check --bandwidth: the unshaped links agree with a plain TCP transfer" {
+	# The plain transfer before and after the check, the faster kept: on
+	# two shared cores, a moment's other work only makes a transfer read
+	# slower (10 against hvdrun's 34 Gb/s once).
+	local plain again ours
+	plain=$(plain_gbps)
 	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2 \
 		--bandwidth --bandwidth-time 0.5 --bandwidth-size 100000 --json
 	assert_success
-	local ours
+	again=$(plain_gbps)
+	plain=$(awk -v a="$plain" -v b="$again" 'BEGIN { print (a > b ? a : b) }')
 	ours=$(echo "$output" | jq '.bandwidth.links[] | select(.from == "ns1") | .gbps')
-	echo "plain $plain Gb/s, hvdrun $ours Gb/s"
+	echo "plain $plain Gb/s (best of two), hvdrun $ours Gb/s"
 	# Within 3x either way: the rig's hosts share two cores, and the check
 	# sends both ways at once.
 	echo "$output" | jq -e --argjson p "$plain" \
