@@ -367,9 +367,11 @@ STYLE_SRC = $(sort $(CORE_SRC) $(wildcard core/*/*.c)) $(LIB_SRC) $(CMD_SRC) $(U
             $(wildcard core/*/*.h lib/*/*.h cmd/*.h proto/*.h tests/unit/*.h tests/fuzz/*.h)
 
 checkstyle:
-	clang-format --dry-run --Werror $(STYLE_SRC)
+	@clang-format --dry-run --Werror $(sort $(STYLE_SRC)) && \
+	    echo "checkstyle: $(words $(sort $(STYLE_SRC))) files in .clang-format's style"
 
-# Lint: clang-tidy (the checks of .clang-tidy) on every source of cmd/,
+# Lint: clang-format's style (checkstyle, .clang-format) on every C file,
+# clang-tidy (the checks of .clang-tidy) on every source of cmd/,
 # lib/, core/ and proto/ with the flags it is built with, one stamp a file
 # (again when the file, a header it includes or .clang-tidy changes),
 # cppcheck over the four folders, and the layout's rules (structure).
@@ -388,6 +390,7 @@ $(B)/lint/%.ok: %.c $(B)/obj/%.o .clang-tidy
 	    rm -f $@.log; [ $$rc -eq 0 ] && touch $@
 
 lint: deps
+	@$(MAKE) --no-print-directory checkstyle
 	@$(MAKE) --no-print-directory lint-tidy
 	$(CPPCHECK) cmd lib core proto
 	@$(MAKE) --no-print-directory structure

@@ -59,10 +59,12 @@ static void probe_links(void *lib, void *dev, struct hl_gpu *gpu)
 	static const char *const pcie[] = {
 		"nvmlDeviceGetCurrPcieLinkGeneration",
 		"nvmlDeviceGetMaxPcieLinkGeneration",
-		"nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth"};
+		"nvmlDeviceGetCurrPcieLinkWidth",
+		"nvmlDeviceGetMaxPcieLinkWidth"};
 	int *out[] = {&gpu->pcie_gen, &gpu->pcie_gen_max, &gpu->pcie_width,
 		      &gpu->pcie_width_max};
-	nvml_link_fn state = (nvml_link_fn)dlsym(lib, "nvmlDeviceGetNvLinkState");
+	nvml_link_fn state =
+		(nvml_link_fn)dlsym(lib, "nvmlDeviceGetNvLinkState");
 	unsigned int v, k;
 
 	for (k = 0; k < 4; k++) {
@@ -83,11 +85,10 @@ static void probe_links(void *lib, void *dev, struct hl_gpu *gpu)
 
 /* Every pair of GPUs: the PCIe path and NVLink (NVML); peer access is
  * CUDA's, filled in by probe_peers. */
-static void probe_pairs(void *lib, nvml_handle_fn handle,
-			struct hl_gpuinfo *g)
+static void probe_pairs(void *lib, nvml_handle_fn handle, struct hl_gpuinfo *g)
 {
-	nvml_pair_fn common = (nvml_pair_fn)dlsym(
-		lib, "nvmlDeviceGetTopologyCommonAncestor");
+	nvml_pair_fn common =
+		(nvml_pair_fn)dlsym(lib, "nvmlDeviceGetTopologyCommonAncestor");
 	nvml_p2p_fn p2p = (nvml_p2p_fn)dlsym(lib, "nvmlDeviceGetP2PStatus");
 	int a, b, n = g->ngpus;
 
@@ -106,7 +107,8 @@ static void probe_pairs(void *lib, nvml_handle_fn handle,
 				continue;
 			if (common != NULL && common(da, db, &v) == 0)
 				p->level = v;
-			if (p2p != NULL && p2p(da, db, NVML_P2P_NVLINK, &v) == 0)
+			if (p2p != NULL &&
+			    p2p(da, db, NVML_P2P_NVLINK, &v) == 0)
 				p->nvlink = v == 0;
 		}
 }

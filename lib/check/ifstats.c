@@ -70,4 +70,3 @@ void hl_ifstats_put(struct hl_buf *b)
 	}
 	free(v);
 }
-

@@ -296,7 +296,8 @@ static int open_to(const struct hl_pm_transfer *t, struct hl_pm_rate *r)
 	}
 	memcpy(line, t->token, HL_PM_TOKEN);
 	line[HL_PM_TOKEN] = '\n';
-	if (send(fd, line, sizeof(line), MSG_NOSIGNAL) != (ssize_t)sizeof(line)) {
+	if (send(fd, line, sizeof(line), MSG_NOSIGNAL) !=
+	    (ssize_t)sizeof(line)) {
 		fail(r, "cannot send: %s", strerror(errno));
 		close(fd);
 		return -1;
@@ -376,8 +377,9 @@ static bool data(int fd, const struct hl_pm_transfer *t, struct hl_pm_rate *r)
 		}
 		if (now - last >= stall) {
 			if (acked > 0)
-				fail(r, "stopped answering after %.1f MiB "
-					"(nothing for %.1f s)",
+				fail(r,
+				     "stopped answering after %.1f MiB "
+				     "(nothing for %.1f s)",
 				     (double)acked / (1 << 20), stall / 1e6);
 			else
 				fail(r, "took no data within %.1f s",
@@ -395,7 +397,8 @@ static bool data(int fd, const struct hl_pm_transfer *t, struct hl_pm_rate *r)
 			if (k > 0)
 				sent += k;
 			else if (k < 0 && errno != EAGAIN && errno != EINTR) {
-				fail(r, "the connection broke after %.1f MiB: %s",
+				fail(r,
+				     "the connection broke after %.1f MiB: %s",
 				     (double)acked / (1 << 20),
 				     strerror(errno));
 				break;

@@ -99,8 +99,8 @@ bool hl_nch_exchange(struct nc_thread *t, const struct hl_buf *req,
 
 	if (hl_rchan_write(&t->c, req->p, req->len) != HL_OK) {
 		hl_nch_phase(t, PH_FAILED,
-			  hl_asprintf("host '%s': the probe went away",
-				      t->h->host->name));
+			     hl_asprintf("host '%s': the probe went away",
+					 t->h->host->name));
 		return false;
 	}
 	while ((r = hl_nch_next(t, deadline, &used, &type, &data, &len)) == 1) {
@@ -113,11 +113,12 @@ bool hl_nch_exchange(struct nc_thread *t, const struct hl_buf *req,
 		if (type == until)
 			return true;
 	}
-	hl_nch_phase(t, PH_FAILED,
-		  r == 0 ? hl_asprintf("host '%s': the probe stopped answering "
-				       "while measuring the links",
-				       t->h->host->name)
-			 : hl_nch_failure(t, r));
+	hl_nch_phase(
+		t, PH_FAILED,
+		r == 0 ? hl_asprintf("host '%s': the probe stopped answering "
+				     "while measuring the links",
+				     t->h->host->name)
+		       : hl_nch_failure(t, r));
 	return false;
 }
 
@@ -128,4 +129,3 @@ void hl_nch_stage(struct nc_group *g, int stage)
 	pthread_cond_broadcast(&g->cond);
 	pthread_mutex_unlock(&g->lock);
 }
-

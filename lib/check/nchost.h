@@ -50,7 +50,6 @@ struct nc_group {
 	long long round_deadline; /* ms */
 };
 
-
 /* Move t to phase, keeping error (owned) as its host's first error. */
 void hl_nch_phase(struct nc_thread *t, int phase, char *error);
 /* Wait for the group's stage to reach at least `stage`; the stage. */

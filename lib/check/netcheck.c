@@ -85,8 +85,8 @@ static void *host_main(void *arg)
 		return NULL;
 	if (hl_rchan_write(&t->c, t->out.p, t->out.len) != HL_OK) {
 		hl_nch_phase(t, PH_FAILED,
-			  hl_asprintf("host '%s': the probe went away",
-				      h->host->name));
+			     hl_asprintf("host '%s': the probe went away",
+					 h->host->name));
 		return NULL;
 	}
 	/* Every test ends by its timeout; 256 run at once. */
@@ -227,7 +227,7 @@ int hl_netcheck_run(struct hl_netcheck *nc, const struct hl_hostlist *hosts,
 	for (i = 0; i < g.n; i++) {
 		if (hl_thread_create(&g.t[i].th, host_main, &g.t[i]) != HL_OK) {
 			hl_nch_phase(&g.t[i], PH_FAILED,
-				  hl_strdup("cannot start a thread"));
+				     hl_strdup("cannot start a thread"));
 			continue;
 		}
 		g.t[i].started = true;
@@ -294,4 +294,3 @@ int hl_netcheck_run(struct hl_netcheck *nc, const struct hl_hostlist *hosts,
 		return hl_fail(cause, rc, "out of memory");
 	return HL_OK;
 }
-

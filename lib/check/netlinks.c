@@ -95,7 +95,7 @@ void hl_nch_links(struct nc_thread *t)
 			req.len = 0;
 			if (hl_pm_put_transfer(&req, &x) != HL_OK ||
 			    !hl_nch_exchange(t, &req, deadline, 'Y', 'Y',
-				      trips ? take_trips : take_rate))
+					     trips ? take_trips : take_rate))
 				break;
 		}
 		pthread_mutex_lock(&g->lock);
@@ -105,8 +105,8 @@ void hl_nch_links(struct nc_thread *t)
 	}
 	req.len = 0;
 	if (r == total && hl_pm_put_text(&req, 'S', NULL) == HL_OK &&
-	    hl_nch_exchange(t, &req, hl_now_ms() + 5000 + nc->timeout_ms, 'L', 'E',
-		     take_stats)) {
+	    hl_nch_exchange(t, &req, hl_now_ms() + 5000 + nc->timeout_ms, 'L',
+			    'E', take_stats)) {
 		pthread_mutex_lock(&g->lock);
 		t->links_done = true;
 		pthread_cond_broadcast(&g->cond);
@@ -130,8 +130,9 @@ void hl_nch_select_early(struct nc_group *g)
 			continue;
 		h->probed = false;
 		if (h->error == NULL && g->t[i].phase != PH_FAILED)
-			h->error = hl_asprintf("host '%s' did not answer in time",
-					       h->host->name);
+			h->error =
+				hl_asprintf("host '%s' did not answer in time",
+					    h->host->name);
 	}
 	hl_nc_select(g->nc);
 	pthread_mutex_unlock(&g->lock);
@@ -180,4 +181,3 @@ void hl_nch_measure_links(struct nc_group *g, hl_nc_progress_fn progress,
 	if (progress != NULL)
 		progress(arg, "measuring links", "rounds", total, total);
 }
-

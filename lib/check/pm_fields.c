@@ -88,4 +88,3 @@ bool hl_pmf_is_token(const char *s)
 	return strlen(s) == HL_PM_TOKEN &&
 	       strspn(s, "0123456789abcdef") == HL_PM_TOKEN;
 }
-

@@ -79,7 +79,8 @@ int hl_pm_iface(const char *d, size_t n, struct hl_pm_iface *i)
 	int rc = HL_EPROTO;
 
 	if (hl_pmf_split(d, n, &buf, f, 3) && *f[0] != '\0' &&
-	    hl_pmf_copy(i->ifname, sizeof(i->ifname), f[0]) && hl_pmf_is_addr(f[1]) &&
+	    hl_pmf_copy(i->ifname, sizeof(i->ifname), f[0]) &&
+	    hl_pmf_is_addr(f[1]) &&
 	    hl_pmf_copy(i->addr, sizeof(i->addr), f[1]) &&
 	    (strcmp(f[2], "L") == 0 || strcmp(f[2], "-") == 0)) {
 		i->loopback = f[2][0] == 'L';
@@ -271,4 +272,3 @@ int hl_pm_rate(const char *d, size_t n, struct hl_pm_rate *r)
 	free(buf);
 	return rc;
 }
-

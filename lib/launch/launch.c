@@ -35,8 +35,7 @@ enum { EXITED, LOST_SESSION, LOST_SILENT };
  * caused it (its exit comes by another way, or in another turn). */
 #define CAUSE_MS 200
 
-static void fail_job(struct sup *s, struct hl_worker *w, int status,
-		     int lost);
+static void fail_job(struct sup *s, struct hl_worker *w, int status, int lost);
 
 static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 			  int lost)
@@ -66,8 +65,7 @@ static void worker_exited(struct sup *s, struct hl_worker *w, int status,
 }
 
 /* The job fails for w: say why, and end the others. */
-static void fail_job(struct sup *s, struct hl_worker *w, int status,
-		     int lost)
+static void fail_job(struct sup *s, struct hl_worker *w, int status, int lost)
 {
 	const struct hl_launch *l = s->l;
 	struct hl_event ev = {HL_EV_FAILED, w->rank, l->hosts->v[w->host].name,
@@ -293,8 +291,10 @@ static void supervise(struct sup *s)
 		if ((all_exited(s) || s->phase != PH_RUNNING) &&
 		    (timeout < 0 || timeout > 50))
 			timeout = 50; /* look for adopted children */
-		if (s->held != NULL && (timeout < 0 || s->fail_at - now < timeout))
-			timeout = (int)(s->fail_at > now ? s->fail_at - now : 0);
+		if (s->held != NULL &&
+		    (timeout < 0 || s->fail_at - now < timeout))
+			timeout =
+				(int)(s->fail_at > now ? s->fail_at - now : 0);
 		if (hooks != NULL) {
 			int t = hooks->timeout(s, now);
 

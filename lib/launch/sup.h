@@ -42,7 +42,7 @@ struct sup {
 	struct hl_worker *held;
 	int held_status;
 	long long fail_at;
-	int signal;  /* a signal hvdrun received, 0 if none */
+	int signal; /* a signal hvdrun received, 0 if none */
 	/* A worker has ended its work (exit 0): the job is finishing. */
 	bool finishing;
 	/* What the job's hooks keep (l->hooks: an elastic job's, whose

@@ -124,9 +124,9 @@ static void probe(void)
 				 "0123456789abcdef0123456789abcdef"};
 	struct hl_pm_result r = {7, false, 12.5, "connection refused"};
 	struct hl_pm_link l = {"eth0", 100000, 0, 1, 2, 3};
-	struct hl_pm_transfer x = {3, "10.1.2.4", 40001,
-				   "0123456789abcdef0123456789abcdef", 200,
-				   64 << 20, 2000};
+	struct hl_pm_transfer x = {
+		3,   "10.1.2.4", 40001, "0123456789abcdef0123456789abcdef",
+		200, 64 << 20,	 2000};
 	struct hl_pm_rate rate = {3, true, 1 << 30, 200000, 38.5, ""};
 	struct hl_buf b;
 

@@ -42,13 +42,13 @@ static void test_wait_stream_on_the_cpu(void)
 	clear_env();
 	CHECK(hvd_wait_stream(NULL, NULL) == HVD_EINVAL);
 	CHECK(hvd_init() == HVD_OK);
-	CHECK(hvd_allreduce_async("ws", in, out, 3, HVD_FLOAT64, HVD_SUM,
-				  &h) == HVD_OK);
+	CHECK(hvd_allreduce_async("ws", in, out, 3, HVD_FLOAT64, HVD_SUM, &h) ==
+	      HVD_OK);
 	CHECK(hvd_wait_stream(h, NULL) == HVD_OK);
 	CHECK(out[0] == 1 && out[1] == 2 && out[2] == 3);
 	/* The name is free again at once. */
-	CHECK(hvd_allreduce_async("ws", in, out, 3, HVD_FLOAT64, HVD_MAX,
-				  &h) == HVD_OK);
+	CHECK(hvd_allreduce_async("ws", in, out, 3, HVD_FLOAT64, HVD_MAX, &h) ==
+	      HVD_OK);
 	CHECK(hvd_wait_stream(h, NULL) == HVD_OK);
 	hvd_shutdown();
 }

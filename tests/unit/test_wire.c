@@ -525,8 +525,8 @@ static void test_probe_messages(void)
 static void test_probe_link_messages(void)
 {
 	struct hl_pm_link l = {"eth0", 100000, 1, 2, 3, 4}, gl;
-	struct hl_pm_transfer x = {9, "10.0.0.2", 4001, "", 200, 64LL << 20,
-				   2000},
+	struct hl_pm_transfer x = {9,	"10.0.0.2", 4001, "",
+				   200, 64LL << 20, 2000},
 			      gx;
 	struct hl_pm_rate r = {9, true, 12345678901LL, 200123, 38.5, ""}, gr;
 	struct hl_buf b;
@@ -661,8 +661,8 @@ static void test_probe_gpu_topology(void)
 	CHECK(hl_pm_gpu_pcie(facts.v[2] + 5, &p) == HL_OK);
 	CHECK(p.index == 0 && p.gen == 5 && p.width == 16 && p.nvlinks == 18);
 	CHECK(hl_pm_gpu_pcie(facts.v[3] + 5, &p) == HL_OK);
-	CHECK(p.index == 1 && p.gen == 4 && p.width == 8 &&
-	      p.width_max == 16 && p.nvlinks == -1);
+	CHECK(p.index == 1 && p.gen == 4 && p.width == 8 && p.width_max == 16 &&
+	      p.nvlinks == -1);
 	CHECK(hl_pm_gpu_pair(hl_pm_gpu_fact(&facts, "pair"), &gq) == HL_OK);
 	CHECK(gq.a == 0 && gq.b == 1 && gq.level == 50 && gq.nvlink == 0 &&
 	      gq.peer == 1);
