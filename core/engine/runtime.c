@@ -21,13 +21,13 @@
  * and later operation. */
 #include <errno.h>
 #include <pthread.h>
-#include <sys/prctl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "engine/autotune.h"
 #include "engine/elastic.h"
@@ -434,6 +434,8 @@ static void *background(void *arg)
 	/* What its waits read is open before hvd_init() returns: what the
 	 * process holds does not depend on whether it has waited yet. */
 	hvd__wait_thread();
+	/* Its short timed waits (a look at the GPU every 50 us) end on time:
+	 * the kernel's default slack of 50 us would double them. */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	pthread_mutex_lock(&T.lock);
 	T.started = true;
