@@ -100,42 +100,45 @@ API cudaError_t cudaGetLastError(void)
 	return e;
 }
 
+/* The errors the stand-in returns, CUDA's name and text for each; the
+ * last row answers for any other. */
+static const struct {
+	cudaError_t e;
+	const char *name, *text;
+} errors[] = {
+	{cudaSuccess, "cudaSuccess", "no error"},
+	{cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+	{cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation",
+	 "out of memory"},
+	{cudaErrorInvalidDevice, "cudaErrorInvalidDevice",
+	 "invalid device ordinal"},
+	{cudaErrorNoDevice, "cudaErrorNoDevice",
+	 "no CUDA-capable device is detected (the CPU stand-in: "
+	 "CUDA_VISIBLE_DEVICES is empty)"},
+	{cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+	{cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle",
+	 "invalid resource handle"},
+	{cudaErrorUnknown, "cudaErrorUnknown",
+	 "an error of the CPU stand-in for CUDA"},
+};
+
+static size_t error_row(cudaError_t e)
+{
+	size_t i, last = sizeof(errors) / sizeof(errors[0]) - 1;
+
+	for (i = 0; i < last && errors[i].e != e; i++)
+		;
+	return i;
+}
+
 API const char *cudaGetErrorName(cudaError_t e)
 {
-	switch (e) {
-	case cudaSuccess:
-		return "cudaSuccess";
-	case cudaErrorInvalidValue:
-		return "cudaErrorInvalidValue";
-	case cudaErrorMemoryAllocation:
-		return "cudaErrorMemoryAllocation";
-	case cudaErrorInvalidDevice:
-		return "cudaErrorInvalidDevice";
-	case cudaErrorNoDevice:
-		return "cudaErrorNoDevice";
-	case cudaErrorNotReady:
-		return "cudaErrorNotReady";
-	case cudaErrorInvalidResourceHandle:
-		return "cudaErrorInvalidResourceHandle";
-	default:
-		return "cudaErrorUnknown";
-	}
+	return errors[error_row(e)].name;
 }
 
 API const char *cudaGetErrorString(cudaError_t e)
 {
-	switch (e) {
-	case cudaSuccess:
-		return "no error";
-	case cudaErrorNoDevice:
-		return "no CUDA-capable device is detected (the CPU stand-in: CUDA_VISIBLE_DEVICES is empty)";
-	case cudaErrorNotReady:
-		return "device not ready";
-	case cudaErrorInvalidDevice:
-		return "invalid device ordinal";
-	default:
-		return "an error of the CPU stand-in for CUDA";
-	}
+	return errors[error_row(e)].text;
 }
 
 /* ---- memory ---- */
