@@ -36,10 +36,15 @@ teardown() {
 	done
 }
 
-# Host K's link at RATE, both ways.
+# Host K's link at RATE, both ways, with a switch port's shallow queue
+# (5 ms). A round sends through the shaped link both ways at once, so one
+# transfer's acknowledgements queue behind the other's data: behind a
+# 100 ms queue a transfer read as little as a tenth of the rate (0.0105
+# Gb/s in 20 checks here, under 0.01 once in CI); behind 5 ms, 0.045
+# (20 checks), 0.0126 at the least with both cores kept busy (40).
 shape() {
-	tc -n "$RIG_NS$1" qdisc replace dev eth0 root tbf rate "$2" burst 64kb latency 100ms
-	tc -n "${RIG_NS}br" qdisc replace dev "b${RIG_NS}$1" root tbf rate "$2" burst 64kb latency 100ms
+	tc -n "$RIG_NS$1" qdisc replace dev eth0 root tbf rate "$2" burst 64kb latency 5ms
+	tc -n "${RIG_NS}br" qdisc replace dev "b${RIG_NS}$1" root tbf rate "$2" burst 64kb latency 5ms
 }
 
 unshape() {
