@@ -305,8 +305,8 @@ static json_t *bandwidth(const struct hl_netcheck *nc)
 		if (!check_jpush(
 			    links,
 			    json_pack(
-				    "{s:o,s:o,s:o,s:o,s:i,s:b,s:b,s:o,s:o,s:I,"
-				    "s:f,s:o?}",
+				    "{s:o,s:o,s:o,s:o,s:i,s:b,s:b,s:o,s:o,s:o,"
+				    "s:I,s:f,s:o?}",
 				    "from",
 				    check_jtext(check_name(nc, l->from)), "to",
 				    check_jtext(check_name(nc, l->to)),
@@ -318,6 +318,9 @@ static json_t *bandwidth(const struct hl_netcheck *nc)
 				    "round", (int)l->round, "ok", l->ok, "slow",
 				    l->slow, "gbps",
 				    l->ok ? json_real(l->gbps) : json_null(),
+				    "first_gbps",
+				    l->retried ? json_real(l->first_gbps)
+					       : json_null(),
 				    "rtt_us",
 				    l->ok ? json_real(l->rtt_us) : json_null(),
 				    "bytes", (json_int_t)l->bytes, "seconds",
@@ -326,10 +329,11 @@ static json_t *bandwidth(const struct hl_netcheck *nc)
 			goto fail;
 	}
 	hl_strvec_close(&names);
-	return json_pack("{s:f,s:I,s:i,s:o,s:o}", "seconds_per_link",
+	return json_pack("{s:f,s:I,s:i,s:i,s:o,s:o}", "seconds_per_link",
 			 nc->bw_ms / 1000.0, "bytes_per_link",
 			 (json_int_t)nc->bw_bytes, "rounds", (int)nc->nrounds,
-			 "interfaces", ifs, "links", links);
+			 "retry_rounds", (int)nc->nretries, "interfaces", ifs,
+			 "links", links);
 fail:
 	hl_strvec_close(&names);
 	json_decref(ifs);

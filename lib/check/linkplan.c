@@ -78,8 +78,14 @@ int hl_nc_plan_links(struct hl_netcheck *nc)
 	return rc;
 }
 
-void hl_nc_take_rate(struct hl_netcheck *nc, bool trips, const char *data,
-		     size_t len)
+/* Gb/s of bytes in seconds. */
+static double rate_of(long long bytes, double seconds)
+{
+	return seconds > 0 ? (double)bytes * 8 / seconds / 1e9 : 0;
+}
+
+void hl_nc_take_rate(struct hl_netcheck *nc, enum hl_nc_take what,
+		     const char *data, size_t len)
 {
 	struct hl_pm_rate r;
 	struct hl_nc_link *l;
@@ -88,11 +94,25 @@ void hl_nc_take_rate(struct hl_netcheck *nc, bool trips, const char *data,
 	    (size_t)r.id >= nc->nlinks)
 		return;
 	l = &nc->links[r.id];
+	if (what == HL_NC_RETRY) {
+		if (!l->retried || !l->ok)
+			return;
+		if (!r.ok) {
+			l->ok = false;
+			free(l->error);
+			l->error = hl_asprintf("measured again: %s", r.error);
+		} else if (rate_of(r.bytes, r.us / 1e6) >
+			   rate_of(l->bytes, l->seconds)) {
+			l->bytes = r.bytes;
+			l->seconds = r.us / 1e6;
+		}
+		return;
+	}
 	if (!r.ok) {
 		hl_nc_link_fail(l, r.error);
 		return;
 	}
-	if (trips) {
+	if (what == HL_NC_TRIPS) {
 		l->rtt_us = r.rtt_us;
 		return;
 	}
@@ -184,17 +204,76 @@ static const char *name(const struct hl_netcheck *nc, size_t i)
 	return nc->h[i].host->name;
 }
 
-static int judge_links(struct hl_netcheck *nc)
+/* Each link's Gb/s, and whether it is slow: under half the median of the
+ * links into the same interface name. HL_ENOMEM. */
+static int mark_slow(struct hl_netcheck *nc)
 {
-	size_t i;
-	int rc = HL_OK;
+	struct hl_strvec names;
+	double *med = NULL, rtt;
+	size_t i, k;
+	int rc;
 
 	for (i = 0; i < nc->nlinks; i++) {
 		struct hl_nc_link *l = &nc->links[i];
 
-		if (l->ok && l->seconds > 0)
-			l->gbps = (double)l->bytes * 8 / l->seconds / 1e9;
+		l->gbps = l->ok ? rate_of(l->bytes, l->seconds) : 0;
+		l->slow = false;
 	}
+	hl_strvec_init(&names);
+	rc = hl_nc_link_ifnames(nc, &names);
+	if (rc == HL_OK && (med = calloc(names.n + 1, sizeof(*med))) == NULL)
+		rc = HL_ENOMEM;
+	for (k = 0; rc == HL_OK && k < names.n; k++)
+		if (!hl_nc_link_medians(nc, names.v[k], &med[k], &rtt))
+			med[k] = 0;
+	for (i = 0; rc == HL_OK && i < nc->nlinks; i++) {
+		struct hl_nc_link *l = &nc->links[i];
+		const char *ifn = hl_nc_link_ifname(nc, l);
+
+		for (k = 0; k < names.n && strcmp(names.v[k], ifn) != 0; k++)
+			;
+		l->slow = l->ok && k < names.n && l->gbps * 2 < med[k];
+	}
+	free(med);
+	hl_strvec_close(&names);
+	return rc;
+}
+
+int hl_nc_plan_retries(struct hl_netcheck *nc)
+{
+	size_t *idx = malloc((nc->nrounds + 1) * sizeof(*idx)), i, r;
+	int rc = idx == NULL ? HL_ENOMEM : mark_slow(nc);
+
+	nc->nretries = 0;
+	if (rc == HL_OK) {
+		/* The rounds that have a slow link, in order, numbered. */
+		for (r = 0; r < nc->nrounds; r++)
+			idx[r] = SIZE_MAX;
+		for (i = 0; i < nc->nlinks; i++)
+			if (nc->links[i].slow)
+				idx[nc->links[i].round] = 0;
+		for (r = 0; r < nc->nrounds; r++)
+			if (idx[r] != SIZE_MAX)
+				idx[r] = nc->nretries++;
+		for (i = 0; i < nc->nlinks; i++) {
+			struct hl_nc_link *l = &nc->links[i];
+
+			l->retried = l->slow;
+			if (l->retried) {
+				l->retry = idx[l->round];
+				l->first_gbps = l->gbps;
+			}
+		}
+	}
+	free(idx);
+	return rc;
+}
+
+static int judge_links(struct hl_netcheck *nc)
+{
+	size_t i;
+	int rc = mark_slow(nc);
+
 	for (i = 0; i < nc->nlinks && rc == HL_OK; i++) {
 		struct hl_nc_link *l = &nc->links[i];
 		const char *ifn = hl_nc_link_ifname(nc, l);
@@ -209,16 +288,18 @@ static int judge_links(struct hl_netcheck *nc)
 					    l->error ? l->error : "no result"));
 			continue;
 		}
-		if (!hl_nc_link_medians(nc, ifn, &med, &rtt) ||
-		    l->gbps * 2 >= med)
+		if (!l->slow || !hl_nc_link_medians(nc, ifn, &med, &rtt))
 			continue;
-		l->slow = true;
 		rc = hl_nc_add_finding(
 			nc, HL_NCF_SLOW_LINK, l->from, i, ifn,
-			hl_asprintf("%s -> %s on %s: %.2f Gb/s, under half "
+			hl_asprintf("%s -> %s on %s: %.2f Gb/s%s, under half "
 				    "the median of %s (%.2f Gb/s)",
 				    name(nc, l->from), name(nc, l->to), ifn,
-				    l->gbps, ifn, med));
+				    l->gbps,
+				    l->retried
+					    ? " (the better of two transfers)"
+					    : "",
+				    ifn, med));
 	}
 	return rc;
 }

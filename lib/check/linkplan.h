@@ -7,7 +7,11 @@
  * selected. So every host sends to one host and receives from one in a
  * round, and no link carries two transfers at once: m - 1 rounds an
  * interface, whatever the number of hosts. The rounds run twice: first
- * the round trips alone (while no data moves), then the data. */
+ * the round trips alone (while no data moves), then the data. Then the
+ * links that read slow are measured again, in the rounds they had (the
+ * retry rounds: only those rounds that have such a link), and each keeps
+ * the better reading: one transfer's stall (a retransmission timeout is
+ * as long as a transfer) is no slow link; a slow link reads slow twice. */
 #ifndef HL_LINKPLAN_H
 #define HL_LINKPLAN_H
 
@@ -17,10 +21,18 @@
  * selected, at the first of its addresses there that the source reached
  * (hl_nc_select first). nc->bw_ms and bw_bytes bound each. HL_ENOMEM. */
 int hl_nc_plan_links(struct hl_netcheck *nc);
-/* Take one 'Y' result into its link: of its round trips (trips) or of
- * its data. A failure of either fails the link. */
-void hl_nc_take_rate(struct hl_netcheck *nc, bool trips, const char *data,
-		     size_t len);
+/* What a transfer measures: a link's round trips, its data, or its data
+ * again (a retry). */
+enum hl_nc_take { HL_NC_TRIPS, HL_NC_DATA, HL_NC_RETRY };
+
+/* Take one 'Y' result into its link. A failure of any fails the link; a
+ * retry's reading replaces the first where it is faster. */
+void hl_nc_take_rate(struct hl_netcheck *nc, enum hl_nc_take what,
+		     const char *data, size_t len);
+/* After the data's rounds: mark the links that read slow by the rule of
+ * hl_nc_judge to be retried, each in the retry round of its round, and
+ * count the retry rounds (nc->nretries). HL_ENOMEM. */
+int hl_nc_plan_retries(struct hl_netcheck *nc);
 /* Fail a link that was not measured, with why (copied). */
 void hl_nc_link_fail(struct hl_nc_link *l, const char *why);
 /* At the end of the check: each link's Gb/s, the slow ones (under half

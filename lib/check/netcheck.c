@@ -255,7 +255,7 @@ int hl_netcheck_run(struct hl_netcheck *nc, const struct hl_hostlist *hosts,
 			early = true;
 			rc = hl_nc_plan_links(nc);
 			if (rc == HL_OK)
-				hl_nch_measure_links(&g, progress, arg);
+				rc = hl_nch_measure_links(&g, progress, arg);
 		}
 		hl_nch_stage(&g, ST_END);
 	}

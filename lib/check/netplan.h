@@ -34,12 +34,14 @@ struct hl_nc_ifstat {
 };
 
 /* One transfer of --bandwidth (linkplan.h): from host `from` to address
- * `addr` of host `to`, in round `round`. */
+ * `addr` of host `to`, in round `round`; a link that read slow is
+ * measured again (retried) in retry round `retry`, and the better of its
+ * two readings kept (first_gbps: the first). */
 struct hl_nc_link {
-	size_t from, to, addr, round;
-	bool done, ok, slow;
+	size_t from, to, addr, round, retry;
+	bool done, ok, slow, retried;
 	long long bytes;
-	double seconds, gbps, rtt_us;
+	double seconds, gbps, rtt_us, first_gbps;
 	char *error;
 };
 
@@ -101,7 +103,7 @@ struct hl_netcheck {
 	int bw_ms;
 	long long bw_bytes;
 	struct hl_nc_link *links;
-	size_t nlinks, nrounds;
+	size_t nlinks, nrounds, nretries;
 	struct hl_nc_finding *findings;
 	size_t nfindings;
 };

@@ -222,14 +222,14 @@ static void all_reached(struct hl_netcheck *nc)
 }
 
 /* Feed one 'Y' for link id, as a probe answers. */
-static void rate(struct hl_netcheck *nc, bool trips, long id, bool ok,
+static void rate(struct hl_netcheck *nc, enum hl_nc_take what, long id, bool ok,
 		 long long bytes, double us)
 {
 	struct hl_pm_rate r = {.id = id,
 			       .ok = ok,
 			       .bytes = bytes,
 			       .us = us,
-			       .rtt_us = trips ? 40 : 0};
+			       .rtt_us = what == HL_NC_TRIPS ? 40 : 0};
 	const char *data;
 	size_t len, used;
 	char type;
@@ -240,7 +240,7 @@ static void rate(struct hl_netcheck *nc, bool trips, long id, bool ok,
 	hl_buf_init(&b);
 	CHECK(hl_pm_put_rate(&b, &r) == HL_OK);
 	CHECK(hl_rec_next(&b, &used, &type, &data, &len) == 1);
-	hl_nc_take_rate(nc, trips, data, len);
+	hl_nc_take_rate(nc, what, data, len);
 	hl_buf_close(&b);
 }
 
@@ -300,6 +300,81 @@ static void test_link_rounds(void)
 	hl_netcheck_close(&nc);
 }
 
+/* Links that read slow are measured again, in retry rounds numbered in
+ * the order of their rounds, and keep the better reading. */
+static void test_link_retries(void)
+{
+	struct hl_netcheck nc;
+	size_t ib[8], n = 0, i, j, rounds = 0;
+	const char *text = NULL;
+
+	all_reached(&nc);
+	CHECK(hl_nc_plan_links(&nc) == HL_OK);
+	for (i = 0; i < nc.nlinks; i++)
+		if (strcmp(hl_nc_link_ifname(&nc, &nc.links[i]), "ib0") == 0)
+			ib[n++] = i;
+	/* ib0: 6 links, 3 of them slow (0.8 Gb/s against 8). */
+	CHECK(n == 6);
+	for (i = 0; i < nc.nlinks; i++) {
+		rate(&nc, HL_NC_TRIPS, (long)i, true, 0, 0);
+		rate(&nc, HL_NC_DATA, (long)i, true,
+		     i == ib[0] || i == ib[1] || i == ib[2] ? 100000000
+							    : 1000000000,
+		     1e6);
+	}
+	/* A retry before its plan is not taken. */
+	rate(&nc, HL_NC_RETRY, (long)ib[0], true, 1000000000, 1e6);
+	CHECK(!nc.links[ib[0]].retried && nc.links[ib[0]].bytes == 100000000);
+	CHECK(hl_nc_plan_retries(&nc) == HL_OK);
+	for (i = 0; i < nc.nlinks; i++) {
+		const struct hl_nc_link *l = &nc.links[i];
+
+		CHECK(l->retried == (i == ib[0] || i == ib[1] || i == ib[2]));
+		if (!l->retried)
+			continue;
+		CHECK(l->first_gbps == 0.8 && l->retry < nc.nretries);
+		for (j = 0; j < nc.nlinks; j++)
+			if (nc.links[j].retried)
+				CHECK((l->round < nc.links[j].round) ==
+				      (l->retry < nc.links[j].retry));
+	}
+	/* One retry round for each round that has a slow link. */
+	for (i = 0; i < nc.nrounds; i++)
+		for (j = 0; j < 3; j++)
+			if (nc.links[ib[j]].round == i) {
+				rounds++;
+				break;
+			}
+	CHECK(nc.nretries == rounds && rounds >= 1);
+	/* A stall: 8 Gb/s again. Slow twice: the better (0.9) is kept. The
+	 * third stops answering: it fails. */
+	rate(&nc, HL_NC_RETRY, (long)ib[0], true, 1000000000, 1e6);
+	rate(&nc, HL_NC_RETRY, (long)ib[1], true, 112500000, 1e6);
+	rate(&nc, HL_NC_RETRY, (long)ib[2], false, 0, 0);
+	/* A link not retried takes no retry. */
+	rate(&nc, HL_NC_RETRY, (long)ib[3], true, 1, 1e6);
+	CHECK(nc.links[ib[3]].bytes == 1000000000);
+	CHECK(hl_nc_judge(&nc) == HL_OK);
+	CHECK(!nc.links[ib[0]].slow && nc.links[ib[0]].gbps == 8);
+	CHECK(nc.links[ib[1]].slow && nc.links[ib[1]].gbps == 0.9 &&
+	      nc.links[ib[1]].first_gbps == 0.8);
+	CHECK(!nc.links[ib[2]].ok);
+	CHECK_STR(nc.links[ib[2]].error,
+		  "measured again: stopped answering after 1.0 MiB");
+	CHECK(hl_nc_count(&nc, HL_NCF_SLOW_LINK) == 1);
+	CHECK(hl_nc_count(&nc, HL_NCF_FAILED_LINK) == 1);
+	for (i = 0; i < nc.nfindings; i++)
+		if (nc.findings[i].kind == HL_NCF_SLOW_LINK)
+			text = nc.findings[i].text;
+	CHECK(text != NULL &&
+	      strstr(text, ": 0.90 Gb/s (the better of two transfers), under "
+			   "half the median of ib0 (8.00 Gb/s)") != NULL);
+	/* A retry slower than the reading kept changes nothing. */
+	rate(&nc, HL_NC_RETRY, (long)ib[1], true, 50000000, 1e6);
+	CHECK(nc.links[ib[1]].bytes == 112500000);
+	hl_netcheck_close(&nc);
+}
+
 static void test_link_judge(void)
 {
 	struct hl_netcheck nc;
@@ -326,9 +401,9 @@ static void test_link_judge(void)
 	}
 	CHECK(slow != SIZE_MAX && failed != SIZE_MAX);
 	for (i = 0; i < nc.nlinks; i++) {
-		rate(&nc, true, (long)i, true, 0, 0);
+		rate(&nc, HL_NC_TRIPS, (long)i, true, 0, 0);
 		/* 1 GB a second: 8 Gb/s; the slow one a tenth of it. */
-		rate(&nc, false, (long)i, i != failed,
+		rate(&nc, HL_NC_DATA, (long)i, i != failed,
 		     i == slow ? 100000000 : 1000000000, 1e6);
 	}
 	CHECK(hl_nc_judge(&nc) == HL_OK);
@@ -446,6 +521,7 @@ int main(void)
 	RUN(test_gpu_slots);
 	RUN(test_link_rounds);
 	RUN(test_link_judge);
+	RUN(test_link_retries);
 	RUN(test_description);
 	RUN(test_plan_pairs);
 	RUN(test_plan_loopback);
