@@ -223,7 +223,6 @@ int hl_nch_measure_links(struct nc_group *g, hl_nc_progress_fn progress,
 		pthread_mutex_unlock(&g->lock);
 	}
 	if (progress != NULL && rc == HL_OK)
-		progress(arg, "measuring links", "rounds", rounds_of(nc),
-			 rounds_of(nc));
+		progress(arg, "measuring links", "rounds", first, first);
 	return rc;
 }
