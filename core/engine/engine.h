@@ -42,6 +42,9 @@
 
 /* The longest tensor name, in bytes. */
 #define HVD__NAME_MAX 4096
+/* The longest name a burst's head is learnt by (flights.c); a longer
+ * one's bursts are not. */
+#define HVD__HEAD_MAX 256
 
 enum hvd__req_type {
 	HVD__REQ_ALLREDUCE,
@@ -190,6 +193,14 @@ struct hvd__engine {
 	int idle_cycles;	 /* cycles in a row that ran nothing */
 	long long came_us;	 /* when this rank's last request came */
 	bool burst; /* those requests came in a burst (hvd__gpu_burst) */
+	/* A step's first GPU allreduce often comes alone, the rest of the
+	 * step behind it (hvd__gpu_burst): the name of the last one that
+	 * came alone, and when; the head, one that a burst followed within
+	 * the cycle time, which starts a burst when it comes alone again;
+	 * head_alone: it did, and nothing has come since. */
+	char lone[HVD__HEAD_MAX], head[HVD__HEAD_MAX];
+	long long lone_us;
+	bool head_alone;
 	/* The job's engine: how busy this rank was in its process sets' engines
 	 * last turn (told in the agreement), and the busiest rank (learnt
 	 * from it): HVD__SETS_RAN, no rank waits between cycles (the job's
@@ -425,9 +436,12 @@ int hvd__gpu_engine(struct hvd__engine *e);
 bool hvd__gpu_holds(const struct hvd__req *r);
 /* Whether e holds requests or has batches in flight. */
 bool hvd__gpu_busy(const struct hvd__engine *e);
-/* Whether the requests in, just taken, came in a burst: several at once,
- * or while others of this rank's were held, negotiated or in flight. */
-bool hvd__gpu_burst(const struct hvd__engine *e, const struct hvd__req *in);
+/* Whether the requests in, just taken at now, came in a burst: several
+ * at once, or while others of this rank's were held, negotiated or in
+ * flight, or a GPU allreduce alone that a burst followed last time it
+ * came alone (the head: learnt here, forgotten when it stays alone). */
+bool hvd__gpu_burst(struct hvd__engine *e, const struct hvd__req *in,
+		    long long now);
 /* Whether the held requests the GPU has computed (bytes of them; all:
  * every held one) wait at now for more of a burst to join their batch. */
 bool hvd__gpu_gathers(const struct hvd__engine *e, size_t bytes, bool all,

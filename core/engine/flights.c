@@ -19,6 +19,7 @@
  *   wait for it), and complete when its last copy has run, polled in
  *   launch order while the next cycles run. */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "engine/engine.h"
@@ -68,10 +69,38 @@ static void release(struct hvd__engine *e, size_t n)
  * GPU tensor takes (three CUDA calls), short against a batch's NCCL call. */
 #define BURST_US 100
 
-bool hvd__gpu_burst(const struct hvd__engine *e, const struct hvd__req *in)
+bool hvd__gpu_burst(struct hvd__engine *e, const struct hvd__req *in,
+		    long long now)
 {
-	return in->next != NULL || e->held != NULL ||
-	       e->pending_local != NULL || e->flights != NULL;
+	size_t len;
+
+	if (in->next != NULL || e->held != NULL || e->pending_local != NULL ||
+	    e->flights != NULL) {
+		/* A burst soon after a GPU allreduce that came alone: that one
+		 * was the burst's head (a step's first gradient, taken before
+		 * the rest of the step came). */
+		if (e->lone[0] != '\0' &&
+		    (double)(now - e->lone_us) <= e->k.cycle_ms * 1000)
+			memcpy(e->head, e->lone, sizeof(e->head));
+		e->lone[0] = '\0';
+		e->head_alone = false;
+		return true;
+	}
+	if (!hvd__gpu_holds(in) || in->name == NULL)
+		return false;
+	/* The head again: the step's rest is on its way. */
+	if (e->head[0] != '\0' && strcmp(in->name, e->head) == 0) {
+		e->lone[0] = '\0';
+		e->head_alone = true;
+		return true;
+	}
+	len = strlen(in->name);
+	e->lone[0] = '\0';
+	if (len < sizeof(e->lone)) {
+		memcpy(e->lone, in->name, len + 1);
+		e->lone_us = now;
+	}
+	return false;
 }
 
 bool hvd__gpu_gathers(const struct hvd__engine *e, size_t bytes, bool all,
@@ -114,6 +143,10 @@ bool hvd__gpu_release_held(struct hvd__engine *e)
 		return false;
 	if (hvd__gpu_gathers(e, bytes, all, hvd__now_us()))
 		return false;
+	/* The head came alone and nothing followed it: it is no head. */
+	if (e->head_alone)
+		e->head[0] = '\0';
+	e->head_alone = false;
 	release(e, n);
 	return true;
 }

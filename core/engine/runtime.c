@@ -322,7 +322,7 @@ static bool turn(struct hvd__engine *e, bool driver)
 	if (in != NULL) { /* new work: no longer idle */
 		e->idle_cycles = 0;
 		e->came_us = hvd__now_us();
-		e->burst = hvd__gpu_burst(e, in);
+		e->burst = hvd__gpu_burst(e, in, e->came_us);
 	}
 	hvd__route(e, in);
 	/* Shutting down, this rank's batches end before its last agreement,

@@ -283,20 +283,20 @@ static void test_gpu_burst(void)
 	long long t = 1000000, fl; /* a flight: only its presence is read */
 
 	/* One request, nothing of this rank's under way: it goes alone. */
-	CHECK(!hvd__gpu_burst(&e, &a));
+	CHECK(!hvd__gpu_burst(&e, &a, t));
 	/* Two at once, or one while another is held, negotiated or in
 	 * flight: a burst. */
 	a.next = &b;
-	CHECK(hvd__gpu_burst(&e, &a));
+	CHECK(hvd__gpu_burst(&e, &a, t));
 	a.next = NULL;
 	e.held = &b;
-	CHECK(hvd__gpu_burst(&e, &a));
+	CHECK(hvd__gpu_burst(&e, &a, t));
 	e.held = NULL;
 	e.pending_local = &b;
-	CHECK(hvd__gpu_burst(&e, &a));
+	CHECK(hvd__gpu_burst(&e, &a, t));
 	e.pending_local = NULL;
 	e.flights = (struct hvd__flight *)&fl;
-	CHECK(hvd__gpu_burst(&e, &a));
+	CHECK(hvd__gpu_burst(&e, &a, t));
 	e.flights = NULL;
 
 	/* Gathering: fusion threshold 1 MiB, cycle time 1 ms; the first held
@@ -329,10 +329,77 @@ static void test_gpu_burst(void)
 	CHECK(!hvd__gpu_gathers(&e, 4096, false, t));
 }
 
+/* A step's first GPU allreduce taken alone, the rest of the step behind
+ * it: learnt as the head of the rank's bursts, and gathered with them the
+ * next time; forgotten when it stays alone. */
+static void test_gpu_burst_head(void)
+{
+	struct hvd__engine e = {0};
+	struct hvd__req h = {0}, x = {0}, c = {0};
+	long long t = 1000000, fl, now;
+	char longname[HVD__HEAD_MAX + 8];
+	int ev; /* a ready event: only its presence is read */
+
+	e.k.cycle_ms = 1;
+	e.k.fusion_threshold = 1 << 20;
+	h.m.gpu = true;
+	h.ready = &ev;
+	h.m.type = HVD__REQ_ALLREDUCE;
+	x = h;
+	h.name = "grad.0";
+	x.name = "grad.1";
+	c.name = "loss"; /* a CPU allreduce */
+	/* Alone, nothing under way: at once. The rest of the step 400 us
+	 * later, while it flies: a burst, and grad.0 its head. */
+	CHECK(!hvd__gpu_burst(&e, &h, t));
+	e.flights = (struct hvd__flight *)&fl;
+	CHECK(hvd__gpu_burst(&e, &x, t + 400));
+	e.flights = NULL;
+	CHECK_STR(e.head, "grad.0");
+	/* The next step: the head alone is a burst; until more comes, it is
+	 * alone. Another name alone, or a CPU allreduce, is not. */
+	CHECK(hvd__gpu_burst(&e, &h, t + 10000) && e.head_alone);
+	e.held = &h;
+	CHECK(hvd__gpu_burst(&e, &x, t + 10020) && !e.head_alone);
+	e.held = NULL;
+	CHECK(!hvd__gpu_burst(&e, &c, t + 20000));
+	x.name = "metric";
+	CHECK(!hvd__gpu_burst(&e, &x, t + 30000));
+	/* A burst over a cycle time after a lone one: that one is no head. */
+	e.pending_local = &c;
+	CHECK(hvd__gpu_burst(&e, &c, t + 31001));
+	e.pending_local = NULL;
+	CHECK_STR(e.head, "grad.0");
+	/* A name too long to learn: no head. */
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	x.name = longname;
+	CHECK(!hvd__gpu_burst(&e, &x, t + 40000));
+	e.held = &h;
+	CHECK(hvd__gpu_burst(&e, &h, t + 40010));
+	e.held = NULL;
+	CHECK_STR(e.head, "grad.0");
+	/* The head alone, and nothing after it: it goes after the burst's
+	 * pause, and is forgotten. */
+	CHECK(hvd__gpu_burst(&e, &h, t + 50000) && e.head_alone);
+	e.burst = true;
+	now = hvd__now_us();
+	h.computed_us = now - 200;
+	e.came_us = now - 200;
+	e.held = &h;
+	CHECK(hvd__gpu_release_held(&e));
+	CHECK(e.held == NULL && e.pending_local == &h);
+	CHECK(e.head[0] == '\0' && !e.head_alone);
+	/* Alone again: at once. */
+	e.pending_local = NULL;
+	CHECK(!hvd__gpu_burst(&e, &h, t + 60000));
+}
+
 int main(void)
 {
 	RUN(test_results_and_cache);
 	RUN(test_mismatch);
 	RUN(test_gpu_burst);
+	RUN(test_gpu_burst_head);
 	return tap_done();
 }
