@@ -319,8 +319,8 @@ static json_t *bandwidth(const struct hl_netcheck *nc)
 				    l->slow, "gbps",
 				    l->ok ? json_real(l->gbps) : json_null(),
 				    "first_gbps",
-				    l->retried ? json_real(l->first_gbps)
-					       : json_null(),
+				    l->twice ? json_real(l->first_gbps)
+					     : json_null(),
 				    "rtt_us",
 				    l->ok ? json_real(l->rtt_us) : json_null(),
 				    "bytes", (json_int_t)l->bytes, "seconds",

@@ -101,8 +101,11 @@ void hl_nc_take_rate(struct hl_netcheck *nc, enum hl_nc_take what,
 			l->ok = false;
 			free(l->error);
 			l->error = hl_asprintf("measured again: %s", r.error);
-		} else if (rate_of(r.bytes, r.us / 1e6) >
-			   rate_of(l->bytes, l->seconds)) {
+			return;
+		}
+		l->twice = true;
+		if (rate_of(r.bytes, r.us / 1e6) >
+		    rate_of(l->bytes, l->seconds)) {
 			l->bytes = r.bytes;
 			l->seconds = r.us / 1e6;
 		}
@@ -296,9 +299,8 @@ static int judge_links(struct hl_netcheck *nc)
 				    "the median of %s (%.2f Gb/s)",
 				    name(nc, l->from), name(nc, l->to), ifn,
 				    l->gbps,
-				    l->retried
-					    ? " (the better of two transfers)"
-					    : "",
+				    l->twice ? " (the better of two transfers)"
+					     : "",
 				    ifn, med));
 	}
 	return rc;

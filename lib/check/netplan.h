@@ -35,11 +35,12 @@ struct hl_nc_ifstat {
 
 /* One transfer of --bandwidth (linkplan.h): from host `from` to address
  * `addr` of host `to`, in round `round`; a link that read slow is
- * measured again (retried) in retry round `retry`, and the better of its
- * two readings kept (first_gbps: the first). */
+ * measured again (retried) in retry round `retry`, and once that second
+ * reading came (twice), the better of the two is kept (first_gbps: the
+ * first). */
 struct hl_nc_link {
 	size_t from, to, addr, round, retry;
-	bool done, ok, slow, retried;
+	bool done, ok, slow, retried, twice;
 	long long bytes;
 	double seconds, gbps, rtt_us, first_gbps;
 	char *error;
