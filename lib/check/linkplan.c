@@ -207,12 +207,24 @@ static const char *name(const struct hl_netcheck *nc, size_t i)
 	return nc->h[i].host->name;
 }
 
-/* Each link's Gb/s, and whether it is slow: under half the median of the
- * links into the same interface name. HL_ENOMEM. */
-static int mark_slow(struct hl_netcheck *nc)
+/* The index of ifname in names (names->n: none). */
+static size_t name_index(const struct hl_strvec *names, const char *ifname)
 {
-	struct hl_strvec names;
-	double *med = NULL, rtt;
+	size_t k;
+
+	for (k = 0; k < names->n && strcmp(names->v[k], ifname) != 0; k++)
+		;
+	return k;
+}
+
+/* Each link's Gb/s, and whether it is slow: under half the median of the
+ * links into the same interface name. The names links go into, and each
+ * one's median Gb/s (*med, 0 where none), are the caller's to free (also
+ * on failure: names initialised by the caller). HL_ENOMEM. */
+static int mark_slow(struct hl_netcheck *nc, struct hl_strvec *names,
+		     double **med)
+{
+	double rtt;
 	size_t i, k;
 	int rc;
 
@@ -222,31 +234,32 @@ static int mark_slow(struct hl_netcheck *nc)
 		l->gbps = l->ok ? rate_of(l->bytes, l->seconds) : 0;
 		l->slow = false;
 	}
-	hl_strvec_init(&names);
-	rc = hl_nc_link_ifnames(nc, &names);
-	if (rc == HL_OK && (med = calloc(names.n + 1, sizeof(*med))) == NULL)
+	rc = hl_nc_link_ifnames(nc, names);
+	if (rc == HL_OK && (*med = calloc(names->n + 1, sizeof(**med))) == NULL)
 		rc = HL_ENOMEM;
-	for (k = 0; rc == HL_OK && k < names.n; k++)
-		if (!hl_nc_link_medians(nc, names.v[k], &med[k], &rtt))
-			med[k] = 0;
+	for (k = 0; rc == HL_OK && k < names->n; k++)
+		if (!hl_nc_link_medians(nc, names->v[k], &(*med)[k], &rtt))
+			(*med)[k] = 0;
 	for (i = 0; rc == HL_OK && i < nc->nlinks; i++) {
 		struct hl_nc_link *l = &nc->links[i];
-		const char *ifn = hl_nc_link_ifname(nc, l);
 
-		for (k = 0; k < names.n && strcmp(names.v[k], ifn) != 0; k++)
-			;
-		l->slow = l->ok && k < names.n && l->gbps * 2 < med[k];
+		k = name_index(names, hl_nc_link_ifname(nc, l));
+		l->slow = l->ok && k < names->n && l->gbps * 2 < (*med)[k];
 	}
-	free(med);
-	hl_strvec_close(&names);
 	return rc;
 }
 
 int hl_nc_plan_retries(struct hl_netcheck *nc)
 {
 	size_t *idx = malloc((nc->nrounds + 1) * sizeof(*idx)), i, r;
-	int rc = idx == NULL ? HL_ENOMEM : mark_slow(nc);
+	struct hl_strvec names;
+	double *med = NULL;
+	int rc;
 
+	hl_strvec_init(&names);
+	rc = idx == NULL ? HL_ENOMEM : mark_slow(nc, &names, &med);
+	free(med);
+	hl_strvec_close(&names);
 	nc->nretries = 0;
 	if (rc == HL_OK) {
 		/* The rounds that have a slow link, in order, numbered. */
@@ -274,13 +287,16 @@ int hl_nc_plan_retries(struct hl_netcheck *nc)
 
 static int judge_links(struct hl_netcheck *nc)
 {
+	struct hl_strvec names;
+	double *med = NULL;
 	size_t i;
-	int rc = mark_slow(nc);
+	int rc;
 
+	hl_strvec_init(&names);
+	rc = mark_slow(nc, &names, &med);
 	for (i = 0; i < nc->nlinks && rc == HL_OK; i++) {
 		struct hl_nc_link *l = &nc->links[i];
 		const char *ifn = hl_nc_link_ifname(nc, l);
-		double med, rtt;
 
 		if (!l->ok) {
 			rc = hl_nc_add_finding(
@@ -291,7 +307,7 @@ static int judge_links(struct hl_netcheck *nc)
 					    l->error ? l->error : "no result"));
 			continue;
 		}
-		if (!l->slow || !hl_nc_link_medians(nc, ifn, &med, &rtt))
+		if (!l->slow)
 			continue;
 		rc = hl_nc_add_finding(
 			nc, HL_NCF_SLOW_LINK, l->from, i, ifn,
@@ -301,8 +317,10 @@ static int judge_links(struct hl_netcheck *nc)
 				    l->gbps,
 				    l->twice ? " (the better of two transfers)"
 					     : "",
-				    ifn, med));
+				    ifn, med[name_index(&names, ifn)]));
 	}
+	free(med);
+	hl_strvec_close(&names);
 	return rc;
 }
 

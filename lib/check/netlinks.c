@@ -199,7 +199,6 @@ int hl_nch_measure_links(struct nc_group *g, hl_nc_progress_fn progress,
 	size_t r, first = 2 * nc->nrounds;
 	int rc = HL_OK;
 
-	nc->nretries = 0;
 	for (r = 0; r <= rounds_of(nc); r++) {
 		pthread_mutex_lock(&g->lock);
 		if (r == first)
