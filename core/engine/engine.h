@@ -192,6 +192,9 @@ struct hvd__engine {
 	long long decided_us;	 /* when this cycle's responses were known */
 	int idle_cycles;	 /* cycles in a row that ran nothing */
 	long long came_us;	 /* when this rank's last request came */
+	/* The wait until the next cycle ends when a local peer starts the
+	 * next agreement: this rank waits for a late one (shm.h's bells). */
+	bool bell_wait;
 	bool burst; /* those requests came in a burst (hvd__gpu_burst) */
 	/* A step's first GPU allreduce often comes alone, the rest of the
 	 * step behind it (hvd__gpu_burst): the name of the last one that
@@ -281,6 +284,17 @@ void hvd__queue_reset(void);
  * to the queue while a thread may do so; NULL: none may. */
 typedef int (*hvd__drive_fn)(const hvd_handle *h);
 void hvd__queue_set_driver(hvd__drive_fn fn);
+/* A bell that ends the wait of the engine's owner between its cycles
+ * besides new work (runtime.c hands the host's shared segment's, shm.h):
+ * called: a local peer started the next agreement; sleep: up to ms,
+ * unless woken() or called, or until a ring; ring: wake the sleeper (as
+ * every waker of the owner does). NULL: none. */
+struct hvd__bell {
+	bool (*called)(void);
+	void (*sleep)(double ms, bool (*woken)(void));
+	void (*ring)(void);
+};
+void hvd__queue_set_bell(const struct hvd__bell *b);
 /* The next submission of this thread is waited for at once (a
  * synchronous collective): its thread will drive the engine (hvd_wait),
  * so the background thread leaves it alone. false: forget it. */
@@ -297,8 +311,9 @@ int hvd__sync_finish(int rc, hvd_handle *h);
  * thread drives the engine (hvd_wait), unless hvd_shutdown() asked to
  * stop. paced: the wait ends at the background thread's next cycle, due
  * within the cycle time; a CPU request does not cut it short then
- * (queue.c's submit says why). */
-void hvd__queue_wait(double cycle_ms, bool bg, bool paced);
+ * (queue.c's submit says why). bell: the wait ends also when a local
+ * peer starts the next agreement (hvd__queue_set_bell). */
+void hvd__queue_wait(double cycle_ms, bool bg, bool paced, bool bell);
 /* Whether the background thread has new work (or a shutdown) to take. */
 bool hvd__queue_work(void);
 /* Sleep up to ms, or until a thread that drove the engine is done. */

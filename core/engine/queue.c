@@ -34,6 +34,9 @@ static struct {
 	int broken;		   /* 0, or the error that stopped the engine */
 	struct hvd__req *inflight; /* every request not yet completed, by
 				      its inflight_next link */
+	/* The bell that wakes the engine's owner too (set locked:
+	 * hvd__queue_set_bell) */
+	const struct hvd__bell *_Atomic bell;
 } Q = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
@@ -48,6 +51,27 @@ static _Atomic(hvd__drive_fn) drive_fn;
 void hvd__queue_set_driver(hvd__drive_fn fn)
 {
 	atomic_store(&drive_fn, fn);
+}
+
+void hvd__queue_set_bell(const struct hvd__bell *b)
+{
+	pthread_mutex_lock(&Q.lock);
+	atomic_store(&Q.bell, b);
+	pthread_mutex_unlock(&Q.lock);
+}
+
+/* Wake the engine's owner, or would-be (Q.lock held): all, or one, of
+ * the threads on Q.wake, and one asleep on the bell. */
+static void wake(bool all)
+{
+	const struct hvd__bell *b = atomic_load(&Q.bell);
+
+	if (all)
+		pthread_cond_broadcast(&Q.wake);
+	else
+		pthread_cond_signal(&Q.wake);
+	if (b != NULL)
+		b->ring();
 }
 
 static __thread char last_error[512];
@@ -203,7 +227,7 @@ static int submit(struct hvd__req *list)
 		if ((list->h == NULL || !list->h->driver) &&
 		    !(Q.bg_paced && atomic_load(&Q.drivers) == 0 &&
 		      !atomic_load(&Q.gpu)))
-			pthread_cond_broadcast(&Q.wake);
+			wake(true);
 	}
 	pthread_mutex_unlock(&Q.lock);
 	return rc;
@@ -331,8 +355,29 @@ static void sleep_wake(double ms)
 	pthread_cond_timedwait(&Q.wake, &Q.lock, &ts);
 }
 
-void hvd__queue_wait(double cycle_ms, bool bg, bool paced)
+/* Whether a local peer started the next agreement (bell: the wait is
+ * for it). */
+static bool called(bool bell)
 {
+	const struct hvd__bell *b = atomic_load(&Q.bell);
+
+	return bell && b != NULL && b->called();
+}
+
+/* What ends a sleep on the bell besides a ring (bg: see has_work). */
+static bool work_bg(void)
+{
+	return has_work(true);
+}
+
+static bool work_any(void)
+{
+	return has_work(false);
+}
+
+void hvd__queue_wait(double cycle_ms, bool bg, bool paced, bool bell)
+{
+	const struct hvd__bell *b;
 	struct hvd__wait w;
 	bool got;
 
@@ -340,17 +385,26 @@ void hvd__queue_wait(double cycle_ms, bool bg, bool paced)
 	 * of a sleeping thread, which costs more than a small allreduce. The
 	 * background thread stops checking once a user thread drives: it
 	 * would only take the CPU from it. */
-	if (has_work(bg))
+	if (has_work(bg) || called(bell))
 		return;
 	hvd__wait_begin(&w, HVD__WAIT_CYCLE);
-	while (!(got = has_work(bg)) && !(bg && atomic_load(&Q.drivers) > 0) &&
-	       hvd__wait_spin(&w))
+	while (!(got = has_work(bg) || called(bell)) &&
+	       !(bg && atomic_load(&Q.drivers) > 0) && hvd__wait_spin(&w))
 		;
 	if (!got) {
 		pthread_mutex_lock(&Q.lock);
+		b = atomic_load(&Q.bell);
 		if (!has_work(bg) && cycle_ms > 0) {
 			Q.bg_paced = bg && paced;
-			sleep_wake(cycle_ms);
+			if (bell && b != NULL) {
+				/* Every waker rings the bell after it made
+				 * work: the sleep sees one or the other. */
+				pthread_mutex_unlock(&Q.lock);
+				b->sleep(cycle_ms, bg ? work_bg : work_any);
+				pthread_mutex_lock(&Q.lock);
+			} else {
+				sleep_wake(cycle_ms);
+			}
 			Q.bg_paced = false;
 		}
 		pthread_mutex_unlock(&Q.lock);
@@ -418,7 +472,7 @@ void hvd__queue_shutdown(void)
 	pthread_mutex_lock(&Q.lock);
 	atomic_store(&Q.stop, true);
 	atomic_store(&Q.work, true);
-	pthread_cond_broadcast(&Q.wake);
+	wake(true);
 	pthread_mutex_unlock(&Q.lock);
 }
 
@@ -521,7 +575,7 @@ void hvd__req_complete(struct hvd__req *r, int status, const char *why)
 static void wake_background(void)
 {
 	pthread_mutex_lock(&Q.lock);
-	pthread_cond_signal(&Q.wake);
+	wake(false);
 	pthread_mutex_unlock(&Q.lock);
 }
 

@@ -42,6 +42,14 @@ struct line {
 	char pad[64 - 3 * sizeof(uint32_t)];
 };
 
+/* One cache line per rank: its bell (shm.h), apart from the lines that
+ * the exchanges spin on. */
+struct bell {
+	_Atomic uint32_t rung;	   /* rings so far */
+	_Atomic uint32_t sleepers; /* this rank's threads asleep on it */
+	char pad[64 - 2 * sizeof(uint32_t)];
+};
+
 struct hvd__shm {
 	int lrank, lsize;
 	size_t slot;
@@ -49,6 +57,7 @@ struct hvd__shm {
 	size_t len;
 	struct head *head;
 	struct line *lines;
+	struct bell *bells;
 	unsigned char *slots;
 	int *pidfd;
 	const unsigned char **view; /* lsize slots: the last exchange's */
@@ -64,7 +73,8 @@ struct offer {
 
 static size_t header_bytes(int lsize)
 {
-	size_t h = sizeof(struct head) + (size_t)lsize * sizeof(struct line);
+	size_t h = sizeof(struct head) +
+		   (size_t)lsize * (sizeof(struct line) + sizeof(struct bell));
 
 	return (h + 4095) & ~(size_t)4095;
 }
@@ -219,6 +229,13 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t v,
 	return syscall(SYS_futex, (uint32_t *)w, op, v, ts, NULL, 0);
 }
 
+static void ring(struct bell *b)
+{
+	atomic_fetch_add(&b->rung, 1);
+	if (atomic_load(&b->sleepers) > 0)
+		futex(&b->rung, FUTEX_WAKE, INT32_MAX, NULL);
+}
+
 static int peer_dead(const struct hvd__shm *s, int p)
 {
 	struct pollfd pf = {s->pidfd[p], POLLIN, 0};
@@ -274,9 +291,51 @@ void hvd__shm_abort(struct hvd__shm *s)
 	if (s == NULL || s->base == NULL)
 		return;
 	atomic_store(&s->head->broken, 1);
-	for (p = 0; p < s->lsize; p++)
+	for (p = 0; p < s->lsize; p++) {
 		if (atomic_load(&s->lines[p].sleepers) > 0)
 			futex(&s->lines[p].arrive, FUTEX_WAKE, INT32_MAX, NULL);
+		ring(&s->bells[p]);
+	}
+}
+
+bool hvd__shm_bell_called(const struct hvd__shm *s)
+{
+	/* This rank's last round (its line, not s->seq: a thread that no
+	 * longer runs the engine may ask). */
+	uint32_t mine = atomic_load(&s->lines[s->lrank].arrive);
+	int p;
+
+	for (p = 0; p < s->lsize; p++)
+		if (p != s->lrank &&
+		    (int32_t)(atomic_load(&s->lines[p].arrive) - mine) > 0)
+			return true;
+	return false;
+}
+
+void hvd__shm_bell_sleep(struct hvd__shm *s, double ms, bool (*woken)(void))
+{
+	struct bell *b = &s->bells[s->lrank];
+	long long ns = (long long)(ms * 1e6);
+	struct timespec ts = {ns / 1000000000, ns % 1000000000};
+	uint32_t seen;
+
+	if (ns <= 0)
+		return;
+	/* A ringer checks sleepers after it made its event (a round
+	 * arrived at, work queued); this checks the events after it counted
+	 * itself in: one of the two sees the other. */
+	atomic_fetch_add(&b->sleepers, 1);
+	seen = atomic_load(&b->rung);
+	if (!woken() && !hvd__shm_bell_called(s) &&
+	    !atomic_load(&s->head->broken))
+		futex(&b->rung, FUTEX_WAIT, seen, &ts);
+	atomic_fetch_sub(&b->sleepers, 1);
+}
+
+void hvd__shm_bell_ring(struct hvd__shm *s)
+{
+	if (atomic_load(&s->bells[s->lrank].sleepers) > 0)
+		ring(&s->bells[s->lrank]);
 }
 
 int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms)
@@ -289,6 +348,12 @@ int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms)
 	atomic_store(&me->arrive, seq);
 	if (atomic_load(&me->sleepers) > 0)
 		futex(&me->arrive, FUTEX_WAKE, INT32_MAX, NULL);
+	/* A peer asleep on its bell, not yet at this round, waits for it (a
+	 * late rank's next agreement): it comes now. */
+	for (p = 0; p < s->lsize; p++)
+		if (p != s->lrank && atomic_load(&s->bells[p].sleepers) > 0 &&
+		    (int32_t)(seq - atomic_load(&s->lines[p].arrive)) > 0)
+			ring(&s->bells[p]);
 	for (p = 0; p < s->lsize && rc == HVD_OK; p++)
 		if (p != s->lrank)
 			rc = wait_peer(s, p, seq, deadline);
@@ -339,6 +404,7 @@ int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
 	}
 	s->head = (struct head *)(void *)s->base;
 	s->lines = (struct line *)(void *)(s->base + sizeof(struct head));
+	s->bells = (struct bell *)(void *)(s->lines + lsize);
 	s->slots = s->base + header_bytes(lsize);
 	s->lines[lrank].pid = (int32_t)getpid();
 	/* Every pid is written once every rank has arrived. */

@@ -5,7 +5,8 @@
  * it to its local peers over an abstract unix socket whose name the job's
  * secret derives (abstract names vanish with their process). Every rank
  * maps it. The segment holds a header, one cache line per rank with its
- * arrival counter and pid, then two sets of one slot per rank.
+ * arrival counter and pid, one per rank with its bell, then two sets of
+ * one slot per rank.
  *
  * A rank waits for its peers on their counters: a spin while spinning
  * pays (wait.h), then a futex sleep in short steps, checking between steps that the
@@ -31,7 +32,9 @@
 #ifndef HVD_SHM_H
 #define HVD_SHM_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 #include "hvd.h"
@@ -101,6 +104,15 @@ int hvd__shm_allgatherv(struct hvd__shm *s, void *out, const size_t *len,
 int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
 		       const size_t *soff, void *out, const size_t *rb,
 		       const size_t *roff, int timeout_ms);
+/* Each local rank's bell: a rank's engine that waits between its cycles
+ * for a late local peer sleeps on its own bell. A local peer that arrives
+ * at a round beyond this rank's (its next agreement, which cannot end
+ * without this rank) rings it, as work of this rank's own does. called:
+ * a peer has arrived at a round beyond this rank's; sleep: up to ms,
+ * unless woken() or called, or until a ring; ring: this rank's bell. */
+bool hvd__shm_bell_called(const struct hvd__shm *s);
+void hvd__shm_bell_sleep(struct hvd__shm *s, double ms, bool (*woken)(void));
+void hvd__shm_bell_ring(struct hvd__shm *s);
 /* Mark the segment broken: every wait of every local rank fails with
  * HVD_ECONN from now on. s may be NULL. */
 void hvd__shm_abort(struct hvd__shm *s);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "tap.h"
@@ -395,11 +396,95 @@ static void test_gpu_burst_head(void)
 	CHECK(!hvd__gpu_burst(&e, &h, t + 60000));
 }
 
+/* A bell as the host's segment gives one (shm.h), in this process:
+ * called once `calls` is set; its sleep looks every millisecond. */
+static atomic_bool calls;
+static atomic_int rings;
+
+static bool fake_called(void)
+{
+	return atomic_load(&calls);
+}
+
+static void fake_sleep(double ms, bool (*woken)(void))
+{
+	long long end = hvd__now_us() + (long long)(ms * 1000);
+	int seen = atomic_load(&rings);
+
+	while (hvd__now_us() < end && !woken() && !fake_called() &&
+	       atomic_load(&rings) == seen)
+		usleep(1000);
+}
+
+static void fake_ring(void)
+{
+	atomic_fetch_add(&rings, 1);
+}
+
+static void *call_later(void *arg)
+{
+	(void)arg;
+	usleep(200000);
+	atomic_store(&calls, true);
+	return NULL;
+}
+
+static void *shut_later(void *arg)
+{
+	(void)arg;
+	usleep(200000);
+	hvd__queue_shutdown();
+	return NULL;
+}
+
+/* How long hvd__queue_wait(ms, bell) took, in ms, with fn (not NULL)
+ * run on another thread meanwhile. */
+static long long timed_wait(double ms, bool bell, void *(*fn)(void *))
+{
+	long long t0 = hvd__now_us();
+	pthread_t t;
+	bool started = fn != NULL && pthread_create(&t, NULL, fn, NULL) == 0;
+
+	hvd__queue_wait(ms, false, false, bell);
+	if (started)
+		pthread_join(t, NULL);
+	return (hvd__now_us() - t0) / 1000;
+}
+
+/* The engine owner's wait for a late peer ends when a local peer starts
+ * the next agreement, or a waker of the queue rings the bell; a wait not
+ * for the bell lasts its time. */
+static void test_queue_bell(void)
+{
+	static const struct hvd__bell fake = {fake_called, fake_sleep,
+					      fake_ring};
+	long long took;
+
+	hvd__queue_reset();
+	hvd__queue_set_bell(&fake);
+	atomic_store(&calls, true);
+	took = timed_wait(100, false, NULL);
+	CHECK(took >= 90);
+	took = timed_wait(5000, true, NULL);
+	CHECK(took < 2000);
+	atomic_store(&calls, false);
+	took = timed_wait(5000, true, call_later);
+	CHECK(took >= 150 && took < 2500);
+	atomic_store(&calls, false);
+	atomic_store(&rings, 0);
+	took = timed_wait(5000, true, shut_later);
+	CHECK(took >= 150 && took < 2500);
+	CHECK(atomic_load(&rings) > 0);
+	hvd__queue_set_bell(NULL);
+	hvd__queue_reset();
+}
+
 int main(void)
 {
 	RUN(test_results_and_cache);
 	RUN(test_mismatch);
 	RUN(test_gpu_burst);
 	RUN(test_gpu_burst_head);
+	RUN(test_queue_bell);
 	return tap_done();
 }

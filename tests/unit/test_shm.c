@@ -1,8 +1,12 @@
 /* test_shm.c: the shared segment of one host's ranks (core/transport/shm.h), with
  * real processes: 1 to 4 ranks meet, pass barriers, and allreduce pieces
  * larger than a slot (several chunks, both slot sets) and smaller than
- * the rank count; a peer that dies fails the others at once. */
+ * the rank count; a peer that dies fails the others at once; a rank
+ * asleep on its bell wakes when a peer arrives at the next round, or its
+ * own work rings it. */
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,11 +354,102 @@ static void test_mismatch(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
 }
 
+static atomic_bool flag;
+
+static bool never(void)
+{
+	return false;
+}
+
+static bool flagged(void)
+{
+	return atomic_load(&flag);
+}
+
+/* Another thread of the rank makes work, then rings. */
+static void *ringer(void *arg)
+{
+	usleep(200000);
+	atomic_store(&flag, true);
+	hvd__shm_bell_ring(arg);
+	return NULL;
+}
+
+/* One rank of test_bells; 0 when all went as it should. */
+static int bell_rank(int r, const char *name)
+{
+	struct hvd__shm *s;
+	long long t0, took;
+	pthread_t t;
+
+	if (hvd__shm_open(&s, r, 3, name, SLOT, 5000) != HVD_OK)
+		return 10;
+	if (r == 0) {
+		/* Late: the others sleep until it arrives at the round. */
+		usleep(300000);
+		return hvd__shm_barrier(s, 5000) == HVD_OK ? 0 : 11;
+	}
+	if (hvd__shm_bell_called(s))
+		return 12;
+	t0 = hvd__now_ms();
+	hvd__shm_bell_sleep(s, 5000, never);
+	took = hvd__now_ms() - t0;
+	if (took < 250 || took > 2500 || !hvd__shm_bell_called(s))
+		return 13;
+	if (hvd__shm_barrier(s, 5000) != HVD_OK || hvd__shm_bell_called(s))
+		return 14;
+	/* No peer ahead, no ring: the sleep lasts its time. */
+	t0 = hvd__now_ms();
+	hvd__shm_bell_sleep(s, 100, never);
+	took = hvd__now_ms() - t0;
+	if (took < 90 || took > 2500)
+		return 15;
+	/* Work already there: no sleep at all. */
+	atomic_store(&flag, true);
+	t0 = hvd__now_ms();
+	hvd__shm_bell_sleep(s, 5000, flagged);
+	if (hvd__now_ms() - t0 > 2500)
+		return 16;
+	/* Work that comes during the sleep rings it. */
+	atomic_store(&flag, false);
+	if (pthread_create(&t, NULL, ringer, s) != 0)
+		return 17;
+	t0 = hvd__now_ms();
+	hvd__shm_bell_sleep(s, 5000, flagged);
+	took = hvd__now_ms() - t0;
+	pthread_join(t, NULL);
+	if (took > 2500 || !atomic_load(&flag))
+		return 18;
+	hvd__shm_close(s);
+	return 0;
+}
+
+static void test_bells(void)
+{
+	char name[64];
+	pid_t pid[3];
+	int r, status;
+
+	snprintf(name, sizeof(name), "hvd-test-shm-bell-%d", (int)getpid());
+	for (r = 0; r < 3; r++) {
+		pid[r] = fork();
+		if (pid[r] == 0)
+			_exit(bell_rank(r, name));
+	}
+	for (r = 0; r < 3; r++) {
+		CHECK(waitpid(pid[r], &status, 0) == pid[r]);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			printf("#   bells: rank %d status %d\n", r, status);
+	}
+}
+
 int main(void)
 {
 	RUN(test_one_to_four_ranks);
 	RUN(test_dead_peer);
 	RUN(test_broken_segment);
 	RUN(test_mismatch);
+	RUN(test_bells);
 	return tap_done();
 }
