@@ -192,8 +192,10 @@ struct hvd__engine {
 	long long decided_us;	 /* when this cycle's responses were known */
 	int idle_cycles;	 /* cycles in a row that ran nothing */
 	long long came_us;	 /* when this rank's last request came */
-	/* The wait until the next cycle ends when a local peer starts the
-	 * next agreement: this rank waits for a late one (shm.h's bells). */
+	/* The wait until the next cycle ends when a peer starts the next
+	 * agreement (bell, the job's: bell.c) while this rank waits for a
+	 * late one (bell_wait). */
+	const struct hvd__bell *bell;
 	bool bell_wait;
 	bool burst; /* those requests came in a burst (hvd__gpu_burst) */
 	/* A step's first GPU allreduce often comes alone, the rest of the
@@ -295,6 +297,13 @@ struct hvd__bell {
 	void (*ring)(void);
 };
 void hvd__queue_set_bell(const struct hvd__bell *b);
+/* The job engine's bell (bell.c): the segment's where shm is not NULL,
+ * else c's connections where its transport can watch them; NULL where
+ * there is none (MPI, one rank). Closed by hvd__bell_close (and by the
+ * next open). */
+const struct hvd__bell *hvd__bell_open(const struct hvd__comm *c,
+				       struct hvd__shm *shm);
+void hvd__bell_close(void);
 /* The next submission of this thread is waited for at once (a
  * synchronous collective): its thread will drive the engine (hvd_wait),
  * so the background thread leaves it alone. false: forget it. */

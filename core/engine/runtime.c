@@ -87,9 +87,8 @@ static struct {
  * The waiting rank's cycles still leave the CPU alone: each waits (without
  * spinning, as an idle one's) in the agreement until the late peer's
  * background thread, idle, comes to it. Between those cycles it sleeps
- * on its bell where its peers share its host (shm.h): the late peer's
- * next agreement wakes it at once, where it would otherwise wait for the
- * rest of the cycle time (a small allreduce whose peer came a moment
+ * on its bell (bell.c): the late peer's next agreement wakes it at once,
+ * where it would otherwise wait for the rest of the cycle time (a small allreduce whose peer came a moment
  * after an agreement: 1.1 ms where 0.1 ms is its own time). Over MPI,
  * whose waits spin, only
  * for this long after the rank's last request came; a longer wait there
@@ -117,9 +116,8 @@ static double wait_ms(const struct hvd__engine *e, bool *peer)
 		return ms;
 	if (e->pending_local != NULL &&
 	    (!hvd__g.mpi || hvd__now_us() - e->came_us < LATE_PEER_US)) {
-		/* The late peer's agreement ends the wait where the rank's
-		 * peers share its host (shm.h's bells). */
-		*peer = e->hier.shm != NULL;
+		/* The late peer's agreement ends the wait (bell.c). */
+		*peer = e->bell != NULL;
 		return ms;
 	}
 	for (k = IDLE_CYCLES; k < e->idle_cycles && ms < IDLE_WAIT_MS; k++)
@@ -433,25 +431,6 @@ static void set_drivable(bool on)
 	hvd__queue_set_driver(on ? hvd__runtime_drive : NULL);
 }
 
-/* The host's bells (shm.h) for the queue's waits (hvd__queue_set_bell):
- * this rank's, in the job's segment. */
-static bool bell_called(void)
-{
-	return hvd__shm_bell_called(E.hier.shm);
-}
-
-static void bell_sleep(double ms, bool (*woken)(void))
-{
-	hvd__shm_bell_sleep(E.hier.shm, ms, woken);
-}
-
-static void bell_ring(void)
-{
-	hvd__shm_bell_ring(E.hier.shm);
-}
-
-static const struct hvd__bell bell = {bell_called, bell_sleep, bell_ring};
-
 /* While the GPU holds requests or runs batches, the background thread
  * looks at them this often between cycles. */
 #define GPU_LOOK_MS 0.05
@@ -462,7 +441,7 @@ static const struct hvd__bell bell = {bell_called, bell_sleep, bell_ring};
  * for a late one. */
 static bool peer_called(const struct hvd__engine *e)
 {
-	return e->bell_wait && hvd__shm_bell_called(e->hier.shm);
+	return e->bell_wait && e->bell->called();
 }
 
 static void *background(void *arg)
@@ -640,8 +619,8 @@ int hvd__runtime_start(int rank, int size, bool joined,
 		return rc; /* hvd__runtime_stop releases the comm */
 	if (hvd__engine_open(&E, size) != HVD_OK)
 		return HVD_ENOMEM; /* hvd__runtime_stop releases the comm */
-	if (E.hier.shm != NULL)
-		hvd__queue_set_bell(&bell);
+	E.bell = hvd__bell_open(&E.comm, E.hier.shm);
+	hvd__queue_set_bell(E.bell);
 	rc = hvd__autotune_open(&A, &E.k, rank, E.hier.shm != NULL,
 				E.hier.nhosts > 1);
 	if (rc != HVD_OK)
@@ -692,6 +671,7 @@ void hvd__runtime_stop(void)
 	pthread_mutex_lock(&own);
 	pthread_mutex_unlock(&own);
 	hvd__queue_set_bell(NULL);
+	hvd__bell_close();
 	broken = hvd__queue_broken();
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
 	E.gpu = NULL;

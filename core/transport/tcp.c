@@ -555,6 +555,17 @@ static int tcp_check(void *tp)
 	return HVD_OK;
 }
 
+static int tcp_watch(void *tp, struct pollfd *fds, int max)
+{
+	struct hvd__tcp *t = tp;
+	int r, n = 0;
+
+	for (r = 0; t != NULL && t->fd != NULL && r < t->size && n < max; r++)
+		if (t->fd[r] >= 0)
+			fds[n++] = (struct pollfd){t->fd[r], POLLIN, 0};
+	return n;
+}
+
 static void tcp_tune(void *t, int timeout_ms)
 {
 	if (t != NULL)
@@ -577,6 +588,7 @@ const struct hvd__transport_ops hvd__tcp_ops = {
 	.sendrecv = tcp_sendrecv,
 	.sendrecv_v = tcp_sendrecv_v,
 	.check = tcp_check,
+	.watch = tcp_watch,
 	.tune = tcp_tune,
 	.abort = tcp_abort,
 	.close = tcp_close,

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -479,6 +480,89 @@ static void test_queue_bell(void)
 	hvd__queue_reset();
 }
 
+/* bell.c's bell over a transport's connections: a socket pair stands
+ * for the connection to a peer. */
+static int pair[2];
+
+static int fake_watch(void *t, struct pollfd *fds, int max)
+{
+	(void)t;
+	if (max < 1)
+		return 0;
+	fds[0] = (struct pollfd){pair[0], POLLIN, 0};
+	return 1;
+}
+
+static void *peer_sends(void *arg)
+{
+	(void)arg;
+	usleep(200000);
+	if (write(pair[1], "x", 1) != 1)
+		return NULL;
+	return NULL;
+}
+
+static const struct hvd__bell *net;
+
+static void *rings_later(void *arg)
+{
+	(void)arg;
+	usleep(200000);
+	atomic_store(&calls, true); /* the work, then the ring */
+	net->ring();
+	return NULL;
+}
+
+/* How long net's sleep of ms took, in ms, with fn run meanwhile. */
+static long long timed_sleep(double ms, bool (*woken)(void),
+			     void *(*fn)(void *))
+{
+	long long t0 = hvd__now_us();
+	pthread_t t;
+	bool started = fn != NULL && pthread_create(&t, NULL, fn, NULL) == 0;
+
+	net->sleep(ms, woken);
+	if (started)
+		pthread_join(t, NULL);
+	return (hvd__now_us() - t0) / 1000;
+}
+
+/* Over the network, a peer's first bytes of its next agreement, or this
+ * rank's own work (a ring), end the sleep; nothing: it lasts its time. */
+static void test_net_bell(void)
+{
+	static const struct hvd__transport_ops ops = {.name = "pair",
+						      .watch = fake_watch};
+	struct hvd__comm c = {0, 2, &ops, NULL};
+	static const struct hvd__transport_ops blind = {.name = "blind"};
+	struct hvd__comm one = {0, 1, &ops, NULL}, other = {0, 2, &blind, NULL};
+	char x;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+	net = hvd__bell_open(&c, NULL);
+	CHECK(net != NULL);
+	if (net == NULL)
+		return;
+	atomic_store(&calls, false);
+	CHECK(!net->called());
+	CHECK(timed_sleep(100, fake_called, NULL) >= 90);
+	CHECK(timed_sleep(5000, fake_called, peer_sends) < 2500);
+	CHECK(net->called());
+	CHECK(read(pair[0], &x, 1) == 1);
+	CHECK(!net->called());
+	CHECK(timed_sleep(5000, fake_called, rings_later) < 2500);
+	/* Work there already: no sleep; one rang meanwhile is drained. */
+	CHECK(timed_sleep(5000, fake_called, NULL) < 2500);
+	atomic_store(&calls, false);
+	CHECK(timed_sleep(100, fake_called, NULL) >= 90);
+	hvd__bell_close();
+	/* One rank, or a transport that cannot be watched (MPI): none. */
+	CHECK(hvd__bell_open(&one, NULL) == NULL);
+	CHECK(hvd__bell_open(&other, NULL) == NULL);
+	close(pair[0]);
+	close(pair[1]);
+}
+
 int main(void)
 {
 	RUN(test_results_and_cache);
@@ -486,5 +570,6 @@ int main(void)
 	RUN(test_gpu_burst);
 	RUN(test_gpu_burst_head);
 	RUN(test_queue_bell);
+	RUN(test_net_bell);
 	return tap_done();
 }
