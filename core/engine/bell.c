@@ -5,12 +5,15 @@
  * would be the peer's wait.
  *
  * Where the ranks share a host's segment, its bells (shm.h): a futex
- * each, which a local peer rings as it arrives at the round. Else, over
- * libhvd's TCP transport, the peers' connections: a peer's agreement
- * sends this rank its first bytes (the agreement's exchange), which make
- * a connection readable; the rank's own wakers (new work, a shutdown)
- * write an eventfd that the same poll() watches. One job engine a
- * process: the state is this file's. */
+ * each, which a local peer rings as it arrives at the round. Over
+ * libhvd's TCP transport alone, the peers' connections: a peer's
+ * agreement sends this rank its first bytes (the agreement's exchange),
+ * which make a connection readable; the rank's own wakers (new work, a
+ * shutdown) write an eventfd that the same poll() watches. With both
+ * (hosts of several ranks each), the connections and the segment's bell
+ * socket in one poll(): a late peer on another host sends its bytes
+ * across, one on this host rings. One job engine a process: the state is
+ * this file's. */
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -24,10 +27,12 @@
 
 static struct {
 	struct hvd__shm *shm;
-	struct pollfd *fds; /* the peers' connections, then the eventfd */
+	struct pollfd *fds; /* the peers' connections, then the eventfd or
+			       the segment's bell socket */
 	int n;		    /* connections */
+	int efd;	    /* the eventfd, or -1 */
 	_Atomic int sleepers;
-} B;
+} B = {.efd = -1};
 
 static bool shm_called(void)
 {
@@ -36,7 +41,7 @@ static bool shm_called(void)
 
 static void shm_sleep(double ms, bool (*woken)(void))
 {
-	hvd__shm_bell_sleep(B.shm, ms, woken);
+	hvd__shm_bell_sleep(B.shm, ms, woken, NULL, 0);
 }
 
 static void shm_ring(void)
@@ -65,7 +70,7 @@ static void net_sleep(double ms, bool (*woken)(void))
 	 * this checks for work after it counted itself in, and a ring
 	 * before that (drained here) came with work that woken() sees. */
 	atomic_fetch_add(&B.sleepers, 1);
-	while (read(B.fds[B.n].fd, &v, sizeof(v)) < 0 && errno == EINTR)
+	while (read(B.efd, &v, sizeof(v)) < 0 && errno == EINTR)
 		;
 	if (!woken())
 		ppoll(B.fds, (nfds_t)B.n + 1, &ts, NULL);
@@ -77,48 +82,59 @@ static void net_ring(void)
 	uint64_t one = 1;
 
 	if (atomic_load(&B.sleepers) > 0 &&
-	    write(B.fds[B.n].fd, &one, sizeof(one)) < 0) {
+	    write(B.efd, &one, sizeof(one)) < 0) {
 		/* The counter is full (2^64 - 2): the sleeper is awake. */
 	}
 }
 
 static const struct hvd__bell net_bell = {net_called, net_sleep, net_ring};
 
-const struct hvd__bell *hvd__bell_open(const struct hvd__comm *c,
-				       struct hvd__shm *shm)
+static bool both_called(void)
 {
-	int n, efd;
+	return shm_called() || net_called();
+}
+
+static void both_sleep(double ms, bool (*woken)(void))
+{
+	hvd__shm_bell_sleep(B.shm, ms, woken, B.fds, B.n + 1);
+}
+
+static const struct hvd__bell both_bell = {both_called, both_sleep, shm_ring};
+
+const struct hvd__bell *hvd__bell_open(const struct hvd__comm *c,
+				       struct hvd__shm *shm, bool hosts)
+{
+	int n, fd;
 
 	hvd__bell_close();
-	if (shm != NULL) {
-		B.shm = shm;
+	B.shm = shm;
+	if (shm != NULL && !hosts)
 		return &shm_bell;
-	}
-	if (c->size < 2 || c->ops->watch == NULL)
-		return NULL;
-	B.fds = calloc((size_t)c->size, sizeof(*B.fds));
-	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (B.fds == NULL || efd < 0) {
-		free(B.fds);
-		B.fds = NULL;
-		if (efd >= 0)
-			close(efd);
-		return NULL; /* the waits keep the cycle time */
+	if (c->size < 2 || c->ops->watch == NULL ||
+	    (B.fds = calloc((size_t)c->size, sizeof(*B.fds))) == NULL)
+		return shm != NULL ? &shm_bell : NULL;
+	fd = shm != NULL ? hvd__shm_bell_socket(shm)
+			 : (B.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	if (fd < 0) {
+		/* The waits keep the cycle time (across hosts). */
+		hvd__bell_close();
+		B.shm = shm;
+		return shm != NULL ? &shm_bell : NULL;
 	}
 	n = c->ops->watch(c->t, B.fds, c->size - 1);
-	B.fds[n] = (struct pollfd){efd, POLLIN, 0};
+	B.fds[n] = (struct pollfd){fd, POLLIN, 0};
 	B.n = n;
-	return &net_bell;
+	return shm != NULL ? &both_bell : &net_bell;
 }
 
 void hvd__bell_close(void)
 {
-	if (B.fds != NULL) {
-		close(B.fds[B.n].fd);
-		free(B.fds);
-	}
+	if (B.efd >= 0)
+		close(B.efd);
+	free(B.fds);
 	B.fds = NULL;
 	B.n = 0;
+	B.efd = -1;
 	B.shm = NULL;
 	atomic_store(&B.sleepers, 0);
 }

@@ -298,11 +298,11 @@ struct hvd__bell {
 };
 void hvd__queue_set_bell(const struct hvd__bell *b);
 /* The job engine's bell (bell.c): the segment's where shm is not NULL,
- * else c's connections where its transport can watch them; NULL where
- * there is none (MPI, one rank). Closed by hvd__bell_close (and by the
- * next open). */
+ * c's connections where its transport can watch them, both for a job
+ * of several such hosts (hosts); NULL where there is none (MPI, one
+ * rank). Closed by hvd__bell_close (and by the next open). */
 const struct hvd__bell *hvd__bell_open(const struct hvd__comm *c,
-				       struct hvd__shm *shm);
+				       struct hvd__shm *shm, bool hosts);
 void hvd__bell_close(void);
 /* The next submission of this thread is waited for at once (a
  * synchronous collective): its thread will drive the engine (hvd_wait),

@@ -619,7 +619,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 		return rc; /* hvd__runtime_stop releases the comm */
 	if (hvd__engine_open(&E, size) != HVD_OK)
 		return HVD_ENOMEM; /* hvd__runtime_stop releases the comm */
-	E.bell = hvd__bell_open(&E.comm, E.hier.shm);
+	E.bell = hvd__bell_open(&E.comm, E.hier.shm, E.hier.nhosts > 1);
 	hvd__queue_set_bell(E.bell);
 	rc = hvd__autotune_open(&A, &E.k, rank, E.hier.shm != NULL,
 				E.hier.nhosts > 1);

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -47,7 +48,8 @@ struct line {
 struct bell {
 	_Atomic uint32_t rung;	   /* rings so far */
 	_Atomic uint32_t sleepers; /* this rank's threads asleep on it */
-	char pad[64 - 2 * sizeof(uint32_t)];
+	_Atomic uint32_t polls;	   /* they sleep in poll() on its socket */
+	char pad[64 - 3 * sizeof(uint32_t)];
 };
 
 struct hvd__shm {
@@ -62,7 +64,9 @@ struct hvd__shm {
 	int *pidfd;
 	const unsigned char **view; /* lsize slots: the last exchange's */
 	uint32_t seq;
-	unsigned set; /* the slot set of the next chunk */
+	unsigned set;	/* the slot set of the next chunk */
+	char name[112]; /* the segment's abstract socket name */
+	int bell_fd;	/* this rank's bell socket (hvd__shm_bell_socket) */
 };
 
 /* What local rank 0 sends each peer with the segment's fd. */
@@ -229,11 +233,35 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t v,
 	return syscall(SYS_futex, (uint32_t *)w, op, v, ts, NULL, 0);
 }
 
-static void ring(struct bell *b)
+/* Rank p's bell socket's name. */
+static socklen_t bell_addr(const struct hvd__shm *s, int p,
+			   struct sockaddr_un *a)
 {
+	char n[sizeof(s->name) + 16];
+
+	snprintf(n, sizeof(n), "%s-bell%d", s->name, p);
+	return abstract_addr(a, n);
+}
+
+/* Ring rank p's bell: wake it where it sleeps, on the futex or (polls) on
+ * its socket. */
+static void ring(const struct hvd__shm *s, int p)
+{
+	struct bell *b = &s->bells[p];
+	struct sockaddr_un a;
+	socklen_t al;
+
 	atomic_fetch_add(&b->rung, 1);
-	if (atomic_load(&b->sleepers) > 0)
+	if (atomic_load(&b->sleepers) == 0)
+		return;
+	if (!atomic_load(&b->polls) || s->bell_fd < 0) {
 		futex(&b->rung, FUTEX_WAKE, INT32_MAX, NULL);
+		return;
+	}
+	al = bell_addr(s, p, &a);
+	/* A full socket has a ring waiting already. */
+	(void)sendto(s->bell_fd, "", 1, MSG_DONTWAIT, (struct sockaddr *)&a,
+		     al);
 }
 
 static int peer_dead(const struct hvd__shm *s, int p)
@@ -294,7 +322,7 @@ void hvd__shm_abort(struct hvd__shm *s)
 	for (p = 0; p < s->lsize; p++) {
 		if (atomic_load(&s->lines[p].sleepers) > 0)
 			futex(&s->lines[p].arrive, FUTEX_WAKE, INT32_MAX, NULL);
-		ring(&s->bells[p]);
+		ring(s, p);
 	}
 }
 
@@ -312,30 +340,60 @@ bool hvd__shm_bell_called(const struct hvd__shm *s)
 	return false;
 }
 
-void hvd__shm_bell_sleep(struct hvd__shm *s, double ms, bool (*woken)(void))
+int hvd__shm_bell_socket(struct hvd__shm *s)
+{
+	struct sockaddr_un a;
+	socklen_t al = bell_addr(s, s->lrank, &a);
+	int fd;
+
+	if (s->bell_fd >= 0)
+		return s->bell_fd;
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a, al) != 0) {
+		close(fd);
+		return -1;
+	}
+	s->bell_fd = fd;
+	atomic_store(&s->bells[s->lrank].polls, 1);
+	return fd;
+}
+
+void hvd__shm_bell_sleep(struct hvd__shm *s, double ms, bool (*woken)(void),
+			 struct pollfd *fds, int nfds)
 {
 	struct bell *b = &s->bells[s->lrank];
 	long long ns = (long long)(ms * 1e6);
 	struct timespec ts = {ns / 1000000000, ns % 1000000000};
 	uint32_t seen;
+	char c[16];
 
 	if (ns <= 0)
 		return;
 	/* A ringer checks sleepers after it made its event (a round
 	 * arrived at, work queued); this checks the events after it counted
-	 * itself in: one of the two sees the other. */
+	 * itself in: one of the two sees the other. A ring on the socket
+	 * from before (drained) came with an event that this sees. */
 	atomic_fetch_add(&b->sleepers, 1);
+	while (nfds > 0 && s->bell_fd >= 0 &&
+	       recv(s->bell_fd, c, sizeof(c), MSG_DONTWAIT) >= 0)
+		;
 	seen = atomic_load(&b->rung);
 	if (!woken() && !hvd__shm_bell_called(s) &&
-	    !atomic_load(&s->head->broken))
-		futex(&b->rung, FUTEX_WAIT, seen, &ts);
+	    !atomic_load(&s->head->broken)) {
+		if (nfds > 0)
+			ppoll(fds, (nfds_t)nfds, &ts, NULL);
+		else
+			futex(&b->rung, FUTEX_WAIT, seen, &ts);
+	}
 	atomic_fetch_sub(&b->sleepers, 1);
 }
 
 void hvd__shm_bell_ring(struct hvd__shm *s)
 {
 	if (atomic_load(&s->bells[s->lrank].sleepers) > 0)
-		ring(&s->bells[s->lrank]);
+		ring(s, s->lrank);
 }
 
 int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms)
@@ -353,7 +411,7 @@ int hvd__shm_barrier(struct hvd__shm *s, int timeout_ms)
 	for (p = 0; p < s->lsize; p++)
 		if (p != s->lrank && atomic_load(&s->bells[p].sleepers) > 0 &&
 		    (int32_t)(seq - atomic_load(&s->lines[p].arrive)) > 0)
-			ring(&s->bells[p]);
+			ring(s, p);
 	for (p = 0; p < s->lsize && rc == HVD_OK; p++)
 		if (p != s->lrank)
 			rc = wait_peer(s, p, seq, deadline);
@@ -387,6 +445,8 @@ int hvd__shm_open(struct hvd__shm **out, int lrank, int lsize, const char *name,
 	}
 	for (p = 0; p < lsize; p++)
 		s->pidfd[p] = -1;
+	s->bell_fd = -1;
+	snprintf(s->name, sizeof(s->name), "%s", name);
 	rc = lrank == 0 ? create(name, lsize, s->len, s->slot, deadline, &fd)
 			: join(name, lsize, s->slot, deadline, &fd);
 	if (rc == HVD_OK) {
@@ -759,6 +819,8 @@ void hvd__shm_close(struct hvd__shm *s)
 	for (p = 0; p < s->lsize; p++)
 		if (s->pidfd[p] >= 0)
 			close(s->pidfd[p]);
+	if (s->bell_fd >= 0)
+		close(s->bell_fd);
 	free(s->pidfd);
 	free(s->view);
 	free(s);

@@ -32,6 +32,7 @@
 #ifndef HVD_SHM_H
 #define HVD_SHM_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,14 +106,21 @@ int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
 		       const size_t *soff, void *out, const size_t *rb,
 		       const size_t *roff, int timeout_ms);
 /* Each local rank's bell: a rank's engine that waits between its cycles
- * for a late local peer sleeps on its own bell. A local peer that arrives
- * at a round beyond this rank's (its next agreement, which cannot end
- * without this rank) rings it, as work of this rank's own does. called:
- * a peer has arrived at a round beyond this rank's; sleep: up to ms,
- * unless woken() or called, or until a ring; ring: this rank's bell. */
+ * for a late peer sleeps on its own bell. A local peer that arrives at a
+ * round beyond this rank's (its next agreement, which cannot end without
+ * this rank) rings it, as work of this rank's own does. called: a peer
+ * has arrived at a round beyond this rank's; sleep: up to ms, unless
+ * woken() or called, or until a ring, on a futex (nfds 0) or in poll()
+ * on fds, which then hold the bell's socket (hvd__shm_bell_socket) and
+ * whatever else ends the sleep (a connection to a peer on another
+ * host); ring: this rank's bell. socket: bind this rank's bell socket
+ * (an abstract datagram socket, closed with the segment), from then on
+ * rung by a datagram; -1 if it cannot be. */
 bool hvd__shm_bell_called(const struct hvd__shm *s);
-void hvd__shm_bell_sleep(struct hvd__shm *s, double ms, bool (*woken)(void));
+void hvd__shm_bell_sleep(struct hvd__shm *s, double ms, bool (*woken)(void),
+			 struct pollfd *fds, int nfds);
 void hvd__shm_bell_ring(struct hvd__shm *s);
+int hvd__shm_bell_socket(struct hvd__shm *s);
 /* Mark the segment broken: every wait of every local rank fails with
  * HVD_ECONN from now on. s may be NULL. */
 void hvd__shm_abort(struct hvd__shm *s);

@@ -539,7 +539,7 @@ static void test_net_bell(void)
 	char x;
 
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
-	net = hvd__bell_open(&c, NULL);
+	net = hvd__bell_open(&c, NULL, false);
 	CHECK(net != NULL);
 	if (net == NULL)
 		return;
@@ -557,8 +557,8 @@ static void test_net_bell(void)
 	CHECK(timed_sleep(100, fake_called, NULL) >= 90);
 	hvd__bell_close();
 	/* One rank, or a transport that cannot be watched (MPI): none. */
-	CHECK(hvd__bell_open(&one, NULL) == NULL);
-	CHECK(hvd__bell_open(&other, NULL) == NULL);
+	CHECK(hvd__bell_open(&one, NULL, false) == NULL);
+	CHECK(hvd__bell_open(&other, NULL, false) == NULL);
 	close(pair[0]);
 	close(pair[1]);
 }

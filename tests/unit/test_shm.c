@@ -4,6 +4,7 @@
  * the rank count; a peer that dies fails the others at once; a rank
  * asleep on its bell wakes when a peer arrives at the next round, or its
  * own work rings it. */
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -375,15 +376,26 @@ static void *ringer(void *arg)
 	return NULL;
 }
 
+/* The sleep on the futex, or (a socket: sock >= 0) in poll(). */
+static void bsleep(struct hvd__shm *s, double ms, bool (*woken)(void), int sock)
+{
+	struct pollfd pf = {sock, POLLIN, 0};
+
+	hvd__shm_bell_sleep(s, ms, woken, &pf, sock >= 0 ? 1 : 0);
+}
+
 /* One rank of test_bells; 0 when all went as it should. */
-static int bell_rank(int r, const char *name)
+static int bell_rank(int r, const char *name, bool polls)
 {
 	struct hvd__shm *s;
 	long long t0, took;
 	pthread_t t;
+	int sock = -1;
 
 	if (hvd__shm_open(&s, r, 3, name, SLOT, 5000) != HVD_OK)
 		return 10;
+	if (polls && (sock = hvd__shm_bell_socket(s)) < 0)
+		return 19;
 	if (r == 0) {
 		/* Late: the others sleep until it arrives at the round. */
 		usleep(300000);
@@ -392,7 +404,7 @@ static int bell_rank(int r, const char *name)
 	if (hvd__shm_bell_called(s))
 		return 12;
 	t0 = hvd__now_ms();
-	hvd__shm_bell_sleep(s, 5000, never);
+	bsleep(s, 5000, never, sock);
 	took = hvd__now_ms() - t0;
 	if (took < 250 || took > 2500 || !hvd__shm_bell_called(s))
 		return 13;
@@ -400,14 +412,14 @@ static int bell_rank(int r, const char *name)
 		return 14;
 	/* No peer ahead, no ring: the sleep lasts its time. */
 	t0 = hvd__now_ms();
-	hvd__shm_bell_sleep(s, 100, never);
+	bsleep(s, 100, never, sock);
 	took = hvd__now_ms() - t0;
 	if (took < 90 || took > 2500)
 		return 15;
 	/* Work already there: no sleep at all. */
 	atomic_store(&flag, true);
 	t0 = hvd__now_ms();
-	hvd__shm_bell_sleep(s, 5000, flagged);
+	bsleep(s, 5000, flagged, sock);
 	if (hvd__now_ms() - t0 > 2500)
 		return 16;
 	/* Work that comes during the sleep rings it. */
@@ -415,7 +427,7 @@ static int bell_rank(int r, const char *name)
 	if (pthread_create(&t, NULL, ringer, s) != 0)
 		return 17;
 	t0 = hvd__now_ms();
-	hvd__shm_bell_sleep(s, 5000, flagged);
+	bsleep(s, 5000, flagged, sock);
 	took = hvd__now_ms() - t0;
 	pthread_join(t, NULL);
 	if (took > 2500 || !atomic_load(&flag))
@@ -424,24 +436,34 @@ static int bell_rank(int r, const char *name)
 	return 0;
 }
 
-static void test_bells(void)
+static void bells(bool polls)
 {
 	char name[64];
 	pid_t pid[3];
 	int r, status;
 
-	snprintf(name, sizeof(name), "hvd-test-shm-bell-%d", (int)getpid());
+	snprintf(name, sizeof(name), "hvd-test-shm-bell-%d-%d", (int)getpid(),
+		 polls);
 	for (r = 0; r < 3; r++) {
 		pid[r] = fork();
 		if (pid[r] == 0)
-			_exit(bell_rank(r, name));
+			_exit(bell_rank(r, name, polls));
 	}
 	for (r = 0; r < 3; r++) {
 		CHECK(waitpid(pid[r], &status, 0) == pid[r]);
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-			printf("#   bells: rank %d status %d\n", r, status);
+			printf("#   bells (%s): rank %d status %d\n",
+			       polls ? "poll" : "futex", r, status);
 	}
+}
+
+/* The futex's bells (one host), and the sockets' (a job of several
+ * hosts: the sleep polls the connections across too). */
+static void test_bells(void)
+{
+	bells(false);
+	bells(true);
 }
 
 int main(void)
