@@ -258,6 +258,10 @@ static void supervise(struct sup *s)
 		long long now = hl_now_ms();
 		int nfds = 0, timeout = -1;
 
+		/* The job failed meanwhile for its cause (ranks that never
+		 * joined), or was interrupted: the held exit was its effect. */
+		if (s->held != NULL && (s->failed || s->signal != 0))
+			s->held = NULL;
 		if (s->held != NULL && (now >= s->fail_at || all_exited(s)))
 			fail_job(s, s->held, s->held_status, EXITED);
 		if (all_exited(s)) {

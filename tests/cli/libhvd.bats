@@ -280,6 +280,17 @@ busy_beside() { # n
 	assert_output --partial "hvdrun: rendezvous: 1 of 3 ranks never joined within 2 s (start timeout): 2; stopping the job"
 }
 
+@test "the start timeout is the cause, not a worker that exited with a code just before it" {
+	# Rank 1 exits with code 2 0.05 s before the start timeout: its exit
+	# is held 0.2 s for a cause, and the timeout, which comes meanwhile,
+	# fails the job: 125, and rank 1's exit is not blamed.
+	run "$HVDRUN" -np 3 --start-timeout 2 sh -c \
+		'[ $HOROVOD_RANK = 2 ] && exec sleep 30; [ $HOROVOD_RANK = 1 ] && { sleep 1.95; exit 2; }; exec "$0" all' "$SELFTEST"
+	assert_failure 125
+	assert_output --partial "2 of 3 ranks never joined within 2 s (start timeout): 1 2; stopping the job"
+	refute_output --partial "rank 1 on localhost exited with code 2"
+}
+
 @test "the rendezvous admits only workers that know the job's secret" {
 	# A worker with a forged secret is refused; the real ones still run.
 	run "$HVDRUN" -np 2 --start-timeout 3 sh -c \
