@@ -267,8 +267,6 @@ void hvd__engine_close(struct hvd__engine *e);
 
 /* ---- queue.c (any thread, unless it says) ---- */
 
-/* Set the calling thread's hvd_error_message(). */
-void hvd__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A new request, not yet queued (NULL: out of memory). It owns `ready`
  * (a GPU request's event), also when it fails. */
 struct hvd__req *hvd__req_new(const char *name, const struct hvd__meta *m,
@@ -277,8 +275,18 @@ struct hvd__req *hvd__req_new(const char *name, const struct hvd__meta *m,
  * hold it until hvd_group_end(); *out is its handle. r is freed when it
  * is refused. */
 int hvd__enqueue(struct hvd__req *r, hvd_handle **out);
-/* Whether this thread is inside hvd_group_start()/hvd_group_end(). */
+/* Queue the list of requests (linked by next) at once, or none of them:
+ * a name in flight on this rank, or twice in the list, is refused. */
+int hvd__queue_submit(struct hvd__req *list);
+/* Whether this thread is inside hvd_group_start()/hvd_group_end()
+ * (grouped.c). hold: r joins the open group, if there is one; holds:
+ * h is the handle of a request the open group holds; end: close the
+ * group, *list its requests (also on failure: the caller completes
+ * them), each marked with the group's identity. */
 bool hvd__in_group(void);
+bool hvd__group_hold(struct hvd__req *r);
+bool hvd__group_holds(const hvd_handle *h);
+int hvd__group_end(struct hvd__req **list);
 /* Ready the queue for a new start. */
 void hvd__queue_reset(void);
 /* How a waiting thread runs the engine's cycles itself until h completes

@@ -5,7 +5,6 @@
  * handles. */
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,23 +73,8 @@ static void wake(bool all)
 		b->ring();
 }
 
-static __thread char last_error[512];
 /* The next submission of this thread is waited for at once. */
 static __thread bool sync_next;
-
-void hvd__set_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-}
-
-HVD_EXPORT const char *hvd_error_message(void)
-{
-	return last_error;
-}
 
 /* Take every queued request; Q.lock held. */
 static struct hvd__req *take_incoming(void)
@@ -145,26 +129,12 @@ static void req_drop(struct hvd__req *r)
 	free(r);
 }
 
-/* The requests of this thread's open group, in submission order. */
-static __thread struct {
-	bool open;
-	struct hvd__req *head, **tail;
-	uint32_t n;
-} group;
-
-bool hvd__in_group(void)
-{
-	return group.open;
-}
-
 void hvd__queue_sync_next(bool on)
 {
 	sync_next = on;
 }
 
-/* Queue the list of requests (linked by next) at once, or none of them:
- * a name in flight on this rank, or twice in the list, is refused. */
-static int submit(struct hvd__req *list)
+int hvd__queue_submit(struct hvd__req *list)
 {
 	struct hvd__req *r, *p;
 	long long now = hvd__now_us();
@@ -243,17 +213,14 @@ int hvd__enqueue(struct hvd__req *r, hvd_handle **out)
 		req_drop(r);
 		return HVD_ENOTINIT;
 	}
-	if (group.open) {
-		*group.tail = r;
-		group.tail = &r->next;
-		group.n++;
+	if (hvd__group_hold(r)) {
 		*out = r->h;
 		return HVD_OK;
 	}
 	/* Once queued, r belongs to the background thread, which may finish
 	 * and free it at once: the handle is taken first. */
 	h = r->h;
-	rc = submit(r);
+	rc = hvd__queue_submit(r);
 	if (rc != HVD_OK) {
 		req_drop(r);
 		return rc;
@@ -262,69 +229,15 @@ int hvd__enqueue(struct hvd__req *r, hvd_handle **out)
 	return HVD_OK;
 }
 
-HVD_EXPORT int hvd_group_start(void)
-{
-	if (!hvd__g.initialized)
-		return HVD_ENOTINIT;
-	if (group.open) {
-		hvd__set_error("hvd_group_start: a group is already open on "
-			       "this thread");
-		return HVD_EINVAL;
-	}
-	group.open = true;
-	group.head = NULL;
-	group.tail = &group.head;
-	group.n = 0;
-	return HVD_OK;
-}
-
-/* FNV-1a of s, 64 bits. */
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 14695981039346656037ull;
-
-	for (; *s != '\0'; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
-
 HVD_EXPORT int hvd_group_end(void)
 {
-	struct hvd__req *r, *next, *list = group.head;
-	uint64_t hash = 0;
-	int rc;
+	struct hvd__req *r, *next, *list;
+	int rc = hvd__group_end(&list);
 
-	if (!group.open) {
-		hvd__set_error("hvd_group_end without hvd_group_start");
-		return HVD_EINVAL;
-	}
-	group.open = false;
-	if (list == NULL)
-		return HVD_OK;
-	rc = HVD_OK;
-	for (r = list; r != NULL; r = r->next)
-		if (r->set != list->set && rc == HVD_OK) {
-			hvd__set_error("hvd_group_end: a group's collectives "
-				       "run in one process set (%d and %d)",
-				       list->set, r->set);
-			rc = HVD_EINVAL;
-		}
-	if (rc != HVD_OK)
-		goto failed;
-	/* The group's identity, the same on every rank that groups the same
-	 * names, in any order; never 0. */
-	for (r = list; r != NULL; r = r->next)
-		hash += name_hash(r->name) * 0x9e3779b97f4a7c15ull;
-	hash = hash * 31 + group.n;
-	hash |= 1;
-	for (r = list; r != NULL; r = r->next) {
-		r->m.group = hash;
-		r->m.group_n = group.n;
-	}
-	rc = submit(list);
+	if (rc == HVD_OK && list != NULL)
+		rc = hvd__queue_submit(list);
 	if (rc == HVD_OK)
 		return HVD_OK;
-failed:
 	/* The handles are the caller's: they complete with the error. */
 	for (r = list; r != NULL; r = next) {
 		next = r->next;
@@ -643,18 +556,16 @@ static int wait_handle(hvd_handle *h, bool on_stream, void *stream)
 {
 	char why[256];
 	struct hvd__wait w;
-	struct hvd__req *r;
 	bool waited;
 	int status;
 
 	if (h == NULL)
 		return HVD_EINVAL;
-	for (r = group.head; group.open && r != NULL; r = r->next)
-		if (r->h == h) {
-			hvd__set_error("hvd_wait on a member of a group not "
-				       "yet ended (hvd_group_end)");
-			return HVD_EINVAL;
-		}
+	if (hvd__group_holds(h)) {
+		hvd__set_error("hvd_wait on a member of a group not "
+			       "yet ended (hvd_group_end)");
+		return HVD_EINVAL;
+	}
 	drive(h);
 	/* The background thread completes it: spin while spinning pays,
 	 * then sleep until it does. */

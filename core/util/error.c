@@ -1,6 +1,26 @@
 /* util/error.c: what each of libhvd's error codes (hvd.h) means, for
- * hvd_strerror() and every message of the library. */
+ * hvd_strerror() and every message of the library; and each thread's
+ * last error message (hvd_error_message). */
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "util/internal.h"
+
+static __thread char last_error[512];
+
+void hvd__set_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+}
+
+HVD_EXPORT const char *hvd_error_message(void)
+{
+	return last_error;
+}
 
 HVD_EXPORT const char *hvd_strerror(int err)
 {

@@ -56,6 +56,9 @@ int hvd__transport_timeout_ms(void);
 #define HVD__GROW_FIRST ((size_t)1 << 20)
 size_t hvd__grow_size(size_t have, size_t want, size_t limit);
 
+/* Set the calling thread's hvd_error_message() (util/error.c). */
+void hvd__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The monotonic clock, in microseconds and in milliseconds. */
 long long hvd__now_us(void);
 long long hvd__now_ms(void);

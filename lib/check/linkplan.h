@@ -1,6 +1,6 @@
 /* linkplan.h: the pure steps of `hvdrun check --bandwidth` (netcheck.h
  * runs them, on the data of netplan.h): which transfers to make and in
- * which round, the results, and the findings.
+ * which round, the results (linkplan.c), and the findings (findings.c).
  *
  * Rounds: the m usable hosts in order; in round s (1..m-1) of interface
  * k, host i sends to host (i + s) mod m, on the k-th interface that host
@@ -29,6 +29,10 @@ enum hl_nc_take { HL_NC_TRIPS, HL_NC_DATA, HL_NC_RETRY };
  * retry's reading replaces the first where it is faster. */
 void hl_nc_take_rate(struct hl_netcheck *nc, enum hl_nc_take what,
 		     const char *data, size_t len);
+/* Each link's Gb/s, the median of the links into the same interface
+ * name (median_gbps, 0 where there is none), and whether it is slow:
+ * under half that median. HL_ENOMEM. */
+int hl_nc_mark_slow(struct hl_netcheck *nc);
 /* After the data's rounds: mark the links that read slow by the rule of
  * hl_nc_judge to be retried, each in the retry round of its round, and
  * count the retry rounds (nc->nretries). HL_ENOMEM. */

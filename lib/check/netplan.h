@@ -43,6 +43,7 @@ struct hl_nc_link {
 	bool done, ok, slow, retried, twice;
 	long long bytes;
 	double seconds, gbps, rtt_us, first_gbps;
+	double median_gbps; /* of the links into its interface name */
 	char *error;
 };
 
