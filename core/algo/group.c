@@ -7,6 +7,7 @@
 struct group {
 	struct hvd__comm parent;
 	int *members;
+	int n;
 };
 
 static int group_sendrecv(void *gp, int to, const void *sbuf, size_t slen,
@@ -39,6 +40,25 @@ static int group_check(void *gp)
 					    : HVD_OK;
 }
 
+/* The parent's descriptor of each member (a bell's poll wakes only for
+ * the group's peers: algo/group.h). */
+static int group_watch(void *gp, struct pollfd *fds, int max)
+{
+	struct group *g = gp;
+	struct pollfd *all;
+	int got, i;
+
+	if (g->parent.ops->watch == NULL ||
+	    (all = calloc((size_t)g->parent.size, sizeof(*all))) == NULL)
+		return 0;
+	got = g->parent.ops->watch(g->parent.t, all, g->parent.size);
+	for (i = 0; i < g->n && i < max; i++)
+		fds[i] = g->members[i] < got ? all[g->members[i]]
+					     : (struct pollfd){-1, POLLIN, 0};
+	free(all);
+	return i;
+}
+
 static void group_close(void *gp)
 {
 	struct group *g = gp;
@@ -54,12 +74,14 @@ static const struct hvd__transport_ops ops_v = {
 	.sendrecv = group_sendrecv,
 	.sendrecv_v = group_sendrecv_v,
 	.check = group_check,
+	.watch = group_watch,
 	.close = group_close,
 };
 static const struct hvd__transport_ops ops_flat = {
 	.name = "group",
 	.sendrecv = group_sendrecv,
 	.check = group_check,
+	.watch = group_watch,
 	.close = group_close,
 };
 
@@ -80,6 +102,7 @@ int hvd__group_new(const struct hvd__comm *parent, const int *members, int n,
 		return HVD_ENOMEM;
 	}
 	memcpy(g->members, members, (size_t)n * sizeof(int));
+	g->n = n;
 	g->parent = *parent;
 	out->rank = me;
 	out->size = n;

@@ -2,7 +2,9 @@
  * idea, without a new connection): the group's rank i is the parent's
  * rank members[i], and every transfer goes over the parent's transport.
  * The ranks that own one slice on each host form such a group for the
- * allreduce across hosts (shm.h). */
+ * allreduce across hosts (shm.h), and a process set's ranks one for its
+ * engine; a group's watch (transport.h) gives its ranks' connections
+ * only, so that a set's bell (engine/bell.c) wakes for its own peers. */
 #ifndef HVD_GROUP_H
 #define HVD_GROUP_H
 

@@ -192,11 +192,10 @@ struct hvd__engine {
 	long long decided_us;	 /* when this cycle's responses were known */
 	int idle_cycles;	 /* cycles in a row that ran nothing */
 	long long came_us;	 /* when this rank's last request came */
-	/* The wait until the next cycle ends when a peer starts the next
-	 * agreement (bell, the job's: bell.c) while this rank waits for a
-	 * late one (bell_wait). */
-	const struct hvd__bell *bell;
-	bool bell_wait;
+	/* The engine's bell (bell.c), and the one the wait until the next
+	 * cycle sleeps on (NULL: none): a peer's next agreement ends it while
+	 * this rank waits for a late one (runtime.c's wait_ms). */
+	struct hvd__bell *bell, *wait_bell;
 	bool burst; /* those requests came in a burst (hvd__gpu_burst) */
 	/* A step's first GPU allreduce often comes alone, the rest of the
 	 * step behind it (hvd__gpu_burst): the name of the last one that
@@ -295,23 +294,34 @@ void hvd__queue_reset(void);
 typedef int (*hvd__drive_fn)(const hvd_handle *h);
 void hvd__queue_set_driver(hvd__drive_fn fn);
 /* A bell that ends the wait of the engine's owner between its cycles
- * besides new work (runtime.c hands the host's shared segment's, shm.h):
- * called: a local peer started the next agreement; sleep: up to ms,
- * unless woken() or called, or until a ring; ring: wake the sleeper (as
- * every waker of the owner does). NULL: none. */
-struct hvd__bell {
-	bool (*called)(void);
-	void (*sleep)(double ms, bool (*woken)(void));
-	void (*ring)(void);
+ * besides new work (bell.c): called: a peer started the next agreement;
+ * sleep: up to ms, unless woken() or called, or until a ring; ring: wake
+ * its sleeper (as every waker of the owner does, queue.c). */
+struct hvd__bell;
+struct hvd__bell_ops {
+	bool (*called)(struct hvd__bell *b);
+	void (*sleep)(struct hvd__bell *b, double ms, bool (*woken)(void));
+	void (*ring)(struct hvd__bell *b);
 };
-void hvd__queue_set_bell(const struct hvd__bell *b);
-/* The job engine's bell (bell.c): the segment's where shm is not NULL,
- * c's connections where its transport can watch them, both for a job
- * of several such hosts (hosts); NULL where there is none (MPI, one
- * rank). Closed by hvd__bell_close (and by the next open). */
-const struct hvd__bell *hvd__bell_open(const struct hvd__comm *c,
-				       struct hvd__shm *shm, bool hosts);
-void hvd__bell_close(void);
+struct hvd__bell {
+	const struct hvd__bell_ops *ops;
+	/* bell.c's: the segment, the peers' connections then the eventfd
+	 * or the segment's bell socket (n connections), the eventfd (-1:
+	 * none), and how many sleep on it. */
+	struct hvd__shm *shm;
+	struct pollfd *fds;
+	int n;
+	int efd;
+	_Atomic int sleepers;
+};
+/* An engine's bell (bell.c) over its comm c and segment shm: the
+ * segment's futexes where shm is not NULL, c's connections where its
+ * transport can watch them, both for several such hosts (hosts); NULL
+ * where there is none (MPI, one rank, no memory). */
+struct hvd__bell *hvd__bell_open(const struct hvd__comm *c,
+				 struct hvd__shm *shm, bool hosts);
+/* Free b (NULL: nothing), which no thread sleeps on. */
+void hvd__bell_close(struct hvd__bell *b);
 /* The next submission of this thread is waited for at once (a
  * synchronous collective): its thread will drive the engine (hvd_wait),
  * so the background thread leaves it alone. false: forget it. */
@@ -328,9 +338,11 @@ int hvd__sync_finish(int rc, hvd_handle *h);
  * thread drives the engine (hvd_wait), unless hvd_shutdown() asked to
  * stop. paced: the wait ends at the background thread's next cycle, due
  * within the cycle time; a CPU request does not cut it short then
- * (queue.c's submit says why). bell: the wait ends also when a local
- * peer starts the next agreement (hvd__queue_set_bell). */
-void hvd__queue_wait(double cycle_ms, bool bg, bool paced, bool bell);
+ * (queue.c's submit says why). bell (not NULL): the wait ends also when
+ * a peer starts the next agreement (bell.c), and the queue's wakers ring
+ * it meanwhile. */
+void hvd__queue_wait(double cycle_ms, bool bg, bool paced,
+		     struct hvd__bell *bell);
 /* Whether the background thread has new work (or a shutdown) to take. */
 bool hvd__queue_work(void);
 /* Sleep up to ms, or until a thread that drove the engine is done. */

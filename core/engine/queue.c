@@ -33,9 +33,10 @@ static struct {
 	int broken;		   /* 0, or the error that stopped the engine */
 	struct hvd__req *inflight; /* every request not yet completed, by
 				      its inflight_next link */
-	/* The bell that wakes the engine's owner too (set locked:
-	 * hvd__queue_set_bell) */
-	const struct hvd__bell *_Atomic bell;
+	/* The bells the background thread [1] and a driving thread [0]
+	 * sleep on now (set locked, by hvd__queue_wait): every waker rings
+	 * them. */
+	struct hvd__bell *asleep[2];
 } Q = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
@@ -52,25 +53,18 @@ void hvd__queue_set_driver(hvd__drive_fn fn)
 	atomic_store(&drive_fn, fn);
 }
 
-void hvd__queue_set_bell(const struct hvd__bell *b)
-{
-	pthread_mutex_lock(&Q.lock);
-	atomic_store(&Q.bell, b);
-	pthread_mutex_unlock(&Q.lock);
-}
-
 /* Wake the engine's owner, or would-be (Q.lock held): all, or one, of
- * the threads on Q.wake, and one asleep on the bell. */
+ * the threads on Q.wake, and those asleep on a bell. */
 static void wake(bool all)
 {
-	const struct hvd__bell *b = atomic_load(&Q.bell);
-
 	if (all)
 		pthread_cond_broadcast(&Q.wake);
 	else
 		pthread_cond_signal(&Q.wake);
-	if (b != NULL)
-		b->ring();
+	if (Q.asleep[0] != NULL)
+		Q.asleep[0]->ops->ring(Q.asleep[0]);
+	if (Q.asleep[1] != NULL && Q.asleep[1] != Q.asleep[0])
+		Q.asleep[1]->ops->ring(Q.asleep[1]);
 }
 
 /* The next submission of this thread is waited for at once. */
@@ -268,13 +262,10 @@ static void sleep_wake(double ms)
 	pthread_cond_timedwait(&Q.wake, &Q.lock, &ts);
 }
 
-/* Whether a local peer started the next agreement (bell: the wait is
- * for it). */
-static bool called(bool bell)
+/* Whether a peer started the next agreement (bell: the wait is for it). */
+static bool called(struct hvd__bell *bell)
 {
-	const struct hvd__bell *b = atomic_load(&Q.bell);
-
-	return bell && b != NULL && b->called();
+	return bell != NULL && bell->ops->called(bell);
 }
 
 /* What ends a sleep on the bell besides a ring (bg: see has_work). */
@@ -288,9 +279,9 @@ static bool work_any(void)
 	return has_work(false);
 }
 
-void hvd__queue_wait(double cycle_ms, bool bg, bool paced, bool bell)
+void hvd__queue_wait(double cycle_ms, bool bg, bool paced,
+		     struct hvd__bell *bell)
 {
-	const struct hvd__bell *b;
 	struct hvd__wait w;
 	bool got;
 
@@ -306,15 +297,17 @@ void hvd__queue_wait(double cycle_ms, bool bg, bool paced, bool bell)
 		;
 	if (!got) {
 		pthread_mutex_lock(&Q.lock);
-		b = atomic_load(&Q.bell);
 		if (!has_work(bg) && cycle_ms > 0) {
 			Q.bg_paced = bg && paced;
-			if (bell && b != NULL) {
+			if (bell != NULL) {
 				/* Every waker rings the bell after it made
 				 * work: the sleep sees one or the other. */
+				Q.asleep[bg] = bell;
 				pthread_mutex_unlock(&Q.lock);
-				b->sleep(cycle_ms, bg ? work_bg : work_any);
+				bell->ops->sleep(bell, cycle_ms,
+						 bg ? work_bg : work_any);
 				pthread_mutex_lock(&Q.lock);
+				Q.asleep[bg] = NULL;
 			} else {
 				sleep_wake(cycle_ms);
 			}

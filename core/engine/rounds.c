@@ -30,6 +30,13 @@ int hvd__round_next(const struct hvd__engine *job, int id)
 	return 0;
 }
 
+struct hvd__bell *hvd__round_bell(const struct hvd__engine *job)
+{
+	struct hvd__engine *e = hvd__sets_engine(job->sets, job->round_at);
+
+	return e != NULL ? e->bell : NULL;
+}
+
 /* Whether a request of this rank waits in an engine other than e. */
 static bool pending_elsewhere(const struct hvd__engine *job,
 			      const struct hvd__engine *e)

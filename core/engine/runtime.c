@@ -87,37 +87,42 @@ static struct {
  * The waiting rank's cycles still leave the CPU alone: each waits (without
  * spinning, as an idle one's) in the agreement until the late peer's
  * background thread, idle, comes to it. Between those cycles it sleeps
- * on its bell (bell.c): the late peer's next agreement wakes it at once,
- * where it would otherwise wait for the rest of the cycle time (a small allreduce whose peer came a moment
- * after an agreement: 1.1 ms where 0.1 ms is its own time). Over MPI,
- * whose waits spin, only
- * for this long after the rank's last request came; a longer wait there
- * (ranks in a barrier for a checkpoint) is an idle one. */
+ * on a bell (bell.c): the late peer's next agreement wakes it at once,
+ * where it would otherwise wait for the rest of the cycle time (a small
+ * allreduce whose peer came a moment after an agreement: 1.1 ms where
+ * 0.1 ms is its own time). Over MPI, whose waits spin, only for this
+ * long after the rank's last request came; a longer wait there (ranks in
+ * a barrier for a checkpoint) is an idle one. */
 #define LATE_PEER_US 20000
 
-static double wait_ms(const struct hvd__engine *e, bool *peer)
+static double wait_ms(const struct hvd__engine *e, bool driver,
+		      struct hvd__bell **bell)
 {
 	double ms = e->k.cycle_ms;
 	int k;
 
-	*peer = false;
+	*bell = NULL;
 	/* Within a round, the next set's cycle at once; the same set's
 	 * again after one that ran nothing, within the cycle time (new work
-	 * wakes the thread). */
-	if (e->round_at != 0)
+	 * wakes the thread), or a set peer's next agreement (the set's bell:
+	 * a driver's only, which holds the engine while it sleeps, so that
+	 * the set and its bell stay). */
+	if (e->round_at != 0) {
+		if (e->round_idle && driver)
+			*bell = hvd__round_bell(e);
 		return e->round_idle ? ms : 0;
+	}
 	/* A process set's ranks wait for this rank's next agreement of the
 	 * job's at the end of every round of theirs: while a set runs
 	 * collectives, it is ready for it at once; while one waits for its
-	 * ranks, within the cycle time. */
+	 * ranks, within the cycle time, or a peer's next agreement. */
 	if (e->peers_busy == HVD__SETS_RAN)
 		return 0;
-	if (e->peers_busy == HVD__SETS_WAIT)
-		return ms;
-	if (e->pending_local != NULL &&
-	    (!hvd__g.mpi || hvd__now_us() - e->came_us < LATE_PEER_US)) {
+	if (e->peers_busy == HVD__SETS_WAIT ||
+	    (e->pending_local != NULL &&
+	     (!hvd__g.mpi || hvd__now_us() - e->came_us < LATE_PEER_US))) {
 		/* The late peer's agreement ends the wait (bell.c). */
-		*peer = e->bell != NULL;
+		*bell = e->bell;
 		return ms;
 	}
 	for (k = IDLE_CYCLES; k < e->idle_cycles && ms < IDLE_WAIT_MS; k++)
@@ -375,10 +380,10 @@ int hvd__runtime_drive(const hvd_handle *h)
 	while (!atomic_load(&ended) && !atomic_load(&h->done)) {
 		/* Its own request is queued: the first cycle runs at once. */
 		if (!first) {
-			bool peer;
-			double ms = wait_ms(&E, &peer);
+			struct hvd__bell *bell;
+			double ms = wait_ms(&E, true, &bell);
 
-			hvd__queue_wait(ms, false, false, peer);
+			hvd__queue_wait(ms, false, false, bell);
 		}
 		first = false;
 		if (!turn(&E, true))
@@ -441,13 +446,13 @@ static void set_drivable(bool on)
  * for a late one. */
 static bool peer_called(const struct hvd__engine *e)
 {
-	return e->bell_wait && e->bell->called();
+	return e->wait_bell != NULL && e->wait_bell->ops->called(e->wait_bell);
 }
 
 static void *background(void *arg)
 {
 	struct hvd__engine *e = arg;
-	double wait = wait_ms(e, &e->bell_wait);
+	double wait = wait_ms(e, false, &e->wait_bell);
 	long long due = 0; /* the next cycle, while looking at the GPU */
 
 	/* What its waits read is open before hvd_init() returns: what the
@@ -484,7 +489,8 @@ static void *background(void *arg)
 			turn(e, false);
 			now = hvd__now_us();
 			due = now +
-			      (long long)(wait_ms(e, &e->bell_wait) * 1000);
+			      (long long)(wait_ms(e, false, &e->wait_bell) *
+					  1000);
 		}
 		/* New work wakes the thread whatever the wait. */
 		wait = due > now ? (double)(due - now) / 1000 : 0;
@@ -620,7 +626,6 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	if (hvd__engine_open(&E, size) != HVD_OK)
 		return HVD_ENOMEM; /* hvd__runtime_stop releases the comm */
 	E.bell = hvd__bell_open(&E.comm, E.hier.shm, E.hier.nhosts > 1);
-	hvd__queue_set_bell(E.bell);
 	rc = hvd__autotune_open(&A, &E.k, rank, E.hier.shm != NULL,
 				E.hier.nhosts > 1);
 	if (rc != HVD_OK)
@@ -666,12 +671,12 @@ void hvd__runtime_stop(void)
 	}
 	hvd__wait_report();
 	set_drivable(false);
-	/* No thread is in a drive (asleep on the bell) once the segment
-	 * goes. */
+	/* No thread is in a drive (asleep on a bell) once the segments
+	 * go. */
 	pthread_mutex_lock(&own);
 	pthread_mutex_unlock(&own);
-	hvd__queue_set_bell(NULL);
-	hvd__bell_close();
+	hvd__bell_close(E.bell);
+	E.bell = E.wait_bell = NULL;
 	broken = hvd__queue_broken();
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
 	E.gpu = NULL;

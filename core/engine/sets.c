@@ -55,6 +55,7 @@ static void set_free(struct hvd__set *set, int status, const char *why)
 					      status != HVD_ENOSET &&
 					      status != HVD_ESHUTDOWN);
 		e->gpu = NULL;
+		hvd__bell_close(e->bell);
 		hvd__hier_stop(&e->hier);
 		if (e->comm.ops != NULL)
 			e->comm.ops->close(e->comm.t);
@@ -134,6 +135,9 @@ static int set_engine(struct hvd__engine *job, struct hvd__set *set)
 		free(e);
 		return rc;
 	}
+	/* Its ranks' next agreement of the set's wakes a driver that waits
+	 * for a late one (bell.c). */
+	e->bell = hvd__bell_open(&e->comm, e->hier.shm, e->hier.nhosts > 1);
 	set->e = e;
 	return HVD_OK;
 }

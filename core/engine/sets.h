@@ -2,19 +2,19 @@
  * the job's ranks.
  *
  * Each set this rank belongs to has an engine of its own (struct
- * hvd__engine: its negotiation, response cache, join, stall check and
- * fusion buffer) over a group of the job's comm (algo/group.h), and, where
- * the job's ranks share memory and the set has the same number of ranks
- * on each of its hosts, a segment of its own (algo/hier.h). The engine's
- * owner runs rounds (runtime.c): a cycle of the job's engine, then the
- * cycles of each of its sets' engines in the order of their ids, each set
- * as many as its ranks agree on (each rank votes in the set's agreement:
- * work pending, or ran a moment ago, for more; work waiting in another
- * engine of the rank, or the round's time up, for none). Every rank of a
- * set meets the others in the same order; a run of a set's collectives
- * pays its own ranks' agreement, not the whole job's, each time; sets
- * without a rank in common run at the same time; and a rank in two sets
- * makes progress in both.
+ * hvd__engine: its negotiation, response cache, join, stall check, fusion
+ * buffer and bell) over a group of the job's comm (algo/group.h), and,
+ * where the job's ranks share memory and the set has the same number of
+ * ranks on each of its hosts, a segment of its own (algo/hier.h). The
+ * engine's owner runs rounds (runtime.c): a cycle of the job's engine,
+ * then the cycles of each of its sets' engines in the order of their ids,
+ * each set as many as its ranks agree on (each rank votes in the set's
+ * agreement: work pending, or ran a moment ago, for more; work waiting in
+ * another engine of the rank, or the round's time up, for none). Every
+ * rank of a set meets the others in the same order; a run of a set's
+ * collectives pays its own ranks' agreement, not the whole job's, each
+ * time; sets without a rank in common run at the same time; and a rank in
+ * two sets makes progress in both.
  *
  * Sets are added and removed by a collective of every rank of the job
  * (HVD__REQ_PROCESS_SET), negotiated by the job's engine like any other:
@@ -102,6 +102,9 @@ int hvd__round_next(const struct hvd__engine *job, int id);
 /* One cycle of the round's set (job->round_at), and where the round goes
  * next (job->round_at). */
 int hvd__round_step(struct hvd__engine *job, bool shutdown_local);
+/* The bell of the round's set's engine (bell.c; NULL: none): its peers'
+ * next agreement of the set's. */
+struct hvd__bell *hvd__round_bell(const struct hvd__engine *job);
 /* Whether some request of this rank waits in an engine (or GPU work in
  * the job's: held, or in flight). */
 bool hvd__pending_any(const struct hvd__engine *job);

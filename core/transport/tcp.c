@@ -558,11 +558,10 @@ static int tcp_check(void *tp)
 static int tcp_watch(void *tp, struct pollfd *fds, int max)
 {
 	struct hvd__tcp *t = tp;
-	int r, n = 0;
+	int n = 0;
 
-	for (r = 0; t != NULL && t->fd != NULL && r < t->size && n < max; r++)
-		if (t->fd[r] >= 0)
-			fds[n++] = (struct pollfd){t->fd[r], POLLIN, 0};
+	for (; t != NULL && t->fd != NULL && n < t->size && n < max; n++)
+		fds[n] = (struct pollfd){t->fd[n], POLLIN, 0};
 	return n;
 }
 

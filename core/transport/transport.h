@@ -37,10 +37,11 @@ struct hvd__transport_ops {
 	 * HVD_OK, without waiting. Lets a wait on work outside the transport
 	 * (a GPU stream) notice a dead peer. */
 	int (*check)(void *t);
-	/* Optional: the descriptors (POLLIN) on which the peers' bytes
-	 * arrive, at most max, into fds; returns how many. A thread that
-	 * waits between transfers polls them to wake when a peer starts
-	 * one. */
+	/* Optional: the descriptor (POLLIN) on which each rank's bytes
+	 * arrive, into fds[rank] for the first max ranks (-1, which poll()
+	 * passes over: this rank's, or none); returns how many entries. A
+	 * thread that waits between transfers polls them to wake when a
+	 * peer starts one. */
 	int (*watch)(void *t, struct pollfd *fds, int max);
 	/* The lifecycle. Each takes t NULL (a job of one rank: nothing to
 	 * do). tune (optional): the longest one transfer may take. abort (optional): make

@@ -15,6 +15,9 @@
  *   hvd_bench late    a 4 KiB allreduce that the last rank joins 1 to
  *                     50 ms after the others: "late_ms seconds", rank 0's
  *                     time beyond the last rank's lateness (a straggler)
+ *   hvd_bench set2-late [B]
+ *                     (HOROVOD_DYNAMIC_PROCESS_SETS=1) late within the
+ *                     process set of ranks 0 and B (default 1), B late
  *   hvd_bench sets-at-once, hvd_bench sets-in-turn
  *                     (dynamic sets, 4 ranks) the sets of ranks 0, 1 and
  *                     of ranks 2, 3 allreduce sizes at the same time, or
@@ -139,8 +142,11 @@ static int run_sizes(enum kind k)
 	return run_sizes_in(k, 0, false);
 }
 
-/* set2: the set of ranks two[0] and two[1] runs, the other ranks wait. */
-static int run_set2(const int two[2])
+static int run_late(void);
+
+/* set2: the set of ranks two[0] and two[1] runs sizes (or late), the
+ * other ranks wait. */
+static int run_set2(const int two[2], bool late)
 {
 	int id = hvd_add_process_set(two, 2), rc = 0;
 
@@ -152,7 +158,7 @@ static int run_set2(const int two[2])
 	}
 	if (hvd_rank() == two[0] || hvd_rank() == two[1]) {
 		bench_set = id;
-		rc = run_sizes(ALLREDUCE);
+		rc = late ? run_late() : run_sizes(ALLREDUCE);
 		bench_set = 0;
 	}
 	hvd_barrier();
@@ -229,6 +235,7 @@ static int run_resnet(void)
  * what rank 0 waits beyond that. */
 static int run_late(void)
 {
+	int last = hvd_process_set_size(bench_set) - 1;
 	static const int late_ms[] = {1, 2, 5, 10, 20, 50};
 	float buf[1024] = {0};
 	size_t j;
@@ -240,13 +247,15 @@ static int run_late(void)
 		for (i = -1; i < 9; i++) { /* one to warm up */
 			double t0;
 
+			in_set();
 			hvd_barrier();
 			t0 = now();
-			if (hvd_rank() == hvd_size() - 1) {
+			if (hvd_process_set_rank(bench_set) == last) {
 				struct timespec ts = {0, late_ms[j] * 1000000L};
 
 				nanosleep(&ts, NULL);
 			}
+			in_set();
 			if (hvd_allreduce("bench.late", buf, buf, 1024,
 					  HVD_FLOAT32, HVD_SUM) != 0)
 				return 1;
@@ -277,7 +286,8 @@ int main(int argc, char **argv)
 		rc = run_sizes(BROADCAST);
 	else if (argc > 1 && strcmp(argv[1], "late") == 0)
 		rc = run_late();
-	else if (argc > 1 && strcmp(argv[1], "set2") == 0) {
+	else if (argc > 1 && (strcmp(argv[1], "set2") == 0 ||
+			      strcmp(argv[1], "set2-late") == 0)) {
 		int two[2] = {0, argc > 2 ? atoi(argv[2]) : 1};
 
 		if (two[1] <= 0 || two[1] >= hvd_size()) {
@@ -285,7 +295,7 @@ int main(int argc, char **argv)
 				hvd_size() - 1);
 			rc = 1;
 		} else
-			rc = run_set2(two);
+			rc = run_set2(two, argv[1][4] != '\0');
 	} else if (argc > 1 && strcmp(argv[1], "sets-at-once") == 0)
 		rc = run_two_sets(false);
 	else if (argc > 1 && strcmp(argv[1], "sets-in-turn") == 0)

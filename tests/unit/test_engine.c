@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "algo/group.h"
 #include "engine/engine.h"
 #include "tap.h"
 #include "transport/tcp.h"
@@ -402,23 +403,25 @@ static void test_gpu_burst_head(void)
 static atomic_bool calls;
 static atomic_int rings;
 
-static bool fake_called(void)
+static bool fake_called(struct hvd__bell *b)
 {
+	(void)b;
 	return atomic_load(&calls);
 }
 
-static void fake_sleep(double ms, bool (*woken)(void))
+static void fake_sleep(struct hvd__bell *b, double ms, bool (*woken)(void))
 {
 	long long end = hvd__now_us() + (long long)(ms * 1000);
 	int seen = atomic_load(&rings);
 
-	while (hvd__now_us() < end && !woken() && !fake_called() &&
+	while (hvd__now_us() < end && !woken() && !fake_called(b) &&
 	       atomic_load(&rings) == seen)
 		usleep(1000);
 }
 
-static void fake_ring(void)
+static void fake_ring(struct hvd__bell *b)
 {
+	(void)b;
 	atomic_fetch_add(&rings, 1);
 }
 
@@ -440,7 +443,8 @@ static void *shut_later(void *arg)
 
 /* How long hvd__queue_wait(ms, bell) took, in ms, with fn (not NULL)
  * run on another thread meanwhile. */
-static long long timed_wait(double ms, bool bell, void *(*fn)(void *))
+static long long timed_wait(double ms, struct hvd__bell *bell,
+			    void *(*fn)(void *))
 {
 	long long t0 = hvd__now_us();
 	pthread_t t;
@@ -452,115 +456,143 @@ static long long timed_wait(double ms, bool bell, void *(*fn)(void *))
 	return (hvd__now_us() - t0) / 1000;
 }
 
-/* The engine owner's wait for a late peer ends when a local peer starts
- * the next agreement, or a waker of the queue rings the bell; a wait not
- * for the bell lasts its time. */
+/* The engine owner's wait for a late peer ends when a peer starts the
+ * next agreement, or a waker of the queue rings the bell it sleeps on; a
+ * wait on no bell lasts its time. */
 static void test_queue_bell(void)
 {
-	static const struct hvd__bell fake = {fake_called, fake_sleep,
-					      fake_ring};
+	static const struct hvd__bell_ops ops = {fake_called, fake_sleep,
+						 fake_ring};
+	static struct hvd__bell fake = {.ops = &ops};
 	long long took;
 
 	hvd__queue_reset();
-	hvd__queue_set_bell(&fake);
 	atomic_store(&calls, true);
-	took = timed_wait(100, false, NULL);
+	took = timed_wait(100, NULL, NULL);
 	CHECK(took >= 90);
-	took = timed_wait(5000, true, NULL);
+	took = timed_wait(5000, &fake, NULL);
 	CHECK(took < 2000);
 	atomic_store(&calls, false);
-	took = timed_wait(5000, true, call_later);
+	took = timed_wait(5000, &fake, call_later);
 	CHECK(took >= 150 && took < 2500);
 	atomic_store(&calls, false);
 	atomic_store(&rings, 0);
-	took = timed_wait(5000, true, shut_later);
+	took = timed_wait(5000, &fake, shut_later);
 	CHECK(took >= 150 && took < 2500);
 	CHECK(atomic_load(&rings) > 0);
-	hvd__queue_set_bell(NULL);
 	hvd__queue_reset();
 }
 
-/* bell.c's bell over a transport's connections: a socket pair stands
- * for the connection to a peer. */
-static int pair[2];
+/* bell.c's bell over a transport's connections: socket pairs stand for
+ * the connections to peers 1 and 2 of rank 0. */
+static int pair[3][2];
 
 static int fake_watch(void *t, struct pollfd *fds, int max)
 {
+	int r;
+
 	(void)t;
-	if (max < 1)
-		return 0;
-	fds[0] = (struct pollfd){pair[0], POLLIN, 0};
-	return 1;
+	for (r = 0; r < 3 && r < max; r++)
+		fds[r] = (struct pollfd){r == 0 ? -1 : pair[r][0], POLLIN, 0};
+	return r;
 }
 
 static void *peer_sends(void *arg)
 {
 	(void)arg;
 	usleep(200000);
-	if (write(pair[1], "x", 1) != 1)
+	if (write(pair[1][1], "x", 1) != 1)
 		return NULL;
 	return NULL;
 }
 
-static const struct hvd__bell *net;
+static struct hvd__bell *net;
 
 static void *rings_later(void *arg)
 {
 	(void)arg;
 	usleep(200000);
 	atomic_store(&calls, true); /* the work, then the ring */
-	net->ring();
+	net->ops->ring(net);
 	return NULL;
 }
 
+static bool called_now(void)
+{
+	return atomic_load(&calls);
+}
+
 /* How long net's sleep of ms took, in ms, with fn run meanwhile. */
-static long long timed_sleep(double ms, bool (*woken)(void),
-			     void *(*fn)(void *))
+static long long timed_sleep(double ms, void *(*fn)(void *))
 {
 	long long t0 = hvd__now_us();
 	pthread_t t;
 	bool started = fn != NULL && pthread_create(&t, NULL, fn, NULL) == 0;
 
-	net->sleep(ms, woken);
+	net->ops->sleep(net, ms, called_now);
 	if (started)
 		pthread_join(t, NULL);
 	return (hvd__now_us() - t0) / 1000;
 }
 
 /* Over the network, a peer's first bytes of its next agreement, or this
- * rank's own work (a ring), end the sleep; nothing: it lasts its time. */
+ * rank's own work (a ring), end the sleep; nothing: it lasts its time.
+ * A process set's bell (over a group: algo/group.h) wakes for its own
+ * ranks' bytes only. */
 static void test_net_bell(void)
 {
-	static const struct hvd__transport_ops ops = {.name = "pair",
+	static const struct hvd__transport_ops ops = {.name = "pairs",
 						      .watch = fake_watch};
-	struct hvd__comm c = {0, 2, &ops, NULL};
+	struct hvd__comm c = {0, 3, &ops, NULL}, g;
 	static const struct hvd__transport_ops blind = {.name = "blind"};
 	struct hvd__comm one = {0, 1, &ops, NULL}, other = {0, 2, &blind, NULL};
+	const int members[2] = {0, 2};
 	char x;
 
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair[1]) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair[2]) == 0);
 	net = hvd__bell_open(&c, NULL, false);
 	CHECK(net != NULL);
 	if (net == NULL)
 		return;
 	atomic_store(&calls, false);
-	CHECK(!net->called());
-	CHECK(timed_sleep(100, fake_called, NULL) >= 90);
-	CHECK(timed_sleep(5000, fake_called, peer_sends) < 2500);
-	CHECK(net->called());
-	CHECK(read(pair[0], &x, 1) == 1);
-	CHECK(!net->called());
-	CHECK(timed_sleep(5000, fake_called, rings_later) < 2500);
+	CHECK(!net->ops->called(net));
+	CHECK(timed_sleep(100, NULL) >= 90);
+	CHECK(timed_sleep(5000, peer_sends) < 2500);
+	CHECK(net->ops->called(net));
+	CHECK(read(pair[1][0], &x, 1) == 1);
+	CHECK(!net->ops->called(net));
+	CHECK(timed_sleep(5000, rings_later) < 2500);
 	/* Work there already: no sleep; one rang meanwhile is drained. */
-	CHECK(timed_sleep(5000, fake_called, NULL) < 2500);
+	CHECK(timed_sleep(5000, NULL) < 2500);
 	atomic_store(&calls, false);
-	CHECK(timed_sleep(100, fake_called, NULL) >= 90);
-	hvd__bell_close();
-	/* One rank, or a transport that cannot be watched (MPI): none. */
+	CHECK(timed_sleep(100, NULL) >= 90);
+	hvd__bell_close(net);
+	/* The set of ranks 0 and 2: rank 1's bytes do not end its sleep. */
+	CHECK(hvd__group_new(&c, members, 2, 0, &g) == HVD_OK);
+	net = hvd__bell_open(&g, NULL, false);
+	CHECK(net != NULL);
+	if (net != NULL) {
+		CHECK(timed_sleep(300, peer_sends) >= 290);
+		CHECK(!net->ops->called(net));
+		CHECK(read(pair[1][0], &x, 1) == 1);
+		CHECK(write(pair[2][1], "y", 1) == 1);
+		CHECK(net->ops->called(net));
+		CHECK(timed_sleep(5000, NULL) < 2500);
+		hvd__bell_close(net);
+	}
+	g.ops->close(g.t);
+	/* One rank, or a transport that cannot be watched (MPI), or a
+	 * group over one: none. */
 	CHECK(hvd__bell_open(&one, NULL, false) == NULL);
 	CHECK(hvd__bell_open(&other, NULL, false) == NULL);
-	close(pair[0]);
-	close(pair[1]);
+	CHECK(hvd__group_new(&other, members, 2, 0, &g) == HVD_OK);
+	CHECK(hvd__bell_open(&g, NULL, false) == NULL);
+	g.ops->close(g.t);
+	for (int r = 1; r < 3; r++) {
+		close(pair[r][0]);
+		close(pair[r][1]);
+	}
 }
 
 int main(void)
