@@ -192,10 +192,13 @@ struct hvd__engine {
 	long long decided_us;	 /* when this cycle's responses were known */
 	int idle_cycles;	 /* cycles in a row that ran nothing */
 	long long came_us;	 /* when this rank's last request came */
-	/* The engine's bell (bell.c), and the one the wait until the next
-	 * cycle sleeps on (NULL: none): a peer's next agreement ends it while
-	 * this rank waits for a late one (runtime.c's wait_ms). */
-	struct hvd__bell *bell, *wait_bell;
+	/* The engine's bell (bell.c), and the one the background thread's
+	 * wait until the next cycle sleeps on (NULL: none): a peer's next
+	 * agreement ends it while this rank waits for a late one (rounds.c's
+	 * hvd__round_wait); set by the engine's owner, cleared under the
+	 * queue's lock by the removal of its set (hvd__queue_bell_gone). */
+	struct hvd__bell *bell;
+	struct hvd__bell *_Atomic wait_bell;
 	bool burst; /* those requests came in a burst (hvd__gpu_burst) */
 	/* A step's first GPU allreduce often comes alone, the rest of the
 	 * step behind it (hvd__gpu_burst): the name of the last one that
@@ -338,11 +341,15 @@ int hvd__sync_finish(int rc, hvd_handle *h);
  * thread drives the engine (hvd_wait), unless hvd_shutdown() asked to
  * stop. paced: the wait ends at the background thread's next cycle, due
  * within the cycle time; a CPU request does not cut it short then
- * (queue.c's submit says why). bell (not NULL): the wait ends also when
- * a peer starts the next agreement (bell.c), and the queue's wakers ring
- * it meanwhile. */
+ * (queue.c's submit says why). The bell in *slot (slot or *slot NULL:
+ * none): the wait ends also when a peer starts the next agreement
+ * (bell.c), and the queue's wakers ring it meanwhile. */
 void hvd__queue_wait(double cycle_ms, bool bg, bool paced,
-		     struct hvd__bell *bell);
+		     struct hvd__bell *_Atomic *slot);
+/* bell is about to go (its process set is removed; the engine's owner):
+ * clear *slot if it holds bell, and return once no wait holds it. */
+void hvd__queue_bell_gone(struct hvd__bell *_Atomic *slot,
+			  struct hvd__bell *bell);
 /* Whether the background thread has new work (or a shutdown) to take. */
 bool hvd__queue_work(void);
 /* Sleep up to ms, or until a thread that drove the engine is done. */

@@ -284,7 +284,7 @@ void hvd__gpu_wait(struct hvd__engine *e, double ms)
 	bool got;
 
 	if (ev == NULL) {
-		hvd__queue_wait(ms, true, ms <= e->k.cycle_ms, e->wait_bell);
+		hvd__queue_wait(ms, true, ms <= e->k.cycle_ms, &e->wait_bell);
 		return;
 	}
 	if (ms <= 0) /* a cycle is due now */

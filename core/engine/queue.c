@@ -20,6 +20,7 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* the engine's owner, or would-be, waits here */
 	pthread_cond_t done; /* hvd_wait waits here */
+	pthread_cond_t gone; /* hvd__queue_bell_gone waits here */
 	_Atomic bool work;   /* incoming or stop: read unlocked */
 	_Atomic bool stop;   /* hvd_shutdown() asked to stop (set locked) */
 	_Atomic int drivers; /* threads in hvd_wait, or about to be */
@@ -34,13 +35,14 @@ static struct {
 	struct hvd__req *inflight; /* every request not yet completed, by
 				      its inflight_next link */
 	/* The bells the background thread [1] and a driving thread [0]
-	 * sleep on now (set locked, by hvd__queue_wait): every waker rings
-	 * them. */
+	 * wait on now (set locked, by hvd__queue_wait): every waker rings
+	 * them, and hvd__queue_bell_gone waits for them to let go. */
 	struct hvd__bell *asleep[2];
 } Q = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
 	.done = PTHREAD_COND_INITIALIZER,
+	.gone = PTHREAD_COND_INITIALIZER,
 	.incoming_tail = &Q.incoming,
 };
 
@@ -249,8 +251,8 @@ static bool has_work(bool bg)
 	       (atomic_load(&Q.work) && (!bg || atomic_load(&Q.drivers) == 0));
 }
 
-/* Sleep on Q.wake up to ms; Q.lock held. */
-static void sleep_wake(double ms)
+/* Sleep on c up to ms; Q.lock held. */
+static void sleep_on(pthread_cond_t *c, double ms)
 {
 	long long ns = (long long)(ms * 1e6);
 	struct timespec ts;
@@ -259,7 +261,13 @@ static void sleep_wake(double ms)
 	ts.tv_nsec += ns % 1000000000;
 	ts.tv_sec += ns / 1000000000 + ts.tv_nsec / 1000000000;
 	ts.tv_nsec %= 1000000000;
-	pthread_cond_timedwait(&Q.wake, &Q.lock, &ts);
+	pthread_cond_timedwait(c, &Q.lock, &ts);
+}
+
+/* Sleep on Q.wake up to ms; Q.lock held. */
+static void sleep_wake(double ms)
+{
+	sleep_on(&Q.wake, ms);
 }
 
 /* Whether a peer started the next agreement (bell: the wait is for it). */
@@ -279,8 +287,9 @@ static bool work_any(void)
 	return has_work(false);
 }
 
-void hvd__queue_wait(double cycle_ms, bool bg, bool paced,
-		     struct hvd__bell *bell)
+/* hvd__queue_wait's spin and sleep, on bell (NULL: none). */
+static void wait_on(double cycle_ms, bool bg, bool paced,
+		    struct hvd__bell *bell)
 {
 	struct hvd__wait w;
 	bool got;
@@ -302,12 +311,10 @@ void hvd__queue_wait(double cycle_ms, bool bg, bool paced,
 			if (bell != NULL) {
 				/* Every waker rings the bell after it made
 				 * work: the sleep sees one or the other. */
-				Q.asleep[bg] = bell;
 				pthread_mutex_unlock(&Q.lock);
 				bell->ops->sleep(bell, cycle_ms,
 						 bg ? work_bg : work_any);
 				pthread_mutex_lock(&Q.lock);
-				Q.asleep[bg] = NULL;
 			} else {
 				sleep_wake(cycle_ms);
 			}
@@ -316,6 +323,43 @@ void hvd__queue_wait(double cycle_ms, bool bg, bool paced,
 		pthread_mutex_unlock(&Q.lock);
 	}
 	hvd__wait_end(&w);
+}
+
+void hvd__queue_wait(double cycle_ms, bool bg, bool paced,
+		     struct hvd__bell *_Atomic *slot)
+{
+	struct hvd__bell *bell = NULL;
+
+	/* The bell is taken under the lock from where hvd__queue_bell_gone
+	 * clears it, and held (Q.asleep) until the wait ends. */
+	if (slot != NULL && atomic_load(slot) != NULL) {
+		pthread_mutex_lock(&Q.lock);
+		bell = atomic_load(slot);
+		Q.asleep[bg] = bell;
+		pthread_mutex_unlock(&Q.lock);
+	}
+	wait_on(cycle_ms, bg, paced, bell);
+	if (bell != NULL) {
+		pthread_mutex_lock(&Q.lock);
+		Q.asleep[bg] = NULL;
+		pthread_cond_broadcast(&Q.gone);
+		pthread_mutex_unlock(&Q.lock);
+	}
+}
+
+void hvd__queue_bell_gone(struct hvd__bell *_Atomic *slot,
+			  struct hvd__bell *bell)
+{
+	pthread_mutex_lock(&Q.lock);
+	if (atomic_load(slot) == bell)
+		atomic_store(slot, NULL);
+	/* A ring ends its sleep; one that came before the sleeper counted
+	 * itself in, the next ring or the sleep's own end (the cycle time). */
+	while (bell != NULL && (Q.asleep[0] == bell || Q.asleep[1] == bell)) {
+		bell->ops->ring(bell);
+		sleep_on(&Q.gone, 1);
+	}
+	pthread_mutex_unlock(&Q.lock);
 }
 
 bool hvd__queue_work(void)

@@ -1,8 +1,9 @@
 /* engine/rounds.c: the rounds of the engine's owner (runtime.c) with
  * process sets (sets.h): after the job's cycle, each set's cycles, in id
- * order, repeated while the set's ranks vote for them; and where each
- * new request waits: the job's engine, its set's, or (a GPU allreduce
- * whose data is not computed yet) the job's held list (gpu/engine.c). */
+ * order, repeated while the set's ranks vote for them; how long the owner
+ * waits between its turns, and on which bell; and where each new request
+ * waits: the job's engine, its set's, or (a GPU allreduce whose data is
+ * not computed yet) the job's held list (gpu/engine.c). */
 #include <stdio.h>
 
 #include "engine/engine.h"
@@ -30,11 +31,64 @@ int hvd__round_next(const struct hvd__engine *job, int id)
 	return 0;
 }
 
-struct hvd__bell *hvd__round_bell(const struct hvd__engine *job)
+/* The bell of the round's set's engine (NULL: none): its peers' next
+ * agreement of the set's. */
+static struct hvd__bell *round_bell(const struct hvd__engine *job)
 {
 	struct hvd__engine *e = hvd__sets_engine(job->sets, job->round_at);
 
 	return e != NULL ? e->bell : NULL;
+}
+
+/* The waits between cycles do not grow (sets.h's HVD__IDLE_CYCLES) while
+ * a collective of this rank waits for its peers: a peer that comes late
+ * (a straggler's step, a hiccup of its data loader) is met within the
+ * cycle time, where grown waits kept it up to HVD__IDLE_WAIT_MS. The
+ * waiting rank's cycles still leave the CPU alone: each waits (without
+ * spinning, as an idle one's) in the agreement until the late peer's
+ * background thread, idle, comes to it. Between those cycles it sleeps
+ * on a bell (bell.c): the late peer's next agreement wakes it at once,
+ * where it would otherwise wait for the rest of the cycle time (a small
+ * allreduce whose peer came a moment after an agreement: 1.1 ms where
+ * 0.1 ms is its own time). Over MPI, whose waits spin, only for this
+ * long after the rank's last request came; a longer wait there (ranks in
+ * a barrier for a checkpoint) is an idle one. */
+#define LATE_PEER_US 20000
+
+double hvd__round_wait(const struct hvd__engine *e, struct hvd__bell **bell)
+{
+	double ms = e->k.cycle_ms;
+	int k;
+
+	*bell = NULL;
+	/* Within a round, the next set's cycle at once; the same set's
+	 * again after one that ran nothing, within the cycle time (new work
+	 * wakes the thread), or a set peer's next agreement (the set's
+	 * bell). */
+	if (e->round_at != 0) {
+		if (e->round_idle)
+			*bell = round_bell(e);
+		return e->round_idle ? ms : 0;
+	}
+	/* A process set's ranks wait for this rank's next agreement of the
+	 * job's at the end of every round of theirs: while a set runs
+	 * collectives, it is ready for it at once; while one waits for its
+	 * ranks, within the cycle time, or a peer's next agreement. */
+	if (e->peers_busy == HVD__SETS_RAN)
+		return 0;
+	if (e->peers_busy == HVD__SETS_WAIT ||
+	    (e->pending_local != NULL &&
+	     (!hvd__g.mpi || hvd__now_us() - e->came_us < LATE_PEER_US))) {
+		/* The late peer's agreement ends the wait (bell.c). */
+		*bell = e->bell;
+		return ms;
+	}
+	for (k = HVD__IDLE_CYCLES; k < e->idle_cycles && ms < HVD__IDLE_WAIT_MS;
+	     k++)
+		ms *= 2;
+	return ms > HVD__IDLE_WAIT_MS && e->k.cycle_ms < HVD__IDLE_WAIT_MS
+		       ? HVD__IDLE_WAIT_MS
+		       : ms;
 }
 
 /* Whether a request of this rank waits in an engine other than e. */

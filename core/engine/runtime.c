@@ -72,69 +72,10 @@ static struct {
 	int rc;
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
-/* After this many cycles in a row that ran nothing, waits on peers sleep
- * at once instead of yielding first, and the time between cycles doubles
- * each cycle up to IDLE_WAIT_MS: an idle job (between epochs, or in a
- * barrier for a late rank: LATE_PEER_US) leaves the CPU alone. New work
- * wakes the background thread at once whatever the wait; only a rank
- * with no work of its own that others need in a cycle may answer up to
- * IDLE_WAIT_MS late, once. */
-#define IDLE_CYCLES 2
-#define IDLE_WAIT_MS 20.0
-/* Not while a collective of this rank waits for its peers: a peer that
- * comes late (a straggler's step, a hiccup of its data loader) is met
- * within the cycle time, where grown waits kept it up to IDLE_WAIT_MS.
- * The waiting rank's cycles still leave the CPU alone: each waits (without
- * spinning, as an idle one's) in the agreement until the late peer's
- * background thread, idle, comes to it. Between those cycles it sleeps
- * on a bell (bell.c): the late peer's next agreement wakes it at once,
- * where it would otherwise wait for the rest of the cycle time (a small
- * allreduce whose peer came a moment after an agreement: 1.1 ms where
- * 0.1 ms is its own time). Over MPI, whose waits spin, only for this
- * long after the rank's last request came; a longer wait there (ranks in
- * a barrier for a checkpoint) is an idle one. */
-#define LATE_PEER_US 20000
-
-static double wait_ms(const struct hvd__engine *e, bool driver,
-		      struct hvd__bell **bell)
-{
-	double ms = e->k.cycle_ms;
-	int k;
-
-	*bell = NULL;
-	/* Within a round, the next set's cycle at once; the same set's
-	 * again after one that ran nothing, within the cycle time (new work
-	 * wakes the thread), or a set peer's next agreement (the set's bell:
-	 * a driver's only, which holds the engine while it sleeps, so that
-	 * the set and its bell stay). */
-	if (e->round_at != 0) {
-		if (e->round_idle && driver)
-			*bell = hvd__round_bell(e);
-		return e->round_idle ? ms : 0;
-	}
-	/* A process set's ranks wait for this rank's next agreement of the
-	 * job's at the end of every round of theirs: while a set runs
-	 * collectives, it is ready for it at once; while one waits for its
-	 * ranks, within the cycle time, or a peer's next agreement. */
-	if (e->peers_busy == HVD__SETS_RAN)
-		return 0;
-	if (e->peers_busy == HVD__SETS_WAIT ||
-	    (e->pending_local != NULL &&
-	     (!hvd__g.mpi || hvd__now_us() - e->came_us < LATE_PEER_US))) {
-		/* The late peer's agreement ends the wait (bell.c). */
-		*bell = e->bell;
-		return ms;
-	}
-	for (k = IDLE_CYCLES; k < e->idle_cycles && ms < IDLE_WAIT_MS; k++)
-		ms *= 2;
-	return ms > IDLE_WAIT_MS && e->k.cycle_ms < IDLE_WAIT_MS ? IDLE_WAIT_MS
-								 : ms;
-}
-
 /* Idle: no wait spins (wait.h); else the knob bounds every spin. */
 static void spin_for(struct hvd__engine *e)
 {
-	int spin = e->idle_cycles >= IDLE_CYCLES ? 0 : e->k.spin_us;
+	int spin = e->idle_cycles >= HVD__IDLE_CYCLES ? 0 : e->k.spin_us;
 
 	if (spin == e->spin_now)
 		return;
@@ -380,10 +321,11 @@ int hvd__runtime_drive(const hvd_handle *h)
 	while (!atomic_load(&ended) && !atomic_load(&h->done)) {
 		/* Its own request is queued: the first cycle runs at once. */
 		if (!first) {
-			struct hvd__bell *bell;
-			double ms = wait_ms(&E, true, &bell);
+			struct hvd__bell *b;
+			double ms = hvd__round_wait(&E, &b);
+			struct hvd__bell *_Atomic bell = b;
 
-			hvd__queue_wait(ms, false, false, bell);
+			hvd__queue_wait(ms, false, false, &bell);
 		}
 		first = false;
 		if (!turn(&E, true))
@@ -417,11 +359,11 @@ static void driven_nap(void)
 	double ms = atomic_load(&owed_ms);
 
 	if (ms <= 0) {
-		hvd__queue_nap(IDLE_WAIT_MS);
+		hvd__queue_nap(HVD__IDLE_WAIT_MS);
 	} else if (d != seen) {
 		seen = d;
 		hvd__queue_nap(ms);
-	} else if (hvd__queue_nap_driven(IDLE_WAIT_MS, &driving) &&
+	} else if (hvd__queue_nap_driven(HVD__IDLE_WAIT_MS, &driving) &&
 		   (ms = atomic_load(&owed_ms)) > 0) {
 		hvd__queue_nap(ms);
 	}
@@ -446,13 +388,25 @@ static void set_drivable(bool on)
  * for a late one. */
 static bool peer_called(const struct hvd__engine *e)
 {
-	return e->wait_bell != NULL && e->wait_bell->ops->called(e->wait_bell);
+	struct hvd__bell *b = atomic_load(&e->wait_bell);
+
+	return b != NULL && b->ops->called(b);
+}
+
+/* The background thread's wait until its next cycle, and its bell. */
+static double next_wait(struct hvd__engine *e)
+{
+	struct hvd__bell *b;
+	double ms = hvd__round_wait(e, &b);
+
+	atomic_store(&e->wait_bell, b);
+	return ms;
 }
 
 static void *background(void *arg)
 {
 	struct hvd__engine *e = arg;
-	double wait = wait_ms(e, false, &e->wait_bell);
+	double wait = next_wait(e);
 	long long due = 0; /* the next cycle, while looking at the GPU */
 
 	/* What its waits read is open before hvd_init() returns: what the
@@ -488,9 +442,7 @@ static void *background(void *arg)
 		} else if (!atomic_load(&ended)) {
 			turn(e, false);
 			now = hvd__now_us();
-			due = now +
-			      (long long)(wait_ms(e, false, &e->wait_bell) *
-					  1000);
+			due = now + (long long)(next_wait(e) * 1000);
 		}
 		/* New work wakes the thread whatever the wait. */
 		wait = due > now ? (double)(due - now) / 1000 : 0;
@@ -676,7 +628,8 @@ void hvd__runtime_stop(void)
 	pthread_mutex_lock(&own);
 	pthread_mutex_unlock(&own);
 	hvd__bell_close(E.bell);
-	E.bell = E.wait_bell = NULL;
+	E.bell = NULL;
+	atomic_store(&E.wait_bell, NULL);
 	broken = hvd__queue_broken();
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
 	E.gpu = NULL;

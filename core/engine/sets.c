@@ -223,6 +223,9 @@ static int removal(struct hvd__engine *job, struct hvd__req *r)
 		return HVD_OK;
 	}
 	snprintf(msg, sizeof(msg), "process set %d was removed", id);
+	/* The background thread may wait on its bell (a driver removes). */
+	if (set->e != NULL)
+		hvd__queue_bell_gone(&job->wait_bell, set->e->bell);
 	set_free(set, HVD_ENOSET, msg);
 	hvd__req_finish(r, HVD_OK, NULL);
 	return HVD_OK;

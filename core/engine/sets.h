@@ -102,9 +102,19 @@ int hvd__round_next(const struct hvd__engine *job, int id);
 /* One cycle of the round's set (job->round_at), and where the round goes
  * next (job->round_at). */
 int hvd__round_step(struct hvd__engine *job, bool shutdown_local);
-/* The bell of the round's set's engine (bell.c; NULL: none): its peers'
- * next agreement of the set's. */
-struct hvd__bell *hvd__round_bell(const struct hvd__engine *job);
+/* After this many cycles in a row that ran nothing, waits on peers sleep
+ * at once instead of yielding first, and the time between cycles doubles
+ * each cycle up to HVD__IDLE_WAIT_MS: an idle job (between epochs, or in a
+ * barrier for a late rank: LATE_PEER_US) leaves the CPU alone. New work
+ * wakes the background thread at once whatever the wait; only a rank
+ * with no work of its own that others need in a cycle may answer up to
+ * HVD__IDLE_WAIT_MS late, once (rounds.c's hvd__round_wait). */
+#define HVD__IDLE_CYCLES 2
+#define HVD__IDLE_WAIT_MS 20.0
+/* How long the engine's owner waits before its next turn (ms), and the
+ * bell (bell.c; NULL: none) whose ring ends the wait sooner: a peer's
+ * next agreement, the job's or the round's set's. */
+double hvd__round_wait(const struct hvd__engine *e, struct hvd__bell **bell);
 /* Whether some request of this rank waits in an engine (or GPU work in
  * the job's: held, or in flight). */
 bool hvd__pending_any(const struct hvd__engine *job);

@@ -15,9 +15,14 @@
  *   hvd_bench late    a 4 KiB allreduce that the last rank joins 1 to
  *                     50 ms after the others: "late_ms seconds", rank 0's
  *                     time beyond the last rank's lateness (a straggler)
- *   hvd_bench set2-late [B]
- *                     (HOROVOD_DYNAMIC_PROCESS_SETS=1) late within the
- *                     process set of ranks 0 and B (default 1), B late
+ *   hvd_bench late-async
+ *                     the same, the others submitting asynchronously and
+ *                     busy until after the last comes: the last rank's
+ *                     own time (what it waits for their engines)
+ *   hvd_bench set2-late [B], hvd_bench set2-late-async [B]
+ *                     (HOROVOD_DYNAMIC_PROCESS_SETS=1) late, late-async
+ *                     within the process set of ranks 0 and B (default
+ *                     1), B late
  *   hvd_bench sets-at-once, hvd_bench sets-in-turn
  *                     (dynamic sets, 4 ranks) the sets of ranks 0, 1 and
  *                     of ranks 2, 3 allreduce sizes at the same time, or
@@ -142,11 +147,11 @@ static int run_sizes(enum kind k)
 	return run_sizes_in(k, 0, false);
 }
 
-static int run_late(void);
+static int run_late(bool async);
 
-/* set2: the set of ranks two[0] and two[1] runs sizes (or late), the
- * other ranks wait. */
-static int run_set2(const int two[2], bool late)
+/* set2: the set of ranks two[0] and two[1] runs sizes (or late, 1; late
+ * async, 2), the other ranks wait. */
+static int run_set2(const int two[2], int late)
 {
 	int id = hvd_add_process_set(two, 2), rc = 0;
 
@@ -158,7 +163,7 @@ static int run_set2(const int two[2], bool late)
 	}
 	if (hvd_rank() == two[0] || hvd_rank() == two[1]) {
 		bench_set = id;
-		rc = late ? run_late() : run_sizes(ALLREDUCE);
+		rc = late ? run_late(late == 2) : run_sizes(ALLREDUCE);
 		bench_set = 0;
 	}
 	hvd_barrier();
@@ -231,39 +236,66 @@ static int run_resnet(void)
 	return 0;
 }
 
+static void sleep_ms(double ms)
+{
+	struct timespec ts = {(time_t)(ms / 1e3),
+			      (long)((ms - 1e3 * (time_t)(ms / 1e3)) * 1e6)};
+
+	nanosleep(&ts, NULL);
+}
+
 /* late: the last rank comes late_ms after the others to each allreduce;
- * what rank 0 waits beyond that. */
-static int run_late(void)
+ * what rank 0 waits beyond that. async: the others submit at once and
+ * are busy (asleep) until 3 ms after the last rank comes, then wait; the
+ * figure is the last rank's own allreduce, what it waits for them. */
+static int run_late(bool async)
 {
 	int last = hvd_process_set_size(bench_set) - 1;
+	bool me_late = hvd_process_set_rank(bench_set) == last;
 	static const int late_ms[] = {1, 2, 5, 10, 20, 50};
 	float buf[1024] = {0};
 	size_t j;
 
 	for (j = 0; j < sizeof(late_ms) / sizeof(late_ms[0]); j++) {
-		double t[9], late = late_ms[j] / 1e3;
+		double t[9], late = late_ms[j] / 1e3, m;
 		int i;
 
 		for (i = -1; i < 9; i++) { /* one to warm up */
+			hvd_handle *h = NULL;
 			double t0;
 
 			in_set();
 			hvd_barrier();
 			t0 = now();
-			if (hvd_process_set_rank(bench_set) == last) {
-				struct timespec ts = {0, late_ms[j] * 1000000L};
-
-				nanosleep(&ts, NULL);
-			}
+			if (me_late)
+				sleep_ms(late_ms[j]);
+			if (me_late)
+				t0 = async ? now() : t0 + late;
 			in_set();
-			if (hvd_allreduce("bench.late", buf, buf, 1024,
-					  HVD_FLOAT32, HVD_SUM) != 0)
+			if (async && !me_late) {
+				if (hvd_allreduce_async("bench.late", buf, buf,
+							1024, HVD_FLOAT32,
+							HVD_SUM, &h) != 0)
+					return 1;
+				sleep_ms(late_ms[j] + 3);
+				if (hvd_wait(h) != 0)
+					return 1;
+			} else if (hvd_allreduce("bench.late", buf, buf, 1024,
+						 HVD_FLOAT32, HVD_SUM) != 0) {
 				return 1;
+			}
 			if (i >= 0)
-				t[i] = now() - t0 - late;
+				t[i] = now() - t0 - (me_late ? 0 : late);
+		}
+		m = bench_median(t, 9);
+		if (async) { /* the last rank's */
+			m = me_late ? m : 0;
+			in_set();
+			hvd_allreduce("bench.t", &m, &m, 1, HVD_FLOAT64,
+				      HVD_MAX);
 		}
 		if (hvd_rank() == 0)
-			printf("%d %.9f\n", late_ms[j], bench_median(t, 9));
+			printf("%d %.9f\n", late_ms[j], m);
 	}
 	return 0;
 }
@@ -285,9 +317,12 @@ int main(int argc, char **argv)
 	else if (argc > 1 && strcmp(argv[1], "broadcast") == 0)
 		rc = run_sizes(BROADCAST);
 	else if (argc > 1 && strcmp(argv[1], "late") == 0)
-		rc = run_late();
+		rc = run_late(false);
+	else if (argc > 1 && strcmp(argv[1], "late-async") == 0)
+		rc = run_late(true);
 	else if (argc > 1 && (strcmp(argv[1], "set2") == 0 ||
-			      strcmp(argv[1], "set2-late") == 0)) {
+			      strcmp(argv[1], "set2-late") == 0 ||
+			      strcmp(argv[1], "set2-late-async") == 0)) {
 		int two[2] = {0, argc > 2 ? atoi(argv[2]) : 1};
 
 		if (two[1] <= 0 || two[1] >= hvd_size()) {
@@ -295,7 +330,9 @@ int main(int argc, char **argv)
 				hvd_size() - 1);
 			rc = 1;
 		} else
-			rc = run_set2(two, argv[1][4] != '\0');
+			rc = run_set2(two, argv[1][4] == '\0'	? 0
+					   : argv[1][9] == '\0' ? 1
+								: 2);
 	} else if (argc > 1 && strcmp(argv[1], "sets-at-once") == 0)
 		rc = run_two_sets(false);
 	else if (argc > 1 && strcmp(argv[1], "sets-in-turn") == 0)

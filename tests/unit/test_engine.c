@@ -409,14 +409,19 @@ static bool fake_called(struct hvd__bell *b)
 	return atomic_load(&calls);
 }
 
+static atomic_bool in_sleep;
+
 static void fake_sleep(struct hvd__bell *b, double ms, bool (*woken)(void))
 {
 	long long end = hvd__now_us() + (long long)(ms * 1000);
 	int seen = atomic_load(&rings);
 
+	atomic_store(&in_sleep, true);
 	while (hvd__now_us() < end && !woken() && !fake_called(b) &&
 	       atomic_load(&rings) == seen)
 		usleep(1000);
+	usleep(1000); /* a sleeper's last look at its bell */
+	atomic_store(&in_sleep, false);
 }
 
 static void fake_ring(struct hvd__bell *b)
@@ -441,6 +446,25 @@ static void *shut_later(void *arg)
 	return NULL;
 }
 
+/* The fake bell, and the slot a wait takes it from. */
+static const struct hvd__bell_ops fake_ops = {fake_called, fake_sleep,
+					      fake_ring};
+static struct hvd__bell fake = {.ops = &fake_ops};
+static struct hvd__bell *_Atomic slot;
+
+/* Its removal (a process set's), on another thread while the wait sleeps
+ * on it. */
+static atomic_bool let_go;
+
+static void *gone_later(void *arg)
+{
+	(void)arg;
+	usleep(200000);
+	hvd__queue_bell_gone(&slot, &fake);
+	atomic_store(&let_go, !atomic_load(&in_sleep));
+	return NULL;
+}
+
 /* How long hvd__queue_wait(ms, bell) took, in ms, with fn (not NULL)
  * run on another thread meanwhile. */
 static long long timed_wait(double ms, struct hvd__bell *bell,
@@ -448,9 +472,11 @@ static long long timed_wait(double ms, struct hvd__bell *bell,
 {
 	long long t0 = hvd__now_us();
 	pthread_t t;
-	bool started = fn != NULL && pthread_create(&t, NULL, fn, NULL) == 0;
+	bool started;
 
-	hvd__queue_wait(ms, false, false, bell);
+	atomic_store(&slot, bell);
+	started = fn != NULL && pthread_create(&t, NULL, fn, NULL) == 0;
+	hvd__queue_wait(ms, true, false, &slot);
 	if (started)
 		pthread_join(t, NULL);
 	return (hvd__now_us() - t0) / 1000;
@@ -458,12 +484,10 @@ static long long timed_wait(double ms, struct hvd__bell *bell,
 
 /* The engine owner's wait for a late peer ends when a peer starts the
  * next agreement, or a waker of the queue rings the bell it sleeps on; a
- * wait on no bell lasts its time. */
+ * wait on no bell lasts its time. A bell that goes (its set removed) is
+ * let go at once, and no later wait takes it. */
 static void test_queue_bell(void)
 {
-	static const struct hvd__bell_ops ops = {fake_called, fake_sleep,
-						 fake_ring};
-	static struct hvd__bell fake = {.ops = &ops};
 	long long took;
 
 	hvd__queue_reset();
@@ -480,6 +504,18 @@ static void test_queue_bell(void)
 	took = timed_wait(5000, &fake, shut_later);
 	CHECK(took >= 150 && took < 2500);
 	CHECK(atomic_load(&rings) > 0);
+	hvd__queue_reset();
+	atomic_store(&calls, false);
+	atomic_store(&rings, 0);
+	took = timed_wait(5000, &fake, gone_later);
+	CHECK(took >= 150 && took < 2500);
+	CHECK(atomic_load(&slot) == NULL);
+	CHECK(atomic_load(&rings) > 0);
+	CHECK(atomic_load(&let_go));
+	/* Gone with no wait on it: at once. */
+	atomic_store(&slot, &fake);
+	hvd__queue_bell_gone(&slot, &fake);
+	CHECK(atomic_load(&slot) == NULL);
 	hvd__queue_reset();
 }
 
