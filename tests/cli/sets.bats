@@ -75,6 +75,15 @@ every_rank_ok() {
 	assert_line "[1]<stdout>:rank 1: stalled: tensor 'lonely' was never submitted by ranks 2 (of process set 1)"
 }
 
+@test "a set removed while a rank's engine waits on the set's bell for its peer: 40 times, the pending allreduce fails with the removed set's error, over shared memory and TCP" {
+	local t
+	for t in "" --no-shared-memory; do
+		run "$HVDRUN" -np 3 $t -x HOROVOD_DYNAMIC_PROCESS_SETS=1 "$SETS" churn
+		assert_success
+		every_rank_ok 3
+	done
+}
+
 @test "a set's run of collectives does not wait for the job's agreement each time: 400 allreduces of a 2-rank set in a 4-rank job take a few job cycles, not one each" {
 	local t n
 	for t in "" --no-shared-memory; do

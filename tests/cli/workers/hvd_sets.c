@@ -22,6 +22,10 @@
  *            once (a set's run of collectives needs no agreement of the
  *            job's each time: rank 0's timeline, with
  *            HOROVOD_TIMELINE_MARK_CYCLES, counts the job's cycles)
+ *   churn    (dynamic) the set of ranks 0 and 1 added, rank 0's
+ *            allreduce in it pending (rank 1 never joins), and removed,
+ *            CHURN times: the allreduce fails with the removed set's
+ *            error
  *   gpu      (dynamic) GPU collectives over NCCL in the sets of the even
  *            and of the odd ranks at the same time, then in the job, then
  *            in the even set removed and added again (a communicator of
@@ -481,6 +485,45 @@ static void mode_stall(void)
 	EXPECT(rc == 0, "barrier after the stall: %s", hvd_strerror(rc));
 }
 
+#define CHURN 40
+
+/* Set (0, 1), CHURN times: rank 0 submits an allreduce in it that rank 1
+ * never joins, and its engine waits between the set's cycles (on the
+ * set's bell) while every rank removes the set; the allreduce fails with
+ * the removed set's error, and the set's bell goes with it (under
+ * AddressSanitizer: freed only once no wait holds it). */
+static void mode_churn(void)
+{
+	int pair[2] = {0, 1}, i, id, rc;
+	float x = 1;
+	hvd_handle *h = NULL;
+
+	for (i = 0; i < CHURN && failures == 0; i++) {
+		id = add(pair, 2, "churn");
+		if (rank_ == 0) {
+			hvd_next_process_set(id);
+			rc = hvd_allreduce_async("churn", &x, &x, 1,
+						 HVD_FLOAT32, HVD_SUM, &h);
+			EXPECT(rc == 0, "churn %d: submit: %s", i,
+			       hvd_strerror(rc));
+		}
+		usleep(3000);
+		rc = hvd_remove_process_set(id);
+		EXPECT(rc == 0, "churn %d: remove: %s", i, hvd_strerror(rc));
+		if (rank_ == 0 && h != NULL) {
+			rc = hvd_wait(h);
+			EXPECT(rc == HVD_ENOSET &&
+				       strstr(hvd_error_message(),
+					      "was removed") != NULL,
+			       "churn %d: the pending allreduce: %s (%s)", i,
+			       hvd_strerror(rc), hvd_error_message());
+			h = NULL;
+		}
+	}
+	rc = hvd_barrier();
+	EXPECT(rc == 0, "barrier after the churn: %s", hvd_strerror(rc));
+}
+
 #define BURST 400
 
 static void mode_burst(void)
@@ -744,6 +787,8 @@ int main(int argc, char **argv)
 		mode_stall();
 	else if (strcmp(mode, "burst") == 0)
 		mode_burst();
+	else if (strcmp(mode, "churn") == 0)
+		mode_churn();
 	else if (strcmp(mode, "gpu") == 0)
 		mode_gpu();
 	else {
