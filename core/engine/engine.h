@@ -341,9 +341,9 @@ int hvd__sync_finish(int rc, hvd_handle *h);
  * thread drives the engine (hvd_wait), unless hvd_shutdown() asked to
  * stop. paced: the wait ends at the background thread's next cycle, due
  * within the cycle time; a CPU request does not cut it short then
- * (queue.c's submit says why). The bell in *slot (slot or *slot NULL:
- * none): the wait ends also when a peer starts the next agreement
- * (bell.c), and the queue's wakers ring it meanwhile. */
+ * (queue.c's submit says why). The bell in *slot (slot or *slot NULL,
+ * or cycle_ms 0: none): the wait ends also when a peer starts the next
+ * agreement (bell.c), and the queue's wakers ring it meanwhile. */
 void hvd__queue_wait(double cycle_ms, bool bg, bool paced,
 		     struct hvd__bell *_Atomic *slot);
 /* bell is about to go (its process set is removed; the engine's owner):

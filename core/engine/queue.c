@@ -331,8 +331,10 @@ void hvd__queue_wait(double cycle_ms, bool bg, bool paced,
 	struct hvd__bell *bell = NULL;
 
 	/* The bell is taken under the lock from where hvd__queue_bell_gone
-	 * clears it, and held (Q.asleep) until the wait ends. */
-	if (slot != NULL && atomic_load(slot) != NULL) {
+	 * clears it, and held (Q.asleep) until the wait ends. A wait of 0
+	 * (the next cycle is due: the background thread's look after a
+	 * drive, once a drive) sleeps on none and takes none. */
+	if (cycle_ms > 0 && slot != NULL && atomic_load(slot) != NULL) {
 		pthread_mutex_lock(&Q.lock);
 		bell = atomic_load(slot);
 		Q.asleep[bg] = bell;
