@@ -267,10 +267,10 @@ static int run_late(bool async)
 			in_set();
 			hvd_barrier();
 			t0 = now();
-			if (me_late)
+			if (me_late) {
 				sleep_ms(late_ms[j]);
-			if (me_late)
 				t0 = async ? now() : t0 + late;
+			}
 			in_set();
 			if (async && !me_late) {
 				if (hvd_allreduce_async("bench.late", buf, buf,

@@ -111,24 +111,20 @@ bridge_tx() {
 	echo "$output" | jq -e '(.bandwidth.links | length) == 2 and ([.bandwidth.links[] | .ok and .gbps > 1] | all)'
 }
 
-# The test's own transfers, 0.5 s of data each, ns1 to ns2 and ns2 to ns1
-# at the same time, as the check sends: ns1 to ns2's Gb/s. Both ways at
-# once on the rig's two shared cores, each way reads a third to a half of
-# one way alone (5 to 8 against 15 to 25 Gb/s on one machine).
-plain_gbps() {
-	local sinks=() out=$BATS_TEST_TMPDIR/plain
-	sink() { # ns address port
-		ip netns exec "${RIG_NS}$1" /usr/bin/python3 -c '
+# A sink for one transfer: in namespace host $1, on $2 port $3.
+plain_sink() {
+	ip netns exec "${RIG_NS}$1" /usr/bin/python3 -c '
 import socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1); s.settimeout(10)
 c, _ = s.accept(); c.settimeout(10)
 while c.recv(1 << 20): pass
-' "$2" "$3" &
-		sinks+=($!)
-	}
-	send() { # ns address port
-		ip netns exec "${RIG_NS}$1" /usr/bin/python3 -c '
+' "$2" "$3"
+}
+
+# 0.5 s of data from namespace host $1 to $2 port $3: Gb/s.
+plain_send() {
+	ip netns exec "${RIG_NS}$1" /usr/bin/python3 -c '
 import socket, sys, time
 for i in range(50):
     try:
@@ -140,13 +136,22 @@ while time.monotonic() - t0 < 0.5:
 c.shutdown(socket.SHUT_WR); c.recv(1)
 print("%.3f" % (n * 8 / (time.monotonic() - t0) / 1e9))
 ' "$2" "$3"
-	}
-	sink 2 10.251.0.12 5599
-	sink 1 10.251.0.11 5598
-	send 2 10.251.0.11 5598 >/dev/null &
-	send 1 10.251.0.12 5599 >"$out"
-	wait "${sinks[@]}"
-	wait
+}
+
+# The test's own transfers, ns1 to ns2 and ns2 to ns1 at the same time,
+# as the check sends: ns1 to ns2's Gb/s. Both ways at once on the rig's
+# two shared cores, each way reads a third to a half of one way alone (5
+# to 8 against 15 to 25 Gb/s on one machine).
+plain_gbps() {
+	local sinks=() back out=$BATS_TEST_TMPDIR/plain
+	plain_sink 2 10.251.0.12 5599 &
+	sinks+=($!)
+	plain_sink 1 10.251.0.11 5598 &
+	sinks+=($!)
+	plain_send 2 10.251.0.11 5598 >/dev/null &
+	back=$!
+	plain_send 1 10.251.0.12 5599 >"$out"
+	wait "$back" "${sinks[@]}"
 	cat "$out"
 }
 
