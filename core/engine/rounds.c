@@ -50,10 +50,27 @@ static struct hvd__bell *round_bell(const struct hvd__engine *job)
  * on a bell (bell.c): the late peer's next agreement wakes it at once,
  * where it would otherwise wait for the rest of the cycle time (a small
  * allreduce whose peer came a moment after an agreement: 1.1 ms where
- * 0.1 ms is its own time). Over MPI, whose waits spin, only for this
- * long after the rank's last request came; a longer wait there (ranks in
- * a barrier for a checkpoint) is an idle one. */
+ * 0.1 ms is its own time).
+ *
+ * Over MPI there is no bell, and the agreement's waits are MPI's, which
+ * spin: this rank waits in its agreements, spinning, for the late peer's
+ * next cycle, for at most this long after its last request came. Then it
+ * tells every rank to keep to the cycle time (HVD__SETS_WAIT in the job's
+ * agreement, hvd__round_told): the ranks' cycles fall in step, each
+ * agreement is met at once, and the late peer is met within the cycle
+ * time however late it comes, where the idle peer's cycles, grown to
+ * HVD__IDLE_WAIT_MS apart, made it wait for this rank's next one (ranks
+ * in a barrier for a rank 50 ms late: 4 ms). */
 #define LATE_PEER_US 20000
+
+int hvd__round_told(const struct hvd__engine *e)
+{
+	if (e->sets_busy == HVD__SETS_IDLE && hvd__g.mpi &&
+	    e->pending_local != NULL &&
+	    hvd__now_us() - e->came_us >= LATE_PEER_US)
+		return HVD__SETS_WAIT;
+	return e->sets_busy;
+}
 
 double hvd__round_wait(const struct hvd__engine *e, struct hvd__bell **bell)
 {
@@ -76,9 +93,7 @@ double hvd__round_wait(const struct hvd__engine *e, struct hvd__bell **bell)
 	 * ranks, within the cycle time, or a peer's next agreement. */
 	if (e->peers_busy == HVD__SETS_RAN)
 		return 0;
-	if (e->peers_busy == HVD__SETS_WAIT ||
-	    (e->pending_local != NULL &&
-	     (!hvd__g.mpi || hvd__now_us() - e->came_us < LATE_PEER_US))) {
+	if (e->peers_busy == HVD__SETS_WAIT || e->pending_local != NULL) {
 		/* The late peer's agreement ends the wait (bell.c). */
 		*bell = e->bell;
 		return ms;

@@ -94,6 +94,7 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 	if (e->k.mark_cycles && e->tl != NULL)
 		hvd__timeline_mark(e->tl, "CYCLE_START", hvd__now_us());
 	spin_for(e);
+	e->sets_busy = hvd__round_told(e);
 	rc = hvd__negotiate(e, shutdown_local, &v, &n);
 	if (rc != HVD_OK)
 		return rc;

@@ -104,8 +104,9 @@ int hvd__round_next(const struct hvd__engine *job, int id);
 int hvd__round_step(struct hvd__engine *job, bool shutdown_local);
 /* After this many cycles in a row that ran nothing, waits on peers sleep
  * at once instead of yielding first, and the time between cycles doubles
- * each cycle up to HVD__IDLE_WAIT_MS: an idle job (between epochs, or in a
- * barrier for a late rank: LATE_PEER_US) leaves the CPU alone. New work
+ * each cycle up to HVD__IDLE_WAIT_MS: an idle job (between epochs; a late
+ * rank that the others wait for, over MPI only at first: rounds.c's
+ * hvd__round_told) leaves the CPU alone. New work
  * wakes the background thread at once whatever the wait; only a rank
  * with no work of its own that others need in a cycle may answer up to
  * HVD__IDLE_WAIT_MS late, once (rounds.c's hvd__round_wait). */
@@ -115,6 +116,11 @@ int hvd__round_step(struct hvd__engine *job, bool shutdown_local);
  * bell (bell.c; NULL: none) whose ring ends the wait sooner: a peer's
  * next agreement, the job's or the round's set's. */
 double hvd__round_wait(const struct hvd__engine *e, struct hvd__bell **bell);
+/* How busy this rank tells the others it is in the job's agreement
+ * (struct hvd__engine's sets_busy, before the job's cycle): how busy its
+ * sets were, or over MPI HVD__SETS_WAIT while its own collective waits
+ * long for a late peer (rounds.c). */
+int hvd__round_told(const struct hvd__engine *e);
 /* Whether some request of this rank waits in an engine (or GPU work in
  * the job's: held, or in flight). */
 bool hvd__pending_any(const struct hvd__engine *job);

@@ -14,6 +14,7 @@
 
 #include "algo/group.h"
 #include "engine/engine.h"
+#include "engine/sets.h"
 #include "tap.h"
 #include "transport/tcp.h"
 
@@ -482,6 +483,47 @@ static long long timed_wait(double ms, struct hvd__bell *bell,
 	return (hvd__now_us() - t0) / 1000;
 }
 
+/* The waits between cycles for a late peer (rounds.c): a rank whose own
+ * collective waits keeps to the cycle time; over MPI, which has no bell,
+ * after LATE_PEER_US (20 ms) it tells the others (HVD__SETS_WAIT) to keep
+ * to it too, where an idle rank's waits grow to HVD__IDLE_WAIT_MS. */
+static void test_late_peer(void)
+{
+	struct hvd__engine e = {0};
+	struct hvd__req r = {0};
+	struct hvd__bell *bell;
+	bool mpi = hvd__g.mpi;
+
+	e.k.cycle_ms = 1;
+	e.idle_cycles = 10;
+	/* Idle: the waits grow, and nothing is told. */
+	CHECK(hvd__round_wait(&e, &bell) == HVD__IDLE_WAIT_MS);
+	CHECK(hvd__round_told(&e) == HVD__SETS_IDLE);
+	/* Its own collective waits: the cycle time, on any transport. */
+	e.pending_local = &r;
+	e.came_us = hvd__now_us() - 30000;
+	hvd__g.mpi = false;
+	CHECK(hvd__round_wait(&e, &bell) == 1);
+	CHECK(hvd__round_told(&e) == HVD__SETS_IDLE); /* the bell wakes it */
+	hvd__g.mpi = true;
+	CHECK(hvd__round_wait(&e, &bell) == 1);
+	CHECK(hvd__round_told(&e) == HVD__SETS_WAIT);
+	/* Not yet 20 ms: it meets the late peer spinning in MPI. */
+	e.came_us = hvd__now_us() - 5000;
+	CHECK(hvd__round_told(&e) == HVD__SETS_IDLE);
+	/* How busy its sets were is told as before. */
+	e.came_us = hvd__now_us() - 30000;
+	e.sets_busy = HVD__SETS_RAN;
+	CHECK(hvd__round_told(&e) == HVD__SETS_RAN);
+	/* The idle peer, told: the cycle time, not grown. */
+	e.sets_busy = HVD__SETS_IDLE;
+	e.pending_local = NULL;
+	e.peers_busy = HVD__SETS_WAIT;
+	CHECK(hvd__round_wait(&e, &bell) == 1);
+	CHECK(hvd__round_told(&e) == HVD__SETS_IDLE);
+	hvd__g.mpi = mpi;
+}
+
 /* The engine owner's wait for a late peer ends when a peer starts the
  * next agreement, or a waker of the queue rings the bell it sleeps on; a
  * wait on no bell lasts its time. A bell that goes (its set removed) is
@@ -637,6 +679,7 @@ int main(void)
 	RUN(test_mismatch);
 	RUN(test_gpu_burst);
 	RUN(test_gpu_burst_head);
+	RUN(test_late_peer);
 	RUN(test_queue_bell);
 	RUN(test_net_bell);
 	return tap_done();
