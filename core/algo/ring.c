@@ -167,6 +167,37 @@ static int allreduce_small(const struct hvd__comm *c, const struct iovec *v,
 	return rc;
 }
 
+static void add_source(int *out, int *k, int r)
+{
+	int i;
+
+	for (i = 0; i < *k; i++)
+		if (out[i] == r)
+			return;
+	out[(*k)++] = r;
+}
+
+/* As allreduce_small's steps and the ring's left neighbour. */
+int hvd__ring_sources(int rank, int size, int *out)
+{
+	int p = 1, mask, k = 0;
+
+	if (size < 2)
+		return 0;
+	while (p * 2 <= size)
+		p *= 2;
+	add_source(out, &k, mod(rank - 1, size));
+	if (rank >= p) {
+		add_source(out, &k, rank - p);
+		return k;
+	}
+	if (rank + p < size)
+		add_source(out, &k, rank + p);
+	for (mask = 1; mask < p; mask <<= 1)
+		add_source(out, &k, rank ^ mask);
+	return k;
+}
+
 /* The ring's reduce-scatter over the pieces v (count elements in rows of
  * block, split by hvd__ring_chunk): in step s each rank sends the chunk
  * it completed in step s-1 (its own, at first) to the right and reduces

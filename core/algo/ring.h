@@ -49,6 +49,13 @@ int hvd__ring_allreduce(const struct hvd__comm *c, void *buf, size_t count,
 int hvd__ring_allreduce_v(const struct hvd__comm *c, const struct iovec *v,
 			  int nv, enum hvd_dtype t, enum hvd_op op,
 			  struct hvd__ring_times *times);
+/* The ranks from which rank `rank` of `size` receives in an allreduce
+ * (the ring's left neighbour; recursive doubling's partners), each once,
+ * into out (room for HVD__RING_SOURCES_MAX); returns how many. A rank
+ * that waits for the next allreduce can only be reached by these ranks'
+ * first bytes (engine/bell.c watches their connections). */
+#define HVD__RING_SOURCES_MAX 34
+int hvd__ring_sources(int rank, int size, int *out);
 /* Chunk i of count elements in rows of block, split over n ranks the way
  * Horovod splits a first dimension: rows/n rows each, the first rows % n
  * ranks one more. */

@@ -6,15 +6,15 @@
  *
  * Where the ranks share a host's segment, its bells (shm.h): a futex
  * each, which a local peer rings as it arrives at the round. Over
- * libhvd's TCP transport alone, the peers' connections: a peer's
- * agreement sends this rank its first bytes (the agreement's exchange),
- * which make a connection readable; the rank's own wakers (new work, a
- * shutdown) write an eventfd that the same poll() watches. With both
- * (hosts of several ranks each), the connections and the segment's bell
- * socket in one poll(): a late peer on another host sends its bytes
- * across, one on this host rings. The job's engine has one, and so has
- * each process set's: over the set's segment and its ranks' connections
- * (algo/group.h watches those only). */
+ * libhvd's TCP transport alone, the connections through which the next
+ * agreement can reach this rank: a peer's agreement sends its first
+ * bytes, which make a connection readable; the rank's own wakers (new
+ * work, a shutdown) write an eventfd that the same poll() watches. With
+ * both (hosts of several ranks each), the connections of this local
+ * rank's group across hosts and the segment's bell socket in one poll():
+ * a late peer on another host sends its bytes across, one on this host
+ * rings. The job's engine has one, and so has each process set's: over
+ * the set's segment and its own ranks' connections (algo/group.h). */
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "algo/ring.h"
 #include "engine/engine.h"
 
 static bool shm_called(struct hvd__bell *b)
@@ -94,8 +95,31 @@ static void both_sleep(struct hvd__bell *b, double ms, bool (*woken)(void))
 static const struct hvd__bell_ops both_bell = {both_called, both_sleep,
 					       shm_ring};
 
-struct hvd__bell *hvd__bell_open(const struct hvd__comm *c,
-				 struct hvd__shm *shm, bool hosts)
+/* Into b->fds, the connections of net's ranks that can start this rank's
+ * next agreement (algo/ring.h's sources): an allreduce over net, the
+ * comm that carries the agreement across hosts, reaches this rank first
+ * through them, whatever rank comes late. A rank of a thousand polls a
+ * dozen connections, not a thousand (each poll() of them all would cost
+ * more than the agreement: 70 us for 1,024 sockets on one of these
+ * machines, and the spin before the sleep calls it again and again). */
+static int watch_sources(struct hvd__bell *b, const struct hvd__comm *net)
+{
+	struct pollfd *all = calloc((size_t)net->size, sizeof(*all));
+	int src[HVD__RING_SOURCES_MAX], k, n, i;
+
+	if (all == NULL)
+		return 0;
+	n = net->ops->watch(net->t, all, net->size);
+	k = hvd__ring_sources(net->rank, net->size, src);
+	for (i = 0; i < k; i++)
+		if (src[i] < n && all[src[i]].fd >= 0)
+			b->fds[b->n++] = all[src[i]];
+	free(all);
+	return b->n;
+}
+
+struct hvd__bell *hvd__bell_open(const struct hvd__comm *net,
+				 struct hvd__shm *shm)
 {
 	struct hvd__bell *b = calloc(1, sizeof(*b));
 	int fd;
@@ -105,15 +129,12 @@ struct hvd__bell *hvd__bell_open(const struct hvd__comm *c,
 	b->shm = shm;
 	b->efd = -1;
 	b->ops = &shm_bell;
-	if (shm != NULL && !hosts)
-		return b;
-	/* Over the connections: one entry a rank (this one's fd is -1,
-	 * which poll() passes over), then the rank's own fd. */
-	if (c->size < 2 || c->ops->watch == NULL ||
-	    (b->fds = calloc((size_t)c->size + 1, sizeof(*b->fds))) == NULL)
+	/* The connections, then the rank's own fd. */
+	if (net == NULL || net->size < 2 || net->ops->watch == NULL ||
+	    (b->fds = calloc(HVD__RING_SOURCES_MAX + 1, sizeof(*b->fds))) ==
+		    NULL)
 		goto segment;
-	b->n = c->ops->watch(c->t, b->fds, c->size);
-	if (b->n == 0) /* a group over a parent that cannot watch (MPI) */
+	if (watch_sources(b, net) == 0) /* a group over MPI, or no peers */
 		goto segment;
 	fd = shm != NULL ? hvd__shm_bell_socket(shm)
 			 : (b->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -133,6 +154,13 @@ segment:
 		return b;
 	free(b);
 	return NULL;
+}
+
+const struct hvd__comm *hvd__bell_net(const struct hvd__engine *e)
+{
+	if (e->hier.shm == NULL)
+		return &e->comm;
+	return e->hier.nhosts > 1 ? &e->hier.cross : NULL;
 }
 
 void hvd__bell_close(struct hvd__bell *b)

@@ -317,12 +317,17 @@ struct hvd__bell {
 	int efd;
 	_Atomic int sleepers;
 };
-/* An engine's bell (bell.c) over its comm c and segment shm: the
- * segment's futexes where shm is not NULL, c's connections where its
- * transport can watch them, both for several such hosts (hosts); NULL
- * where there is none (MPI, one rank, no memory). */
-struct hvd__bell *hvd__bell_open(const struct hvd__comm *c,
-				 struct hvd__shm *shm, bool hosts);
+/* An engine's bell (bell.c): the futexes of its segment shm (NULL:
+ * none), and the connections through which its agreement over net (the
+ * comm that carries it across hosts, hvd__bell_net; NULL: none) can
+ * reach this rank first, where net's transport can watch them; NULL
+ * where there is neither (MPI, one rank, no memory). */
+struct hvd__bell *hvd__bell_open(const struct hvd__comm *net,
+				 struct hvd__shm *shm);
+/* The comm over which e's agreement crosses hosts: e's own without a
+ * segment, the group of this local rank across hosts with one on several
+ * hosts, NULL on one host. */
+const struct hvd__comm *hvd__bell_net(const struct hvd__engine *e);
 /* Free b (NULL: nothing), which no thread sleeps on. */
 void hvd__bell_close(struct hvd__bell *b);
 /* The next submission of this thread is waited for at once (a

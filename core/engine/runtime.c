@@ -578,7 +578,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 		return rc; /* hvd__runtime_stop releases the comm */
 	if (hvd__engine_open(&E, size) != HVD_OK)
 		return HVD_ENOMEM; /* hvd__runtime_stop releases the comm */
-	E.bell = hvd__bell_open(&E.comm, E.hier.shm, E.hier.nhosts > 1);
+	E.bell = hvd__bell_open(hvd__bell_net(&E), E.hier.shm);
 	rc = hvd__autotune_open(&A, &E.k, rank, E.hier.shm != NULL,
 				E.hier.nhosts > 1);
 	if (rc != HVD_OK)

@@ -137,7 +137,7 @@ static int set_engine(struct hvd__engine *job, struct hvd__set *set)
 	}
 	/* Its ranks' next agreement of the set's wakes a driver that waits
 	 * for a late one (bell.c). */
-	e->bell = hvd__bell_open(&e->comm, e->hier.shm, e->hier.nhosts > 1);
+	e->bell = hvd__bell_open(hvd__bell_net(e), e->hier.shm);
 	set->e = e;
 	return HVD_OK;
 }

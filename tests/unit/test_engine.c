@@ -562,15 +562,17 @@ static void test_queue_bell(void)
 }
 
 /* bell.c's bell over a transport's connections: socket pairs stand for
- * the connections to peers 1 and 2 of rank 0. */
-static int pair[3][2];
+ * the connections to peers 1 to fake_n - 1 of rank 0. */
+#define FAKE_MAX 12
+static int pair[FAKE_MAX][2];
+static int fake_n = 3;
 
 static int fake_watch(void *t, struct pollfd *fds, int max)
 {
 	int r;
 
 	(void)t;
-	for (r = 0; r < 3 && r < max; r++)
+	for (r = 0; r < fake_n && r < max; r++)
 		fds[r] = (struct pollfd){r == 0 ? -1 : pair[r][0], POLLIN, 0};
 	return r;
 }
@@ -629,7 +631,7 @@ static void test_net_bell(void)
 
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair[1]) == 0);
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair[2]) == 0);
-	net = hvd__bell_open(&c, NULL, false);
+	net = hvd__bell_open(&c, NULL);
 	CHECK(net != NULL);
 	if (net == NULL)
 		return;
@@ -648,7 +650,7 @@ static void test_net_bell(void)
 	hvd__bell_close(net);
 	/* The set of ranks 0 and 2: rank 1's bytes do not end its sleep. */
 	CHECK(hvd__group_new(&c, members, 2, 0, &g) == HVD_OK);
-	net = hvd__bell_open(&g, NULL, false);
+	net = hvd__bell_open(&g, NULL);
 	CHECK(net != NULL);
 	if (net != NULL) {
 		CHECK(timed_sleep(300, peer_sends) >= 290);
@@ -662,12 +664,53 @@ static void test_net_bell(void)
 	g.ops->close(g.t);
 	/* One rank, or a transport that cannot be watched (MPI), or a
 	 * group over one: none. */
-	CHECK(hvd__bell_open(&one, NULL, false) == NULL);
-	CHECK(hvd__bell_open(&other, NULL, false) == NULL);
+	CHECK(hvd__bell_open(&one, NULL) == NULL);
+	CHECK(hvd__bell_open(&other, NULL) == NULL);
+	CHECK(hvd__bell_open(NULL, NULL) == NULL);
 	CHECK(hvd__group_new(&other, members, 2, 0, &g) == HVD_OK);
-	CHECK(hvd__bell_open(&g, NULL, false) == NULL);
+	CHECK(hvd__bell_open(&g, NULL) == NULL);
 	g.ops->close(g.t);
 	for (int r = 1; r < 3; r++) {
+		close(pair[r][0]);
+		close(pair[r][1]);
+	}
+}
+
+/* A rank of many watches only the connections through which its next
+ * agreement can reach it first (algo/ring.h's sources): rank 0 of 12,
+ * ranks 11 (the ring's left), 8, 1, 2 and 4 (recursive doubling's). A
+ * late peer elsewhere reaches it through them; bytes from the others
+ * neither end its sleep nor count. */
+static void test_net_bell_sources(void)
+{
+	static const struct hvd__transport_ops ops = {.name = "pairs",
+						      .watch = fake_watch};
+	struct hvd__comm c = {0, FAKE_MAX, &ops, NULL};
+	char x;
+	int r, ok = 1;
+
+	for (r = 1; r < FAKE_MAX && ok; r++)
+		ok = socketpair(AF_UNIX, SOCK_STREAM, 0, pair[r]) == 0;
+	CHECK(ok);
+	if (!ok)
+		return;
+	fake_n = FAKE_MAX;
+	net = hvd__bell_open(&c, NULL);
+	CHECK(net != NULL && net->n == 5);
+	for (r = 1; net != NULL && r < FAKE_MAX; r++) {
+		bool source = r == 11 || r == 8 || r == 1 || r == 2 || r == 4;
+
+		CHECK(write(pair[r][1], "z", 1) == 1);
+		CHECK(net->ops->called(net) == source);
+		CHECK(read(pair[r][0], &x, 1) == 1);
+	}
+	atomic_store(&calls, false);
+	if (net != NULL)
+		CHECK(timed_sleep(300, peer_sends) < 250); /* rank 1 */
+	CHECK(read(pair[1][0], &x, 1) == 1);
+	hvd__bell_close(net);
+	fake_n = 3;
+	for (r = 1; r < FAKE_MAX; r++) {
 		close(pair[r][0]);
 		close(pair[r][1]);
 	}
@@ -682,5 +725,6 @@ int main(void)
 	RUN(test_late_peer);
 	RUN(test_queue_bell);
 	RUN(test_net_bell);
+	RUN(test_net_bell_sources);
 	return tap_done();
 }

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "algo/group.h"
@@ -17,6 +18,8 @@
 #include "transport/tcp.h"
 
 #define MAXN 4
+/* More than ring.c's largest allreduce by recursive doubling. */
+#define SMALL_PLUS (64 * 1024 + 1)
 
 struct world {
 	int n;
@@ -567,9 +570,60 @@ static void test_integer_scaling(void)
 	CHECK(i64[0] == INT64_MAX && i64[1] == 6);
 }
 
+/* A transport that moves nothing and notes whom its rank receives from:
+ * each rank's steps of an allreduce alone, without its peers. */
+#define SOURCES_N 40
+static bool heard[SOURCES_N];
+
+static int note_sendrecv(void *t, int to, const void *sbuf, size_t slen,
+			 int from, void *rbuf, size_t rlen,
+			 hvd__recv_progress progress, void *arg)
+{
+	(void)t, (void)to, (void)sbuf, (void)slen;
+	if (rlen > 0) {
+		heard[from] = true;
+		memset(rbuf, 0, rlen);
+		if (progress != NULL)
+			progress(arg, rlen);
+	}
+	return HVD_OK;
+}
+
+/* hvd__ring_sources names exactly the ranks an allreduce receives from,
+ * small (recursive doubling) and large (the ring), on every rank of 2 to
+ * 40. */
+static void test_sources(void)
+{
+	static const struct hvd__transport_ops ops = {
+		.name = "note", .sendrecv = note_sendrecv};
+	static uint8_t buf[SMALL_PLUS];
+	int src[HVD__RING_SOURCES_MAX], n, r, k, i, bad = 0;
+
+	for (n = 2; n <= SOURCES_N; n++)
+		for (r = 0; r < n; r++) {
+			struct hvd__comm c = {r, n, &ops, NULL};
+			bool want[SOURCES_N] = {false};
+
+			memset(heard, 0, sizeof(heard));
+			if (hvd__ring_allreduce(&c, buf, 16, HVD_UINT8,
+						HVD_MIN) != HVD_OK ||
+			    hvd__ring_allreduce(&c, buf, sizeof(buf), HVD_UINT8,
+						HVD_MIN) != HVD_OK)
+				bad++;
+			k = hvd__ring_sources(r, n, src);
+			for (i = 0; i < k; i++)
+				want[src[i]] = true;
+			for (i = 0; i < n; i++)
+				bad += want[i] != heard[i];
+		}
+	CHECK(bad == 0);
+	CHECK(hvd__ring_sources(0, 1, src) == 0);
+}
+
 int main(void)
 {
 	setenv("HOROVOD_LOG_LEVEL", "fatal", 1);
+	RUN(test_sources);
 	RUN(test_half_conversions);
 	RUN(test_integer_scaling);
 	RUN(test_allreduce_every_dtype_and_op);
