@@ -100,8 +100,9 @@ static const struct hvd__bell_ops both_bell = {both_called, both_sleep,
  * comm that carries the agreement across hosts, reaches this rank first
  * through them, whatever rank comes late. A rank of a thousand polls a
  * dozen connections, not a thousand (each poll() of them all would cost
- * more than the agreement: 70 us for 1,024 sockets on one of these
- * machines, and the spin before the sleep calls it again and again). */
+ * more than the agreement: about 90 us for 1,024 sockets on one of
+ * these machines, and the spin before the sleep calls it again and
+ * again). */
 static int watch_sources(struct hvd__bell *b, const struct hvd__comm *net)
 {
 	struct pollfd *all = calloc((size_t)net->size, sizeof(*all));

@@ -209,12 +209,14 @@ struct hvd__engine {
 	long long lone_us;
 	bool head_alone;
 	/* The job's engine: how busy this rank was in its process sets' engines
-	 * last turn (told in the agreement), and the busiest rank (learnt
-	 * from it): HVD__SETS_RAN, no rank waits between cycles (the job's
-	 * agreement paces every set's); HVD__SETS_WAIT, no rank waits more
-	 * than the cycle time. A process set's engine: the same byte of the
-	 * agreement carries this rank's vote on another cycle of the set
-	 * before the round moves on (HVD__SET_*), and the highest vote. */
+	 * last turn (told in the agreement; over MPI, HVD__SETS_WAIT also
+	 * while its own collective waits long: rounds.c's hvd__round_told),
+	 * and the busiest rank (learnt from it): HVD__SETS_RAN, no rank waits
+	 * between cycles (the job's agreement paces every set's);
+	 * HVD__SETS_WAIT, no rank waits more than the cycle time. A process
+	 * set's engine: the same byte of the agreement carries this rank's
+	 * vote on another cycle of the set before the round moves on
+	 * (HVD__SET_*), and the highest vote. */
 	int sets_busy, peers_busy;
 	/* The job's engine: the round (runtime.c) is the job's cycle, then
 	 * each process set's in the order of their ids, each repeated while

@@ -2,7 +2,8 @@
  * threads of this process on 127.0.0.1 (gloo's way): every dtype and op
  * against a serial reference, counts 0, 1, primes and several MiB,
  * broadcast from every root, allgather of uneven blocks, and a
- * peer that dies. Also the float16/bfloat16 conversions. */
+ * peer that dies. Also the float16/bfloat16 conversions, and whom each
+ * rank of an allreduce receives from (hvd__ring_sources). */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
