@@ -326,9 +326,9 @@ struct hvd__bell {
  * where there is neither (MPI, one rank, no memory). */
 struct hvd__bell *hvd__bell_open(const struct hvd__comm *net,
 				 struct hvd__shm *shm);
-/* The comm over which e's agreement crosses hosts: e's own without a
- * segment, the group of this local rank across hosts with one on several
- * hosts, NULL on one host. */
+/* The comm over which e's agreement (negotiate.c) crosses hosts: e's own
+ * without a segment, the group of this local rank across hosts with one
+ * on several hosts, NULL on one host. */
 const struct hvd__comm *hvd__bell_net(const struct hvd__engine *e);
 /* Free b (NULL: nothing), which no thread sleeps on. */
 void hvd__bell_close(struct hvd__bell *b);
