@@ -25,7 +25,6 @@ static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 	int null_fd;
 
 	setpgid(0, 0);
-	hl_nofile_restore();
 	/* If hvdrun dies, the worker hears of it at once; the watchdog then
 	 * ends the worker's whole group. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -44,6 +43,10 @@ static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 		errp = 3;
 	}
 	close_range(4, ~0U, 0);
+	/* The caller's own limit on open files, now that the worker holds
+	 * four: before, this child could hold more than it allows, and the
+	 * exec's own open of the program would fail. */
+	hl_nofile_restore();
 	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

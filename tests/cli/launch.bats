@@ -270,3 +270,13 @@ load helper
 	assert_line "[0]<stdout>:soft=$soft parent=$hard"
 	assert_line "[1]<stdout>:soft=$soft parent=$hard"
 }
+
+@test "hvdrun starts more workers than its caller's soft limit on open files has room for (three pipes a worker); each worker keeps that limit" {
+	local r
+	[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -gt 256 ] || skip "the hard limit is 256 or less"
+	run sh -c "ulimit -Sn 64; exec '$HVDRUN' -np 32 sh -c 'echo soft=\$(ulimit -Sn)'"
+	assert_success
+	for ((r = 0; r < 32; r++)); do
+		assert_line "[$r]<stdout>:soft=64"
+	done
+}

@@ -199,6 +199,23 @@ busy_beside() { # n
 	refute_output --partial hvd-shm-
 }
 
+@test "more ranks than a worker's soft limit on open files has room for: libhvd raises it as far as its connections need; a hard limit too low fails hvd_init, naming it" {
+	local tcp r
+	[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -gt 512 ] || skip "the hard limit is 512 or less"
+	# 39 connections a rank (and with shared memory 39 peers watched).
+	for tcp in "" --no-shared-memory; do
+		run "$HVDRUN" -np 40 ${tcp:+"$tcp"} sh -c "ulimit -Sn 24; exec '$SELFTEST' resets 3 0"
+		assert_success
+		for ((r = 0; r < 40; r++)); do
+			assert_line "[$r]<stdout>:rank $r: ok"
+		done
+	done
+	run "$HVDRUN" -np 20 sh -c "ulimit -n 20; exec '$SELFTEST' all"
+	assert_failure
+	assert_line --regexp "^\[[0-9]+\]<stderr>:libhvd error: fd_room: rank [0-9]+: a job of 20 ranks needs about [0-9]+ open files here \(a connection to every other rank, [0-9]+ held already\); this process may open 20 \(its hard limit, ulimit -Hn\): raise it$"
+	refute_line --partial ": ok"
+}
+
 @test "a program run without hvdrun is a job of one" {
 	run "$SELFTEST" all
 	assert_success
