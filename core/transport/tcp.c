@@ -313,8 +313,9 @@ static int accept_up(struct hvd__tcp *t, const uint8_t *token, int want,
 	return rc;
 }
 
-/* The descriptors this process holds now (those of /proc/self/fd, less
- * the one that reads it), or 64 where that cannot be read. */
+/* The descriptors this process holds now (the entries of /proc/self/fd,
+ * less ".", ".." and the one that reads them), or 64 where that cannot
+ * be read. */
 static long fds_open(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -325,7 +326,7 @@ static long fds_open(void)
 	while (readdir(d) != NULL)
 		n++;
 	closedir(d);
-	return n > 3 ? n - 3 : 0; /* ".", ".." and d's own */
+	return n > 3 ? n - 3 : 0;
 }
 
 /* Room for a connection to every other rank of a job of size: the soft
