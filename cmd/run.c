@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -192,6 +193,29 @@ static void on_event(void *arg, const struct hl_event *ev)
 	}
 }
 
+/* Room among hvdrun's open files for what it holds a worker of this
+ * host: two output pipes, and its rendezvous connection while the job
+ * starts. Where even the hard limit leaves none, one line says so
+ * before anything starts. */
+static int nofile_room(const struct hl_launch *l, char **cause)
+{
+	struct rlimit rl;
+	long n = 0, need;
+	int i;
+
+	for (i = 0; i < l->plan->size; i++)
+		if (!hl_worker_remote(l, l->plan->ranks[i].host))
+			n++;
+	need = 3 * n + 32;
+	if (n == 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)need)
+		return HL_OK;
+	return hl_fail(
+		cause, HL_ESYS,
+		"%ld workers on this host need about %ld open files of hvdrun (three each); it may open %llu (its hard limit on open files, ulimit -Hn): raise it, or start fewer workers here",
+		n, need, (unsigned long long)rl.rlim_cur);
+}
+
 /* The launch of the workers under hvdrun's own supervisor, the
  * rendezvous running beside it. */
 static int launch(struct hl_launch *l, int *code, char **cause)
@@ -203,7 +227,9 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	int rc;
 
 	hl_nofile_raise();
-	rc = resolve(l, &l->exec_path, cause);
+	rc = nofile_room(l, cause);
+	if (rc == HL_OK)
+		rc = resolve(l, &l->exec_path, cause);
 	/* A remote rank 0's port is found on its host, at connect time. */
 	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host))
 		rc = hl_master_local(l->env, plan->ranks[0].host, cause);

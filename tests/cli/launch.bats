@@ -280,3 +280,12 @@ load helper
 		assert_line "[$r]<stdout>:soft=64"
 	done
 }
+
+@test "a hard limit on open files too low for hvdrun's local workers: one line says so, nothing starts, exit 125" {
+	run sh -c "ulimit -n 64; exec '$HVDRUN' -np 30 sh -c 'echo started'"
+	assert_failure 125
+	assert_output "hvdrun: 30 workers on this host need about 122 open files of hvdrun (three each); it may open 64 (its hard limit on open files, ulimit -Hn): raise it, or start fewer workers here"
+	run sh -c "ulimit -n 64; exec '$HVDRUN' -np 10 sh -c 'echo started'"
+	assert_success
+	assert_equal "$(grep -c started <<<"$output")" 10
+}
