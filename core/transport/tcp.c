@@ -385,16 +385,11 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 			rc = fd;
 			break;
 		}
-		if (fd == HVD_ESYS) {
-			hvd__error("cannot connect to rank %d at %s: %s", r,
-				   addrs[r], strerror(errno));
-			rc = fd;
-			break;
-		}
-		if (fd < 0) {
-			hvd__error("cannot connect to rank %d at %s", r,
-				   addrs[r]);
-			rc = HVD_ECONN;
+		if (fd < 0) { /* a socket not made says why */
+			hvd__error("cannot connect to rank %d at %s%s%s", r,
+				   addrs[r], fd == HVD_ESYS ? ": " : "",
+				   fd == HVD_ESYS ? strerror(errno) : "");
+			rc = fd == HVD_ESYS ? fd : HVD_ECONN;
 			break;
 		}
 		tune(fd);

@@ -271,7 +271,7 @@ load helper
 	assert_line "[1]<stdout>:soft=$soft parent=$hard"
 }
 
-@test "hvdrun starts more workers than its caller's soft limit on open files has room for (three pipes a worker); each worker keeps that limit" {
+@test "hvdrun starts more workers than its caller's soft limit on open files has room for (about three descriptors a worker); each worker keeps that limit" {
 	local r
 	[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -gt 256 ] || skip "the hard limit is 256 or less"
 	run sh -c "ulimit -Sn 64; exec '$HVDRUN' -np 32 sh -c 'echo soft=\$(ulimit -Sn)'"

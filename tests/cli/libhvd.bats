@@ -202,7 +202,8 @@ busy_beside() { # n
 @test "more ranks than a worker's soft limit on open files has room for: libhvd raises it as far as its connections need; a hard limit too low fails hvd_init, naming it" {
 	local tcp r
 	[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -gt 512 ] || skip "the hard limit is 512 or less"
-	# 39 connections a rank (and with shared memory 39 peers watched).
+	# 39 connections a rank, and with shared memory a pidfd for each of
+	# its 39 local peers.
 	for tcp in "" --no-shared-memory; do
 		run "$HVDRUN" -np 40 ${tcp:+"$tcp"} sh -c "ulimit -Sn 24; exec '$SELFTEST' resets 3 0"
 		assert_success
