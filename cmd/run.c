@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -193,27 +192,30 @@ static void on_event(void *arg, const struct hl_event *ev)
 	}
 }
 
-/* Room among hvdrun's open files for what it holds a worker of this
- * host: two output pipes, and its rendezvous connection while the job
- * starts. Where even the hard limit leaves none, one line says so
- * before anything starts. */
+/* Room among hvdrun's open files for what it holds a worker
+ * (hl_worker_fds): where even the hard limit leaves none, one line says
+ * so before anything starts. */
 static int nofile_room(const struct hl_launch *l, char **cause)
 {
-	struct rlimit rl;
-	long n = 0, need;
+	long need = HL_FDS_BASE, limit = hl_nofile_limit(), here = 0;
 	int i;
 
-	for (i = 0; i < l->plan->size; i++)
-		if (!hl_worker_remote(l, l->plan->ranks[i].host))
-			n++;
-	need = 3 * n + 32;
-	if (n == 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 ||
-	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)need)
+	for (i = 0; i < l->plan->size; i++) {
+		need += hl_worker_fds(l, l->plan->ranks[i].host);
+		here += !hl_worker_remote(l, l->plan->ranks[i].host);
+	}
+	if (need <= limit)
 		return HL_OK;
 	return hl_fail(
 		cause, HL_ESYS,
-		"%ld workers on this host need about %ld open files of hvdrun (three each); it may open %llu (its hard limit on open files, ulimit -Hn): raise it, or start fewer workers here",
-		n, need, (unsigned long long)rl.rlim_cur);
+		"%d workers need about %ld open files of hvdrun (%s%s); it may open %ld (its hard limit on open files, ulimit -Hn): raise it, or start fewer workers",
+		l->plan->size, need,
+		here == l->plan->size ? "three a worker of this host"
+		: here == 0	      ? "two a worker of another host"
+			    : "three a worker of this host, two of another",
+		l->output_dir != NULL ? ", two more each for --output-filename"
+				      : "",
+		limit);
 }
 
 /* The launch of the workers under hvdrun's own supervisor, the
@@ -226,6 +228,7 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	int report[2] = {-1, -1};
 	int rc;
 
+	l->output_dir = o->v[HL_K_OUTPUT_FILENAME].s;
 	hl_nofile_raise();
 	rc = nofile_room(l, cause);
 	if (rc == HL_OK)
@@ -245,7 +248,6 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 		rc = hl_rdv_export(rdv, l->env);
 	if (rc == HL_OK) {
 		l->report_fd = report[0];
-		l->output_dir = o->v[HL_K_OUTPUT_FILENAME].s;
 		l->timestamps = o->v[HL_K_PREFIX_TIMESTAMP].b;
 		l->grace_ms = HL_GRACE_MS;
 		l->on_event = on_event;

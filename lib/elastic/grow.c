@@ -13,6 +13,7 @@
 #include "elastic/internal.h"
 #include "launch/watchdog.h"
 #include "rdv/server.h"
+#include "util/proc.h"
 
 /* up to want records for workers on host h, into s->el->again: its
  * own earlier ones first (a host that returns keeps its ids), then any
@@ -87,23 +88,56 @@ static int start_on(struct sup *s, size_t h, int n, char *text, size_t len)
 }
 
 /* how many workers host h may start now, with live workers
- * running: its free slots, while fewer than --max-np run; 0 while it
- * is unlisted, in its cool-down, or its last workers still end. */
-static int room_on(const struct sup *s, size_t h, long long now, int live)
+ * running: its free slots, while fewer than --max-np run and hvdrun's
+ * limit on open files has room for them (*cut: the slots it has no room
+ * for); 0 while it is unlisted, in its cool-down, or its last workers
+ * still end. */
+static int room_on(const struct sup *s, size_t h, long long now, int live,
+		   int *cut)
 {
 	const struct hl_launch *l = s->l;
+	long used = HL_FDS_BASE, fit;
 	int i, here = 0, want;
 
+	*cut = 0;
 	if (!s->el->hs[h].listed || s->el->hs[h].back > now)
 		return 0;
-	for (i = 0; i < s->n; i++)
-		here += s->w[i].host == h && !s->w[i].exited;
+	for (i = 0; i < s->n; i++) {
+		if (s->w[i].exited)
+			continue;
+		here += s->w[i].host == h;
+		used += hl_worker_fds(l, s->w[i].host);
+	}
 	if (s->el->hs[h].back != 0 && here > 0)
 		return 0; /* its last workers are still ending */
 	want = l->hosts->v[h].slots - here;
 	if (want > l->max_np - live)
 		want = l->max_np - live;
+	fit = (hl_nofile_limit() - used) / hl_worker_fds(l, h);
+	if (want > 0 && fit < want) {
+		*cut = want - (fit > 0 ? (int)fit : 0);
+		want -= *cut;
+	}
 	return want > 0 ? want : 0;
+}
+
+/* Says once, while it lasts, that hvdrun's limit on open files keeps
+ * cut of host h's free slots empty. */
+static void tell_cut(struct sup *s, size_t h, int want, int cut)
+{
+	char text[256];
+	struct hl_event ev = {HL_EV_GROW, -1, s->l->hosts->v[h].name, text, 0};
+
+	if (cut == 0 || s->el->hs[h].cut_told == cut) {
+		s->el->hs[h].cut_told = cut;
+		return;
+	}
+	s->el->hs[h].cut_told = cut;
+	snprintf(
+		text, sizeof(text),
+		"has %d free slots; hvdrun may open %ld files (its hard limit on open files, ulimit -Hn), room for %d workers more: raise it to use the others",
+		want + cut, hl_nofile_limit(), want);
+	hl_spawn_event(s->l, &ev);
 }
 
 /* hosts with room start workers. Normally the running ones
@@ -116,7 +150,7 @@ void hl_el_regrow(struct sup *s)
 	long long now = hl_now_ms();
 	bool below = s->el->below_until != 0;
 	size_t h;
-	int i, live = 0, started = 0, gen, could;
+	int i, live = 0, started = 0, gen, could, cut;
 	char text[256];
 
 	if (s->finishing || s->failed || s->signal != 0 ||
@@ -128,15 +162,16 @@ void hl_el_regrow(struct sup *s)
 	for (i = 0; i < s->n; i++)
 		live += !s->w[i].exited;
 	for (h = 0, could = live; below && h < l->hosts->n; h++)
-		could += room_on(s, h, now, could);
+		could += room_on(s, h, now, could, &cut);
 	if (below && could < l->min_np)
 		return; /* not yet enough: wait on */
 	for (h = 0; h < l->hosts->n && live < l->max_np; h++) {
 		struct hl_event ev = {HL_EV_GROW, -1, l->hosts->v[h].name, text,
 				      0};
 		bool back = s->el->hs[h].back != 0;
-		int n, want = room_on(s, h, now, live);
+		int n, want = room_on(s, h, now, live, &cut);
 
+		tell_cut(s, h, want, cut);
 		if (want == 0)
 			continue;
 		if (started == 0 &&
@@ -202,7 +237,7 @@ static size_t pool_host(struct sup *s, struct hl_host *f)
 	if (hs == NULL)
 		return SIZE_MAX;
 	s->el->hs = hs;
-	hs[hl->n] = (struct host_state){0, false, false};
+	hs[hl->n] = (struct host_state){0, false, false, 0};
 	v[hl->n] = *f;
 	memset(f, 0, sizeof(*f));
 	return hl->n++;

@@ -17,6 +17,7 @@ struct host_state {
 	long long back;
 	bool listed;
 	bool kept;
+	int cut_told; /* free slots told left empty for want of files */
 };
 
 /* An elastic job's state in the supervisor (struct sup's el). */

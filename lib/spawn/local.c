@@ -181,6 +181,12 @@ bool hl_worker_remote(const struct hl_launch *l, size_t hi)
 	return l->ssh->force || !l->hosts->v[hi].local;
 }
 
+int hl_worker_fds(const struct hl_launch *l, size_t hi)
+{
+	return (hl_worker_remote(l, hi) ? 2 : 3) +
+	       (l->output_dir != NULL ? 2 : 0);
+}
+
 const struct hl_spawner_ops hl_spawn_local = {
 	.name = "local",
 	.open = local_open,

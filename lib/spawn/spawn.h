@@ -72,6 +72,12 @@ int hl_spawn_remote_env(const struct hl_launch *l, const struct hl_worker *w,
 
 /* Whether host hi of the launch is started over SSH. */
 bool hl_worker_remote(const struct hl_launch *l, size_t hi);
+/* About how many descriptors hvdrun holds for one worker of host hi: a local worker's two output pipes and its rendezvous
+ * connection; a remote one's rendezvous connection and its share of the
+ * host's sessions; two more each for --output-filename's files. Beside
+ * them hvdrun holds about HL_FDS_BASE of its own. */
+#define HL_FDS_BASE 32
+int hl_worker_fds(const struct hl_launch *l, size_t hi);
 /* The notes of the remote spawners (SSH and srun) to the supervisor, on
  * its notify fd (notes.c): a worker's output, in pieces, and its exit
  * (kind 'x' with its wait(2) status, 'l' its host lost, 's' its host

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,16 @@ void hl_nofile_restore(void)
 {
 	if (nofile_raised)
 		setrlimit(RLIMIT_NOFILE, &nofile_start);
+}
+
+long hl_nofile_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)LONG_MAX)
+		return LONG_MAX;
+	return (long)rl.rlim_cur;
 }
 
 bool hl_pids_add(struct hl_pids *set, pid_t pid)

@@ -41,6 +41,9 @@ bool hl_pids_add(struct hl_pids *set, pid_t pid);
  * forked child before exec, gives a worker the limit hvdrun started with. */
 void hl_nofile_raise(void);
 void hl_nofile_restore(void);
+/* The files this process may open now (its soft limit); LONG_MAX when
+ * unlimited. */
+long hl_nofile_limit(void);
 
 /* Find cmd like execvp would, in path (a PATH value). HL_ENOENT when it is
  * not found, HL_ENOEXEC when it is found but cannot be executed. */

@@ -184,6 +184,41 @@ weights() {
 	wait_no_leftovers
 }
 
+@test "elastic: a host with more free slots than hvdrun's limit on open files has room for: as many workers start as fit, one line says why, and they train to the same weights" {
+	local want out=$BATS_TEST_TMPDIR/out hosts=$BATS_TEST_TMPDIR/hosts job w
+	want=$(weights 1000)
+	discovery_script
+	echo localhost:2 >"$hosts"
+	# Under 64 open files hvdrun holds 32 of its own and 3 a local worker
+	# (hl_worker_fds): with 2 running, room for 8 more. Before, all 30
+	# started until a pipe failed ("could not start workers: pipe: Too
+	# many open files"), and those started were left out and failed.
+	(
+		ulimit -n 64
+		exec "$HVDRUN" --min-np 2 --max-np 40 \
+			--host-discovery-script "$BATS_TEST_TMPDIR/discover" \
+			"$KILL" "$ELASTIC" 1000 5 10
+	) >"$out" 2>&1 &
+	job=$!
+	wait_pids 2
+	printf 'localhost:2\n127.0.0.1:30\n' >"$hosts"
+	wait_line "$out" "hvdrun: host 127.0.0.1 has 30 free slots; hvdrun may open 64 files (its hard limit on open files, ulimit -Hn), room for 8 workers more: raise it to use the others"
+	wait_line "$out" "hvdrun: host 127.0.0.1 has free slots: 8 workers start there"
+	wait_line "$out" "hvdrun: 10 workers form generation 2 once the running ones reach their next commit"
+	local rc=0
+	wait "$job" || rc=$?
+	run cat "$out"
+	[ "$rc" -eq 0 ]
+	for w in $(seq 0 9); do
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of 10: 1000 steps, generation [0-9]+, [0-9]+ resets, weights $want$"
+	done
+	refute_output --partial "Too many open files"
+	refute_output --partial "could not start"
+	# Told once: the cut stays the same while the job runs.
+	[ "$(grep -c "room for 8 workers more" "$out")" -eq 1 ]
+	wait_no_leftovers
+}
+
 @test "elastic: a discovery script that prints garbage or hangs during the job: told once, the last good list kept; a host dropped below --min-np keeps its workers" {
 	local out=$BATS_TEST_TMPDIR/out mode=$BATS_TEST_TMPDIR/mode job
 	cat >"$BATS_TEST_TMPDIR/discover" <<-EOF

@@ -281,11 +281,21 @@ load helper
 	done
 }
 
-@test "a hard limit on open files too low for hvdrun's local workers: one line says so, nothing starts, exit 125" {
+@test "a hard limit on open files too low for hvdrun's workers (and --output-filename's files): one line says so, nothing starts, exit 125" {
 	run sh -c "ulimit -n 64; exec '$HVDRUN' -np 30 sh -c 'echo started'"
 	assert_failure 125
-	assert_output "hvdrun: 30 workers on this host need about 122 open files of hvdrun (three each); it may open 64 (its hard limit on open files, ulimit -Hn): raise it, or start fewer workers here"
+	assert_output "hvdrun: 30 workers need about 122 open files of hvdrun (three a worker of this host); it may open 64 (its hard limit on open files, ulimit -Hn): raise it, or start fewer workers"
 	run sh -c "ulimit -n 64; exec '$HVDRUN' -np 10 sh -c 'echo started'"
 	assert_success
 	assert_equal "$(grep -c started <<<"$output")" 10
+	# --output-filename: two files more a worker. Before, 30 workers under
+	# 128 failed half-started with 'pipe: Too many open files'.
+	run sh -c "ulimit -n 128; exec '$HVDRUN' -np 30 --output-filename '$BATS_TEST_TMPDIR/o' sh -c 'echo started'"
+	assert_failure 125
+	assert_output "hvdrun: 30 workers need about 182 open files of hvdrun (three a worker of this host, two more each for --output-filename); it may open 128 (its hard limit on open files, ulimit -Hn): raise it, or start fewer workers"
+	[ ! -e "$BATS_TEST_TMPDIR/o" ]
+	run sh -c "ulimit -n 128; exec '$HVDRUN' -np 18 --output-filename '$BATS_TEST_TMPDIR/o' sh -c 'echo started'"
+	assert_success
+	assert_equal "$(grep -c started <<<"$output")" 18
+	assert_equal "$(cat "$BATS_TEST_TMPDIR"/o/rank.*/stdout | grep -c started)" 18
 }
