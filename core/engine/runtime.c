@@ -569,13 +569,19 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	else if (!elastic && (rc = hvd__join(&hvd__g, joined && size > 1,
 					     &E.comm)) != HVD_OK)
 		return rc;
-	if (E.comm.ops->tune != NULL)
-		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms());
 	E.spin_now = E.k.spin_us;
 	hvd__wait_cap(E.spin_now);
+	/* The first exchange (hier_start's) waits as long as the start does:
+	 * a rank whose connection found a peer's accept queue full comes a
+	 * second or more after the others. Then a silent peer is a dead one
+	 * after the transport timeout. */
+	if (E.comm.ops->tune != NULL)
+		E.comm.ops->tune(E.comm.t, hvd__start_timeout_ms());
 	if (mpi == NULL && joined && size > 1 &&
 	    (rc = hvd__hier_start(&E.hier, &E.comm, E.k.shm)) != HVD_OK)
 		return rc; /* hvd__runtime_stop releases the comm */
+	if (E.comm.ops->tune != NULL)
+		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms());
 	if (hvd__engine_open(&E, size) != HVD_OK)
 		return HVD_ENOMEM; /* hvd__runtime_stop releases the comm */
 	E.bell = hvd__bell_open(hvd__bell_net(&E), E.hier.shm);

@@ -1,6 +1,7 @@
 /* util/env.c: the one reader of the worker environment: every variable
  * through its contract in proto/worker_env.h (Horovod's names, units and
  * defaults, and libhvd's own HVD_*). */
+#include <limits.h>
 #include <stdlib.h>
 
 #include "util/internal.h"
@@ -40,4 +41,13 @@ int hvd__transport_timeout_ms(void)
 	if (hvd__env_long(WENV_TRANSPORT_TIMEOUT_MS, &ms) != HVD_OK)
 		ms = (long)wenv_vars[WENV_TRANSPORT_TIMEOUT_MS].def;
 	return (int)ms;
+}
+
+int hvd__start_timeout_ms(void)
+{
+	long s;
+
+	if (hvd__env_long(WENV_START_TIMEOUT, &s) != HVD_OK)
+		s = (long)wenv_vars[WENV_START_TIMEOUT].def;
+	return s > INT_MAX / 1000 ? INT_MAX : (int)(s * 1000);
 }

@@ -23,6 +23,11 @@
 #include "proto/worker_env.h"
 #include "util/util.h"
 
+/* Every worker connects at once as the job starts; one that finds the
+ * accept queue full is dropped and tries again a second later. The
+ * kernel holds the backlog to net.core.somaxconn (4,096 by default). */
+#define BACKLOG 65535
+
 /* Read what the connection sent; admit it once its REGISTER verifies. */
 static void serve(struct hl_rdv *r, size_t i)
 {
@@ -224,7 +229,7 @@ int hl_rdv_start(struct hl_rdv **out, int size, int timeout_s, int report_fd,
 	if (rdv_random(r->secret, sizeof(r->secret)) != RDV_OK ||
 	    r->listen_fd < 0 ||
 	    bind(r->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    listen(r->listen_fd, 4096) != 0 ||
+	    listen(r->listen_fd, BACKLOG) != 0 ||
 	    getsockname(r->listen_fd, (struct sockaddr *)&sa, &sl) != 0 ||
 	    pipe2(r->stop, O_CLOEXEC | O_NONBLOCK) != 0) {
 		int e = errno;

@@ -2,14 +2,22 @@
  * threads of this process on 127.0.0.1 (gloo's way): every dtype and op
  * against a serial reference, counts 0, 1, primes and several MiB,
  * broadcast from every root, allgather of uneven blocks, and a
- * peer that dies. Also the float16/bfloat16 conversions, and whom each
- * rank of an allreduce receives from (hvd__ring_sources). */
+ * peer that dies. Also the float16/bfloat16 conversions, whom each
+ * rank of an allreduce receives from (hvd__ring_sources), and a burst of
+ * connections larger than the old listen backlog. */
+#include <arpa/inet.h>
+#include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "algo/group.h"
 #include "util/reduce.h"
@@ -516,6 +524,78 @@ static void test_peer_dies(void)
 	CHECK(ts.tv_sec - t0 < 6);
 }
 
+/* A job of N ranks: every rank connects to rank 0 first, all at once,
+ * before rank 0 may have begun to accept. Each of BURST connections
+ * must complete its handshake at once: one that finds the accept queue
+ * full is dropped and tries again a second later (with a backlog of
+ * 1,024, 1,025 of 1,500 completed, the others after 1 s). The kernel
+ * holds the backlog to net.core.somaxconn (libhvd.bats lowers it). */
+#define BURST 1500
+static void test_listen_burst(void)
+{
+	struct hvd__tcp *t = NULL;
+	char addr[64];
+	struct sockaddr_in sa;
+	struct rlimit rl;
+	static struct pollfd pf[BURST];
+	int i, made = 0, done = 0;
+	struct timespec ts;
+	long long end;
+	long max = 0;
+	FILE *f;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+	    rl.rlim_max < 2 * BURST + 64) {
+		printf("# skipped: a hard limit on open files under %d\n",
+		       2 * BURST + 64);
+		return;
+	}
+	f = fopen("/proc/sys/net/core/somaxconn", "r");
+	if (f == NULL || fscanf(f, "%ld", &max) != 1 || max < BURST) {
+		printf("# skipped: net.core.somaxconn under %d\n", BURST);
+		if (f != NULL)
+			fclose(f);
+		return;
+	}
+	fclose(f);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	CHECK(hvd__tcp_new(&t, "127.0.0.1", addr, sizeof(addr)) == HVD_OK);
+	if (t == NULL)
+		return;
+	CHECK(hvd__parse_addr(addr, &sa) == HVD_OK);
+	for (i = 0; i < BURST; i++) {
+		pf[i].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		pf[i].events = POLLOUT;
+		if (pf[i].fd >= 0 && (connect(pf[i].fd, (struct sockaddr *)&sa,
+					      sizeof(sa)) == 0 ||
+				      errno == EINPROGRESS))
+			made++;
+	}
+	CHECK(made == BURST);
+	/* Well under the 1 s a dropped handshake waits to be tried again. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000 + 500;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		done = 0;
+		for (i = 0; i < BURST; i++)
+			done += pf[i].revents & POLLOUT ? 1 : 0;
+		if (done == BURST ||
+		    ts.tv_sec * 1000LL + ts.tv_nsec / 1000000 >= end)
+			break;
+		poll(pf, BURST, 50);
+	}
+	if (done != BURST)
+		printf("#   %d of %d connections completed within 500 ms\n",
+		       done, BURST);
+	CHECK(done == BURST);
+	for (i = 0; i < BURST; i++)
+		if (pf[i].fd >= 0)
+			close(pf[i].fd);
+	hvd__tcp_free(t);
+}
+
 static void test_half_conversions(void)
 {
 	uint32_t h;
@@ -634,5 +714,6 @@ int main(void)
 	RUN(test_allgather_uneven);
 	RUN(test_groups);
 	RUN(test_peer_dies);
+	RUN(test_listen_burst);
 	return tap_done();
 }
