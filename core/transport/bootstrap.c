@@ -73,7 +73,9 @@ fail:
 	return HVD_ECONN;
 }
 
-/* Register at one address; on success *fd stays open for PEERS. */
+/* Register at one address; on success *fd stays open for PEERS.
+ * HVD_ETIMEDOUT where nothing answered there (worth another try), else
+ * HVD_ECONN. */
 static int try_register(const char *addr, const char *bind_ip, int rank,
 			int size, int port, const uint8_t *secret,
 			struct rdv_register *reg, long long deadline,
@@ -86,17 +88,20 @@ static int try_register(const char *addr, const char *bind_ip, int rank,
 	socklen_t ml = sizeof(me);
 	char ip[INET_ADDRSTRLEN];
 	size_t len;
-	int fd, rc = HVD_ECONN;
+	int fd, rc = HVD_ETIMEDOUT, got;
 
 	if (msg == NULL)
 		return HVD_ENOMEM;
 	fd = connect_addr(addr, 2000);
 	if (fd < 0)
 		goto out;
-	if (read_full(fd, hello, sizeof(hello), hvd__now_ms() + 3000) !=
-		    HVD_OK ||
-	    !rdv_hello_decode(hello, snonce))
+	got = read_full(fd, hello, sizeof(hello), hvd__now_ms() + 3000);
+	if (got != HVD_OK || !rdv_hello_decode(hello, snonce)) {
+		if (got != HVD_ETIMEDOUT)
+			rc = HVD_ECONN;
 		goto out_close;
+	}
+	rc = HVD_ECONN; /* it answered: a failure from here is final */
 	/* Peers reach us on the chosen interface, or else on the one that
 	 * reached hvdrun. */
 	getsockname(fd, (struct sockaddr *)&me, &ml);
@@ -322,15 +327,27 @@ static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 	if (rc != HVD_OK)
 		return rc;
 	port = (int)strtol(strrchr(self, ':') + 1, NULL, 10); /* ours */
-	copy = strdup(list);
-	rc = HVD_ECONN;
-	for (a = copy ? strtok_r(copy, ",", &save) : NULL; a != NULL;
-	     a = strtok_r(NULL, ",", &save)) {
-		rc = try_register(a, ifaces && *ifaces ? bind_ip : NULL, rank,
-				  j->size, port, secret, &reg, deadline, &fd);
-		if (rc == HVD_OK)
-			break;
-	}
+	/* Every worker connects at once: one that found hvdrun's accept
+	 * queue full tries again after a second or more, past the connect's
+	 * wait. The list again every 100 ms, until the deadline. */
+	do {
+		if (copy != NULL) /* a pass failed */
+			poll(NULL, 0, 100);
+		free(copy);
+		copy = strdup(list);
+		rc = HVD_ETIMEDOUT;
+		for (a = copy ? strtok_r(copy, ",", &save) : NULL; a != NULL;
+		     a = strtok_r(NULL, ",", &save)) {
+			rc = try_register(a, ifaces && *ifaces ? bind_ip : NULL,
+					  rank, j->size, port, secret, &reg,
+					  deadline, &fd);
+			if (rc == HVD_OK)
+				break;
+		}
+	} while (rc == HVD_ETIMEDOUT && copy != NULL &&
+		 hvd__now_ms() + 2000 < deadline);
+	if (rc == HVD_ETIMEDOUT)
+		rc = HVD_ECONN;
 	if (rc != HVD_OK) {
 		hvd__error("rank %d cannot reach hvdrun's rendezvous at %s",
 			   rank, list);

@@ -172,35 +172,6 @@ int hvd__parse_addr(const char *addr, struct sockaddr_in *sa)
 							    : HVD_EINVAL;
 }
 
-/* A socket connected to addr, or HVD_EINVAL, HVD_ESYS, or HVD_ECONN when
- * the peer did not listen by the deadline. */
-static int connect_to(struct hvd__tcp *t, const char *addr, long long deadline)
-{
-	struct sockaddr_in sa;
-	int fd;
-
-	if (hvd__parse_addr(addr, &sa) != HVD_OK)
-		return HVD_EINVAL;
-	/* The peer may not listen yet: retry until the deadline. */
-	while (hvd__now_ms() < deadline && !cancelled(t, 0)) {
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return HVD_ESYS;
-		/* Leave by the chosen interface, not by the routing table's. */
-		if (t->bound && bind(fd, (const struct sockaddr *)&t->src,
-				     sizeof(t->src)) != 0) {
-			close(fd);
-			return HVD_ESYS;
-		}
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			return fd;
-		close(fd);
-		if (cancelled(t, 20))
-			break;
-	}
-	return cancelled(t, 0) ? HVD_ERESET : HVD_ECONN;
-}
-
 /* A connection accepted on the listening port that has not yet said
  * its MESH hello. */
 struct pending {
@@ -257,67 +228,133 @@ static void pending_read(struct hvd__tcp *t, const uint8_t *token,
 	pending_remove(p, n, i, true);
 }
 
-/* Accept the want peers above this rank; a connection without the job's
- * token is closed. */
-static int accept_up(struct hvd__tcp *t, const uint8_t *token, int want,
+/* The connections of the ranks above this one, as they come: those
+ * accepted that have not said their hello yet, and how many are taken
+ * of the want expected. */
+struct taking {
+	struct pending p[PENDING_MAX];
+	int n, accepted, want;
+	int out;       /* a connect in progress (-1: none), and whether */
+	bool out_done; /* it has ended */
+};
+
+/* Wait up to wait ms for connections and hellos, and take what came;
+ * a connection without the job's token is closed. HVD_ERESET when the
+ * connect was called off. */
+static int take(struct hvd__tcp *t, const uint8_t *token, struct taking *k,
+		long long wait)
+{
+	struct pending *p = k->p;
+	struct pollfd pf[PENDING_MAX + 3];
+	long long now = hvd__now_ms();
+	int i;
+
+	for (i = 0; i < k->n; i++)
+		if (now >= p[i].deadline)
+			pending_remove(p, &k->n, i--, false);
+	pf[0] = (struct pollfd){t->listen_fd, POLLIN, 0};
+	for (i = 0; i < k->n; i++) {
+		pf[i + 1] = (struct pollfd){p[i].fd, POLLIN, 0};
+		if (p[i].deadline - now < wait)
+			wait = p[i].deadline - now;
+	}
+	pf[k->n + 1] = (struct pollfd){t->cancel_fd, POLLIN, 0};
+	pf[k->n + 2] = (struct pollfd){k->out, POLLOUT, 0};
+	if (poll(pf, (nfds_t)k->n + 3, (int)wait) <= 0)
+		return HVD_OK;
+	if (pf[k->n + 1].revents && cancelled(t, 0))
+		return HVD_ERESET;
+	k->out_done = pf[k->n + 2].revents != 0;
+	/* Back to front: a connection taken or dropped moves only the ones
+	 * after it. */
+	for (i = k->n - 1; i >= 0; i--)
+		if (pf[i + 1].revents)
+			pending_read(t, token, p, &k->n, i, &k->accepted);
+	/* A peer's hello is usually there by the time it is accepted: read
+	 * it at once, before newer connections could push it out. At most
+	 * PENDING_MAX a wake. */
+	for (i = 0; pf[0].revents && k->accepted < k->want && i < PENDING_MAX;
+	     i++) {
+		int fd = accept4(t->listen_fd, NULL, NULL,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0)
+			break;
+		tune(fd);
+		if (k->n == PENDING_MAX)
+			pending_remove(p, &k->n, 0, false);
+		p[k->n++] = (struct pending){
+			.fd = fd, .deadline = hvd__now_ms() + PENDING_MS};
+		pending_read(t, token, p, &k->n, k->n - 1, &k->accepted);
+	}
+	return HVD_OK;
+}
+
+/* The rest of the ranks above this one, by the deadline. */
+static int accept_up(struct hvd__tcp *t, const uint8_t *token, struct taking *k,
 		     long long deadline)
 {
-	struct pending p[PENDING_MAX];
-	struct pollfd pf[PENDING_MAX + 2];
-	int n = 0, accepted = 0, i, rc = HVD_OK;
+	int rc = HVD_OK;
 
-	while (accepted < want) {
-		long long now = hvd__now_ms(), wait = deadline - now;
+	while (rc == HVD_OK && k->accepted < k->want) {
+		long long wait = deadline - hvd__now_ms();
 
 		if (wait <= 0) {
 			hvd__error("%d of %d peers never connected",
-				   want - accepted, want);
-			rc = HVD_ETIMEDOUT;
-			break;
+				   k->want - k->accepted, k->want);
+			return HVD_ETIMEDOUT;
 		}
-		for (i = 0; i < n; i++)
-			if (now >= p[i].deadline)
-				pending_remove(p, &n, i--, false);
-		pf[0] = (struct pollfd){t->listen_fd, POLLIN, 0};
-		for (i = 0; i < n; i++) {
-			pf[i + 1] = (struct pollfd){p[i].fd, POLLIN, 0};
-			if (p[i].deadline - now < wait)
-				wait = p[i].deadline - now;
-		}
-		pf[n + 1] = (struct pollfd){t->cancel_fd, POLLIN, 0};
-		if (poll(pf, (nfds_t)n + 2, (int)wait) <= 0)
-			continue;
-		if (pf[n + 1].revents && cancelled(t, 0)) {
-			rc = HVD_ERESET;
-			break;
-		}
-		/* Back to front: a connection taken or dropped moves only
-		 * the ones after it. */
-		for (i = n - 1; i >= 0; i--)
-			if (pf[i + 1].revents)
-				pending_read(t, token, p, &n, i, &accepted);
-		/* A peer's hello is usually there by the time it is
-		 * accepted: read it at once, before newer connections could
-		 * push it out. At most PENDING_MAX a wake. */
-		for (i = 0; pf[0].revents && accepted < want && i < PENDING_MAX;
-		     i++) {
-			int fd = accept4(t->listen_fd, NULL, NULL,
-					 SOCK_CLOEXEC | SOCK_NONBLOCK);
-
-			if (fd < 0)
-				break;
-			tune(fd);
-			if (n == PENDING_MAX)
-				pending_remove(p, &n, 0, false);
-			p[n++] = (struct pending){.fd = fd,
-						  .deadline = hvd__now_ms() +
-							      PENDING_MS};
-			pending_read(t, token, p, &n, n - 1, &accepted);
-		}
+		rc = take(t, token, k, wait);
 	}
-	for (i = 0; i < n; i++)
-		close(p[i].fd);
 	return rc;
+}
+
+/* A socket connected to addr, taking this rank's own connections while
+ * it waits (a rank that only waited could leave its peers' connections to
+ * the kernel's queue, and past it); HVD_EINVAL, HVD_ESYS, HVD_ERESET, or
+ * HVD_ECONN when the peer did not answer by the deadline. */
+static int connect_taking(struct hvd__tcp *t, const char *addr,
+			  const uint8_t *token, struct taking *k,
+			  long long deadline)
+{
+	struct sockaddr_in sa;
+	int rc = HVD_OK;
+
+	if (hvd__parse_addr(addr, &sa) != HVD_OK)
+		return HVD_EINVAL;
+	/* The peer may not listen yet: again every 20 ms until the
+	 * deadline. */
+	while (rc == HVD_OK && hvd__now_ms() < deadline) {
+		int fd = socket(AF_INET,
+				SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0),
+		    err = 0;
+		socklen_t el = sizeof(err);
+
+		if (fd < 0)
+			return HVD_ESYS;
+		/* Leave by the chosen interface, not by the routing table's. */
+		if (t->bound && bind(fd, (const struct sockaddr *)&t->src,
+				     sizeof(t->src)) != 0) {
+			close(fd);
+			return HVD_ESYS;
+		}
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return fd;
+		k->out = errno == EINPROGRESS ? fd : -1;
+		k->out_done = false;
+		while (rc == HVD_OK && k->out >= 0 && !k->out_done &&
+		       hvd__now_ms() < deadline)
+			rc = take(t, token, k, deadline - hvd__now_ms());
+		k->out = -1;
+		if (rc == HVD_OK && k->out_done &&
+		    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 &&
+		    err == 0)
+			return fd;
+		close(fd);
+		if (rc == HVD_OK)
+			rc = take(t, token, k, 20);
+	}
+	return rc != HVD_OK ? rc : HVD_ECONN;
 }
 
 /* The descriptors this process holds now (the entries of /proc/self/fd,
@@ -368,41 +405,16 @@ static int fd_room(int rank, int size)
 	return HVD_OK;
 }
 
-/* Rank 0 takes a connection from every other rank at once (BACKLOG): where
- * the kernel queues fewer (net.core.somaxconn, 128 before Linux 5.4), the
- * others wait a second or more to connect. Said once a process. */
-static void backlog_room(int rank, int size)
-{
-	static bool told;
-	char line[32];
-	FILE *f;
-	long max;
-
-	if (rank != 0 || size < 2 || told)
-		return;
-	f = fopen("/proc/sys/net/core/somaxconn", "re");
-	if (f == NULL)
-		return;
-	max = fgets(line, sizeof(line), f) ? strtol(line, NULL, 10) : 0;
-	if (max > 0 && max < size - 1 && max < BACKLOG) {
-		told = true;
-		hvd__warn(
-			"rank 0: the job's other %d ranks connect to rank 0 at once, and this kernel queues %ld connections (net.core.somaxconn): the others wait a second or more; raise it (sysctl -w net.core.somaxconn=%d)",
-			size - 1, max, size - 1 < BACKLOG ? size - 1 : BACKLOG);
-	}
-	fclose(f);
-}
-
 int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		     const uint8_t token[HVD__TOKEN_LEN], int timeout_ms)
 {
 	long long deadline = hvd__now_ms() + timeout_ms;
 	uint8_t hello[RDV_MESH_HELLO_LEN];
+	struct taking k = {.want = size - 1 - rank, .out = -1};
 	int r, rc = fd_room(rank, size);
 
 	if (rc != HVD_OK)
 		return rc;
-	backlog_room(rank, size);
 	t->rank = rank;
 	t->size = size;
 	t->fd = malloc((size_t)size * sizeof(*t->fd));
@@ -410,9 +422,12 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		return HVD_ENOMEM;
 	for (r = 0; r < size; r++)
 		t->fd[r] = -1;
-	/* Connect down. */
-	for (r = 0; r < rank && rc == HVD_OK; r++) {
-		int fd = connect_to(t, addrs[r], deadline);
+	/* Connect down, nearest first, taking what comes between: each
+	 * rank's port gets about one connection a step, where in the order
+	 * of ranks every rank came to rank 0 at once, past what the kernel
+	 * queues (net.core.somaxconn) in jobs larger than that. */
+	for (r = rank - 1; r >= 0 && rc == HVD_OK; r--) {
+		int fd = connect_taking(t, addrs[r], token, &k, deadline);
 
 		if (fd == HVD_ERESET) {
 			rc = fd;
@@ -429,9 +444,13 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 		rdv_mesh_hello_encode((uint32_t)rank, token, hello);
 		rc = xfer(fd, hello, sizeof(hello), true, deadline);
 		t->fd[r] = fd;
+		if (rc == HVD_OK)
+			rc = take(t, token, &k, 0);
 	}
 	if (rc == HVD_OK)
-		rc = accept_up(t, token, size - 1 - rank, deadline);
+		rc = accept_up(t, token, &k, deadline);
+	for (r = 0; r < k.n; r++)
+		close(k.p[r].fd);
 	return rc;
 }
 
