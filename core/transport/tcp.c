@@ -55,11 +55,11 @@ static bool cancelled(struct hvd__tcp *t, int ms)
 	return t->off;
 }
 
-/* The listen backlog: every rank of the job connects to rank 0 first, all
- * at once, maybe before rank 0 accepts; a connection that finds the accept
- * queue full is dropped and tries again a second later (1,025 of 1,500 got
- * in at once with 1,024). The kernel holds it to net.core.somaxconn (4,096
- * by default), and keeps no memory for the room. */
+/* The listen backlog: connections may come before this rank accepts, and
+ * one that finds the accept queue full is dropped and tries again a second
+ * later (of 1,500 at once, 1,025 got in with a backlog of 1,024). The
+ * kernel holds it to net.core.somaxconn (4,096 by default), and keeps no
+ * memory for the room. */
 #define BACKLOG 65535
 
 /* TCP_NODELAY, and socket buffers left to the kernel's autotuning, which

@@ -1,8 +1,9 @@
 /* tcp.h: libhvd's own TCP transport. One connection per peer, made once:
- * rank i connects to every rank below it and accepts every rank above it;
- * each connection opens with the MESH message of proto/rendezvous.h (the
- * rank and the job's token), so a stray connection is refused. TCP_NODELAY, socket buffers grown by the
- * kernel's autotuning, and send and receive at once. */
+ * rank i connects to every rank below it, nearest first, and accepts
+ * every rank above it, also while it connects; each connection opens with
+ * the MESH message of proto/rendezvous.h (the rank and the job's token),
+ * so a stray connection is refused. TCP_NODELAY, socket buffers grown by
+ * the kernel's autotuning, and send and receive at once. */
 #ifndef HVD_TCP_H
 #define HVD_TCP_H
 

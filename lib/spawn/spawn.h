@@ -72,7 +72,8 @@ int hl_spawn_remote_env(const struct hl_launch *l, const struct hl_worker *w,
 
 /* Whether host hi of the launch is started over SSH. */
 bool hl_worker_remote(const struct hl_launch *l, size_t hi);
-/* About how many descriptors hvdrun holds for one worker of host hi: a local worker's two output pipes and its rendezvous
+/* About how many descriptors hvdrun holds for one worker of host hi
+ * (local.c): a local worker's two output pipes and its rendezvous
  * connection; a remote one's rendezvous connection and its share of the
  * host's sessions; two more each for --output-filename's files. Beside
  * them hvdrun holds about HL_FDS_BASE of its own. */
