@@ -94,8 +94,6 @@ static int open_segment(struct hvd__hier *h, int host, int lsize, int set)
 {
 	uint8_t secret[RDV_SECRET_LEN], key[RDV_SECRET_LEN];
 	char base[RDV_SHM_NAME_LEN], name[RDV_SHM_NAME_LEN + 32];
-	long start_s;
-	int rc;
 
 	if (!rdv_secret_from_hex(getenv(wenv_vars[WENV_SECRET].name), secret))
 		return HVD_EINVAL;
@@ -107,11 +105,8 @@ static int open_segment(struct hvd__hier *h, int host, int lsize, int set)
 		snprintf(name, sizeof(name), "%s-%d", base, host);
 	else /* a process set's own */
 		snprintf(name, sizeof(name), "%s-%d-s%d", base, host, set);
-	rc = hvd__env_long(WENV_START_TIMEOUT, &start_s);
-	if (rc == HVD_OK)
-		rc = hvd__shm_open(&h->shm, h->lrank, lsize, name, SHM_SLOT,
-				   (int)start_s * 1000);
-	return rc;
+	return hvd__shm_open(&h->shm, h->lrank, lsize, name, SHM_SLOT,
+			     hvd__start_timeout_ms());
 }
 
 /* The ring across hosts over the group (struct hvd__across). */

@@ -47,7 +47,8 @@ int hvd__env(enum wenv_id v, double *out);
 int hvd__env_long(enum wenv_id v, long *out);
 /* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
 int hvd__transport_timeout_ms(void);
-/* How long every rank has to join the job (HVD_START_TIMEOUT), in ms. */
+/* How long every rank has to join the job (HVD_START_TIMEOUT), in ms;
+ * its default where it is not valid (join_mesh has said so). */
 int hvd__start_timeout_ms(void);
 
 /* The size a working buffer of have bytes grows to so as to hold want
