@@ -128,6 +128,9 @@ pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
 		if (err >= 0)
 			dup2(err, 2);
 		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+		/* The limit on open files the agent was started with (the
+		 * node agent raises its own). */
+		hl_nofile_restore();
 		signal(SIGPIPE, SIG_DFL);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);

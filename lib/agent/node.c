@@ -177,7 +177,13 @@ int hl_node_agent_run(char **cause)
 	sigaddset(&mask, SIGHUP);
 	sfd = hl_family_open(&nd.fam, NODE_GRACE_MS, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	hl_node_sayf("h %s", name);
+	/* Two pipes a worker: the soft limit srun handed on (hvdrun's
+	 * caller's) may be short of them; the hard one is this node's.
+	 * hvdrun learns it from the hello and refuses a node where it is
+	 * too low before any worker starts (HL_NODE_FDS_*); each worker
+	 * gets the limit back (hl_agent_exec). */
+	hl_nofile_raise();
+	hl_node_sayf("h %s %ld", name, hl_nofile_limit());
 	for (;;) {
 		size_t i, np = 0;
 		int k;

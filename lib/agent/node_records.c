@@ -118,12 +118,27 @@ static void fail_rank(struct nrank *r, int code, const char *why)
 	r->reaped = true;
 }
 
+/* Rank r's start failed in call `what` (errno says why). Out of open
+ * files, the limit is said: hvdrun checks it for the first step's
+ * workers only, not for those an elastic job starts later. */
+static void start_failed(struct nrank *r, const char *what)
+{
+	int e = errno;
+	char *msg = hl_asprintf("cannot start it: %s: %s%s", what, strerror(e),
+				e == EMFILE ? " (raise the node's limit on "
+					      "open files, ulimit -Hn)"
+					    : "");
+
+	fail_rank(r, 125, msg);
+	free(msg);
+}
+
 /* Start rank r: its environment is the common entries, then its own. An
  * exec failure becomes its stderr and status 127 or 126, as over SSH. */
 static void start_rank(struct node *nd, struct nrank *r)
 {
 	char *path = NULL, *cause = NULL;
-	int out[2], err[2], rc;
+	int out[2] = {-1, -1}, err[2], rc;
 	size_t i;
 
 	for (i = 0; i < nd->common.n; i++)
@@ -135,15 +150,12 @@ static void start_rank(struct node *nd, struct nrank *r)
 		free(cause);
 		return;
 	}
-	if (pipe2(out, O_CLOEXEC) != 0) {
-		fail_rank(r, 125, "out of file descriptors");
-		free(path);
-		return;
-	}
-	if (pipe2(err, O_CLOEXEC) != 0) {
-		close(out[0]);
-		close(out[1]);
-		fail_rank(r, 125, "out of file descriptors");
+	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+		if (out[0] >= 0) {
+			close(out[0]);
+			close(out[1]);
+		}
+		start_failed(r, "pipe");
 		free(path);
 		return;
 	}
@@ -152,9 +164,9 @@ static void start_rank(struct node *nd, struct nrank *r)
 	close(err[1]);
 	free(path);
 	if (r->pid < 0) {
+		start_failed(r, "fork");
 		close(out[0]);
 		close(err[0]);
-		fail_rank(r, 125, "fork failed");
 		return;
 	}
 	r->fd[0] = out[0];

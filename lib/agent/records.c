@@ -290,7 +290,13 @@ int hl_agent_line_parse(char *line, size_t len, struct hl_agent_line *m)
 	switch (line[0]) {
 	case 'h':
 		m->text = line + 2;
-		m->len = len - 2;
+		rest = strchr(m->text, ' ');
+		if (rest != NULL) {
+			*rest = '\0';
+			v = strtol(rest + 1, NULL, 10);
+			m->num = v > 0 ? v : 0;
+		}
+		m->len = strlen(m->text);
 		return HL_OK;
 	case 'p':
 		v = strtol(line + 2, &rest, 10);

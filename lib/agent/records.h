@@ -33,7 +33,8 @@
  * without HL_LINE_END is such a piece, and the reader joins it to what
  * follows from the same task.
  *
- *   h NODE      the agent runs on node NODE (its hello)
+ *   h NODE FILES  the agent runs on node NODE (its hello) and may open
+ *               FILES descriptors (its hard limit)
  *   p PORT ADDR the answer to 'P' ("-" for no address)
  *   o RANK DATA a piece of rank's stdout, escaped (hl_line_escape)
  *   e RANK DATA the same of its stderr
@@ -116,8 +117,9 @@ int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,
 		 long *task, char **out, size_t *outlen);
 /* A node agent's whole line (above), parsed in place (line[len] is
  * overwritten): kind is 'h', 'p', 'o', 'e' or 'x'; num the port of 'p'
- * (0 when it is none) and the rank of the others; status the wait(2)
- * status of 'x'; text the node of 'h', the address of 'p' (NULL for
+ * (0 when it is none), the open files of 'h' (0 when not said) and the
+ * rank of the others; status the wait(2) status of 'x'; text the node of
+ * 'h', the address of 'p' (NULL for
  * "-"), the unescaped bytes of 'o' and 'e', with their count in len.
  * HL_OK, or HL_EPROTO for any other line. */
 struct hl_agent_line {
@@ -128,6 +130,12 @@ struct hl_agent_line {
 	size_t len;
 };
 int hl_agent_line_parse(char *line, size_t len, struct hl_agent_line *m);
+
+/* The descriptors a node agent holds: HL_NODE_FDS_BASE (its standard
+ * streams, signalfd, and what a worker's start holds for a moment: three
+ * pipes, /proc), and two pipes a worker it runs. */
+#define HL_NODE_FDS_BASE 16
+#define HL_NODE_FDS_RANK 2
 
 #define HL_FREE_PORT_LEN 32
 void hl_free_port_format(char *buf, size_t len, int port, const char *addr);

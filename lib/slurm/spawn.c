@@ -30,6 +30,34 @@
 #include "slurm/srun.h"
 #include "spawn/spawn.h"
 
+/* A node's agent holds two pipes a worker (records.h), under the node's
+ * hard limit on open files, which its hello says: a node without room
+ * for its workers is refused in one line, before anything starts. */
+static int nodes_room(const struct step *st, char **cause)
+{
+	size_t t, i;
+
+	for (t = 0; t < st->ntasks; t++) {
+		size_t hi = st->hosts[t], n = 0;
+		long need;
+
+		for (i = 0; i < st->nr; i++)
+			n += st->r[i].w->host == hi;
+		need = HL_NODE_FDS_BASE + HL_NODE_FDS_RANK * (long)n;
+		if (st->files[hi] > 0 && st->files[hi] < need)
+			return hl_fail(
+				cause, HL_ESTART,
+				"node '%s': %zu workers need about %ld open "
+				"files of hvdrun's agent there (two each); it "
+				"may open %ld (its hard limit on open files "
+				"there, ulimit -Hn, as slurmd hands it on): "
+				"raise it, or start fewer workers there",
+				st->s->l->hosts->v[hi].name, n, need,
+				st->files[hi]);
+	}
+	return HL_OK;
+}
+
 /* The first step: an agent on each remote host with ranks of the plan,
  * all of them answering before anything starts. An elastic job may have
  * none yet (its remote hosts' workers start later, through restart). */
@@ -80,6 +108,8 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	if (!hl_srun_wait_for(st, &st->nhello, st->ntasks,
 			      hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
 		return hl_srun_start_error(st, "start the agent", cause);
+	if (nodes_room(st, cause) != HL_OK)
+		return HL_ESTART;
 	/* MASTER_PORT free on rank 0's host, when srun starts it. */
 	hi = l->plan->ranks[0].host;
 	if (st->task_of[hi] >= 0) {

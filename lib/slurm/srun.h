@@ -34,6 +34,8 @@ struct step {
 	size_t ntasks;
 	long *task_of; /* host index -> task, -1 when none */
 	bool *hello;   /* by host index */
+	long *files;   /* by host index: its agent's limit on open files, 0
+			* when not said */
 	size_t nhello;
 	struct srun_rank *r;
 	size_t nr;

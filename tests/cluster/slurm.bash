@@ -80,18 +80,45 @@ CONF
 		>>"$RIG_SLURM/slurmctld.err" 2>&1 &
 	echo $! >>"$RIG_SLURM/pids"
 	for k in $(seq 1 "$n"); do
-		# Not `ip netns exec`: it remounts /sys, and slurmd then
-		# cannot set up its cgroup plugin.
-		nsenter --net="/run/netns/$RIG_NS$k" unshare --uts sh -c \
-			"hostname ns$k && exec /usr/sbin/slurmd -D -N ns$k -f '$RIG_SLURM/slurm.conf'" \
-			>>"$RIG_SLURM/slurmd.ns$k.err" 2>&1 &
-		echo $! >>"$RIG_SLURM/pids"
+		slurm_slurmd_start "$k"
 	done
 	slurm_wait_idle 10 && return 0
 	echo "the Slurm cluster did not come up:" >&2
 	slurm_exec timeout 2 sinfo -N >&2 || true
 	tail -n 20 "$RIG_SLURM"/*.log "$RIG_SLURM"/*.err >&2
 	return 1
+}
+
+# slurm_slurmd_start K [CMD...]: node nsK's slurmd, started through CMD
+# (prlimit with its options, say), which execs it.
+slurm_slurmd_start() {
+	local k=$1
+	shift
+	# Not `ip netns exec`: it remounts /sys, and slurmd then cannot set
+	# up its cgroup plugin.
+	"$@" nsenter --net="/run/netns/$RIG_NS$k" unshare --uts sh -c \
+		"hostname ns$k && exec /usr/sbin/slurmd -D -N ns$k -f '$RIG_SLURM/slurm.conf'" \
+		>>"$RIG_SLURM/slurmd.ns$k.err" 2>&1 &
+	echo $! >>"$RIG_SLURM/pids"
+}
+
+# slurm_slurmd_restart K [CMD...]: node nsK's slurmd ended (SIGTERM, by
+# its pid, and out of the pids that slurm_down ends) and started again
+# through CMD; true once every node is idle again.
+slurm_slurmd_restart() {
+	local k=$1 pid t
+	shift
+	pid=$(pgrep -f "slurmd -D -N ns$k -f $RIG_SLURM/slurm.conf")
+	[ -n "$pid" ] || return 1
+	kill "$pid"
+	for t in $(seq 1 50); do
+		[ -d "/proc/$pid" ] || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	sed -i "/^$pid\$/d" "$RIG_SLURM/pids"
+	slurm_slurmd_start "$k" "$@"
+	slurm_wait_idle 30
 }
 
 # slurm_wait_idle SECONDS: true once every node is idle (no job, none

@@ -234,6 +234,34 @@ ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "PORT=|SE
 	assert_output --partial "--launcher srun: not inside a Slurm allocation (SLURM_JOB_ID is not set)"
 }
 
+@test "--launcher srun: a node's agent opens two pipes a worker beyond the soft limit srun hands on, and each worker gets that limit back; a node whose hard limit has no room for its workers is named, and nothing starts" {
+	# srun hands the caller's soft limit on to the step (Slurm's
+	# PropagateResourceLimits): 64, for 40 workers on one node. Before,
+	# the agent stayed under it and some ranks failed to start ('out of
+	# file descriptors'). Each worker waits until all have started.
+	run slurm_exec bash -c "ulimit -Sn 64 && exec salloc -Q -N1 -w ns1 -O -n40 '$HVDRUN' --launcher srun -x PIDDIR sh -c 'echo \$HOROVOD_RANK \$(ulimit -Sn); touch \$PIDDIR/w\$HOROVOD_RANK; for t in \$(seq 100); do [ \$(ls \$PIDDIR | wc -l) -ge 40 ] && exit; sleep 0.1; done; exit 1'"
+	assert_success
+	rm -f "$PIDDIR"/*
+	assert_line "[0]<stdout>:0 64"
+	assert_line "[39]<stdout>:39 64"
+	# The node's hard limit is slurmd's, which the step inherits: 96 for
+	# a while, under a soft limit of 48 (lowering it cannot be undone:
+	# slurmd is started again). 40 workers fit (the agent's count holds:
+	# each of them starts); 41 are refused.
+	slurm_slurmd_restart 1 prlimit --nofile=48:96
+	run slurm_exec bash -c "ulimit -Sn 48 && exec salloc -Q -N1 -w ns1 -O -n40 '$HVDRUN' --launcher srun sh -c 'echo \$HOROVOD_RANK \$(ulimit -Hn)'"
+	local fit=$status out=$output
+	run slurm_exec bash -c "ulimit -Sn 48 && exec salloc -Q -N1 -w ns1 -O -n41 '$HVDRUN' --launcher srun -x PIDDIR sh -c 'echo \$\$ >\$PIDDIR/w\$HOROVOD_RANK'"
+	slurm_slurmd_restart 1
+	assert_failure 125
+	assert_output --partial "hvdrun: node 'ns1': 41 workers need about 98 open files of hvdrun's agent there (two each); it may open 96 (its hard limit on open files there, ulimit -Hn, as slurmd hands it on): raise it, or start fewer workers there"
+	[ -z "$(ls "$PIDDIR")" ]
+	assert_no_agent
+	echo "$out"
+	[ "$fit" = 0 ]
+	[[ "$out" == *"[39]<stdout>:39 96"* ]]
+}
+
 @test "--launcher srun: a node whose slurmd does not answer is named within the start timeout, and nothing starts" {
 	local slurmd
 	slurmd=$(pgrep -f "slurmd -D -N ns3 -f $RIG_SLURM/slurm.conf")

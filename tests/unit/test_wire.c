@@ -435,6 +435,11 @@ static void test_srun_lines(void)
 	memcpy(buf, "h node7", 7);
 	CHECK(hl_agent_line_parse(buf, 7, &m) == HL_OK);
 	CHECK_STR(m.text, "node7");
+	CHECK(m.num == 0 && m.len == 5);
+	memcpy(buf, "h node7 4096", 12);
+	CHECK(hl_agent_line_parse(buf, 12, &m) == HL_OK);
+	CHECK_STR(m.text, "node7");
+	CHECK(m.num == 4096 && m.len == 5);
 	memcpy(buf, "e 1 \\q", 7);
 	CHECK(hl_agent_line_parse(buf, 7, &m) == HL_EPROTO);
 	memcpy(buf, "o x y", 5);
