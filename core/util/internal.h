@@ -51,6 +51,11 @@ int hvd__transport_timeout_ms(void);
  * its default where it is not valid (join_mesh has said so). */
 int hvd__start_timeout_ms(void);
 
+/* Room for a connection to every other rank of a job of size: the soft
+ * limit on open files raised as far as the mesh and what follows it need
+ * (util/fds.c); HVD_ESYS, logged, where the hard limit has no room. */
+int hvd__fd_room(int rank, int size);
+
 /* The size a working buffer of have bytes grows to so as to hold want
  * (util/grow.c): doubling from HVD__GROW_FIRST, so that a run of growing
  * batches costs a few allocations, but capped at limit (the fusion

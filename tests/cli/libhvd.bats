@@ -213,7 +213,7 @@ busy_beside() { # n
 	done
 	run "$HVDRUN" -np 20 sh -c "ulimit -n 20; exec '$SELFTEST' all"
 	assert_failure
-	assert_line --regexp "^\[[0-9]+\]<stderr>:libhvd error: fd_room: rank [0-9]+: a job of 20 ranks needs about [0-9]+ open files here \(a connection to every other rank, [0-9]+ held already\); this process may open 20 \(its hard limit, ulimit -Hn\): raise it$"
+	assert_line --regexp "^\[[0-9]+\]<stderr>:libhvd error: hvd__fd_room: rank [0-9]+: a job of 20 ranks needs about [0-9]+ open files here \(a connection to every other rank, [0-9]+ held already\); this process may open 20 \(its hard limit, ulimit -Hn\): raise it$"
 	refute_line --partial ": ok"
 }
 
