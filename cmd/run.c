@@ -208,11 +208,13 @@ static int nofile_room(const struct hl_launch *l, char **cause)
 		return HL_OK;
 	return hl_fail(
 		cause, HL_ESYS,
-		"%d workers need about %ld open files of hvdrun (%s%s); it may open %ld (its hard limit on open files, ulimit -Hn): raise it, or start fewer workers",
+		"%d workers need about %ld open files of hvdrun (%s%s%s%s); it may open %ld (its hard limit on open files, ulimit -Hn): raise it, or start fewer workers",
 		l->plan->size, need,
-		here == l->plan->size ? "three a worker of this host"
-		: here == 0	      ? "two a worker of another host"
-			    : "three a worker of this host, two of another",
+		here > 0 ? "three a worker of this host" : "",
+		here > 0 && here < l->plan->size ? ", " : "",
+		here == l->plan->size ? ""
+		: l->ssh->srun ? "one a worker of another node, through srun"
+			       : "two a worker of another host",
 		l->output_dir != NULL ? ", two more each for --output-filename"
 				      : "",
 		limit);

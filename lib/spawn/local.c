@@ -183,8 +183,9 @@ bool hl_worker_remote(const struct hl_launch *l, size_t hi)
 
 int hl_worker_fds(const struct hl_launch *l, size_t hi)
 {
-	return (hl_worker_remote(l, hi) ? 2 : 3) +
-	       (l->output_dir != NULL ? 2 : 0);
+	int own = !hl_worker_remote(l, hi) ? 3 : l->ssh->srun ? 1 : 2;
+
+	return own + (l->output_dir != NULL ? 2 : 0);
 }
 
 const struct hl_spawner_ops hl_spawn_local = {

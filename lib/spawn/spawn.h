@@ -75,8 +75,10 @@ bool hl_worker_remote(const struct hl_launch *l, size_t hi);
 /* About how many descriptors hvdrun holds for one worker of host hi
  * (local.c): a local worker's two output pipes and its rendezvous
  * connection; a remote one's rendezvous connection and its share of the
- * host's sessions; two more each for --output-filename's files. Beside
- * them hvdrun holds about HL_FDS_BASE of its own. */
+ * host's sessions, or under srun its rendezvous connection alone (every
+ * node's output comes through srun's one pipe); two more each for
+ * --output-filename's files. Beside them hvdrun holds about HL_FDS_BASE
+ * of its own. */
 #define HL_FDS_BASE 32
 int hl_worker_fds(const struct hl_launch *l, size_t hi);
 /* The notes of the remote spawners (SSH and srun) to the supervisor, on

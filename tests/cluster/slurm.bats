@@ -262,6 +262,18 @@ ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "PORT=|SE
 	[[ "$out" == *"[39]<stdout>:39 96"* ]]
 }
 
+@test "--launcher srun: hvdrun counts one open file a worker of another node (its rendezvous connection; the output comes through srun): 28 workers start under its hard limit of 64, and 40 are refused before anything starts" {
+	# Counted as over SSH (two a worker), 28 were refused: 88 > 64.
+	run slurm_exec bash -c "ulimit -n 64 && exec salloc -Q -N2 -O -n28 '$HVDRUN' --launcher srun '$ROOT/build/tests/hvd_selftest' resets 1 0"
+	assert_success
+	refute_output --partial FAIL
+	assert_line "[27]<stdout>:rank 27: ok"
+	run slurm_exec bash -c "ulimit -n 64 && exec salloc -Q -N2 -O -n40 '$HVDRUN' --launcher srun -x PIDDIR sh -c 'echo \$\$ >\$PIDDIR/w\$HOROVOD_RANK'"
+	assert_failure 125
+	assert_output --partial "hvdrun: 40 workers need about 72 open files of hvdrun (one a worker of another node, through srun); it may open 64 (its hard limit on open files, ulimit -Hn): raise it, or start fewer workers"
+	[ -z "$(ls "$PIDDIR")" ]
+}
+
 @test "--launcher srun: a node whose slurmd does not answer is named within the start timeout, and nothing starts" {
 	local slurmd
 	slurmd=$(pgrep -f "slurmd -D -N ns3 -f $RIG_SLURM/slurm.conf")
