@@ -28,8 +28,9 @@ int hl_agent_prepare(const char *cwd, const struct hl_strvec *argv,
 /* Fork and exec a worker in a process group of its own: stdin from
  * /dev/null, stdout and stderr to out and err (-1: inherited), signals
  * unblocked, the limit on open files as before hl_nofile_raise, bound to
- * its CPUs (bind.h). An exec failure comes back as
- * its errno: *exec_errno, 0 when the worker runs. -1 when fork fails. */
+ * its CPUs (bind.h). An exec failure comes back as its errno:
+ * *exec_errno, 0 when the worker runs. -1, errno set, when its pipe or
+ * the fork fails. */
 pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
 		    int *exec_errno);
 

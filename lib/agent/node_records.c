@@ -118,13 +118,13 @@ static void fail_rank(struct nrank *r, int code, const char *why)
 	r->reaped = true;
 }
 
-/* Rank r's start failed in call `what` (errno says why). Out of open
- * files, the limit is said: hvdrun checks it for the first step's
- * workers only, not for those an elastic job starts later. */
-static void start_failed(struct nrank *r, const char *what)
+/* Rank r could not start (errno says why). Out of open files, the limit
+ * is named: hvdrun checks it for the first step's workers only, not for
+ * those an elastic job starts later. */
+static void start_failed(struct nrank *r)
 {
 	int e = errno;
-	char *msg = hl_asprintf("cannot start it: %s: %s%s", what, strerror(e),
+	char *msg = hl_asprintf("cannot start it: %s%s", strerror(e),
 				e == EMFILE ? " (raise the node's limit on "
 					      "open files, ulimit -Hn)"
 					    : "");
@@ -155,7 +155,7 @@ static void start_rank(struct node *nd, struct nrank *r)
 			close(out[0]);
 			close(out[1]);
 		}
-		start_failed(r, "pipe");
+		start_failed(r);
 		free(path);
 		return;
 	}
@@ -164,7 +164,7 @@ static void start_rank(struct node *nd, struct nrank *r)
 	close(err[1]);
 	free(path);
 	if (r->pid < 0) {
-		start_failed(r, "fork");
+		start_failed(r);
 		close(out[0]);
 		close(err[0]);
 		return;

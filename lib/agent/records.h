@@ -119,9 +119,8 @@ int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,
  * overwritten): kind is 'h', 'p', 'o', 'e' or 'x'; num the port of 'p'
  * (0 when it is none), the open files of 'h' (0 when not said) and the
  * rank of the others; status the wait(2) status of 'x'; text the node of
- * 'h', the address of 'p' (NULL for
- * "-"), the unescaped bytes of 'o' and 'e', with their count in len.
- * HL_OK, or HL_EPROTO for any other line. */
+ * 'h', the address of 'p' (NULL for "-"), the unescaped bytes of 'o' and
+ * 'e', with their count in len. HL_OK, or HL_EPROTO for any other line. */
 struct hl_agent_line {
 	char kind;
 	long num;

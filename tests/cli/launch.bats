@@ -299,3 +299,29 @@ load helper
 	assert_equal "$(grep -c started <<<"$output")" 18
 	assert_equal "$(cat "$BATS_TEST_TMPDIR"/o/rank.*/stdout | grep -c started)" 18
 }
+
+@test "a node agent (hvdrun --node-agent, as srun starts it) says its hard limit on open files in its hello; a rank it has no descriptor for fails with why, and nothing is left" {
+	# hvdrun's records on its stdin (agent/records.h): task 0, then 12
+	# ranks, each 'sh -c ...' from /, then 'Z'. The end of its input
+	# ends the agent and its workers.
+	/usr/bin/python3 - "$PIDDIR" >"$BATS_TEST_TMPDIR/recs" <<'PY'
+import struct, sys
+def rec(t, data=b""):
+    return t.encode() + struct.pack(">I", len(data)) + data
+out = rec("T", struct.pack(">I", 0))
+for r in range(12):
+    cmd = 'echo $$ >"%s/w%d"; exec sleep 30' % (sys.argv[1], r)
+    out += rec("R", struct.pack(">I", r)) + rec("D", b"/")
+    out += rec("A", b"/bin/sh") + rec("A", b"-c") + rec("A", cmd.encode()) + rec("G")
+sys.stdout.buffer.write(out + rec("Z"))
+PY
+	run env SLURM_PROCID=0 prlimit --nofile=20:20 "$HVDRUN" --node-agent <"$BATS_TEST_TMPDIR/recs"
+	assert_success
+	assert_line --index 0 "h $(hostname) 20"$'\x1e'
+	# Four descriptors of its own and two pipes a rank, more for a moment
+	# while one starts: the first ranks start, the others fail. Before,
+	# they said 'out of file descriptors' or 'fork failed'.
+	refute_output --partial "e 0 "
+	assert_output --partial "e 11 hvdrun: on $(hostname): cannot start it: Too many open files (raise the node's limit on open files, ulimit -Hn)\\x0a"
+	wait_no_leftovers
+}
