@@ -112,7 +112,9 @@ slurm_slurmd_restart() {
 	[ -n "$pid" ] || return 1
 	kill "$pid"
 	for t in $(seq 1 50); do
-		[ -d "/proc/$pid" ] || break
+		# A zombie has ended (its parent reaps it in its own time).
+		[ -d "/proc/$pid" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$pid/stat" 2>/dev/null ||
+			break
 		sleep 0.1
 	done
 	kill -KILL "$pid" 2>/dev/null || true
