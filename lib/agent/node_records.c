@@ -124,10 +124,13 @@ static void fail_rank(struct nrank *r, int code, const char *why)
 static void start_failed(struct nrank *r)
 {
 	int e = errno;
-	char *msg = hl_asprintf("cannot start it: %s%s", strerror(e),
-				e == EMFILE ? " (raise the node's limit on "
-					      "open files, ulimit -Hn)"
-					    : "");
+	char *msg =
+		hl_asprintf("cannot start it: %s%s", strerror(e),
+			    e == EMFILE ? " (this node's hard limit on open "
+					  "files, which slurmd sets: raise "
+					  "LimitNOFILE in slurmd's service, "
+					  "or start fewer workers here)"
+					: "");
 
 	fail_rank(r, 125, msg);
 	free(msg);

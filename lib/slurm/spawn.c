@@ -49,9 +49,10 @@ static int nodes_room(const struct step *st, char **cause)
 				cause, HL_ESTART,
 				"node '%s': %zu workers need about %ld open "
 				"files of hvdrun's agent there (two each); it "
-				"may open %ld (its hard limit on open files "
-				"there, ulimit -Hn, as slurmd hands it on): "
-				"raise it, or start fewer workers there",
+				"may open %ld (the hard limit on open files "
+				"that slurmd sets there): raise LimitNOFILE "
+				"in slurmd's service, or start fewer workers "
+				"there",
 				st->s->l->hosts->v[hi].name, n, need,
 				st->files[hi]);
 	}

@@ -322,6 +322,6 @@ PY
 	# while one starts: the first ranks start, the others fail. Before,
 	# they said 'out of file descriptors' or 'fork failed'.
 	refute_output --partial "e 0 "
-	assert_output --partial "e 11 hvdrun: on $(hostname): cannot start it: Too many open files (raise the node's limit on open files, ulimit -Hn)\\x0a"
+	assert_output --partial "e 11 hvdrun: on $(hostname): cannot start it: Too many open files (this node's hard limit on open files, which slurmd sets: raise LimitNOFILE in slurmd's service, or start fewer workers here)\\x0a"
 	wait_no_leftovers
 }

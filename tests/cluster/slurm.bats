@@ -254,7 +254,7 @@ ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "PORT=|SE
 	run slurm_exec bash -c "ulimit -Sn 48 && exec salloc -Q -N1 -w ns1 -O -n41 '$HVDRUN' --launcher srun -x PIDDIR sh -c 'echo \$\$ >\$PIDDIR/w\$HOROVOD_RANK'"
 	slurm_slurmd_restart 1
 	assert_failure 125
-	assert_output --partial "hvdrun: node 'ns1': 41 workers need about 98 open files of hvdrun's agent there (two each); it may open 96 (its hard limit on open files there, ulimit -Hn, as slurmd hands it on): raise it, or start fewer workers there"
+	assert_output --partial "hvdrun: node 'ns1': 41 workers need about 98 open files of hvdrun's agent there (two each); it may open 96 (the hard limit on open files that slurmd sets there): raise LimitNOFILE in slurmd's service, or start fewer workers there"
 	[ -z "$(ls "$PIDDIR")" ]
 	assert_no_agent
 	echo "$out"
