@@ -285,6 +285,7 @@ bench: deps
 	@tests/bench/autotune
 	@tests/bench/gpu
 	@tests/bench/gpu-train
+	@tests/bench/autotune --cuda
 
 # Fuzzing (tests/fuzz): one libFuzzer target per input that hvdrun or
 # libhvd parses or decodes, built by clang with AddressSanitizer and

@@ -50,6 +50,7 @@ int hvd__autotune_open(struct hvd__autotune *a, const struct hvd__knobs *k,
 	a->rank = rank;
 	a->warmup_left = (int)warm;
 	a->steps_per_sample = (int)steps;
+	/* Room for the choices of stages 1 to 4 after them. */
 	a->max_samples =
 		(int)max < HVD__TUNE_MAX - 4 ? (int)max : HVD__TUNE_MAX - 4;
 	a->rng = 0x9e3779b97f4a7c15ull;
@@ -58,6 +59,7 @@ int hvd__autotune_open(struct hvd__autotune *a, const struct hvd__knobs *k,
 	a->now.shm_allreduce = 1;
 	a->now.hier_allgather = k->hier_allgather;
 	a->now.cache = k->cache_cap > 0;
+	a->now.gpu_hier = k->hier_allreduce;
 	a->now.tuning = a->on;
 	a->next = a->now;
 	if (!a->on)
@@ -68,6 +70,7 @@ int hvd__autotune_open(struct hvd__autotune *a, const struct hvd__knobs *k,
 	a->tune_allgather =
 		shm && hosts && !env_set(WENV_HIERARCHICAL_ALLGATHER);
 	a->tune_cache = k->cache_cap > 0 && !env_set(WENV_CACHE_CAPACITY);
+	a->tune_gpu_hier = !env_set(WENV_HIERARCHICAL_ALLREDUCE);
 	path = getenv(wenv_vars[WENV_AUTOTUNE_LOG].name);
 	if (rank == 0 && path != NULL && *path != '\0') {
 		a->log = fopen(path, "w");
@@ -79,7 +82,7 @@ int hvd__autotune_open(struct hvd__autotune *a, const struct hvd__knobs *k,
 		fprintf(a->log,
 			"hierarchical_allreduce,hierarchical_allgather,"
 			"cache_enabled,cycle_time_ms,tensor_fusion_threshold,"
-			"score\n");
+			"score,hierarchical_allreduce_gpu\n");
 		fflush(a->log);
 	}
 	return HVD_OK;
@@ -105,6 +108,7 @@ static void encode(const struct hvd__setting *s, uint8_t *b)
 	b[10] = s->cache;
 	b[11] = s->tuning;
 	b[12] = s->serial;
+	b[13] = s->gpu_hier;
 }
 
 void hvd__autotune_put(const struct hvd__autotune *a, uint8_t *tail)
@@ -120,7 +124,8 @@ static bool same(const struct hvd__setting *x, const struct hvd__setting *y)
 	return x->fusion_kib == y->fusion_kib && x->cycle_us == y->cycle_us &&
 	       x->shm_allreduce == y->shm_allreduce &&
 	       x->hier_allgather == y->hier_allgather && x->cache == y->cache &&
-	       x->tuning == y->tuning && x->serial == y->serial;
+	       x->tuning == y->tuning && x->serial == y->serial &&
+	       x->gpu_hier == y->gpu_hier;
 }
 
 bool hvd__autotune_take(struct hvd__autotune *a, const uint8_t *b)
@@ -137,6 +142,7 @@ bool hvd__autotune_take(struct hvd__autotune *a, const uint8_t *b)
 	s.cache = b[10];
 	s.tuning = b[11];
 	s.serial = b[12];
+	s.gpu_hier = b[13];
 	if (same(&s, &a->now))
 		return false;
 	a->now = s;
@@ -273,27 +279,30 @@ static void log_row(const struct hvd__autotune *a, const struct hvd__setting *s,
 {
 	if (a->log == NULL)
 		return;
-	fprintf(a->log, "%d,%d,%d,%.3f,%u,%.6f\n", s->shm_allreduce,
+	fprintf(a->log, "%d,%d,%d,%.3f,%u,%.6f,%d\n", s->shm_allreduce,
 		s->hier_allgather, s->cache, s->cycle_us / 1000.0,
-		s->fusion_kib << 10, score);
+		s->fusion_kib << 10, score, s->gpu_hier);
 	fflush(a->log);
 }
 
-/* Stage 1 to 3's choice (the shared-memory allreduce, the hierarchical
- * allgather, the response cache) turned the other way in s, if tuned. */
+#define LAST_STAGE 4
+
+/* Stage 1 to 4's choice (the shared-memory allreduce, the hierarchical
+ * allgather, the response cache, the GPU's hierarchical allreduce)
+ * turned the other way in s, if tuned. */
 static bool flip(const struct hvd__autotune *a, int stage,
 		 struct hvd__setting *s)
 {
-	uint8_t *v = stage == 1	  ? &s->shm_allreduce
-		     : stage == 2 ? &s->hier_allgather
-				  : &s->cache;
-	bool tuned = stage == 1	  ? a->tune_shm
-		     : stage == 2 ? a->tune_allgather
-				  : a->tune_cache;
+	uint8_t *v[LAST_STAGE + 1] = {NULL, &s->shm_allreduce,
+				      &s->hier_allgather, &s->cache,
+				      &s->gpu_hier};
+	bool tuned[LAST_STAGE + 1] = {false, a->tune_shm, a->tune_allgather,
+				      a->tune_cache,
+				      a->tune_gpu_hier && a->gpu_split};
 
-	if (tuned)
-		*v = !*v;
-	return tuned;
+	if (tuned[stage])
+		*v[stage] = !*v[stage];
+	return tuned[stage];
 }
 
 /* The setting to score next, or the best kept (tuning 0). */
@@ -322,7 +331,7 @@ static struct hvd__setting choose(struct hvd__autotune *a)
 		return s;
 	}
 	/* Then each choice in turn, the best so far with it the other way. */
-	while (a->stage < 3) {
+	while (a->stage < LAST_STAGE) {
 		a->stage++;
 		a->stage_start = a->n;
 		if (flip(a, a->stage, &s))
@@ -332,9 +341,10 @@ static struct hvd__setting choose(struct hvd__autotune *a)
 	log_row(a, &s, a->score[best_of(a)]);
 	hvd__debug("autotune: kept fusion threshold %u KiB, cycle time %.3f "
 		   "ms, shared-memory allreduce %d, hierarchical allgather %d, "
-		   "response cache %d (%.3f bytes/us)",
+		   "response cache %d, GPU hierarchical allreduce %d (%.3f "
+		   "bytes/us)",
 		   s.fusion_kib, s.cycle_us / 1000.0, s.shm_allreduce,
-		   s.hier_allgather, s.cache, a->score[best_of(a)]);
+		   s.hier_allgather, s.cache, s.gpu_hier, a->score[best_of(a)]);
 	return s;
 }
 

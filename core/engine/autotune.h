@@ -8,8 +8,9 @@
  * (Bayesian optimisation: a Gaussian process over the scores so far,
  * the next setting the one of greatest expected improvement), then of the
  * CPU allreduce through the hosts' shared memory or over TCP, of the
- * hierarchical allgather and of the response cache on or off, and keeps
- * the best. The first
+ * hierarchical allgather, of the response cache on or off and of the GPU
+ * allreduce within hosts then across or flat, and keeps the best. The
+ * first
  * HOROVOD_AUTOTUNE_WARMUP_SAMPLES samples are not scored; a setting the
  * user gave (HOROVOD_FUSION_THRESHOLD, ...) is not tuned.
  *
@@ -17,7 +18,7 @@
  * rides at the end of each cycle's agreement (negotiate.c), and every rank
  * takes it from there before the cycle runs anything. Rank 0 writes each
  * scored setting, and at the end the best, to HOROVOD_AUTOTUNE_LOG as
- * CSV, Horovod's columns. */
+ * CSV, Horovod's columns and then the GPU's hierarchical allreduce. */
 #ifndef HVD_AUTOTUNE_H
 #define HVD_AUTOTUNE_H
 
@@ -37,13 +38,14 @@ struct hvd__setting {
 	uint32_t fusion_kib; /* fusion threshold */
 	uint32_t cycle_us;   /* cycle time */
 	uint8_t shm_allreduce, hier_allgather;
-	uint8_t cache;	/* the response cache on */
-	uint8_t tuning; /* 1: still tuning, 0: the best, kept */
-	uint8_t serial; /* changes with each new setting */
+	uint8_t cache;	  /* the response cache on */
+	uint8_t tuning;	  /* 1: still tuning, 0: the best, kept */
+	uint8_t serial;	  /* changes with each new setting */
+	uint8_t gpu_hier; /* the GPU allreduce within hosts, then across */
 };
 
 /* Its bytes at the end of the agreement's vector. */
-#define HVD__SETTING_BYTES 13
+#define HVD__SETTING_BYTES 14
 
 #define HVD__TUNE_MAX 64 /* settings scored at most */
 
@@ -56,6 +58,11 @@ struct hvd__autotune {
 	/* What may be tuned: not what the user set, and only what this job
 	 * has (a shared segment; hosts for the allgather across them). */
 	bool tune_fusion, tune_cycle, tune_shm, tune_allgather, tune_cache;
+	/* The GPU's hierarchical allreduce: the user left it to the tuner
+	 * (tune_gpu_hier), and the GPU engine runs with its communicator
+	 * split by host (gpu_split: set when it starts, the same on every
+	 * rank). */
+	bool tune_gpu_hier, gpu_split;
 	struct hvd__setting now;  /* in force on every rank */
 	struct hvd__setting next; /* rank 0: what the next agreement carries */
 	/* Rank 0's sample: how often each tensor ran (a step: the most
@@ -69,7 +76,8 @@ struct hvd__autotune {
 	int nsamples;
 	/* The search: the scored settings, in order. */
 	int stage; /* 0 fusion and cycle, 1 shared memory, 2 allgather,
-		      3 the response cache */
+		      3 the response cache, 4 the GPU's hierarchical
+		      allreduce */
 	int n, stage_start;
 	struct hvd__setting tried[HVD__TUNE_MAX];
 	double score[HVD__TUNE_MAX];

@@ -145,6 +145,10 @@ struct hvd__knobs {
 	int spin_us;	     /* HVD_SPIN_US */
 	bool shm;	     /* HVD_SHM */
 	bool hier_allgather; /* HOROVOD_HIERARCHICAL_ALLGATHER */
+	bool hier_allreduce; /* HOROVOD_HIERARCHICAL_ALLREDUCE: the GPU
+				allreduce within hosts, then across, where
+				the GPU engine split its communicator (the
+				autotuner may turn it either way) */
 	bool shm_allreduce;  /* the CPU allreduce and reducescatter go through
 				the hosts' segment when there is one (the
 				autotuner may turn it off) */

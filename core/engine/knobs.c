@@ -4,7 +4,8 @@
 
 int hvd__knobs_read(struct hvd__knobs *k, int size)
 {
-	long fusion, cache, warn, shut, disable, mark, seg, spin, shm, gather;
+	long fusion, cache, warn, shut, disable, mark, seg, spin, shm, gather,
+		hier;
 	bool given;
 	int rc;
 
@@ -30,6 +31,8 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 		rc = hvd__env_long(WENV_SHM, &shm);
 	if (rc == HVD_OK)
 		rc = hvd__env_long(WENV_HIERARCHICAL_ALLGATHER, &gather);
+	if (rc == HVD_OK)
+		rc = hvd__env_long(WENV_HIERARCHICAL_ALLREDUCE, &hier);
 	if (rc != HVD_OK)
 		return rc;
 	/* Each ring chunk of a segment about 512 KiB: in cache, yet large
@@ -48,6 +51,7 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	k->spin_us = (int)spin;
 	k->shm = shm != 0;
 	k->hier_allgather = gather != 0;
+	k->hier_allreduce = hier != 0;
 	k->shm_allreduce = true;
 	k->cache_off = false;
 	return HVD_OK;

@@ -528,6 +528,7 @@ static void apply_setting(struct hvd__engine *e, const struct hvd__setting *s)
 	e->k.cycle_ms = s->cycle_us / 1000.0;
 	e->k.shm_allreduce = s->shm_allreduce != 0;
 	e->k.hier_allgather = s->hier_allgather != 0;
+	e->k.hier_allreduce = s->gpu_hier != 0;
 	e->k.cache_off = s->cache == 0; /* emptied at the next cycle */
 }
 

@@ -217,17 +217,18 @@ static int hierarchical(struct hvd__gpu *g, char *buf, size_t count,
 }
 
 /* The allreduce with NCCL op rop, on a usable g, launched on the stream
- * with f's events around its parts; flat: never the hierarchical path (a
- * scaled op belongs to the world communicator). */
+ * with f's events around its parts; within hosts then across if split
+ * (the setting in force, and g split); flat: never the hierarchical path
+ * (a scaled op belongs to the world communicator). */
 static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 			enum hvd_dtype dtype, enum hvd_op op, ncclRedOp_t rop,
-			bool flat, struct hvd__gpu_flight *f, char *why,
-			size_t len)
+			bool split, bool flat, struct hvd__gpu_flight *f,
+			char *why, size_t len)
 {
 	size_t es = hvd__dtype_size(dtype), total = 0, padded, i, at, k;
 	/* The average of the hosts' averages is the average for floats;
 	 * integers divide once, so they take the flat path. */
-	bool hier = !flat && g->local != NULL &&
+	bool hier = split && !flat && g->local != NULL &&
 		    (op != HVD_AVERAGE || hvd__dtype_float(dtype));
 	int rc = HVD_OK; /* the caller found g usable */
 
@@ -403,7 +404,8 @@ static int scaled_op(struct hvd__gpu *g, enum hvd_dtype t, enum hvd_op op,
 
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		       enum hvd_dtype dtype, enum hvd_op op, double scale,
-		       struct hvd__gpu_flight **out, char *why, size_t len)
+		       bool hier, struct hvd__gpu_flight **out, char *why,
+		       size_t len)
 {
 	struct hvd__gpu_flight *f = NULL;
 	ncclRedOp_t rop;
@@ -416,7 +418,8 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	if (rc == HVD_OK)
 		rc = scaled_op(g, dtype, op, scale, &rop, &custom, why, len);
 	if (rc == HVD_OK)
-		rc = allreduce_op(g, t, n, dtype, op, rop, custom, f, why, len);
+		rc = allreduce_op(g, t, n, dtype, op, rop, hier, custom, f, why,
+				  len);
 	/* NCCL lets an op go once the calls given it have returned. */
 	if (custom && g->world != NULL)
 		ncclRedOpDestroy(rop, g->world);

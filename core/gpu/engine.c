@@ -1,6 +1,7 @@
 /* gpu/engine.c: the engine's GPU side, started at the first GPU
  * collective (every rank gets there together: every rank runs the same
  * responses in the same order), for every collective of ops/. */
+#include "engine/autotune.h"
 #include "engine/engine.h"
 
 int hvd__gpu_engine(struct hvd__engine *e)
@@ -11,8 +12,11 @@ int hvd__gpu_engine(struct hvd__engine *e)
 	if (e->gpu != NULL)
 		return HVD_OK;
 	rc = hvd__gpu_start(&e->gpu, &e->comm, (size_t)e->k.fusion_threshold,
+			    e->tune != NULL && e->tune->tune_gpu_hier,
 			    e->gpu_why, sizeof(e->gpu_why));
 	if (rc != HVD_OK)
 		hvd__error("%s", e->gpu_why);
+	else if (e->tune != NULL)
+		e->tune->gpu_split = hvd__gpu_split(e->gpu);
 	return rc;
 }

@@ -14,7 +14,10 @@
  * - HOROVOD_HIERARCHICAL_ALLREDUCE=1: reduce-scatter among the ranks of
  *   a host, allreduce among the ranks of the same local rank across
  *   hosts, allgather within the host (communicators split from the
- *   world's), when every host runs the same number of ranks.
+ *   world's), when every host runs the same number of ranks. Under
+ *   HOROVOD_AUTOTUNE without it, the communicators are split too (hosts
+ *   of several ranks), and each allreduce takes the way the autotuner's
+ *   setting in force says.
  * - An allreduce is launched and not waited for: its flight (events
  *   around its parts) is polled to its end by the engine
  *   (engine/flights.c, which also holds a tensor back until the GPU has
@@ -77,15 +80,21 @@ int hvd__gpu_stream_wait(void *stream, void *event, char *why, size_t len);
 /* The background thread. Set up NCCL with every rank of ctrl (a
  * collective call: every rank makes it at the same point); the GPU
  * fusion buffer grows past fusion_limit only for one collective's need
- * (util/grow.c). */
+ * (util/grow.c); tuner: the autotuner may try the hierarchical
+ * allreduce. */
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
-		   size_t fusion_limit, char *why, size_t len);
+		   size_t fusion_limit, bool tuner, char *why, size_t len);
+/* Whether g's communicator is split by host: the hierarchical allreduce
+ * can run. */
+bool hvd__gpu_split(const struct hvd__gpu *g);
 /* Launch the allreduce of a batch on the stream, without waiting for
  * it: *out is its flight. scale: prescale times postscale (1: none); SUM
- * and AVERAGE only. */
+ * and AVERAGE only. hier: within hosts, then across, where g is split
+ * and the op allows it (else flat). */
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		       enum hvd_dtype dtype, enum hvd_op op, double scale,
-		       struct hvd__gpu_flight **out, char *why, size_t len);
+		       bool hier, struct hvd__gpu_flight **out, char *why,
+		       size_t len);
 /* 1 once the flight has run (*times then says how long each part took),
  * 0 while it runs, or an error (NCCL's, or a peer that died: the
  * communicators are aborted). Flights end in the order launched. */

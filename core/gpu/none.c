@@ -31,17 +31,19 @@ void hvd__gpu_release(void *ready)
 }
 
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
-		   size_t fusion_limit, char *why, size_t len)
+		   size_t fusion_limit, bool tuner, char *why, size_t len)
 {
 	(void)ctrl;
 	(void)fusion_limit;
+	(void)tuner;
 	*out = NULL;
 	return hvd__gpu_device(why, len);
 }
 
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		       enum hvd_dtype dtype, enum hvd_op op, double scale,
-		       struct hvd__gpu_flight **out, char *why, size_t len)
+		       bool hier, struct hvd__gpu_flight **out, char *why,
+		       size_t len)
 {
 	(void)g;
 	(void)t;
@@ -49,8 +51,15 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	(void)dtype;
 	(void)op;
 	(void)scale;
+	(void)hier;
 	*out = NULL;
 	return hvd__gpu_device(why, len);
+}
+
+bool hvd__gpu_split(const struct hvd__gpu *g)
+{
+	(void)g;
+	return false;
 }
 
 /* No flight is ever launched here: nothing to poll, wait on or free. */

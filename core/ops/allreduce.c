@@ -200,8 +200,9 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 		rc = hvd__gpu_allreduce(
 			e->gpu, t, n, (enum hvd_dtype)batch[0]->m.dtype,
 			(enum hvd_op)batch[0]->m.op,
-			batch[0]->m.prescale * batch[0]->m.postscale, &f,
-			e->gpu_why, sizeof(e->gpu_why));
+			batch[0]->m.prescale * batch[0]->m.postscale,
+			e->k.hier_allreduce, &f, e->gpu_why,
+			sizeof(e->gpu_why));
 	free(t);
 	if (rc != HVD_OK)
 		return rc;

@@ -78,20 +78,52 @@ assert_all_ok() { # ranks
 	done
 }
 
-@test "stand-in: --autotune while GPU steps run (each tensor still being written as it is submitted) on 2 hosts x 2: every setting it tries gives the right results" {
-	local log=$BATS_TEST_TMPDIR/autotune.csv
+@test "stand-in: --autotune while GPU steps run (each tensor still being written as it is submitted) on 2 hosts x 2: every setting it tries gives the right results, the GPU's hierarchical allreduce included" {
+	local log=$BATS_TEST_TMPDIR/autotune.csv r
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 --autotune --autotune-steps-per-sample 3 \
 		--autotune-warmup-samples 1 --autotune-bayes-opt-max-samples 7 \
-		--autotune-log-file "$log" "$SELFTEST" gpusteps 200
+		--autotune-log-file "$log" -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpusteps 200
 	assert_all_ok 4
+	# The communicators split by host (made for the tuner): each rank's
+	# host pair ran reduce-scatters, so the allreduce went within hosts
+	# and across while the tuner tried it.
+	for r in 0 1 2 3; do
+		assert_line --regexp "^\[$r\]<stderr>:standin nccl: a communicator of 2 ranks ran 0 allreduce, 0 broadcast, [1-9][0-9]* allgather, [1-9][0-9]* reduce-scatter$"
+	done
 	run cat "$log"
 	# the header, 7 settings of fusion and cycle, then shared memory or
-	# TCP, the hierarchical allgather, no response cache, the one kept
-	[ "${#lines[@]}" -eq 12 ]
-	assert_line --index 2 --regexp '^1,1,1,5\.000,4194304,[0-9.]+$'
-	assert_line --index 8 --regexp '^0,1,1,'
-	assert_line --index 9 --regexp '^[01],0,1,'
-	assert_line --index 10 --regexp '^[01],[01],0,'
+	# TCP, the hierarchical allgather, no response cache, the GPU's
+	# hierarchical allreduce, the one kept
+	[ "${#lines[@]}" -eq 13 ]
+	assert_line --index 1 --regexp '^1,1,1,1\.000,134217728,[0-9.]+,0$'
+	assert_line --index 2 --regexp '^1,1,1,5\.000,4194304,[0-9.]+,0$'
+	assert_line --index 8 --regexp '^0,1,1,.*,0$'
+	assert_line --index 9 --regexp '^[01],0,1,.*,0$'
+	assert_line --index 10 --regexp '^[01],[01],0,.*,0$'
+	assert_line --index 11 --regexp '^[01],[01],[01],.*,1$'
+}
+
+@test "stand-in: --autotune leaves the GPU allreduce the job chose alone: hierarchical (--hierarchical-allreduce), flat (--no-hierarchical-allreduce: nothing split), and one rank a host (nothing to split)" {
+	local log=$BATS_TEST_TMPDIR/autotune.csv want n rows
+	for want in 1 0 one; do
+		local args=(-H localhost:2,127.0.0.1:2 --hierarchical-allreduce)
+		n=4 rows=8 # the header, 3 settings, shared memory or TCP, the
+		# allgather, the response cache, the one kept
+		[ "$want" != 0 ] || args=(-H localhost:2,127.0.0.1:2 --no-hierarchical-allreduce)
+		[ "$want" != one ] || { args=(-H localhost:1,127.0.0.1:1); n=2 rows=6; }
+		run "$HVDRUN" "${args[@]}" --autotune --autotune-steps-per-sample 3 \
+			--autotune-warmup-samples 1 --autotune-bayes-opt-max-samples 3 \
+			--autotune-log-file "$log" -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpusteps 120
+		assert_all_ok "$n"
+		if [ "$want" = 1 ]; then
+			assert_line --regexp '^\[0\]<stderr>:standin nccl: a communicator of 2 ranks ran 0 allreduce, 0 broadcast, [1-9][0-9]* allgather, [1-9][0-9]* reduce-scatter$'
+		else
+			refute_line --regexp '^\[0\]<stderr>:standin nccl: .*, [1-9][0-9]* reduce-scatter$'
+		fi
+		run cat "$log"
+		[ "${#lines[@]}" -eq "$rows" ]
+		[ "$(tail -n +2 "$log" | cut -d, -f7 | sort -u)" = "$([ "$want" = 1 ] && echo 1 || echo 0)" ]
+	done
 }
 
 @test "stand-in: the timeline of GPU steps: each tensor's wait for its data ends before its NCCL allreduce starts, every step; fused ones have their copies" {

@@ -1,10 +1,11 @@
 /* test_core.c: libhvd's start-up from the rank environment, its error
- * texts, and the working buffers' growth rule. */
+ * texts, the working buffers' growth rule and the autotuner's search. */
 #include <stdlib.h>
 
 #include "hvd.h"
 #include "tap.h"
 #include "engine/autotune.h"
+#include "engine/engine.h"
 #include "util/internal.h"
 
 static void clear_env(void)
@@ -192,6 +193,76 @@ static void test_bayes_finds_the_peak(void)
 	CHECK(best > y[0] && best > y[2]);
 }
 
+/* The autotuner's search, driven as the engine drives it on rank 0 (one
+ * tensor a step, each new setting agreed before the next is timed): two
+ * settings of fusion and cycle, then the response cache off, then the
+ * GPU's hierarchical allreduce the other way, only where the GPU engine
+ * runs split by host and the job left it to the tuner; the best kept
+ * last. Returns how many settings were scored; hier[i]: the i-th one's
+ * GPU choice. */
+static int tune_run(bool split, bool given, uint8_t *hier)
+{
+	struct hvd__knobs k = {0};
+	struct hvd__autotune a;
+	uint8_t tail[HVD__SETTING_BYTES];
+	uint8_t serial = 0;
+	int n = 0, step;
+
+	setenv("HOROVOD_AUTOTUNE", "1", 1);
+	setenv("HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "0", 1);
+	setenv("HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "1", 1);
+	setenv("HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "2", 1);
+	if (given)
+		setenv("HOROVOD_HIERARCHICAL_ALLREDUCE", "1", 1);
+	else
+		unsetenv("HOROVOD_HIERARCHICAL_ALLREDUCE");
+	k.fusion_threshold = 128L << 20;
+	k.cycle_ms = 1;
+	k.cache_cap = 1024;
+	k.hier_allreduce = given;
+	CHECK(hvd__autotune_open(&a, &k, 0, false, true) == HVD_OK);
+	a.gpu_split = split;
+	hier[n++] = a.now.gpu_hier;
+	for (step = 0; step < 1000 && a.now.tuning; step++) {
+		hvd__autotune_record(&a, "grad", 1 << 20);
+		hvd__autotune_put(&a, tail);
+		if (hvd__autotune_take(&a, tail) && a.now.serial != serial &&
+		    a.now.tuning && n < 16) {
+			serial = a.now.serial;
+			hier[n++] = a.now.gpu_hier;
+		}
+	}
+	CHECK(!a.now.tuning);
+	hvd__autotune_close(&a);
+	unsetenv("HOROVOD_AUTOTUNE");
+	unsetenv("HOROVOD_HIERARCHICAL_ALLREDUCE");
+	return n;
+}
+
+static void test_autotune_gpu_hierarchical(void)
+{
+	uint8_t hier[16];
+	int n, i;
+
+	/* Split, left to the tuner: the job's setting, one more of fusion
+	 * and cycle, the cache off, then the hierarchical allreduce on. */
+	n = tune_run(true, false, hier);
+	CHECK(n == 4);
+	for (i = 0; i < n - 1; i++)
+		CHECK(hier[i] == 0);
+	CHECK(hier[n - 1] == 1);
+	/* Not split (one host, a process without a GPU engine): not tried. */
+	n = tune_run(false, false, hier);
+	CHECK(n == 3);
+	for (i = 0; i < n; i++)
+		CHECK(hier[i] == 0);
+	/* The job asked for it: kept in every setting. */
+	n = tune_run(true, true, hier);
+	CHECK(n == 3);
+	for (i = 0; i < n; i++)
+		CHECK(hier[i] == 1);
+}
+
 int main(void)
 {
 	setenv("HOROVOD_LOG_LEVEL", "fatal", 1); /* quiet the expected errors */
@@ -203,5 +274,6 @@ int main(void)
 	RUN(test_strerror);
 	RUN(test_grow_size);
 	RUN(test_bayes_finds_the_peak);
+	RUN(test_autotune_gpu_hierarchical);
 	return tap_done();
 }

@@ -53,6 +53,18 @@ struct premul {
 	const void *ptr;	/* device */
 };
 
+/* The collectives (struct coll's). */
+enum kind {
+	K_ALLREDUCE,
+	K_BCAST,
+	K_REDUCE,
+	K_ALLGATHER,
+	K_REDSCAT,
+	K_SEND,
+	K_RECV,
+	K_N
+};
+
 struct ncclComm {
 	int rank, size;
 	int *fd;  /* the collectives' sockets, by peer (-1: own) */
@@ -65,6 +77,7 @@ struct ncclComm {
 	pthread_mutex_t mu; /* last, premul */
 	char last[256];
 	struct premul premul[PREMUL_MAX];
+	_Atomic unsigned calls[K_N]; /* collectives queued, by kind */
 };
 
 static __thread char last_global[256];
@@ -101,6 +114,16 @@ static void comm_unref(struct ncclComm *c)
 
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
+	/* STANDIN_NCCL_CALLS set: what the communicator ran, on stderr, so
+	 * that a test sees which way an allreduce went (flat, or within
+	 * hosts and across). */
+	if (getenv("STANDIN_NCCL_CALLS") != NULL)
+		fprintf(stderr,
+			"standin nccl: a communicator of %d ranks ran %u allreduce, %u broadcast, %u allgather, %u reduce-scatter\n",
+			c->size, atomic_load(&c->calls[K_ALLREDUCE]),
+			atomic_load(&c->calls[K_BCAST]),
+			atomic_load(&c->calls[K_ALLGATHER]),
+			atomic_load(&c->calls[K_REDSCAT]));
 	for (i = 0; c->fd != NULL && c->bfd != NULL && i < c->size; i++) {
 		if (c->fd[i] >= 0)
 			close(c->fd[i]);
@@ -397,16 +420,6 @@ static double scalar_value(const void *p, ncclDataType_t t)
 
 /* ---- collectives, on the stream ---- */
 
-enum kind {
-	K_ALLREDUCE,
-	K_BCAST,
-	K_REDUCE,
-	K_ALLGATHER,
-	K_REDSCAT,
-	K_SEND,
-	K_RECV
-};
-
 struct coll {
 	enum kind k;
 	const void *send;
@@ -610,6 +623,7 @@ static ncclResult_t submit(struct coll *o, cudaStream_t s)
 		return ncclInvalidArgument;
 	if (atomic_load(&o->comm->aborted))
 		return ncclInvalidUsage;
+	atomic_fetch_add(&o->comm->calls[o->k], 1);
 	if (type_size(o->dt) == 0) {
 		say(o->comm,
 		    "the CPU stand-in for NCCL: a type it does not reduce");
