@@ -530,6 +530,11 @@ static void apply_setting(struct hvd__engine *e, const struct hvd__setting *s)
 	e->k.hier_allgather = s->hier_allgather != 0;
 	e->k.hier_allreduce = s->gpu_hier != 0;
 	e->k.cache_off = s->cache == 0; /* emptied at the next cycle */
+	/* The tuner kept the flat GPU allreduce: the communicators it had
+	 * split by host for its trial go (their GPU memory with them). */
+	if (!s->tuning && !s->gpu_hier && e->tune->tune_gpu_hier &&
+	    hvd__gpu_unsplit(e->gpu, e->gpu_why, sizeof(e->gpu_why)) != HVD_OK)
+		hvd__warn("%s", e->gpu_why);
 }
 
 int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,

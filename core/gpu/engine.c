@@ -11,8 +11,10 @@ int hvd__gpu_engine(struct hvd__engine *e)
 	e->gpu_why[0] = '\0';
 	if (e->gpu != NULL)
 		return HVD_OK;
+	/* Split by host for the tuner only while it tunes. */
 	rc = hvd__gpu_start(&e->gpu, &e->comm, (size_t)e->k.fusion_threshold,
-			    e->tune != NULL && e->tune->tune_gpu_hier,
+			    e->tune != NULL && e->tune->tune_gpu_hier &&
+				    e->tune->now.tuning,
 			    e->gpu_why, sizeof(e->gpu_why));
 	if (rc != HVD_OK)
 		hvd__error("%s", e->gpu_why);

@@ -16,8 +16,9 @@
  *   hosts, allgather within the host (communicators split from the
  *   world's), when every host runs the same number of ranks. Under
  *   HOROVOD_AUTOTUNE without it, the communicators are split too (hosts
- *   of several ranks), and each allreduce takes the way the autotuner's
- *   setting in force says.
+ *   of several ranks) while the autotuner tunes, each allreduce takes
+ *   the way its setting in force says, and they end if it keeps the
+ *   flat one.
  * - An allreduce is launched and not waited for: its flight (events
  *   around its parts) is polled to its end by the engine
  *   (engine/flights.c, which also holds a tensor back until the GPU has
@@ -87,6 +88,10 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 /* Whether g's communicator is split by host: the hierarchical allreduce
  * can run. */
 bool hvd__gpu_split(const struct hvd__gpu *g);
+/* End the communicators of hosts and across them, once what runs on the
+ * stream has run (a collective call: every rank makes it at the same
+ * point). g may be NULL. */
+int hvd__gpu_unsplit(struct hvd__gpu *g, char *why, size_t len);
 /* Launch the allreduce of a batch on the stream, without waiting for
  * it: *out is its flight. scale: prescale times postscale (1: none); SUM
  * and AVERAGE only. hier: within hosts, then across, where g is split

@@ -62,6 +62,14 @@ bool hvd__gpu_split(const struct hvd__gpu *g)
 	return false;
 }
 
+int hvd__gpu_unsplit(struct hvd__gpu *g, char *why, size_t len)
+{
+	(void)g;
+	(void)why;
+	(void)len;
+	return HVD_OK;
+}
+
 /* No flight is ever launched here: nothing to poll, wait on or free. */
 int hvd__gpu_flight_poll(struct hvd__gpu *g, struct hvd__gpu_flight *f,
 			 struct hvd__gpu_times *times, char *why, size_t len)

@@ -133,6 +133,26 @@ bool hvd__gpu_split(const struct hvd__gpu *g)
 	return g != NULL && g->local != NULL;
 }
 
+int hvd__gpu_unsplit(struct hvd__gpu *g, char *why, size_t len)
+{
+	int rc;
+
+	if (g == NULL || g->local == NULL)
+		return HVD_OK;
+	/* Flights launched on them may still run. */
+	rc = hvd__gpu_wait_stream(g, why, len);
+	if (rc != HVD_OK)
+		return rc;
+	if (g->cross != NULL)
+		ncclCommDestroy(g->cross);
+	ncclCommDestroy(g->local);
+	g->cross = NULL;
+	g->local = NULL;
+	hvd__debug("hierarchical allreduce: the communicators of hosts and "
+		   "across them ended");
+	return HVD_OK;
+}
+
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 		   size_t fusion_limit, bool tuner, char *why, size_t len)
 {

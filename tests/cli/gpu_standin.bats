@@ -78,17 +78,24 @@ assert_all_ok() { # ranks
 	done
 }
 
-@test "stand-in: --autotune while GPU steps run (each tensor still being written as it is submitted) on 2 hosts x 2: every setting it tries gives the right results, the GPU's hierarchical allreduce included" {
+@test "stand-in: --autotune while GPU steps run (each tensor still being written as it is submitted) on 2 hosts x 2: every setting it tries gives the right results, the GPU's hierarchical allreduce included; it keeps the flat one, the faster here, and ends the communicators it split" {
 	local log=$BATS_TEST_TMPDIR/autotune.csv r
+	# Each reduce-scatter 40 ms slower: the hierarchical allreduce loses.
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 --autotune --autotune-steps-per-sample 3 \
 		--autotune-warmup-samples 1 --autotune-bayes-opt-max-samples 7 \
-		--autotune-log-file "$log" -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpusteps 200
+		--autotune-log-file "$log" -x STANDIN_NCCL_CALLS=1 \
+		-x STANDIN_NCCL_SLOW_REDUCESCATTER_MS=40 -x HOROVOD_LOG_LEVEL=debug \
+		"$SELFTEST" gpusteps 200
 	assert_all_ok 4
 	# The communicators split by host (made for the tuner): each rank's
 	# host pair ran reduce-scatters, so the allreduce went within hosts
-	# and across while the tuner tried it.
+	# and across while the tuner tried it; the flat one kept, they ended
+	# while the job ran on (before the world's, at its end).
 	for r in 0 1 2 3; do
 		assert_line --regexp "^\[$r\]<stderr>:standin nccl: a communicator of 2 ranks ran 0 allreduce, 0 broadcast, [1-9][0-9]* allgather, [1-9][0-9]* reduce-scatter$"
+		assert_line --regexp "^\[$r\]<stderr>:.*hierarchical allreduce: the communicators of hosts and across them ended$"
+		[ "$(grep -n "^\[$r\]<stderr>:.*communicators of hosts and across them ended$" <<<"$output" | cut -d: -f1)" -lt \
+			"$(grep -n "^\[$r\]<stderr>:standin nccl: a communicator of 4 ranks" <<<"$output" | cut -d: -f1)" ]
 	done
 	run cat "$log"
 	# the header, 7 settings of fusion and cycle, then shared memory or
@@ -101,6 +108,7 @@ assert_all_ok() { # ranks
 	assert_line --index 9 --regexp '^[01],0,1,.*,0$'
 	assert_line --index 10 --regexp '^[01],[01],0,.*,0$'
 	assert_line --index 11 --regexp '^[01],[01],[01],.*,1$'
+	assert_line --index 12 --regexp ',0$'
 }
 
 @test "stand-in: --autotune leaves the GPU allreduce the job chose alone: hierarchical (--hierarchical-allreduce), flat (--no-hierarchical-allreduce: nothing split), and one rank a host (nothing to split)" {

@@ -592,6 +592,13 @@ static void run_job(void *arg)
 		if (atomic_load(&c->aborted) ||
 		    atomic_load(&c->async) != ncclSuccess)
 			continue;
+		/* STANDIN_NCCL_SLOW_REDUCESCATTER_MS: each reduce-scatter
+		 * takes that much longer (a test makes the hierarchical
+		 * allreduce the slower way). */
+		if (o->k == K_REDSCAT &&
+		    getenv("STANDIN_NCCL_SLOW_REDUCESCATTER_MS") != NULL)
+			nap_ms(atol(
+				getenv("STANDIN_NCCL_SLOW_REDUCESCATTER_MS")));
 		if (o->k == K_SEND || o->k == K_RECV) {
 			x[nx++] = (struct xfer){c->fd[o->root], o->k == K_SEND,
 						o->k == K_SEND ? (char *)o->send
