@@ -80,11 +80,12 @@ assert_all_ok() { # ranks
 
 @test "stand-in: --autotune while GPU steps run (each tensor still being written as it is submitted) on 2 hosts x 2: every setting it tries gives the right results, the GPU's hierarchical allreduce included; it keeps the flat one, the faster here, and ends the communicators it split" {
 	local log=$BATS_TEST_TMPDIR/autotune.csv r
-	# Each reduce-scatter 40 ms slower: the hierarchical allreduce loses.
+	# Each reduce-scatter 250 ms slower: the hierarchical allreduce loses,
+	# whatever the sanitizers and a busy machine do to the other scores.
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 --autotune --autotune-steps-per-sample 3 \
 		--autotune-warmup-samples 1 --autotune-bayes-opt-max-samples 7 \
 		--autotune-log-file "$log" -x STANDIN_NCCL_CALLS=1 \
-		-x STANDIN_NCCL_SLOW_REDUCESCATTER_MS=40 -x HOROVOD_LOG_LEVEL=debug \
+		-x STANDIN_NCCL_SLOW_REDUCESCATTER_MS=250 -x HOROVOD_LOG_LEVEL=debug \
 		"$SELFTEST" gpusteps 200
 	assert_all_ok 4
 	# The communicators split by host (made for the tuner): each rank's
