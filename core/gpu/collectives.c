@@ -217,18 +217,18 @@ static int hierarchical(struct hvd__gpu *g, char *buf, size_t count,
 }
 
 /* The allreduce with NCCL op rop, on a usable g, launched on the stream
- * with f's events around its parts; within hosts then across if split
- * (the setting in force, and g split); flat: never the hierarchical path
- * (a scaled op belongs to the world communicator). */
+ * with f's events around its parts; hier_on: within hosts then across,
+ * where g is split (the setting in force); flat: never the hierarchical
+ * path (a scaled op belongs to the world communicator). */
 static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 			enum hvd_dtype dtype, enum hvd_op op, ncclRedOp_t rop,
-			bool split, bool flat, struct hvd__gpu_flight *f,
+			bool hier_on, bool flat, struct hvd__gpu_flight *f,
 			char *why, size_t len)
 {
 	size_t es = hvd__dtype_size(dtype), total = 0, padded, i, at, k;
 	/* The average of the hosts' averages is the average for floats;
 	 * integers divide once, so they take the flat path. */
-	bool hier = split && !flat && g->local != NULL &&
+	bool hier = hier_on && !flat && g->local != NULL &&
 		    (op != HVD_AVERAGE || hvd__dtype_float(dtype));
 	int rc = HVD_OK; /* the caller found g usable */
 

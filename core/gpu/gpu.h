@@ -78,13 +78,20 @@ bool hvd__gpu_ready(void *ready);
  * GPU for event (a flight's, hvd__gpu_flight_event). */
 int hvd__gpu_stream_wait(void *stream, void *event, char *why, size_t len);
 
+/* Whether the communicators of hosts and across them are made. */
+enum hvd__gpu_hier {
+	HVD__HIER_NO,
+	HVD__HIER_ASKED, /* HOROVOD_HIERARCHICAL_ALLREDUCE=1 */
+	HVD__HIER_TUNER	 /* the autotuner may try the hierarchical allreduce */
+};
+
 /* The background thread. Set up NCCL with every rank of ctrl (a
  * collective call: every rank makes it at the same point); the GPU
  * fusion buffer grows past fusion_limit only for one collective's need
- * (util/grow.c); tuner: the autotuner may try the hierarchical
- * allreduce. */
+ * (util/grow.c). */
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
-		   size_t fusion_limit, bool tuner, char *why, size_t len);
+		   size_t fusion_limit, enum hvd__gpu_hier hier, char *why,
+		   size_t len);
 /* Whether g's communicator is split by host: the hierarchical allreduce
  * can run. */
 bool hvd__gpu_split(const struct hvd__gpu *g);

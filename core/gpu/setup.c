@@ -51,19 +51,18 @@ static int agree(const struct hvd__comm *c, uint8_t mine, const char *own,
 }
 
 /* HOROVOD_HIERARCHICAL_ALLREDUCE=1 on every rank, or the autotuner's
- * wish to try it (tuner: on every rank, as HOROVOD_AUTOTUNE is, with
- * several hosts of several ranks), and every host with the same number
- * of ranks: split the world into hosts and across hosts. */
-static int start_hierarchical(struct hvd__gpu *g, bool tuner, char *why,
-			      size_t len)
+ * wish to try it (on every rank, as HOROVOD_AUTOTUNE is, with several
+ * hosts of several ranks), and every host with the same number of ranks:
+ * split the world into hosts and across hosts. */
+static int start_hierarchical(struct hvd__gpu *g, enum hvd__gpu_hier hier,
+			      char *why, size_t len)
 {
 	const struct hvd__comm *c = g->ctrl;
 	uint8_t mine[8], *all;
 	struct wire_w w;
 	struct wire_r rd;
 	size_t *eight;
-	long want = 0;
-	bool use = true, asked;
+	bool use = true, want = hier == HVD__HIER_ASKED;
 	ncclResult_t r;
 	int i, rc;
 
@@ -72,11 +71,9 @@ static int start_hierarchical(struct hvd__gpu *g, bool tuner, char *why,
 	if (c->size != hvd__g.size)
 		return HVD_OK;
 	/* Each rank's u32 wish and u32 local size. */
-	if (hvd__env_long(WENV_HIERARCHICAL_ALLREDUCE, &want) != HVD_OK)
-		want = 0;
-	asked = want != 0;
-	if (tuner && hvd__g.local_size > 1 && hvd__g.cross_size > 1)
-		want = 1;
+	if (hier == HVD__HIER_TUNER && hvd__g.local_size > 1 &&
+	    hvd__g.cross_size > 1)
+		want = true;
 	wire_w_fixed(&w, mine, sizeof(mine));
 	wire_put_u32(&w, want ? 1 : 0);
 	wire_put_u32(&w, (uint32_t)hvd__g.local_size);
@@ -103,7 +100,7 @@ static int start_hierarchical(struct hvd__gpu *g, bool tuner, char *why,
 	if (rc != HVD_OK || !want)
 		return rc;
 	if (!use || hvd__g.local_size * hvd__g.cross_size != c->size) {
-		if (c->rank == 0 && asked)
+		if (c->rank == 0 && hier == HVD__HIER_ASKED)
 			hvd__warn(
 				"HOROVOD_HIERARCHICAL_ALLREDUCE: not every rank asks for it, or the hosts run different numbers of ranks; the allreduce stays flat");
 		return HVD_OK;
@@ -154,7 +151,8 @@ int hvd__gpu_unsplit(struct hvd__gpu *g, char *why, size_t len)
 }
 
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
-		   size_t fusion_limit, bool tuner, char *why, size_t len)
+		   size_t fusion_limit, enum hvd__gpu_hier hier, char *why,
+		   size_t len)
 {
 	struct hvd__gpu *g = calloc(1, sizeof(*g));
 	struct {
@@ -219,7 +217,7 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 	rc = hvd__gpu_settle_new(g, NULL, &g->world, r, "ncclCommInitRank", why,
 				 len);
 	if (rc == HVD_OK)
-		rc = start_hierarchical(g, tuner, why, len);
+		rc = start_hierarchical(g, hier, why, len);
 	if (rc != HVD_OK)
 		goto fail;
 	hvd__debug("NCCL on GPU %d, %d ranks", g->dev, ctrl->size);

@@ -581,6 +581,7 @@ static void run_job(void *arg)
 	struct job *j = arg;
 	struct xfer *x = calloc((size_t)j->n + 1, sizeof(*x));
 	struct ncclComm *p2p = NULL;
+	const char *slow_redscat = getenv("STANDIN_NCCL_SLOW_REDUCESCATTER_MS");
 	int i, nx = 0;
 
 	for (i = 0; x != NULL && i < j->n; i++) {
@@ -595,10 +596,8 @@ static void run_job(void *arg)
 		/* STANDIN_NCCL_SLOW_REDUCESCATTER_MS: each reduce-scatter
 		 * takes that much longer (a test makes the hierarchical
 		 * allreduce the slower way). */
-		if (o->k == K_REDSCAT &&
-		    getenv("STANDIN_NCCL_SLOW_REDUCESCATTER_MS") != NULL)
-			nap_ms(atol(
-				getenv("STANDIN_NCCL_SLOW_REDUCESCATTER_MS")));
+		if (o->k == K_REDSCAT && slow_redscat != NULL)
+			nap_ms(atol(slow_redscat));
 		if (o->k == K_SEND || o->k == K_RECV) {
 			x[nx++] = (struct xfer){c->fd[o->root], o->k == K_SEND,
 						o->k == K_SEND ? (char *)o->send
