@@ -133,7 +133,7 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 			  "most microseconds a wait spins before it sleeps"},
 	[WENV_TRANSPORT_TIMEOUT_MS] =
 		{"HVD_TRANSPORT_TIMEOUT_MS", WENV_T_INT, false, 100, 86400000,
-		 2000, NULL, "milliseconds of silence that fail a peer"},
+		 30000, NULL, "milliseconds of silence that fail a peer"},
 	[WENV_SHM] = {"HVD_SHM", WENV_T_INT, false, 0, 1, 1, NULL,
 		      "0: the ranks of one host talk over TCP, not shared "
 		      "memory"},

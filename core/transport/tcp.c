@@ -60,16 +60,41 @@ static bool cancelled(struct hvd__tcp *t, int ms)
  * memory for the room. */
 #define BACKLOG 65535
 
-/* TCP_NODELAY, and socket buffers left to the kernel's autotuning, which
- * grows them to tcp_rmem/tcp_wmem's maximum (6 MiB and 4 MiB by default):
- * a fixed SO_RCVBUF turns autotuning off, and measured up to three times
- * slower here. */
+/* A peer's host or link lost: its kernel has acknowledged nothing for
+ * LINK_LOST_MS, neither data nor keepalive probes (sent after
+ * LINK_IDLE_S of quiet, one a second). A peer that is only slow, busy or
+ * stopped is still answered for by its kernel: that silence fails only
+ * after the transport timeout (HVD_TRANSPORT_TIMEOUT_MS, 30 s). */
+#define LINK_IDLE_S 1
+#define LINK_LOST_MS 2000
+
+/* TCP_NODELAY, the link watched (LINK_LOST_MS), and socket buffers left
+ * to the kernel's autotuning, which grows them to tcp_rmem/tcp_wmem's
+ * maximum (6 MiB and 4 MiB by default): a fixed SO_RCVBUF turns
+ * autotuning off, and measured up to three times slower here. */
 static void tune(int fd)
 {
-	int one = 1;
+	int one = 1, idle = LINK_IDLE_S;
+	unsigned int lost = LINK_LOST_MS;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &lost, sizeof(lost));
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Why a connection failed (err: its errno, or 0 to ask the socket): its
+ * peer's host or link silent past LINK_LOST_MS, or else closed. */
+static int failed(int fd, int err)
+{
+	socklen_t len = sizeof(err);
+
+	if (err == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+		err = 0;
+	return err == ETIMEDOUT || err == EHOSTUNREACH ? HVD_ETIMEDOUT
+						       : HVD_ECONN;
 }
 
 int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,
@@ -140,7 +165,7 @@ static int xfer(int fd, void *buf, size_t len, bool sending, long long deadline)
 		if (n == 0)
 			return HVD_ECONN;
 		if (errno != EAGAIN && errno != EINTR)
-			return HVD_ECONN;
+			return failed(fd, errno);
 		left = deadline - hvd__now_ms();
 		if (left <= 0)
 			return HVD_ETIMEDOUT;
@@ -467,7 +492,7 @@ static ssize_t try_io(int fd, const struct cursor *c, bool sending)
 		return n;
 	if (n == 0)
 		return sending ? 0 : HVD_ECONN;
-	return errno == EAGAIN || errno == EINTR ? 0 : HVD_ECONN;
+	return errno == EAGAIN || errno == EINTR ? 0 : failed(fd, errno);
 }
 
 static void advance(struct cursor *c, size_t n)
@@ -574,7 +599,7 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 				return HVD_ESYS;
 			for (i = 0; i < n; i++)
 				if (pf[i].revents & (POLLERR | POLLNVAL))
-					return HVD_ECONN;
+					return failed(pf[i].fd, 0);
 		}
 	}
 	return HVD_OK;
@@ -603,7 +628,7 @@ static int tcp_check(void *tp)
 		if (t->fd[r] < 0 || poll(&pf, 1, 0) <= 0)
 			continue;
 		if (pf.revents & (POLLERR | POLLHUP | POLLNVAL))
-			return HVD_ECONN;
+			return failed(t->fd[r], 0);
 		if (recv(t->fd[r], &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
 			return HVD_ECONN;
 	}

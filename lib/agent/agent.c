@@ -68,7 +68,9 @@ char *hl_stopped_text(const char *who, int sig)
 	const char *name = sigabbrev_np(sig);
 
 	return hl_asprintf("hvdrun: %s was stopped (SIG%s); every rank waits "
-			   "for it: SIGCONT resumes it, Ctrl-C ends the job\n",
+			   "for it (libhvd's ranks for their peer timeout, "
+			   "--gloo-timeout-seconds): SIGCONT resumes it, "
+			   "Ctrl-C ends the job\n",
 			   who, name ? name : "?");
 }
 

@@ -312,6 +312,42 @@ busy_beside() { # n
 	assert_line "[0]<stdout>:rank 0: stalled: tensor 'lonely' was never submitted by ranks 1, 2"
 }
 
+@test "a rank stopped for a while (SIGSTOP): the others wait for it and the job ends well once it goes on; with --gloo-timeout-seconds 1 they fail, naming the silent peer" {
+	# Ranks 0 and 1 on one host (shared memory), rank 2 on another (TCP).
+	# Rank 2 stopped for 3 s: before, a peer silent for 2 s failed the
+	# job, and a busy machine failed jobs whose ranks it held off the CPU
+	# that long; now the peer timeout is horovodrun's 30 s (a lost link
+	# still fails within seconds: its kernel stops answering, netns.bats).
+	local out=$BATS_TEST_TMPDIR/out pids=$BATS_TEST_TMPDIR/pid job rc=0
+	"$HVDRUN" -H localhost:2,127.0.0.1:1 -x PIDDIR sh -c \
+		'echo $$ >"$0$HOROVOD_RANK"; exec "$1" drop' "$pids" "$SELFTEST" >"$out" 2>&1 &
+	job=$!
+	wait_pids 3
+	kill -STOP "$(cat "${pids}2")"
+	wait_line "$out" "rank 2 on 127.0.0.1 was stopped (SIGSTOP)"
+	sleep 3
+	kill -CONT "$(cat "${pids}2")"
+	touch "$PIDDIR/stop"
+	wait "$job" || rc=$?
+	[ "$rc" -eq 0 ]
+	run cat "$out"
+	assert_line "hvdrun: rank 2 on 127.0.0.1 was stopped (SIGSTOP); every rank waits for it (libhvd's ranks for their peer timeout, --gloo-timeout-seconds): SIGCONT resumes it, Ctrl-C ends the job"
+	assert_line "[0]<stdout>:rank 0: ok"
+	assert_line "[2]<stdout>:rank 2: ok"
+	# Rank 1 stopped (shared memory) under a peer timeout of 1 s.
+	rm -f "$PIDDIR"/*
+	rc=0
+	"$HVDRUN" -H localhost:2,127.0.0.1:1 --gloo-timeout-seconds 1 -x PIDDIR sh -c \
+		'echo $$ >"$0$HOROVOD_RANK"; exec "$1" drop' "$pids" "$SELFTEST" >"$out" 2>&1 &
+	job=$!
+	wait_pids 3
+	kill -STOP "$(cat "${pids}1")"
+	wait "$job" || rc=$?
+	[ "$rc" -eq 3 ]
+	run cat "$out"
+	assert_line --regexp "^\[0\]<stdout>:rank 0: error [0-9]+ ms after the last success: a peer did not answer in time$"
+}
+
 @test "a rank that never joins: hvdrun names it and stops the job" {
 	run "$HVDRUN" -np 3 --start-timeout 2 sh -c \
 		'[ $HOROVOD_RANK = 2 ] && exec sleep 30; exec "$0" all' "$SELFTEST"

@@ -100,7 +100,7 @@ signal_test() {
 	env --default-signal=INT,TERM,HUP "$HVDRUN" -np 3 "$WORKERS/family.sh" >"$BATS_TEST_TMPDIR/out" 2>&1 &
 	wait_pids 9
 	stop_rank_then_ctrl_c $! "$BATS_TEST_TMPDIR/out" "$PIDDIR/rank1" \
-		"hvdrun: rank 1 on localhost was stopped (SIGSTOP); every rank waits for it: SIGCONT resumes it, Ctrl-C ends the job"
+		"hvdrun: rank 1 on localhost was stopped (SIGSTOP); every rank waits for it (libhvd's ranks for their peer timeout, --gloo-timeout-seconds): SIGCONT resumes it, Ctrl-C ends the job"
 	sleep 0.2
 	assert_no_leftovers
 }

@@ -364,7 +364,7 @@ wait_gone() {
 		'echo $$ >"$PIDDIR/rank$HOROVOD_RANK"; exec sleep 60' >"$BATS_TEST_TMPDIR/out" 2>&1 &
 	wait_pids 2
 	stop_rank_then_ctrl_c $! "$BATS_TEST_TMPDIR/out" "$PIDDIR/rank1" \
-		"[1]<stderr>:hvdrun: on node2: this rank was stopped (SIGSTOP); every rank waits for it: SIGCONT resumes it, Ctrl-C ends the job"
+		"[1]<stderr>:hvdrun: on node2: this rank was stopped (SIGSTOP); every rank waits for it (libhvd's ranks for their peer timeout, --gloo-timeout-seconds): SIGCONT resumes it, Ctrl-C ends the job"
 	wait_gone
 }
 
