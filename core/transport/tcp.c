@@ -61,28 +61,45 @@ static bool cancelled(struct hvd__tcp *t, int ms)
 #define BACKLOG 65535
 
 /* A peer's host or link lost: its kernel has acknowledged nothing for
- * LINK_LOST_MS, neither data nor keepalive probes (sent after
- * LINK_IDLE_S of quiet, one a second). A peer that is only slow, busy or
- * stopped is still answered for by its kernel: that silence fails only
- * after the transport timeout (HVD_TRANSPORT_TIMEOUT_MS, 30 s). */
+ * LINK_LOST_MS while data or probes wait for an answer (keepalive probes
+ * go out after LINK_IDLE_S of quiet, one a second), looked at every
+ * LINK_LOOK_MS once a transfer has been that long without progress. A
+ * peer that is only slow, busy or stopped is still answered for by its
+ * kernel (the keepalive and zero-window probes): that silence fails only
+ * after the transport timeout (HVD_TRANSPORT_TIMEOUT_MS, 30 s). Not
+ * TCP_USER_TIMEOUT: it also ends a connection whose receiver is slow to
+ * read, once the window has stayed shut that long. */
 #define LINK_IDLE_S 1
 #define LINK_LOST_MS 2000
+#define LINK_LOOK_MS 250
 
-/* TCP_NODELAY, the link watched (LINK_LOST_MS), and socket buffers left
- * to the kernel's autotuning, which grows them to tcp_rmem/tcp_wmem's
- * maximum (6 MiB and 4 MiB by default): a fixed SO_RCVBUF turns
- * autotuning off, and measured up to three times slower here. */
+/* TCP_NODELAY, keepalive (LINK_IDLE_S), and socket buffers left to the
+ * kernel's autotuning, which grows them to tcp_rmem/tcp_wmem's maximum (6
+ * MiB and 4 MiB by default): a fixed SO_RCVBUF turns autotuning off, and
+ * measured up to three times slower here. */
 static void tune(int fd)
 {
 	int one = 1, idle = LINK_IDLE_S;
-	unsigned int lost = LINK_LOST_MS;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &one, sizeof(one));
-	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &lost, sizeof(lost));
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Whether fd's peer host or link is lost (LINK_LOST_MS): nothing
+ * acknowledged that long, with two probes unanswered (keepalive or
+ * zero-window) or data sent again. */
+static bool link_lost(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+		return false;
+	return ti.tcpi_last_ack_recv >= LINK_LOST_MS &&
+	       (ti.tcpi_probes >= 2 || ti.tcpi_retransmits >= 1);
 }
 
 /* Why a connection failed (err: its errno, or 0 to ask the socket): its
@@ -534,6 +551,7 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 	size_t sent = 0, got = 0, reported = 0;
 	int sfd = slen ? t->fd[to] : -1, rfd = rlen ? t->fd[from] : -1;
 	long long deadline = hvd__now_ms() + t->timeout_ms;
+	long long look = deadline - t->timeout_ms + LINK_LOST_MS;
 	struct hvd__wait w;
 	bool waiting = false;
 
@@ -568,6 +586,7 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 		if (moved) {
 			/* Progress resets the clock: only silence times out. */
 			deadline = hvd__now_ms() + t->timeout_ms;
+			look = deadline - t->timeout_ms + LINK_LOST_MS;
 			if (waiting)
 				hvd__wait_end(&w);
 			waiting = false;
@@ -581,10 +600,18 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 		{
 			struct pollfd pf[2];
 			int n = 0, i;
-			long long left = deadline - hvd__now_ms();
+			long long now = hvd__now_ms(), left = deadline - now;
 
 			if (left <= 0)
 				return HVD_ETIMEDOUT;
+			if (now >= look) {
+				if (link_lost(sent < slen ? sfd : -1) ||
+				    link_lost(got < rlen ? rfd : -1))
+					return HVD_ETIMEDOUT;
+				look = now + LINK_LOOK_MS;
+			}
+			if (left > look - now)
+				left = look - now;
 			if (sent < slen)
 				pf[n++] = (struct pollfd){sfd, POLLOUT, 0};
 			if (got < rlen) {

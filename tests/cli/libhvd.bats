@@ -312,15 +312,16 @@ busy_beside() { # n
 	assert_line "[0]<stdout>:rank 0: stalled: tensor 'lonely' was never submitted by ranks 1, 2"
 }
 
-@test "a rank stopped for a while (SIGSTOP): the others wait for it and the job ends well once it goes on; with --gloo-timeout-seconds 1 they fail, naming the silent peer" {
-	# Ranks 0 and 1 on one host (shared memory), rank 2 on another (TCP).
+@test "a rank stopped for a while (SIGSTOP) mid-allreduce: the others wait for it and the job ends well once it goes on; with --gloo-timeout-seconds 1 they fail, naming the silent peer" {
+	# Ranks 0 and 1 on one host, rank 2 on another, allreduces of 16 MiB.
 	# Rank 2 stopped for 3 s: before, a peer silent for 2 s failed the
 	# job, and a busy machine failed jobs whose ranks it held off the CPU
-	# that long; now the peer timeout is horovodrun's 30 s (a lost link
-	# still fails within seconds: its kernel stops answering, netns.bats).
+	# that long; now the peer timeout is horovodrun's 30 s. A lost link
+	# still fails within seconds (its kernel stops answering: netns.bats);
+	# a stopped rank's kernel answers for it.
 	local out=$BATS_TEST_TMPDIR/out pids=$BATS_TEST_TMPDIR/pid job rc=0
 	"$HVDRUN" -H localhost:2,127.0.0.1:1 -x PIDDIR sh -c \
-		'echo $$ >"$0$HOROVOD_RANK"; exec "$1" drop' "$pids" "$SELFTEST" >"$out" 2>&1 &
+		'echo $$ >"$0$HOROVOD_RANK"; exec "$1" drop 4194304' "$pids" "$SELFTEST" >"$out" 2>&1 &
 	job=$!
 	wait_pids 3
 	kill -STOP "$(cat "${pids}2")"

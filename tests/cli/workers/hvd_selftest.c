@@ -670,18 +670,24 @@ static void mode_idle(void)
 	       ms_now() - t0);
 }
 
-/* Allreduce until an error; report how long after the last success it
- * came. A file in $PIDDIR says the loop runs; once $PIDDIR/stop exists
- * on any rank (told in the allreduce), every rank ends well. */
-static void mode_drop(void)
+/* Allreduce n floats (4096) until an error; report how long after the
+ * last success it came. A file in $PIDDIR says the loop runs (after 100
+ * allreduces, or 1 s); once $PIDDIR/stop exists on any rank (told in the
+ * allreduce), every rank ends well. */
+static void mode_drop(int n)
 {
-	float buf[4096] = {0};
-	long long last = ms_now();
+	float *buf = calloc(n > 0 ? (size_t)n : 1, sizeof(*buf));
+	long long t0 = ms_now(), last = t0;
 	const char *dir = getenv("PIDDIR") ? getenv("PIDDIR") : "/tmp";
 	char path[512], stop[512];
+	bool marked = false;
 	int i, rc = 0;
 	FILE *f;
 
+	if (buf == NULL || n < 1) {
+		printf("rank %d: FAIL: drop %d\n", hvd_rank(), n);
+		exit(1);
+	}
 	signal(SIGTERM, SIG_IGN);
 	snprintf(path, sizeof(path), "%s/looping%d", dir, hvd_rank());
 	snprintf(stop, sizeof(stop), "%s/stop", dir);
@@ -690,19 +696,24 @@ static void mode_drop(void)
 
 		snprintf(name, sizeof(name), "drop.%d", i % 8);
 		buf[0] = access(stop, F_OK) == 0;
-		rc = hvd_allreduce(name, buf, buf, 4096, HVD_FLOAT32, HVD_SUM);
+		rc = hvd_allreduce(name, buf, buf, n, HVD_FLOAT32, HVD_SUM);
 		if (rc == 0)
 			last = ms_now();
 		if (rc == 0 && buf[0] > 0) {
 			printf("rank %d: ok\n", hvd_rank());
+			free(buf);
 			exit(0);
 		}
-		if (i == 100 && (f = fopen(path, "w")) != NULL)
-			fclose(f);
+		if (!marked && (i == 100 || last - t0 >= 1000)) {
+			marked = true;
+			if ((f = fopen(path, "w")) != NULL)
+				fclose(f);
+		}
 	}
 	printf("rank %d: error %lld ms after the last success: %s\n",
 	       hvd_rank(), ms_now() - last, hvd_strerror(rc));
 	fflush(stdout);
+	free(buf);
 	exit(3);
 }
 
@@ -1847,7 +1858,7 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "stall") == 0)
 		mode_stall();
 	else if (strcmp(mode, "drop") == 0)
-		mode_drop();
+		mode_drop(argc > 2 ? atoi(argv[2]) : 4096);
 	else if (strcmp(mode, "gpu") == 0)
 		mode_gpu();
 	else if (strcmp(mode, "nogpu") == 0)
