@@ -91,7 +91,9 @@ static int start_on(struct sup *s, size_t h, int n, char *text, size_t len)
  * running: its free slots, while fewer than --max-np run and hvdrun's
  * limit on open files has room for them (*cut: the slots it has no room
  * for); 0 while it is unlisted, in its cool-down, or its last workers
- * still end. */
+ * still end, and, with a discovery script, until a list that came after
+ * its cool-down names it (a list changed during the cool-down is seen
+ * first, however late its run). */
 static int room_on(const struct sup *s, size_t h, long long now, int live,
 		   int *cut)
 {
@@ -101,6 +103,9 @@ static int room_on(const struct sup *s, size_t h, long long now, int live,
 
 	*cut = 0;
 	if (!s->el->hs[h].listed || s->el->hs[h].back > now)
+		return 0;
+	if (l->discovery != NULL && s->el->hs[h].back != 0 &&
+	    s->el->disc_at < s->el->hs[h].back)
 		return 0;
 	for (i = 0; i < s->n; i++) {
 		if (s->w[i].exited)
@@ -337,6 +342,7 @@ void hl_el_discovered(struct sup *s)
 		free(s->el->disc_error);
 		s->el->disc_error = NULL;
 	}
+	s->el->disc_at = hl_now_ms();
 	for (h = 0; h < l->hosts->n; h++)
 		s->el->hs[h].listed = false;
 	for (f = 0; f < found.n; f++) {

@@ -35,8 +35,9 @@ struct hl_elastic {
 	int below_code;
 	char below_why[512];
 	struct hl_worker **again; /* room for the workers regrow starts */
-	char *disc_error; /* the discovery script's last failure, told */
-	bool disc_closed; /* the script no longer runs: the job is ending */
+	char *disc_error;  /* the discovery script's last failure, told */
+	long long disc_at; /* when its last good list came */
+	bool disc_closed;  /* the script no longer runs: the job is ending */
 	/* A worker ended, or the discovery script's list came: regrow
 	 * looks at the hosts again (else only when a cool-down ends). */
 	bool pool_changed;
