@@ -60,15 +60,12 @@ static bool cancelled(struct hvd__tcp *t, int ms)
  * memory for the room. */
 #define BACKLOG 65535
 
-/* A peer's host or link lost: its kernel has acknowledged nothing for
- * LINK_LOST_MS while data or probes wait for an answer (keepalive probes
- * go out after LINK_IDLE_S of quiet, one a second), looked at every
- * LINK_LOOK_MS once a transfer has been that long without progress. A
- * peer that is only slow, busy or stopped is still answered for by its
- * kernel (the keepalive and zero-window probes): that silence fails only
- * after the transport timeout (HVD_TRANSPORT_TIMEOUT_MS, 30 s). Not
- * TCP_USER_TIMEOUT: it also ends a connection whose receiver is slow to
- * read, once the window has stayed shut that long. */
+/* A peer's host or link lost: nothing acknowledged for LINK_LOST_MS while
+ * data or probes wait (keepalive after LINK_IDLE_S of quiet), looked at
+ * every LINK_LOOK_MS once a transfer makes no progress that long. A slow
+ * or stopped peer's kernel still answers: that fails only after the
+ * transport timeout (30 s). Not TCP_USER_TIMEOUT: it also ends a
+ * connection whose receiver's window stays shut that long. */
 #define LINK_IDLE_S 1
 #define LINK_LOST_MS 2000
 #define LINK_LOOK_MS 250
@@ -551,7 +548,7 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 	size_t sent = 0, got = 0, reported = 0;
 	int sfd = slen ? t->fd[to] : -1, rfd = rlen ? t->fd[from] : -1;
 	long long deadline = hvd__now_ms() + t->timeout_ms;
-	long long look = deadline - t->timeout_ms + LINK_LOST_MS;
+	long long look = hvd__now_ms() + LINK_LOST_MS;
 	struct hvd__wait w;
 	bool waiting = false;
 
@@ -586,7 +583,7 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 		if (moved) {
 			/* Progress resets the clock: only silence times out. */
 			deadline = hvd__now_ms() + t->timeout_ms;
-			look = deadline - t->timeout_ms + LINK_LOST_MS;
+			look = hvd__now_ms() + LINK_LOST_MS;
 			if (waiting)
 				hvd__wait_end(&w);
 			waiting = false;
