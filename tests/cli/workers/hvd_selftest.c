@@ -1037,18 +1037,20 @@ static void mode_gpu(void)
 	cudaFree(dx);
 }
 
-/* killgpu: as kill, with GPU buffers: 4 allreduces of 1 MiB in flight a
- * step (fused batches on the engine's stream) when rank 1 dies. */
+/* killgpu: as kill, with GPU buffers: 4 allreduces of 1 MiB (fused
+ * batches on the engine's stream) and an allgather of 1 MiB a rank (its
+ * result allocated by libhvd) in flight a step when rank 1 dies. */
 static void mode_killgpu(void)
 {
-	size_t n = 1 << 18;
-	float *d[4];
-	hvd_handle *h[4];
+	size_t n = 1 << 18, got;
+	float *d[5];
+	void *all;
+	hvd_handle *h[5];
 	long long t_kill = 0;
 	int i, k, rc = 0;
 
 	use_gpu_or_skip();
-	for (k = 0; k < 4; k++)
+	for (k = 0; k < 5; k++)
 		cudaMalloc((void **)&d[k], n * sizeof(float));
 	signal(SIGTERM, SIG_IGN);
 	for (i = 0; i < 1000 && rc == 0; i++) {
@@ -1069,12 +1071,17 @@ static void mode_killgpu(void)
 						    &h[k]) != 0)
 				h[k] = NULL;
 		}
-		for (k = 0; k < 4; k++) {
+		all = NULL;
+		if (hvd_allgather_gpu_async("gbig.all", d[4], n, HVD_FLOAT32,
+					    &all, &got, &h[4]) != 0)
+			h[4] = NULL;
+		for (k = 0; k < 5; k++) {
 			int w = h[k] != NULL ? hvd_wait(h[k]) : HVD_EINVAL;
 
 			if (rc == 0)
 				rc = w;
 		}
+		cudaFree(all);
 	}
 	printf("rank %d: error after %lld ms: %s\n", hvd_rank(),
 	       ms_now() - t_kill, hvd_strerror(rc));
