@@ -6,8 +6,8 @@
 # a reset; --min-np and --reset-limit ending the job with the failing
 # code; 100 resets without growth; a failed host that returns after its
 # cool-down and the job growing back; a host discovery script whose hosts
-# join and leave, and one that fails, hangs or prints garbage; the
-# options' errors.
+# join and leave, a failed host it must list again after the cool-down,
+# and one that fails, hangs or prints garbage; the options' errors.
 bats_require_minimum_version 1.5.0
 load helper
 
@@ -181,6 +181,42 @@ weights() {
 		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 1000 steps, generation [0-9]+, [0-9]+ resets, weights $want$"
 	done
 	refute_output --partial "stopping the job"
+	wait_no_leftovers
+}
+
+@test "elastic: with a discovery script, a failed host returns after its cool-down only once a list that came after the cool-down names it: dropped meanwhile, it stays out; listed again, it returns" {
+	local want d=$BATS_TEST_TMPDIR out=$BATS_TEST_TMPDIR/out job w rc=0
+	want=$(weights 1200)
+	# While $d/slow is there, a run takes 3 s (longer than the 2 s
+	# cool-down) and reads the list at its end; runs logs its runs.
+	printf '#!/bin/sh\nif [ -e "%s/slow" ]; then\n\techo began >>"%s/runs"\n\tsleep 3\n\tcat "%s/hosts"\n\techo ended >>"%s/runs"\nelse\n\tcat "%s/hosts"\nfi\n' \
+		"$d" "$d" "$d" "$d" "$d" >"$d/discover"
+	chmod +x "$d/discover"
+	: >"$d/runs"
+	printf 'localhost:2\n127.0.0.1:2\n' >"$d/hosts"
+	ELASTIC_KILL="3:1" "$HVDRUN" --min-np 2 --max-np 4 --blacklist-cooldown-range 2 2 \
+		--host-discovery-script "$d/discover" "$KILL" "$ELASTIC" 1200 5 10 >"$out" 2>&1 &
+	job=$!
+	wait_line "$out" "hvdrun: worker 3 on 127.0.0.1 was killed by signal 9 (Killed); its host leaves the job and 2 workers go on (generation 2); the host may return in 2 s"
+	# The last list before the cool-down's end names the host; the
+	# script drops it during a run that ends after the cool-down.
+	touch "$d/slow"
+	wait_line "$d/runs" began
+	echo localhost:2 >"$d/hosts"
+	wait_line "$d/runs" ended
+	sleep 0.3
+	run cat "$out"
+	refute_output --partial "back after its cool-down"
+	rm "$d/slow"
+	printf 'localhost:2\n127.0.0.1:2\n' >"$d/hosts"
+	wait_line "$out" "hvdrun: host 127.0.0.1 is back after its cool-down: 2 workers start there"
+	wait "$job" || rc=$?
+	run cat "$out"
+	[ "$rc" -eq 0 ]
+	[ "$(grep -c "back after its cool-down" "$out")" -eq 1 ]
+	for w in 0 1 2 3; do
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 1200 steps, generation 3, [0-9]+ resets, weights $want$"
+	done
 	wait_no_leftovers
 }
 
