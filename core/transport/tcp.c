@@ -3,9 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -16,6 +14,7 @@
 #include <unistd.h>
 
 #include "proto/rendezvous.h"
+#include "transport/link.h"
 #include "util/internal.h"
 #include "util/wait.h"
 
@@ -59,57 +58,6 @@ static bool cancelled(struct hvd__tcp *t, int ms)
  * kernel holds it to net.core.somaxconn (4,096 by default), and keeps no
  * memory for the room. */
 #define BACKLOG 65535
-
-/* A peer's host or link lost: nothing acknowledged for LINK_LOST_MS while
- * data or probes wait (keepalive after LINK_IDLE_S of quiet), looked at
- * every LINK_LOOK_MS once a transfer makes no progress that long. A slow
- * or stopped peer's kernel still answers: that fails only after the
- * transport timeout (30 s). Not TCP_USER_TIMEOUT: it also ends a
- * connection whose receiver's window stays shut that long. */
-#define LINK_IDLE_S 1
-#define LINK_LOST_MS 2000
-#define LINK_LOOK_MS 250
-
-/* TCP_NODELAY, keepalive (LINK_IDLE_S), and socket buffers left to the
- * kernel's autotuning, which grows them to tcp_rmem/tcp_wmem's maximum (6
- * MiB and 4 MiB by default): a fixed SO_RCVBUF turns autotuning off, and
- * measured up to three times slower here. */
-static void tune(int fd)
-{
-	int one = 1, idle = LINK_IDLE_S;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &one, sizeof(one));
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-/* Whether fd's peer host or link is lost (LINK_LOST_MS): nothing
- * acknowledged that long, with two probes unanswered (keepalive or
- * zero-window) or data sent again. */
-static bool link_lost(int fd)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-
-	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
-		return false;
-	return ti.tcpi_last_ack_recv >= LINK_LOST_MS &&
-	       (ti.tcpi_probes >= 2 || ti.tcpi_retransmits >= 1);
-}
-
-/* Why a connection failed (err: its errno, or 0 to ask the socket): its
- * peer's host or link silent past LINK_LOST_MS, or else closed. */
-static int failed(int fd, int err)
-{
-	socklen_t len = sizeof(err);
-
-	if (err == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-		err = 0;
-	return err == ETIMEDOUT || err == EHOSTUNREACH ? HVD_ETIMEDOUT
-						       : HVD_ECONN;
-}
 
 int hvd__tcp_new(struct hvd__tcp **out, const char *bind_addr, char *addr_out,
 		 size_t addr_len)
@@ -179,7 +127,7 @@ static int xfer(int fd, void *buf, size_t len, bool sending, long long deadline)
 		if (n == 0)
 			return HVD_ECONN;
 		if (errno != EAGAIN && errno != EINTR)
-			return failed(fd, errno);
+			return hvd__link_failed(fd, errno);
 		left = deadline - hvd__now_ms();
 		if (left <= 0)
 			return HVD_ETIMEDOUT;
@@ -317,7 +265,7 @@ static int take(struct hvd__tcp *t, const uint8_t *token, struct taking *k,
 
 		if (fd < 0)
 			break;
-		tune(fd);
+		hvd__link_tune(fd);
 		if (k->n == PENDING_MAX)
 			pending_remove(p, &k->n, 0, false);
 		p[k->n++] = (struct pending){
@@ -429,7 +377,7 @@ int hvd__tcp_connect(struct hvd__tcp *t, int rank, int size, char *const *addrs,
 			rc = fd == HVD_ESYS ? fd : HVD_ECONN;
 			break;
 		}
-		tune(fd);
+		hvd__link_tune(fd);
 		rdv_mesh_hello_encode((uint32_t)rank, token, hello);
 		rc = xfer(fd, hello, sizeof(hello), true, deadline);
 		t->fd[r] = fd;
@@ -506,7 +454,8 @@ static ssize_t try_io(int fd, const struct cursor *c, bool sending)
 		return n;
 	if (n == 0)
 		return sending ? 0 : HVD_ECONN;
-	return errno == EAGAIN || errno == EINTR ? 0 : failed(fd, errno);
+	return errno == EAGAIN || errno == EINTR ? 0
+						 : hvd__link_failed(fd, errno);
 }
 
 static void advance(struct cursor *c, size_t n)
@@ -534,21 +483,37 @@ static size_t total(const struct iovec *v, int n)
 	return sum;
 }
 
+/* A transfer that waits LINK_LOOK_MS without progress watches the
+ * connections it waits on (link.h), until it ends; from
+ * HVD__LINK_LOST_MS on, it looks at them every LINK_LOOK_MS. */
+#define LINK_LOOK_MS 250
+
+struct watched {
+	int fd[2];
+	int n;
+};
+
+static void watch(struct watched *w, int fd)
+{
+	if (fd < 0 || (w->n == 1 && w->fd[0] == fd))
+		return;
+	hvd__link_watch(fd, true);
+	w->fd[w->n++] = fd;
+}
+
 /* Send and receive at once. The syscalls come first. When both directions
  * would block, retry while spinning pays (wait.h) before sleeping in
  * poll(): the peer is usually microseconds away, and a sleeping CPU (a
  * halted virtual CPU above all) takes far longer than that to wake. */
-static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
-			  int from, const struct iovec *rv, int rn,
-			  hvd__recv_progress progress, void *arg)
+static int sendrecv_v(struct hvd__tcp *t, int sfd, const struct iovec *sv,
+		      int sn, int rfd, const struct iovec *rv, int rn,
+		      hvd__recv_progress progress, void *arg,
+		      struct watched *wd)
 {
-	struct hvd__tcp *t = tp;
 	struct cursor sc = {sv, sn, 0, 0}, rc = {rv, rn, 0, 0};
 	size_t slen = total(sv, sn), rlen = total(rv, rn);
 	size_t sent = 0, got = 0, reported = 0;
-	int sfd = slen ? t->fd[to] : -1, rfd = rlen ? t->fd[from] : -1;
-	long long deadline = hvd__now_ms() + t->timeout_ms;
-	long long look = hvd__now_ms() + LINK_LOST_MS;
+	long long since = hvd__now_ms(), deadline = since + t->timeout_ms;
 	struct hvd__wait w;
 	bool waiting = false;
 
@@ -582,8 +547,8 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 		}
 		if (moved) {
 			/* Progress resets the clock: only silence times out. */
-			deadline = hvd__now_ms() + t->timeout_ms;
-			look = hvd__now_ms() + LINK_LOST_MS;
+			since = hvd__now_ms();
+			deadline = since + t->timeout_ms;
 			if (waiting)
 				hvd__wait_end(&w);
 			waiting = false;
@@ -597,18 +562,25 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 		{
 			struct pollfd pf[2];
 			int n = 0, i;
-			long long now = hvd__now_ms(), left = deadline - now;
+			long long now = hvd__now_ms(), left = deadline - now,
+				  quiet = now - since, next = LINK_LOOK_MS;
 
 			if (left <= 0)
 				return HVD_ETIMEDOUT;
-			if (now >= look) {
-				if (link_lost(sent < slen ? sfd : -1) ||
-				    link_lost(got < rlen ? rfd : -1))
-					return HVD_ETIMEDOUT;
-				look = now + LINK_LOOK_MS;
+			if (quiet >= LINK_LOOK_MS && wd->n == 0) {
+				watch(wd, sent < slen ? sfd : -1);
+				watch(wd, got < rlen ? rfd : -1);
 			}
-			if (left > look - now)
-				left = look - now;
+			if (quiet >= HVD__LINK_LOST_MS &&
+			    (hvd__link_lost(sent < slen ? sfd : -1) ||
+			     hvd__link_lost(got < rlen ? rfd : -1)))
+				return HVD_ETIMEDOUT;
+			if (quiet < LINK_LOOK_MS)
+				next = LINK_LOOK_MS - quiet;
+			else if (quiet < HVD__LINK_LOST_MS)
+				next = HVD__LINK_LOST_MS - quiet;
+			if (left > next)
+				left = next;
 			if (sent < slen)
 				pf[n++] = (struct pollfd){sfd, POLLOUT, 0};
 			if (got < rlen) {
@@ -623,10 +595,25 @@ static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
 				return HVD_ESYS;
 			for (i = 0; i < n; i++)
 				if (pf[i].revents & (POLLERR | POLLNVAL))
-					return failed(pf[i].fd, 0);
+					return hvd__link_failed(pf[i].fd, 0);
 		}
 	}
 	return HVD_OK;
+}
+
+static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
+			  int from, const struct iovec *rv, int rn,
+			  hvd__recv_progress progress, void *arg)
+{
+	struct hvd__tcp *t = tp;
+	struct watched wd = {{-1, -1}, 0};
+	int i, rc = sendrecv_v(t, total(sv, sn) ? t->fd[to] : -1, sv, sn,
+			       total(rv, rn) ? t->fd[from] : -1, rv, rn,
+			       progress, arg, &wd);
+
+	for (i = 0; i < wd.n; i++)
+		hvd__link_watch(wd.fd[i], false);
+	return rc;
 }
 
 static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
@@ -652,7 +639,7 @@ static int tcp_check(void *tp)
 		if (t->fd[r] < 0 || poll(&pf, 1, 0) <= 0)
 			continue;
 		if (pf.revents & (POLLERR | POLLHUP | POLLNVAL))
-			return failed(t->fd[r], 0);
+			return hvd__link_failed(t->fd[r], 0);
 		if (recv(t->fd[r], &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
 			return HVD_ECONN;
 	}

@@ -3,7 +3,8 @@
  * every rank above it, also while it connects; each connection opens with
  * the MESH message of proto/rendezvous.h (the rank and the job's token),
  * so a stray connection is refused. TCP_NODELAY, socket buffers grown by
- * the kernel's autotuning, and send and receive at once. */
+ * the kernel's autotuning, send and receive at once, and a lost peer host
+ * found within seconds by a transfer that waits on it (link.h). */
 #ifndef HVD_TCP_H
 #define HVD_TCP_H
 

@@ -349,6 +349,25 @@ busy_beside() { # n
 	assert_line --regexp "^\[0\]<stdout>:rank 0: error [0-9]+ ms after the last success: a peer did not answer in time$"
 }
 
+@test "libhvd's connections send keepalive probes only while a transfer waits on them: none in a job quiet for 4 s, one a second to a rank stopped mid-allreduce" {
+	# In a network namespace of its own, whose TCP counters are the
+	# job's. A lost link is found through the probes (netns.bats); the
+	# mesh has a connection to every peer, and probes on all of them
+	# each second (before) grew with the job: 18 in the quiet 4 s.
+	local quiet stopped
+	unshare -n true 2>/dev/null || skip "no network namespace of its own (unshare -n)"
+	run unshare -n "$WORKERS/keepalive.sh" "$HVDRUN" "$SELFTEST"
+	assert_success
+	quiet=$(sed -n 's/^quiet: \([0-9]*\) probes$/\1/p' <<<"$output")
+	stopped=$(sed -n 's/^stopped: \([0-9]*\) probes$/\1/p' <<<"$output")
+	# A transfer held over a second at the job's start (a busy machine)
+	# may send one.
+	[ "$quiet" -le 1 ]
+	[ "$stopped" -ge 2 ]
+	assert_line "[0]<stdout>:rank 0: ok"
+	assert_line "[2]<stdout>:rank 2: ok"
+}
+
 @test "a rank that never joins: hvdrun names it and stops the job" {
 	run "$HVDRUN" -np 3 --start-timeout 2 sh -c \
 		'[ $HOROVOD_RANK = 2 ] && exec sleep 30; exec "$0" all' "$SELFTEST"

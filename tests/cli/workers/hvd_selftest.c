@@ -9,6 +9,7 @@
  *   kill      rank 1 kills itself mid-allreduce; the others report how
  *             long they took to see an error
  *   stall     only rank 0 submits a tensor
+ *   quiet [S]  an allreduce, S seconds (4) of nothing, another
  *   gpu       the checks of `all` (and fusion, and a CPU/GPU
  *             disagreement) on buffers in GPU memory, over NCCL; exits
  *             77 after one line "skip: REASON" where there is no GPU
@@ -715,6 +716,20 @@ static void mode_drop(int n)
 	fflush(stdout);
 	free(buf);
 	exit(3);
+}
+
+/* quiet: an allreduce, S seconds (4) without one, another: the job's
+ * connections are quiet meanwhile. */
+static void mode_quiet(int s)
+{
+	float x = 1;
+	int rc = hvd_allreduce("quiet.a", &x, &x, 1, HVD_FLOAT32, HVD_SUM);
+
+	sleep((unsigned)s);
+	if (rc == 0)
+		rc = hvd_allreduce("quiet.b", &x, &x, 1, HVD_FLOAT32, HVD_SUM);
+	EXPECT(rc == 0 && x == (float)(hvd_size() * hvd_size()),
+	       "quiet: %s, %g", hvd_strerror(rc), x);
 }
 
 static void mode_stall(void)
@@ -1870,6 +1885,8 @@ int main(int argc, char **argv)
 		mode_stall();
 	else if (strcmp(mode, "drop") == 0)
 		mode_drop(argc > 2 ? atoi(argv[2]) : 4096);
+	else if (strcmp(mode, "quiet") == 0)
+		mode_quiet(argc > 2 ? atoi(argv[2]) : 4);
 	else if (strcmp(mode, "gpu") == 0)
 		mode_gpu();
 	else if (strcmp(mode, "nogpu") == 0)
