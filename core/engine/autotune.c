@@ -289,16 +289,17 @@ static void log_row(const struct hvd__autotune *a, const struct hvd__setting *s,
 
 /* Stage 1 to 4's choice (the shared-memory allreduce, the hierarchical
  * allgather, the response cache, the GPU's hierarchical allreduce)
- * turned the other way in s, if tuned. */
+ * turned the other way in s, if tuned (and, the first two, used). */
 static bool flip(const struct hvd__autotune *a, int stage,
 		 struct hvd__setting *s)
 {
 	uint8_t *v[LAST_STAGE + 1] = {NULL, &s->shm_allreduce,
 				      &s->hier_allgather, &s->cache,
 				      &s->gpu_hier};
-	bool tuned[LAST_STAGE + 1] = {false, a->tune_shm, a->tune_allgather,
-				      a->tune_cache,
-				      a->tune_gpu_hier && a->gpu_split};
+	bool tuned[LAST_STAGE + 1] = {
+		false, a->tune_shm && (a->uses & HVD__TUNE_USES_SHM),
+		a->tune_allgather && (a->uses & HVD__TUNE_USES_GATHER),
+		a->tune_cache, a->tune_gpu_hier && a->gpu_split};
 
 	if (tuned[stage])
 		*v[stage] = !*v[stage];
@@ -384,15 +385,17 @@ static void sample_reset(struct hvd__autotune *a)
 }
 
 void hvd__autotune_record(struct hvd__autotune *a, const char *name,
-			  size_t bytes)
+			  size_t bytes, unsigned uses)
 {
 	long long now;
 	double score;
 	int c;
 
-	if (!a->on || a->rank != 0 || !a->now.tuning ||
-	    a->now.serial != a->next.serial)
-		return; /* not tuning, or a new setting not yet in force */
+	if (!a->on || a->rank != 0 || !a->now.tuning)
+		return;
+	a->uses |= uses;
+	if (a->now.serial != a->next.serial)
+		return; /* a new setting not yet in force */
 	c = count(a, name);
 	if (c == 0) {
 		sample_reset(a);

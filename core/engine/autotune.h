@@ -63,6 +63,7 @@ struct hvd__autotune {
 	 * split by host (gpu_split: set when it starts, the same on every
 	 * rank). */
 	bool tune_gpu_hier, gpu_split;
+	unsigned uses; /* rank 0: HVD__TUNE_USES_* of the tensors recorded */
 	struct hvd__setting now;  /* in force on every rank */
 	struct hvd__setting next; /* rank 0: what the next agreement carries */
 	/* Rank 0's sample: how often each tensor ran (a step: the most
@@ -97,10 +98,17 @@ void hvd__autotune_put(const struct hvd__autotune *a, uint8_t *tail);
 /* The setting agreed: true when it differs from the one in force, which
  * it then replaces (the caller applies it). */
 bool hvd__autotune_take(struct hvd__autotune *a, const uint8_t *tail);
-/* Rank 0, after a cycle ran its responses: each tensor's name and bytes;
- * may choose the next setting. */
+/* Which of the tuned choices a tensor's collective runs through: a
+ * choice that none of the job's collectives ran through while the tuner
+ * scored fusion and cycle is not tried (shared memory in a job of GPU
+ * collectives, the hierarchical allgather in one without allgathers). */
+#define HVD__TUNE_USES_SHM 1u	 /* a CPU allreduce or reducescatter */
+#define HVD__TUNE_USES_GATHER 2u /* a CPU allgather */
+
+/* Rank 0, after a cycle ran its responses: each tensor's name, bytes and
+ * uses (HVD__TUNE_USES_*); may choose the next setting. */
 void hvd__autotune_record(struct hvd__autotune *a, const char *name,
-			  size_t bytes);
+			  size_t bytes, unsigned uses);
 
 /* The Gaussian process's choice (exposed for the unit test): of n scored
  * points x (in [0, 1]^2) with scores y, the candidate of greatest expected

@@ -83,6 +83,16 @@ static void spin_for(struct hvd__engine *e)
 	hvd__wait_cap(spin);
 }
 
+/* Which of the tuner's choices a collective runs through (autotune.h). */
+static unsigned tune_uses(const struct hvd__meta *m)
+{
+	if (m->gpu)
+		return 0;
+	if (m->type == HVD__REQ_ALLREDUCE || m->type == HVD__REQ_REDUCESCATTER)
+		return HVD__TUNE_USES_SHM;
+	return m->type == HVD__REQ_ALLGATHER ? HVD__TUNE_USES_GATHER : 0;
+}
+
 /* One cycle. Returns a transport error, or HVD_ESHUTDOWN when the job is
  * shutting down, or HVD_OK. */
 static int cycle(struct hvd__engine *e, bool shutdown_local)
@@ -108,7 +118,8 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 	for (size_t i = 0; rc == HVD_OK && A.on && i < n; i++)
 		if (v[i].error == NULL)
 			hvd__autotune_record(&A, v[i].name,
-					     hvd__meta_bytes(&v[i].m));
+					     hvd__meta_bytes(&v[i].m),
+					     tune_uses(&v[i].m));
 	hvd__resps_free(v, n);
 	return rc;
 }

@@ -100,17 +100,15 @@ assert_all_ok() { # ranks
 	done
 	run cat "$log"
 	# the header, 3 settings of fusion and cycle (the two first points,
-	# one the Gaussian process chose), then shared memory or TCP, the
-	# hierarchical allgather, no response cache, the GPU's hierarchical
-	# allreduce, the one kept
-	[ "${#lines[@]}" -eq 9 ]
+	# one the Gaussian process chose), then no response cache, the GPU's
+	# hierarchical allreduce, the one kept; not shared memory or the
+	# hierarchical allgather, which no GPU collective runs through
+	[ "${#lines[@]}" -eq 7 ]
 	assert_line --index 1 --regexp '^1,1,1,1\.000,134217728,[0-9.]+,0$'
 	assert_line --index 2 --regexp '^1,1,1,5\.000,4194304,[0-9.]+,0$'
-	assert_line --index 4 --regexp '^0,1,1,.*,0$'
-	assert_line --index 5 --regexp '^[01],0,1,.*,0$'
-	assert_line --index 6 --regexp '^[01],[01],0,.*,0$'
-	assert_line --index 7 --regexp '^[01],[01],[01],.*,1$'
-	assert_line --index 8 --regexp ',0$'
+	assert_line --index 4 --regexp '^1,1,0,.*,0$'
+	assert_line --index 5 --regexp '^1,1,[01],.*,1$'
+	assert_line --index 6 --regexp '^1,1,[01],.*,0$'
 }
 
 @test "stand-in: --autotune leaves the GPU allreduce the job chose alone: hierarchical (--hierarchical-allreduce), flat (--no-hierarchical-allreduce: nothing split), and one rank a host (nothing to split)" {
@@ -120,10 +118,10 @@ assert_all_ok() { # ranks
 	[ -z "${HVD_SANITIZER_RUN-}" ] || skip "the plain run has it (the sanitized run tries the split in the test before)"
 	for want in 1 0 one; do
 		local args=(-H localhost:2,127.0.0.1:2 --hierarchical-allreduce)
-		n=4 rows=8 # the header, 3 settings, shared memory or TCP, the
-		# allgather, the response cache, the one kept
+		n=4 rows=6 # the header, 3 settings, the response cache, the
+		# one kept
 		[ "$want" != 0 ] || args=(-H localhost:2,127.0.0.1:2 --no-hierarchical-allreduce)
-		[ "$want" != one ] || { args=(-H localhost:1,127.0.0.1:1); n=2 rows=6; }
+		[ "$want" != one ] || { args=(-H localhost:1,127.0.0.1:1); n=2; }
 		run "$HVDRUN" "${args[@]}" --autotune --autotune-steps-per-sample 3 \
 			--autotune-warmup-samples 1 --autotune-bayes-opt-max-samples 3 \
 			--autotune-log-file "$log" -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpusteps 120

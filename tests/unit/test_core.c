@@ -195,12 +195,15 @@ static void test_bayes_finds_the_peak(void)
 
 /* The autotuner's search, driven as the engine drives it on rank 0 (one
  * tensor a step, each new setting agreed before the next is timed): two
- * settings of fusion and cycle, then the response cache off, then the
- * GPU's hierarchical allreduce the other way, only where the GPU engine
- * runs split by host and the job left it to the tuner; the best kept
- * last. Returns how many settings were scored; hier[i]: the i-th one's
- * GPU choice. */
-static int tune_run(bool split, bool given, uint8_t *hier)
+ * settings of fusion and cycle, then shared memory off and the other
+ * allgather, each only where the job has a shared segment (shm, across
+ * hosts) and its tensor (uses) runs through it, then the response cache
+ * off, then the GPU's hierarchical allreduce the other way, only where
+ * the GPU engine runs split by host and the job left it to the tuner; the
+ * best kept last. Returns how many settings were scored; hier[i]: the
+ * i-th one's GPU choice. */
+static int tune_uses_run(bool split, bool given, bool shm, unsigned uses,
+			 uint8_t *hier)
 {
 	struct hvd__knobs k = {0};
 	struct hvd__autotune a;
@@ -220,11 +223,11 @@ static int tune_run(bool split, bool given, uint8_t *hier)
 	k.cycle_ms = 1;
 	k.cache_cap = 1024;
 	k.hier_allreduce = given;
-	CHECK(hvd__autotune_open(&a, &k, 0, false, true) == HVD_OK);
+	CHECK(hvd__autotune_open(&a, &k, 0, shm, true) == HVD_OK);
 	a.gpu_split = split;
 	hier[n++] = a.now.gpu_hier;
 	for (step = 0; step < 1000 && a.now.tuning; step++) {
-		hvd__autotune_record(&a, "grad", 1 << 20);
+		hvd__autotune_record(&a, "grad", 1 << 20, uses);
 		hvd__autotune_put(&a, tail);
 		if (hvd__autotune_take(&a, tail) && a.now.serial != serial &&
 		    a.now.tuning && n < 16) {
@@ -237,6 +240,29 @@ static int tune_run(bool split, bool given, uint8_t *hier)
 	unsetenv("HOROVOD_AUTOTUNE");
 	unsetenv("HOROVOD_HIERARCHICAL_ALLREDUCE");
 	return n;
+}
+
+static int tune_run(bool split, bool given, uint8_t *hier)
+{
+	return tune_uses_run(split, given, false, 0, hier);
+}
+
+/* With a shared segment across hosts: shared memory and the allgather
+ * are tried only for a job whose collectives run through them. */
+static void test_autotune_tries_what_is_used(void)
+{
+	uint8_t hier[16];
+
+	/* GPU collectives only: the job's setting, one more, the cache. */
+	CHECK(tune_uses_run(false, false, true, 0, hier) == 3);
+	CHECK(tune_uses_run(false, false, true, HVD__TUNE_USES_SHM, hier) == 4);
+	CHECK(tune_uses_run(false, false, true,
+			    HVD__TUNE_USES_SHM | HVD__TUNE_USES_GATHER,
+			    hier) == 5);
+	/* No segment: nothing more to try, whatever the tensors. */
+	CHECK(tune_uses_run(false, false, false,
+			    HVD__TUNE_USES_SHM | HVD__TUNE_USES_GATHER,
+			    hier) == 3);
 }
 
 static void test_autotune_gpu_hierarchical(void)
@@ -275,5 +301,6 @@ int main(void)
 	RUN(test_grow_size);
 	RUN(test_bayes_finds_the_peak);
 	RUN(test_autotune_gpu_hierarchical);
+	RUN(test_autotune_tries_what_is_used);
 	return tap_done();
 }

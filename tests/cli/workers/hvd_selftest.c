@@ -36,10 +36,11 @@
  *   gpuresets [N [KIB]]  the same, with an allreduce on the GPU after
  *             each hvd_init (the GPU engine set up and torn down each time)
  *   steps [N]  N steps (300) of 12 named allreduces of 1 KiB to 1 MiB
- *             submitted at once and checked, as training steps are (run
+ *             and an allgather of uneven blocks, submitted at once and
+ *             checked, as training steps are (run
  *             with --autotune: every setting the autotuner tries gives the
  *             same results)
- *   gpusteps [N]  the same on the GPU, each tensor still being copied
+ *   gpusteps [N]  the allreduces on the GPU, each tensor still being copied
  *             there (on the default stream) when it is submitted
  * Prints "rank R: ok" and exits 0, or names what went wrong and exits 1. */
 #include <dirent.h>
@@ -1811,6 +1812,26 @@ static void step_result(int gpu, float **dev, int k, float *host, size_t n)
 	(void)gpu, (void)dev, (void)k, (void)host, (void)n;
 }
 
+/* The allgather of step s (mode_steps): rank r's r + 1 rows of 4, each
+ * 100 r + s + its place in the rank's block. */
+static void check_step_gather(int s, hvd_handle *h, void *const *result,
+			      const size_t *count)
+{
+	size_t want = (size_t)hvd_size() * (hvd_size() + 1) * 2, at = 0,
+	       bad = 0;
+	int r, i, rc = hvd_wait(h); /* fills *result and *count */
+	const float *all = *result;
+
+	EXPECT(rc == 0, "step %d: the allgather: %s", s, hvd_error_message());
+	EXPECT(*count == want, "step %d: the allgather gave %zu, not %zu", s,
+	       *count, want);
+	for (r = 0; rc == 0 && *count == want && r < hvd_size(); r++)
+		for (i = 0; i < (r + 1) * 4; i++, at++)
+			bad += all[at] != (float)(100 * r + s + i);
+	EXPECT(bad == 0, "step %d: %zu gathered values wrong", s, bad);
+	free(*result);
+}
+
 static void mode_steps(int steps, int gpu)
 {
 	enum { K = 12 };
@@ -1822,7 +1843,10 @@ static void mode_steps(int steps, int gpu)
 	if (gpu)
 		use_gpu_or_skip();
 	for (s = 0; s < steps && failures == 0; s++) {
-		hvd_handle *h[K];
+		hvd_handle *h[K], *gh = NULL;
+		float mine[64];
+		void *all = NULL;
+		size_t got = 0;
 
 		for (k = 0; k < K; k++) {
 			size_t n = (size_t)256 << (k % 11);
@@ -1836,6 +1860,15 @@ static void mode_steps(int steps, int gpu)
 					   &h[k]) == 0,
 			       "step %d: submit %d", s, k);
 		}
+		/* On the CPU, an allgather too: rank r's r + 1 rows. */
+		for (i = 0; !gpu && i < (size_t)(rank + 1) * 4; i++)
+			mine[i] = (float)(100 * rank + s + (int)i);
+		if (!gpu)
+			EXPECT(hvd_allgather_async("step.gather", mine,
+						   (size_t)(rank + 1) * 4,
+						   HVD_FLOAT32, &all, &got,
+						   &gh) == 0,
+			       "step %d: submit the allgather", s);
 		for (k = 0; k < K; k++) {
 			size_t n = (size_t)256 << (k % 11);
 
@@ -1855,6 +1888,8 @@ static void mode_steps(int steps, int gpu)
 				}
 			}
 		}
+		if (gh != NULL)
+			check_step_gather(s, gh, &all, &got);
 	}
 #if HVD_NCCL
 	for (k = 0; k < K; k++)
