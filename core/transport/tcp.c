@@ -484,7 +484,7 @@ static size_t total(const struct iovec *v, int n)
 }
 
 /* A transfer that waits LINK_LOOK_MS without progress watches the
- * connections it waits on (link.h), until it ends; from
+ * connections it then waits on (link.h), until it ends; from
  * HVD__LINK_LOST_MS on, it looks at them every LINK_LOOK_MS. */
 #define LINK_LOOK_MS 250
 
@@ -493,9 +493,15 @@ struct watched {
 	int n;
 };
 
+/* Watch fd (-1: none), once. */
 static void watch(struct watched *w, int fd)
 {
-	if (fd < 0 || (w->n == 1 && w->fd[0] == fd))
+	int i;
+
+	for (i = 0; i < w->n; i++)
+		if (w->fd[i] == fd)
+			return;
+	if (fd < 0 || w->n == 2)
 		return;
 	hvd__link_watch(fd, true);
 	w->fd[w->n++] = fd;
@@ -567,7 +573,7 @@ static int sendrecv_v(struct hvd__tcp *t, int sfd, const struct iovec *sv,
 
 			if (left <= 0)
 				return HVD_ETIMEDOUT;
-			if (quiet >= LINK_LOOK_MS && wd->n == 0) {
+			if (quiet >= LINK_LOOK_MS) {
 				watch(wd, sent < slen ? sfd : -1);
 				watch(wd, got < rlen ? rfd : -1);
 			}
