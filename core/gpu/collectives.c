@@ -510,9 +510,8 @@ static int result_buffer(struct hvd__gpu *g, void *ready, const size_t *bytes,
 }
 
 /* End the group of calls that fill buf (rc: how its start went), wait
- * for it, and hand buf to *out. On failure buf is freed once the stream
- * is done with it: calls already queued may still write it, and end at
- * once with their communicators aborted (as in hvd__gpu_free). */
+ * for it, and hand buf to *out. On failure buf is freed once the calls
+ * already queued, which may still write it, have ended. */
 static int group_result(struct hvd__gpu *g, int rc, char *buf, void **out,
 			char *why, size_t len)
 {
@@ -522,8 +521,7 @@ static int group_result(struct hvd__gpu *g, int rc, char *buf, void **out,
 	if (rc == HVD_OK)
 		rc = hvd__gpu_wait_stream(g, why, len);
 	if (rc != HVD_OK) {
-		hvd__gpu_abort_comms(g);
-		cudaStreamSynchronize(g->stream);
+		hvd__gpu_drain_broken(g);
 		cudaFree(buf);
 		return rc;
 	}

@@ -37,6 +37,13 @@ void hvd__gpu_abort_comms(struct hvd__gpu *g)
 	g->cross = g->local = g->world = NULL;
 }
 
+void hvd__gpu_drain_broken(struct hvd__gpu *g)
+{
+	hvd__gpu_abort_comms(g);
+	if (g->stream != NULL)
+		cudaStreamSynchronize(g->stream);
+}
+
 static int nccl_fail(struct hvd__gpu *g, ncclComm_t c, ncclResult_t r,
 		     const char *what, char *why, size_t len)
 {

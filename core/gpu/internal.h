@@ -63,5 +63,9 @@ int hvd__gpu_settle_new(struct hvd__gpu *g, ncclComm_t parent, ncclComm_t *cp,
 int hvd__gpu_poll_event(struct hvd__gpu *g, cudaEvent_t ev, long long *checked,
 			char *why, size_t len);
 long long hvd__gpu_elapsed_us(cudaEvent_t a, cudaEvent_t b);
+/* After a failure, before a buffer the stream may still use is freed:
+ * the communicators aborted, so that what is queued there ends at once,
+ * and the stream waited for (cudaFree is not taken to wait for it). */
+void hvd__gpu_drain_broken(struct hvd__gpu *g);
 
 #endif

@@ -243,12 +243,8 @@ void hvd__gpu_free(struct hvd__gpu *g, bool broken)
 		cudaSetDevice(g->dev);
 	if (broken) {
 		/* Work queued on the stream may still use the fusion buffer
-		 * (a copy out of it): aborted, its collectives end at once,
-		 * and the buffer goes after (cudaFree is not taken to wait,
-		 * as in fusion_reserve). */
-		hvd__gpu_abort_comms(g);
-		if (g->stream != NULL)
-			cudaStreamSynchronize(g->stream);
+		 * (a copy out of it). */
+		hvd__gpu_drain_broken(g);
 	} else {
 		if (g->cross != NULL)
 			ncclCommDestroy(g->cross);
