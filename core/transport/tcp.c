@@ -507,32 +507,80 @@ static void watch(struct watched *w, int fd)
 	w->fd[w->n++] = fd;
 }
 
+/* Both directions of a transfer would block (sfd, rfd: the connections
+ * it still sends on and receives from, or -1; since: its last progress):
+ * watch what it waits on, fail a lost link or the timeout, else sleep in
+ * poll() until one is ready or the next look is due. */
+static int sleep_on(int sfd, int rfd, long long since, long long deadline,
+		    struct watched *wd)
+{
+	struct pollfd pf[2];
+	int n = 0, i;
+	long long now = hvd__now_ms(), left = deadline - now,
+		  quiet = now - since, next = LINK_LOOK_MS;
+
+	if (left <= 0)
+		return HVD_ETIMEDOUT;
+	if (quiet >= LINK_LOOK_MS) {
+		watch(wd, sfd);
+		watch(wd, rfd);
+	}
+	if (quiet >= HVD__LINK_LOST_MS &&
+	    (hvd__link_lost(sfd) || hvd__link_lost(rfd)))
+		return HVD_ETIMEDOUT;
+	if (quiet < LINK_LOOK_MS)
+		next = LINK_LOOK_MS - quiet;
+	else if (quiet < HVD__LINK_LOST_MS)
+		next = HVD__LINK_LOST_MS - quiet;
+	if (left > next)
+		left = next;
+	if (sfd >= 0)
+		pf[n++] = (struct pollfd){sfd, POLLOUT, 0};
+	if (rfd >= 0) {
+		if (n == 1 && pf[0].fd == rfd)
+			pf[0].events |= POLLIN;
+		else
+			pf[n++] = (struct pollfd){rfd, POLLIN, 0};
+	}
+	if (poll(pf, (nfds_t)n, (int)left) < 0 && errno != EINTR)
+		return HVD_ESYS;
+	for (i = 0; i < n; i++)
+		if (pf[i].revents & (POLLERR | POLLNVAL))
+			return hvd__link_failed(pf[i].fd, 0);
+	return HVD_OK;
+}
+
 /* Send and receive at once. The syscalls come first. When both directions
  * would block, retry while spinning pays (wait.h) before sleeping in
  * poll(): the peer is usually microseconds away, and a sleeping CPU (a
  * halted virtual CPU above all) takes far longer than that to wake. */
-static int sendrecv_v(struct hvd__tcp *t, int sfd, const struct iovec *sv,
-		      int sn, int rfd, const struct iovec *rv, int rn,
-		      hvd__recv_progress progress, void *arg,
-		      struct watched *wd)
+static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
+			  int from, const struct iovec *rv, int rn,
+			  hvd__recv_progress progress, void *arg)
 {
+	struct hvd__tcp *t = tp;
 	struct cursor sc = {sv, sn, 0, 0}, rc = {rv, rn, 0, 0};
 	size_t slen = total(sv, sn), rlen = total(rv, rn);
 	size_t sent = 0, got = 0, reported = 0;
+	int sfd = slen ? t->fd[to] : -1, rfd = rlen ? t->fd[from] : -1;
 	long long since = hvd__now_ms(), deadline = since + t->timeout_ms;
+	struct watched wd = {{-1, -1}, 0};
 	struct hvd__wait w;
 	bool waiting = false;
+	int ret = HVD_OK, i;
 
 	if ((slen && sfd < 0) || (rlen && rfd < 0))
 		return HVD_ECONN;
-	while (sent < slen || got < rlen) {
+	while (ret == HVD_OK && (sent < slen || got < rlen)) {
 		bool moved = false;
 
 		if (sent < slen) {
 			ssize_t n = try_io(sfd, &sc, true);
 
-			if (n < 0)
-				return (int)n;
+			if (n < 0) {
+				ret = (int)n;
+				break;
+			}
 			advance(&sc, (size_t)n);
 			sent += (size_t)n;
 			moved |= n > 0;
@@ -540,8 +588,10 @@ static int sendrecv_v(struct hvd__tcp *t, int sfd, const struct iovec *sv,
 		if (got < rlen) {
 			ssize_t n = try_io(rfd, &rc, false);
 
-			if (n < 0)
-				return (int)n;
+			if (n < 0) {
+				ret = (int)n;
+				break;
+			}
 			advance(&rc, (size_t)n);
 			got += (size_t)n;
 			moved |= n > 0;
@@ -563,63 +613,14 @@ static int sendrecv_v(struct hvd__tcp *t, int sfd, const struct iovec *sv,
 		if (!waiting)
 			hvd__wait_begin(&w, HVD__WAIT_NET);
 		waiting = true;
-		if (hvd__wait_spin(&w))
-			continue;
-		{
-			struct pollfd pf[2];
-			int n = 0, i;
-			long long now = hvd__now_ms(), left = deadline - now,
-				  quiet = now - since, next = LINK_LOOK_MS;
-
-			if (left <= 0)
-				return HVD_ETIMEDOUT;
-			if (quiet >= LINK_LOOK_MS) {
-				watch(wd, sent < slen ? sfd : -1);
-				watch(wd, got < rlen ? rfd : -1);
-			}
-			if (quiet >= HVD__LINK_LOST_MS &&
-			    (hvd__link_lost(sent < slen ? sfd : -1) ||
-			     hvd__link_lost(got < rlen ? rfd : -1)))
-				return HVD_ETIMEDOUT;
-			if (quiet < LINK_LOOK_MS)
-				next = LINK_LOOK_MS - quiet;
-			else if (quiet < HVD__LINK_LOST_MS)
-				next = HVD__LINK_LOST_MS - quiet;
-			if (left > next)
-				left = next;
-			if (sent < slen)
-				pf[n++] = (struct pollfd){sfd, POLLOUT, 0};
-			if (got < rlen) {
-				if (n == 1 && pf[0].fd == rfd)
-					pf[0].events |= POLLIN;
-				else
-					pf[n++] =
-						(struct pollfd){rfd, POLLIN, 0};
-			}
-			if (poll(pf, (nfds_t)n, (int)left) < 0 &&
-			    errno != EINTR)
-				return HVD_ESYS;
-			for (i = 0; i < n; i++)
-				if (pf[i].revents & (POLLERR | POLLNVAL))
-					return hvd__link_failed(pf[i].fd, 0);
-		}
+		if (!hvd__wait_spin(&w))
+			ret = sleep_on(sent < slen ? sfd : -1,
+				       got < rlen ? rfd : -1, since, deadline,
+				       &wd);
 	}
-	return HVD_OK;
-}
-
-static int tcp_sendrecv_v(void *tp, int to, const struct iovec *sv, int sn,
-			  int from, const struct iovec *rv, int rn,
-			  hvd__recv_progress progress, void *arg)
-{
-	struct hvd__tcp *t = tp;
-	struct watched wd = {{-1, -1}, 0};
-	int i, rc = sendrecv_v(t, total(sv, sn) ? t->fd[to] : -1, sv, sn,
-			       total(rv, rn) ? t->fd[from] : -1, rv, rn,
-			       progress, arg, &wd);
-
 	for (i = 0; i < wd.n; i++)
 		hvd__link_watch(wd.fd[i], false);
-	return rc;
+	return ret;
 }
 
 static int tcp_sendrecv(void *tp, int to, const void *sbuf, size_t slen,
