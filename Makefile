@@ -79,7 +79,7 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 .SECONDARY:
 
 .PHONY: FORCE all deps test unit-test cli-test demo bench fuzz fuzz-seeds install uninstall clean \
-        checkstyle format lint lint-tidy structure
+        checkstyle cppcheck format lint lint-tidy structure
 
 # hvdrun check --nccl's worker (a libhvd program on the GPU), where libhvd
 # has its GPU engine; hvdrun looks for it in ../libexec/hvdrun/.
@@ -244,7 +244,6 @@ test: deps
 	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest $(B)/tests/mpi_user \
 	    $(B)/tests/hvd_sets $(B)/tests/san/hvd_sets $(B)/tests/fake/libcudart.so \
 	    $(STANDIN) $(FUZZ_BIN)
-	@$(MAKE) --no-print-directory -j$$(nproc) lint
 	@tests/run
 
 demo: deps
@@ -376,7 +375,7 @@ checkstyle:
 # lib/, core/ and proto/ with the flags it is built with, one stamp a file
 # (again when the file, a header it includes or .clang-tidy changes),
 # cppcheck over the four folders, and the layout's rules (structure).
-# `make test` runs it.
+# `make test` runs the four beside its other suites (tests/lint/run).
 LINT_SRC := $(sort $(CORE_SRC) $(LIB_SRC) $(CMD_SRC))
 LINT_OK  := $(patsubst %.c,$(B)/lint/%.ok,$(LINT_SRC))
 CPPCHECK := cppcheck --quiet --error-exitcode=1 --inline-suppr \
@@ -393,8 +392,11 @@ $(B)/lint/%.ok: %.c $(B)/obj/%.o .clang-tidy
 lint: deps
 	@$(MAKE) --no-print-directory checkstyle
 	@$(MAKE) --no-print-directory lint-tidy
-	$(CPPCHECK) cmd lib core proto
+	@$(MAKE) --no-print-directory cppcheck
 	@$(MAKE) --no-print-directory structure
+
+cppcheck:
+	$(CPPCHECK) cmd lib core proto
 
 # The layout's rules (DESIGN.md), on the objects' symbols: no files that
 # need each other in a circle, each folder's uses as its README says,
