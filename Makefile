@@ -79,7 +79,7 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 .SECONDARY:
 
 .PHONY: FORCE all deps test unit-test cli-test demo bench fuzz fuzz-seeds install uninstall clean \
-        checkstyle cppcheck format lint lint-tidy structure
+        checkstyle cppcheck format lint lint-checks lint-tidy structure
 
 # hvdrun check --nccl's worker (a libhvd program on the GPU), where libhvd
 # has its GPU engine; hvdrun looks for it in ../libexec/hvdrun/.
@@ -389,11 +389,13 @@ $(B)/lint/%.ok: %.c $(B)/obj/%.o .clang-tidy
 	    rc=$$?; grep -v 'warnings\? generated\.$$' $@.log >&2; \
 	    rm -f $@.log; [ $$rc -eq 0 ] && touch $@
 
+# The checks, in order (tests/lint/run asks lint-checks for them).
+LINT_CHECKS := checkstyle lint-tidy cppcheck structure
 lint: deps
-	@$(MAKE) --no-print-directory checkstyle
-	@$(MAKE) --no-print-directory lint-tidy
-	@$(MAKE) --no-print-directory cppcheck
-	@$(MAKE) --no-print-directory structure
+	@for c in $(LINT_CHECKS); do $(MAKE) --no-print-directory $$c || exit 1; done
+
+lint-checks:
+	@echo $(LINT_CHECKS)
 
 cppcheck:
 	$(CPPCHECK) cmd lib core proto
