@@ -12,6 +12,7 @@
 #include "engine/sets.h"
 #include "util/reduce.h"
 #include "algo/ring.h"
+#include "algo/adasum.h"
 
 /* One call's arguments, as the request will carry them. */
 struct call {
@@ -181,6 +182,28 @@ static int check_reduction(enum hvd_dtype t, enum hvd_op op, double pre,
 	return HVD_OK;
 }
 
+/* Adasum (adasum.h): an allreduce's op, of floats in host memory, over a
+ * power-of-two number of ranks (n: the set's). */
+static int check_adasum(enum hvd_dtype t, bool gpu, int n, const char *what)
+{
+	if (what != NULL)
+		hvd__set_error("Adasum is an allreduce's op, not %s's", what);
+	else if (gpu)
+		hvd__set_error(
+			"Adasum runs on the CPU: reduce a copy of the tensor in host memory");
+	else if (!hvd__dtype_float(t))
+		hvd__set_error(
+			"Adasum needs a floating-point dtype (float16, bfloat16, float32, float64), not %s",
+			hvd__dtype_name(t));
+	else if (!hvd__adasum_size_ok(n))
+		hvd__set_error(
+			"Adasum needs a power-of-two number of ranks, not %d",
+			n);
+	else
+		return HVD_OK;
+	return HVD_ENOTSUP;
+}
+
 /* A GPU collective's buffer: in this rank's GPU's memory. The send
  * buffer's check also records the event the collective waits for. */
 static int gpu_buffer(bool gpu, const void *buf, size_t bytes, void **ready)
@@ -267,6 +290,8 @@ static int allreduce_async(const char *name, const void *sendbuf, void *recvbuf,
 		rc = check_args(recvbuf, count, dtype);
 	if (rc == HVD_OK)
 		rc = check_reduction(dtype, op, pre, post, gpu);
+	if (rc == HVD_OK && op == HVD_ADASUM)
+		rc = check_adasum(dtype, gpu, c.n, NULL);
 	if (rc != HVD_OK)
 		return rc;
 	return queue_call(&c, count * hvd__dtype_size(dtype),
@@ -437,6 +462,8 @@ static int reducescatter_async(const char *name, const void *sendbuf,
 		rc = check_args(recvbuf, mine, dtype);
 	if (rc == HVD_OK)
 		rc = check_reduction(dtype, op, pre, post, gpu);
+	if (rc == HVD_OK && op == HVD_ADASUM)
+		rc = check_adasum(dtype, gpu, c.n, "reducescatter");
 	if (rc != HVD_OK)
 		return rc;
 	return queue_call(&c, count * hvd__dtype_size(dtype),

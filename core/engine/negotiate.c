@@ -467,8 +467,9 @@ static const struct hvd__req *ride_pick(const struct hvd__engine *e,
 		size_t bytes = hvd__meta_bytes(&r->m);
 
 		if (r->cache < 0 || r->m.type != HVD__REQ_ALLREDUCE ||
-		    r->m.gpu || r->m.prescale != 1 || r->m.postscale != 1 ||
-		    r->m.group_n > 0 || bytes > room || bytes > RIDE_MAX)
+		    r->m.op == HVD_ADASUM || r->m.gpu || r->m.prescale != 1 ||
+		    r->m.postscale != 1 || r->m.group_n > 0 || bytes > room ||
+		    bytes > RIDE_MAX)
 			continue;
 		if (best == NULL || r->cache < best->cache)
 			best = r;

@@ -7,6 +7,7 @@
 #include "engine/engine.h"
 #include "util/reduce.h"
 #include "algo/ring.h"
+#include "algo/adasum.h"
 
 /* One allreduce of buf in place: the transport's own when it has one
  * for this dtype and op (MPI_Allreduce), else the ring. */
@@ -179,6 +180,59 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	return rc;
 }
 
+/* A batch of Adasum allreduces (adasum.h), in place in its receive
+ * buffer when it is one tensor, else the tensors end to end in a working
+ * buffer: scaled, combined over the transport (never the hosts'
+ * segments: Adasum is no element-wise sum), scaled. A rank that joined
+ * gives zeros, which Adasum adds as nothing. */
+static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
+{
+	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
+	size_t es = hvd__dtype_size(t), total = 0, half, at, i;
+	size_t *counts = malloc((n > 0 ? n : 1) * sizeof(*counts));
+	struct hvd__ring_times rt = {0, 0};
+	long long t0 = hvd__now_us(), t_in, t1;
+	bool one = n == 1, own = false;
+	char *work = NULL, *tmp;
+	int rc;
+
+	for (i = 0; counts != NULL && i < n; i++) {
+		counts[i] = (size_t)batch[i]->m.count;
+		total += counts[i];
+	}
+	half = (total + 1) / 2 * es;
+	/* Working memory: room for the halves received, after the tensors
+	 * when they are copied in. */
+	tmp = counts == NULL
+		      ? NULL
+		      : hvd__scratch(&e->buf, one ? half : total * es + half,
+				     &own);
+	if (tmp == NULL) {
+		free(counts);
+		return HVD_ENOMEM;
+	}
+	work = one ? batch[0]->recvbuf : tmp;
+	if (!one)
+		tmp += total * es;
+	for (i = 0, at = 0; i < n; at += counts[i++] * es)
+		if (work + at != batch[i]->sendbuf)
+			memcpy(work + at, batch[i]->sendbuf, counts[i] * es);
+	hvd__scale(work, total, t, batch[0]->m.prescale);
+	t_in = hvd__now_us() - t0;
+	rc = hvd__adasum(&e->comm, work, tmp, counts, n, t, &rt);
+	t1 = hvd__now_us();
+	if (rc == HVD_OK)
+		hvd__scale(work, total, t, batch[0]->m.postscale);
+	for (i = 0, at = 0; rc == HVD_OK && !one && i < n;
+	     at += counts[i++] * es)
+		memcpy(batch[i]->recvbuf, work + at, counts[i] * es);
+	timeline_batch(e, batch, n, one, t0, t_in, &rt, hvd__now_us() - t1);
+	if (own)
+		free(one ? tmp : work);
+	free(counts);
+	return rc;
+}
+
 /* A batch of GPU allreduces: fused on the GPU, reduced by NCCL, launched
  * and left to run (engine/flights.c: its flight completes it, and lays
  * its parts out on the timeline). */
@@ -212,6 +266,8 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 
 int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
-	return batch[0]->m.gpu ? gpu_allreduce(e, batch, n)
-			       : cpu_allreduce(e, batch, n);
+	if (batch[0]->m.gpu)
+		return gpu_allreduce(e, batch, n);
+	return batch[0]->m.op == HVD_ADASUM ? cpu_adasum(e, batch, n)
+					    : cpu_allreduce(e, batch, n);
 }

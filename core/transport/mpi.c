@@ -204,6 +204,8 @@ static MPI_Op mpi_op(enum hvd_op op)
 		return MPI_MAX;
 	case HVD_PRODUCT:
 		return MPI_PROD;
+	case HVD_ADASUM: /* no MPI op: algo/adasum.c runs it */
+		break;
 	}
 	return MPI_OP_NULL;
 }
@@ -216,7 +218,7 @@ static int mpi_allreduce(void *t, void *buf, size_t count, enum hvd_dtype dt,
 	size_t es = hvd__dtype_size(dt), off, per = PIECE / es;
 	int size;
 
-	if (!m->use_allreduce || type == MPI_DATATYPE_NULL)
+	if (!m->use_allreduce || type == MPI_DATATYPE_NULL || op == HVD_ADASUM)
 		return HVD_ENOTSUP;
 	for (off = 0; off < count; off += per) {
 		int n = (int)(count - off < per ? count - off : per);

@@ -24,7 +24,7 @@ bool hvd__dtype_valid(int t)
 
 bool hvd__op_valid(int op)
 {
-	return op >= HVD_SUM && op <= HVD_PRODUCT;
+	return op >= HVD_SUM && op <= HVD_ADASUM;
 }
 
 const char *hvd__dtype_name(enum hvd_dtype t)
@@ -181,6 +181,87 @@ KERNELS(double, f64)
 KERNELS16(f16, hvd__half_to_float, hvd__float_to_half)
 KERNELS16(bf16, hvd__bf16_to_float, hvd__float_to_bf16)
 
+/* Adasum's kernels, in float64 whatever the dtype. */
+#define DOTS(name, T, TOD)                                                      \
+	CLONES static void name(const void *pa, const void *pb, size_t n,       \
+				double out[3])                                  \
+	{                                                                       \
+		const T *restrict a = pa;                                       \
+		const T *restrict b = pb;                                       \
+		double ab[4] = {0}, aa[4] = {0}, bb[4] = {0};                   \
+		size_t i;                                                       \
+		int k;                                                          \
+                                                                                \
+		/* Four sums of each: they vectorize, where one would wait    \
+		 * on its own last addition. */ \
+		for (i = 0; i < n; i++) {                                       \
+			double x = TOD(a[i]), y = TOD(b[i]);                    \
+                                                                                \
+			ab[i % 4] += x * y;                                     \
+			aa[i % 4] += x * x;                                     \
+			bb[i % 4] += y * y;                                     \
+		}                                                               \
+		for (k = 0; k < 4; k++) {                                       \
+			out[0] += ab[k];                                        \
+			out[1] += aa[k];                                        \
+			out[2] += bb[k];                                        \
+		}                                                               \
+	}
+
+#define AXPBY(name, T, TOD, FROMD)                                             \
+	CLONES static void name(void *px, const void *py, size_t n, double cx, \
+				double cy)                                     \
+	{                                                                      \
+		T *restrict x = px;                                            \
+		const T *restrict y = py;                                      \
+		size_t i;                                                      \
+                                                                               \
+		for (i = 0; i < n; i++)                                        \
+			x[i] = FROMD(cx * TOD(x[i]) + cy * TOD(y[i]));         \
+	}
+
+#define AS_DOUBLE(v) ((double)(v))
+#define TO_FLOAT(v) ((float)(v))
+#define HALF_D(v) ((double)hvd__half_to_float(v))
+#define BF16_D(v) ((double)hvd__bf16_to_float(v))
+#define D_HALF(v) hvd__float_to_half((float)(v))
+#define D_BF16(v) hvd__float_to_bf16((float)(v))
+
+DOTS(dots_f16, uint16_t, HALF_D)
+DOTS(dots_bf16, uint16_t, BF16_D)
+DOTS(dots_f32, float, AS_DOUBLE)
+DOTS(dots_f64, double, AS_DOUBLE)
+AXPBY(axpby_f16, uint16_t, HALF_D, D_HALF)
+AXPBY(axpby_bf16, uint16_t, BF16_D, D_BF16)
+AXPBY(axpby_f32, float, AS_DOUBLE, TO_FLOAT)
+AXPBY(axpby_f64, double, AS_DOUBLE, AS_DOUBLE)
+
+void hvd__dots(const void *a, const void *b, size_t n, enum hvd_dtype t,
+	       double out[3])
+{
+	if (t == HVD_FLOAT32)
+		dots_f32(a, b, n, out);
+	else if (t == HVD_FLOAT64)
+		dots_f64(a, b, n, out);
+	else if (t == HVD_FLOAT16)
+		dots_f16(a, b, n, out);
+	else if (t == HVD_BFLOAT16)
+		dots_bf16(a, b, n, out);
+}
+
+void hvd__axpby(void *x, const void *y, size_t n, enum hvd_dtype t, double cx,
+		double cy)
+{
+	if (t == HVD_FLOAT32)
+		axpby_f32(x, y, n, cx, cy);
+	else if (t == HVD_FLOAT64)
+		axpby_f64(x, y, n, cx, cy);
+	else if (t == HVD_FLOAT16)
+		axpby_f16(x, y, n, cx, cy);
+	else if (t == HVD_BFLOAT16)
+		axpby_bf16(x, y, n, cx, cy);
+}
+
 typedef void (*kernel_fn)(void *, const void *, size_t);
 
 /* [dtype][sum, prod, min, max] */
@@ -203,7 +284,9 @@ void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
 				  [HVD_AVERAGE] = 0,
 				  [HVD_PRODUCT] = 1,
 				  [HVD_MIN] = 2,
-				  [HVD_MAX] = 3};
+				  [HVD_MAX] = 3,
+				  /* never asked: algo/adasum.c runs it */
+				  [HVD_ADASUM] = 0};
 
 	kernels[t][col[op]](dst, src, n);
 }

@@ -1,7 +1,8 @@
 /* reduce.h: element-wise reduction kernels for every dtype and op.
  * float16 and bfloat16 are reduced in float32 and rounded back (to
  * nearest, ties to even). AVERAGE reduces as SUM; the caller divides
- * once at the end with hvd__divide(). */
+ * once at the end with hvd__divide(). ADASUM is no element-wise op:
+ * algo/adasum.c runs it, with the two kernels below. */
 #ifndef HVD_REDUCE_H
 #define HVD_REDUCE_H
 
@@ -27,6 +28,14 @@ void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor);
 /* buf[i] *= factor: float16 and bfloat16 through float32; integers in
  * float64, truncated back (saturating), as Horovod scales them. */
 void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor);
+
+/* Adasum's kernels (algo/adasum.c), for the four float dtypes, in
+ * float64: out[0] += a.b, out[1] += a.a, out[2] += b.b over n elements;
+ * and x[i] = cx * x[i] + cy * y[i], rounded back to the dtype. */
+void hvd__dots(const void *a, const void *b, size_t n, enum hvd_dtype t,
+	       double out[3]);
+void hvd__axpby(void *x, const void *y, size_t n, enum hvd_dtype t, double cx,
+		double cy);
 
 float hvd__half_to_float(uint16_t h);
 uint16_t hvd__float_to_half(float f);

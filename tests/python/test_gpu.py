@@ -30,6 +30,11 @@ def test_allreduce_int16_refused(hvd, dev):
         hvd.allreduce(torch.ones(4, dtype=torch.int16, device=dev), name="gpu.i16")
 
 
+def test_adasum_refused_with_the_reason(hvd, dev):
+    with pytest.raises(NotImplementedError, match="Adasum runs on the CPU"):
+        hvd.allreduce(torch.ones(4, device=dev), op=hvd.Adasum)
+
+
 def test_grouped_and_scaled(hvd, dev):
     ts = [data(hvd.rank(), (k + 1,), torch.float32, seed=k).to(dev) for k in range(40)]
     outs = hvd.grouped_allreduce(ts, op=hvd.Sum, name="gpu.group")

@@ -2,7 +2,8 @@
  * threads of this process on 127.0.0.1 (gloo's way): every dtype and op
  * against a serial reference, counts 0, 1, primes and several MiB,
  * broadcast from every root, allgather of uneven blocks, and a
- * peer that dies. Also the float16/bfloat16 conversions, whom each
+ * peer that dies; Adasum against a serial reference and its two
+ * defining cases. Also the float16/bfloat16 conversions, whom each
  * rank of an allreduce receives from (hvd__ring_sources), and a burst of
  * connections larger than the old listen backlog. */
 #include <arpa/inet.h>
@@ -24,17 +25,20 @@
 #include "util/reduce.h"
 #include "ref_reduce.h"
 #include "algo/ring.h"
+#include "algo/adasum.h"
 #include "tap.h"
 #include "transport/tcp.h"
 
 #define MAXN 4
+/* Adasum's tests run up to 8 ranks. */
+#define WORLD_MAX 8
 /* More than ring.c's largest allreduce by recursive doubling. */
 #define SMALL_PLUS (64 * 1024 + 1)
 
 struct world {
 	int n;
-	char addr[MAXN][64];
-	char *addrs[MAXN];
+	char addr[WORLD_MAX][64];
+	char *addrs[WORLD_MAX];
 	pthread_barrier_t ready;
 	void (*body)(const struct hvd__comm *c, void *arg);
 	void *arg;
@@ -87,8 +91,8 @@ static void run_world(int n, void (*body)(const struct hvd__comm *, void *),
 		      void *arg, int dead_rank)
 {
 	struct world w;
-	struct thr th[MAXN];
-	pthread_t tid[MAXN];
+	struct thr th[WORLD_MAX];
+	pthread_t tid[WORLD_MAX];
 	int r;
 
 	memset(&w, 0, sizeof(w));
@@ -698,6 +702,216 @@ static void test_sources(void)
 	CHECK(hvd__ring_sources(0, 1, src) == 0);
 }
 
+/* Adasum: each rank's tensors, the result every rank got, its hash. */
+struct ada_case {
+	enum hvd_dtype t;
+	const size_t *counts;
+	size_t n;
+	int kind;	       /* ADA_MIXED, ADA_ORTHOGONAL, ADA_PARALLEL */
+	double err[WORLD_MAX]; /* per rank: worst error, relative to the
+				  tensor's largest element */
+	uint64_t hash[WORLD_MAX];
+	int rc[WORLD_MAX];
+};
+
+enum { ADA_MIXED, ADA_ORTHOGONAL, ADA_PARALLEL };
+
+/* Rank r's element i of tensor j, of n ranks: values in [-1, 1] that
+ * 16-bit floats hold exactly; orthogonal: each rank's elements apart;
+ * parallel: every rank a multiple of one vector (some negative, and no
+ * block's average 0: Adasum adds a zero vector as nothing). */
+static double ada_value(int kind, int r, int n, size_t j, size_t i)
+{
+	size_t h = (i * 2654435761u + j * 40503u + (size_t)r * 97u) % 257;
+	double u = ((double)((i * 7 + j * 3) % 33) - 16) / 16;
+
+	if (kind == ADA_ORTHOGONAL)
+		return (int)(i % (size_t)n) == r ? u + 0.0625 : 0;
+	if (kind == ADA_PARALLEL)
+		return u * (r % 3 == 2 ? -1 : 1) * (r + 1);
+	return ((double)h - 128) / 128;
+}
+
+/* The serial reference in float64, tensor by tensor: the same pairing
+ * as adasum.h's, blocks of 2, 4, ... ranks; the result into out. */
+static void ada_reference(const struct ada_case *k, int n, size_t j,
+			  double *out)
+{
+	size_t m = k->counts[j], i;
+	double *v = malloc((m > 0 ? m : 1) * (size_t)n * sizeof(*v));
+	int w, base, r;
+
+	for (r = 0; r < n; r++)
+		for (i = 0; i < m; i++)
+			v[(size_t)r * m + i] = ada_value(k->kind, r, n, j, i);
+	for (w = 1; w < n; w *= 2)
+		for (base = 0; base < n; base += 2 * w) {
+			double *a = v + (size_t)base * m,
+			       *b = v + (size_t)(base + w) * m;
+			double ab = 0, aa = 0, bb = 0, ca, cb;
+
+			for (i = 0; i < m; i++) {
+				ab += a[i] * b[i];
+				aa += a[i] * a[i];
+				bb += b[i] * b[i];
+			}
+			ca = aa > 0 ? 1 - ab / (2 * aa) : 1;
+			cb = bb > 0 ? 1 - ab / (2 * bb) : 1;
+			for (i = 0; i < m; i++)
+				a[i] = ca * a[i] + cb * b[i];
+		}
+	memcpy(out, v, m * sizeof(*v));
+	free(v);
+}
+
+static void ada_body(const struct hvd__comm *c, void *arg)
+{
+	struct ada_case *k = arg;
+	size_t es = hvd__dtype_size(k->t), total = 0, at, i, j;
+	char *buf, *scratch;
+	double worst = 0;
+
+	for (j = 0; j < k->n; j++)
+		total += k->counts[j];
+	buf = malloc(total * es + 1);
+	scratch = malloc((total + 1) / 2 * es + 1);
+	for (j = 0, at = 0; j < k->n; at += k->counts[j++])
+		for (i = 0; i < k->counts[j]; i++)
+			store(buf, at + i, k->t,
+			      ada_value(k->kind, c->rank, c->size, j, i));
+	k->rc[c->rank] =
+		hvd__adasum(c, buf, scratch, k->counts, k->n, k->t, NULL);
+	k->hash[c->rank] = fnv(buf, total * es);
+	/* A refused size (not a power of two) has no reference. */
+	for (j = 0, at = 0; k->rc[c->rank] == HVD_OK && j < k->n;
+	     at += k->counts[j++]) {
+		double *want = malloc((k->counts[j] + 1) * sizeof(*want));
+		double top = 0, diff = 0;
+
+		ada_reference(k, c->size, j, want);
+		for (i = 0; i < k->counts[j]; i++) {
+			top = fmax(top, fabs(want[i]));
+			diff = fmax(diff,
+				    fabs(load(buf, at + i, k->t) - want[i]));
+		}
+		if (top > 0)
+			worst = fmax(worst, diff / top);
+		free(want);
+	}
+	k->err[c->rank] = worst;
+	free(scratch);
+	free(buf);
+}
+
+/* The worst error of any rank, after checking every rank's status and
+ * that every rank got the same bits. */
+static double ada_run(int n, struct ada_case *k)
+{
+	double worst = 0;
+	int r;
+
+	run_world(n, ada_body, k, -1);
+	for (r = 0; r < n; r++) {
+		CHECK(k->rc[r] == HVD_OK);
+		CHECK(k->hash[r] == k->hash[0]);
+		worst = fmax(worst, k->err[r]);
+	}
+	return worst;
+}
+
+/* On 1, 2, 4 and 8 ranks, every float dtype, tensors of every size
+ * (empty ones, one element, more than the ranks, fewer): within a few
+ * roundings of the float64 reference. */
+static void test_adasum_reference(void)
+{
+	static const size_t counts[] = {0, 1, 3, 1000, 7, 0, 100003, 2};
+	static const enum hvd_dtype types[] = {HVD_FLOAT32, HVD_FLOAT64,
+					       HVD_FLOAT16, HVD_BFLOAT16};
+	static const double tol[] = {1e-6, 1e-13, 4e-3, 3e-2};
+	int n, t;
+
+	for (n = 1; n <= WORLD_MAX; n *= 2)
+		for (t = 0; t < 4; t++) {
+			struct ada_case k = {
+				.t = types[t], .counts = counts, .n = 8};
+			double e = ada_run(n, &k);
+
+			if (e > tol[t]) {
+				printf("# n=%d %s: off by %g of the largest\n",
+				       n, hvd__dtype_name(types[t]), e);
+				CHECK(0);
+			}
+		}
+}
+
+/* What makes Adasum: orthogonal gradients add up (the sum, exactly: every
+ * dot product is 0), parallel ones average. */
+static void test_adasum_orthogonal_and_parallel(void)
+{
+	static const size_t counts[] = {40, 5, 4099};
+	int n;
+
+	for (n = 2; n <= WORLD_MAX; n *= 2) {
+		struct ada_case o = {.t = HVD_FLOAT64,
+				     .counts = counts,
+				     .n = 3,
+				     .kind = ADA_ORTHOGONAL};
+		struct ada_case p = {.t = HVD_FLOAT64,
+				     .counts = counts,
+				     .n = 3,
+				     .kind = ADA_PARALLEL};
+		size_t es = sizeof(double), j, i, at;
+		double *sum, *avg, err = 0;
+		char *mine;
+		int r;
+
+		CHECK(ada_run(n, &o) == 0);
+		CHECK(ada_run(n, &p) < 1e-13);
+		/* The reference itself is the sum and the average. */
+		sum = calloc(4099, sizeof(*sum));
+		avg = calloc(4099, sizeof(*avg));
+		mine = malloc(4099 * es);
+		for (j = 0, at = 0; j < 3; at += counts[j++]) {
+			memset(sum, 0, 4099 * sizeof(*sum));
+			memset(avg, 0, 4099 * sizeof(*avg));
+			for (r = 0; r < n; r++)
+				for (i = 0; i < counts[j]; i++) {
+					sum[i] += ada_value(ADA_ORTHOGONAL, r,
+							    n, j, i);
+					avg[i] += ada_value(ADA_PARALLEL, r, n,
+							    j, i) /
+						  n;
+				}
+			ada_reference(&o, n, j, (double *)mine);
+			for (i = 0; i < counts[j]; i++)
+				err = fmax(err,
+					   fabs(((double *)mine)[i] - sum[i]));
+			ada_reference(&p, n, j, (double *)mine);
+			for (i = 0; i < counts[j]; i++)
+				err = fmax(err,
+					   fabs(((double *)mine)[i] - avg[i]));
+		}
+		CHECK(err < 1e-12);
+		free(sum);
+		free(avg);
+		free(mine);
+	}
+}
+
+/* Three ranks: refused, and nothing sent. */
+static void test_adasum_needs_a_power_of_two(void)
+{
+	static const size_t counts[] = {10};
+	struct ada_case k = {.t = HVD_FLOAT32, .counts = counts, .n = 1};
+	int r;
+
+	CHECK(hvd__adasum_size_ok(1) && hvd__adasum_size_ok(64));
+	CHECK(!hvd__adasum_size_ok(0) && !hvd__adasum_size_ok(6));
+	run_world(3, ada_body, &k, -1);
+	for (r = 0; r < 3; r++)
+		CHECK(k.rc[r] == HVD_ENOTSUP);
+}
+
 int main(void)
 {
 	setenv("HOROVOD_LOG_LEVEL", "fatal", 1);
@@ -710,6 +924,9 @@ int main(void)
 	RUN(test_broadcast_every_root);
 	RUN(test_allgather_uneven);
 	RUN(test_groups);
+	RUN(test_adasum_reference);
+	RUN(test_adasum_orthogonal_and_parallel);
+	RUN(test_adasum_needs_a_power_of_two);
 	RUN(test_peer_dies);
 	RUN(test_listen_burst);
 	return tap_done();

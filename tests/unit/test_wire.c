@@ -243,7 +243,7 @@ static void test_control_requests(void)
 	CHECK(hvd__ctl_decode_requests(msg, sizeof(msg) - 1, 2, on_request,
 				       &s) == HVD_EPROTO);
 	CHECK(s.n == 0);
-	msg[4 + 4 + 1 + 2] = HVD_PRODUCT + 1; /* an op no engine has */
+	msg[4 + 4 + 1 + 2] = HVD_ADASUM + 1; /* an op no engine has */
 	CHECK(hvd__ctl_decode_requests(msg, sizeof(msg), 2, on_request, &s) ==
 	      HVD_EPROTO);
 	CHECK(s.n == 0);

@@ -25,7 +25,7 @@ from hvd.torch.compression import Compression
 # Horovod's values for its reduction ops (horovod.common.basics).
 Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5
 # ... and libhvd's (enum hvd_op).
-_C_OP = {Sum: 0, Average: 1, Min: 2, Max: 3, Product: 4}
+_C_OP = {Sum: 0, Average: 1, Min: 2, Max: 3, Product: 4, Adasum: 5}
 
 # enum hvd_dtype.
 _C_DTYPE = {
@@ -516,9 +516,6 @@ def handle_average_backwards_compatibility(op, average):
 
 
 def _c_op(op):
-    if op == Adasum:
-        raise NotImplementedError("hvd.torch: libhvd does not implement Adasum; use op=hvd.Average "
-                                  "or hvd.Sum")
     try:
         return _C_OP[op]
     except (KeyError, TypeError):
@@ -710,6 +707,9 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
     if not tensor.is_sparse:
         raise ValueError("hvd.sparse_allreduce_async needs a sparse tensor, not a %s one"
                          % tensor.layout)
+    if op == Adasum:
+        raise NotImplementedError("Adasum cannot reduce sparse tensors; pass "
+                                  "sparse_as_dense=True to DistributedOptimizer")
     t = tensor
     indices = allgather_async(t._indices().transpose(0, 1).contiguous(),
                               name="%s.indices" % name, process_set=process_set)

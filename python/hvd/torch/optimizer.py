@@ -29,6 +29,69 @@ def _split(items, n):
     return [g for g in out if g]
 
 
+def _names(all_params, named_parameters):
+    """Each parameter's name (its allreduce's), checked as Horovod checks
+    them: tuples, unique, every parameter named."""
+    if named_parameters is not None:
+        named_parameters = list(named_parameters)
+    else:
+        named_parameters = [("allreduce.noname.%s" % i, p) for i, p in enumerate(all_params)]
+    if any(not isinstance(p, tuple) or len(p) != 2 for p in named_parameters):
+        raise ValueError("named_parameters should be a sequence of tuples (name, "
+                         "parameter), usually produced by model.named_parameters().")
+    names = [k for k, _ in named_parameters]
+    dups = sorted({k for k in names if names.count(k) > 1})
+    if dups:
+        raise ValueError("Parameter names in named_parameters must be unique. Found "
+                         "duplicates: %s" % ", ".join(dups))
+    named_ids = {id(v) for _, v in named_parameters}
+    unnamed = [p for p in all_params if id(p) not in named_ids]
+    if unnamed:
+        raise ValueError("named_parameters was specified, but one or more model parameters "
+                         "were not named. Python object ids: %s"
+                         % ", ".join(str(id(p)) for p in unnamed))
+    return {v: k for k, v in named_parameters}
+
+
+def _hook_every(opt):
+    """opt._make_hook(p) on every parameter that takes a gradient, run
+    once backward has accumulated p's gradient."""
+    for group in opt.param_groups:
+        for p in group["params"]:
+            if not p.requires_grad:
+                continue
+            if hasattr(p, "register_post_accumulate_grad_hook"):
+                p.register_post_accumulate_grad_hook(opt._make_hook(p))
+            else:
+                # The accumulator of p.grad: its hook runs once the
+                # gradient is summed into p.grad.
+                acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                acc.register_hook(opt._make_hook(p))
+                opt._grad_accs.append(acc)
+
+
+def _last_pass(opt, p):
+    """A hook counts p's backward pass: True on the step's last one (its
+    gradient is complete). One pass too many is an error."""
+    if p in opt._handles and opt._handles[p][0] is not None:
+        if opt._allreduce_delay[p] <= 0:
+            raise AssertionError(
+                "Gradients were computed more than backward_passes_per_step times "
+                "before call to step(). Increase backward_passes_per_step to "
+                "accumulate gradients locally.")
+    opt._allreduce_delay[p] -= 1
+    return opt._allreduce_delay[p] == 0
+
+
+def _no_race(opt):
+    """zero_grad() between backward() and step() would race the
+    allreduces still writing the gradients."""
+    if opt._handles:
+        raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                             "before optimizer.step() or optimizer.synchronize(). This is "
+                             "prohibited as it can cause a race condition.")
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     _hvd_distributed = True
 
@@ -45,25 +108,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self.backward_passes_per_step = backward_passes_per_step
 
         all_params = [p for g in self.param_groups for p in g["params"]]
-        if named_parameters is not None:
-            named_parameters = list(named_parameters)
-        else:
-            named_parameters = [("allreduce.noname.%s" % i, p) for i, p in enumerate(all_params)]
-        if any(not isinstance(p, tuple) or len(p) != 2 for p in named_parameters):
-            raise ValueError("named_parameters should be a sequence of tuples (name, "
-                             "parameter), usually produced by model.named_parameters().")
-        names = [k for k, _ in named_parameters]
-        dups = sorted({k for k in names if names.count(k) > 1})
-        if dups:
-            raise ValueError("Parameter names in named_parameters must be unique. Found "
-                             "duplicates: %s" % ", ".join(dups))
-        named_ids = {id(v) for _, v in named_parameters}
-        unnamed = [p for p in all_params if id(p) not in named_ids]
-        if unnamed:
-            raise ValueError("named_parameters was specified, but one or more model parameters "
-                             "were not named. Python object ids: %s"
-                             % ", ".join(str(id(p)) for p in unnamed))
-        self._parameter_names = {v: k for k, v in named_parameters}
+        self._parameter_names = _names(all_params, named_parameters)
 
         self._requires_update = {p for p in all_params if p.requires_grad}
         self._handles = {}
@@ -96,35 +141,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
         # An elastic job may grow from one worker: its hooks are there.
         if size() > 1 or lib.hvd_elastic_generation() > 0:
-            self._register_hooks()
+            _hook_every(self)
 
     # --- hooks ----------------------------------------------------------
 
-    def _register_hooks(self):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if not p.requires_grad:
-                    continue
-                if hasattr(p, "register_post_accumulate_grad_hook"):
-                    p.register_post_accumulate_grad_hook(self._make_hook(p, pass_param=True))
-                else:
-                    # The accumulator of p.grad: its hook runs once the
-                    # gradient is summed into p.grad.
-                    acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                    acc.register_hook(self._make_hook(p, pass_param=False))
-                    self._grad_accs.append(acc)
-
-    def _make_hook(self, p, pass_param):
+    def _make_hook(self, p):
         def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than backward_passes_per_step times "
-                        "before call to step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
             handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
+            if _last_pass(self, p):
                 if p in self._p_to_group:
                     key = self._p_to_group[p]
                     self._group_counts[key] += 1
@@ -269,10 +293,105 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
-        if self._handles:
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
-                                 "before optimizer.step() or optimizer.synchronize(). This is "
-                                 "prohibited as it can cause a race condition.")
+        _no_race(self)
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+class _DistributedAdasumOptimizer(torch.optim.Optimizer):
+    """op=hvd.Adasum, Horovod's way: Adasum combines the ranks' updates,
+    not their gradients. Once backward has a parameter's gradient, its
+    hook steps the wrapped optimizer on that parameter alone (its state,
+    momentum say, moves as it would alone) and starts the Adasum of the
+    step's delta, the new value less the old; step() adds each combined
+    delta to the parameter's value before the step. Adasum is no linear
+    function of the gradients, so the delta is what it combines: the
+    learning rate, momentum and the rest act on each rank's own gradient
+    first."""
+
+    _hvd_distributed = True
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        all_params = [p for g in self.param_groups for p in g["params"]]
+        self._parameter_names = _names(all_params, named_parameters)
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {p: backward_passes_per_step for p in all_params}
+        self._requires_update = {p for p in all_params if p.requires_grad}
+        self._handles = {}
+        self._grad_accs = []
+        # Each parameter's value before its step (the delta's base).
+        self._starting_models = {p: torch.zeros_like(p, requires_grad=False)
+                                 for p in self._requires_update}
+        _hook_every(self)
+
+    def set_backward_passes_per_step(self, passes):
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = passes
+
+    def _make_hook(self, p):
+        def hook(*ignore):
+            self._handles[p] = self._delta_async(p) if _last_pass(self, p) else (None, None)
+
+        return hook
+
+    def _delta_async(self, p):
+        """Step the wrapped optimizer on p alone; p then holds the step's
+        delta, whose Adasum starts."""
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        start = self._starting_models[p]
+        kept = [g["params"] for g in self.param_groups]
+        for g in self.param_groups:
+            g["params"] = [p] if any(p is q for q in g["params"]) else []
+        try:
+            start.copy_(p.data)
+            super(self.__class__, self).step()
+            p.data.sub_(start)
+        finally:
+            for g, params in zip(self.param_groups, kept):
+                g["params"] = params
+        compressed, ctx = self._compression.compress(p.data)
+        handle = allreduce_async_(compressed, name=self._parameter_names.get(p), op=Adasum)
+        return handle, (compressed, ctx)
+
+    def _hvd_forget(self):
+        """After a reset (hvd.elastic): the failed step's handles and
+        passes go (its parameters, deltas then, come back with the
+        model's committed state)."""
+        self._handles.clear()
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+
+    def synchronize(self):
+        """Nothing to do before step(): step() applies the deltas."""
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        raise AssertionError("Skipping synchronization is not supported when using the "
+                             "Adasum optimizer.")
+        yield  # pragma: no cover  (a generator, for contextmanager)
+
+    def step(self, closure=None):
+        loss = closure() if closure is not None else None
+        for p in self._requires_update - set(self._handles):
+            self._handles[p] = self._delta_async(p)
+        try:
+            for p, (handle, ctx) in list(self._handles.items()):
+                if handle is None:  # fewer passes than backward_passes_per_step
+                    handle, ctx = self._delta_async(p)
+                delta = self._compression.decompress(synchronize(handle), ctx[1])
+                start = self._starting_models[p]
+                start.add_(delta)
+                p.data.copy_(start)
+                self._allreduce_delay[p] = self.backward_passes_per_step
+        finally:
+            self._handles.clear()
+        return loss
+
+    def zero_grad(self, *args, **kwargs):
+        _no_race(self)
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
@@ -290,16 +409,24 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     after the sum. groups: an int (that many groups, in backward order) or
     lists of parameters, each allreduced as one group (num_groups is its
     deprecated name). sparse_as_dense: allreduce sparse gradients as dense
-    tensors instead of gathering them."""
+    tensors instead of gathering them. op=hvd.Adasum (more than one rank,
+    a power of two, parameters in host memory): each rank steps the
+    wrapped optimizer on its own gradients and Adasum combines the
+    updates (_DistributedAdasumOptimizer), as Horovod does."""
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
-    if op == Adasum:
-        raise NotImplementedError("hvd.DistributedOptimizer: libhvd does not implement "
-                                  "Adasum; use op=hvd.Average or hvd.Sum")
     if num_groups != 0:
         warnings.warn("Parameter `num_groups` has been replaced by `groups`", DeprecationWarning)
         if groups is None:
             groups = num_groups
+    if op == Adasum and size() > 1:
+        if process_set != global_process_set:
+            raise NotImplementedError("the Adasum optimizer combines over every rank: "
+                                      "process_set must be the global one")
+        cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+                   dict(_DistributedAdasumOptimizer.__dict__))
+        return cls(optimizer.param_groups, named_parameters, compression,
+                   backward_passes_per_step)
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,

@@ -1,0 +1,46 @@
+/* adasum.h: Adasum, adaptive summation (Maleki et al., "Scaling
+ * Distributed Training with Adaptive Summation", MLSys 2021), as
+ * Horovod's op=Adasum combines gradients on the CPU.
+ *
+ * Two gradients a and b combine as
+ *   adasum(a, b) = (1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b
+ * (a zero vector's coefficient is 1): orthogonal ones add up, parallel
+ * ones average, and in between the shared part counts once. Each tensor
+ * of a fused batch combines on its own dot product and norms.
+ *
+ * Over a power-of-two number of ranks, by vector halving and distance
+ * doubling: at level k (k = 0, 1, ...) rank r pairs with r ^ 2^k, keeps
+ * half of the range it holds and sends the other half, so that the
+ * 2^(k+1) ranks of r's block (the ranks that differ from r in bits 0..k
+ * only) hold one slice each of the two vectors they combine: the result
+ * of the block's lower half (a) and of its upper half (b). Each rank adds
+ * up the dot product and both norms of every tensor over its slice, the
+ * block sums them by recursive doubling (every rank gets the same bits:
+ * IEEE addition commutes), and each rank combines its slice. After
+ * log2(N) levels each rank holds 1/N of the result; the halves then come
+ * back in reverse order. Each rank sends and receives 2(N-1)/N of the
+ * buffer, as the ring does, plus log2(N)(log2(N)+1)/2 small exchanges of
+ * three doubles a tensor. Every partner is a recursive-doubling partner
+ * of the ring's (hvd__ring_sources). */
+#ifndef HVD_ADASUM_H
+#define HVD_ADASUM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "hvd.h"
+#include "algo/ring.h"
+
+/* size is 1, 2, 4, ... */
+bool hvd__adasum_size_ok(int size);
+/* buf holds n tensors of counts[i] elements of dtype t (float16,
+ * bfloat16, float32 or float64), end to end; it becomes the Adasum of
+ * every rank's buf, the same bits on every rank. scratch holds half of
+ * buf's elements, rounded up. c->size must pass hvd__adasum_size_ok.
+ * times, if not NULL, accumulates the halving (reduce_scatter_us) and
+ * the gathering back (allgather_us). */
+int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
+		const size_t *counts, size_t n, enum hvd_dtype t,
+		struct hvd__ring_times *times);
+
+#endif
