@@ -145,6 +145,8 @@ def main():
     ap.add_argument("--num-batches-per-iter", type=int, default=5)
     ap.add_argument("--num-iters", type=int, default=5)
     ap.add_argument("--fp16-allreduce", action="store_true", help="send gradients as float16")
+    ap.add_argument("--use-adasum", action="store_true",
+                    help="combine the ranks' steps by Adasum (op=hvd.Adasum), not an average")
     ap.add_argument("--ddp", action="store_true",
                     help="torch DistributedDataParallel over gloo (NCCL with --cuda) "
                     "instead of hvd.torch")
@@ -164,6 +166,10 @@ def main():
     args = ap.parse_args()
     if args.ddp and args.local:
         ap.error("--ddp and --local exclude each other")
+    if args.use_adasum and (args.ddp or args.local):
+        ap.error("--use-adasum is hvd.torch's: not with --ddp or --local")
+    if args.use_adasum and args.cuda:
+        ap.error("--use-adasum: libhvd's Adasum takes tensors in host memory, not --cuda")
     if args.backward_passes_per_step < 1:
         ap.error("--backward-passes-per-step must be at least 1, not %d"
                  % args.backward_passes_per_step)
@@ -181,7 +187,8 @@ def main():
         device = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
         torch.cuda.set_device(device)
         model = model.to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size())
+    # Adasum needs no learning rate scaled by the ranks (Horovod's advice).
+    opt = torch.optim.SGD(model.parameters(), lr=0.01 * (1 if args.use_adasum else hvd.size()))
 
     if args.ddp:
         import torch.distributed as dist
@@ -197,10 +204,12 @@ def main():
         compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
         opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
                                        compression=compression,
-                                       backward_passes_per_step=passes)
+                                       backward_passes_per_step=passes,
+                                       op=hvd.Adasum if args.use_adasum else hvd.Average)
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         hvd.broadcast_optimizer_state(opt, root_rank=0)
-        engine = "hvd.torch DistributedOptimizer" + (" (fp16)" if args.fp16_allreduce else "")
+        engine = ("hvd.torch DistributedOptimizer" + (" (fp16)" if args.fp16_allreduce else "")
+                  + (" (Adasum)" if args.use_adasum else ""))
 
     data = torch.randn(args.batch_size, *shape, device=device)
     target = torch.randint(0, 10, (args.batch_size,), device=device)

@@ -9,6 +9,9 @@
 
 /* Levels at most: 2^31 ranks. */
 #define LEVELS 31
+/* The halves go in pieces of this many bytes: each piece's dot products
+ * are taken while it is in cache (the ring's chunks are about as large). */
+#define PIECE (512u << 10)
 
 bool hvd__adasum_size_ok(int size)
 {
@@ -34,28 +37,57 @@ static size_t overlap(size_t off, size_t count, size_t lo, size_t len,
 	return b > a ? b - a : 0;
 }
 
-/* Level k's combination of the range [lo, lo + len) this rank keeps
- * (mine, in buf) with the partner's copy of it (theirs): the sums over
- * the block of 2^(k+1) ranks, then each tensor's coefficients. upper:
- * this rank's data is the block's b. v holds 6 doubles a tensor. */
-static int combine(const struct hvd__comm *c, char *buf, const char *theirs,
-		   size_t lo, size_t len, const size_t *counts, size_t n,
-		   enum hvd_dtype t, bool upper, int k, double *v)
+/* Each tensor's a.b, a.a and b.b over [lo, lo + len), part of the range
+ * this rank keeps from keep (mine in buf; the partner's copy in theirs,
+ * from keep on), added into v. upper: this rank's data is the block's
+ * b. */
+static void dots(const char *buf, const char *theirs, size_t keep, size_t lo,
+		 size_t len, const size_t *counts, size_t n, enum hvd_dtype t,
+		 bool upper, double *v)
 {
 	size_t es = hvd__dtype_size(t), off, i, from, m;
-	double *in = v + 3 * n;
-	int j, rc = HVD_OK;
 
-	memset(v, 0, 3 * n * sizeof(*v));
-	for (i = 0, off = 0; i < n; off += counts[i++]) {
+	for (i = 0, off = 0; i < n && off < lo + len; off += counts[i++]) {
 		m = overlap(off, counts[i], lo, len, &from);
 		if (m > 0) {
 			const char *mine = buf + from * es,
-				   *other = theirs + (from - lo) * es;
+				   *other = theirs + (from - keep) * es;
 
 			hvd__dots(upper ? other : mine, upper ? mine : other, m,
 				  t, v + 3 * i);
 		}
+	}
+}
+
+/* Level k: this rank keeps [lo + keep_at, + keep) of [lo, lo + len) and
+ * gives the rest, in pieces, each piece's dot products taken while it is
+ * in cache; then the sums over the block of 2^(k+1) ranks, and each
+ * tensor's combination. v holds 6 doubles a tensor. */
+static int level(const struct hvd__comm *c, char *buf, char *theirs, size_t lo,
+		 size_t len, const size_t *counts, size_t n, enum hvd_dtype t,
+		 int k, double *v)
+{
+	size_t es = hvd__dtype_size(t), piece = PIECE / es, off, i, from, m;
+	bool upper = (c->rank >> k) & 1;
+	size_t first = len / 2, keep = upper ? len - first : first;
+	size_t keep_lo = upper ? lo + first : lo, give = len - keep;
+	size_t give_lo = upper ? lo : lo + first;
+	int p = c->rank ^ (1 << k), j, rc = HVD_OK;
+	double *in = v + 3 * n;
+
+	memset(v, 0, 3 * n * sizeof(*v));
+	for (off = 0; (off < keep || off < give) && rc == HVD_OK;
+	     off += piece) {
+		size_t s = off < give ? give - off : 0,
+		       r = off < keep ? keep - off : 0;
+
+		s = s < piece ? s : piece;
+		r = r < piece ? r : piece;
+		rc = swap(c, p, buf + (give_lo + off) * es, s * es,
+			  theirs + off * es, r * es);
+		if (rc == HVD_OK && r > 0)
+			dots(buf, theirs, keep_lo, keep_lo + off, r, counts, n,
+			     t, upper, v);
 	}
 	for (j = 0; j <= k && rc == HVD_OK; j++) {
 		rc = swap(c, c->rank ^ (1 << j), v, 3 * n * sizeof(*v), in,
@@ -68,10 +100,11 @@ static int combine(const struct hvd__comm *c, char *buf, const char *theirs,
 		double ca = aa > 0 ? 1 - ab / (2 * aa) : 1;
 		double cb = bb > 0 ? 1 - ab / (2 * bb) : 1;
 
-		m = overlap(off, counts[i], lo, len, &from);
+		m = overlap(off, counts[i], keep_lo, keep, &from);
 		if (m > 0)
-			hvd__axpby(buf + from * es, theirs + (from - lo) * es,
-				   m, t, upper ? cb : ca, upper ? ca : cb);
+			hvd__axpby(buf + from * es,
+				   theirs + (from - keep_lo) * es, m, t,
+				   upper ? cb : ca, upper ? ca : cb);
 	}
 	return rc;
 }
@@ -98,20 +131,12 @@ int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
 		len += counts[i];
 	for (k = 0; (1 << k) < c->size && rc == HVD_OK; k++) {
 		bool upper = (c->rank >> k) & 1;
-		size_t first = len / 2;
-		size_t keep_lo = upper ? lo + first : lo;
-		size_t keep = upper ? len - first : first;
-		size_t give_lo = upper ? lo : lo + first;
 
 		was_lo[k] = lo;
 		was_len[k] = len;
-		rc = swap(c, c->rank ^ (1 << k), b + give_lo * es,
-			  (len - keep) * es, scratch, keep * es);
-		lo = keep_lo;
-		len = keep;
-		if (rc == HVD_OK)
-			rc = combine(c, b, scratch, lo, len, counts, n, t,
-				     upper, k, v);
+		rc = level(c, b, scratch, lo, len, counts, n, t, k, v);
+		lo = upper ? lo + len / 2 : lo;
+		len = upper ? len - len / 2 : len / 2;
 	}
 	free(v);
 	t1 = hvd__now_us();

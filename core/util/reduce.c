@@ -182,30 +182,38 @@ KERNELS16(f16, hvd__half_to_float, hvd__float_to_half)
 KERNELS16(bf16, hvd__bf16_to_float, hvd__float_to_bf16)
 
 /* Adasum's kernels, in float64 whatever the dtype. */
-#define DOTS(name, T, TOD)                                                      \
-	CLONES static void name(const void *pa, const void *pb, size_t n,       \
-				double out[3])                                  \
-	{                                                                       \
-		const T *restrict a = pa;                                       \
-		const T *restrict b = pb;                                       \
-		double ab[4] = {0}, aa[4] = {0}, bb[4] = {0};                   \
-		size_t i;                                                       \
-		int k;                                                          \
-                                                                                \
-		/* Four sums of each: they vectorize, where one would wait    \
-		 * on its own last addition. */ \
-		for (i = 0; i < n; i++) {                                       \
-			double x = TOD(a[i]), y = TOD(b[i]);                    \
-                                                                                \
-			ab[i % 4] += x * y;                                     \
-			aa[i % 4] += x * x;                                     \
-			bb[i % 4] += y * y;                                     \
-		}                                                               \
-		for (k = 0; k < 4; k++) {                                       \
-			out[0] += ab[k];                                        \
-			out[1] += aa[k];                                        \
-			out[2] += bb[k];                                        \
-		}                                                               \
+#define DOTS(name, T, TOD)                                                       \
+	CLONES static void name(const void *pa, const void *pb, size_t n,        \
+				double out[3])                                   \
+	{                                                                        \
+		const T *restrict a = pa;                                        \
+		const T *restrict b = pb;                                        \
+		double ab[4] = {0}, aa[4] = {0}, bb[4] = {0};                    \
+		size_t i;                                                        \
+		int k;                                                           \
+                                                                                 \
+		/* Four sums of each, a lane each: they vectorize, where one   \
+		 * would wait on its own last addition. */ \
+		for (i = 0; i + 4 <= n; i += 4)                                  \
+			for (k = 0; k < 4; k++) {                                \
+				double x = TOD(a[i + k]), y = TOD(b[i + k]);     \
+                                                                                 \
+				ab[k] += x * y;                                  \
+				aa[k] += x * x;                                  \
+				bb[k] += y * y;                                  \
+			}                                                        \
+		for (k = 0; i < n; i++, k++) {                                   \
+			double x = TOD(a[i]), y = TOD(b[i]);                     \
+                                                                                 \
+			ab[k] += x * y;                                          \
+			aa[k] += x * x;                                          \
+			bb[k] += y * y;                                          \
+		}                                                                \
+		for (k = 0; k < 4; k++) {                                        \
+			out[0] += ab[k];                                         \
+			out[1] += aa[k];                                         \
+			out[2] += bb[k];                                         \
+		}                                                                \
 	}
 
 #define AXPBY(name, T, TOD, FROMD)                                             \

@@ -108,17 +108,19 @@ def test_example_synthetic_benchmark():
         r.stdout
 
 
-@pytest.mark.parametrize("engine", ["hvd", "--ddp", "--local"])
+@pytest.mark.parametrize("engine", ["hvd", "--ddp", "--local", "--use-adasum"])
 def test_example_synthetic_benchmark_two_passes(engine):
     """Two backward passes an optimizer step: samples count both; --local
-    exchanges nothing (the ceiling the bench measures against)."""
+    exchanges nothing (the ceiling the bench measures against);
+    --use-adasum combines the steps by Adasum."""
     r = hvdrun("-np", "2", PY, "examples/torch_synthetic_benchmark.py", "--model", "cnn",
                "--num-iters", "2", "--num-warmup-batches", "1", "--num-batches-per-iter", "2",
                "--batch-size", "4", "--threads", "1", "--backward-passes-per-step", "2",
                *([] if engine == "hvd" else [engine]))
     assert r.returncode == 0, r.stdout + r.stderr
     want = {"hvd": "hvd.torch DistributedOptimizer", "--ddp": "DistributedDataParallel (gloo)",
-            "--local": "each rank alone (no exchange)"}[engine]
+            "--local": "each rank alone (no exchange)",
+            "--use-adasum": "hvd.torch DistributedOptimizer (Adasum)"}[engine]
     assert re.search(r"^\[0\]<stdout>:Model: cnn .*batch size 4, 2 backward passes a step, "
                      + re.escape(want) + ", 2 ranks", r.stdout, re.M), r.stdout
     assert re.search(r"^\[0\]<stdout>:Total img/sec on 2 ranks: [0-9.]+", r.stdout, re.M), \
@@ -128,7 +130,8 @@ def test_example_synthetic_benchmark_two_passes(engine):
 def test_example_synthetic_benchmark_bad_arguments():
     for args, err in ((["--ddp", "--local"], "--ddp and --local exclude each other"),
                       (["--backward-passes-per-step", "0"],
-                       "--backward-passes-per-step must be at least 1, not 0")):
+                       "--backward-passes-per-step must be at least 1, not 0"),
+                      (["--use-adasum", "--ddp"], "--use-adasum is hvd.torch's")):
         r = hvdrun("-np", "1", PY, "examples/torch_synthetic_benchmark.py", *args)
         assert r.returncode != 0
         assert err in r.stderr, r.stderr

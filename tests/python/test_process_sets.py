@@ -207,6 +207,27 @@ def test_optimizer_process_sets(hvd, ps):
     hvd.barrier(process_set=mine)
 
 
+def test_adasum_process_sets(hvd, ps):
+    """op=hvd.Adasum within a set (every set here has 1 or 2 ranks, a
+    power of two): its members' tensors only, paired in the set's order.
+    The Adasum optimizer combines over the job, so a set is refused."""
+    from test_adasum import off_by, reference
+
+    need2(hvd)
+    mine, ranks = ps["mine"], ps["ranks"]
+
+    def vec(r):
+        return torch.tensor([1.0 + r, 2.0 - r, 0.5 * r, 3.0, -r])
+
+    got = hvd.allreduce(vec(hvd.rank()), op=hvd.Adasum, name="ps.adasum", process_set=mine)
+    assert off_by(got, reference([vec(r) for r in ranks])) < 1e-6
+    model = torch.nn.Linear(2, 1)
+    with pytest.raises(NotImplementedError, match="process_set must be the global one"):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                 op=hvd.Adasum, process_set=mine)
+    hvd.barrier(process_set=mine)
+
+
 def test_process_set_errors(hvd, ps):
     need2(hvd)
     mine = ps["mine"]
