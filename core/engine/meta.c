@@ -55,8 +55,8 @@ static void describe_shape(const struct hvd__meta *m, char *buf, size_t len)
 
 void hvd__meta_describe(const struct hvd__meta *m, char *buf, size_t len)
 {
-	static const char *const ops[] = {"sum", "average", "min", "max",
-					  "product"};
+	static const char *const ops[] = {"sum", "average", "min",
+					  "max", "product", "adasum"};
 	size_t n;
 
 	bool reduces = m->type == HVD__REQ_ALLREDUCE ||
@@ -86,7 +86,7 @@ void hvd__meta_describe(const struct hvd__meta *m, char *buf, size_t len)
 	else if (m->block > 1)
 		snprintf(buf + n, len - n, " in rows of %" PRIu64, m->block);
 	n = strlen(buf);
-	if (reduces && m->op < 5)
+	if (reduces && m->op < sizeof(ops) / sizeof(ops[0]))
 		snprintf(buf + n, len - n, " op %s", ops[m->op]);
 	n = strlen(buf);
 	if (reduces && (m->prescale != 1 || m->postscale != 1))

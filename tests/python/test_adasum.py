@@ -118,6 +118,11 @@ def test_refusals_say_why(hvd):
         hvd.reducescatter(torch.ones(4 * hvd.size()), op=hvd.Adasum, name="refused.rs")
     with pytest.raises(NotImplementedError, match="sparse"):
         hvd.sparse_allreduce_async(torch.ones(3).to_sparse(), "sparse.adasum", hvd.Adasum)
+    if hvd.size() > 1 and power_of_two(hvd.size()):
+        # Ranks that disagree on the op: an error on every rank.
+        op = hvd.Adasum if hvd.rank() == 0 else hvd.Sum
+        with pytest.raises(hvd.HorovodInternalError, match="op adasum, rank 1 for .* op sum"):
+            hvd.allreduce(torch.ones(4), op=op, name="refused.op")
     # The job goes on.
     assert hvd.allreduce(torch.ones(2), op=hvd.Sum, name="after").tolist() == [hvd.size()] * 2
 
