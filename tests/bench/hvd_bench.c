@@ -3,11 +3,12 @@
  *   hvd_bench resnet  the 161 gradient tensors of ResNet-50 submitted at
  *                     once, then waited for: "step seconds" per step
  *   hvd_bench alltoall, hvd_bench reducescatter, hvd_bench allgather,
- *   hvd_bench broadcast
+ *   hvd_bench broadcast, hvd_bench adasum
  *                     float32, 64 KiB to 64 MiB per rank (alltoall: an
  *                     equal share to every rank; reducescatter: sum;
  *                     allgather: 64 KiB to 64 MiB in all, an equal share
- *                     from every rank; broadcast: from rank 0)
+ *                     from every rank; broadcast: from rank 0; adasum:
+ *                     an allreduce with op HVD_ADASUM)
  *   hvd_bench set2 [B]
  *                     (HOROVOD_DYNAMIC_PROCESS_SETS=1) the allreduce of
  *                     sizes within the process set of ranks 0 and B
@@ -45,7 +46,7 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-enum kind { ALLREDUCE, ALLTOALL, REDUCESCATTER, ALLGATHER, BROADCAST };
+enum kind { ALLREDUCE, ALLTOALL, REDUCESCATTER, ALLGATHER, BROADCAST, ADASUM };
 
 /* The process set the collectives run in (0: the job). */
 static int bench_set;
@@ -67,6 +68,9 @@ static int one(enum kind k, float *buf, float *out, size_t bytes)
 	if (k == ALLREDUCE)
 		return hvd_allreduce("bench", buf, buf, c, HVD_FLOAT32,
 				     HVD_SUM);
+	if (k == ADASUM)
+		return hvd_allreduce("bench.ada", buf, buf, c, HVD_FLOAT32,
+				     HVD_ADASUM);
 	if (k == REDUCESCATTER)
 		return hvd_reducescatter("bench.rs", buf, out, c, 1,
 					 HVD_FLOAT32, HVD_SUM, 1, 1);
@@ -316,6 +320,8 @@ int main(int argc, char **argv)
 		rc = run_sizes(ALLGATHER);
 	else if (argc > 1 && strcmp(argv[1], "broadcast") == 0)
 		rc = run_sizes(BROADCAST);
+	else if (argc > 1 && strcmp(argv[1], "adasum") == 0)
+		rc = run_sizes(ADASUM);
 	else if (argc > 1 && strcmp(argv[1], "late") == 0)
 		rc = run_late(false);
 	else if (argc > 1 && strcmp(argv[1], "late-async") == 0)
