@@ -9,9 +9,6 @@
 
 /* Levels at most: 2^31 ranks. */
 #define LEVELS 31
-/* The halves go in pieces of this many bytes: each piece's dot products
- * are taken while it is in cache (the ring's chunks are about as large). */
-#define PIECE (512u << 10)
 
 bool hvd__adasum_size_ok(int size)
 {
@@ -59,36 +56,52 @@ static void dots(const char *buf, const char *theirs, size_t keep, size_t lo,
 	}
 }
 
-/* Level k: this rank keeps [lo + keep_at, + keep) of [lo, lo + len) and
- * gives the rest, in pieces, each piece's dot products taken while it is
- * in cache; then the sums over the block of 2^(k+1) ranks, and each
- * tensor's combination. v holds 6 doubles a tensor. */
+/* The partner's half as it arrives: the dot products of what has come,
+ * taken while it is in cache and the rest is still on its way. */
+struct arrival {
+	const char *buf, *theirs;
+	size_t keep; /* where the kept range starts */
+	const size_t *counts;
+	size_t n;
+	enum hvd_dtype t;
+	bool upper;
+	double *v;
+	size_t seen; /* elements whose share is in v */
+};
+
+static void arrived(void *arg, size_t done)
+{
+	struct arrival *a = arg;
+	size_t upto = done / hvd__dtype_size(a->t);
+
+	if (upto > a->seen)
+		dots(a->buf, a->theirs, a->keep, a->keep + a->seen,
+		     upto - a->seen, a->counts, a->n, a->t, a->upper, a->v);
+	a->seen = upto > a->seen ? upto : a->seen;
+}
+
+/* Level k: this rank keeps one half of [lo, lo + len) and gives the
+ * other; the dot products as the partner's half arrives, then the sums
+ * over the block of 2^(k+1) ranks, and each tensor's combination. v
+ * holds 6 doubles a tensor. */
 static int level(const struct hvd__comm *c, char *buf, char *theirs, size_t lo,
 		 size_t len, const size_t *counts, size_t n, enum hvd_dtype t,
 		 int k, double *v)
 {
-	size_t es = hvd__dtype_size(t), piece = PIECE / es, off, i, from, m;
+	size_t es = hvd__dtype_size(t), off, i, from, m;
 	bool upper = (c->rank >> k) & 1;
 	size_t first = len / 2, keep = upper ? len - first : first;
-	size_t keep_lo = upper ? lo + first : lo, give = len - keep;
+	size_t keep_lo = upper ? lo + first : lo;
 	size_t give_lo = upper ? lo : lo + first;
-	int p = c->rank ^ (1 << k), j, rc = HVD_OK;
+	struct arrival a = {buf, theirs, keep_lo, counts, n, t, upper, v, 0};
+	int p = c->rank ^ (1 << k), j, rc;
 	double *in = v + 3 * n;
 
 	memset(v, 0, 3 * n * sizeof(*v));
-	for (off = 0; (off < keep || off < give) && rc == HVD_OK;
-	     off += piece) {
-		size_t s = off < give ? give - off : 0,
-		       r = off < keep ? keep - off : 0;
-
-		s = s < piece ? s : piece;
-		r = r < piece ? r : piece;
-		rc = swap(c, p, buf + (give_lo + off) * es, s * es,
-			  theirs + off * es, r * es);
-		if (rc == HVD_OK && r > 0)
-			dots(buf, theirs, keep_lo, keep_lo + off, r, counts, n,
-			     t, upper, v);
-	}
+	rc = c->ops->sendrecv(c->t, p, buf + give_lo * es, (len - keep) * es, p,
+			      theirs, keep * es, arrived, &a);
+	if (rc == HVD_OK)
+		arrived(&a, keep * es); /* what no progress report covered */
 	for (j = 0; j <= k && rc == HVD_OK; j++) {
 		rc = swap(c, c->rank ^ (1 << j), v, 3 * n * sizeof(*v), in,
 			  3 * n * sizeof(*v));

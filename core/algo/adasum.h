@@ -15,8 +15,7 @@
  * only) hold one slice each of the two vectors they combine: the result
  * of the block's lower half (a) and of its upper half (b). Each rank adds
  * up the dot product and both norms of every tensor over its slice (the
- * half it receives comes in pieces of 512 KiB, each piece's share taken
- * while it is in cache), the
+ * half it receives as it arrives, while the rest is on its way), the
  * block sums them by recursive doubling (every rank gets the same bits:
  * IEEE addition commutes), and each rank combines its slice. After
  * log2(N) levels each rank holds 1/N of the result; the halves then come
