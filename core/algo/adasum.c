@@ -80,26 +80,28 @@ static void arrived(void *arg, size_t done)
 	a->seen = upto > a->seen ? upto : a->seen;
 }
 
-/* Level k: this rank keeps one half of [lo, lo + len) and gives the
- * other; the dot products as the partner's half arrives, then the sums
- * over the block of 2^(k+1) ranks, and each tensor's combination. v
- * holds 6 doubles a tensor. */
-static int level(const struct hvd__comm *c, char *buf, char *theirs, size_t lo,
-		 size_t len, const size_t *counts, size_t n, enum hvd_dtype t,
+/* Level k: this rank keeps one half of [*lo, *lo + *len), which becomes
+ * its range, and gives the other; the dot products as the partner's half
+ * arrives, then the sums over the block of 2^(k+1) ranks, and each
+ * tensor's combination. v holds 6 doubles a tensor. */
+static int level(const struct hvd__comm *c, char *buf, char *theirs, size_t *lo,
+		 size_t *len, const size_t *counts, size_t n, enum hvd_dtype t,
 		 int k, double *v)
 {
 	size_t es = hvd__dtype_size(t), off, i, from, m;
 	bool upper = (c->rank >> k) & 1;
-	size_t first = len / 2, keep = upper ? len - first : first;
-	size_t keep_lo = upper ? lo + first : lo;
-	size_t give_lo = upper ? lo : lo + first;
+	size_t first = *len / 2, keep = upper ? *len - first : first;
+	size_t keep_lo = upper ? *lo + first : *lo;
+	size_t give_lo = upper ? *lo : *lo + first, give = *len - keep;
 	struct arrival a = {buf, theirs, keep_lo, counts, n, t, upper, v, 0};
 	int p = c->rank ^ (1 << k), j, rc;
 	double *in = v + 3 * n;
 
 	memset(v, 0, 3 * n * sizeof(*v));
-	rc = c->ops->sendrecv(c->t, p, buf + give_lo * es, (len - keep) * es, p,
-			      theirs, keep * es, arrived, &a);
+	*lo = keep_lo;
+	*len = keep;
+	rc = c->ops->sendrecv(c->t, p, buf + give_lo * es, give * es, p, theirs,
+			      keep * es, arrived, &a);
 	if (rc == HVD_OK)
 		arrived(&a, keep * es); /* what no progress report covered */
 	for (j = 0; j <= k && rc == HVD_OK; j++) {
@@ -143,13 +145,9 @@ int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
 	for (i = 0; i < n; i++)
 		len += counts[i];
 	for (k = 0; (1 << k) < c->size && rc == HVD_OK; k++) {
-		bool upper = (c->rank >> k) & 1;
-
 		was_lo[k] = lo;
 		was_len[k] = len;
-		rc = level(c, b, scratch, lo, len, counts, n, t, k, v);
-		lo = upper ? lo + len / 2 : lo;
-		len = upper ? len - len / 2 : len / 2;
+		rc = level(c, b, scratch, &lo, &len, counts, n, t, k, v);
 	}
 	free(v);
 	t1 = hvd__now_us();

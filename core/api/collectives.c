@@ -182,13 +182,11 @@ static int check_reduction(enum hvd_dtype t, enum hvd_op op, double pre,
 	return HVD_OK;
 }
 
-/* Adasum (adasum.h): an allreduce's op, of floats in host memory, over a
- * power-of-two number of ranks (n: the set's). */
-static int check_adasum(enum hvd_dtype t, bool gpu, int n, const char *what)
+/* Adasum (adasum.h): of floats in host memory, over a power-of-two
+ * number of ranks (n: the set's). */
+static int check_adasum(enum hvd_dtype t, bool gpu, int n)
 {
-	if (what != NULL)
-		hvd__set_error("Adasum is an allreduce's op, not %s's", what);
-	else if (gpu)
+	if (gpu)
 		hvd__set_error(
 			"Adasum runs on the CPU: reduce a copy of the tensor in host memory");
 	else if (!hvd__dtype_float(t))
@@ -197,7 +195,7 @@ static int check_adasum(enum hvd_dtype t, bool gpu, int n, const char *what)
 			hvd__dtype_name(t));
 	else if (!hvd__adasum_size_ok(n))
 		hvd__set_error(
-			"Adasum needs a power-of-two number of ranks, not %d",
+			"Adasum needs a power-of-two number of ranks (1, 2, 4, 8, ...), not %d: run the job, or make the process set, with such a number",
 			n);
 	else
 		return HVD_OK;
@@ -291,7 +289,7 @@ static int allreduce_async(const char *name, const void *sendbuf, void *recvbuf,
 	if (rc == HVD_OK)
 		rc = check_reduction(dtype, op, pre, post, gpu);
 	if (rc == HVD_OK && op == HVD_ADASUM)
-		rc = check_adasum(dtype, gpu, c.n, NULL);
+		rc = check_adasum(dtype, gpu, c.n);
 	if (rc != HVD_OK)
 		return rc;
 	return queue_call(&c, count * hvd__dtype_size(dtype),
@@ -462,8 +460,11 @@ static int reducescatter_async(const char *name, const void *sendbuf,
 		rc = check_args(recvbuf, mine, dtype);
 	if (rc == HVD_OK)
 		rc = check_reduction(dtype, op, pre, post, gpu);
-	if (rc == HVD_OK && op == HVD_ADASUM)
-		rc = check_adasum(dtype, gpu, c.n, "reducescatter");
+	if (rc == HVD_OK && op == HVD_ADASUM) {
+		hvd__set_error(
+			"Adasum is an allreduce's op, not reducescatter's");
+		rc = HVD_ENOTSUP;
+	}
 	if (rc != HVD_OK)
 		return rc;
 	return queue_call(&c, count * hvd__dtype_size(dtype),

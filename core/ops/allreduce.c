@@ -188,38 +188,36 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
 	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
-	size_t es = hvd__dtype_size(t), total = 0, half, at, i;
-	size_t *counts = malloc((n > 0 ? n : 1) * sizeof(*counts));
+	size_t es = hvd__dtype_size(t), total = 0, at, i;
+	size_t *counts = malloc(n * sizeof(*counts));
 	struct hvd__ring_times rt = {0, 0};
 	long long t0 = hvd__now_us(), t_in, t1;
 	bool one = n == 1, own = false;
-	char *work = NULL, *tmp;
+	char *mem = NULL, *work, *half;
 	int rc;
 
 	for (i = 0; counts != NULL && i < n; i++) {
 		counts[i] = (size_t)batch[i]->m.count;
 		total += counts[i];
 	}
-	half = (total + 1) / 2 * es;
-	/* Working memory: room for the halves received, after the tensors
-	 * when they are copied in. */
-	tmp = counts == NULL
-		      ? NULL
-		      : hvd__scratch(&e->buf, one ? half : total * es + half,
-				     &own);
-	if (tmp == NULL) {
+	/* Room for the half received, after the tensors when they are
+	 * copied in. */
+	if (counts != NULL)
+		mem = hvd__scratch(
+			&e->buf, (one ? 0 : total * es) + (total + 1) / 2 * es,
+			&own);
+	if (mem == NULL) {
 		free(counts);
 		return HVD_ENOMEM;
 	}
-	work = one ? batch[0]->recvbuf : tmp;
-	if (!one)
-		tmp += total * es;
+	work = one ? batch[0]->recvbuf : mem;
+	half = one ? mem : mem + total * es;
 	for (i = 0, at = 0; i < n; at += counts[i++] * es)
 		if (work + at != batch[i]->sendbuf)
 			memcpy(work + at, batch[i]->sendbuf, counts[i] * es);
 	hvd__scale(work, total, t, batch[0]->m.prescale);
 	t_in = hvd__now_us() - t0;
-	rc = hvd__adasum(&e->comm, work, tmp, counts, n, t, &rt);
+	rc = hvd__adasum(&e->comm, work, half, counts, n, t, &rt);
 	t1 = hvd__now_us();
 	if (rc == HVD_OK)
 		hvd__scale(work, total, t, batch[0]->m.postscale);
@@ -228,7 +226,7 @@ static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 		memcpy(batch[i]->recvbuf, work + at, counts[i] * es);
 	timeline_batch(e, batch, n, one, t0, t_in, &rt, hvd__now_us() - t1);
 	if (own)
-		free(one ? tmp : work);
+		free(mem);
 	free(counts);
 	return rc;
 }

@@ -860,9 +860,8 @@ static void test_adasum_orthogonal_and_parallel(void)
 				     .counts = counts,
 				     .n = 3,
 				     .kind = ADA_PARALLEL};
-		size_t es = sizeof(double), j, i, at;
-		double *sum, *avg, err = 0;
-		char *mine;
+		double *sum, *avg, *ref, err = 0;
+		size_t j, i;
 		int r;
 
 		CHECK(ada_run(n, &o) == 0);
@@ -870,8 +869,8 @@ static void test_adasum_orthogonal_and_parallel(void)
 		/* The reference itself is the sum and the average. */
 		sum = calloc(4099, sizeof(*sum));
 		avg = calloc(4099, sizeof(*avg));
-		mine = malloc(4099 * es);
-		for (j = 0, at = 0; j < 3; at += counts[j++]) {
+		ref = malloc(4099 * sizeof(*ref));
+		for (j = 0; j < 3; j++) {
 			memset(sum, 0, 4099 * sizeof(*sum));
 			memset(avg, 0, 4099 * sizeof(*avg));
 			for (r = 0; r < n; r++)
@@ -882,19 +881,17 @@ static void test_adasum_orthogonal_and_parallel(void)
 							    j, i) /
 						  n;
 				}
-			ada_reference(&o, n, j, (double *)mine);
+			ada_reference(&o, n, j, ref);
 			for (i = 0; i < counts[j]; i++)
-				err = fmax(err,
-					   fabs(((double *)mine)[i] - sum[i]));
-			ada_reference(&p, n, j, (double *)mine);
+				err = fmax(err, fabs(ref[i] - sum[i]));
+			ada_reference(&p, n, j, ref);
 			for (i = 0; i < counts[j]; i++)
-				err = fmax(err,
-					   fabs(((double *)mine)[i] - avg[i]));
+				err = fmax(err, fabs(ref[i] - avg[i]));
 		}
 		CHECK(err < 1e-12);
 		free(sum);
 		free(avg);
-		free(mine);
+		free(ref);
 	}
 }
 
