@@ -166,3 +166,174 @@ int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
 	}
 	return rc;
 }
+
+/* Rank r's slice of total elements on L ranks: [cut(r), cut(r + 1)). */
+static size_t cut(size_t total, int r, int L)
+{
+	return total / (size_t)L * (size_t)r +
+	       total % (size_t)L * (size_t)r / (size_t)L;
+}
+
+/* v (count doubles) summed over the host's ranks, in rank order: every
+ * rank gets the same bits. */
+static int shm_sum(struct hvd__shm *s, double *v, size_t count, int timeout_ms)
+{
+	size_t chunk = hvd__shm_slot_bytes(s) / sizeof(*v), pos, len, j;
+	const unsigned char *const *slots;
+	int L = hvd__shm_size(s), p, rc = HVD_OK;
+
+	for (pos = 0; pos < count && rc == HVD_OK; pos += chunk) {
+		struct iovec io;
+
+		len = count - pos < chunk ? count - pos : chunk;
+		io = (struct iovec){v + pos, len * sizeof(*v)};
+		rc = hvd__shm_exchange(s, &io, 1, &slots, timeout_ms);
+		for (j = 0; rc == HVD_OK && j < len; j++) {
+			double x = 0, y;
+
+			for (p = 0; p < L; p++) {
+				memcpy(&y, slots[p] + j * sizeof(y), sizeof(y));
+				x += y;
+			}
+			v[pos + j] = x;
+		}
+	}
+	return rc;
+}
+
+/* Where this rank keeps its slice of the combination of the buffers of
+ * ranks [base, base + w): in its own buffer's row (row[me]) when it is
+ * one of them, else in the first one's. */
+static char *held(char *const *row, int base, int w, int me)
+{
+	return row[me >= base && me < base + w ? me : base];
+}
+
+/* Level w (1, 2, 4, ...) of the tree on this rank's slice [lo, hi) of
+ * every rank's buffer (row[p], rank p's): in every block of 2w ranks, the
+ * combination of its lower half's buffers (a) with its upper half's (b),
+ * each tensor on its dot product and norms over the whole tensor (the
+ * ranks' sums of their slices'), into the row of a or b that held() names
+ * for the block. v: 3 doubles a tensor a block. */
+static int shm_level(struct hvd__shm *s, char *const *row, size_t lo, size_t hi,
+		     const size_t *counts, size_t n, enum hvd_dtype t, int w,
+		     double *v, int timeout_ms)
+{
+	size_t es = hvd__dtype_size(t), blocks, q, i, off, from, m;
+	int L = hvd__shm_size(s), me = hvd__shm_rank(s), base, rc;
+
+	blocks = (size_t)L / (2 * (size_t)w);
+	memset(v, 0, 3 * n * blocks * sizeof(*v));
+	for (q = 0, base = 0; q < blocks; q++, base += 2 * w) {
+		char *a = held(row, base, w, me),
+		     *b = held(row, base + w, w, me);
+
+		for (i = 0, off = 0; i < n && off < hi; off += counts[i++]) {
+			m = overlap(off, counts[i], lo, hi - lo, &from);
+			if (m > 0)
+				hvd__dots(a + (from - lo) * es,
+					  b + (from - lo) * es, m, t,
+					  v + 3 * (q * n + i));
+		}
+	}
+	rc = shm_sum(s, v, 3 * n * blocks, timeout_ms);
+	for (q = 0, base = 0; rc == HVD_OK && q < blocks; q++, base += 2 * w) {
+		char *a = held(row, base, w, me),
+		     *b = held(row, base + w, w, me);
+		bool upper = b == row[me];
+
+		for (i = 0, off = 0; i < n && off < hi; off += counts[i++]) {
+			const double *d = v + 3 * (q * n + i);
+			double ca = d[1] > 0 ? 1 - d[0] / (2 * d[1]) : 1;
+			double cb = d[2] > 0 ? 1 - d[0] / (2 * d[2]) : 1;
+
+			m = overlap(off, counts[i], lo, hi - lo, &from);
+			if (m > 0)
+				hvd__axpby((upper ? b : a) + (from - lo) * es,
+					   (upper ? a : b) + (from - lo) * es,
+					   m, t, upper ? cb : ca,
+					   upper ? ca : cb);
+		}
+	}
+	return rc;
+}
+
+size_t hvd__adasum_shm_scratch(const struct hvd__shm *s, size_t total)
+{
+	size_t L = (size_t)hvd__shm_size(s);
+
+	return (L - 1) * ((total + L - 1) / L);
+}
+
+/* The slices: this rank's [lo, hi), rank p's length in bytes into len,
+ * and where each rank's slice of this rank's buffer lies into off; row[p]
+ * where this rank keeps its slice of rank p's buffer (its own in place,
+ * the others' in scratch, stride elements apart). */
+static void slices(size_t total, int L, int me, size_t es, char *buf,
+		   char *scratch, size_t *len, size_t *off, char **row)
+{
+	size_t stride = (total + (size_t)L - 1) / (size_t)L;
+	int p;
+
+	for (p = 0; p < L; p++) {
+		off[p] = cut(total, p, L) * es;
+		len[p] = cut(total, p + 1, L) * es - off[p];
+		row[p] = p == me ? buf + off[p]
+				 : scratch +
+					   (size_t)(p - (p > me)) * stride * es;
+	}
+}
+
+int hvd__adasum_shm(struct hvd__shm *s, void *buf, void *scratch,
+		    const size_t *counts, size_t n, enum hvd_dtype t,
+		    int timeout_ms, struct hvd__ring_times *times)
+{
+	int L = hvd__shm_size(s), me = hvd__shm_rank(s), w, rc;
+	size_t es = hvd__dtype_size(t), total = 0, i, *len, *off, *rb, *roff;
+	char **row;
+	double *v;
+	long long t0 = hvd__now_us(), t1;
+
+	for (i = 0; i < n; i++)
+		total += counts[i];
+	if (L == 1 || total == 0)
+		return HVD_OK;
+	if (!hvd__adasum_size_ok(L))
+		return HVD_ENOTSUP;
+	len = malloc(4 * (size_t)L * sizeof(*len));
+	row = calloc((size_t)L, sizeof(*row));
+	v = malloc(3 * n * (size_t)(L / 2) * sizeof(*v));
+	if (len == NULL || row == NULL || v == NULL) {
+		free(len);
+		free(row);
+		free(v);
+		return HVD_ENOMEM;
+	}
+	off = len + L;
+	rb = off + L;
+	roff = rb + L;
+	slices(total, L, me, es, buf, scratch, len, off, row);
+	/* Rank p's slice of every buffer to rank p: row q from rank q. */
+	for (w = 0; w < L; w++) {
+		rb[w] = len[me];
+		roff[w] = w == me ? 0 : (size_t)(row[w] - (char *)scratch);
+	}
+	rc = hvd__shm_alltoallv(s, buf, len, off, scratch, rb, roff,
+				timeout_ms);
+	for (w = 1; w < L && rc == HVD_OK; w *= 2)
+		rc = shm_level(s, row, off[me] / es, (off[me] + len[me]) / es,
+			       counts, n, t, w, v, timeout_ms);
+	t1 = hvd__now_us();
+	/* This rank's own row holds its slice of the result (held()):
+	 * every rank's, in rank order. */
+	if (rc == HVD_OK)
+		rc = hvd__shm_allgatherv(s, buf, len, timeout_ms);
+	if (times != NULL) {
+		times->reduce_scatter_us += t1 - t0;
+		times->allgather_us += hvd__now_us() - t1;
+	}
+	free(len);
+	free(row);
+	free(v);
+	return rc;
+}

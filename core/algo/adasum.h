@@ -22,7 +22,21 @@
  * back in reverse order. Each rank sends and receives 2(N-1)/N of the
  * buffer, as the ring does, plus log2(N)(log2(N)+1)/2 small exchanges of
  * three doubles a tensor. Every partner is a recursive-doubling partner
- * of the ring's (hvd__ring_sources). */
+ * of the ring's (hvd__ring_sources).
+ *
+ * On one host, through the ranks' shared segment (shm.h), the same tree
+ * runs on slices: rank r gets slice r (1/N of the elements) of every
+ * other rank's buffer through the slots (an alltoall) and keeps its own
+ * in place. Each rank then runs every level on its slice: the dot
+ * products and norms of each block's tensors over the slice, summed over
+ * the ranks through the slots in rank order (the same bits on every
+ * rank: each rank's sum takes the same terms in the same order), and the
+ * block's two halves combined, into this rank's own buffer for the
+ * blocks it is in. The result's slices are then gathered through the
+ * slots. Each rank copies (N-1)/N of its buffer into its slot and N-1
+ * slices out of the others', once in the alltoall and once in the
+ * gathering; between them, only the sums (three doubles a tensor a
+ * block) cross, once a level. */
 #ifndef HVD_ADASUM_H
 #define HVD_ADASUM_H
 
@@ -31,6 +45,7 @@
 
 #include "hvd.h"
 #include "algo/ring.h"
+#include "transport/shm.h"
 
 /* size is 1, 2, 4, ... */
 bool hvd__adasum_size_ok(int size);
@@ -43,5 +58,13 @@ bool hvd__adasum_size_ok(int size);
 int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
 		const size_t *counts, size_t n, enum hvd_dtype t,
 		struct hvd__ring_times *times);
+/* The same on the host's segment s, whose local ranks are the ranks
+ * (hvd__shm_size a power of two), within timeout_ms at each wait.
+ * scratch holds hvd__adasum_shm_scratch(s, total) elements, total the
+ * elements of all n tensors. */
+size_t hvd__adasum_shm_scratch(const struct hvd__shm *s, size_t total);
+int hvd__adasum_shm(struct hvd__shm *s, void *buf, void *scratch,
+		    const size_t *counts, size_t n, enum hvd_dtype t,
+		    int timeout_ms, struct hvd__ring_times *times);
 
 #endif

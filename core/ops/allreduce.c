@@ -182,8 +182,8 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 
 /* A batch of Adasum allreduces (adasum.h), in place in its receive
  * buffer when it is one tensor, else the tensors end to end in a working
- * buffer: scaled, combined over the transport (never the hosts'
- * segments: Adasum is no element-wise sum), scaled. A rank that joined
+ * buffer: scaled, combined (through the segment when the job's ranks
+ * share one host, else over the transport), scaled. A rank that joined
  * gives zeros, which Adasum adds as nothing. */
 static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
@@ -193,19 +193,22 @@ static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 	struct hvd__ring_times rt = {0, 0};
 	long long t0 = hvd__now_us(), t_in, t1;
 	bool one = n == 1, own = false;
+	bool shm = e->hier.job && e->hier.shm != NULL && e->k.shm_allreduce;
 	char *mem = NULL, *work, *half;
+	size_t room;
 	int rc;
 
 	for (i = 0; counts != NULL && i < n; i++) {
 		counts[i] = (size_t)batch[i]->m.count;
 		total += counts[i];
 	}
-	/* Room for the half received, after the tensors when they are
-	 * copied in. */
+	/* Room for the half received (the slices, through the segment),
+	 * after the tensors when they are copied in. */
+	room = shm ? hvd__adasum_shm_scratch(e->hier.shm, total)
+		   : (total + 1) / 2;
 	if (counts != NULL)
-		mem = hvd__scratch(
-			&e->buf, (one ? 0 : total * es) + (total + 1) / 2 * es,
-			&own);
+		mem = hvd__scratch(&e->buf, (one ? 0 : total * es) + room * es,
+				   &own);
 	if (mem == NULL) {
 		free(counts);
 		return HVD_ENOMEM;
@@ -217,7 +220,9 @@ static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 			memcpy(work + at, batch[i]->sendbuf, counts[i] * es);
 	hvd__scale(work, total, t, batch[0]->m.prescale);
 	t_in = hvd__now_us() - t0;
-	rc = hvd__adasum(&e->comm, work, half, counts, n, t, &rt);
+	rc = shm ? hvd__adasum_shm(e->hier.shm, work, half, counts, n, t,
+				   hvd__transport_timeout_ms(), &rt)
+		 : hvd__adasum(&e->comm, work, half, counts, n, t, &rt);
 	t1 = hvd__now_us();
 	if (rc == HVD_OK)
 		hvd__scale(work, total, t, batch[0]->m.postscale);

@@ -79,8 +79,10 @@ void hvd__shm_reduce_slots(const struct hvd__shm *s,
 			   const unsigned char *const *slots, size_t off,
 			   void *dst, size_t count, enum hvd_dtype t,
 			   enum hvd_op op);
-/* The bytes of one slot. */
+/* The bytes of one slot; this rank's local rank; the local ranks. */
 size_t hvd__shm_slot_bytes(const struct hvd__shm *s);
+int hvd__shm_rank(const struct hvd__shm *s);
+int hvd__shm_size(const struct hvd__shm *s);
 /* A reduce-scatter: buf (len bytes) reduced as hvd__shm_allreduce_v
  * reduces, but only bytes [keep_lo, keep_hi) of the result are copied
  * into this rank's buf; the rest is left as it was. */

@@ -104,6 +104,16 @@ size_t hvd__shm_slot_bytes(const struct hvd__shm *s)
 	return s->slot;
 }
 
+int hvd__shm_rank(const struct hvd__shm *s)
+{
+	return s->lrank;
+}
+
+int hvd__shm_size(const struct hvd__shm *s)
+{
+	return s->lsize;
+}
+
 /* The set is written again two exchanges later, after a barrier that no
  * peer reaches before it has read it. */
 int hvd__shm_exchange(struct hvd__shm *s, const struct iovec *v, int k,

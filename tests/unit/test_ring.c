@@ -708,6 +708,9 @@ struct ada_case {
 	const size_t *counts;
 	size_t n;
 	int kind;	       /* ADA_MIXED, ADA_ORTHOGONAL, ADA_PARALLEL */
+	size_t slot;	       /* 0: over the comm; else through a segment of
+				  slots of this many bytes */
+	char name[64];	       /* the segment's */
 	double err[WORLD_MAX]; /* per rank: worst error, relative to the
 				  tensor's largest element */
 	uint64_t hash[WORLD_MAX];
@@ -774,13 +777,29 @@ static void ada_body(const struct hvd__comm *c, void *arg)
 	for (j = 0; j < k->n; j++)
 		total += k->counts[j];
 	buf = malloc(total * es + 1);
-	scratch = malloc((total + 1) / 2 * es + 1);
 	for (j = 0, at = 0; j < k->n; at += k->counts[j++])
 		for (i = 0; i < k->counts[j]; i++)
 			store(buf, at + i, k->t,
 			      ada_value(k->kind, c->rank, c->size, j, i));
-	k->rc[c->rank] =
-		hvd__adasum(c, buf, scratch, k->counts, k->n, k->t, NULL);
+	if (k->slot > 0) {
+		struct hvd__shm *s = NULL;
+		int rc = hvd__shm_open(&s, c->rank, c->size, k->name, k->slot,
+				       5000);
+
+		scratch = malloc(
+			(rc == HVD_OK ? hvd__adasum_shm_scratch(s, total) : 0) *
+				es +
+			1);
+		if (rc == HVD_OK)
+			rc = hvd__adasum_shm(s, buf, scratch, k->counts, k->n,
+					     k->t, 5000, NULL);
+		hvd__shm_close(s);
+		k->rc[c->rank] = rc;
+	} else {
+		scratch = malloc((total + 1) / 2 * es + 1);
+		k->rc[c->rank] = hvd__adasum(c, buf, scratch, k->counts, k->n,
+					     k->t, NULL);
+	}
 	k->hash[c->rank] = fnv(buf, total * es);
 	/* A refused size (not a power of two) has no reference. */
 	for (j = 0, at = 0; k->rc[c->rank] == HVD_OK && j < k->n;
@@ -807,9 +826,12 @@ static void ada_body(const struct hvd__comm *c, void *arg)
  * that every rank got the same bits. */
 static double ada_run(int n, struct ada_case *k)
 {
+	static int runs;
 	double worst = 0;
 	int r;
 
+	snprintf(k->name, sizeof(k->name), "hvd-test-ada-%d-%d", (int)getpid(),
+		 runs++);
 	run_world(n, ada_body, k, -1);
 	for (r = 0; r < n; r++) {
 		CHECK(k->rc[r] == HVD_OK);
@@ -821,27 +843,34 @@ static double ada_run(int n, struct ada_case *k)
 
 /* On 1, 2, 4 and 8 ranks, every float dtype, tensors of every size
  * (empty ones, one element, more than the ranks, fewer): within a few
- * roundings of the float64 reference. */
+ * roundings of the float64 reference, over the comm and through a
+ * segment whose slots are far smaller than the buffer (at 512 bytes,
+ * 8 ranks' sums of a level take two rounds). */
 static void test_adasum_reference(void)
 {
 	static const size_t counts[] = {0, 1, 3, 1000, 7, 0, 100003, 2};
 	static const enum hvd_dtype types[] = {HVD_FLOAT32, HVD_FLOAT64,
 					       HVD_FLOAT16, HVD_BFLOAT16};
 	static const double tol[] = {1e-6, 1e-13, 4e-3, 3e-2};
-	int n, t;
+	static const size_t slots[] = {0, 512, 65536};
+	int n, t, z;
 
-	for (n = 1; n <= WORLD_MAX; n *= 2)
-		for (t = 0; t < 4; t++) {
-			struct ada_case k = {
-				.t = types[t], .counts = counts, .n = 8};
-			double e = ada_run(n, &k);
+	for (z = 0; z < 3; z++)
+		for (n = 1; n <= WORLD_MAX; n *= 2)
+			for (t = 0; t < 4; t++) {
+				struct ada_case k = {.t = types[t],
+						     .counts = counts,
+						     .n = 8,
+						     .slot = slots[z]};
+				double e = ada_run(n, &k);
 
-			if (e > tol[t]) {
-				printf("# n=%d %s: off by %g of the largest\n",
-				       n, hvd__dtype_name(types[t]), e);
-				CHECK(0);
+				if (e > tol[t]) {
+					printf("# n=%d %s slot %zu: off by %g of the largest\n",
+					       n, hvd__dtype_name(types[t]),
+					       slots[z], e);
+					CHECK(0);
+				}
 			}
-		}
 }
 
 /* What makes Adasum: orthogonal gradients add up (the sum, exactly: every
@@ -860,12 +889,17 @@ static void test_adasum_orthogonal_and_parallel(void)
 				     .counts = counts,
 				     .n = 3,
 				     .kind = ADA_PARALLEL};
+		/* And through a segment of 512-byte slots. */
+		struct ada_case os = o, ps = p;
 		double *sum, *avg, *ref, err = 0;
 		size_t j, i;
 		int r;
 
+		os.slot = ps.slot = 512;
 		CHECK(ada_run(n, &o) == 0);
 		CHECK(ada_run(n, &p) < 1e-13);
+		CHECK(ada_run(n, &os) == 0);
+		CHECK(ada_run(n, &ps) < 1e-13);
 		/* The reference itself is the sum and the average. */
 		sum = calloc(4099, sizeof(*sum));
 		avg = calloc(4099, sizeof(*avg));
@@ -904,6 +938,11 @@ static void test_adasum_needs_a_power_of_two(void)
 
 	CHECK(hvd__adasum_size_ok(1) && hvd__adasum_size_ok(64));
 	CHECK(!hvd__adasum_size_ok(0) && !hvd__adasum_size_ok(6));
+	run_world(3, ada_body, &k, -1);
+	for (r = 0; r < 3; r++)
+		CHECK(k.rc[r] == HVD_ENOTSUP);
+	k.slot = 4096;
+	snprintf(k.name, sizeof(k.name), "hvd-test-ada-%d-3", (int)getpid());
 	run_world(3, ada_body, &k, -1);
 	for (r = 0; r < 3; r++)
 		CHECK(k.rc[r] == HVD_ENOTSUP);
