@@ -56,124 +56,6 @@ static void dots(const char *buf, const char *theirs, size_t keep, size_t lo,
 	}
 }
 
-/* The partner's half as it arrives: the dot products of what has come,
- * taken while it is in cache and the rest is still on its way. */
-struct arrival {
-	const char *buf, *theirs;
-	size_t keep; /* where the kept range starts */
-	const size_t *counts;
-	size_t n;
-	enum hvd_dtype t;
-	bool upper;
-	double *v;
-	size_t seen; /* elements whose share is in v */
-};
-
-static void arrived(void *arg, size_t done)
-{
-	struct arrival *a = arg;
-	size_t upto = done / hvd__dtype_size(a->t);
-
-	if (upto > a->seen)
-		dots(a->buf, a->theirs, a->keep, a->keep + a->seen,
-		     upto - a->seen, a->counts, a->n, a->t, a->upper, a->v);
-	a->seen = upto > a->seen ? upto : a->seen;
-}
-
-/* Level k: this rank keeps one half of [*lo, *lo + *len), which becomes
- * its range, and gives the other; the dot products as the partner's half
- * arrives, then the sums over the block of 2^(k+1) ranks, and each
- * tensor's combination. v holds 6 doubles a tensor. */
-static int level(const struct hvd__comm *c, char *buf, char *theirs, size_t *lo,
-		 size_t *len, const size_t *counts, size_t n, enum hvd_dtype t,
-		 int k, double *v)
-{
-	size_t es = hvd__dtype_size(t), off, i, from, m;
-	bool upper = (c->rank >> k) & 1;
-	size_t first = *len / 2, keep = upper ? *len - first : first;
-	size_t keep_lo = upper ? *lo + first : *lo;
-	size_t give_lo = upper ? *lo : *lo + first, give = *len - keep;
-	struct arrival a = {buf, theirs, keep_lo, counts, n, t, upper, v, 0};
-	int p = c->rank ^ (1 << k), j, rc;
-	double *in = v + 3 * n;
-
-	memset(v, 0, 3 * n * sizeof(*v));
-	*lo = keep_lo;
-	*len = keep;
-	rc = c->ops->sendrecv(c->t, p, buf + give_lo * es, give * es, p, theirs,
-			      keep * es, arrived, &a);
-	if (rc == HVD_OK)
-		arrived(&a, keep * es); /* what no progress report covered */
-	for (j = 0; j <= k && rc == HVD_OK; j++) {
-		rc = swap(c, c->rank ^ (1 << j), v, 3 * n * sizeof(*v), in,
-			  3 * n * sizeof(*v));
-		for (i = 0; rc == HVD_OK && i < 3 * n; i++)
-			v[i] += in[i];
-	}
-	for (i = 0, off = 0; rc == HVD_OK && i < n; off += counts[i++]) {
-		double ab = v[3 * i], aa = v[3 * i + 1], bb = v[3 * i + 2];
-		double ca = aa > 0 ? 1 - ab / (2 * aa) : 1;
-		double cb = bb > 0 ? 1 - ab / (2 * bb) : 1;
-
-		m = overlap(off, counts[i], keep_lo, keep, &from);
-		if (m > 0)
-			hvd__axpby(buf + from * es,
-				   theirs + (from - keep_lo) * es, m, t,
-				   upper ? cb : ca, upper ? ca : cb);
-	}
-	return rc;
-}
-
-int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
-		const size_t *counts, size_t n, enum hvd_dtype t,
-		struct hvd__ring_times *times)
-{
-	size_t es = hvd__dtype_size(t), lo = 0, len = 0, i;
-	size_t was_lo[LEVELS], was_len[LEVELS];
-	char *b = buf;
-	double *v;
-	long long t0 = hvd__now_us(), t1;
-	int k, rc = HVD_OK;
-
-	if (c->size == 1 || n == 0)
-		return HVD_OK;
-	if (!hvd__adasum_size_ok(c->size))
-		return HVD_ENOTSUP;
-	v = malloc(6 * n * sizeof(*v));
-	if (v == NULL)
-		return HVD_ENOMEM;
-	for (i = 0; i < n; i++)
-		len += counts[i];
-	for (k = 0; (1 << k) < c->size && rc == HVD_OK; k++) {
-		was_lo[k] = lo;
-		was_len[k] = len;
-		rc = level(c, b, scratch, &lo, &len, counts, n, t, k, v);
-	}
-	free(v);
-	t1 = hvd__now_us();
-	while (--k >= 0 && rc == HVD_OK) {
-		bool upper = (c->rank >> k) & 1;
-		size_t other_lo = upper ? was_lo[k] : lo + len;
-
-		rc = swap(c, c->rank ^ (1 << k), b + lo * es, len * es,
-			  b + other_lo * es, (was_len[k] - len) * es);
-		lo = was_lo[k];
-		len = was_len[k];
-	}
-	if (times != NULL) {
-		times->reduce_scatter_us += t1 - t0;
-		times->allgather_us += hvd__now_us() - t1;
-	}
-	return rc;
-}
-
-/* Rank r's slice of total elements on L ranks: [cut(r), cut(r + 1)). */
-static size_t cut(size_t total, int r, int L)
-{
-	return total / (size_t)L * (size_t)r +
-	       total % (size_t)L * (size_t)r / (size_t)L;
-}
-
 /* v (count doubles) summed over the host's ranks, in rank order: every
  * rank gets the same bits. */
 static int shm_sum(struct hvd__shm *s, double *v, size_t count, int timeout_ms)
@@ -199,6 +81,153 @@ static int shm_sum(struct hvd__shm *s, double *v, size_t count, int timeout_ms)
 		}
 	}
 	return rc;
+}
+
+/* The partner's half as it arrives: the dot products of what has come,
+ * taken while it is in cache and the rest is still on its way. */
+struct arrival {
+	const char *buf, *theirs;
+	size_t keep; /* where the kept range starts */
+	const size_t *counts;
+	size_t n;
+	enum hvd_dtype t;
+	bool upper;
+	double *v;
+	size_t seen; /* elements whose share is in v */
+};
+
+static void arrived(void *arg, size_t done)
+{
+	struct arrival *a = arg;
+	size_t upto = done / hvd__dtype_size(a->t);
+
+	if (upto > a->seen)
+		dots(a->buf, a->theirs, a->keep, a->keep + a->seen,
+		     upto - a->seen, a->counts, a->n, a->t, a->upper, a->v);
+	a->seen = upto > a->seen ? upto : a->seen;
+}
+
+/* One halving over c: each tensor's dot products at each level summed
+ * over the block's ranks, and first, with host (hierarchical: this rank
+ * holds a slice of its host's buffer, the other slices held by its host's
+ * ranks), over the host's ranks. */
+struct halving {
+	const struct hvd__comm *c;
+	struct hvd__shm *host; /* or NULL */
+	int timeout_ms;	       /* host's */
+	const size_t *counts;
+	size_t n;
+	enum hvd_dtype t;
+	double *v; /* 6 doubles a tensor */
+};
+
+/* Level k: this rank keeps one half of [*lo, *lo + *len), which becomes
+ * its range, and gives the other; the dot products as the partner's half
+ * arrives, then the sums over the block of 2^(k+1) ranks, and each
+ * tensor's combination. */
+static int level(const struct halving *h, char *buf, char *theirs, size_t *lo,
+		 size_t *len, int k)
+{
+	const struct hvd__comm *c = h->c;
+	const size_t *counts = h->counts;
+	size_t n = h->n;
+	enum hvd_dtype t = h->t;
+	double *v = h->v;
+	size_t es = hvd__dtype_size(t), off, i, from, m;
+	bool upper = (c->rank >> k) & 1;
+	size_t first = *len / 2, keep = upper ? *len - first : first;
+	size_t keep_lo = upper ? *lo + first : *lo;
+	size_t give_lo = upper ? *lo : *lo + first, give = *len - keep;
+	struct arrival a = {buf, theirs, keep_lo, counts, n, t, upper, v, 0};
+	int p = c->rank ^ (1 << k), j, rc;
+	double *in = v + 3 * n;
+
+	memset(v, 0, 3 * n * sizeof(*v));
+	*lo = keep_lo;
+	*len = keep;
+	rc = c->ops->sendrecv(c->t, p, buf + give_lo * es, give * es, p, theirs,
+			      keep * es, arrived, &a);
+	if (rc == HVD_OK)
+		arrived(&a, keep * es); /* what no progress report covered */
+	if (rc == HVD_OK && h->host != NULL)
+		rc = shm_sum(h->host, v, 3 * n, h->timeout_ms);
+	for (j = 0; j <= k && rc == HVD_OK; j++) {
+		rc = swap(c, c->rank ^ (1 << j), v, 3 * n * sizeof(*v), in,
+			  3 * n * sizeof(*v));
+		for (i = 0; rc == HVD_OK && i < 3 * n; i++)
+			v[i] += in[i];
+	}
+	for (i = 0, off = 0; rc == HVD_OK && i < n; off += counts[i++]) {
+		double ab = v[3 * i], aa = v[3 * i + 1], bb = v[3 * i + 2];
+		double ca = aa > 0 ? 1 - ab / (2 * aa) : 1;
+		double cb = bb > 0 ? 1 - ab / (2 * bb) : 1;
+
+		m = overlap(off, counts[i], keep_lo, keep, &from);
+		if (m > 0)
+			hvd__axpby(buf + from * es,
+				   theirs + (from - keep_lo) * es, m, t,
+				   upper ? cb : ca, upper ? ca : cb);
+	}
+	return rc;
+}
+
+/* The halving over h->c of buf (the tensors end to end), the gathering
+ * back; scratch holds half of buf's elements, rounded up. */
+static int halve(struct halving *h, char *b, char *scratch,
+		 struct hvd__ring_times *times)
+{
+	const struct hvd__comm *c = h->c;
+	size_t es = hvd__dtype_size(h->t), lo = 0, len = 0, i;
+	size_t was_lo[LEVELS], was_len[LEVELS];
+	long long t0 = hvd__now_us(), t1;
+	int k, rc = HVD_OK;
+
+	h->v = malloc(6 * h->n * sizeof(*h->v));
+	if (h->v == NULL)
+		return HVD_ENOMEM;
+	for (i = 0; i < h->n; i++)
+		len += h->counts[i];
+	for (k = 0; (1 << k) < c->size && rc == HVD_OK; k++) {
+		was_lo[k] = lo;
+		was_len[k] = len;
+		rc = level(h, b, scratch, &lo, &len, k);
+	}
+	free(h->v);
+	t1 = hvd__now_us();
+	while (--k >= 0 && rc == HVD_OK) {
+		bool upper = (c->rank >> k) & 1;
+		size_t other_lo = upper ? was_lo[k] : lo + len;
+
+		rc = swap(c, c->rank ^ (1 << k), b + lo * es, len * es,
+			  b + other_lo * es, (was_len[k] - len) * es);
+		lo = was_lo[k];
+		len = was_len[k];
+	}
+	if (times != NULL) {
+		times->reduce_scatter_us += t1 - t0;
+		times->allgather_us += hvd__now_us() - t1;
+	}
+	return rc;
+}
+
+int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
+		const size_t *counts, size_t n, enum hvd_dtype t,
+		struct hvd__ring_times *times)
+{
+	struct halving h = {c, NULL, 0, counts, n, t, NULL};
+
+	if (c->size == 1 || n == 0)
+		return HVD_OK;
+	if (!hvd__adasum_size_ok(c->size))
+		return HVD_ENOTSUP;
+	return halve(&h, buf, scratch, times);
+}
+
+/* Rank r's slice of total elements on L ranks: [cut(r), cut(r + 1)). */
+static size_t cut(size_t total, int r, int L)
+{
+	return total / (size_t)L * (size_t)r +
+	       total % (size_t)L * (size_t)r / (size_t)L;
 }
 
 /* Where this rank keeps its slice of the combination of the buffers of
@@ -262,7 +291,7 @@ size_t hvd__adasum_shm_scratch(const struct hvd__shm *s, size_t total)
 {
 	size_t L = (size_t)hvd__shm_size(s);
 
-	return (L - 1) * ((total + L - 1) / L);
+	return (L > 1 ? L - 1 : 1) * ((total + L - 1) / L);
 }
 
 /* The slices: this rank's [lo, hi), rank p's length in bytes into len,
@@ -284,11 +313,34 @@ static void slices(size_t total, int L, int me, size_t es, char *buf,
 	}
 }
 
-int hvd__adasum_shm(struct hvd__shm *s, void *buf, void *scratch,
-		    const size_t *counts, size_t n, enum hvd_dtype t,
-		    int timeout_ms, struct hvd__ring_times *times)
+/* Across hosts: this rank's slice [lo, lo + count) of its host's
+ * combination (at row), combined with the same slice of the other hosts'
+ * by the halving over cross, each level's sums also over the host's
+ * ranks (their slices); the tensors' counts clipped to the slice. */
+static int across(struct hvd__shm *s, const struct hvd__comm *cross, char *row,
+		  char *scratch, size_t lo, size_t count, const size_t *counts,
+		  size_t n, enum hvd_dtype t, int timeout_ms)
+{
+	size_t *clip = malloc((n > 0 ? n : 1) * sizeof(*clip)), i, off, from;
+	struct halving h = {cross, s, timeout_ms, clip, n, t, NULL};
+	int rc;
+
+	if (clip == NULL)
+		return HVD_ENOMEM;
+	for (i = 0, off = 0; i < n; off += counts[i++])
+		clip[i] = overlap(off, counts[i], lo, count, &from);
+	rc = halve(&h, row, scratch, NULL);
+	free(clip);
+	return rc;
+}
+
+int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
+		    void *buf, void *scratch, const size_t *counts, size_t n,
+		    enum hvd_dtype t, int timeout_ms,
+		    struct hvd__ring_times *times)
 {
 	int L = hvd__shm_size(s), me = hvd__shm_rank(s), w, rc;
+	int H = cross != NULL ? cross->size : 1;
 	size_t es = hvd__dtype_size(t), total = 0, i, *len, *off, *rb, *roff;
 	char **row;
 	double *v;
@@ -296,13 +348,13 @@ int hvd__adasum_shm(struct hvd__shm *s, void *buf, void *scratch,
 
 	for (i = 0; i < n; i++)
 		total += counts[i];
-	if (L == 1 || total == 0)
+	if (L * H == 1 || total == 0)
 		return HVD_OK;
-	if (!hvd__adasum_size_ok(L))
+	if (!hvd__adasum_size_ok(L) || !hvd__adasum_size_ok(H))
 		return HVD_ENOTSUP;
 	len = malloc(4 * (size_t)L * sizeof(*len));
 	row = calloc((size_t)L, sizeof(*row));
-	v = malloc(3 * n * (size_t)(L / 2) * sizeof(*v));
+	v = malloc((3 * n * (size_t)(L / 2) + 1) * sizeof(*v));
 	if (len == NULL || row == NULL || v == NULL) {
 		free(len);
 		free(row);
@@ -318,15 +370,19 @@ int hvd__adasum_shm(struct hvd__shm *s, void *buf, void *scratch,
 		rb[w] = len[me];
 		roff[w] = w == me ? 0 : (size_t)(row[w] - (char *)scratch);
 	}
-	rc = hvd__shm_alltoallv(s, buf, len, off, scratch, rb, roff,
-				timeout_ms);
+	rc = L > 1 ? hvd__shm_alltoallv(s, buf, len, off, scratch, rb, roff,
+					timeout_ms)
+		   : HVD_OK;
 	for (w = 1; w < L && rc == HVD_OK; w *= 2)
 		rc = shm_level(s, row, off[me] / es, (off[me] + len[me]) / es,
 			       counts, n, t, w, v, timeout_ms);
+	if (rc == HVD_OK && H > 1)
+		rc = across(s, cross, row[me], scratch, off[me] / es,
+			    len[me] / es, counts, n, t, timeout_ms);
 	t1 = hvd__now_us();
 	/* This rank's own row holds its slice of the result (held()):
 	 * every rank's, in rank order. */
-	if (rc == HVD_OK)
+	if (rc == HVD_OK && L > 1)
 		rc = hvd__shm_allgatherv(s, buf, len, timeout_ms);
 	if (times != NULL) {
 		times->reduce_scatter_us += t1 - t0;

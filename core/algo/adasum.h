@@ -36,7 +36,19 @@
  * slots. Each rank copies (N-1)/N of its buffer into its slot and N-1
  * slices out of the others', once in the alltoall and once in the
  * gathering; between them, only the sums (three doubles a tensor a
- * block) cross, once a level. */
+ * block) cross, once a level.
+ *
+ * Across H hosts of L ranks each, host h's ranks being h * L to
+ * h * L + L - 1, the tree's first log2(L) levels pair ranks of one host:
+ * each host runs them through its segment as above, which leaves local
+ * rank l with slice l of its host's combination. The remaining levels
+ * combine hosts: local rank l of every host runs the halving over its
+ * group across hosts on slice l, each level's sums taken first over the
+ * host's ranks (through the segment: together they hold the host's whole
+ * range) and then over the block's hosts; the host's segment then
+ * gathers the slices. Between hosts this sends what the halving over
+ * all ranks does (its levels between hosts are these); within a host the
+ * segment takes the place of the transport. */
 #ifndef HVD_ADASUM_H
 #define HVD_ADASUM_H
 
@@ -58,13 +70,18 @@ bool hvd__adasum_size_ok(int size);
 int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
 		const size_t *counts, size_t n, enum hvd_dtype t,
 		struct hvd__ring_times *times);
-/* The same on the host's segment s, whose local ranks are the ranks
- * (hvd__shm_size a power of two), within timeout_ms at each wait.
- * scratch holds hvd__adasum_shm_scratch(s, total) elements, total the
- * elements of all n tensors. */
+/* The same through the host's segment s, whose local ranks are the
+ * ranks of one host in rank order (hvd__shm_size a power of two), within
+ * timeout_ms at each wait: with cross NULL (or of one rank), the job is
+ * this host's ranks; else cross is this rank's group across the job's
+ * hosts (a power of two of them), host h's ranks being the job's
+ * h * L ... h * L + L - 1 (the tree's first levels pair ranks of one
+ * host). scratch holds hvd__adasum_shm_scratch(s, total) elements, total
+ * the elements of all n tensors. */
 size_t hvd__adasum_shm_scratch(const struct hvd__shm *s, size_t total);
-int hvd__adasum_shm(struct hvd__shm *s, void *buf, void *scratch,
-		    const size_t *counts, size_t n, enum hvd_dtype t,
-		    int timeout_ms, struct hvd__ring_times *times);
+int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
+		    void *buf, void *scratch, const size_t *counts, size_t n,
+		    enum hvd_dtype t, int timeout_ms,
+		    struct hvd__ring_times *times);
 
 #endif

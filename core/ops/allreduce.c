@@ -180,11 +180,26 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	return rc;
 }
 
+/* The ranks share their hosts' memory, host h's being ranks h * L to
+ * h * L + L - 1: Adasum's tree first pairs ranks of one host. */
+static bool hosts_in_order(const struct hvd__hier *h)
+{
+	int i;
+
+	if (h->shm == NULL)
+		return false;
+	for (i = 0; i < h->lsize * h->nhosts; i++)
+		if (h->host_at[i] != i)
+			return false;
+	return true;
+}
+
 /* A batch of Adasum allreduces (adasum.h), in place in its receive
  * buffer when it is one tensor, else the tensors end to end in a working
- * buffer: scaled, combined (through the segment when the job's ranks
- * share one host, else over the transport), scaled. A rank that joined
- * gives zeros, which Adasum adds as nothing. */
+ * buffer: scaled, combined (through the hosts' segments, and across hosts
+ * by each local rank's group, when hosts_in_order; else over the
+ * transport), scaled. A rank that joined gives zeros, which Adasum adds
+ * as nothing. */
 static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
 	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
@@ -193,7 +208,7 @@ static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 	struct hvd__ring_times rt = {0, 0};
 	long long t0 = hvd__now_us(), t_in, t1;
 	bool one = n == 1, own = false;
-	bool shm = e->hier.job && e->hier.shm != NULL && e->k.shm_allreduce;
+	bool shm = e->k.shm_allreduce && hosts_in_order(&e->hier);
 	char *mem = NULL, *work, *half;
 	size_t room;
 	int rc;
@@ -220,7 +235,9 @@ static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 			memcpy(work + at, batch[i]->sendbuf, counts[i] * es);
 	hvd__scale(work, total, t, batch[0]->m.prescale);
 	t_in = hvd__now_us() - t0;
-	rc = shm ? hvd__adasum_shm(e->hier.shm, work, half, counts, n, t,
+	rc = shm ? hvd__adasum_shm(e->hier.shm,
+				   e->hier.nhosts > 1 ? &e->hier.cross : NULL,
+				   work, half, counts, n, t,
 				   hvd__transport_timeout_ms(), &rt)
 		 : hvd__adasum(&e->comm, work, half, counts, n, t, &rt);
 	t1 = hvd__now_us();

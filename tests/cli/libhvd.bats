@@ -41,7 +41,7 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 
 # localhost and 127.0.0.1 are two hosts to hvdrun, both on this machine:
 # two segments, one per host, and the allreduce across them over TCP.
-@test "2 hosts x 2 ranks: hierarchical allreduce through each host's memory and TCP between them; same results without" {
+@test "2 hosts x 2 ranks: hierarchical allreduce (and Adasum) through each host's memory and TCP between them; same results without" {
 	local mode r
 	for mode in all more join; do
 		run "$HVDRUN" -H localhost:2,127.0.0.1:2 -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" "$mode"
@@ -132,7 +132,7 @@ busy_beside() { # n
 	assert_failure
 }
 
-@test "alltoall, reducescatter, scaled allreduce, int16 against a serial reference: 1 to 4 ranks" {
+@test "alltoall, reducescatter, scaled allreduce, int16, Adasum against a serial reference: 1 to 4 ranks" {
 	local n r
 	for n in 1 2 3 4; do
 		run "$HVDRUN" -np "$n" "$SELFTEST" more

@@ -710,6 +710,8 @@ struct ada_case {
 	int kind;	       /* ADA_MIXED, ADA_ORTHOGONAL, ADA_PARALLEL */
 	size_t slot;	       /* 0: over the comm; else through a segment of
 				  slots of this many bytes */
+	int hosts;	       /* with slot: the ranks as this many hosts, host
+				  h's ranks h * L ... h * L + L - 1 (0: 1) */
 	char name[64];	       /* the segment's */
 	double err[WORLD_MAX]; /* per rank: worst error, relative to the
 				  tensor's largest element */
@@ -735,36 +737,51 @@ static double ada_value(int kind, int r, int n, size_t j, size_t i)
 	return ((double)h - 128) / 128;
 }
 
-/* The serial reference in float64, tensor by tensor: the same pairing
- * as adasum.h's, blocks of 2, 4, ... ranks; the result into out. */
+/* The serial reference in float64, tensor by tensor (ref_adasum); the
+ * result into out. */
 static void ada_reference(const struct ada_case *k, int n, size_t j,
 			  double *out)
 {
 	size_t m = k->counts[j], i;
 	double *v = malloc((m > 0 ? m : 1) * (size_t)n * sizeof(*v));
-	int w, base, r;
+	int r;
 
 	for (r = 0; r < n; r++)
 		for (i = 0; i < m; i++)
 			v[(size_t)r * m + i] = ada_value(k->kind, r, n, j, i);
-	for (w = 1; w < n; w *= 2)
-		for (base = 0; base < n; base += 2 * w) {
-			double *a = v + (size_t)base * m,
-			       *b = v + (size_t)(base + w) * m;
-			double ab = 0, aa = 0, bb = 0, ca, cb;
-
-			for (i = 0; i < m; i++) {
-				ab += a[i] * b[i];
-				aa += a[i] * a[i];
-				bb += b[i] * b[i];
-			}
-			ca = aa > 0 ? 1 - ab / (2 * aa) : 1;
-			cb = bb > 0 ? 1 - ab / (2 * bb) : 1;
-			for (i = 0; i < m; i++)
-				a[i] = ca * a[i] + cb * b[i];
-		}
+	ref_adasum(n, m, v);
 	memcpy(out, v, m * sizeof(*v));
 	free(v);
+}
+
+/* ada_body's Adasum through segments: one a host, of k->hosts, and each
+ * local rank's group across the hosts. */
+static int ada_shm(const struct hvd__comm *c, const struct ada_case *k,
+		   char *buf, size_t total, char **scratch)
+{
+	int H = k->hosts > 1 ? k->hosts : 1, L = c->size / H;
+	int h = c->rank / L, l = c->rank % L, peers[WORLD_MAX], i, rc;
+	struct hvd__comm cross = {0};
+	struct hvd__shm *s = NULL;
+	char name[96];
+
+	snprintf(name, sizeof(name), "%s-%d", k->name, h);
+	for (i = 0; i < H; i++)
+		peers[i] = i * L + l;
+	rc = hvd__shm_open(&s, l, L, name, k->slot, 5000);
+	if (rc == HVD_OK && H > 1)
+		rc = hvd__group_new(c, peers, H, h, &cross);
+	*scratch =
+		malloc((rc == HVD_OK ? hvd__adasum_shm_scratch(s, total) : 0) *
+			       hvd__dtype_size(k->t) +
+		       1);
+	if (rc == HVD_OK)
+		rc = hvd__adasum_shm(s, H > 1 ? &cross : NULL, buf, *scratch,
+				     k->counts, k->n, k->t, 5000, NULL);
+	if (cross.ops != NULL)
+		cross.ops->close(cross.t);
+	hvd__shm_close(s);
+	return rc;
 }
 
 static void ada_body(const struct hvd__comm *c, void *arg)
@@ -782,19 +799,7 @@ static void ada_body(const struct hvd__comm *c, void *arg)
 			store(buf, at + i, k->t,
 			      ada_value(k->kind, c->rank, c->size, j, i));
 	if (k->slot > 0) {
-		struct hvd__shm *s = NULL;
-		int rc = hvd__shm_open(&s, c->rank, c->size, k->name, k->slot,
-				       5000);
-
-		scratch = malloc(
-			(rc == HVD_OK ? hvd__adasum_shm_scratch(s, total) : 0) *
-				es +
-			1);
-		if (rc == HVD_OK)
-			rc = hvd__adasum_shm(s, buf, scratch, k->counts, k->n,
-					     k->t, 5000, NULL);
-		hvd__shm_close(s);
-		k->rc[c->rank] = rc;
+		k->rc[c->rank] = ada_shm(c, k, buf, total, &scratch);
 	} else {
 		scratch = malloc((total + 1) / 2 * es + 1);
 		k->rc[c->rank] = hvd__adasum(c, buf, scratch, k->counts, k->n,
@@ -845,29 +850,36 @@ static double ada_run(int n, struct ada_case *k)
  * (empty ones, one element, more than the ranks, fewer): within a few
  * roundings of the float64 reference, over the comm and through a
  * segment whose slots are far smaller than the buffer (at 512 bytes,
- * 8 ranks' sums of a level take two rounds). */
+ * 8 ranks' sums of a level take two rounds), on one host and as 2 or 4
+ * hosts (down to one rank a host). */
 static void test_adasum_reference(void)
 {
 	static const size_t counts[] = {0, 1, 3, 1000, 7, 0, 100003, 2};
 	static const enum hvd_dtype types[] = {HVD_FLOAT32, HVD_FLOAT64,
 					       HVD_FLOAT16, HVD_BFLOAT16};
 	static const double tol[] = {1e-6, 1e-13, 4e-3, 3e-2};
-	static const size_t slots[] = {0, 512, 65536};
-	int n, t, z;
+	static const struct {
+		size_t slot;
+		int hosts;
+	} ways[] = {{0, 1},	{512, 1}, {65536, 1},
+		    {65536, 2}, {512, 2}, {4096, 4}};
+	size_t z;
+	int n, t;
 
-	for (z = 0; z < 3; z++)
-		for (n = 1; n <= WORLD_MAX; n *= 2)
+	for (z = 0; z < sizeof(ways) / sizeof(*ways); z++)
+		for (n = ways[z].hosts; n <= WORLD_MAX; n *= 2)
 			for (t = 0; t < 4; t++) {
 				struct ada_case k = {.t = types[t],
 						     .counts = counts,
 						     .n = 8,
-						     .slot = slots[z]};
+						     .slot = ways[z].slot,
+						     .hosts = ways[z].hosts};
 				double e = ada_run(n, &k);
 
 				if (e > tol[t]) {
-					printf("# n=%d %s slot %zu: off by %g of the largest\n",
+					printf("# n=%d %s slot %zu, %d hosts: off by %g of the largest\n",
 					       n, hvd__dtype_name(types[t]),
-					       slots[z], e);
+					       ways[z].slot, ways[z].hosts, e);
 					CHECK(0);
 				}
 			}
@@ -889,17 +901,23 @@ static void test_adasum_orthogonal_and_parallel(void)
 				     .counts = counts,
 				     .n = 3,
 				     .kind = ADA_PARALLEL};
-		/* And through a segment of 512-byte slots. */
-		struct ada_case os = o, ps = p;
+		/* And through a segment of 512-byte slots, on one host and
+		 * as two. */
+		struct ada_case os = o, ps = p, oh, ph;
 		double *sum, *avg, *ref, err = 0;
 		size_t j, i;
 		int r;
 
 		os.slot = ps.slot = 512;
+		oh = os;
+		ph = ps;
+		oh.hosts = ph.hosts = 2;
 		CHECK(ada_run(n, &o) == 0);
 		CHECK(ada_run(n, &p) < 1e-13);
 		CHECK(ada_run(n, &os) == 0);
 		CHECK(ada_run(n, &ps) < 1e-13);
+		CHECK(ada_run(n, &oh) == 0);
+		CHECK(ada_run(n, &ph) < 1e-13);
 		/* The reference itself is the sum and the average. */
 		sum = calloc(4099, sizeof(*sum));
 		avg = calloc(4099, sizeof(*avg));

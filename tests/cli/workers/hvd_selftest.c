@@ -1259,31 +1259,116 @@ static void check_polled(void)
 /* Every rank ends with the same bits of a float sum, small (reduced by
  * every rank) or large (each part by one rank): the MIN and the MAX of
  * the results across the ranks are equal. */
-static void check_same_bits(size_t count)
+/* v (count floats, what) has the same bits on every rank: its minimum
+ * and its maximum over the ranks agree. */
+static void check_same_bits_of(const char *what, const float *v, size_t count)
 {
-	float *v = malloc(count * sizeof(float));
 	float *lo = malloc(count * sizeof(float));
 	float *hi = malloc(count * sizeof(float));
 	size_t i, bad = 0;
 	int rc;
 
-	for (i = 0; i < count; i++)
-		v[i] = 0.1f * (float)(hvd_rank() + 1) * (float)i / 7.0f;
-	rc = hvd_allreduce("bits", v, v, count, HVD_FLOAT32, HVD_SUM);
-	if (rc == 0)
-		rc = hvd_allreduce("bits.min", v, lo, count, HVD_FLOAT32,
-				   HVD_MIN);
+	rc = hvd_allreduce("bits.min", v, lo, count, HVD_FLOAT32, HVD_MIN);
 	if (rc == 0)
 		rc = hvd_allreduce("bits.max", v, hi, count, HVD_FLOAT32,
 				   HVD_MAX);
 	for (i = 0; rc == 0 && i < count; i++)
 		bad += memcmp(&lo[i], &hi[i], sizeof(float)) != 0;
 	EXPECT(rc == 0 && bad == 0,
-	       "a sum of %zu floats: %zu elements differ between ranks (%s)",
+	       "%s of %zu floats: %zu elements differ between ranks (%s)", what,
 	       count, bad, hvd_strerror(rc));
-	free(v);
 	free(lo);
 	free(hi);
+}
+
+static void check_same_bits(size_t count)
+{
+	float *v = malloc(count * sizeof(float));
+	size_t i;
+	int rc;
+
+	for (i = 0; i < count; i++)
+		v[i] = 0.1f * (float)(hvd_rank() + 1) * (float)i / 7.0f;
+	rc = hvd_allreduce("bits", v, v, count, HVD_FLOAT32, HVD_SUM);
+	EXPECT(rc == 0, "a sum of %zu floats: %s", count, hvd_strerror(rc));
+	if (rc == 0)
+		check_same_bits_of("a sum", v, count);
+	free(v);
+}
+
+/* Rank r's element i of Adasum's tensor j: neither orthogonal nor
+ * parallel to the other ranks'. */
+static double ada_value(int r, int j, size_t i)
+{
+	return sin(0.37 * (double)i + 1.3 * r + j) + 0.25 * (r % 3) - 0.3;
+}
+
+/* Adasum's tree over every rank's tensor j in float64 (ref_adasum). */
+static void ada_reference(int j, size_t m, double *out)
+{
+	int n = hvd_size(), r;
+	double *v = malloc((size_t)n * m * sizeof(*v) + 1);
+	size_t i;
+
+	for (r = 0; r < n; r++)
+		for (i = 0; i < m; i++)
+			v[(size_t)r * m + i] = ada_value(r, j, i);
+	ref_adasum(n, m, v);
+	memcpy(out, v, m * sizeof(*v));
+	free(v);
+}
+
+/* Adasum (HVD_ADASUM) of three float32 tensors at once (one fused batch,
+ * each combining on its own norms) against the float64 tree, the same
+ * bits on every rank; at a size that is not a power of two, refused. */
+static void check_adasum(void)
+{
+	static const size_t m[3] = {5, 70001, 1000};
+	float *x[3];
+	hvd_handle *h[3];
+	double *want;
+	int n = hvd_size(), j, rc[3];
+	size_t i;
+
+	for (j = 0; j < 3; j++) {
+		x[j] = malloc(m[j] * sizeof(float));
+		for (i = 0; i < m[j]; i++)
+			x[j][i] = (float)ada_value(hvd_rank(), j, i);
+	}
+	for (j = 0; j < 3; j++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "adasum.%d", j);
+		rc[j] = hvd_allreduce_async(name, x[j], x[j], m[j], HVD_FLOAT32,
+					    HVD_ADASUM, &h[j]);
+	}
+	for (j = 0; j < 3; j++)
+		if (rc[j] == 0)
+			rc[j] = hvd_wait(h[j]);
+	for (j = 0; j < 3; j++) {
+		double top = 0, diff = 0;
+
+		if ((n & (n - 1)) != 0) {
+			EXPECT(rc[j] == HVD_ENOTSUP,
+			       "Adasum at %d ranks: %s, not refused", n,
+			       hvd_strerror(rc[j]));
+			continue;
+		}
+		want = malloc(m[j] * sizeof(*want));
+		ada_reference(j, m[j], want);
+		for (i = 0; i < m[j]; i++) {
+			top = fmax(top, fabs(want[i]));
+			diff = fmax(diff, fabs(x[j][i] - want[i]));
+		}
+		EXPECT(rc[j] == 0 && diff <= 1e-5 * top,
+		       "Adasum of %zu floats: %s, off by %g (largest %g)", m[j],
+		       hvd_strerror(rc[j]), diff, top);
+		free(want);
+		if (rc[j] == 0)
+			check_same_bits_of("an Adasum", x[j], m[j]);
+	}
+	for (j = 0; j < 3; j++)
+		free(x[j]);
 }
 
 static volatile sig_atomic_t alarms;
@@ -1352,6 +1437,7 @@ static void mode_more(void)
 	check_polled();
 	check_same_bits(3001);
 	check_same_bits(300007);
+	check_adasum();
 	check_interrupted();
 	for (t = 0; t < NDTYPE; t++)
 		for (op = 0; op < 5; op++) {
