@@ -168,8 +168,6 @@ def main():
         ap.error("--ddp and --local exclude each other")
     if args.use_adasum and (args.ddp or args.local):
         ap.error("--use-adasum is hvd.torch's: not with --ddp or --local")
-    if args.use_adasum and args.cuda:
-        ap.error("--use-adasum: libhvd's Adasum takes tensors in host memory, not --cuda")
     if args.backward_passes_per_step < 1:
         ap.error("--backward-passes-per-step must be at least 1, not %d"
                  % args.backward_passes_per_step)
@@ -187,8 +185,12 @@ def main():
         device = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
         torch.cuda.set_device(device)
         model = model.to(device)
-    # Adasum needs no learning rate scaled by the ranks (Horovod's advice).
-    opt = torch.optim.SGD(model.parameters(), lr=0.01 * (1 if args.use_adasum else hvd.size()))
+    # Adasum needs no learning rate scaled by the ranks (Horovod's advice);
+    # on the GPU each host's ranks average first: scaled by those.
+    scale = hvd.size()
+    if args.use_adasum:
+        scale = hvd.local_size() if args.cuda else 1
+    opt = torch.optim.SGD(model.parameters(), lr=0.01 * scale)
 
     if args.ddp:
         import torch.distributed as dist

@@ -334,10 +334,23 @@ static int across(struct hvd__shm *s, const struct hvd__comm *cross, char *row,
 	return rc;
 }
 
+/* Horovod's GPU Adasum within a host: this rank's slice of every local
+ * rank's buffer averaged into its own. */
+static void average_rows(char *const *row, int L, int me, size_t count,
+			 enum hvd_dtype t)
+{
+	int p;
+
+	for (p = 0; p < L; p++)
+		if (p != me)
+			hvd__reduce(row[me], row[p], count, t, HVD_SUM);
+	hvd__divide(row[me], count, t, L);
+}
+
 int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
-		    void *buf, void *scratch, const size_t *counts, size_t n,
-		    enum hvd_dtype t, int timeout_ms,
-		    struct hvd__ring_times *times)
+		    bool average, void *buf, void *scratch,
+		    const size_t *counts, size_t n, enum hvd_dtype t,
+		    int timeout_ms, struct hvd__ring_times *times)
 {
 	int L = hvd__shm_size(s), me = hvd__shm_rank(s), w, rc;
 	int H = cross != NULL ? cross->size : 1;
@@ -350,7 +363,7 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 		total += counts[i];
 	if (L * H == 1 || total == 0)
 		return HVD_OK;
-	if (!hvd__adasum_size_ok(L) || !hvd__adasum_size_ok(H))
+	if ((!average && !hvd__adasum_size_ok(L)) || !hvd__adasum_size_ok(H))
 		return HVD_ENOTSUP;
 	len = malloc(4 * (size_t)L * sizeof(*len));
 	row = calloc((size_t)L, sizeof(*row));
@@ -373,7 +386,9 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 	rc = L > 1 ? hvd__shm_alltoallv(s, buf, len, off, scratch, rb, roff,
 					timeout_ms)
 		   : HVD_OK;
-	for (w = 1; w < L && rc == HVD_OK; w *= 2)
+	if (rc == HVD_OK && average)
+		average_rows(row, L, me, len[me] / es, t);
+	for (w = 1; w < L && rc == HVD_OK && !average; w *= 2)
 		rc = shm_level(s, row, off[me] / es, (off[me] + len[me]) / es,
 			       counts, n, t, w, v, timeout_ms);
 	if (rc == HVD_OK && H > 1)

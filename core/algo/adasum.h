@@ -76,12 +76,14 @@ int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
  * this host's ranks; else cross is this rank's group across the job's
  * hosts (a power of two of them), host h's ranks being the job's
  * h * L ... h * L + L - 1 (the tree's first levels pair ranks of one
- * host). scratch holds hvd__adasum_shm_scratch(s, total) elements, total
- * the elements of all n tensors. */
+ * host). average: Horovod's GPU Adasum, where each host's ranks average
+ * their buffers (any number of them) and only the hosts combine by
+ * Adasum. scratch holds hvd__adasum_shm_scratch(s, total) elements,
+ * total the elements of all n tensors. */
 size_t hvd__adasum_shm_scratch(const struct hvd__shm *s, size_t total);
 int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
-		    void *buf, void *scratch, const size_t *counts, size_t n,
-		    enum hvd_dtype t, int timeout_ms,
-		    struct hvd__ring_times *times);
+		    bool average, void *buf, void *scratch,
+		    const size_t *counts, size_t n, enum hvd_dtype t,
+		    int timeout_ms, struct hvd__ring_times *times);
 
 #endif

@@ -32,6 +32,8 @@ struct hvd__hier {
 	int *host_at;
 	int lsize, nhosts;
 	int lrank, host; /* this rank's local rank and host */
+	bool one_a_host; /* every host runs one of comm's ranks (the job's
+			    only: hvd__hier_start) */
 };
 
 /* Set h as decided above for the ranks of comm (want: this rank would

@@ -174,26 +174,25 @@ static int check_reduction(enum hvd_dtype t, enum hvd_op op, double pre,
 		return HVD_ENOTSUP;
 	}
 	if (gpu && (pre != 1.0 || post != 1.0) && op != HVD_SUM &&
-	    op != HVD_AVERAGE) {
+	    op != HVD_AVERAGE && op != HVD_ADASUM) {
 		hvd__set_error(
-			"on the GPU, scaling factors need op sum or average");
+			"on the GPU, scaling factors need op sum, average or adasum");
 		return HVD_ENOTSUP;
 	}
 	return HVD_OK;
 }
 
-/* Adasum (adasum.h): of floats in host memory, over a power-of-two
- * number of ranks (n: the set's). */
+/* Adasum (adasum.h): of floats, over a power-of-two number of ranks (n:
+ * the set's). Of GPU tensors, each host's ranks average and the hosts
+ * combine: the engine checks the hosts (ops/allreduce.c), which every
+ * rank knows alike only there. */
 static int check_adasum(enum hvd_dtype t, bool gpu, int n)
 {
-	if (gpu)
-		hvd__set_error(
-			"Adasum runs on the CPU: reduce a copy of the tensor in host memory");
-	else if (!hvd__dtype_float(t))
+	if (!hvd__dtype_float(t))
 		hvd__set_error(
 			"Adasum needs a floating-point dtype (float16, bfloat16, float32, float64), not %s",
 			hvd__dtype_name(t));
-	else if (!hvd__adasum_size_ok(n))
+	else if (!gpu && !hvd__adasum_size_ok(n))
 		hvd__set_error(
 			"Adasum needs a power-of-two number of ranks (1, 2, 4, 8, ...), not %d: run the job, or make the process set, with such a number",
 			n);

@@ -579,6 +579,25 @@ int hvd__gpu_broadcast(struct hvd__gpu *g, void *buf, size_t bytes, int root,
 	return rc == HVD_OK ? hvd__gpu_wait_stream(g, why, len) : rc;
 }
 
+int hvd__gpu_copy(struct hvd__gpu *g, void *dst, const void *src, size_t bytes,
+		  bool to_host, void *ready, char *why, size_t len)
+{
+	int rc = usable(g, why, len);
+	cudaError_t e;
+
+	if (rc == HVD_OK)
+		rc = wait_ready(g, ready, why, len);
+	if (rc != HVD_OK || bytes == 0)
+		return rc;
+	e = cudaMemcpyAsync(dst, src, bytes,
+			    to_host ? cudaMemcpyDeviceToHost
+				    : cudaMemcpyHostToDevice,
+			    g->stream);
+	if (e != cudaSuccess)
+		return hvd__gpu_cuda_fail(e, "cudaMemcpyAsync", why, len);
+	return hvd__gpu_wait_stream(g, why, len);
+}
+
 int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
 		       const size_t *bytes, void *ready, void **out, char *why,
 		       size_t len)

@@ -136,6 +136,11 @@ int hvd__gpu_broadcast(struct hvd__gpu *g, void *buf, size_t bytes, int root,
 int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
 		       const size_t *bytes, void *ready, void **out, char *why,
 		       size_t len);
+/* bytes from src to dst, one of them this rank's GPU memory and the
+ * other host memory (to_host: src is the GPU's), after ready (NULL: at
+ * once) on the stream; returns once the copy has run. */
+int hvd__gpu_copy(struct hvd__gpu *g, void *dst, const void *src, size_t bytes,
+		  bool to_host, void *ready, char *why, size_t len);
 /* Wait for everything queued on the stream: spin while spinning pays
  * (wait.h: a sleep costs more than most collectives take, unless the
  * CPU is wanted), then poll; an asynchronous NCCL error or a dead peer

@@ -152,6 +152,18 @@ int hvd__gpu_alltoall(struct hvd__gpu *g, const void *send,
 	return hvd__gpu_device(why, len);
 }
 
+int hvd__gpu_copy(struct hvd__gpu *g, void *dst, const void *src, size_t bytes,
+		  bool to_host, void *ready, char *why, size_t len)
+{
+	(void)g;
+	(void)dst;
+	(void)src;
+	(void)bytes;
+	(void)to_host;
+	(void)ready;
+	return hvd__gpu_device(why, len);
+}
+
 int hvd__gpu_broadcast(struct hvd__gpu *g, void *buf, size_t bytes, int root,
 		       void *ready, char *why, size_t len)
 {

@@ -1,6 +1,7 @@
 /* ops/allreduce.c: how a batch of allreduces (one tensor, or several
  * fused) runs: on the CPU over the transport, by the ring (ring.h) or
  * the transport's own allreduce; on the GPU over NCCL (gpu.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,26 +195,81 @@ static bool hosts_in_order(const struct hvd__hier *h)
 	return true;
 }
 
-/* A batch of Adasum allreduces (adasum.h), in place in its receive
- * buffer when it is one tensor, else the tensors end to end in a working
- * buffer: scaled, combined (through the hosts' segments, and across hosts
- * by each local rank's group, when hosts_in_order; else over the
- * transport), scaled. A rank that joined gives zeros, which Adasum adds
- * as nothing. */
-static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
+/* How a batch of Adasum allreduces combines (adasum.h): through the
+ * hosts' segments (*shm), else over the transport. A GPU batch does it
+ * as Horovod's NCCL build does: each host's ranks average, and only the
+ * hosts combine by Adasum (one rank a host: every rank by Adasum). Else
+ * HVD_ENOTSUP, with why in e->gpu_why. */
+static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
+{
+	*shm = hosts_in_order(&e->hier) && (gpu || e->k.shm_allreduce);
+	if (!gpu || e->comm.size == 1)
+		return HVD_OK;
+	if (e->set != 0)
+		snprintf(
+			e->gpu_why, sizeof(e->gpu_why),
+			"Adasum of GPU tensors runs in the global process set only, as Horovod's");
+	else if (!*shm && !e->hier.one_a_host)
+		snprintf(
+			e->gpu_why, sizeof(e->gpu_why),
+			"Adasum of GPU tensors averages within each host through the host's shared memory: it needs libhvd's own transport (not --mpi) with shared memory on (not --no-shared-memory), and hosts that run the same number of ranks, numbered host by host");
+	else if (*shm && !hvd__adasum_size_ok(e->hier.nhosts))
+		snprintf(
+			e->gpu_why, sizeof(e->gpu_why),
+			"Adasum of GPU tensors combines the hosts: it needs a power-of-two number of hosts (1, 2, 4, 8, ...), not %d",
+			e->hier.nhosts);
+	else
+		return HVD_OK;
+	return HVD_ENOTSUP;
+}
+
+/* Each tensor's bytes between the batch and work, where they lie end to
+ * end: in from the send buffers, or out to the receive buffers; a GPU
+ * tensor's through the GPU engine's stream (in: once its data is
+ * there). */
+static int move(struct hvd__engine *e, struct hvd__req **batch, size_t n,
+		char *work, const size_t *counts, size_t es, bool in)
+{
+	size_t i, at;
+	int rc = HVD_OK;
+
+	for (i = 0, at = 0; rc == HVD_OK && i < n; at += counts[i++] * es) {
+		struct hvd__req *r = batch[i];
+		char *dst = in ? work + at : r->recvbuf;
+		const char *src = in ? r->sendbuf : work + at;
+
+		if (r->m.gpu)
+			rc = hvd__gpu_copy(e->gpu, dst, src, counts[i] * es, in,
+					   in ? r->ready : NULL, e->gpu_why,
+					   sizeof(e->gpu_why));
+		else if (dst != src)
+			memcpy(dst, src, counts[i] * es);
+	}
+	return rc;
+}
+
+/* A batch of Adasum allreduces, in place in its receive buffer when it
+ * is one tensor in host memory, else the tensors end to end in a working
+ * buffer in host memory: scaled, combined (adasum_way), scaled. A rank
+ * that joined gives zeros, which Adasum adds as nothing. */
+static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
 	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
-	size_t es = hvd__dtype_size(t), total = 0, at, i;
+	size_t es = hvd__dtype_size(t), total = 0, room, i;
 	size_t *counts = malloc(n * sizeof(*counts));
 	struct hvd__ring_times rt = {0, 0};
 	long long t0 = hvd__now_us(), t_in, t1;
-	bool one = n == 1, own = false;
-	bool shm = e->k.shm_allreduce && hosts_in_order(&e->hier);
+	bool gpu = batch[0]->m.gpu, one = n == 1 && !gpu, own = false, shm;
 	char *mem = NULL, *work, *half;
-	size_t room;
-	int rc;
+	int rc = gpu ? hvd__gpu_engine(e) : HVD_OK;
 
-	for (i = 0; counts != NULL && i < n; i++) {
+	if (rc == HVD_OK)
+		rc = adasum_way(e, gpu, &shm);
+	if (rc != HVD_OK || counts == NULL) {
+		free(counts);
+		return rc != HVD_OK ? rc : HVD_ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
 		counts[i] = (size_t)batch[i]->m.count;
 		total += counts[i];
 	}
@@ -221,31 +277,29 @@ static int cpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 	 * after the tensors when they are copied in. */
 	room = shm ? hvd__adasum_shm_scratch(e->hier.shm, total)
 		   : (total + 1) / 2;
-	if (counts != NULL)
-		mem = hvd__scratch(&e->buf, (one ? 0 : total * es) + room * es,
-				   &own);
+	mem = hvd__scratch(&e->buf, (one ? 0 : total * es) + room * es, &own);
 	if (mem == NULL) {
 		free(counts);
 		return HVD_ENOMEM;
 	}
 	work = one ? batch[0]->recvbuf : mem;
 	half = one ? mem : mem + total * es;
-	for (i = 0, at = 0; i < n; at += counts[i++] * es)
-		if (work + at != batch[i]->sendbuf)
-			memcpy(work + at, batch[i]->sendbuf, counts[i] * es);
-	hvd__scale(work, total, t, batch[0]->m.prescale);
-	t_in = hvd__now_us() - t0;
-	rc = shm ? hvd__adasum_shm(e->hier.shm,
-				   e->hier.nhosts > 1 ? &e->hier.cross : NULL,
-				   work, half, counts, n, t,
-				   hvd__transport_timeout_ms(), &rt)
-		 : hvd__adasum(&e->comm, work, half, counts, n, t, &rt);
-	t1 = hvd__now_us();
+	rc = move(e, batch, n, work, counts, es, true);
 	if (rc == HVD_OK)
+		hvd__scale(work, total, t, batch[0]->m.prescale);
+	t_in = hvd__now_us() - t0;
+	if (rc == HVD_OK && shm)
+		rc = hvd__adasum_shm(e->hier.shm,
+				     e->hier.nhosts > 1 ? &e->hier.cross : NULL,
+				     gpu, work, half, counts, n, t,
+				     hvd__transport_timeout_ms(), &rt);
+	else if (rc == HVD_OK)
+		rc = hvd__adasum(&e->comm, work, half, counts, n, t, &rt);
+	t1 = hvd__now_us();
+	if (rc == HVD_OK) {
 		hvd__scale(work, total, t, batch[0]->m.postscale);
-	for (i = 0, at = 0; rc == HVD_OK && !one && i < n;
-	     at += counts[i++] * es)
-		memcpy(batch[i]->recvbuf, work + at, counts[i] * es);
+		rc = move(e, batch, n, work, counts, es, false);
+	}
 	timeline_batch(e, batch, n, one, t0, t_in, &rt, hvd__now_us() - t1);
 	if (own)
 		free(mem);
@@ -286,8 +340,8 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 
 int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
-	if (batch[0]->m.gpu)
-		return gpu_allreduce(e, batch, n);
-	return batch[0]->m.op == HVD_ADASUM ? cpu_adasum(e, batch, n)
-					    : cpu_allreduce(e, batch, n);
+	if (batch[0]->m.op == HVD_ADASUM)
+		return adasum(e, batch, n);
+	return batch[0]->m.gpu ? gpu_allreduce(e, batch, n)
+			       : cpu_allreduce(e, batch, n);
 }

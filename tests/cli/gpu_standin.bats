@@ -66,6 +66,21 @@ assert_all_ok() { # ranks
 	assert_output --partial "hierarchical allreduce: 2 ranks a host, 2 hosts"
 }
 
+@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average, the hosts combine (2 hosts x 2, 3 ranks on one host, one rank a host); without shared memory and under mpirun, refused saying why" {
+	run "$HVDRUN" -H localhost:2,127.0.0.1:2 "$SELFTEST" gpuadasum
+	assert_all_ok 4
+	run "$HVDRUN" -np 3 "$SELFTEST" gpuadasum
+	assert_all_ok 3
+	run "$HVDRUN" -H localhost:1,127.0.0.1:1 --no-shared-memory "$SELFTEST" gpuadasum
+	assert_all_ok 2
+	run "$HVDRUN" -H localhost:2,127.0.0.1:2 --no-shared-memory "$SELFTEST" gpuadasum
+	assert_all_ok 4
+	ASAN_OPTIONS=detect_leaks=0 run "$HVDRUN" --mpi -np 2 "$SELFTEST" gpuadasum
+	assert_success
+	refute_output --partial FAIL
+	assert_output --partial "rank 1: ok"
+}
+
 @test "stand-in: GPU collectives in process sets (a communicator each): the even and the odd ranks' sets at once, the job's, a set removed and added again; 3 and 4 ranks" {
 	local n
 	for n in 3 4; do

@@ -30,9 +30,22 @@ def test_allreduce_int16_refused(hvd, dev):
         hvd.allreduce(torch.ones(4, dtype=torch.int16, device=dev), name="gpu.i16")
 
 
-def test_adasum_refused_with_the_reason(hvd, dev):
-    with pytest.raises(NotImplementedError, match="Adasum runs on the CPU"):
-        hvd.allreduce(torch.ones(4, device=dev), op=hvd.Adasum)
+def test_adasum_averages_within_the_host(hvd, dev):
+    """Adasum of CUDA tensors as Horovod's NCCL build does it: each host's
+    ranks average, and only the hosts combine by Adasum. On one host, the
+    average (scaling factors before and after)."""
+    if hvd.cross_size() != 1:
+        pytest.skip("the hosts' combination is checked on the CPU stand-ins (gpu_standin.bats)")
+    shapes = [(5,), (17, 33), (1000,)]
+    ts = [data(hvd.rank(), s, torch.float32, seed=k).to(dev) for k, s in enumerate(shapes)]
+    outs = hvd.grouped_allreduce(ts, op=hvd.Adasum, name="gpu.adasum")
+    for k, (s, out) in enumerate(zip(shapes, outs)):
+        assert out.device == dev
+        assert close(out.cpu(), reference(hvd, s, torch.float32, hvd.Average, k), torch.float32)
+    scaled = hvd.allreduce(ts[1], op=hvd.Adasum, prescale_factor=2.0, postscale_factor=0.25,
+                           name="gpu.adasum.scaled")
+    assert close(scaled.cpu(), reference(hvd, shapes[1], torch.float32, hvd.Average, 1) * 0.5,
+                 torch.float32)
 
 
 def test_grouped_and_scaled(hvd, dev):

@@ -712,6 +712,8 @@ struct ada_case {
 				  slots of this many bytes */
 	int hosts;	       /* with slot: the ranks as this many hosts, host
 				  h's ranks h * L ... h * L + L - 1 (0: 1) */
+	bool average;	       /* with slot: each host's ranks averaged, the
+				  hosts combined (GPU Adasum's way) */
 	char name[64];	       /* the segment's */
 	double err[WORLD_MAX]; /* per rank: worst error, relative to the
 				  tensor's largest element */
@@ -737,19 +739,20 @@ static double ada_value(int kind, int r, int n, size_t j, size_t i)
 	return ((double)h - 128) / 128;
 }
 
-/* The serial reference in float64, tensor by tensor (ref_adasum); the
- * result into out. */
+/* The serial reference in float64, tensor by tensor (ref_adasum; with
+ * average, of each host's average); the result into out. */
 static void ada_reference(const struct ada_case *k, int n, size_t j,
 			  double *out)
 {
 	size_t m = k->counts[j], i;
-	double *v = malloc((m > 0 ? m : 1) * (size_t)n * sizeof(*v));
-	int r;
+	double *v = calloc((m > 0 ? m : 1) * (size_t)n, sizeof(*v));
+	int H = k->hosts > 1 ? k->hosts : 1, L = k->average ? n / H : 1, r;
 
 	for (r = 0; r < n; r++)
 		for (i = 0; i < m; i++)
-			v[(size_t)r * m + i] = ada_value(k->kind, r, n, j, i);
-	ref_adasum(n, m, v);
+			v[(size_t)(r / L) * m + i] +=
+				ada_value(k->kind, r, n, j, i) / L;
+	ref_adasum(n / L, m, v);
 	memcpy(out, v, m * sizeof(*v));
 	free(v);
 }
@@ -776,8 +779,9 @@ static int ada_shm(const struct hvd__comm *c, const struct ada_case *k,
 			       hvd__dtype_size(k->t) +
 		       1);
 	if (rc == HVD_OK)
-		rc = hvd__adasum_shm(s, H > 1 ? &cross : NULL, buf, *scratch,
-				     k->counts, k->n, k->t, 5000, NULL);
+		rc = hvd__adasum_shm(s, H > 1 ? &cross : NULL, k->average, buf,
+				     *scratch, k->counts, k->n, k->t, 5000,
+				     NULL);
 	if (cross.ops != NULL)
 		cross.ops->close(cross.t);
 	hvd__shm_close(s);
@@ -885,6 +889,39 @@ static void test_adasum_reference(void)
 			}
 }
 
+/* GPU Adasum's way (Horovod's): each host's ranks averaged, any number
+ * of them (3 too), and only the hosts combined by Adasum; one host:
+ * the average. */
+static void test_adasum_host_average(void)
+{
+	static const size_t counts[] = {1, 1000, 7, 30011, 0};
+	static const struct {
+		int n, hosts;
+	} ways[] = {{2, 1}, {3, 1}, {2, 2}, {4, 2}, {6, 2}, {8, 4}, {8, 2}};
+	static const enum hvd_dtype types[] = {HVD_FLOAT32, HVD_FLOAT16};
+	static const double tol[] = {1e-6, 4e-3};
+	size_t z;
+	int t;
+
+	for (z = 0; z < sizeof(ways) / sizeof(*ways); z++)
+		for (t = 0; t < 2; t++) {
+			struct ada_case k = {.t = types[t],
+					     .counts = counts,
+					     .n = 5,
+					     .slot = 4096,
+					     .hosts = ways[z].hosts,
+					     .average = true};
+			double e = ada_run(ways[z].n, &k);
+
+			if (e > tol[t]) {
+				printf("# n=%d %s, %d hosts, averaged: off by %g of the largest\n",
+				       ways[z].n, hvd__dtype_name(types[t]),
+				       ways[z].hosts, e);
+				CHECK(0);
+			}
+		}
+}
+
 /* What makes Adasum: orthogonal gradients add up (the sum, exactly: every
  * dot product is 0), parallel ones average. */
 static void test_adasum_orthogonal_and_parallel(void)
@@ -980,6 +1017,7 @@ int main(void)
 	RUN(test_groups);
 	RUN(test_adasum_reference);
 	RUN(test_adasum_orthogonal_and_parallel);
+	RUN(test_adasum_host_average);
 	RUN(test_adasum_needs_a_power_of_two);
 	RUN(test_peer_dies);
 	RUN(test_listen_burst);

@@ -15,9 +15,12 @@
  *             77 after one line "skip: REASON" where there is no GPU
  *   nogpu     the GPU collectives refuse with HVD_ENOTSUP and say why;
  *             the CPU ones go on
+ *   gpuadasum Adasum of GPU tensors alone (gpu checks it too): each
+ *             host's ranks average, the hosts combine
  *   more      the newer collectives: alltoall (uneven counts, zeros),
  *             reducescatter (every dtype and op, counts below the ranks),
- *             scaled allreduce, int16, checked against a serial reference
+ *             scaled allreduce, int16, Adasum, checked against a serial
+ *             reference
  *   groups    grouped allreduces, allgathers and reducescatters from
  *             several threads at once
  *   join      rank r runs r+2 steps then joins; the others' averages
@@ -766,6 +769,52 @@ static void mode_nogpu(void)
 	       hvd_strerror(rc));
 }
 
+/* v (count floats, what) has the same bits on every rank: its minimum
+ * and its maximum over the ranks agree. */
+static void check_same_bits_of(const char *what, const float *v, size_t count)
+{
+	float *lo = malloc(count * sizeof(float));
+	float *hi = malloc(count * sizeof(float));
+	size_t i, bad = 0;
+	int rc;
+
+	rc = hvd_allreduce("bits.min", v, lo, count, HVD_FLOAT32, HVD_MIN);
+	if (rc == 0)
+		rc = hvd_allreduce("bits.max", v, hi, count, HVD_FLOAT32,
+				   HVD_MAX);
+	for (i = 0; rc == 0 && i < count; i++)
+		bad += memcmp(&lo[i], &hi[i], sizeof(float)) != 0;
+	EXPECT(rc == 0 && bad == 0,
+	       "%s of %zu floats: %zu elements differ between ranks (%s)", what,
+	       count, bad, hvd_strerror(rc));
+	free(lo);
+	free(hi);
+}
+
+/* Rank r's element i of Adasum's tensor j: neither orthogonal nor
+ * parallel to the other ranks'. */
+static double ada_value(int r, int j, size_t i)
+{
+	return sin(0.37 * (double)i + 1.3 * r + j) + 0.25 * (r % 3) - 0.3;
+}
+
+/* Adasum's tree over every rank's tensor j in float64 (ref_adasum);
+ * with L > 1, over the averages of each L ranks (a host's, GPU Adasum's
+ * way). */
+static void ada_reference(int j, size_t m, int L, double *out)
+{
+	int n = hvd_size(), r;
+	double *v = calloc((size_t)n * m + 1, sizeof(*v));
+	size_t i;
+
+	for (r = 0; r < n; r++)
+		for (i = 0; i < m; i++)
+			v[(size_t)(r / L) * m + i] += ada_value(r, j, i) / L;
+	ref_adasum(n / L, m, v);
+	memcpy(out, v, m * sizeof(*v));
+	free(v);
+}
+
 /* The GPU modes: this rank's GPU made the current device, or exit 77
  * after "skip: REASON" where there is none. */
 static void use_gpu_or_skip(void)
@@ -1025,6 +1074,84 @@ static void check_gpu_wait_stream(void)
 	free(h);
 }
 
+/* Adasum of GPU tensors, Horovod's way: each host's ranks average, the
+ * hosts combine by Adasum (a fused batch of three float32 tensors,
+ * copied out in place and not), against the float64 reference, the same
+ * bits on every rank. Under mpirun, and with several ranks a host
+ * without shared memory, refused, saying why. */
+static void check_gpu_adasum(void)
+{
+	static const size_t m[3] = {5, 70001, 1000};
+	int L = hvd_local_size(), H = hvd_cross_size(), j, rc[3];
+	const char *shm = getenv("HVD_SHM");
+	bool mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+	bool refused = hvd_size() > 1 &&
+		       (mpi || (L > 1 && shm != NULL && strcmp(shm, "0") == 0));
+	float *x[3], *dx[3], *dy[3];
+	hvd_handle *h[3];
+	size_t i;
+
+	for (j = 0; j < 3; j++) {
+		char name[32];
+
+		x[j] = malloc(m[j] * sizeof(float));
+		for (i = 0; i < m[j]; i++)
+			x[j][i] = (float)ada_value(hvd_rank(), j, i);
+		cudaMalloc((void **)&dx[j], m[j] * sizeof(float));
+		cudaMemcpy(dx[j], x[j], m[j] * sizeof(float),
+			   cudaMemcpyHostToDevice);
+		dy[j] = j == 1 ? dx[j] : NULL;
+		if (dy[j] == NULL)
+			cudaMalloc((void **)&dy[j], m[j] * sizeof(float));
+		snprintf(name, sizeof(name), "gpu.adasum.%d", j);
+		rc[j] = hvd_allreduce_gpu_async(name, dx[j], dy[j], m[j],
+						HVD_FLOAT32, HVD_ADASUM, &h[j]);
+	}
+	for (j = 0; j < 3; j++)
+		if (rc[j] == 0)
+			rc[j] = hvd_wait(h[j]);
+	for (j = 0; j < 3; j++) {
+		double *want = malloc(m[j] * sizeof(*want)), top = 0, diff = 0;
+
+		if (refused) {
+			EXPECT(rc[j] == HVD_ENOTSUP &&
+				       strstr(hvd_error_message(),
+					      mpi ? "--mpi"
+						  : "--no-shared-memory"),
+			       "GPU Adasum %s: %s (%s)",
+			       mpi ? "under mpirun" : "without shared memory",
+			       hvd_strerror(rc[j]), hvd_error_message());
+			free(want);
+			continue;
+		}
+		cudaMemcpy(x[j], dy[j], m[j] * sizeof(float),
+			   cudaMemcpyDeviceToHost);
+		ada_reference(j, m[j], L, want);
+		for (i = 0; i < m[j]; i++) {
+			top = fmax(top, fabs(want[i]));
+			diff = fmax(diff, fabs(x[j][i] - want[i]));
+		}
+		EXPECT(rc[j] == 0 && diff <= 1e-5 * top,
+		       "GPU Adasum of %zu floats, %d hosts of %d: %s, off by %g (largest %g)",
+		       m[j], H, L, hvd_strerror(rc[j]), diff, top);
+		if (rc[j] == 0)
+			check_same_bits_of("a GPU Adasum", x[j], m[j]);
+		free(want);
+	}
+	for (j = 0; j < 3; j++) {
+		if (dy[j] != dx[j])
+			cudaFree(dy[j]);
+		cudaFree(dx[j]);
+		free(x[j]);
+	}
+}
+
+static void mode_gpu_adasum(void)
+{
+	use_gpu_or_skip();
+	check_gpu_adasum();
+}
+
 static void mode_gpu(void)
 {
 	float x[4] = {0}, *dx;
@@ -1035,6 +1162,7 @@ static void mode_gpu(void)
 	mode_gpu_more();
 	check_gpu_ready();
 	check_gpu_wait_stream();
+	check_gpu_adasum();
 	/* Host memory is refused on the spot, naming the buffer. */
 	r = hvd_allreduce_gpu("host", x, x, 4, HVD_FLOAT32, HVD_SUM);
 	EXPECT(r == HVD_EINVAL && strstr(hvd_error_message(), "host memory"),
@@ -1108,6 +1236,11 @@ static void mode_killgpu(void)
 }
 #else
 static void mode_gpu(void)
+{
+	use_gpu_or_skip();
+}
+
+static void mode_gpu_adasum(void)
 {
 	use_gpu_or_skip();
 }
@@ -1259,28 +1392,6 @@ static void check_polled(void)
 /* Every rank ends with the same bits of a float sum, small (reduced by
  * every rank) or large (each part by one rank): the MIN and the MAX of
  * the results across the ranks are equal. */
-/* v (count floats, what) has the same bits on every rank: its minimum
- * and its maximum over the ranks agree. */
-static void check_same_bits_of(const char *what, const float *v, size_t count)
-{
-	float *lo = malloc(count * sizeof(float));
-	float *hi = malloc(count * sizeof(float));
-	size_t i, bad = 0;
-	int rc;
-
-	rc = hvd_allreduce("bits.min", v, lo, count, HVD_FLOAT32, HVD_MIN);
-	if (rc == 0)
-		rc = hvd_allreduce("bits.max", v, hi, count, HVD_FLOAT32,
-				   HVD_MAX);
-	for (i = 0; rc == 0 && i < count; i++)
-		bad += memcmp(&lo[i], &hi[i], sizeof(float)) != 0;
-	EXPECT(rc == 0 && bad == 0,
-	       "%s of %zu floats: %zu elements differ between ranks (%s)", what,
-	       count, bad, hvd_strerror(rc));
-	free(lo);
-	free(hi);
-}
-
 static void check_same_bits(size_t count)
 {
 	float *v = malloc(count * sizeof(float));
@@ -1293,28 +1404,6 @@ static void check_same_bits(size_t count)
 	EXPECT(rc == 0, "a sum of %zu floats: %s", count, hvd_strerror(rc));
 	if (rc == 0)
 		check_same_bits_of("a sum", v, count);
-	free(v);
-}
-
-/* Rank r's element i of Adasum's tensor j: neither orthogonal nor
- * parallel to the other ranks'. */
-static double ada_value(int r, int j, size_t i)
-{
-	return sin(0.37 * (double)i + 1.3 * r + j) + 0.25 * (r % 3) - 0.3;
-}
-
-/* Adasum's tree over every rank's tensor j in float64 (ref_adasum). */
-static void ada_reference(int j, size_t m, double *out)
-{
-	int n = hvd_size(), r;
-	double *v = malloc((size_t)n * m * sizeof(*v) + 1);
-	size_t i;
-
-	for (r = 0; r < n; r++)
-		for (i = 0; i < m; i++)
-			v[(size_t)r * m + i] = ada_value(r, j, i);
-	ref_adasum(n, m, v);
-	memcpy(out, v, m * sizeof(*v));
 	free(v);
 }
 
@@ -1355,7 +1444,7 @@ static void check_adasum(void)
 			continue;
 		}
 		want = malloc(m[j] * sizeof(*want));
-		ada_reference(j, m[j], want);
+		ada_reference(j, m[j], 1, want);
 		for (i = 0; i < m[j]; i++) {
 			top = fmax(top, fabs(want[i]));
 			diff = fmax(diff, fabs(x[j][i] - want[i]));
@@ -2012,6 +2101,8 @@ int main(int argc, char **argv)
 		mode_gpu();
 	else if (strcmp(mode, "nogpu") == 0)
 		mode_nogpu();
+	else if (strcmp(mode, "gpuadasum") == 0)
+		mode_gpu_adasum();
 	else if (strcmp(mode, "more") == 0)
 		mode_more();
 	else if (strcmp(mode, "groups") == 0)
