@@ -593,9 +593,9 @@ int hvd__gpu_copy(struct hvd__gpu *g, void *dst, const void *src, size_t bytes,
 			    to_host ? cudaMemcpyDeviceToHost
 				    : cudaMemcpyHostToDevice,
 			    g->stream);
-	if (e != cudaSuccess)
-		return hvd__gpu_cuda_fail(e, "cudaMemcpyAsync", why, len);
-	return hvd__gpu_wait_stream(g, why, len);
+	return e == cudaSuccess
+		       ? HVD_OK
+		       : hvd__gpu_cuda_fail(e, "cudaMemcpyAsync", why, len);
 }
 
 int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,

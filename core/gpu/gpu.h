@@ -137,8 +137,8 @@ int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
 		       const size_t *bytes, void *ready, void **out, char *why,
 		       size_t len);
 /* bytes from src to dst, one of them this rank's GPU memory and the
- * other host memory (to_host: src is the GPU's), after ready (NULL: at
- * once) on the stream; returns once the copy has run. */
+ * other host memory (to_host: src is the GPU's), queued on the stream
+ * after ready (NULL: at once): hvd__gpu_wait_stream waits for it. */
 int hvd__gpu_copy(struct hvd__gpu *g, void *dst, const void *src, size_t bytes,
 		  bool to_host, void *ready, char *why, size_t len);
 /* Wait for everything queued on the stream: spin while spinning pays

@@ -225,8 +225,8 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 
 /* Each tensor's bytes between the batch and work, where they lie end to
  * end: in from the send buffers, or out to the receive buffers; a GPU
- * tensor's through the GPU engine's stream (in: once its data is
- * there). */
+ * tensor's on the GPU engine's stream (in: once its data is there), all
+ * waited for at the end. */
 static int move(struct hvd__engine *e, struct hvd__req **batch, size_t n,
 		char *work, const size_t *counts, size_t es, bool in)
 {
@@ -245,6 +245,9 @@ static int move(struct hvd__engine *e, struct hvd__req **batch, size_t n,
 		else if (dst != src)
 			memcpy(dst, src, counts[i] * es);
 	}
+	if (rc == HVD_OK && batch[0]->m.gpu)
+		rc = hvd__gpu_wait_stream(e->gpu, e->gpu_why,
+					  sizeof(e->gpu_why));
 	return rc;
 }
 

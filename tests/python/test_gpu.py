@@ -48,6 +48,25 @@ def test_adasum_averages_within_the_host(hvd, dev):
                  torch.float32)
 
 
+def test_adasum_orthogonal_and_parallel_as_horovod_expects(hvd, dev):
+    """What Horovod's own GPU Adasum tests expect of its NCCL build:
+    orthogonal vectors give their sum divided by the ranks a host (each
+    host averages, the hosts' averages are orthogonal), parallel ones
+    their average."""
+    n, r = hvd.size(), hvd.rank()
+    g = torch.Generator().manual_seed(2)
+    for k, m in enumerate((n * 20 - 17, n + 2, 1 << 16)):
+        q = torch.linalg.qr(torch.randn(m, n, generator=g, dtype=torch.float64))[0].float()
+        out = hvd.allreduce(q[:, r].to(dev), op=hvd.Adasum, name="gpu.adasum.orth.%d" % k)
+        want = q.double().sum(1) / hvd.local_size()
+        assert torch.allclose(out.cpu().double(), want, rtol=1e-5, atol=1e-6), k
+        p = (torch.randn(m, 1, generator=g, dtype=torch.float64)
+             @ torch.randn(1, n, generator=g, dtype=torch.float64)).float()
+        out = hvd.allreduce(p[:, r].to(dev), op=hvd.Adasum, name="gpu.adasum.par.%d" % k)
+        want = p.double().sum(1) / n
+        assert torch.allclose(out.cpu().double(), want, rtol=1e-5, atol=1e-5), k
+
+
 def test_grouped_and_scaled(hvd, dev):
     ts = [data(hvd.rank(), (k + 1,), torch.float32, seed=k).to(dev) for k in range(40)]
     outs = hvd.grouped_allreduce(ts, op=hvd.Sum, name="gpu.group")
