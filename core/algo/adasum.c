@@ -238,32 +238,73 @@ static char *held(char *const *row, int base, int w, int me)
 	return row[me >= base && me < base + w ? me : base];
 }
 
-/* Level w (1, 2, 4, ...) of the tree on this rank's slice [lo, hi) of
- * every rank's buffer (row[p], rank p's): in every block of 2w ranks, the
- * combination of its lower half's buffers (a) with its upper half's (b),
- * each tensor on its dot product and norms over the whole tensor (the
- * ranks' sums of their slices'), into the row of a or b that held() names
- * for the block. v: 3 doubles a tensor a block. */
-static int shm_level(struct hvd__shm *s, char *const *row, size_t lo, size_t hi,
-		     const size_t *counts, size_t n, enum hvd_dtype t, int w,
-		     double *v, int timeout_ms)
+/* Level w's dot products and norms of each block's two halves (see
+ * shm_level), over elements [x0, x1) of this rank's slice [lo, hi),
+ * added into v. */
+static void block_dots(char *const *row, int me, int w, size_t blocks,
+		       size_t lo, size_t x0, size_t x1, const size_t *counts,
+		       size_t n, enum hvd_dtype t, double *v)
 {
-	size_t es = hvd__dtype_size(t), blocks, q, i, off, from, m;
-	int L = hvd__shm_size(s), me = hvd__shm_rank(s), base, rc;
+	size_t es = hvd__dtype_size(t), q, i, off, from, m;
+	int base;
 
-	blocks = (size_t)L / (2 * (size_t)w);
-	memset(v, 0, 3 * n * blocks * sizeof(*v));
 	for (q = 0, base = 0; q < blocks; q++, base += 2 * w) {
 		char *a = held(row, base, w, me),
 		     *b = held(row, base + w, w, me);
 
-		for (i = 0, off = 0; i < n && off < hi; off += counts[i++]) {
-			m = overlap(off, counts[i], lo, hi - lo, &from);
+		for (i = 0, off = 0; i < n && off < x1; off += counts[i++]) {
+			m = overlap(off, counts[i], x0, x1 - x0, &from);
 			if (m > 0)
 				hvd__dots(a + (from - lo) * es,
 					  b + (from - lo) * es, m, t,
 					  v + 3 * (q * n + i));
 		}
+	}
+}
+
+/* The first level's dot products taken as the slices arrive (the
+ * alltoall's rounds), while they are in cache. */
+struct first {
+	char *const *row;
+	int me, L;
+	size_t lo, hi; /* this rank's slice, in elements */
+	const size_t *counts;
+	size_t n;
+	enum hvd_dtype t;
+	double *v;
+};
+
+static void first_got(void *arg, size_t off, size_t len)
+{
+	const struct first *f = arg;
+	size_t es = hvd__dtype_size(f->t), x0 = f->lo + off / es;
+	size_t x1 = f->lo + (off + len) / es;
+
+	if (x1 > f->hi)
+		x1 = f->hi;
+	if (x1 > x0)
+		block_dots(f->row, f->me, 1, (size_t)f->L / 2, f->lo, x0, x1,
+			   f->counts, f->n, f->t, f->v);
+}
+
+/* Level w (1, 2, 4, ...) of the tree on this rank's slice [lo, hi) of
+ * every rank's buffer (row[p], rank p's): in every block of 2w ranks, the
+ * combination of its lower half's buffers (a) with its upper half's (b),
+ * each tensor on its dot product and norms over the whole tensor (the
+ * ranks' sums of their slices'; this rank's already in v where dotted),
+ * into the row of a or b that held() names for the block. v: 3 doubles a
+ * tensor a block. */
+static int shm_level(struct hvd__shm *s, char *const *row, size_t lo, size_t hi,
+		     const size_t *counts, size_t n, enum hvd_dtype t, int w,
+		     bool dotted, double *v, int timeout_ms)
+{
+	size_t es = hvd__dtype_size(t), blocks, q, i, off, from, m;
+	int L = hvd__shm_size(s), me = hvd__shm_rank(s), base, rc;
+
+	blocks = (size_t)L / (2 * (size_t)w);
+	if (!dotted) {
+		memset(v, 0, 3 * n * blocks * sizeof(*v));
+		block_dots(row, me, w, blocks, lo, lo, hi, counts, n, t, v);
 	}
 	rc = shm_sum(s, v, 3 * n * blocks, timeout_ms);
 	for (q = 0, base = 0; rc == HVD_OK && q < blocks; q++, base += 2 * w) {
@@ -357,6 +398,7 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 	size_t es = hvd__dtype_size(t), total = 0, i, *len, *off, *rb, *roff;
 	char **row;
 	double *v;
+	struct first first;
 	long long t0 = hvd__now_us(), t1;
 
 	for (i = 0; i < n; i++)
@@ -383,14 +425,20 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 		rb[w] = len[me];
 		roff[w] = w == me ? 0 : (size_t)(row[w] - (char *)scratch);
 	}
-	rc = L > 1 ? hvd__shm_alltoallv(s, buf, len, off, scratch, rb, roff,
-					timeout_ms)
+	first = (struct first){
+		row, me, L, off[me] / es, (off[me] + len[me]) / es, counts,
+		n,   t,	 v};
+	if (L > 1 && !average)
+		memset(v, 0, 3 * n * (size_t)(L / 2) * sizeof(*v));
+	rc = L > 1 ? hvd__shm_alltoallv_got(s, buf, len, off, scratch, rb, roff,
+					    timeout_ms,
+					    average ? NULL : first_got, &first)
 		   : HVD_OK;
 	if (rc == HVD_OK && average)
 		average_rows(row, L, me, len[me] / es, t);
 	for (w = 1; w < L && rc == HVD_OK && !average; w *= 2)
 		rc = shm_level(s, row, off[me] / es, (off[me] + len[me]) / es,
-			       counts, n, t, w, v, timeout_ms);
+			       counts, n, t, w, w == 1, v, timeout_ms);
 	if (rc == HVD_OK && H > 1)
 		rc = across(s, cross, row[me], scratch, off[me] / es,
 			    len[me] / es, counts, n, t, timeout_ms);

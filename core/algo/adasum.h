@@ -28,7 +28,8 @@
  * runs on slices: rank r gets slice r (1/N of the elements) of every
  * other rank's buffer through the slots (an alltoall) and keeps its own
  * in place. Each rank then runs every level on its slice: the dot
- * products and norms of each block's tensors over the slice, summed over
+ * products and norms of each block's tensors over the slice (the first
+ * level's taken round by round as the slices arrive), summed over
  * the ranks through the slots in rank order (the same bits on every
  * rank: each rank's sum takes the same terms in the same order), and the
  * block's two halves combined, into this rank's own buffer for the

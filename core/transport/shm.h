@@ -107,6 +107,14 @@ int hvd__shm_allgatherv(struct hvd__shm *s, void *out, const size_t *len,
 int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
 		       const size_t *soff, void *out, const size_t *rb,
 		       const size_t *roff, int timeout_ms);
+/* The same, calling got(arg, off, len) after each round: bytes
+ * [off, off + len) of every block this rank receives have arrived (each
+ * block's up to its own length), while they are in cache. */
+int hvd__shm_alltoallv_got(struct hvd__shm *s, const void *send,
+			   const size_t *sb, const size_t *soff, void *out,
+			   const size_t *rb, const size_t *roff, int timeout_ms,
+			   void (*got)(void *arg, size_t off, size_t len),
+			   void *arg);
 /* Each local rank's bell: a rank's engine that waits between its cycles
  * for a late peer sleeps on its own bell. A local peer that arrives at a
  * round beyond this rank's (its next agreement, which cannot end without

@@ -316,6 +316,16 @@ int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
 		       const size_t *soff, void *out, const size_t *rb,
 		       const size_t *roff, int timeout_ms)
 {
+	return hvd__shm_alltoallv_got(s, send, sb, soff, out, rb, roff,
+				      timeout_ms, NULL, NULL);
+}
+
+int hvd__shm_alltoallv_got(struct hvd__shm *s, const void *send,
+			   const size_t *sb, const size_t *soff, void *out,
+			   const size_t *rb, const size_t *roff, int timeout_ms,
+			   void (*got)(void *arg, size_t off, size_t len),
+			   void *arg)
+{
 	/* Each slot holds one part per destination. */
 	size_t part = s->slot / (size_t)s->lsize / 64 * 64, off;
 	int64_t most = 0;
@@ -343,6 +353,8 @@ int hvd__shm_alltoallv(struct hvd__shm *s, const void *send, const size_t *sb,
 				memcpy((char *)out + roff[p] + off,
 				       slot_of(s, set, p) + (size_t)me * part,
 				       rb[p] - off < part ? rb[p] - off : part);
+		if (rc == HVD_OK && got != NULL)
+			got(arg, off, part);
 	}
 	return rc;
 }
