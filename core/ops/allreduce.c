@@ -213,11 +213,11 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
 			"Adasum of GPU tensors averages within each host through the host's shared memory: it needs libhvd's own transport (not --mpi) with shared memory on (not --no-shared-memory), and hosts that run the same number of ranks, numbered host by host");
-	else if (*shm && !hvd__adasum_size_ok(e->hier.nhosts))
+	else if (!hvd__adasum_size_ok(*shm ? e->hier.nhosts : e->comm.size))
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
 			"Adasum of GPU tensors combines the hosts: it needs a power-of-two number of hosts (1, 2, 4, 8, ...), not %d",
-			e->hier.nhosts);
+			*shm ? e->hier.nhosts : e->comm.size);
 	else
 		return HVD_OK;
 	return HVD_ENOTSUP;

@@ -66,7 +66,7 @@ assert_all_ok() { # ranks
 	assert_output --partial "hierarchical allreduce: 2 ranks a host, 2 hosts"
 }
 
-@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average, the hosts combine (2 hosts x 2, 3 ranks on one host, one rank a host); without shared memory and under mpirun, refused saying why" {
+@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average, the hosts combine (2 hosts x 2, 3 ranks on one host, one rank a host); without shared memory, under mpirun and on 3 hosts, refused saying why" {
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 "$SELFTEST" gpuadasum
 	assert_all_ok 4
 	run "$HVDRUN" -np 3 "$SELFTEST" gpuadasum
@@ -75,6 +75,8 @@ assert_all_ok() { # ranks
 	assert_all_ok 2
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 --no-shared-memory "$SELFTEST" gpuadasum
 	assert_all_ok 4
+	run "$HVDRUN" -H localhost:1,127.0.0.1:1,localhost.localdomain:1 "$SELFTEST" gpuadasum
+	assert_all_ok 3
 	ASAN_OPTIONS=detect_leaks=0 run "$HVDRUN" --mpi -np 2 "$SELFTEST" gpuadasum
 	assert_success
 	refute_output --partial FAIL

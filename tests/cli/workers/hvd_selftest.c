@@ -1077,16 +1077,19 @@ static void check_gpu_wait_stream(void)
 /* Adasum of GPU tensors, Horovod's way: each host's ranks average, the
  * hosts combine by Adasum (a fused batch of three float32 tensors,
  * copied out in place and not), against the float64 reference, the same
- * bits on every rank. Under mpirun, and with several ranks a host
- * without shared memory, refused, saying why. */
+ * bits on every rank. Under mpirun, with several ranks a host without
+ * shared memory, and on 3 hosts, refused, saying why. */
 static void check_gpu_adasum(void)
 {
 	static const size_t m[3] = {5, 70001, 1000};
 	int L = hvd_local_size(), H = hvd_cross_size(), j, rc[3];
 	const char *shm = getenv("HVD_SHM");
 	bool mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
-	bool refused = hvd_size() > 1 &&
-		       (mpi || (L > 1 && shm != NULL && strcmp(shm, "0") == 0));
+	bool apart = L > 1 && shm != NULL && strcmp(shm, "0") == 0;
+	const char *why = mpi	  ? "--mpi"
+			  : apart ? "--no-shared-memory"
+				  : "power-of-two number of hosts";
+	bool refused = hvd_size() > 1 && (mpi || apart || (H & (H - 1)) != 0);
 	float *x[3], *dx[3], *dy[3];
 	hvd_handle *h[3];
 	size_t i;
@@ -1115,12 +1118,9 @@ static void check_gpu_adasum(void)
 
 		if (refused) {
 			EXPECT(rc[j] == HVD_ENOTSUP &&
-				       strstr(hvd_error_message(),
-					      mpi ? "--mpi"
-						  : "--no-shared-memory"),
-			       "GPU Adasum %s: %s (%s)",
-			       mpi ? "under mpirun" : "without shared memory",
-			       hvd_strerror(rc[j]), hvd_error_message());
+				       strstr(hvd_error_message(), why),
+			       "GPU Adasum refused for want of %s: %s (%s)",
+			       why, hvd_strerror(rc[j]), hvd_error_message());
 			free(want);
 			continue;
 		}
