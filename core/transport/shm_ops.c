@@ -332,6 +332,8 @@ int hvd__shm_alltoallv_got(struct hvd__shm *s, const void *send,
 	struct iovec one = {&most, sizeof(most)};
 	int p, me = s->lrank, rc;
 
+	if (part == 0) /* slots under 64 bytes a rank: no round moves a byte */
+		return HVD_EINVAL;
 	for (p = 0; p < s->lsize; p++)
 		if (p != me && (int64_t)sb[p] > most)
 			most = (int64_t)sb[p];

@@ -984,7 +984,7 @@ static void test_adasum_orthogonal_and_parallel(void)
 	}
 }
 
-/* Three ranks: refused, and nothing sent. */
+/* Three ranks: refused, and nothing sent; slots too small, refused. */
 static void test_adasum_needs_a_power_of_two(void)
 {
 	static const size_t counts[] = {10};
@@ -1001,6 +1001,14 @@ static void test_adasum_needs_a_power_of_two(void)
 	run_world(3, ada_body, &k, -1);
 	for (r = 0; r < 3; r++)
 		CHECK(k.rc[r] == HVD_ENOTSUP);
+	/* Slots too small to hold a part for each rank (the segment's
+	 * alltoall): refused on every rank, where its rounds moved nothing
+	 * and never ended. */
+	k.slot = 128;
+	snprintf(k.name, sizeof(k.name), "hvd-test-ada-%d-4", (int)getpid());
+	run_world(4, ada_body, &k, -1);
+	for (r = 0; r < 4; r++)
+		CHECK(k.rc[r] == HVD_EINVAL);
 }
 
 int main(void)
