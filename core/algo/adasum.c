@@ -425,9 +425,15 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 		rb[w] = len[me];
 		roff[w] = w == me ? 0 : (size_t)(row[w] - (char *)scratch);
 	}
-	first = (struct first){
-		row, me, L, off[me] / es, (off[me] + len[me]) / es, counts,
-		n,   t,	 v};
+	first = (struct first){.row = row,
+			       .me = me,
+			       .L = L,
+			       .lo = off[me] / es,
+			       .hi = (off[me] + len[me]) / es,
+			       .counts = counts,
+			       .n = n,
+			       .t = t,
+			       .v = v};
 	if (L > 1 && !average)
 		memset(v, 0, 3 * n * (size_t)(L / 2) * sizeof(*v));
 	rc = L > 1 ? hvd__shm_alltoallv_got(s, buf, len, off, scratch, rb, roff,

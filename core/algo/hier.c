@@ -151,7 +151,7 @@ static int share(struct hvd__hier *hi, const struct hvd__comm *comm, int **at,
 int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 		    bool want)
 {
-	int size = comm->size, L, H, rc;
+	int size = comm->size, L, H, i, rc;
 	struct place *all = calloc((size_t)size, sizeof(*all));
 	int *at = calloc((size_t)size, sizeof(int));
 	const char *why;
@@ -164,8 +164,8 @@ int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 	rc = gather(comm, want, all);
 	if (rc != HVD_OK)
 		goto out;
-	for (L = 0, hi->one_a_host = true; L < size; L++)
-		hi->one_a_host = hi->one_a_host && all[L].lsize == 1;
+	for (i = 0, hi->one_a_host = true; i < size; i++)
+		hi->one_a_host = hi->one_a_host && all[i].lsize == 1;
 	L = uniform(all, size, at, &why);
 	if (L < 2) {
 		if (why != NULL && comm->rank == 0 && hvd__g.local_size > 1)
