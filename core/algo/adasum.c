@@ -34,25 +34,42 @@ static size_t overlap(size_t off, size_t count, size_t lo, size_t len,
 	return b > a ? b - a : 0;
 }
 
-/* Each tensor's a.b, a.a and b.b over [lo, lo + len), part of the range
- * this rank keeps from keep (mine in buf; the partner's copy in theirs,
- * from keep on), added into v. upper: this rank's data is the block's
- * b. */
-static void dots(const char *buf, const char *theirs, size_t keep, size_t lo,
-		 size_t len, const size_t *counts, size_t n, enum hvd_dtype t,
-		 bool upper, double *v)
+/* Each tensor's a.b, a.a and b.b over elements [x0, x1) of the tensors
+ * laid end to end, added into v (3 doubles a tensor): element x of a at
+ * a + (x - a_at) * es, of b at b + (x - b_at) * es. */
+static void tensor_dots(const char *a, size_t a_at, const char *b, size_t b_at,
+			size_t x0, size_t x1, const size_t *counts, size_t n,
+			enum hvd_dtype t, double *v)
 {
 	size_t es = hvd__dtype_size(t), off, i, from, m;
 
-	for (i = 0, off = 0; i < n && off < lo + len; off += counts[i++]) {
-		m = overlap(off, counts[i], lo, len, &from);
-		if (m > 0) {
-			const char *mine = buf + from * es,
-				   *other = theirs + (from - keep) * es;
+	for (i = 0, off = 0; i < n && off < x1; off += counts[i++]) {
+		m = overlap(off, counts[i], x0, x1 - x0, &from);
+		if (m > 0)
+			hvd__dots(a + (from - a_at) * es,
+				  b + (from - b_at) * es, m, t, v + 3 * i);
+	}
+}
 
-			hvd__dots(upper ? other : mine, upper ? mine : other, m,
-				  t, v + 3 * i);
-		}
+/* Each tensor over elements [x0, x1) combined on its sums in v (a.b,
+ * a.a, b.b): x becomes ca x + cb y, x being a (upper: b, and y a), where
+ * a zero vector's coefficient is 1. Element addressing as tensor_dots'. */
+static void combine(char *x, size_t x_at, const char *y, size_t y_at,
+		    bool upper, size_t x0, size_t x1, const size_t *counts,
+		    size_t n, enum hvd_dtype t, const double *v)
+{
+	size_t es = hvd__dtype_size(t), off, i, from, m;
+
+	for (i = 0, off = 0; i < n && off < x1; off += counts[i++]) {
+		const double *d = v + 3 * i;
+		double ca = d[1] > 0 ? 1 - d[0] / (2 * d[1]) : 1;
+		double cb = d[2] > 0 ? 1 - d[0] / (2 * d[2]) : 1;
+
+		m = overlap(off, counts[i], x0, x1 - x0, &from);
+		if (m > 0)
+			hvd__axpby(x + (from - x_at) * es,
+				   y + (from - y_at) * es, m, t,
+				   upper ? cb : ca, upper ? ca : cb);
 	}
 }
 
@@ -86,8 +103,8 @@ static int shm_sum(struct hvd__shm *s, double *v, size_t count, int timeout_ms)
 /* The partner's half as it arrives: the dot products of what has come,
  * taken while it is in cache and the rest is still on its way. */
 struct arrival {
-	const char *buf, *theirs;
-	size_t keep; /* where the kept range starts */
+	const char *buf, *theirs; /* mine (from 0), the partner's (from keep) */
+	size_t keep;		  /* where the kept range starts */
 	const size_t *counts;
 	size_t n;
 	enum hvd_dtype t;
@@ -101,9 +118,12 @@ static void arrived(void *arg, size_t done)
 	struct arrival *a = arg;
 	size_t upto = done / hvd__dtype_size(a->t);
 
-	if (upto > a->seen)
-		dots(a->buf, a->theirs, a->keep, a->keep + a->seen,
-		     upto - a->seen, a->counts, a->n, a->t, a->upper, a->v);
+	if (upto > a->seen && a->upper)
+		tensor_dots(a->theirs, a->keep, a->buf, 0, a->keep + a->seen,
+			    a->keep + upto, a->counts, a->n, a->t, a->v);
+	else if (upto > a->seen)
+		tensor_dots(a->buf, 0, a->theirs, a->keep, a->keep + a->seen,
+			    a->keep + upto, a->counts, a->n, a->t, a->v);
 	a->seen = upto > a->seen ? upto : a->seen;
 }
 
@@ -133,7 +153,7 @@ static int level(const struct halving *h, char *buf, char *theirs, size_t *lo,
 	size_t n = h->n;
 	enum hvd_dtype t = h->t;
 	double *v = h->v;
-	size_t es = hvd__dtype_size(t), off, i, from, m;
+	size_t es = hvd__dtype_size(t), i;
 	bool upper = (c->rank >> k) & 1;
 	size_t first = *len / 2, keep = upper ? *len - first : first;
 	size_t keep_lo = upper ? *lo + first : *lo;
@@ -157,17 +177,9 @@ static int level(const struct halving *h, char *buf, char *theirs, size_t *lo,
 		for (i = 0; rc == HVD_OK && i < 3 * n; i++)
 			v[i] += in[i];
 	}
-	for (i = 0, off = 0; rc == HVD_OK && i < n; off += counts[i++]) {
-		double ab = v[3 * i], aa = v[3 * i + 1], bb = v[3 * i + 2];
-		double ca = aa > 0 ? 1 - ab / (2 * aa) : 1;
-		double cb = bb > 0 ? 1 - ab / (2 * bb) : 1;
-
-		m = overlap(off, counts[i], keep_lo, keep, &from);
-		if (m > 0)
-			hvd__axpby(buf + from * es,
-				   theirs + (from - keep_lo) * es, m, t,
-				   upper ? cb : ca, upper ? ca : cb);
-	}
+	if (rc == HVD_OK)
+		combine(buf, 0, theirs, keep_lo, upper, keep_lo, keep_lo + keep,
+			counts, n, t, v);
 	return rc;
 }
 
@@ -245,21 +257,13 @@ static void block_dots(char *const *row, int me, int w, size_t blocks,
 		       size_t lo, size_t x0, size_t x1, const size_t *counts,
 		       size_t n, enum hvd_dtype t, double *v)
 {
-	size_t es = hvd__dtype_size(t), q, i, off, from, m;
+	size_t q;
 	int base;
 
-	for (q = 0, base = 0; q < blocks; q++, base += 2 * w) {
-		char *a = held(row, base, w, me),
-		     *b = held(row, base + w, w, me);
-
-		for (i = 0, off = 0; i < n && off < x1; off += counts[i++]) {
-			m = overlap(off, counts[i], x0, x1 - x0, &from);
-			if (m > 0)
-				hvd__dots(a + (from - lo) * es,
-					  b + (from - lo) * es, m, t,
-					  v + 3 * (q * n + i));
-		}
-	}
+	for (q = 0, base = 0; q < blocks; q++, base += 2 * w)
+		tensor_dots(held(row, base, w, me), lo,
+			    held(row, base + w, w, me), lo, x0, x1, counts, n,
+			    t, v + 3 * q * n);
 }
 
 /* The first level's dot products taken as the slices arrive (the
@@ -298,7 +302,7 @@ static int shm_level(struct hvd__shm *s, char *const *row, size_t lo, size_t hi,
 		     const size_t *counts, size_t n, enum hvd_dtype t, int w,
 		     bool dotted, double *v, int timeout_ms)
 {
-	size_t es = hvd__dtype_size(t), blocks, q, i, off, from, m;
+	size_t blocks, q;
 	int L = hvd__shm_size(s), me = hvd__shm_rank(s), base, rc;
 
 	blocks = (size_t)L / (2 * (size_t)w);
@@ -312,18 +316,8 @@ static int shm_level(struct hvd__shm *s, char *const *row, size_t lo, size_t hi,
 		     *b = held(row, base + w, w, me);
 		bool upper = b == row[me];
 
-		for (i = 0, off = 0; i < n && off < hi; off += counts[i++]) {
-			const double *d = v + 3 * (q * n + i);
-			double ca = d[1] > 0 ? 1 - d[0] / (2 * d[1]) : 1;
-			double cb = d[2] > 0 ? 1 - d[0] / (2 * d[2]) : 1;
-
-			m = overlap(off, counts[i], lo, hi - lo, &from);
-			if (m > 0)
-				hvd__axpby((upper ? b : a) + (from - lo) * es,
-					   (upper ? a : b) + (from - lo) * es,
-					   m, t, upper ? cb : ca,
-					   upper ? ca : cb);
-		}
+		combine(upper ? b : a, lo, upper ? a : b, lo, upper, lo, hi,
+			counts, n, t, v + 3 * q * n);
 	}
 	return rc;
 }

@@ -208,7 +208,7 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 	if (e->set != 0)
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
-			"Adasum of GPU tensors runs in the global process set only, as Horovod's");
+			"Adasum of GPU tensors runs in the global process set only, as Horovod's: allreduce it there, or allreduce a copy in host memory within the set");
 	else if (!*shm && !e->hier.one_a_host)
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
@@ -216,7 +216,7 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 	else if (!hvd__adasum_size_ok(*shm ? e->hier.nhosts : e->comm.size))
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
-			"Adasum of GPU tensors combines the hosts: it needs a power-of-two number of hosts (1, 2, 4, 8, ...), not %d",
+			"Adasum of GPU tensors combines the hosts: it needs a power-of-two number of hosts (1, 2, 4, 8, ...), not %d: run the job on such a number of hosts",
 			*shm ? e->hier.nhosts : e->comm.size);
 	else
 		return HVD_OK;

@@ -31,7 +31,9 @@
  *            in the even set removed and added again (a communicator of
  *            its own made again): allreduce (sum, average, two fused),
  *            broadcast from the set's last rank, allgather of uneven
- *            counts; exits 77 after "skip: REASON" where there is no GPU
+ *            counts, Adasum (refused in a set of several ranks, saying
+ *            what to do); exits 77 after "skip: REASON" where there is
+ *            no GPU
  * Prints "rank R: ok" and exits 0, or names what went wrong and exits 1. */
 #include <hvd.h>
 #if HVD_NCCL
@@ -718,6 +720,17 @@ static void gpu_collectives(int id, const int *ranks, int n, const char *tag)
 	       "%s: GPU allgather: %s, %zu elements, not %zu", tag,
 	       hvd_strerror(rc), got, total);
 	cudaFree(out);
+	/* Adasum of GPU tensors: the job's only, as Horovod's (a set of one
+	 * rank keeps its own), the refusal saying what to do */
+	snprintf(name, sizeof(name), "%s.gpu.adasum", tag);
+	hvd_next_process_set(id);
+	rc = hvd_allreduce_gpu(name, a, a, c, HVD_FLOAT32, HVD_ADASUM);
+	if (id != 0 && n > 1)
+		EXPECT(rc == HVD_ENOTSUP && strstr(hvd_error_message(),
+						   "global process set only"),
+		       "%s: GPU Adasum in a set: %s", tag, hvd_strerror(rc));
+	else
+		EXPECT(rc == 0, "%s: GPU Adasum: %s", tag, hvd_strerror(rc));
 	cudaFree(a);
 	cudaFree(b);
 }
