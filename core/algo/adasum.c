@@ -348,44 +348,34 @@ static void slices(size_t total, int L, int me, size_t es, char *buf,
 	}
 }
 
-/* Across hosts: this rank's slice [lo, lo + count) of its host's
- * combination (at row), combined with the same slice of the other hosts'
- * by the halving over cross, each level's sums also over the host's
- * ranks (their slices); the tensors' counts clipped to the slice. */
-static int across(struct hvd__shm *s, const struct hvd__comm *cross, char *row,
-		  char *scratch, size_t lo, size_t count, const size_t *counts,
-		  size_t n, enum hvd_dtype t, int timeout_ms)
+/* Each level's sums also over the host's ranks (their slices, together
+ * the whole range), the tensors' counts clipped to this rank's slice. */
+int hvd__adasum_hosts(struct hvd__shm *s, const struct hvd__comm *cross,
+		      void *slice, void *scratch, size_t lo, size_t count,
+		      const size_t *counts, size_t n, enum hvd_dtype t,
+		      int timeout_ms, struct hvd__ring_times *times)
 {
-	size_t *clip = malloc((n > 0 ? n : 1) * sizeof(*clip)), i, off, from;
-	struct halving h = {cross, s, timeout_ms, clip, n, t, NULL};
+	size_t *clip, i, off, from;
+	struct halving h = {cross, s, timeout_ms, NULL, n, t, NULL};
 	int rc;
 
+	if (!hvd__adasum_size_ok(cross->size))
+		return HVD_ENOTSUP;
+	clip = malloc((n > 0 ? n : 1) * sizeof(*clip));
 	if (clip == NULL)
 		return HVD_ENOMEM;
+	h.counts = clip;
 	for (i = 0, off = 0; i < n; off += counts[i++])
 		clip[i] = overlap(off, counts[i], lo, count, &from);
-	rc = halve(&h, row, scratch, NULL);
+	rc = halve(&h, slice, scratch, times);
 	free(clip);
 	return rc;
 }
 
-/* Horovod's GPU Adasum within a host: this rank's slice of every local
- * rank's buffer averaged into its own. */
-static void average_rows(char *const *row, int L, int me, size_t count,
-			 enum hvd_dtype t)
-{
-	int p;
-
-	for (p = 0; p < L; p++)
-		if (p != me)
-			hvd__reduce(row[me], row[p], count, t, HVD_SUM);
-	hvd__divide(row[me], count, t, L);
-}
-
 int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
-		    bool average, void *buf, void *scratch,
-		    const size_t *counts, size_t n, enum hvd_dtype t,
-		    int timeout_ms, struct hvd__ring_times *times)
+		    void *buf, void *scratch, const size_t *counts, size_t n,
+		    enum hvd_dtype t, int timeout_ms,
+		    struct hvd__ring_times *times)
 {
 	int L = hvd__shm_size(s), me = hvd__shm_rank(s), w, rc;
 	int H = cross != NULL ? cross->size : 1;
@@ -399,7 +389,7 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 		total += counts[i];
 	if (L * H == 1 || total == 0)
 		return HVD_OK;
-	if ((!average && !hvd__adasum_size_ok(L)) || !hvd__adasum_size_ok(H))
+	if (!hvd__adasum_size_ok(L) || !hvd__adasum_size_ok(H))
 		return HVD_ENOTSUP;
 	len = malloc(4 * (size_t)L * sizeof(*len));
 	row = calloc((size_t)L, sizeof(*row));
@@ -428,20 +418,18 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 			       .n = n,
 			       .t = t,
 			       .v = v};
-	if (L > 1 && !average)
+	if (L > 1)
 		memset(v, 0, 3 * n * (size_t)(L / 2) * sizeof(*v));
 	rc = L > 1 ? hvd__shm_alltoallv_got(s, buf, len, off, scratch, rb, roff,
-					    timeout_ms,
-					    average ? NULL : first_got, &first)
+					    timeout_ms, first_got, &first)
 		   : HVD_OK;
-	if (rc == HVD_OK && average)
-		average_rows(row, L, me, len[me] / es, t);
-	for (w = 1; w < L && rc == HVD_OK && !average; w *= 2)
+	for (w = 1; w < L && rc == HVD_OK; w *= 2)
 		rc = shm_level(s, row, off[me] / es, (off[me] + len[me]) / es,
 			       counts, n, t, w, w == 1, v, timeout_ms);
 	if (rc == HVD_OK && H > 1)
-		rc = across(s, cross, row[me], scratch, off[me] / es,
-			    len[me] / es, counts, n, t, timeout_ms);
+		rc = hvd__adasum_hosts(s, cross, row[me], scratch, off[me] / es,
+				       len[me] / es, counts, n, t, timeout_ms,
+				       NULL);
 	t1 = hvd__now_us();
 	/* This rank's own row holds its slice of the result (held()):
 	 * every rank's, in rank order. */

@@ -77,14 +77,24 @@ int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
  * this host's ranks; else cross is this rank's group across the job's
  * hosts (a power of two of them), host h's ranks being the job's
  * h * L ... h * L + L - 1 (the tree's first levels pair ranks of one
- * host). average: Horovod's GPU Adasum, where each host's ranks average
- * their buffers (any number of them) and only the hosts combine by
- * Adasum. scratch holds hvd__adasum_shm_scratch(s, total) elements,
+ * host). scratch holds hvd__adasum_shm_scratch(s, total) elements,
  * total the elements of all n tensors. */
 size_t hvd__adasum_shm_scratch(const struct hvd__shm *s, size_t total);
 int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
-		    bool average, void *buf, void *scratch,
-		    const size_t *counts, size_t n, enum hvd_dtype t,
-		    int timeout_ms, struct hvd__ring_times *times);
+		    void *buf, void *scratch, const size_t *counts, size_t n,
+		    enum hvd_dtype t, int timeout_ms,
+		    struct hvd__ring_times *times);
+/* The part across hosts alone, each host's combination already taken
+ * (GPU Adasum's average, by NCCL: gpu.h), in a slice: this rank holds
+ * elements [lo, lo + count) of it, of the n tensors end to end, in slice;
+ * its host's ranks (s's) call it together, their slices disjoint and
+ * covering the tensors; cross is its group across the hosts (a power of
+ * two of them), host h's ranks being h * L ... h * L + L - 1. slice
+ * becomes that part of the hosts' Adasum; scratch holds (count + 1) / 2
+ * elements. times as hvd__adasum's. */
+int hvd__adasum_hosts(struct hvd__shm *s, const struct hvd__comm *cross,
+		      void *slice, void *scratch, size_t lo, size_t count,
+		      const size_t *counts, size_t n, enum hvd_dtype t,
+		      int timeout_ms, struct hvd__ring_times *times);
 
 #endif

@@ -150,6 +150,25 @@ static int copy_batch(struct hvd__gpu *g, size_t n, char *why, size_t len)
 	return HVD_OK;
 }
 
+/* Copies between the n tensors and g->fusion, where they lie end to end:
+ * in, from their send buffers; else out, to their receive buffers. */
+static int fuse(struct hvd__gpu *g, const struct hvd__gpu_tensor *t, size_t n,
+		size_t es, bool in, char *why, size_t len)
+{
+	size_t i, at, k;
+	int rc = copies_reserve(g, n);
+
+	for (i = 0, at = 0, k = 0; rc == HVD_OK && i < n; i++) {
+		if (t[i].count == 0)
+			continue;
+		g->dsts[k] = in ? g->fusion + at : t[i].recv;
+		g->srcs[k] = in ? t[i].send : g->fusion + at;
+		g->sizes[k++] = t[i].count * es;
+		at += t[i].count * es;
+	}
+	return rc == HVD_OK ? copy_batch(g, k, why, len) : rc;
+}
+
 /* An allreduce on the world communicator. NCCL before 2.29.7 leaves the
  * last elements of a scaled op (a pre-multiplied sum) on one rank
  * unwritten, unless the count fills its blocks (NVIDIA/nccl#1950: a
@@ -225,7 +244,7 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 			bool hier_on, bool flat, struct hvd__gpu_flight *f,
 			char *why, size_t len)
 {
-	size_t es = hvd__dtype_size(dtype), total = 0, padded, i, at, k;
+	size_t es = hvd__dtype_size(dtype), total = 0, padded, i;
 	/* The average of the hosts' averages is the average for floats;
 	 * integers divide once, so they take the flat path. */
 	bool hier = hier_on && !flat && g->local != NULL &&
@@ -257,18 +276,7 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 			(size_t)g->local_size - padded % (size_t)g->local_size;
 	rc = fusion_reserve(g, padded * es, why, len);
 	if (rc == HVD_OK)
-		rc = copies_reserve(g, n);
-	if (rc != HVD_OK)
-		return rc;
-	for (i = 0, at = 0, k = 0; i < n; i++) {
-		if (t[i].count == 0)
-			continue;
-		g->dsts[k] = g->fusion + at;
-		g->srcs[k] = t[i].send;
-		g->sizes[k++] = t[i].count * es;
-		at += t[i].count * es;
-	}
-	rc = copy_batch(g, k, why, len);
+		rc = fuse(g, t, n, es, true, why, len);
 	cudaEventRecord(f->ev[EV_IN], g->stream);
 	if (rc == HVD_OK && hier)
 		rc = hierarchical(g, g->fusion, padded, dtype, op, why, len);
@@ -276,16 +284,8 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		rc = world_allreduce(g, g->fusion, g->fusion, total, dtype, rop,
 				     flat, why, len);
 	cudaEventRecord(f->ev[EV_REDUCED], g->stream);
-	for (i = 0, at = 0, k = 0; rc == HVD_OK && i < n; i++) {
-		if (t[i].count == 0)
-			continue;
-		g->dsts[k] = t[i].recv;
-		g->srcs[k] = g->fusion + at;
-		g->sizes[k++] = t[i].count * es;
-		at += t[i].count * es;
-	}
 	if (rc == HVD_OK)
-		rc = copy_batch(g, k, why, len);
+		rc = fuse(g, t, n, es, false, why, len);
 	cudaEventRecord(f->ev[EV_DONE], g->stream);
 	f->fused_bytes = total * es;
 	return rc;
@@ -363,12 +363,12 @@ int hvd__gpu_flight_poll(struct hvd__gpu *g, struct hvd__gpu_flight *f,
 	return 1;
 }
 
-/* The NCCL op for op scaled by scale: a sum pre-multiplied by scale
- * (an average folds in 1/size), when scale is not 1; *custom says
- * whether it must be destroyed. */
-static int scaled_op(struct hvd__gpu *g, enum hvd_dtype t, enum hvd_op op,
-		     double scale, ncclRedOp_t *out, bool *custom, char *why,
-		     size_t len)
+/* The NCCL op for op scaled by scale on communicator c of size ranks: a
+ * sum pre-multiplied by scale (an average folds in 1/size), when scale
+ * is not 1; *custom says whether it must be destroyed (on c). */
+static int scaled_op(struct hvd__gpu *g, ncclComm_t c, int size,
+		     enum hvd_dtype t, enum hvd_op op, double scale,
+		     ncclRedOp_t *out, bool *custom, char *why, size_t len)
 {
 	union {
 		float f;
@@ -378,14 +378,14 @@ static int scaled_op(struct hvd__gpu *g, enum hvd_dtype t, enum hvd_op op,
 
 	/* The average of one rank is its value: a copy, never NCCL's
 	 * one-rank scaling kernel (see world_allreduce). */
-	if (op == HVD_AVERAGE && g->ctrl->size == 1)
+	if (op == HVD_AVERAGE && size == 1)
 		op = HVD_SUM;
 	*out = nccl_op(op);
 	*custom = false;
 	if (scale == 1.0)
 		return HVD_OK;
 	if (op == HVD_AVERAGE)
-		scale /= g->ctrl->size;
+		scale /= size;
 	if (t == HVD_FLOAT64)
 		v.d = scale;
 	else if (t == HVD_FLOAT32)
@@ -395,10 +395,10 @@ static int scaled_op(struct hvd__gpu *g, enum hvd_dtype t, enum hvd_op op,
 	else
 		v.h = hvd__float_to_bf16((float)scale);
 	*custom = true;
-	return hvd__gpu_settle(g, g->world,
+	return hvd__gpu_settle(g, c,
 			       ncclRedOpCreatePreMulSum(out, &v, nccl_type(t),
 							ncclScalarHostImmediate,
-							g->world),
+							c),
 			       "ncclRedOpCreatePreMulSum", why, len);
 }
 
@@ -416,7 +416,8 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	if (rc == HVD_OK)
 		rc = flight_get(g, &f, why, len);
 	if (rc == HVD_OK)
-		rc = scaled_op(g, dtype, op, scale, &rop, &custom, why, len);
+		rc = scaled_op(g, g->world, g->ctrl->size, dtype, op, scale,
+			       &rop, &custom, why, len);
 	if (rc == HVD_OK)
 		rc = allreduce_op(g, t, n, dtype, op, rop, hier, custom, f, why,
 				  len);
@@ -429,6 +430,74 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	}
 	*out = f;
 	return HVD_OK;
+}
+
+int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
+			  size_t n, enum hvd_dtype dtype, double scale,
+			  hvd__gpu_slice_fn across, void *arg, char *why,
+			  size_t len)
+{
+	size_t es = hvd__dtype_size(dtype), total = 0, per, lo, count, i;
+	ncclDataType_t nt = nccl_type(dtype);
+	ncclComm_t c = NULL;
+	ncclRedOp_t rop;
+	bool custom = false;
+	char *mine, *host = NULL;
+	int L = 1, me = 0, rc = usable(g, why, len);
+
+	if (rc == HVD_OK)
+		rc = hvd__gpu_host_comm(g, &c, &me, &L, why, len);
+	for (i = 0; i < n && rc == HVD_OK; i++) {
+		total += t[i].count;
+		rc = wait_ready(g, t[i].ready, why, len);
+	}
+	per = (total + (size_t)L - 1) / (size_t)L;
+	lo = per * (size_t)me;
+	count = lo < total ? (total - lo < per ? total - lo : per) : 0;
+	if (rc == HVD_OK && total > 0)
+		rc = fusion_reserve(g, per * (size_t)L * es, why, len);
+	if (rc != HVD_OK || total == 0)
+		return rc;
+	mine = g->fusion + lo * es;
+	rc = fuse(g, t, n, es, true, why, len);
+	if (rc == HVD_OK)
+		rc = scaled_op(g, c, L, dtype, HVD_AVERAGE, scale, &rop,
+			       &custom, why, len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_settle(g, c,
+				     ncclReduceScatter(g->fusion, mine, per, nt,
+						       rop, c, g->stream),
+				     "ncclReduceScatter (the host's average)",
+				     why, len);
+	if (custom)
+		ncclRedOpDestroy(rop, c);
+	/* This rank's part through host memory, across the hosts. */
+	if (rc == HVD_OK && across != NULL && count > 0) {
+		host = malloc(count * es);
+		rc = host == NULL ? HVD_ENOMEM
+				  : hvd__gpu_copy(g, host, mine, count * es,
+						  true, NULL, why, len);
+	}
+	if (rc == HVD_OK && host != NULL)
+		rc = hvd__gpu_wait_stream(g, why, len);
+	if (rc == HVD_OK && across != NULL)
+		rc = across(arg, host, lo, count);
+	if (rc == HVD_OK && host != NULL)
+		rc = hvd__gpu_copy(g, mine, host, count * es, false, NULL, why,
+				   len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_settle(
+			g, c,
+			ncclAllGather(mine, g->fusion, per, nt, c, g->stream),
+			"ncclAllGather (within the host)", why, len);
+	if (rc == HVD_OK)
+		rc = fuse(g, t, n, es, false, why, len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_wait_stream(g, why, len);
+	else if (host != NULL)
+		hvd__gpu_drain_broken(g);
+	free(host);
+	return rc;
 }
 
 int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
@@ -444,7 +513,8 @@ int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
 	if (rc == HVD_OK)
 		rc = wait_ready(g, ready, why, len);
 	if (rc == HVD_OK)
-		rc = scaled_op(g, dtype, op, scale, &rop, &custom, why, len);
+		rc = scaled_op(g, g->world, g->ctrl->size, dtype, op, scale,
+			       &rop, &custom, why, len);
 	if (rc != HVD_OK)
 		return rc;
 	for (r = 1; r < g->ctrl->size; r++)

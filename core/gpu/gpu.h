@@ -19,6 +19,11 @@
  *   of several ranks) while the autotuner tunes, each allreduce takes
  *   the way its setting in force says, and they end if it keeps the
  *   flat one.
+ * - Adasum of GPU tensors on hosts of several ranks: each host's
+ *   average by an NCCL reduce-scatter on the host's communicator (split
+ *   by host for it, if the hierarchical allreduce has not), each rank's
+ *   part combined across hosts in host memory by the engine, gathered
+ *   back by NCCL (hvd__gpu_adasum_hosts).
  * - An allreduce is launched and not waited for: its flight (events
  *   around its parts) is polled to its end by the engine
  *   (engine/flights.c, which also holds a tensor back until the GPU has
@@ -107,6 +112,24 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		       enum hvd_dtype dtype, enum hvd_op op, double scale,
 		       bool hier, struct hvd__gpu_flight **out, char *why,
 		       size_t len);
+/* Horovod's GPU Adasum, the part within hosts (the ranks numbered host
+ * by host, every host with the same number L of them): the n tensors
+ * fused on the GPU, times scale, averaged over the host's ranks by an
+ * NCCL reduce-scatter on the host's communicator (split from the world's
+ * here if the hierarchical allreduce has not), which leaves local rank l
+ * with elements [l * P, l * P + P) of the fused average, P the total
+ * rounded up to a multiple of L, divided by L. On several hosts, its
+ * count elements within the total are copied into host memory, where
+ * across(arg, slice, lo, count) combines them with the other hosts', and
+ * back; across is NULL on one host. Then the host's parts are gathered
+ * by NCCL and copied out to the tensors' receive buffers, all waited
+ * for. A collective call: every rank makes it at the same point. */
+typedef int (*hvd__gpu_slice_fn)(void *arg, void *slice, size_t lo,
+				 size_t count);
+int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
+			  size_t n, enum hvd_dtype dtype, double scale,
+			  hvd__gpu_slice_fn across, void *arg, char *why,
+			  size_t len);
 /* 1 once the flight has run (*times then says how long each part took),
  * 0 while it runs, or an error (NCCL's, or a peer that died: the
  * communicators are aborted). Flights end in the order launched. */

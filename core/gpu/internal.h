@@ -43,6 +43,16 @@ struct hvd__gpu_flight {
 	struct hvd__gpu_flight *next; /* in g->spare */
 };
 
+/* ---- setup.c ---- */
+
+/* The communicator of this rank's host, with this rank's place in it and
+ * its size: on one host the world's; else the world split by host, as
+ * the hierarchical allreduce has it, split here if not yet (a collective
+ * call: every rank makes it at the same point). HVD_ENOTSUP in a process
+ * set, or where hosts run different numbers of ranks. */
+int hvd__gpu_host_comm(struct hvd__gpu *g, ncclComm_t *c, int *rank, int *size,
+		       char *why, size_t len);
+
 /* ---- fail.c ---- */
 
 int hvd__gpu_cuda_fail(cudaError_t e, const char *what, char *why, size_t len);

@@ -123,6 +123,21 @@ int hvd__gpu_stream_wait(void *stream, void *event, char *why, size_t len)
 	return hvd__gpu_device(why, len);
 }
 
+int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
+			  size_t n, enum hvd_dtype dtype, double scale,
+			  hvd__gpu_slice_fn across, void *arg, char *why,
+			  size_t len)
+{
+	(void)g;
+	(void)t;
+	(void)n;
+	(void)dtype;
+	(void)scale;
+	(void)across;
+	(void)arg;
+	return hvd__gpu_device(why, len);
+}
+
 int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
 			   const size_t *counts, enum hvd_dtype dtype,
 			   enum hvd_op op, double scale, void *ready, char *why,

@@ -50,6 +50,33 @@ static int agree(const struct hvd__comm *c, uint8_t mine, const char *own,
 	return rc;
 }
 
+/* The world split into hosts (g->local) and across them (g->cross), each
+ * host's ranks numbered by local rank: a collective call. */
+static int split(struct hvd__gpu *g, char *why, size_t len)
+{
+	ncclResult_t r;
+	int rc;
+
+	g->local_rank = hvd__g.local_rank;
+	g->local_size = hvd__g.local_size;
+	r = ncclCommSplit(g->world, hvd__g.cross_rank, hvd__g.local_rank,
+			  &g->local, NULL);
+	rc = hvd__gpu_settle_new(g, g->world, &g->local, r,
+				 "ncclCommSplit (the ranks of a host)", why,
+				 len);
+	if (rc == HVD_OK) {
+		r = ncclCommSplit(g->world, hvd__g.local_rank,
+				  hvd__g.cross_rank, &g->cross, NULL);
+		rc = hvd__gpu_settle_new(g, g->world, &g->cross, r,
+					 "ncclCommSplit (across hosts)", why,
+					 len);
+	}
+	if (rc == HVD_OK)
+		hvd__debug("NCCL split by host: %d ranks a host, %d hosts",
+			   g->local_size, hvd__g.cross_size);
+	return rc;
+}
+
 /* HOROVOD_HIERARCHICAL_ALLREDUCE=1 on every rank, or the autotuner's
  * wish to try it (on every rank, as HOROVOD_AUTOTUNE is, with several
  * hosts of several ranks), and every host with the same number of ranks:
@@ -63,7 +90,6 @@ static int start_hierarchical(struct hvd__gpu *g, enum hvd__gpu_hier hier,
 	struct wire_r rd;
 	size_t *eight;
 	bool use = true, want = hier == HVD__HIER_ASKED;
-	ncclResult_t r;
 	int i, rc;
 
 	/* A process set's communicator stays flat (the hosts' split is the
@@ -105,23 +131,26 @@ static int start_hierarchical(struct hvd__gpu *g, enum hvd__gpu_hier hier,
 				"HOROVOD_HIERARCHICAL_ALLREDUCE: not every rank asks for it, or the hosts run different numbers of ranks; the allreduce stays flat");
 		return HVD_OK;
 	}
-	g->local_rank = hvd__g.local_rank;
-	g->local_size = hvd__g.local_size;
-	r = ncclCommSplit(g->world, hvd__g.cross_rank, hvd__g.local_rank,
-			  &g->local, NULL);
-	rc = hvd__gpu_settle_new(g, g->world, &g->local, r,
-				 "ncclCommSplit (the ranks of a host)", why,
-				 len);
-	if (rc == HVD_OK) {
-		r = ncclCommSplit(g->world, hvd__g.local_rank,
-				  hvd__g.cross_rank, &g->cross, NULL);
-		rc = hvd__gpu_settle_new(g, g->world, &g->cross, r,
-					 "ncclCommSplit (across hosts)", why,
-					 len);
+	return split(g, why, len);
+}
+
+int hvd__gpu_host_comm(struct hvd__gpu *g, ncclComm_t *c, int *rank, int *size,
+		       char *why, size_t len)
+{
+	int rc = HVD_OK;
+
+	if (g->ctrl->size != hvd__g.size ||
+	    hvd__g.local_size * hvd__g.cross_size != g->ctrl->size) {
+		snprintf(
+			why, len,
+			"the GPU's communicator splits by host only in the job's process set, with hosts that run the same number of ranks");
+		return HVD_ENOTSUP;
 	}
-	if (rc == HVD_OK)
-		hvd__debug("hierarchical allreduce: %d ranks a host, %d hosts",
-			   g->local_size, hvd__g.cross_size);
+	if (hvd__g.cross_size > 1 && g->local == NULL)
+		rc = split(g, why, len);
+	*c = hvd__g.cross_size > 1 ? g->local : g->world;
+	*rank = hvd__g.local_rank;
+	*size = hvd__g.local_size;
 	return rc;
 }
 

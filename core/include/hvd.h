@@ -332,7 +332,7 @@ HVD_EXPORT int hvd_wait_stream(hvd_handle *h, void *stream);
 /* The newer collectives on the GPU: alltoall through grouped
  * ncclSend/ncclRecv, reducescatter through ncclReduceScatter (uneven
  * splits: one ncclReduce per rank, grouped). NCCL cannot reduce int16;
- * scaling factors need op SUM or AVERAGE (HVD_ENOTSUP otherwise). */
+ * scaling factors need op SUM, AVERAGE or ADASUM (HVD_ENOTSUP otherwise). */
 HVD_EXPORT int hvd_allreduce_scaled_gpu_async(
 	const char *name, const void *sendbuf, void *recvbuf, size_t count,
 	enum hvd_dtype dtype, enum hvd_op op, double prescale, double postscale,

@@ -197,9 +197,10 @@ static bool hosts_in_order(const struct hvd__hier *h)
 
 /* How a batch of Adasum allreduces combines (adasum.h): through the
  * hosts' segments (*shm), else over the transport. A GPU batch does it
- * as Horovod's NCCL build does: each host's ranks average, and only the
- * hosts combine by Adasum (one rank a host: every rank by Adasum). Else
- * HVD_ENOTSUP, with why in e->gpu_why. */
+ * as Horovod's NCCL build does: each host's ranks average (by NCCL, their
+ * dot products summed through the segment: gpu_adasum), and only the
+ * hosts combine by Adasum (one rank a host: every rank by Adasum, through
+ * host memory). Else HVD_ENOTSUP, with why in e->gpu_why. */
 static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 {
 	*shm = hosts_in_order(&e->hier) && (gpu || e->k.shm_allreduce);
@@ -212,7 +213,7 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 	else if (!*shm && !e->hier.one_a_host)
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
-			"Adasum of GPU tensors averages within each host through the host's shared memory: it needs libhvd's own transport (not --mpi) with shared memory on (not --no-shared-memory), and hosts that run the same number of ranks, numbered host by host");
+			"Adasum of GPU tensors averages within each host, and sums its dot products through the host's shared memory: it needs libhvd's own transport (not --mpi) with shared memory on (not --no-shared-memory), and hosts that run the same number of ranks, numbered host by host");
 	else if (!hvd__adasum_size_ok(*shm ? e->hier.nhosts : e->comm.size))
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
@@ -251,10 +252,92 @@ static int move(struct hvd__engine *e, struct hvd__req **batch, size_t n,
 	return rc;
 }
 
+/* The batch's tensors as the GPU engine takes them, or NULL. */
+static struct hvd__gpu_tensor *gpu_tensors(struct hvd__req **batch, size_t n)
+{
+	struct hvd__gpu_tensor *t = calloc(n, sizeof(*t));
+	size_t i;
+
+	for (i = 0; t != NULL && i < n; i++) {
+		t[i].send = batch[i]->sendbuf;
+		t[i].recv = batch[i]->recvbuf;
+		t[i].count = (size_t)batch[i]->m.count;
+		t[i].ready = batch[i]->ready;
+	}
+	return t;
+}
+
+/* GPU Adasum's part across hosts (hvd__gpu_adasum_hosts' across): this
+ * rank's slice of its host's average, in host memory, combined with the
+ * same slice of the other hosts' (hvd__adasum_hosts). */
+struct over_hosts {
+	struct hvd__engine *e;
+	const size_t *counts;
+	size_t n;
+	enum hvd_dtype t;
+	struct hvd__ring_times rt;
+	long long from, to; /* when it started and ended */
+};
+
+static int over_hosts(void *arg, void *slice, size_t lo, size_t count)
+{
+	struct over_hosts *o = arg;
+	struct hvd__hier *h = &o->e->hier;
+	bool own = false;
+	char *scratch = hvd__scratch(
+		&o->e->buf, ((count + 1) / 2) * hvd__dtype_size(o->t), &own);
+	int rc = scratch == NULL ? HVD_ENOMEM : HVD_OK;
+
+	o->from = hvd__now_us();
+	if (rc == HVD_OK)
+		rc = hvd__adasum_hosts(h->shm, &h->cross, slice, scratch, lo,
+				       count, o->counts, o->n, o->t,
+				       hvd__transport_timeout_ms(), &o->rt);
+	if (own)
+		free(scratch);
+	o->to = hvd__now_us();
+	return rc;
+}
+
+/* A GPU batch on hosts of several ranks, as Horovod's NCCL build runs
+ * it: each host's average taken by NCCL on the GPU, and only this rank's
+ * part of it (1/L) through host memory to combine across the hosts. On
+ * the timeline, the copies in include the host's average, and the copies
+ * out its gathering. */
+static int gpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
+{
+	struct hvd__gpu_tensor *t = gpu_tensors(batch, n);
+	size_t *counts = malloc(n * sizeof(*counts)), i;
+	struct over_hosts o = {.e = e,
+			       .counts = counts,
+			       .n = n,
+			       .t = (enum hvd_dtype)batch[0]->m.dtype};
+	long long t0 = hvd__now_us(), t1;
+	int rc = t == NULL || counts == NULL ? HVD_ENOMEM : HVD_OK;
+
+	for (i = 0; rc == HVD_OK && i < n; i++)
+		counts[i] = t[i].count;
+	if (rc == HVD_OK)
+		rc = hvd__gpu_adasum_hosts(
+			e->gpu, t, n, o.t,
+			batch[0]->m.prescale * batch[0]->m.postscale,
+			e->hier.nhosts > 1 ? over_hosts : NULL, &o, e->gpu_why,
+			sizeof(e->gpu_why));
+	t1 = hvd__now_us();
+	if (o.to == 0)
+		o.from = o.to = t1;
+	timeline_batch(e, batch, n, false, t0, o.from - t0, &o.rt, t1 - o.to);
+	free(t);
+	free(counts);
+	return rc;
+}
+
 /* A batch of Adasum allreduces, in place in its receive buffer when it
  * is one tensor in host memory, else the tensors end to end in a working
- * buffer in host memory: scaled, combined (adasum_way), scaled. A rank
- * that joined gives zeros, which Adasum adds as nothing. */
+ * buffer in host memory (GPU tensors on hosts of one rank): scaled,
+ * combined (adasum_way), scaled; GPU tensors on hosts of several ranks:
+ * gpu_adasum. A rank that joined gives zeros, which Adasum adds as
+ * nothing. */
 static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
 	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
@@ -268,6 +351,10 @@ static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 
 	if (rc == HVD_OK)
 		rc = adasum_way(e, gpu, &shm);
+	if (rc == HVD_OK && gpu && shm) {
+		free(counts);
+		return gpu_adasum(e, batch, n);
+	}
 	if (rc != HVD_OK || counts == NULL) {
 		free(counts);
 		return rc != HVD_OK ? rc : HVD_ENOMEM;
@@ -294,7 +381,7 @@ static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 	if (rc == HVD_OK && shm)
 		rc = hvd__adasum_shm(e->hier.shm,
 				     e->hier.nhosts > 1 ? &e->hier.cross : NULL,
-				     gpu, work, half, counts, n, t,
+				     work, half, counts, n, t,
 				     hvd__transport_timeout_ms(), &rt);
 	else if (rc == HVD_OK)
 		rc = hvd__adasum(&e->comm, work, half, counts, n, t, &rt);
@@ -316,17 +403,10 @@ static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 			 size_t n)
 {
-	struct hvd__gpu_tensor *t = calloc(n, sizeof(*t));
+	struct hvd__gpu_tensor *t = gpu_tensors(batch, n);
 	struct hvd__gpu_flight *f = NULL;
-	size_t i;
 	int rc = t == NULL ? HVD_ENOMEM : hvd__gpu_engine(e);
 
-	for (i = 0; rc == HVD_OK && i < n; i++) {
-		t[i].send = batch[i]->sendbuf;
-		t[i].recv = batch[i]->recvbuf;
-		t[i].count = (size_t)batch[i]->m.count;
-		t[i].ready = batch[i]->ready;
-	}
 	if (rc == HVD_OK)
 		rc = hvd__gpu_allreduce(
 			e->gpu, t, n, (enum hvd_dtype)batch[0]->m.dtype,

@@ -63,14 +63,25 @@ assert_all_ok() { # ranks
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 -x HOROVOD_HIERARCHICAL_ALLREDUCE=1 \
 		-x HOROVOD_LOG_LEVEL=debug "$SELFTEST" gpu
 	assert_all_ok 4
-	assert_output --partial "hierarchical allreduce: 2 ranks a host, 2 hosts"
+	assert_output --partial "NCCL split by host: 2 ranks a host, 2 hosts"
 }
 
-@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average, the hosts combine (2 hosts x 2, 3 ranks on one host, one rank a host); without shared memory, under mpirun and on 3 hosts, refused saying why" {
-	run "$HVDRUN" -H localhost:2,127.0.0.1:2 "$SELFTEST" gpuadasum
+@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average by NCCL, the hosts combine (2 hosts x 2, 3 ranks on one host, one rank a host); without shared memory, under mpirun and on 3 hosts, refused saying why" {
+	local r
+	run "$HVDRUN" -H localhost:2,127.0.0.1:2 -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpuadasum
 	assert_all_ok 4
-	run "$HVDRUN" -np 3 "$SELFTEST" gpuadasum
+	# Each host's average and its gathering on the host's communicator
+	# (split for it), one of each a batch; nothing on the world's.
+	for r in 0 1 2 3; do
+		assert_line --regexp "^\[$r\]<stderr>:standin nccl: a communicator of 2 ranks ran 0 allreduce, 0 broadcast, [2-3] allgather, [2-3] reduce-scatter$"
+		assert_line "[$r]<stderr>:standin nccl: a communicator of 4 ranks ran 0 allreduce, 0 broadcast, 0 allgather, 0 reduce-scatter"
+	done
+	# One host: the world's communicator is the host's.
+	run "$HVDRUN" -np 3 -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpuadasum
 	assert_all_ok 3
+	for r in 0 1 2; do
+		assert_line --regexp "^\[$r\]<stderr>:standin nccl: a communicator of 3 ranks ran 0 allreduce, 0 broadcast, [2-3] allgather, [2-3] reduce-scatter$"
+	done
 	run "$HVDRUN" -H localhost:1,127.0.0.1:1 --no-shared-memory "$SELFTEST" gpuadasum
 	assert_all_ok 2
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 --no-shared-memory "$SELFTEST" gpuadasum

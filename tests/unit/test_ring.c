@@ -713,7 +713,10 @@ struct ada_case {
 	int hosts;	       /* with slot: the ranks as this many hosts, host
 				  h's ranks h * L ... h * L + L - 1 (0: 1) */
 	bool average;	       /* with slot: each host's ranks averaged, the
-				  hosts combined (GPU Adasum's way) */
+				  hosts combined (GPU Adasum's way: the
+				  average of local rank l's part of the
+				  fused tensors, the hosts' Adasum of it by
+				  hvd__adasum_hosts, the parts gathered) */
 	char name[64];	       /* the segment's */
 	double err[WORLD_MAX]; /* per rank: worst error, relative to the
 				  tensor's largest element */
@@ -757,6 +760,48 @@ static void ada_reference(const struct ada_case *k, int n, size_t j,
 	free(v);
 }
 
+/* GPU Adasum's way, the GPU's part played here: local rank l takes
+ * elements [l * P, l * P + P) of its host's average (P: the total
+ * rounded up to a multiple of the L local ranks, divided by L), as NCCL's
+ * reduce-scatter leaves them, into its buffer; the hosts combine them
+ * (hvd__adasum_hosts), and the segment gathers the parts, as NCCL's
+ * allgather does. */
+static int ada_gpu_way(const struct hvd__comm *c, const struct ada_case *k,
+		       struct hvd__shm *s, const struct hvd__comm *cross,
+		       char *buf, size_t total, char *scratch)
+{
+	int L = hvd__shm_size(s), l = hvd__shm_rank(s), base = c->rank - l, p;
+	size_t per = (total + (size_t)L - 1) / (size_t)L, lo, count, i, j, at;
+	size_t len[WORLD_MAX], es = hvd__dtype_size(k->t);
+	int rc = HVD_OK;
+
+	for (p = 0; p < L; p++) {
+		lo = per * (size_t)p;
+		len[p] = (lo < total ? (total - lo < per ? total - lo : per)
+				     : 0);
+	}
+	lo = per * (size_t)l;
+	count = len[l];
+	for (j = 0, at = 0; j < k->n; at += k->counts[j++])
+		for (i = 0; i < k->counts[j]; i++) {
+			double v = 0;
+
+			if (at + i < lo || at + i >= lo + count)
+				continue;
+			for (p = 0; p < L; p++)
+				v += ada_value(k->kind, base + p, c->size, j,
+					       i);
+			store(buf, at + i, k->t, v / L);
+		}
+	if (cross != NULL)
+		rc = hvd__adasum_hosts(s, cross, buf + lo * es, scratch, lo,
+				       count, k->counts, k->n, k->t, 5000,
+				       NULL);
+	for (p = 0; p < L; p++)
+		len[p] *= es;
+	return rc == HVD_OK ? hvd__shm_allgatherv(s, buf, len, 5000) : rc;
+}
+
 /* ada_body's Adasum through segments: one a host, of k->hosts, and each
  * local rank's group across the hosts. */
 static int ada_shm(const struct hvd__comm *c, const struct ada_case *k,
@@ -778,10 +823,12 @@ static int ada_shm(const struct hvd__comm *c, const struct ada_case *k,
 		malloc((rc == HVD_OK ? hvd__adasum_shm_scratch(s, total) : 0) *
 			       hvd__dtype_size(k->t) +
 		       1);
-	if (rc == HVD_OK)
-		rc = hvd__adasum_shm(s, H > 1 ? &cross : NULL, k->average, buf,
-				     *scratch, k->counts, k->n, k->t, 5000,
-				     NULL);
+	if (rc == HVD_OK && k->average)
+		rc = ada_gpu_way(c, k, s, H > 1 ? &cross : NULL, buf, total,
+				 *scratch);
+	else if (rc == HVD_OK)
+		rc = hvd__adasum_shm(s, H > 1 ? &cross : NULL, buf, *scratch,
+				     k->counts, k->n, k->t, 5000, NULL);
 	if (cross.ops != NULL)
 		cross.ops->close(cross.t);
 	hvd__shm_close(s);

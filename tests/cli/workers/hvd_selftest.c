@@ -1075,9 +1075,9 @@ static void check_gpu_wait_stream(void)
 }
 
 /* Adasum of GPU tensors, Horovod's way: each host's ranks average, the
- * hosts combine by Adasum (a fused batch of three float32 tensors,
- * copied out in place and not), against the float64 reference, the same
- * bits on every rank. Under mpirun, with several ranks a host without
+ * hosts combine by Adasum (a fused batch of two float32 tensors, copied
+ * out in place and not, and one with scaling factors, 0.5 and 3),
+ * against the float64 reference, the same bits on every rank. Under mpirun, with several ranks a host without
  * shared memory, and on 3 hosts, refused, saying why. */
 static void check_gpu_adasum(void)
 {
@@ -1107,8 +1107,10 @@ static void check_gpu_adasum(void)
 		if (dy[j] == NULL)
 			cudaMalloc((void **)&dy[j], m[j] * sizeof(float));
 		snprintf(name, sizeof(name), "gpu.adasum.%d", j);
-		rc[j] = hvd_allreduce_gpu_async(name, dx[j], dy[j], m[j],
-						HVD_FLOAT32, HVD_ADASUM, &h[j]);
+		/* The last with scaling factors: its own batch, scaled. */
+		rc[j] = hvd_allreduce_scaled_gpu_async(
+			name, dx[j], dy[j], m[j], HVD_FLOAT32, HVD_ADASUM,
+			j == 2 ? 0.5 : 1, j == 2 ? 3 : 1, &h[j]);
 	}
 	for (j = 0; j < 3; j++)
 		if (rc[j] == 0)
@@ -1128,6 +1130,7 @@ static void check_gpu_adasum(void)
 			   cudaMemcpyDeviceToHost);
 		ada_reference(j, m[j], L, want);
 		for (i = 0; i < m[j]; i++) {
+			want[i] *= j == 2 ? 1.5 : 1;
 			top = fmax(top, fabs(want[i]));
 			diff = fmax(diff, fabs(x[j][i] - want[i]));
 		}
