@@ -64,111 +64,6 @@ static int wait_ready(struct hvd__gpu *g, void *ready, char *why, size_t len)
 		       : hvd__gpu_cuda_fail(e, "cudaStreamWaitEvent", why, len);
 }
 
-static int fusion_reserve(struct hvd__gpu *g, size_t bytes, char *why,
-			  size_t len)
-{
-	size_t cap = hvd__grow_size(g->fusion_cap, bytes, g->fusion_limit);
-	cudaError_t e;
-
-	if (cap == g->fusion_cap)
-		return HVD_OK;
-	/* Flights may still use the old buffer: it goes once they ended. */
-	if (g->fusion != NULL) {
-		int rc = hvd__gpu_wait_stream(g, why, len);
-
-		if (rc != HVD_OK)
-			return rc;
-	}
-	cudaFree(g->fusion);
-	g->fusion = NULL;
-	g->fusion_cap = 0;
-	e = cudaMalloc((void **)&g->fusion, cap);
-	if (e != cudaSuccess)
-		return hvd__gpu_cuda_fail(e, "cudaMalloc of the fusion buffer",
-					  why, len);
-	g->fusion_cap = cap;
-	return HVD_OK;
-}
-
-static int copies_reserve(struct hvd__gpu *g, size_t n)
-{
-	void **d;
-	const void **s;
-	size_t *z;
-
-	if (n <= g->copies_cap)
-		return HVD_OK;
-	d = realloc(g->dsts, n * sizeof(*d));
-	if (d != NULL)
-		g->dsts = d;
-	s = realloc(g->srcs, n * sizeof(*s));
-	if (s != NULL)
-		g->srcs = s;
-	z = realloc(g->sizes, n * sizeof(*z));
-	if (z != NULL)
-		g->sizes = z;
-	if (d == NULL || s == NULL || z == NULL)
-		return HVD_ENOMEM;
-	g->copies_cap = n;
-	return HVD_OK;
-}
-
-/* The n copies in g->dsts/srcs/sizes, on the stream: in one call where
- * the runtime has batched copies, else one at a time. */
-static int copy_batch(struct hvd__gpu *g, size_t n, char *why, size_t len)
-{
-	cudaError_t e;
-	size_t i;
-
-#if CUDART_VERSION >= 12080
-	if (g->batch_copies && n > 1) {
-		struct cudaMemcpyAttributes a;
-		size_t idx = 0;
-
-		memset(&a, 0, sizeof(a));
-		a.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-		a.srcLocHint.type = cudaMemLocationTypeDevice;
-		a.srcLocHint.id = g->dev;
-		a.dstLocHint = a.srcLocHint;
-		e = cudaMemcpyBatchAsync(g->dsts, g->srcs, g->sizes, n, &a,
-					 &idx, 1, g->stream);
-		if (e == cudaSuccess)
-			return HVD_OK;
-		hvd__debug("cudaMemcpyBatchAsync: %s; copying one at a time",
-			   cudaGetErrorString(e));
-		cudaGetLastError();
-		g->batch_copies = false;
-	}
-#endif
-	for (i = 0; i < n; i++) {
-		e = cudaMemcpyAsync(g->dsts[i], g->srcs[i], g->sizes[i],
-				    cudaMemcpyDeviceToDevice, g->stream);
-		if (e != cudaSuccess)
-			return hvd__gpu_cuda_fail(e, "cudaMemcpyAsync", why,
-						  len);
-	}
-	return HVD_OK;
-}
-
-/* Copies between the n tensors and g->fusion, where they lie end to end:
- * in, from their send buffers; else out, to their receive buffers. */
-static int fuse(struct hvd__gpu *g, const struct hvd__gpu_tensor *t, size_t n,
-		size_t es, bool in, char *why, size_t len)
-{
-	size_t i, at, k;
-	int rc = copies_reserve(g, n);
-
-	for (i = 0, at = 0, k = 0; rc == HVD_OK && i < n; i++) {
-		if (t[i].count == 0)
-			continue;
-		g->dsts[k] = in ? g->fusion + at : t[i].recv;
-		g->srcs[k] = in ? t[i].send : g->fusion + at;
-		g->sizes[k++] = t[i].count * es;
-		at += t[i].count * es;
-	}
-	return rc == HVD_OK ? copy_batch(g, k, why, len) : rc;
-}
-
 /* An allreduce on the world communicator. NCCL before 2.29.7 leaves the
  * last elements of a scaled op (a pre-multiplied sum) on one rank
  * unwritten, unless the count fills its blocks (NVIDIA/nccl#1950: a
@@ -274,9 +169,9 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	if (hier && padded % (size_t)g->local_size)
 		padded +=
 			(size_t)g->local_size - padded % (size_t)g->local_size;
-	rc = fusion_reserve(g, padded * es, why, len);
+	rc = hvd__gpu_fusion_reserve(g, padded * es, why, len);
 	if (rc == HVD_OK)
-		rc = fuse(g, t, n, es, true, why, len);
+		rc = hvd__gpu_fuse(g, t, n, es, true, why, len);
 	cudaEventRecord(f->ev[EV_IN], g->stream);
 	if (rc == HVD_OK && hier)
 		rc = hierarchical(g, g->fusion, padded, dtype, op, why, len);
@@ -285,7 +180,7 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 				     flat, why, len);
 	cudaEventRecord(f->ev[EV_REDUCED], g->stream);
 	if (rc == HVD_OK)
-		rc = fuse(g, t, n, es, false, why, len);
+		rc = hvd__gpu_fuse(g, t, n, es, false, why, len);
 	cudaEventRecord(f->ev[EV_DONE], g->stream);
 	f->fused_bytes = total * es;
 	return rc;
@@ -442,7 +337,7 @@ int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
 	ncclComm_t c = NULL;
 	ncclRedOp_t rop;
 	bool custom = false;
-	char *mine, *host = NULL;
+	char *mine;
 	int L = 1, me = 0, rc = usable(g, why, len);
 
 	if (rc == HVD_OK)
@@ -455,11 +350,11 @@ int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
 	lo = per * (size_t)me;
 	count = lo < total ? (total - lo < per ? total - lo : per) : 0;
 	if (rc == HVD_OK && total > 0)
-		rc = fusion_reserve(g, per * (size_t)L * es, why, len);
+		rc = hvd__gpu_fusion_reserve(g, per * (size_t)L * es, why, len);
 	if (rc != HVD_OK || total == 0)
 		return rc;
 	mine = g->fusion + lo * es;
-	rc = fuse(g, t, n, es, true, why, len);
+	rc = hvd__gpu_fuse(g, t, n, es, true, why, len);
 	if (rc == HVD_OK)
 		rc = scaled_op(g, c, L, dtype, HVD_AVERAGE, scale, &rop,
 			       &custom, why, len);
@@ -471,33 +366,28 @@ int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
 				     why, len);
 	if (custom)
 		ncclRedOpDestroy(rop, c);
-	/* This rank's part through host memory, across the hosts. */
+	/* This rank's part through pinned host memory, across the hosts. */
 	if (rc == HVD_OK && across != NULL && count > 0) {
-		host = malloc(count * es);
-		rc = host == NULL ? HVD_ENOMEM
-				  : hvd__gpu_copy(g, host, mine, count * es,
-						  true, NULL, why, len);
+		rc = hvd__gpu_stage_reserve(g, count * es, why, len);
+		if (rc == HVD_OK)
+			rc = hvd__gpu_copy(g, g->stage, mine, count * es, true,
+					   NULL, why, len);
+		if (rc == HVD_OK)
+			rc = hvd__gpu_wait_stream(g, why, len);
 	}
-	if (rc == HVD_OK && host != NULL)
-		rc = hvd__gpu_wait_stream(g, why, len);
 	if (rc == HVD_OK && across != NULL)
-		rc = across(arg, host, lo, count);
-	if (rc == HVD_OK && host != NULL)
-		rc = hvd__gpu_copy(g, mine, host, count * es, false, NULL, why,
-				   len);
+		rc = across(arg, count > 0 ? g->stage : NULL, lo, count);
+	if (rc == HVD_OK && across != NULL && count > 0)
+		rc = hvd__gpu_copy(g, mine, g->stage, count * es, false, NULL,
+				   why, len);
 	if (rc == HVD_OK)
 		rc = hvd__gpu_settle(
 			g, c,
 			ncclAllGather(mine, g->fusion, per, nt, c, g->stream),
 			"ncclAllGather (within the host)", why, len);
 	if (rc == HVD_OK)
-		rc = fuse(g, t, n, es, false, why, len);
-	if (rc == HVD_OK)
-		rc = hvd__gpu_wait_stream(g, why, len);
-	else if (host != NULL)
-		hvd__gpu_drain_broken(g);
-	free(host);
-	return rc;
+		rc = hvd__gpu_fuse(g, t, n, es, false, why, len);
+	return rc == HVD_OK ? hvd__gpu_wait_stream(g, why, len) : rc;
 }
 
 int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,

@@ -35,7 +35,7 @@
  * - A process set's engine has a communicator of its own, made the same
  *   way over the set's agreement (flat: never hierarchical).
  *
- * The NCCL engine (internal.h, fail.c, device.c, setup.c,
+ * The NCCL engine (internal.h, fail.c, device.c, setup.c, fusion.c,
  * collectives.c), built when CUDA and NCCL are found (HVD_NCCL=1); otherwise
  * gpu/none.c, whose every entry says the GPU path was left out. */
 #ifndef HVD_GPU_H

@@ -25,6 +25,8 @@ struct hvd__gpu {
 	bool aborted;
 	char *fusion;
 	size_t fusion_cap;
+	char *stage; /* pinned host memory (fusion.c) */
+	size_t stage_cap;
 	size_t fusion_limit;  /* HOROVOD_FUSION_THRESHOLD (util/grow.c) */
 	cudaEvent_t ev[EV_N]; /* the other collectives' wait */
 	struct hvd__gpu_flight *spare; /* flights ended, for the next */
@@ -42,6 +44,21 @@ struct hvd__gpu_flight {
 	size_t fused_bytes;	      /* 0: reduced in place, no copies */
 	struct hvd__gpu_flight *next; /* in g->spare */
 };
+
+/* ---- fusion.c ---- */
+
+/* g->fusion holds at least bytes (on the GPU), grown once what runs on
+ * the stream has run. */
+int hvd__gpu_fusion_reserve(struct hvd__gpu *g, size_t bytes, char *why,
+			    size_t len);
+/* Copies on the stream between the n tensors and g->fusion, where they
+ * lie end to end: in, from their send buffers; else out, to their
+ * receive buffers. */
+int hvd__gpu_fuse(struct hvd__gpu *g, const struct hvd__gpu_tensor *t, size_t n,
+		  size_t es, bool in, char *why, size_t len);
+/* g->stage, pinned host memory, holds at least bytes. */
+int hvd__gpu_stage_reserve(struct hvd__gpu *g, size_t bytes, char *why,
+			   size_t len);
 
 /* ---- setup.c ---- */
 

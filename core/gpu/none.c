@@ -1,6 +1,7 @@
 /* gpu/none.c: the GPU engine (gpu.h) of a libhvd built without CUDA and
  * NCCL (NCCL=0, or none found at build time): the Makefile builds it in
- * the NCCL engine's place (fail.c, device.c, setup.c, collectives.c), and every entry says the GPU path was left out. */
+ * the NCCL engine's place (fail.c, device.c, setup.c, fusion.c,
+ * collectives.c), and every entry says the GPU path was left out. */
 #include "gpu/gpu.h"
 
 #include <stdio.h>

@@ -283,6 +283,7 @@ void hvd__gpu_free(struct hvd__gpu *g, bool broken)
 			ncclCommDestroy(g->world);
 	}
 	cudaFree(g->fusion);
+	cudaFreeHost(g->stage);
 	for (i = 0; i < EV_N; i++)
 		if (g->ev[i] != NULL)
 			cudaEventDestroy(g->ev[i]);

@@ -192,6 +192,19 @@ API cudaError_t cudaFree(void *p)
 	return cudaSuccess;
 }
 
+/* Pinned host memory: host memory here, as any other. */
+API cudaError_t cudaMallocHost(void **p, size_t n)
+{
+	*p = malloc(n ? n : 1);
+	return *p != NULL ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+API cudaError_t cudaFreeHost(void *p)
+{
+	free(p);
+	return cudaSuccess;
+}
+
 API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr,
 					 const void *ptr)
 {
