@@ -55,6 +55,15 @@ int hvd__gpu_stage_reserve(struct hvd__gpu *g, size_t bytes, char *why,
 	return grow(g, &g->stage, &g->stage_cap, bytes, true, why, len);
 }
 
+int hvd__gpu_host_buffer(struct hvd__gpu *g, size_t bytes, void **out,
+			 char *why, size_t len)
+{
+	int rc = hvd__gpu_stage_reserve(g, bytes, why, len);
+
+	*out = rc == HVD_OK ? g->stage : NULL;
+	return rc;
+}
+
 static int copies_reserve(struct hvd__gpu *g, size_t n)
 {
 	void **d;

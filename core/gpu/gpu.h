@@ -164,6 +164,10 @@ int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
  * after ready (NULL: at once): hvd__gpu_wait_stream waits for it. */
 int hvd__gpu_copy(struct hvd__gpu *g, void *dst, const void *src, size_t bytes,
 		  bool to_host, void *ready, char *why, size_t len);
+/* *out: pinned host memory of at least bytes, g's own (until the next
+ * call), for copies to and from the GPU. */
+int hvd__gpu_host_buffer(struct hvd__gpu *g, size_t bytes, void **out,
+			 char *why, size_t len);
 /* Wait for everything queued on the stream: spin while spinning pays
  * (wait.h: a sleep costs more than most collectives take, unless the
  * CPU is wanted), then poll; an asynchronous NCCL error or a dead peer

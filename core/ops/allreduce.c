@@ -347,6 +347,7 @@ static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 	long long t0 = hvd__now_us(), t_in, t1;
 	bool gpu = batch[0]->m.gpu, one = n == 1 && !gpu, own = false, shm;
 	char *mem = NULL, *work, *half;
+	void *pinned = NULL;
 	int rc = gpu ? hvd__gpu_engine(e) : HVD_OK;
 
 	if (rc == HVD_OK)
@@ -367,10 +368,16 @@ static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 	 * after the tensors when they are copied in. */
 	room = shm ? hvd__adasum_shm_scratch(e->hier.shm, total)
 		   : (total + 1) / 2;
-	mem = hvd__scratch(&e->buf, (one ? 0 : total * es) + room * es, &own);
-	if (mem == NULL) {
+	/* A GPU batch's working buffer: the GPU engine's pinned memory. */
+	if (gpu)
+		rc = hvd__gpu_host_buffer(e->gpu, (total + room) * es, &pinned,
+					  e->gpu_why, sizeof(e->gpu_why));
+	mem = gpu ? pinned
+		  : hvd__scratch(&e->buf, (one ? 0 : total * es) + room * es,
+				 &own);
+	if (rc != HVD_OK || mem == NULL) {
 		free(counts);
-		return HVD_ENOMEM;
+		return rc != HVD_OK ? rc : HVD_ENOMEM;
 	}
 	work = one ? batch[0]->recvbuf : mem;
 	half = one ? mem : mem + total * es;
