@@ -198,11 +198,14 @@ assert_all_ok() { # ranks
 	assert_line --regexp '^\[0\]<stdout>:rank 0: no GPU: .+'
 }
 
-@test "stand-in: a rank killed while GPU allreduces are in flight: the others fail within a second, later calls too" {
-	local r opts
-	for opts in "-np 4" "-H localhost:2,127.0.0.1:2 -x HOROVOD_HIERARCHICAL_ALLREDUCE=1"; do
+@test "stand-in: a rank killed while GPU allreduces are in flight (flat, hierarchical, Adasum across 2 hosts x 2): the others fail within a second, later calls too" {
+	local r c opts op
+	# hvdrun's options | the self-test's op
+	for c in "-np 4|" "-H localhost:2,127.0.0.1:2 -x HOROVOD_HIERARCHICAL_ALLREDUCE=1|" \
+		"-H localhost:2,127.0.0.1:2|adasum"; do
+		IFS='|' read -r opts op <<<"$c"
 		# shellcheck disable=SC2086 # the options, word by word
-		run "$HVDRUN" $opts "$SELFTEST" killgpu
+		run "$HVDRUN" $opts "$SELFTEST" killgpu $op
 		assert_survivors_failed_fast
 		for r in 0 2 3; do
 			assert_line --regexp "^\[$r\]<stdout>:rank $r: later: .+"

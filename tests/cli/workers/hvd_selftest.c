@@ -29,7 +29,9 @@
  *             factors, group membership, a joined root): an error on
  *             every rank
  *   killa2a   rank 1 kills itself mid-alltoall
- *   killgpu   rank 1 kills itself while GPU allreduces are in flight
+ *   killgpu [adasum]  rank 1 kills itself while GPU allreduces (op
+ *             Adasum: each host's average by NCCL, the hosts' Adasum
+ *             over TCP) are in flight
  *   resets [N [KIB]]  N times (100) hvd_shutdown() and hvd_init() and an
  *             allreduce after each: in an elastic job (hvdrun --min-np)
  *             into the next generation, else with the same rank and
@@ -1185,9 +1187,10 @@ static void mode_gpu(void)
 }
 
 /* killgpu: as kill, with GPU buffers: 4 allreduces of 1 MiB (fused
- * batches on the engine's stream) and an allgather of 1 MiB a rank (its
- * result allocated by libhvd) in flight a step when rank 1 dies. */
-static void mode_killgpu(void)
+ * batches on the engine's stream; op: HVD_SUM or HVD_ADASUM) and an
+ * allgather of 1 MiB a rank (its result allocated by libhvd) in flight a
+ * step when rank 1 dies. */
+static void mode_killgpu(enum hvd_op op)
 {
 	size_t n = 1 << 18, got;
 	float *d[5];
@@ -1214,7 +1217,7 @@ static void mode_killgpu(void)
 			snprintf(name, sizeof(name), "gbig.%d", k);
 			h[k] = NULL;
 			if (hvd_allreduce_gpu_async(name, d[k], d[k], n,
-						    HVD_FLOAT32, HVD_SUM,
+						    HVD_FLOAT32, op,
 						    &h[k]) != 0)
 				h[k] = NULL;
 		}
@@ -1248,8 +1251,9 @@ static void mode_gpu_adasum(void)
 	use_gpu_or_skip();
 }
 
-static void mode_killgpu(void)
+static void mode_killgpu(enum hvd_op op)
 {
+	(void)op;
 	use_gpu_or_skip();
 }
 #endif
@@ -2117,7 +2121,9 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "killa2a") == 0)
 		mode_killa2a();
 	else if (strcmp(mode, "killgpu") == 0)
-		mode_killgpu();
+		mode_killgpu(argc > 2 && strcmp(argv[2], "adasum") == 0
+				     ? HVD_ADASUM
+				     : HVD_SUM);
 	else if (strcmp(mode, "idle") == 0)
 		mode_idle();
 	else if (strcmp(mode, "steps") == 0)
