@@ -200,7 +200,8 @@ static bool hosts_in_order(const struct hvd__hier *h)
  * as Horovod's NCCL build does: each host's ranks average (by NCCL, their
  * dot products summed through the segment: gpu_adasum), and only the
  * hosts combine by Adasum (one rank a host: every rank by Adasum, through
- * host memory). Else HVD_ENOTSUP, with why in e->gpu_why. */
+ * host memory; on one host, the average: hvd__op_allreduce). Else
+ * HVD_ENOTSUP, with why in e->gpu_why. */
 static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 {
 	*shm = hosts_in_order(&e->hier) && (gpu || e->k.shm_allreduce);
@@ -213,7 +214,7 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 	else if (!*shm && !e->hier.one_a_host)
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
-			"Adasum of GPU tensors averages within each host, and sums its dot products through the host's shared memory: it needs libhvd's own transport (not --mpi) with shared memory on (not --no-shared-memory), and hosts that run the same number of ranks, numbered host by host");
+			"Adasum of GPU tensors across hosts averages within each host, and sums its dot products through the host's shared memory: it needs libhvd's own transport (not --mpi) with shared memory on (not --no-shared-memory), and hosts that run the same number of ranks, numbered host by host");
 	else if (!hvd__adasum_size_ok(*shm ? e->hier.nhosts : e->comm.size))
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
@@ -408,7 +409,7 @@ static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
  * and left to run (engine/flights.c: its flight completes it, and lays
  * its parts out on the timeline). */
 static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
-			 size_t n)
+			 size_t n, enum hvd_op op)
 {
 	struct hvd__gpu_tensor *t = gpu_tensors(batch, n);
 	struct hvd__gpu_flight *f = NULL;
@@ -416,8 +417,7 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 
 	if (rc == HVD_OK)
 		rc = hvd__gpu_allreduce(
-			e->gpu, t, n, (enum hvd_dtype)batch[0]->m.dtype,
-			(enum hvd_op)batch[0]->m.op,
+			e->gpu, t, n, (enum hvd_dtype)batch[0]->m.dtype, op,
 			batch[0]->m.prescale * batch[0]->m.postscale,
 			e->k.hier_allreduce, &f, e->gpu_why,
 			sizeof(e->gpu_why));
@@ -430,8 +430,16 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 
 int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
-	if (batch[0]->m.op == HVD_ADASUM)
+	enum hvd_op op = (enum hvd_op)batch[0]->m.op;
+
+	/* Adasum of GPU tensors averages each host's ranks, and on one host
+	 * that is all: the GPU's average allreduce, launched as any other
+	 * (any transport, with or without shared memory). */
+	if (op == HVD_ADASUM && batch[0]->m.gpu && e->set == 0 &&
+	    hvd__g.cross_size == 1)
+		op = HVD_AVERAGE;
+	if (op == HVD_ADASUM)
 		return adasum(e, batch, n);
-	return batch[0]->m.gpu ? gpu_allreduce(e, batch, n)
+	return batch[0]->m.gpu ? gpu_allreduce(e, batch, n, op)
 			       : cpu_allreduce(e, batch, n);
 }

@@ -66,8 +66,8 @@ assert_all_ok() { # ranks
 	assert_output --partial "NCCL split by host: 2 ranks a host, 2 hosts"
 }
 
-@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average by NCCL, the hosts combine (2 hosts x 2, 3 ranks on one host, one rank a host); without shared memory, under mpirun and on 3 hosts, refused saying why" {
-	local r
+@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average by NCCL, the hosts combine (2 hosts x 2, one rank a host); on one host, the average (3 ranks, without shared memory too, under mpirun); across hosts without shared memory and on 3 hosts, refused saying why" {
+	local r o
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpuadasum
 	assert_all_ok 4
 	# Each host's average and its gathering on the host's communicator
@@ -76,11 +76,14 @@ assert_all_ok() { # ranks
 		assert_line --regexp "^\[$r\]<stderr>:standin nccl: a communicator of 2 ranks ran 0 allreduce, 0 broadcast, [2-3] allgather, [2-3] reduce-scatter$"
 		assert_line "[$r]<stderr>:standin nccl: a communicator of 4 ranks ran 0 allreduce, 0 broadcast, 0 allgather, 0 reduce-scatter"
 	done
-	# One host: the world's communicator is the host's.
-	run "$HVDRUN" -np 3 -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpuadasum
-	assert_all_ok 3
-	for r in 0 1 2; do
-		assert_line --regexp "^\[$r\]<stderr>:standin nccl: a communicator of 3 ranks ran 0 allreduce, 0 broadcast, [2-3] allgather, [2-3] reduce-scatter$"
+	# One host: the GPU's average allreduce, also without shared memory.
+	for o in "" --no-shared-memory; do
+		# shellcheck disable=SC2086 # no option, or one
+		run "$HVDRUN" -np 3 $o -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpuadasum
+		assert_all_ok 3
+		for r in 0 1 2; do
+			assert_line --regexp "^\[$r\]<stderr>:standin nccl: a communicator of 3 ranks ran [2-3] allreduce, 0 broadcast, 0 allgather, 0 reduce-scatter$"
+		done
 	done
 	run "$HVDRUN" -H localhost:1,127.0.0.1:1 --no-shared-memory "$SELFTEST" gpuadasum
 	assert_all_ok 2
