@@ -367,7 +367,7 @@ int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
 	if (custom)
 		ncclRedOpDestroy(rop, c);
 	/* This rank's part through pinned host memory, across the hosts. */
-	if (rc == HVD_OK && across != NULL && count > 0) {
+	if (rc == HVD_OK && count > 0) {
 		rc = hvd__gpu_stage_reserve(g, count * es, why, len);
 		if (rc == HVD_OK)
 			rc = hvd__gpu_copy(g, g->stage, mine, count * es, true,
@@ -375,9 +375,9 @@ int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
 		if (rc == HVD_OK)
 			rc = hvd__gpu_wait_stream(g, why, len);
 	}
-	if (rc == HVD_OK && across != NULL)
+	if (rc == HVD_OK)
 		rc = across(arg, count > 0 ? g->stage : NULL, lo, count);
-	if (rc == HVD_OK && across != NULL && count > 0)
+	if (rc == HVD_OK && count > 0)
 		rc = hvd__gpu_copy(g, mine, g->stage, count * es, false, NULL,
 				   why, len);
 	if (rc == HVD_OK)

@@ -118,10 +118,10 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
  * NCCL reduce-scatter on the host's communicator (split from the world's
  * here if the hierarchical allreduce has not), which leaves local rank l
  * with elements [l * P, l * P + P) of the fused average, P the total
- * rounded up to a multiple of L, divided by L. On several hosts, its
- * count elements within the total are copied into host memory, where
- * across(arg, slice, lo, count) combines them with the other hosts', and
- * back; across is NULL on one host. Then the host's parts are gathered
+ * rounded up to a multiple of L, divided by L. Its count elements within
+ * the total are copied into host memory, where across(arg, slice, lo,
+ * count) combines them with the other hosts', and back (every rank calls
+ * across, count 0 too). Then the host's parts are gathered
  * by NCCL and copied out to the tensors' receive buffers, all waited
  * for. A collective call: every rank makes it at the same point. */
 typedef int (*hvd__gpu_slice_fn)(void *arg, void *slice, size_t lo,

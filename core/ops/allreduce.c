@@ -300,7 +300,7 @@ static int over_hosts(void *arg, void *slice, size_t lo, size_t count)
 	return rc;
 }
 
-/* A GPU batch on hosts of several ranks, as Horovod's NCCL build runs
+/* A GPU batch across hosts of several ranks, as Horovod's NCCL build runs
  * it: each host's average taken by NCCL on the GPU, and only this rank's
  * part of it (1/L) through host memory to combine across the hosts. On
  * the timeline, the copies in include the host's average, and the copies
@@ -322,8 +322,7 @@ static int gpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 		rc = hvd__gpu_adasum_hosts(
 			e->gpu, t, n, o.t,
 			batch[0]->m.prescale * batch[0]->m.postscale,
-			e->hier.nhosts > 1 ? over_hosts : NULL, &o, e->gpu_why,
-			sizeof(e->gpu_why));
+			over_hosts, &o, e->gpu_why, sizeof(e->gpu_why));
 	t1 = hvd__now_us();
 	if (o.to == 0)
 		o.from = o.to = t1;
