@@ -100,6 +100,14 @@ static int shm_sum(struct hvd__shm *s, double *v, size_t count, int timeout_ms)
 	return rc;
 }
 
+/* v summed over the ranks of h's host, the same bits on each. */
+static int host_sum(const struct hvd__adasum_host *h, double *v, size_t count)
+{
+	if (h->shm != NULL)
+		return shm_sum(h->shm, v, count, h->timeout_ms);
+	return h->sum != NULL ? h->sum(h->arg, v, count) : HVD_EINVAL;
+}
+
 /* The partner's half as it arrives: the dot products of what has come,
  * taken while it is in cache and the rest is still on its way. */
 struct arrival {
@@ -133,8 +141,7 @@ static void arrived(void *arg, size_t done)
  * ranks), over the host's ranks. */
 struct halving {
 	const struct hvd__comm *c;
-	struct hvd__shm *host; /* or NULL */
-	int timeout_ms;	       /* host's */
+	const struct hvd__adasum_host *host; /* or NULL */
 	const size_t *counts;
 	size_t n;
 	enum hvd_dtype t;
@@ -170,7 +177,7 @@ static int level(const struct halving *h, char *buf, char *theirs, size_t *lo,
 	if (rc == HVD_OK)
 		arrived(&a, keep * es); /* what no progress report covered */
 	if (rc == HVD_OK && h->host != NULL)
-		rc = shm_sum(h->host, v, 3 * n, h->timeout_ms);
+		rc = host_sum(h->host, v, 3 * n);
 	for (j = 0; j <= k && rc == HVD_OK; j++) {
 		rc = swap(c, c->rank ^ (1 << j), v, 3 * n * sizeof(*v), in,
 			  3 * n * sizeof(*v));
@@ -226,7 +233,7 @@ int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
 		const size_t *counts, size_t n, enum hvd_dtype t,
 		struct hvd__ring_times *times)
 {
-	struct halving h = {c, NULL, 0, counts, n, t, NULL};
+	struct halving h = {c, NULL, counts, n, t, NULL};
 
 	if (c->size == 1 || n == 0)
 		return HVD_OK;
@@ -350,13 +357,13 @@ static void slices(size_t total, int L, int me, size_t es, char *buf,
 
 /* Each level's sums also over the host's ranks (their slices, together
  * the whole range), the tensors' counts clipped to this rank's slice. */
-int hvd__adasum_hosts(struct hvd__shm *s, const struct hvd__comm *cross,
-		      void *slice, void *scratch, size_t lo, size_t count,
-		      const size_t *counts, size_t n, enum hvd_dtype t,
-		      int timeout_ms, struct hvd__ring_times *times)
+int hvd__adasum_hosts(const struct hvd__adasum_host *host,
+		      const struct hvd__comm *cross, void *slice, void *scratch,
+		      size_t lo, size_t count, const size_t *counts, size_t n,
+		      enum hvd_dtype t, struct hvd__ring_times *times)
 {
 	size_t *clip, i, off, from;
-	struct halving h = {cross, s, timeout_ms, NULL, n, t, NULL};
+	struct halving h = {cross, host, NULL, n, t, NULL};
 	int rc;
 
 	if (!hvd__adasum_size_ok(cross->size))
@@ -383,6 +390,7 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 	char **row;
 	double *v;
 	struct first first;
+	struct hvd__adasum_host host = {.shm = s, .timeout_ms = timeout_ms};
 	long long t0 = hvd__now_us(), t1;
 
 	for (i = 0; i < n; i++)
@@ -427,8 +435,8 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 		rc = shm_level(s, row, off[me] / es, (off[me] + len[me]) / es,
 			       counts, n, t, w, w == 1, v, timeout_ms);
 	if (rc == HVD_OK && H > 1)
-		rc = hvd__adasum_hosts(s, cross, row[me], scratch, off[me] / es,
-				       len[me] / es, counts, n, t, timeout_ms,
+		rc = hvd__adasum_hosts(&host, cross, row[me], scratch,
+				       off[me] / es, len[me] / es, counts, n, t,
 				       NULL);
 	t1 = hvd__now_us();
 	/* This rank's own row holds its slice of the result (held()):

@@ -84,17 +84,26 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 		    void *buf, void *scratch, const size_t *counts, size_t n,
 		    enum hvd_dtype t, int timeout_ms,
 		    struct hvd__ring_times *times);
+/* How the ranks of one host add up Adasum's partial sums (count doubles
+ * in v), every rank getting the same bits: through the host's segment
+ * shm within timeout_ms, or, shm NULL, by sum(arg, v, count). */
+struct hvd__adasum_host {
+	struct hvd__shm *shm;
+	int timeout_ms;
+	int (*sum)(void *arg, double *v, size_t count);
+	void *arg;
+};
 /* The part across hosts alone, each host's combination already taken
  * (GPU Adasum's average, by NCCL: gpu.h), in a slice: this rank holds
  * elements [lo, lo + count) of it, of the n tensors end to end, in slice;
- * its host's ranks (s's) call it together, their slices disjoint and
- * covering the tensors; cross is its group across the hosts (a power of
- * two of them), host h's ranks being h * L ... h * L + L - 1. slice
- * becomes that part of the hosts' Adasum; scratch holds (count + 1) / 2
- * elements. times as hvd__adasum's. */
-int hvd__adasum_hosts(struct hvd__shm *s, const struct hvd__comm *cross,
-		      void *slice, void *scratch, size_t lo, size_t count,
-		      const size_t *counts, size_t n, enum hvd_dtype t,
-		      int timeout_ms, struct hvd__ring_times *times);
+ * its host's ranks call it together (their sums by host), their slices
+ * disjoint and covering the tensors; cross is its group across the hosts
+ * (a power of two of them, in the same order for every local rank).
+ * slice becomes that part of the hosts' Adasum; scratch holds
+ * (count + 1) / 2 elements. times as hvd__adasum's. */
+int hvd__adasum_hosts(const struct hvd__adasum_host *host,
+		      const struct hvd__comm *cross, void *slice, void *scratch,
+		      size_t lo, size_t count, const size_t *counts, size_t n,
+		      enum hvd_dtype t, struct hvd__ring_times *times);
 
 #endif

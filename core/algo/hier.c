@@ -192,6 +192,38 @@ out:
 	return rc;
 }
 
+int hvd__hier_cross(const struct hvd__comm *comm, struct hvd__comm *cross,
+		    int *L, int *H)
+{
+	int size = comm->size, h, rc;
+	struct place *all = calloc((size_t)size, sizeof(*all));
+	int *at = calloc((size_t)size, sizeof(int)), *members = NULL;
+	const char *why;
+
+	*L = 0;
+	*H = 0;
+	memset(cross, 0, sizeof(*cross));
+	rc = all == NULL || at == NULL ? HVD_ENOMEM : gather(comm, true, all);
+	if (rc == HVD_OK)
+		*L = uniform(all, size, at, &why);
+	if (rc == HVD_OK && *L > 0) {
+		struct place *me = &all[comm->rank];
+
+		*H = size / *L;
+		members = calloc((size_t)*H, sizeof(int));
+		rc = members == NULL ? HVD_ENOMEM : HVD_OK;
+		for (h = 0; rc == HVD_OK && h < *H; h++)
+			members[h] = at[h * *L + (int)me->lrank];
+		if (rc == HVD_OK && *H > 1)
+			rc = hvd__group_new(comm, members, *H, (int)me->host,
+					    cross);
+	}
+	free(members);
+	free(all);
+	free(at);
+	return rc;
+}
+
 int hvd__hier_subset(struct hvd__hier *hi, const struct hvd__hier *job,
 		     const struct hvd__comm *comm, const int *ranks, int set)
 {

@@ -179,7 +179,12 @@ struct hvd__engine {
 	struct hvd__gpu *gpu;  /* NCCL, from the first GPU collective on */
 	struct hvd__hier hier; /* what the comm's ranks share on their
 				  hosts (algo/hier.h) */
-	char gpu_why[512];     /* why the last GPU collective failed */
+	/* GPU Adasum where the hosts share no segment (ops/allreduce.c):
+	 * the ranks a host (0: not asked yet; -1: hosts differ), and this
+	 * local rank's group across the hosts (hvd__hier_cross). */
+	int ada_lsize;
+	struct hvd__comm ada_cross;
+	char gpu_why[512];		/* why the last GPU collective failed */
 	struct hvd__req *pending_local; /* submitted here, not yet run */
 	/* The job's engine (gpu/engine.c): GPU allreduces whose data the GPU
 	 * has not computed yet, unannounced; batches launched, not yet run. */

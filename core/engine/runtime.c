@@ -653,6 +653,9 @@ void hvd__runtime_stop(void)
 	E.gpu = NULL;
 	hvd__sets_free(&S, broken != 0 ? broken : HVD_ESHUTDOWN);
 	hvd__hier_stop(&E.hier);
+	if (E.ada_cross.ops != NULL)
+		E.ada_cross.ops->close(E.ada_cross.t);
+	E.ada_cross.ops = NULL;
 	if (E.comm.ops != NULL)
 		E.comm.ops->close(E.comm.t);
 	E.comm.t = NULL;

@@ -390,6 +390,30 @@ int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
 	return rc == HVD_OK ? hvd__gpu_wait_stream(g, why, len) : rc;
 }
 
+int hvd__gpu_host_sum(struct hvd__gpu *g, double *v, size_t count, char *why,
+		      size_t len)
+{
+	size_t bytes = count * sizeof(*v);
+	ncclComm_t c = NULL;
+	int me, L, rc = usable(g, why, len);
+
+	if (rc == HVD_OK)
+		rc = hvd__gpu_host_comm(g, &c, &me, &L, why, len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_dots_reserve(g, bytes, why, len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_copy(g, g->dots, v, bytes, false, NULL, why, len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_settle(
+			g, c,
+			ncclAllReduce(g->dots, g->dots, count, ncclFloat64,
+				      ncclSum, c, g->stream),
+			"ncclAllReduce (Adasum's sums in the host)", why, len);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_copy(g, v, g->dots, bytes, true, NULL, why, len);
+	return rc == HVD_OK ? hvd__gpu_wait_stream(g, why, len) : rc;
+}
+
 int hvd__gpu_reducescatter(struct hvd__gpu *g, const void *send, void *recv,
 			   const size_t *counts, enum hvd_dtype dtype,
 			   enum hvd_op op, double scale, void *ready, char *why,

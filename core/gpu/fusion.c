@@ -1,8 +1,9 @@
 /* gpu/fusion.c: the GPU engine's buffers: the fusion buffer on the GPU
  * (grown to a batch's need, up to the fusion threshold unless one
  * collective needs more: util/grow.c), the batch's tensors copied in and
- * out in one call where the runtime can, and the pinned host memory
- * through which a share of a batch goes to the CPU and back. */
+ * out in one call where the runtime can, the pinned host memory
+ * through which a share of a batch goes to the CPU and back, and the
+ * GPU memory in which a host's ranks add up Adasum's sums. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,9 +11,9 @@
 
 /* *buf (*cap bytes; on the GPU, or pinned host memory) grown to hold
  * bytes, once what runs on the stream has run: flights may still use
- * the old buffer. */
+ * the old buffer. what: the buffer, for the error. */
 static int grow(struct hvd__gpu *g, char **buf, size_t *cap, size_t bytes,
-		bool host, char *why, size_t len)
+		bool host, const char *what, char *why, size_t len)
 {
 	size_t want = hvd__grow_size(*cap, bytes, g->fusion_limit);
 	cudaError_t e;
@@ -34,11 +35,7 @@ static int grow(struct hvd__gpu *g, char **buf, size_t *cap, size_t bytes,
 	e = host ? cudaMallocHost((void **)buf, want)
 		 : cudaMalloc((void **)buf, want);
 	if (e != cudaSuccess)
-		return hvd__gpu_cuda_fail(
-			e,
-			host ? "cudaMallocHost of the staging buffer"
-			     : "cudaMalloc of the fusion buffer",
-			why, len);
+		return hvd__gpu_cuda_fail(e, what, why, len);
 	*cap = want;
 	return HVD_OK;
 }
@@ -46,13 +43,15 @@ static int grow(struct hvd__gpu *g, char **buf, size_t *cap, size_t bytes,
 int hvd__gpu_fusion_reserve(struct hvd__gpu *g, size_t bytes, char *why,
 			    size_t len)
 {
-	return grow(g, &g->fusion, &g->fusion_cap, bytes, false, why, len);
+	return grow(g, &g->fusion, &g->fusion_cap, bytes, false,
+		    "cudaMalloc of the fusion buffer", why, len);
 }
 
 int hvd__gpu_stage_reserve(struct hvd__gpu *g, size_t bytes, char *why,
 			   size_t len)
 {
-	return grow(g, &g->stage, &g->stage_cap, bytes, true, why, len);
+	return grow(g, &g->stage, &g->stage_cap, bytes, true,
+		    "cudaMallocHost of the staging buffer", why, len);
 }
 
 int hvd__gpu_host_buffer(struct hvd__gpu *g, size_t bytes, void **out,
@@ -139,4 +138,11 @@ int hvd__gpu_fuse(struct hvd__gpu *g, const struct hvd__gpu_tensor *t, size_t n,
 		at += t[i].count * es;
 	}
 	return rc == HVD_OK ? copy_batch(g, k, why, len) : rc;
+}
+
+int hvd__gpu_dots_reserve(struct hvd__gpu *g, size_t bytes, char *why,
+			  size_t len)
+{
+	return grow(g, &g->dots, &g->dots_cap, bytes, false,
+		    "cudaMalloc of Adasum's sums", why, len);
 }

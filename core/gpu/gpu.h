@@ -164,6 +164,11 @@ int hvd__gpu_allgather(struct hvd__gpu *g, const void *send,
  * after ready (NULL: at once): hvd__gpu_wait_stream waits for it. */
 int hvd__gpu_copy(struct hvd__gpu *g, void *dst, const void *src, size_t bytes,
 		  bool to_host, void *ready, char *why, size_t len);
+/* v (count doubles) summed over the ranks of this rank's host by NCCL,
+ * on the host's communicator (hvd__gpu_adasum_hosts'), the same bits on
+ * each: a collective call of the host's ranks, waited for. */
+int hvd__gpu_host_sum(struct hvd__gpu *g, double *v, size_t count, char *why,
+		      size_t len);
 /* *out: pinned host memory of at least bytes, g's own (until the next
  * call), for copies to and from the GPU. */
 int hvd__gpu_host_buffer(struct hvd__gpu *g, size_t bytes, void **out,

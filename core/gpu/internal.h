@@ -27,6 +27,8 @@ struct hvd__gpu {
 	size_t fusion_cap;
 	char *stage; /* pinned host memory (fusion.c) */
 	size_t stage_cap;
+	char *dots; /* Adasum's sums, summed by a host's ranks */
+	size_t dots_cap;
 	size_t fusion_limit;  /* HOROVOD_FUSION_THRESHOLD (util/grow.c) */
 	cudaEvent_t ev[EV_N]; /* the other collectives' wait */
 	struct hvd__gpu_flight *spare; /* flights ended, for the next */
@@ -59,6 +61,9 @@ int hvd__gpu_fuse(struct hvd__gpu *g, const struct hvd__gpu_tensor *t, size_t n,
 /* g->stage, pinned host memory, holds at least bytes. */
 int hvd__gpu_stage_reserve(struct hvd__gpu *g, size_t bytes, char *why,
 			   size_t len);
+/* g->dots, GPU memory, holds at least bytes. */
+int hvd__gpu_dots_reserve(struct hvd__gpu *g, size_t bytes, char *why,
+			  size_t len);
 
 /* ---- setup.c ---- */
 

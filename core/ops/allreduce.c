@@ -195,31 +195,54 @@ static bool hosts_in_order(const struct hvd__hier *h)
 	return true;
 }
 
+/* The hosts a GPU Adasum combines (adasum_way): each host of several
+ * ranks one, or every rank where each host has one. */
+static int adasum_hosts(const struct hvd__engine *e, bool shm)
+{
+	if (shm)
+		return e->hier.nhosts;
+	if (e->ada_lsize > 1)
+		return e->comm.size / e->ada_lsize;
+	return e->comm.size;
+}
+
 /* How a batch of Adasum allreduces combines (adasum.h): through the
  * hosts' segments (*shm), else over the transport. A GPU batch does it
  * as Horovod's NCCL build does: each host's ranks average (by NCCL, their
- * dot products summed through the segment: gpu_adasum), and only the
- * hosts combine by Adasum (one rank a host: every rank by Adasum, through
- * host memory; on one host, the average: hvd__op_allreduce). Else
- * HVD_ENOTSUP, with why in e->gpu_why. */
+ * dot products summed through the segment, or where there is none by
+ * NCCL: gpu_adasum), and only the hosts combine by Adasum (one rank a
+ * host: every rank by Adasum, through host memory; on one host, the
+ * average: hvd__op_allreduce). Else HVD_ENOTSUP, with why in
+ * e->gpu_why. */
 static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 {
+	int L = 0, H = 0, rc;
+
 	*shm = hosts_in_order(&e->hier) && (gpu || e->k.shm_allreduce);
 	if (!gpu || e->comm.size == 1)
 		return HVD_OK;
-	if (e->set != 0)
+	if (e->set != 0) {
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
 			"Adasum of GPU tensors runs in the global process set only, as Horovod's: allreduce it there, or allreduce a copy in host memory within the set");
-	else if (!*shm && !e->hier.one_a_host)
+		return HVD_ENOTSUP;
+	}
+	/* No segment (--mpi, --no-shared-memory): the hosts' layout, once. */
+	if (!*shm && !e->hier.one_a_host && e->ada_lsize == 0) {
+		rc = hvd__hier_cross(&e->comm, &e->ada_cross, &L, &H);
+		if (rc != HVD_OK)
+			return rc;
+		e->ada_lsize = L > 0 ? L : -1;
+	}
+	if (!*shm && !e->hier.one_a_host && e->ada_lsize < 0)
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
-			"Adasum of GPU tensors across hosts averages within each host, and sums its dot products through the host's shared memory: it needs libhvd's own transport (not --mpi) with shared memory on (not --no-shared-memory), and hosts that run the same number of ranks, numbered host by host");
-	else if (!hvd__adasum_size_ok(*shm ? e->hier.nhosts : e->comm.size))
+			"Adasum of GPU tensors across hosts averages within each host: it needs hosts that run the same number of ranks");
+	else if (!hvd__adasum_size_ok(adasum_hosts(e, *shm)))
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
 			"Adasum of GPU tensors combines the hosts: it needs a power-of-two number of hosts (1, 2, 4, 8, ...), not %d: run the job on such a number of hosts",
-			*shm ? e->hier.nhosts : e->comm.size);
+			adasum_hosts(e, *shm));
 	else
 		return HVD_OK;
 	return HVD_ENOTSUP;
@@ -276,24 +299,39 @@ struct over_hosts {
 	const size_t *counts;
 	size_t n;
 	enum hvd_dtype t;
+	bool shm; /* the host's sums through its segment, else by NCCL */
 	struct hvd__ring_times rt;
 	long long from, to; /* when it started and ended */
 };
 
+/* Adasum's sums over the host's ranks by NCCL (no segment). */
+static int nccl_sum(void *arg, double *v, size_t count)
+{
+	struct hvd__engine *e = arg;
+
+	return hvd__gpu_host_sum(e->gpu, v, count, e->gpu_why,
+				 sizeof(e->gpu_why));
+}
+
 static int over_hosts(void *arg, void *slice, size_t lo, size_t count)
 {
 	struct over_hosts *o = arg;
-	struct hvd__hier *h = &o->e->hier;
-	bool own = false;
+	struct hvd__engine *e = o->e;
+	bool shm = o->shm, own = false;
+	struct hvd__adasum_host host = {.shm = shm ? e->hier.shm : NULL,
+					.timeout_ms =
+						hvd__transport_timeout_ms(),
+					.sum = nccl_sum,
+					.arg = e};
 	char *scratch = hvd__scratch(
-		&o->e->buf, ((count + 1) / 2) * hvd__dtype_size(o->t), &own);
+		&e->buf, ((count + 1) / 2) * hvd__dtype_size(o->t), &own);
 	int rc = scratch == NULL ? HVD_ENOMEM : HVD_OK;
 
 	o->from = hvd__now_us();
 	if (rc == HVD_OK)
-		rc = hvd__adasum_hosts(h->shm, &h->cross, slice, scratch, lo,
-				       count, o->counts, o->n, o->t,
-				       hvd__transport_timeout_ms(), &o->rt);
+		rc = hvd__adasum_hosts(
+			&host, shm ? &e->hier.cross : &e->ada_cross, slice,
+			scratch, lo, count, o->counts, o->n, o->t, &o->rt);
 	if (own)
 		free(scratch);
 	o->to = hvd__now_us();
@@ -302,17 +340,21 @@ static int over_hosts(void *arg, void *slice, size_t lo, size_t count)
 
 /* A GPU batch across hosts of several ranks, as Horovod's NCCL build runs
  * it: each host's average taken by NCCL on the GPU, and only this rank's
- * part of it (1/L) through host memory to combine across the hosts. On
- * the timeline, the copies in include the host's average, and the copies
- * out its gathering. */
-static int gpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
+ * part of it (1/L) through host memory to combine across the hosts, the
+ * host's sums through its segment (shm: e->hier's), else by NCCL on the
+ * host's communicator (e->ada_cross across the hosts). On the timeline,
+ * the copies in include the host's average, and the copies out its
+ * gathering. */
+static int gpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n,
+		      bool shm)
 {
 	struct hvd__gpu_tensor *t = gpu_tensors(batch, n);
 	size_t *counts = malloc(n * sizeof(*counts)), i;
 	struct over_hosts o = {.e = e,
 			       .counts = counts,
 			       .n = n,
-			       .t = (enum hvd_dtype)batch[0]->m.dtype};
+			       .t = (enum hvd_dtype)batch[0]->m.dtype,
+			       .shm = shm};
 	long long t0 = hvd__now_us(), t1;
 	int rc = t == NULL || counts == NULL ? HVD_ENOMEM : HVD_OK;
 
@@ -352,9 +394,9 @@ static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 
 	if (rc == HVD_OK)
 		rc = adasum_way(e, gpu, &shm);
-	if (rc == HVD_OK && gpu && shm) {
+	if (rc == HVD_OK && gpu && (shm || e->ada_lsize > 1)) {
 		free(counts);
-		return gpu_adasum(e, batch, n);
+		return gpu_adasum(e, batch, n, shm);
 	}
 	if (rc != HVD_OK || counts == NULL) {
 		free(counts);

@@ -66,7 +66,7 @@ assert_all_ok() { # ranks
 	assert_output --partial "NCCL split by host: 2 ranks a host, 2 hosts"
 }
 
-@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average by NCCL, the hosts combine (2 hosts x 2, one rank a host); on one host, the average (3 ranks, without shared memory too, under mpirun); across hosts without shared memory and on 3 hosts, refused saying why" {
+@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average by NCCL, the hosts combine (2 hosts x 2, with shared memory and without; one rank a host); on one host, the average (3 ranks, without shared memory too, under mpirun); on 3 hosts, refused saying why" {
 	local r o
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpuadasum
 	assert_all_ok 4
@@ -87,8 +87,13 @@ assert_all_ok() { # ranks
 	done
 	run "$HVDRUN" -H localhost:1,127.0.0.1:1 --no-shared-memory "$SELFTEST" gpuadasum
 	assert_all_ok 2
-	run "$HVDRUN" -H localhost:2,127.0.0.1:2 --no-shared-memory "$SELFTEST" gpuadasum
+	# Without shared memory: the host's sums by NCCL too (its
+	# communicator's allreduces), the hosts over a group of their own.
+	run "$HVDRUN" -H localhost:2,127.0.0.1:2 --no-shared-memory -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpuadasum
 	assert_all_ok 4
+	for r in 0 1 2 3; do
+		assert_line --regexp "^\[$r\]<stderr>:standin nccl: a communicator of 2 ranks ran [1-9][0-9]* allreduce, 0 broadcast, [2-3] allgather, [2-3] reduce-scatter$"
+	done
 	run "$HVDRUN" -H localhost:1,127.0.0.1:1,localhost.localdomain:1 "$SELFTEST" gpuadasum
 	assert_all_ok 3
 	ASAN_OPTIONS=detect_leaks=0 run "$HVDRUN" --mpi -np 2 "$SELFTEST" gpuadasum
@@ -201,11 +206,11 @@ assert_all_ok() { # ranks
 	assert_line --regexp '^\[0\]<stdout>:rank 0: no GPU: .+'
 }
 
-@test "stand-in: a rank killed while GPU allreduces are in flight (flat, hierarchical, Adasum across 2 hosts x 2): the others fail within a second, later calls too" {
+@test "stand-in: a rank killed while GPU allreduces are in flight (flat, hierarchical, Adasum across 2 hosts x 2 with shared memory and without): the others fail within a second, later calls too" {
 	local r c opts op
 	# hvdrun's options | the self-test's op
 	for c in "-np 4|" "-H localhost:2,127.0.0.1:2 -x HOROVOD_HIERARCHICAL_ALLREDUCE=1|" \
-		"-H localhost:2,127.0.0.1:2|adasum"; do
+		"-H localhost:2,127.0.0.1:2|adasum" "-H localhost:2,127.0.0.1:2 --no-shared-memory|adasum"; do
 		IFS='|' read -r opts op <<<"$c"
 		# shellcheck disable=SC2086 # the options, word by word
 		run "$HVDRUN" $opts "$SELFTEST" killgpu $op

@@ -717,6 +717,9 @@ struct ada_case {
 				  average of local rank l's part of the
 				  fused tensors, the hosts' Adasum of it by
 				  hvd__adasum_hosts, the parts gathered) */
+	bool apart;	       /* with average: the host's sums over a group
+				  of its ranks, not the segment (GPU Adasum
+				  without one: NCCL's, played by the ring) */
 	char name[64];	       /* the segment's */
 	double err[WORLD_MAX]; /* per rank: worst error, relative to the
 				  tensor's largest element */
@@ -760,6 +763,38 @@ static void ada_reference(const struct ada_case *k, int n, size_t j,
 	free(v);
 }
 
+/* The ring over a group of a host's ranks, summing Adasum's sums. */
+static int ada_group_sum(void *arg, double *v, size_t count)
+{
+	return hvd__ring_allreduce(arg, v, count, HVD_FLOAT64, HVD_SUM);
+}
+
+/* hvd__adasum_hosts, the host's sums through segment s or (k->apart)
+ * over a group of the host's ranks. */
+static int ada_over_hosts(const struct hvd__comm *c, const struct ada_case *k,
+			  struct hvd__shm *s, const struct hvd__comm *cross,
+			  char *slice, char *scratch, size_t lo, size_t count)
+{
+	int L = hvd__shm_size(s), l = hvd__shm_rank(s), members[WORLD_MAX], p;
+	struct hvd__comm host = {0};
+	struct hvd__adasum_host how = {.shm = s, .timeout_ms = 5000};
+	int rc = HVD_OK;
+
+	if (k->apart) {
+		for (p = 0; p < L; p++)
+			members[p] = c->rank - l + p;
+		rc = hvd__group_new(c, members, L, l, &host);
+		how = (struct hvd__adasum_host){.sum = ada_group_sum,
+						.arg = &host};
+	}
+	if (rc == HVD_OK)
+		rc = hvd__adasum_hosts(&how, cross, slice, scratch, lo, count,
+				       k->counts, k->n, k->t, NULL);
+	if (host.ops != NULL)
+		host.ops->close(host.t);
+	return rc;
+}
+
 /* GPU Adasum's way, the GPU's part played here: local rank l takes
  * elements [l * P, l * P + P) of its host's average (P: the total
  * rounded up to a multiple of the L local ranks, divided by L), as NCCL's
@@ -794,9 +829,8 @@ static int ada_gpu_way(const struct hvd__comm *c, const struct ada_case *k,
 			store(buf, at + i, k->t, v / L);
 		}
 	if (cross != NULL)
-		rc = hvd__adasum_hosts(s, cross, buf + lo * es, scratch, lo,
-				       count, k->counts, k->n, k->t, 5000,
-				       NULL);
+		rc = ada_over_hosts(c, k, s, cross, buf + lo * es, scratch, lo,
+				    count);
 	for (p = 0; p < L; p++)
 		len[p] *= es;
 	return rc == HVD_OK ? hvd__shm_allgatherv(s, buf, len, 5000) : rc;
@@ -937,8 +971,9 @@ static void test_adasum_reference(void)
 }
 
 /* GPU Adasum's way (Horovod's): each host's ranks averaged, any number
- * of them (3 too), and only the hosts combined by Adasum; one host:
- * the average. */
+ * of them (3 too), and only the hosts combined by Adasum, each host's
+ * sums through its segment or over a group of its ranks; one host: the
+ * average. */
 static void test_adasum_host_average(void)
 {
 	static const size_t counts[] = {1, 1000, 7, 30011, 0};
@@ -948,23 +983,28 @@ static void test_adasum_host_average(void)
 	static const enum hvd_dtype types[] = {HVD_FLOAT32, HVD_FLOAT16};
 	static const double tol[] = {1e-6, 4e-3};
 	size_t z;
-	int t;
+	int t, a;
 
 	for (z = 0; z < sizeof(ways) / sizeof(*ways); z++)
 		for (t = 0; t < 2; t++) {
-			struct ada_case k = {.t = types[t],
-					     .counts = counts,
-					     .n = 5,
-					     .slot = 4096,
-					     .hosts = ways[z].hosts,
-					     .average = true};
-			double e = ada_run(ways[z].n, &k);
+			for (a = 0; a < 2; a++) {
+				struct ada_case k = {.t = types[t],
+						     .counts = counts,
+						     .n = 5,
+						     .slot = 4096,
+						     .hosts = ways[z].hosts,
+						     .average = true,
+						     .apart = a == 1};
+				double e = ada_run(ways[z].n, &k);
 
-			if (e > tol[t]) {
-				printf("# n=%d %s, %d hosts, averaged: off by %g of the largest\n",
-				       ways[z].n, hvd__dtype_name(types[t]),
-				       ways[z].hosts, e);
-				CHECK(0);
+				if (e > tol[t]) {
+					printf("# n=%d %s, %d hosts, averaged, sums %s: off by %g of the largest\n",
+					       ways[z].n,
+					       hvd__dtype_name(types[t]),
+					       ways[z].hosts,
+					       a ? "apart" : "by segment", e);
+					CHECK(0);
+				}
 			}
 		}
 }
