@@ -206,7 +206,7 @@ int hvd__hier_cross(const struct hvd__comm *comm, struct hvd__comm *cross,
 	rc = all == NULL || at == NULL ? HVD_ENOMEM : gather(comm, true, all);
 	if (rc == HVD_OK)
 		*L = uniform(all, size, at, &why);
-	if (rc == HVD_OK && *L > 0) {
+	if (rc == HVD_OK && *L > 1) {
 		struct place *me = &all[comm->rank];
 
 		*H = size / *L;

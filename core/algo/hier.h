@@ -45,8 +45,8 @@ int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 void hvd__hier_stop(struct hvd__hier *h);
 /* Without a segment: where comm's ranks run L of them on each of H hosts
  * (local and cross ranks tiling them), *cross becomes this local rank's
- * group across the hosts (with H > 1), host h's member being the rank of
- * cross rank h; else *L is 0. A collective call over comm. */
+ * group across the hosts (with L > 1 and H > 1), host h's member being
+ * the rank of cross rank h; else *L is 0. A collective call over comm. */
 int hvd__hier_cross(const struct hvd__comm *comm, struct hvd__comm *cross,
 		    int *L, int *H);
 /* The same for comm, a process set of the job (set: its id) whose rank i
