@@ -78,7 +78,7 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 
 .SECONDARY:
 
-.PHONY: FORCE all deps test unit-test cli-test demo bench fuzz fuzz-seeds install uninstall clean \
+.PHONY: FORCE all deps test unit-test cli-test demo bench bench-gpu fuzz fuzz-seeds install uninstall clean \
         checkstyle cppcheck format lint lint-checks lint-tidy structure
 
 # hvdrun check --nccl's worker (a libhvd program on the GPU), where libhvd
@@ -282,6 +282,12 @@ bench: deps
 	@tests/bench/contention
 	@tests/bench/torch
 	@tests/bench/autotune
+	@$(MAKE) --no-print-directory bench-gpu
+
+# The GPU's benchmarks alone (make bench ends with them): libhvd's NCCL
+# path against bare NCCL, training against DDP over NCCL, --autotune on
+# the GPU. Without a GPU, each says why in one line.
+bench-gpu: all $(BENCH_BIN)
 	@tests/bench/gpu
 	@tests/bench/gpu-train
 	@tests/bench/autotune --cuda
