@@ -73,31 +73,14 @@ static void combine(char *x, size_t x_at, const char *y, size_t y_at,
 	}
 }
 
-/* v (count doubles) summed over the host's ranks, in rank order: every
- * rank gets the same bits. */
+/* v (count doubles) summed over the host's ranks: the segment's own
+ * allreduce, whose every rank gets the same bits. */
 static int shm_sum(struct hvd__shm *s, double *v, size_t count, int timeout_ms)
 {
-	size_t chunk = hvd__shm_slot_bytes(s) / sizeof(*v), pos, len, j;
-	const unsigned char *const *slots;
-	int L = hvd__shm_size(s), p, rc = HVD_OK;
+	struct iovec io = {v, count * sizeof(*v)};
 
-	for (pos = 0; pos < count && rc == HVD_OK; pos += chunk) {
-		struct iovec io;
-
-		len = count - pos < chunk ? count - pos : chunk;
-		io = (struct iovec){v + pos, len * sizeof(*v)};
-		rc = hvd__shm_exchange(s, &io, 1, &slots, timeout_ms);
-		for (j = 0; rc == HVD_OK && j < len; j++) {
-			double x = 0, y;
-
-			for (p = 0; p < L; p++) {
-				memcpy(&y, slots[p] + j * sizeof(y), sizeof(y));
-				x += y;
-			}
-			v[pos + j] = x;
-		}
-	}
-	return rc;
+	return hvd__shm_allreduce_v(s, NULL, &io, 1, HVD_FLOAT64, HVD_SUM,
+				    timeout_ms);
 }
 
 /* v summed over the ranks of h's host, the same bits on each. */

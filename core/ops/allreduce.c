@@ -237,7 +237,7 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 	if (!*shm && !e->hier.one_a_host && e->ada_lsize < 0)
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
-			"Adasum of GPU tensors across hosts averages within each host: it needs hosts that run the same number of ranks");
+			"Adasum of GPU tensors across hosts averages within each host: it needs hosts that run the same number of ranks: give every host the same slots (-H host1:4,host2:4)");
 	else if (!hvd__adasum_size_ok(adasum_hosts(e, *shm)))
 		snprintf(
 			e->gpu_why, sizeof(e->gpu_why),
