@@ -357,6 +357,16 @@ bool hl_rdv_growing(struct hl_rdv *r)
 	return growing;
 }
 
+bool hl_rdv_joined(struct hl_rdv *r, int id)
+{
+	bool joined;
+
+	pthread_mutex_lock(&r->lock);
+	joined = r->formed && member(r, (uint32_t)id) >= 0;
+	pthread_mutex_unlock(&r->lock);
+	return joined;
+}
+
 const struct hl_rdv_generations hl_elastic_generations = {
 	.host_lost = host_lost,
 	.idle = idle,

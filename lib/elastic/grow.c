@@ -162,8 +162,6 @@ void hl_el_regrow(struct sup *s)
 	    (!s->el->pool_changed && hl_el_next_return(s) > now))
 		return;
 	s->el->pool_changed = false;
-	if (!hl_rdv_growing(l->rdv))
-		hl_el_clear_fresh(s); /* earlier growth has formed */
 	for (i = 0; i < s->n; i++)
 		live += !s->w[i].exited;
 	for (h = 0, could = live; below && h < l->hosts->n; h++)

@@ -85,8 +85,8 @@ bool hl_el_shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen);
  * (their host is unreachable: nothing more will come from it). */
 void hl_el_removals_due(struct sup *s);
 /* the job is finishing (a worker's work is done). Workers
- * started again that still wait for the larger generation will never
- * get it: they end quietly. Once it has formed they are its members. */
+ * started again that have yet to join will never: they end quietly.
+ * Once they have joined they are members. */
 void hl_el_end_fresh(struct sup *s);
 /* worker w, of a host the discovery script dropped, ended before
  * the others re-joined without it: the generation that waited for it

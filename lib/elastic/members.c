@@ -84,8 +84,13 @@ int hl_el_plan_generation(struct sup *s, int *n, enum gen_how how)
 {
 	int *ids = calloc((size_t)s->n, sizeof(*ids));
 	struct hl_plan plan = {0};
-	int gen = HL_ENOMEM;
+	int gen = HL_ENOMEM, i;
 
+	/* Workers started again that have joined the generation now
+	 * ending are members like the others: their failure is a loss. */
+	for (i = 0; i < s->n; i++)
+		if (s->w[i].fresh && hl_rdv_joined(s->l->rdv, s->w[i].rank))
+			s->w[i].fresh = false;
 	*n = ids != NULL ? plan_members(s, ids, &plan) : HL_ENOMEM;
 	if (*n >= 0)
 		gen = how == GEN_RESET

@@ -84,7 +84,9 @@ bool hl_el_shrink(struct sup *s, struct hl_worker *w, char *how, size_t howlen)
 	char text[384];
 	int i, left = 0, gen, wait_s;
 	size_t at = strlen(how);
-	bool growth = w->fresh && hl_rdv_growing(l->rdv);
+	/* Started again, it fails before it joined: while growth waits for
+	 * the running workers' commit, or after they moved on to form it. */
+	bool growth = w->fresh && !hl_rdv_joined(l->rdv, w->rank);
 
 	if (!growth && l->reset_limit > 0 && s->el->resets >= l->reset_limit) {
 		snprintf(how + at, howlen - at,
@@ -157,17 +159,17 @@ void hl_el_removals_due(struct sup *s)
 }
 
 /* the job is finishing (a worker's work is done). Workers
- * started again that still wait for the larger generation will never
- * get it: they end quietly. Once it has formed they are its members. */
+ * started again that have yet to join will never: they end quietly.
+ * Once they have joined they are members. */
 void hl_el_end_fresh(struct sup *s)
 {
-	bool waiting = hl_rdv_growing(s->l->rdv);
 	int i;
 
 	for (i = 0; i < s->n; i++) {
 		struct hl_worker *o = &s->w[i];
 
-		if (o->fresh && waiting && !o->exited)
+		if (o->fresh && !o->exited &&
+		    !hl_rdv_joined(s->l->rdv, o->rank))
 			hl_el_remove_worker(s, o);
 		o->fresh = false;
 	}

@@ -82,6 +82,9 @@ void hl_rdv_finish(struct hl_rdv *r);
 size_t hl_rdv_take_idle(struct hl_rdv *r, int *ids, size_t cap);
 /* Whether announced growth still waits for the running workers. */
 bool hl_rdv_growing(struct hl_rdv *r);
+/* Whether worker id is a member of the running generation, and that
+ * generation has formed: it has joined. */
+bool hl_rdv_joined(struct hl_rdv *r, int id);
 /* Add HVD_RENDEZVOUS, HVD_SECRET and HVD_START_TIMEOUT for the workers. */
 int hl_rdv_export(const struct hl_rdv *r, struct hl_envspec *es);
 void hl_rdv_stop(struct hl_rdv *r);

@@ -119,6 +119,25 @@ weights() {
 	wait_no_leftovers
 }
 
+@test "elastic: a returning host's worker that fails before it joined, after the others moved on to wait for it: only the growth loses the host, it counts no reset, and the host returns again" {
+	local want w
+	want=$(weights 800)
+	# Worker 3, started again, fails 0.5 s later: by then the others
+	# (a commit every 50 ms) wait in hvd_init for the grown generation.
+	# Three changes: the loss, the growth that failed, the growth at last;
+	# a fourth (that failure taken for a member's) would end the job.
+	ELASTIC_KILL="3:1" ELASTIC_AGAIN_FAIL="3:0.5" run "$HVDRUN" -np 4 \
+		-H localhost:2,127.0.0.1:2 --min-np 2 --reset-limit 3 \
+		--blacklist-cooldown-range 1 1 "$KILL" "$ELASTIC" 800 5 10
+	assert_success
+	assert_line "hvdrun: worker 3 on 127.0.0.1 was killed by signal 9 (Killed); its host leaves the job and 2 workers go on (generation 2); the host may return in 1 s"
+	assert_line "hvdrun: worker 3 on 127.0.0.1 exited with code 3 before it joined; its host leaves again and 2 workers form generation 4; the host may return in 1 s"
+	for w in 0 1 2 3; do
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 800 steps, generation 5, [0-9]+ resets, weights $want$"
+	done
+	wait_no_leftovers
+}
+
 @test "elastic: without a cool-down a failed host stays out; with a cool-down of 0 it returns at once" {
 	# No --blacklist-cooldown-range: the host never returns.
 	ELASTIC_KILL="3:0.5" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 \
