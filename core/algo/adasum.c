@@ -10,9 +10,20 @@
 /* Levels at most: 2^31 ranks. */
 #define LEVELS 31
 
-bool hvd__adasum_size_ok(int size)
+/* The largest power of two not above n (n > 0): the ranks that halve;
+ * the others fold into them first (adasum.h). */
+static int halving_size(int n)
 {
-	return size > 0 && (size & (size - 1)) == 0;
+	int p = 1;
+
+	while (p <= n / 2)
+		p *= 2;
+	return p;
+}
+
+bool hvd__adasum_hosts_first(int L, int H)
+{
+	return L == 1 || H == 1 || (L * H & (L * H - 1)) == 0;
 }
 
 /* One exchange with rank p: slen bytes out, rlen in. */
@@ -131,12 +142,14 @@ struct halving {
 	double *v; /* 6 doubles a tensor */
 };
 
-/* Level k: this rank keeps one half of [*lo, *lo + *len), which becomes
- * its range, and gives the other; the dot products as the partner's half
- * arrives, then the sums over the block of 2^(k+1) ranks, and each
- * tensor's combination. */
+/* Level k with partner p (rank ^ 2^k; k < 0: the fold, p the rank it
+ * pairs with): this rank keeps one half of [*lo, *lo + *len), which
+ * becomes its range, and gives the other; the dot products as the
+ * partner's half arrives, then the sums over the block of 2^(k+1) ranks
+ * (the fold: over the pair), and each tensor's combination. The lower
+ * rank of the two holds a, the upper b. */
 static int level(const struct halving *h, char *buf, char *theirs, size_t *lo,
-		 size_t *len, int k)
+		 size_t *len, int p, int k)
 {
 	const struct hvd__comm *c = h->c;
 	const size_t *counts = h->counts;
@@ -144,12 +157,12 @@ static int level(const struct halving *h, char *buf, char *theirs, size_t *lo,
 	enum hvd_dtype t = h->t;
 	double *v = h->v;
 	size_t es = hvd__dtype_size(t), i;
-	bool upper = (c->rank >> k) & 1;
+	bool upper = p < c->rank;
 	size_t first = *len / 2, keep = upper ? *len - first : first;
 	size_t keep_lo = upper ? *lo + first : *lo;
 	size_t give_lo = upper ? *lo : *lo + first, give = *len - keep;
 	struct arrival a = {buf, theirs, keep_lo, counts, n, t, upper, v, 0};
-	int p = c->rank ^ (1 << k), j, rc;
+	int j, rc;
 	double *in = v + 3 * n;
 
 	memset(v, 0, 3 * n * sizeof(*v));
@@ -161,9 +174,9 @@ static int level(const struct halving *h, char *buf, char *theirs, size_t *lo,
 		arrived(&a, keep * es); /* what no progress report covered */
 	if (rc == HVD_OK && h->host != NULL)
 		rc = host_sum(h->host, v, 3 * n);
-	for (j = 0; j <= k && rc == HVD_OK; j++) {
-		rc = swap(c, c->rank ^ (1 << j), v, 3 * n * sizeof(*v), in,
-			  3 * n * sizeof(*v));
+	for (j = k < 0 ? -1 : 0; j <= k && rc == HVD_OK; j++) {
+		rc = swap(c, j < 0 ? p : c->rank ^ (1 << j), v,
+			  3 * n * sizeof(*v), in, 3 * n * sizeof(*v));
 		for (i = 0; rc == HVD_OK && i < 3 * n; i++)
 			v[i] += in[i];
 	}
@@ -173,26 +186,56 @@ static int level(const struct halving *h, char *buf, char *theirs, size_t *lo,
 	return rc;
 }
 
+/* The fold (adasum.h): this rank and p, one of them a rank past the
+ * halving's, combine their buffers of *len elements as a level of two;
+ * then the upper one's half goes to the lower, which holds the pair's
+ * whole combination ([0, *len) again). */
+static int fold(const struct halving *h, char *b, char *scratch, size_t *lo,
+		size_t *len, int p)
+{
+	const struct hvd__comm *c = h->c;
+	size_t es = hvd__dtype_size(h->t), total = *len;
+	int rc = level(h, b, scratch, lo, len, p, -1);
+
+	if (rc != HVD_OK || p < c->rank)
+		return rc != HVD_OK ? rc
+				    : c->ops->sendrecv(c->t, p, b + *lo * es,
+						       *len * es, p, NULL, 0,
+						       NULL, NULL);
+	rc = c->ops->sendrecv(c->t, p, NULL, 0, p, b + *len * es,
+			      (total - *len) * es, NULL, NULL);
+	*len = total;
+	return rc;
+}
+
 /* The halving over h->c of buf (the tensors end to end), the gathering
- * back; scratch holds half of buf's elements, rounded up. */
+ * back; scratch holds half of buf's elements, rounded up. Over a number
+ * of ranks that is not a power of two, the ranks past the largest power
+ * of two below it fold in first, and get the result whole at the end. */
 static int halve(struct halving *h, char *b, char *scratch,
 		 struct hvd__ring_times *times)
 {
 	const struct hvd__comm *c = h->c;
-	size_t es = hvd__dtype_size(h->t), lo = 0, len = 0, i;
+	size_t es = hvd__dtype_size(h->t), lo = 0, len = 0, total, i;
 	size_t was_lo[LEVELS], was_len[LEVELS];
 	long long t0 = hvd__now_us(), t1;
-	int k, rc = HVD_OK;
+	int P = halving_size(c->size), k = 0, rc = HVD_OK;
+	int pair = c->rank >= P		   ? c->rank - P
+		   : c->rank + P < c->size ? c->rank + P
+					   : -1;
 
 	h->v = malloc(6 * h->n * sizeof(*h->v));
 	if (h->v == NULL)
 		return HVD_ENOMEM;
 	for (i = 0; i < h->n; i++)
 		len += h->counts[i];
-	for (k = 0; (1 << k) < c->size && rc == HVD_OK; k++) {
+	total = len;
+	if (pair >= 0)
+		rc = fold(h, b, scratch, &lo, &len, pair);
+	for (; c->rank < P && (1 << k) < P && rc == HVD_OK; k++) {
 		was_lo[k] = lo;
 		was_len[k] = len;
-		rc = level(h, b, scratch, &lo, &len, k);
+		rc = level(h, b, scratch, &lo, &len, c->rank ^ (1 << k), k);
 	}
 	free(h->v);
 	t1 = hvd__now_us();
@@ -205,6 +248,12 @@ static int halve(struct halving *h, char *b, char *scratch,
 		lo = was_lo[k];
 		len = was_len[k];
 	}
+	/* The ranks that folded in get the result from their pair. */
+	if (rc == HVD_OK && pair >= 0)
+		rc = c->rank < P ? c->ops->sendrecv(c->t, pair, b, total * es,
+						    pair, NULL, 0, NULL, NULL)
+				 : c->ops->sendrecv(c->t, pair, NULL, 0, pair,
+						    b, total * es, NULL, NULL);
 	if (times != NULL) {
 		times->reduce_scatter_us += t1 - t0;
 		times->allgather_us += hvd__now_us() - t1;
@@ -220,8 +269,6 @@ int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
 
 	if (c->size == 1 || n == 0)
 		return HVD_OK;
-	if (!hvd__adasum_size_ok(c->size))
-		return HVD_ENOTSUP;
 	return halve(&h, buf, scratch, times);
 }
 
@@ -232,35 +279,61 @@ static size_t cut(size_t total, int r, int L)
 	       total % (size_t)L * (size_t)r / (size_t)L;
 }
 
+/* The tree through a segment of L ranks, P of them halving (the rest
+ * fold in first): this rank's slice of rank p's buffer at row[p]. */
+struct tree {
+	char *const *row;
+	int me, L, P;
+};
+
 /* Where this rank keeps its slice of the combination of the buffers of
- * ranks [base, base + w): in its own buffer's row (row[me]) when it is
- * one of them, else in the first one's. */
-static char *held(char *const *row, int base, int w, int me)
+ * ranks [base, base + w) of the P (a rank folded in standing with its
+ * pair, p - P): in its own buffer's row (row[me]) when it is one of them,
+ * else in the first one's. */
+static char *held(const struct tree *r, int base, int w)
 {
-	return row[me >= base && me < base + w ? me : base];
+	int v = r->me >= r->P ? r->me - r->P : r->me;
+
+	return r->row[v >= base && v < base + w ? r->me : base];
+}
+
+/* Level w's blocks: w = 0 the fold (L - P pairs of ranks q and P + q),
+ * else P / 2w blocks of 2w ranks. */
+static size_t blocks_of(const struct tree *r, int w)
+{
+	return w == 0 ? (size_t)(r->L - r->P) : (size_t)(r->P / (2 * w));
+}
+
+/* Where this rank keeps its slice of block q's a and b at level w. */
+static void block(const struct tree *r, int w, size_t q, char **a, char **b)
+{
+	int base = 2 * w * (int)q;
+
+	*a = w == 0 ? r->row[q] : held(r, base, w);
+	*b = w == 0 ? r->row[r->P + (int)q] : held(r, base + w, w);
 }
 
 /* Level w's dot products and norms of each block's two halves (see
  * shm_level), over elements [x0, x1) of this rank's slice [lo, hi),
  * added into v. */
-static void block_dots(char *const *row, int me, int w, size_t blocks,
-		       size_t lo, size_t x0, size_t x1, const size_t *counts,
-		       size_t n, enum hvd_dtype t, double *v)
+static void block_dots(const struct tree *r, int w, size_t lo, size_t x0,
+		       size_t x1, const size_t *counts, size_t n,
+		       enum hvd_dtype t, double *v)
 {
-	size_t q;
-	int base;
+	size_t q, blocks = blocks_of(r, w);
+	char *a, *b;
 
-	for (q = 0, base = 0; q < blocks; q++, base += 2 * w)
-		tensor_dots(held(row, base, w, me), lo,
-			    held(row, base + w, w, me), lo, x0, x1, counts, n,
-			    t, v + 3 * q * n);
+	for (q = 0; q < blocks; q++) {
+		block(r, w, q, &a, &b);
+		tensor_dots(a, lo, b, lo, x0, x1, counts, n, t, v + 3 * q * n);
+	}
 }
 
-/* The first level's dot products taken as the slices arrive (the
+/* The first level's (w) dot products taken as the slices arrive (the
  * alltoall's rounds), while they are in cache. */
 struct first {
-	char *const *row;
-	int me, L;
+	const struct tree *r;
+	int w;
 	size_t lo, hi; /* this rank's slice, in elements */
 	const size_t *counts;
 	size_t n;
@@ -277,35 +350,35 @@ static void first_got(void *arg, size_t off, size_t len)
 	if (x1 > f->hi)
 		x1 = f->hi;
 	if (x1 > x0)
-		block_dots(f->row, f->me, 1, (size_t)f->L / 2, f->lo, x0, x1,
-			   f->counts, f->n, f->t, f->v);
+		block_dots(f->r, f->w, f->lo, x0, x1, f->counts, f->n, f->t,
+			   f->v);
 }
 
-/* Level w (1, 2, 4, ...) of the tree on this rank's slice [lo, hi) of
- * every rank's buffer (row[p], rank p's): in every block of 2w ranks, the
- * combination of its lower half's buffers (a) with its upper half's (b),
- * each tensor on its dot product and norms over the whole tensor (the
- * ranks' sums of their slices'; this rank's already in v where dotted),
- * into the row of a or b that held() names for the block. v: 3 doubles a
- * tensor a block. */
-static int shm_level(struct hvd__shm *s, char *const *row, size_t lo, size_t hi,
-		     const size_t *counts, size_t n, enum hvd_dtype t, int w,
-		     bool dotted, double *v, int timeout_ms)
+/* Level w (0: the fold; 1, 2, 4, ...) of the tree on this rank's slice
+ * [lo, hi) of every rank's buffer: in every block, the combination of
+ * its a with its b, each tensor on its dot product and norms over the
+ * whole tensor (the ranks' sums of their slices'; this rank's already in
+ * v where dotted), into a's row or, where this rank's own row holds b,
+ * into b's. v: 3 doubles a tensor a block. */
+static int shm_level(struct hvd__shm *s, const struct tree *r, size_t lo,
+		     size_t hi, const size_t *counts, size_t n,
+		     enum hvd_dtype t, int w, bool dotted, double *v,
+		     int timeout_ms)
 {
-	size_t blocks, q;
-	int L = hvd__shm_size(s), me = hvd__shm_rank(s), base, rc;
+	size_t blocks = blocks_of(r, w), q;
+	int rc;
 
-	blocks = (size_t)L / (2 * (size_t)w);
 	if (!dotted) {
 		memset(v, 0, 3 * n * blocks * sizeof(*v));
-		block_dots(row, me, w, blocks, lo, lo, hi, counts, n, t, v);
+		block_dots(r, w, lo, lo, hi, counts, n, t, v);
 	}
 	rc = shm_sum(s, v, 3 * n * blocks, timeout_ms);
-	for (q = 0, base = 0; rc == HVD_OK && q < blocks; q++, base += 2 * w) {
-		char *a = held(row, base, w, me),
-		     *b = held(row, base + w, w, me);
-		bool upper = b == row[me];
+	for (q = 0; rc == HVD_OK && q < blocks; q++) {
+		char *a, *b;
+		bool upper;
 
+		block(r, w, q, &a, &b);
+		upper = b == r->row[r->me];
 		combine(upper ? b : a, lo, upper ? a : b, lo, upper, lo, hi,
 			counts, n, t, v + 3 * q * n);
 	}
@@ -349,8 +422,6 @@ int hvd__adasum_hosts(const struct hvd__adasum_host *host,
 	struct halving h = {cross, host, NULL, n, t, NULL};
 	int rc;
 
-	if (!hvd__adasum_size_ok(cross->size))
-		return HVD_ENOTSUP;
 	clip = malloc((n > 0 ? n : 1) * sizeof(*clip));
 	if (clip == NULL)
 		return HVD_ENOMEM;
@@ -372,6 +443,8 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 	size_t es = hvd__dtype_size(t), total = 0, i, *len, *off, *rb, *roff;
 	char **row;
 	double *v;
+	struct tree tree = {.me = me, .L = L, .P = halving_size(L)};
+	int w0 = tree.P < L ? 0 : 1; /* the first level: the fold, if any */
 	struct first first;
 	struct hvd__adasum_host host = {.shm = s, .timeout_ms = timeout_ms};
 	long long t0 = hvd__now_us(), t1;
@@ -380,8 +453,6 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 		total += counts[i];
 	if (L * H == 1 || total == 0)
 		return HVD_OK;
-	if (!hvd__adasum_size_ok(L) || !hvd__adasum_size_ok(H))
-		return HVD_ENOTSUP;
 	len = malloc(4 * (size_t)L * sizeof(*len));
 	row = calloc((size_t)L, sizeof(*row));
 	v = malloc((3 * n * (size_t)(L / 2) + 1) * sizeof(*v));
@@ -400,9 +471,9 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 		rb[w] = len[me];
 		roff[w] = w == me ? 0 : (size_t)(row[w] - (char *)scratch);
 	}
-	first = (struct first){.row = row,
-			       .me = me,
-			       .L = L,
+	tree.row = row;
+	first = (struct first){.r = &tree,
+			       .w = w0,
 			       .lo = off[me] / es,
 			       .hi = (off[me] + len[me]) / es,
 			       .counts = counts,
@@ -414,9 +485,9 @@ int hvd__adasum_shm(struct hvd__shm *s, const struct hvd__comm *cross,
 	rc = L > 1 ? hvd__shm_alltoallv_got(s, buf, len, off, scratch, rb, roff,
 					    timeout_ms, first_got, &first)
 		   : HVD_OK;
-	for (w = 1; w < L && rc == HVD_OK; w *= 2)
-		rc = shm_level(s, row, off[me] / es, (off[me] + len[me]) / es,
-			       counts, n, t, w, w == 1, v, timeout_ms);
+	for (w = w0; w < tree.P && rc == HVD_OK; w = w > 0 ? 2 * w : 1)
+		rc = shm_level(s, &tree, off[me] / es, (off[me] + len[me]) / es,
+			       counts, n, t, w, w == w0, v, timeout_ms);
 	if (rc == HVD_OK && H > 1)
 		rc = hvd__adasum_hosts(&host, cross, row[me], scratch,
 				       off[me] / es, len[me] / es, counts, n, t,

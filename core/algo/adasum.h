@@ -24,6 +24,15 @@
  * three doubles a tensor. Every partner is a recursive-doubling partner
  * of the ring's (hvd__ring_sources).
  *
+ * Over N ranks that are not a power of two, P being the largest power of
+ * two below N, the N - P ranks past P fold in first: rank P + q and rank
+ * q combine their buffers as a level of two ranks would (each keeps a
+ * half, their sums over the pair), and q takes P + q's half, so that it
+ * holds the pair's combination; the P ranks then halve as above, and
+ * rank P + q gets the result whole from q (the same bits). The tree's
+ * first level pairs q with P + q, and the extra exchange sends each of
+ * them the buffer once more. Horovod refuses such sizes.
+ *
  * On one host, through the ranks' shared segment (shm.h), the same tree
  * runs on slices: rank r gets slice r (1/N of the elements) of every
  * other rank's buffer through the slots (an alltoall) and keeps its own
@@ -37,7 +46,9 @@
  * slots. Each rank copies (N-1)/N of its buffer into its slot and N-1
  * slices out of the others', once in the alltoall and once in the
  * gathering; between them, only the sums (three doubles a tensor a
- * block) cross, once a level.
+ * block) cross, once a level. Where L is not a power of two, the first
+ * level is the fold: slice by slice, buffer P + q combines into buffer q
+ * (this rank's own row standing for it where it is rank P + q).
  *
  * Across H hosts of L ranks each, host h's ranks being h * L to
  * h * L + L - 1, the tree's first log2(L) levels pair ranks of one host:
@@ -49,7 +60,10 @@
  * range) and then over the block's hosts; the host's segment then
  * gathers the slices. Between hosts this sends what the halving over
  * all ranks does (its levels between hosts are these); within a host the
- * segment takes the place of the transport. */
+ * segment takes the place of the transport. Hosts that are not a power
+ * of two fold in as ranks do; the tree is then each host's, then the
+ * hosts', which differs from the tree over the job's ranks where hosts
+ * run a number of ranks that is not a power of two. */
 #ifndef HVD_ADASUM_H
 #define HVD_ADASUM_H
 
@@ -60,22 +74,22 @@
 #include "algo/ring.h"
 #include "transport/shm.h"
 
-/* size is 1, 2, 4, ... */
-bool hvd__adasum_size_ok(int size);
+/* Whether the tree through segments, each of H hosts' L ranks first
+ * (hvd__adasum_shm), is the tree over their L * H ranks (hvd__adasum):
+ * on one host, with one rank a host, or L * H a power of two. */
+bool hvd__adasum_hosts_first(int L, int H);
 /* buf holds n tensors of counts[i] elements of dtype t (float16,
  * bfloat16, float32 or float64), end to end; it becomes the Adasum of
  * every rank's buf, the same bits on every rank. scratch holds half of
- * buf's elements, rounded up. c->size must pass hvd__adasum_size_ok.
- * times, if not NULL, accumulates the halving (reduce_scatter_us) and
+ * buf's elements, rounded up. times, if not NULL, accumulates the halving (reduce_scatter_us) and
  * the gathering back (allgather_us). */
 int hvd__adasum(const struct hvd__comm *c, void *buf, void *scratch,
 		const size_t *counts, size_t n, enum hvd_dtype t,
 		struct hvd__ring_times *times);
 /* The same through the host's segment s, whose local ranks are the
- * ranks of one host in rank order (hvd__shm_size a power of two), within
- * timeout_ms at each wait: with cross NULL (or of one rank), the job is
- * this host's ranks; else cross is this rank's group across the job's
- * hosts (a power of two of them), host h's ranks being the job's
+ * ranks of one host in rank order, within timeout_ms at each wait: with
+ * cross NULL (or of one rank), the job is this host's ranks; else cross
+ * is this rank's group across the job's hosts, host h's ranks being the job's
  * h * L ... h * L + L - 1 (the tree's first levels pair ranks of one
  * host). scratch holds hvd__adasum_shm_scratch(s, total) elements,
  * total the elements of all n tensors. */
@@ -98,7 +112,7 @@ struct hvd__adasum_host {
  * elements [lo, lo + count) of it, of the n tensors end to end, in slice;
  * its host's ranks call it together (their sums by host), their slices
  * disjoint and covering the tensors; cross is its group across the hosts
- * (a power of two of them, in the same order for every local rank).
+ * (in the same order for every local rank).
  * slice becomes that part of the hosts' Adasum; scratch holds
  * (count + 1) / 2 elements. times as hvd__adasum's. */
 int hvd__adasum_hosts(const struct hvd__adasum_host *host,

@@ -182,22 +182,17 @@ static int check_reduction(enum hvd_dtype t, enum hvd_op op, double pre,
 	return HVD_OK;
 }
 
-/* Adasum (adasum.h): of floats, over a power-of-two number of ranks (n:
- * the set's). Of GPU tensors, each host's ranks average and the hosts
- * combine: the engine checks the hosts (ops/allreduce.c), which every
- * rank knows alike only there. */
-static int check_adasum(enum hvd_dtype t, bool gpu, int n)
+/* Adasum (adasum.h): of floats, over any number of ranks. Of GPU
+ * tensors, each host's ranks average and the hosts combine: the engine
+ * checks the hosts (ops/allreduce.c), which every rank knows alike only
+ * there. */
+static int check_adasum(enum hvd_dtype t)
 {
-	if (!hvd__dtype_float(t))
-		hvd__set_error(
-			"Adasum needs a floating-point dtype (float16, bfloat16, float32, float64), not %s",
-			hvd__dtype_name(t));
-	else if (!gpu && !hvd__adasum_size_ok(n))
-		hvd__set_error(
-			"Adasum needs a power-of-two number of ranks (1, 2, 4, 8, ...), not %d: run the job, or make the process set, with such a number",
-			n);
-	else
+	if (hvd__dtype_float(t))
 		return HVD_OK;
+	hvd__set_error(
+		"Adasum needs a floating-point dtype (float16, bfloat16, float32, float64), not %s",
+		hvd__dtype_name(t));
 	return HVD_ENOTSUP;
 }
 
@@ -288,7 +283,7 @@ static int allreduce_async(const char *name, const void *sendbuf, void *recvbuf,
 	if (rc == HVD_OK)
 		rc = check_reduction(dtype, op, pre, post, gpu);
 	if (rc == HVD_OK && op == HVD_ADASUM)
-		rc = check_adasum(dtype, gpu, c.n);
+		rc = check_adasum(dtype);
 	if (rc != HVD_OK)
 		return rc;
 	return queue_call(&c, count * hvd__dtype_size(dtype),

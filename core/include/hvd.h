@@ -56,13 +56,13 @@ enum hvd_dtype {
 };
 
 /* HVD_ADASUM: Adasum (adaptive summation), Horovod's op=Adasum, for
- * allreduces of float16, bfloat16, float32 and float64 buffers, in host
- * memory in a job or process set of a power-of-two number of ranks (else
- * HVD_ENOTSUP). Ranks combine pairwise, tensor by tensor, as
+ * allreduces of float16, bfloat16, float32 and float64 buffers (other
+ * dtypes: HVD_ENOTSUP), in host memory in a job or process set of any
+ * number of ranks. Ranks combine pairwise, tensor by tensor, as
  *   a + b - (a.b / 2) (a / |a|^2 + b / |b|^2)
  * (a zero vector adds as itself): orthogonal gradients add up, equal
  * ones average. Of GPU buffers, as Horovod's NCCL build: each host's ranks
- * average and a power-of-two number of hosts combine. hvd(3) says more. */
+ * average and the hosts combine. hvd(3) says more. */
 enum hvd_op { HVD_SUM, HVD_AVERAGE, HVD_MIN, HVD_MAX, HVD_PRODUCT, HVD_ADASUM };
 
 /* Read the rank environment set by hvdrun and start libhvd. Without it,

@@ -195,17 +195,6 @@ static bool hosts_in_order(const struct hvd__hier *h)
 	return true;
 }
 
-/* The hosts a GPU Adasum combines (adasum_way): each host of several
- * ranks one, or every rank where each host has one. */
-static int adasum_hosts(const struct hvd__engine *e, bool shm)
-{
-	if (shm)
-		return e->hier.nhosts;
-	if (e->ada_lsize > 1)
-		return e->comm.size / e->ada_lsize;
-	return e->comm.size;
-}
-
 /* How a batch of Adasum allreduces combines (adasum.h): through the
  * hosts' segments (*shm), else over the transport. A GPU batch does it
  * as Horovod's NCCL build does: each host's ranks average (by NCCL, their
@@ -218,7 +207,13 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 {
 	int L = 0, H = 0, rc;
 
-	*shm = hosts_in_order(&e->hier) && (gpu || e->k.shm_allreduce);
+	/* On the CPU, through the segments only where their tree is the
+	 * job's: else the result would depend on shared memory (and on
+	 * --autotune's choice of it). */
+	*shm = hosts_in_order(&e->hier) &&
+	       (gpu ||
+		(e->k.shm_allreduce &&
+		 hvd__adasum_hosts_first(e->hier.lsize, e->hier.nhosts)));
 	if (!gpu || e->comm.size == 1)
 		return HVD_OK;
 	if (e->set != 0) {
@@ -234,17 +229,11 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 			return rc;
 		e->ada_lsize = L > 0 ? L : -1;
 	}
-	if (!*shm && !e->hier.one_a_host && e->ada_lsize < 0)
-		snprintf(
-			e->gpu_why, sizeof(e->gpu_why),
-			"Adasum of GPU tensors across hosts averages within each host: it needs hosts that run the same number of ranks: give every host the same slots (-H host1:4,host2:4)");
-	else if (!hvd__adasum_size_ok(adasum_hosts(e, *shm)))
-		snprintf(
-			e->gpu_why, sizeof(e->gpu_why),
-			"Adasum of GPU tensors combines the hosts: it needs a power-of-two number of hosts (1, 2, 4, 8, ...), not %d: run the job on such a number of hosts",
-			adasum_hosts(e, *shm));
-	else
+	if (*shm || e->hier.one_a_host || e->ada_lsize > 0)
 		return HVD_OK;
+	snprintf(
+		e->gpu_why, sizeof(e->gpu_why),
+		"Adasum of GPU tensors across hosts averages within each host: it needs hosts that run the same number of ranks: give every host the same slots (-H host1:4,host2:4)");
 	return HVD_ENOTSUP;
 }
 

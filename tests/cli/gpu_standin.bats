@@ -66,7 +66,7 @@ assert_all_ok() { # ranks
 	assert_output --partial "NCCL split by host: 2 ranks a host, 2 hosts"
 }
 
-@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average by NCCL, the hosts combine (2 hosts x 2, with shared memory and without; one rank a host); on one host, the average (3 ranks, without shared memory too, under mpirun); on 3 hosts, refused saying why" {
+@test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average by NCCL, the hosts combine (2 hosts x 2, with shared memory and without; one rank a host); on one host, the average (3 ranks, without shared memory too, under mpirun); on 3 hosts, of one rank and of two, the third folding into the first" {
 	local r o
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpuadasum
 	assert_all_ok 4
@@ -96,6 +96,17 @@ assert_all_ok() { # ranks
 	done
 	run "$HVDRUN" -H localhost:1,127.0.0.1:1,localhost.localdomain:1 "$SELFTEST" gpuadasum
 	assert_all_ok 3
+	# 3 hosts x 2 (Horovod refuses it): each host's average, the third
+	# host's folding into the first's, with shared memory and without.
+	for o in "" --no-shared-memory; do
+		# shellcheck disable=SC2086 # no option, or one
+		STANDIN_GPUS=6 run "$HVDRUN" -H localhost:2,127.0.0.1:2,localhost.localdomain:2 $o \
+			-x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpuadasum
+		assert_all_ok 6
+		for r in 0 1 2 3 4 5; do
+			assert_line --regexp "^\[$r\]<stderr>:standin nccl: a communicator of 2 ranks ran [0-9]+ allreduce, 0 broadcast, [2-3] allgather, [2-3] reduce-scatter$"
+		done
+	done
 	ASAN_OPTIONS=detect_leaks=0 run "$HVDRUN" --mpi -np 2 "$SELFTEST" gpuadasum
 	assert_success
 	refute_output --partial FAIL

@@ -1,8 +1,10 @@
 """op=hvd.Adasum, checked as Horovod's Adasum tests check it: orthogonal
 tensors add up, parallel ones average, every tensor of a fused batch
 combines on its own dot product and norms (against a serial reference in
-float64), a non-power-of-two job or a wrong dtype or collective is
-refused, and DistributedOptimizer(op=hvd.Adasum) combines each rank's
+float64), a wrong dtype or collective is refused, and any number of
+ranks combines (Horovod refuses those that are not a power of two: here
+the ranks past the largest power of two fold in first), and
+DistributedOptimizer(op=hvd.Adasum) combines each rank's
 optimizer step, not its gradients. Every collective is named: the tests
 before these may leave the ranks' counts of unnamed ones apart (a
 process set's collectives run on its ranks only)."""
@@ -23,23 +25,32 @@ def power_of_two(n):
 @pytest.fixture
 def pow2(hvd):
     if not power_of_two(hvd.size()):
-        pytest.skip("Adasum needs a power-of-two number of ranks")
+        pytest.skip("the tree averages parallel tensors evenly on a power-of-two number of ranks")
     return hvd
+
+
+def pair(a, b):
+    ab, aa, bb = float(a @ b), float(a @ a), float(b @ b)
+    ca = 1 - ab / (2 * aa) if aa > 0 else 1.0
+    cb = 1 - ab / (2 * bb) if bb > 0 else 1.0
+    return ca * a + cb * b
 
 
 def reference(vectors):
     """Adasum of the ranks' vectors in float64, pairing ranks as libhvd
-    does: blocks of 2, 4, ... ranks, each its lower half's result with its
-    upper half's."""
+    does: P being the largest power of two not above their number, rank
+    P + q's first combines into rank q's; then blocks of 2, 4, ... of the
+    P ranks, each its lower half's result with its upper half's."""
     v = [x.double().clone() for x in vectors]
+    p = 1
+    while 2 * p <= len(v):
+        p *= 2
+    for q in range(len(v) - p):
+        v[q] = pair(v[q], v[p + q])
     w = 1
-    while w < len(v):
-        for base in range(0, len(v), 2 * w):
-            a, b = v[base], v[base + w]
-            ab, aa, bb = float(a @ b), float(a @ a), float(b @ b)
-            ca = 1 - ab / (2 * aa) if aa > 0 else 1.0
-            cb = 1 - ab / (2 * bb) if bb > 0 else 1.0
-            v[base] = ca * a + cb * b
+    while w < p:
+        for base in range(0, p, 2 * w):
+            v[base] = pair(v[base], v[base + w])
         w *= 2
     return v[0]
 
@@ -50,8 +61,7 @@ def off_by(got, want):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16], ids=str)
-def test_orthogonal_tensors_add_up(pow2, dtype):
-    hvd = pow2
+def test_orthogonal_tensors_add_up(hvd, dtype):
     n, me = hvd.size(), hvd.rank()
     g = torch.Generator().manual_seed(2)
     sizes = [n * 20 - 17, n * 2 + 1, n + 2, 1 << 17]
@@ -81,10 +91,9 @@ def test_parallel_tensors_average(pow2, dtype):
         assert off_by(got, want) < TOL[dtype]
 
 
-def test_fused_tensors_combine_each_on_its_own(pow2):
+def test_fused_tensors_combine_each_on_its_own(hvd):
     """Tensors submitted together are fused into one batch; each still
     gets its own coefficients (a whole-batch dot product would differ)."""
-    hvd = pow2
     n, me = hvd.size(), hvd.rank()
     sizes = [1, 7, 3000, 0, 65, 100003]
     every = [[torch.randn(m, generator=torch.Generator().manual_seed(100 * r + i))
@@ -109,16 +118,13 @@ def test_fused_tensors_combine_each_on_its_own(pow2):
 
 
 def test_refusals_say_why(hvd):
-    if not power_of_two(hvd.size()):
-        with pytest.raises(NotImplementedError, match=r"power-of-two number of ranks \(1, 2, 4, 8, \.\.\.\), not 3"):
-            hvd.allreduce(torch.ones(4), op=hvd.Adasum, name="refused.size")
     with pytest.raises(NotImplementedError, match="floating-point dtype"):
         hvd.allreduce(torch.ones(4, dtype=torch.int32), op=hvd.Adasum, name="refused.int")
     with pytest.raises(NotImplementedError, match="allreduce's op, not reducescatter's"):
         hvd.reducescatter(torch.ones(4 * hvd.size()), op=hvd.Adasum, name="refused.rs")
     with pytest.raises(NotImplementedError, match="sparse"):
         hvd.sparse_allreduce_async(torch.ones(3).to_sparse(), "sparse.adasum", hvd.Adasum)
-    if hvd.size() > 1 and power_of_two(hvd.size()):
+    if hvd.size() > 1:
         # Ranks that disagree on the op: an error on every rank.
         op = hvd.Adasum if hvd.rank() == 0 else hvd.Sum
         with pytest.raises(hvd.HorovodInternalError, match="op adasum, rank 1 for .* op sum"):
@@ -127,11 +133,10 @@ def test_refusals_say_why(hvd):
     assert hvd.allreduce(torch.ones(2), op=hvd.Sum, name="after").tolist() == [hvd.size()] * 2
 
 
-def test_distributed_optimizer_combines_steps(pow2):
+def test_distributed_optimizer_combines_steps(hvd):
     """Each rank steps SGD with momentum on its own data; Adasum combines
     the steps: start + Adasum(step of rank 0, step of rank 1, ...), the
     same parameters on every rank, step after step."""
-    hvd = pow2
     n, me = hvd.size(), hvd.rank()
     torch.manual_seed(7)
     model = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))

@@ -208,8 +208,8 @@ def test_optimizer_process_sets(hvd, ps):
 
 
 def test_adasum_process_sets(hvd, ps):
-    """op=hvd.Adasum within a set (every set here has 1 or 2 ranks, a
-    power of two): its members' tensors only, paired in the set's order.
+    """op=hvd.Adasum within a set (every set here has 1 or 2 ranks):
+    its members' tensors only, paired in the set's order.
     The Adasum optimizer combines over the job, so a set is refused."""
     from test_adasum import off_by, reference
 

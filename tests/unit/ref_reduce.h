@@ -36,30 +36,41 @@ ref_reduce(int n, size_t i, enum hvd_op op, bool integer,
 	return acc;
 }
 
-/* Adasum's tree (adasum.h) over n ranks' vectors of m elements, in
- * double: blocks of 2, 4, ... ranks, each the lower half's result
- * combined with the upper half's. v holds rank r's vector at v + r * m;
- * the result ends in its first m elements. */
-static inline void ref_adasum(int n, size_t m, double *v)
+/* Vector x becomes the Adasum of x and y (m elements each), in double. */
+static inline void ref_adasum_pair(size_t m, double *x, const double *y)
 {
-	int w, b;
+	double xy = 0, xx = 0, yy = 0, cx, cy;
 	size_t i;
 
-	for (w = 1; w < n; w *= 2)
-		for (b = 0; b < n; b += 2 * w) {
-			double *x = v + (size_t)b * m, *y = x + (size_t)w * m;
-			double xy = 0, xx = 0, yy = 0, cx, cy;
+	for (i = 0; i < m; i++) {
+		xy += x[i] * y[i];
+		xx += x[i] * x[i];
+		yy += y[i] * y[i];
+	}
+	cx = xx > 0 ? 1 - xy / (2 * xx) : 1;
+	cy = yy > 0 ? 1 - xy / (2 * yy) : 1;
+	for (i = 0; i < m; i++)
+		x[i] = cx * x[i] + cy * y[i];
+}
 
-			for (i = 0; i < m; i++) {
-				xy += x[i] * y[i];
-				xx += x[i] * x[i];
-				yy += y[i] * y[i];
-			}
-			cx = xx > 0 ? 1 - xy / (2 * xx) : 1;
-			cy = yy > 0 ? 1 - xy / (2 * yy) : 1;
-			for (i = 0; i < m; i++)
-				x[i] = cx * x[i] + cy * y[i];
-		}
+/* Adasum's tree (adasum.h) over n ranks' vectors of m elements, in
+ * double: P being the largest power of two not above n, rank P + q's
+ * vector first combines into rank q's; then blocks of 2, 4, ... of the P,
+ * each the lower half's result combined with the upper half's. v holds
+ * rank r's vector at v + r * m; the result ends in its first m
+ * elements. */
+static inline void ref_adasum(int n, size_t m, double *v)
+{
+	int w, b, P = 1;
+
+	while (P <= n / 2)
+		P *= 2;
+	for (b = 0; b + P < n; b++)
+		ref_adasum_pair(m, v + (size_t)b * m, v + (size_t)(b + P) * m);
+	for (w = 1; w < P; w *= 2)
+		for (b = 0; b < P; b += 2 * w)
+			ref_adasum_pair(m, v + (size_t)b * m,
+					v + (size_t)(b + w) * m);
 }
 
 #endif

@@ -746,18 +746,27 @@ static double ada_value(int kind, int r, int n, size_t j, size_t i)
 }
 
 /* The serial reference in float64, tensor by tensor (ref_adasum; with
- * average, of each host's average); the result into out. */
+ * average, of each host's average; through segments of several hosts,
+ * each host's tree, then the hosts'); the result into out. */
 static void ada_reference(const struct ada_case *k, int n, size_t j,
 			  double *out)
 {
 	size_t m = k->counts[j], i;
 	double *v = calloc((m > 0 ? m : 1) * (size_t)n, sizeof(*v));
-	int H = k->hosts > 1 ? k->hosts : 1, L = k->average ? n / H : 1, r;
+	int H = k->hosts > 1 ? k->hosts : 1, L = k->average ? n / H : 1, r, h;
 
 	for (r = 0; r < n; r++)
 		for (i = 0; i < m; i++)
 			v[(size_t)(r / L) * m + i] +=
 				ada_value(k->kind, r, n, j, i) / L;
+	if (k->slot > 0 && !k->average && H > 1) {
+		for (h = 0; h < H; h++) {
+			ref_adasum(n / H, m, v + (size_t)(h * (n / H)) * m);
+			memmove(v + (size_t)h * m,
+				v + (size_t)(h * (n / H)) * m, m * sizeof(*v));
+		}
+		n = H;
+	}
 	ref_adasum(n / L, m, v);
 	memcpy(out, v, m * sizeof(*v));
 	free(v);
@@ -891,7 +900,7 @@ static void ada_body(const struct hvd__comm *c, void *arg)
 					     k->t, NULL);
 	}
 	k->hash[c->rank] = fnv(buf, total * es);
-	/* A refused size (not a power of two) has no reference. */
+	/* A refused case has no reference. */
 	for (j = 0, at = 0; k->rc[c->rank] == HVD_OK && j < k->n;
 	     at += k->counts[j++]) {
 		double *want = malloc((k->counts[j] + 1) * sizeof(*want));
@@ -1071,26 +1080,61 @@ static void test_adasum_orthogonal_and_parallel(void)
 	}
 }
 
-/* Three ranks: refused, and nothing sent; slots too small, refused. */
-static void test_adasum_needs_a_power_of_two(void)
+/* Any number of ranks (Horovod refuses those that are not a power of
+ * two): the ranks past the largest power of two fold in first; over the
+ * comm, through a segment on one host, as hosts of several ranks (each
+ * host's tree, then the hosts'), hosts of one rank, and GPU Adasum's way
+ * over 3 hosts. Orthogonal gradients still add up exactly. Slots too
+ * small for the segment's alltoall: refused on every rank. */
+static void test_adasum_any_number_of_ranks(void)
 {
-	static const size_t counts[] = {10};
-	struct ada_case k = {.t = HVD_FLOAT32, .counts = counts, .n = 1};
-	int r;
+	static const size_t counts[] = {0, 1, 3, 1000, 7, 0, 100003, 2};
+	static const size_t few[] = {40, 5, 4099};
+	static const enum hvd_dtype types[] = {HVD_FLOAT32, HVD_FLOAT16};
+	static const double tol[] = {1e-6, 4e-3};
+	static const struct {
+		int n, hosts;
+		size_t slot;
+		bool average;
+	} ways[] = {
+		{3, 1, 0, false},    {5, 1, 0, false},	  {6, 1, 0, false},
+		{7, 1, 0, false},    {3, 1, 512, false},  {5, 1, 65536, false},
+		{6, 1, 4096, false}, {7, 1, 512, false},  {6, 2, 4096, false},
+		{6, 3, 512, false},  {3, 3, 4096, false}, {5, 5, 65536, false},
+		{6, 3, 4096, true},  {3, 3, 4096, true}};
+	static const size_t ten[] = {10};
+	struct ada_case k = {.t = HVD_FLOAT32, .counts = ten, .n = 1};
+	size_t z;
+	int t, r;
 
-	CHECK(hvd__adasum_size_ok(1) && hvd__adasum_size_ok(64));
-	CHECK(!hvd__adasum_size_ok(0) && !hvd__adasum_size_ok(6));
-	run_world(3, ada_body, &k, -1);
-	for (r = 0; r < 3; r++)
-		CHECK(k.rc[r] == HVD_ENOTSUP);
-	k.slot = 4096;
-	snprintf(k.name, sizeof(k.name), "hvd-test-ada-%d-3", (int)getpid());
-	run_world(3, ada_body, &k, -1);
-	for (r = 0; r < 3; r++)
-		CHECK(k.rc[r] == HVD_ENOTSUP);
-	/* Slots too small to hold a part for each rank (the segment's
-	 * alltoall): refused on every rank, where its rounds moved nothing
-	 * and never ended. */
+	for (z = 0; z < sizeof(ways) / sizeof(*ways); z++) {
+		struct ada_case o = {.t = HVD_FLOAT64,
+				     .counts = few,
+				     .n = 3,
+				     .kind = ADA_ORTHOGONAL,
+				     .slot = ways[z].slot,
+				     .hosts = ways[z].hosts};
+
+		for (t = 0; t < 2; t++) {
+			struct ada_case c = {.t = types[t],
+					     .counts = counts,
+					     .n = 8,
+					     .slot = ways[z].slot,
+					     .hosts = ways[z].hosts,
+					     .average = ways[z].average};
+			double e = ada_run(ways[z].n, &c);
+
+			if (e > tol[t]) {
+				printf("# n=%d %s slot %zu, %d hosts%s: off by %g of the largest\n",
+				       ways[z].n, hvd__dtype_name(types[t]),
+				       ways[z].slot, ways[z].hosts,
+				       ways[z].average ? ", averaged" : "", e);
+				CHECK(0);
+			}
+		}
+		if (!ways[z].average)
+			CHECK(ada_run(ways[z].n, &o) == 0);
+	}
 	k.slot = 128;
 	snprintf(k.name, sizeof(k.name), "hvd-test-ada-%d-4", (int)getpid());
 	run_world(4, ada_body, &k, -1);
@@ -1113,7 +1157,7 @@ int main(void)
 	RUN(test_adasum_reference);
 	RUN(test_adasum_orthogonal_and_parallel);
 	RUN(test_adasum_host_average);
-	RUN(test_adasum_needs_a_power_of_two);
+	RUN(test_adasum_any_number_of_ranks);
 	RUN(test_peer_dies);
 	RUN(test_listen_burst);
 	return tap_done();

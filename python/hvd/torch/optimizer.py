@@ -409,9 +409,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     after the sum. groups: an int (that many groups, in backward order) or
     lists of parameters, each allreduced as one group (num_groups is its
     deprecated name). sparse_as_dense: allreduce sparse gradients as dense
-    tensors instead of gathering them. op=hvd.Adasum (more than one rank;
-    in host memory a power of two of them; on CUDA, each host's ranks
-    average and a power of two of hosts combine): each rank steps the
+    tensors instead of gathering them. op=hvd.Adasum (more than one rank,
+    any number of them; on CUDA, each host's ranks average and the hosts
+    combine): each rank steps the
     wrapped optimizer on its own gradients and Adasum combines the
     updates (_DistributedAdasumOptimizer), as Horovod does."""
     if gradient_predivide_factor != 1.0 and op != Average:
