@@ -652,6 +652,29 @@ static void test_integer_scaling(void)
 	CHECK(i64[0] == INT64_MAX && i64[1] == 6);
 }
 
+/* A float32 average is the quotient rounded once, as Horovod's postscale
+ * (1/n in float64) gives it: 42 / 7 is 6, where a float factor of 1/7
+ * gives the float above; a float32 scaling factor applies in float64, as
+ * Horovod's does. */
+static void test_float_average_rounds_once(void)
+{
+	int n, sum, bad = 0;
+	float v[3] = {42, 0.1f, 3};
+
+	for (n = 1; n <= 16; n++)
+		for (sum = -1000; sum <= 3000; sum++) {
+			float x = (float)sum;
+
+			hvd__divide(&x, 1, HVD_FLOAT32, n);
+			bad += x != (float)((double)sum / n) ||
+			       x != (float)((double)sum * (1.0 / n));
+		}
+	CHECK(bad == 0);
+	hvd__scale(v, 3, HVD_FLOAT32, 1.0 / 7);
+	CHECK(v[0] == 6 && v[1] == (float)(0.1f * (1.0 / 7)) &&
+	      v[2] == (float)(3 * (1.0 / 7)));
+}
+
 /* A transport that moves nothing and notes whom its rank receives from:
  * each rank's steps of an allreduce alone, without its peers. */
 #define SOURCES_N 40
@@ -1148,6 +1171,7 @@ int main(void)
 	RUN(test_sources);
 	RUN(test_half_conversions);
 	RUN(test_integer_scaling);
+	RUN(test_float_average_rounds_once);
 	RUN(test_allreduce_every_dtype_and_op);
 	RUN(test_allreduce_several_mib);
 	RUN(test_allreduce_in_pieces);

@@ -183,7 +183,7 @@ static int average_bits(int lrank, int lsize, const char *name)
 			for (p = 0; p < lsize; p++)
 				if (p != r)
 					want += inexact(p, off + c);
-			want *= (float)(1.0 / lsize); /* hvd__divide's */
+			want /= (float)lsize; /* hvd__divide's */
 			if (memcmp(&x[off + c], &want, sizeof(want)) != 0)
 				rc = 32;
 		}
