@@ -11,7 +11,10 @@
  *
  * Each step averages a gradient that depends only on the step, so the
  * final weights are the same whatever the size and however many resets:
- * the last line says so ("weights 1234.500000"). With ELASTIC_TRACE set,
+ * the last line says so ("weights 1234.500000"). With ELASTIC_ADASUM set,
+ * the gradients combine by Adasum instead (HVD_ADASUM: the same gradient
+ * on every rank combines to itself, so the weights are the same too, at
+ * any size: 3 ranks as well as 4). With ELASTIC_TRACE set,
  * each event of a reset is a line "trace EVENT WORKER_ID UNIX_NS": start,
  * lost (HVD_ERESET), grow (hosts updated), joined (hvd_init returned),
  * synced (rank 0's state taken), step (the first step after it);
@@ -103,6 +106,7 @@ int main(int argc, char **argv)
 	static double grad[NW];
 	double sum = 0;
 	int resets = 0, rc, i, traced = 0;
+	enum hvd_op op = getenv("ELASTIC_ADASUM") ? HVD_ADASUM : HVD_AVERAGE;
 
 	tracing = getenv("ELASTIC_TRACE") != NULL;
 	trace("start");
@@ -122,7 +126,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < NW; i++)
 			grad[i] = (s.step + 1) * 0.5 + i % 3;
 		rc = hvd_allreduce("elastic.grad", grad, grad, NW, HVD_FLOAT64,
-				   HVD_AVERAGE);
+				   op);
 		if (rc == HVD_ERESET) {
 			trace("lost");
 			reset(&s, &committed, &resets);

@@ -35,6 +35,22 @@ weights() {
 	wait_no_leftovers
 }
 
+@test "elastic: Adasum goes on at 3 ranks after a host of one is lost (Horovod's Adasum needs a power of two), and grows back to 4" {
+	local want w
+	want=$(weights 400)
+	ELASTIC_ADASUM=1 ELASTIC_KILL="3:1" run "$HVDRUN" -np 4 -x ELASTIC_ADASUM \
+		-H localhost:2,127.0.0.1:1,localhost.localdomain:1 --min-np 2 \
+		--blacklist-cooldown-range 2 2 "$KILL" "$ELASTIC" 400 5 10
+	assert_success
+	assert_line "hvdrun: worker 3 on localhost.localdomain was killed by signal 9 (Killed); its host leaves the job and 3 workers go on (generation 2); the host may return in 2 s"
+	assert_line "hvdrun: 4 workers form generation 3 once the running ones reach their next commit"
+	for w in 0 1 2 3; do
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 400 steps, generation 3, [0-9]+ resets, weights $want$"
+	done
+	refute_output --partial "power"
+	wait_no_leftovers
+}
+
 @test "elastic: rank 0's host fails: the other host's workers become ranks 0 and 1" {
 	local want
 	want=$(weights 150)
