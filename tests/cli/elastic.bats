@@ -20,6 +20,16 @@ weights() {
 	"$ELASTIC" "$1" 5 0 | sed -n 's/.*weights \(.*\)/\1/p'
 }
 
+# Workers 0 .. N-1 all end as ranks of N, after STEPS steps, in generation
+# GEN (a regex), with the weights of a job of one.
+assert_weights() {
+	local n=$1 steps=$2 gen=$3 want w
+	want=$(weights "$steps")
+	for ((w = 0; w < n; w++)); do
+		assert_line --regexp "^\[$w\]<stdout>:rank $w of $n: $steps steps, generation $gen, [0-9]+ resets, weights $want$"
+	done
+}
+
 @test "elastic: a worker killed mid-training: its host leaves, the others go on from the last commit to the same weights" {
 	local want
 	want=$(weights 150)
@@ -36,17 +46,13 @@ weights() {
 }
 
 @test "elastic: Adasum goes on at 3 ranks after a host of one is lost (Horovod's Adasum needs a power of two), and grows back to 4" {
-	local want w
-	want=$(weights 400)
 	ELASTIC_ADASUM=1 ELASTIC_KILL="3:1" run "$HVDRUN" -np 4 -x ELASTIC_ADASUM \
 		-H localhost:2,127.0.0.1:1,localhost.localdomain:1 --min-np 2 \
 		--blacklist-cooldown-range 2 2 "$KILL" "$ELASTIC" 400 5 10
 	assert_success
 	assert_line "hvdrun: worker 3 on localhost.localdomain was killed by signal 9 (Killed); its host leaves the job and 3 workers go on (generation 2); the host may return in 2 s"
 	assert_line "hvdrun: 4 workers form generation 3 once the running ones reach their next commit"
-	for w in 0 1 2 3; do
-		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 400 steps, generation 3, [0-9]+ resets, weights $want$"
-	done
+	assert_weights 4 400 3
 	refute_output --partial "power"
 	wait_no_leftovers
 }
@@ -118,8 +124,6 @@ weights() {
 }
 
 @test "elastic: a failed host returns after --blacklist-cooldown-range: its workers start again and the job grows back at the next commit" {
-	local want
-	want=$(weights 500)
 	ELASTIC_KILL="3:1" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 2 \
 		--blacklist-cooldown-range 1 1 "$KILL" "$ELASTIC" 500 5 10
 	assert_success
@@ -128,16 +132,11 @@ weights() {
 	assert_line "hvdrun: 4 workers form generation 3 once the running ones reach their next commit"
 	# Every worker, the two started again too, ends with the weights of a
 	# job of one: the new ones took rank 0's committed state.
-	local w
-	for w in 0 1 2 3; do
-		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 500 steps, generation 3, [0-9]+ resets, weights $want$"
-	done
+	assert_weights 4 500 3
 	wait_no_leftovers
 }
 
 @test "elastic: a returning host's worker that fails before it joined, after the others moved on to wait for it: only the growth loses the host, it counts no reset, and the host returns again" {
-	local want w
-	want=$(weights 800)
 	# Worker 3, started again, fails 0.5 s later: by then the others
 	# (a commit every 50 ms) wait in hvd_init for the grown generation.
 	# Three changes: the loss, the growth that failed, the growth at last;
@@ -148,9 +147,7 @@ weights() {
 	assert_success
 	assert_line "hvdrun: worker 3 on 127.0.0.1 was killed by signal 9 (Killed); its host leaves the job and 2 workers go on (generation 2); the host may return in 1 s"
 	assert_line "hvdrun: worker 3 on 127.0.0.1 exited with code 3 before it joined; its host leaves again and 2 workers form generation 4; the host may return in 1 s"
-	for w in 0 1 2 3; do
-		assert_line --regexp "^\[$w\]<stdout>:rank $w of 4: 800 steps, generation 5, [0-9]+ resets, weights $want$"
-	done
+	assert_weights 4 800 5
 	wait_no_leftovers
 }
 
