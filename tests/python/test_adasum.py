@@ -171,3 +171,24 @@ def test_distributed_optimizer_combines_steps(hvd):
             assert off_by(p.detach().reshape(-1), want) < 1e-5
             same = hvd.allgather(p.detach().reshape(1, -1), name="same." + name)
             assert all(torch.equal(same[0], s) for s in same)
+
+
+def test_process_set_of_three(hvd):
+    """A set of 3 ranks of 4 or more (Horovod refuses it): its members'
+    tensors only, the third folding into the first, the same bits on
+    each; the ranks outside it go on."""
+    if hvd.size() < 4:
+        pytest.skip("needs four ranks")
+    hvd.shutdown()
+    hvd.init(process_sets="dynamic")
+    three = hvd.add_process_set([0, 1, 2])
+    for m in (5, 1000, 100003):
+        every = [torch.randn(m, generator=torch.Generator().manual_seed(50 + r)) for r in range(3)]
+        if three.included():
+            got = hvd.allreduce(every[hvd.rank()], op=hvd.Adasum, name="three.%d" % m,
+                                process_set=three)
+            assert off_by(got, reference(every)) < TOL[torch.float32]
+            same = hvd.allgather(got.reshape(1, -1), name="three.same.%d" % m, process_set=three)
+            assert all(torch.equal(same[0], s) for s in same)
+    assert hvd.remove_process_set(three)
+    hvd.barrier()
