@@ -197,11 +197,11 @@ static int fold(const struct halving *h, char *b, char *scratch, size_t *lo,
 	size_t es = hvd__dtype_size(h->t), total = *len;
 	int rc = level(h, b, scratch, lo, len, p, -1);
 
-	if (rc != HVD_OK || p < c->rank)
-		return rc != HVD_OK ? rc
-				    : c->ops->sendrecv(c->t, p, b + *lo * es,
-						       *len * es, p, NULL, 0,
-						       NULL, NULL);
+	if (rc != HVD_OK)
+		return rc;
+	if (p < c->rank) /* the upper one: its half to the lower */
+		return c->ops->sendrecv(c->t, p, b + *lo * es, *len * es, p,
+					NULL, 0, NULL, NULL);
 	rc = c->ops->sendrecv(c->t, p, NULL, 0, p, b + *len * es,
 			      (total - *len) * es, NULL, NULL);
 	*len = total;
