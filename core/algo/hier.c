@@ -136,9 +136,10 @@ static int share(struct hvd__hier *hi, const struct hvd__comm *comm, int **at,
 		rc = open_segment(hi, host, L, set);
 	if (rc != HVD_OK)
 		return rc;
-	hi->job = H == 1;
-	for (h = 0; hi->job && h < L; h++)
-		hi->job = (*at)[h] == h;
+	hi->in_order = true;
+	for (h = 0; hi->in_order && h < L * H; h++)
+		hi->in_order = (*at)[h] == h;
+	hi->job = H == 1 && hi->in_order;
 	hi->host_at = *at;
 	*at = NULL;
 	hi->lsize = L;

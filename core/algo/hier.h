@@ -26,8 +26,12 @@ struct hvd__hier {
 				   hosts (group.h); ops NULL: one host */
 	struct hvd__across across; /* the segment's way across hosts: the
 				      ring over cross */
-	bool job; /* the segment's ranks are the comm's, local rank = rank:
-		     every collective may run through it */
+	/* The segment's ranks are the comm's, local rank = rank: every
+	 * collective may run through it. */
+	bool job;
+	/* With shm: host h's ranks are comm's h * lsize ... h * lsize +
+	 * lsize - 1 (Adasum's tree pairs a host's ranks first). */
+	bool in_order;
 	/* With shm: host h's local rank l is rank host_at[h * lsize + l]. */
 	int *host_at;
 	int lsize, nhosts;

@@ -181,20 +181,6 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	return rc;
 }
 
-/* The ranks share their hosts' memory, host h's being ranks h * L to
- * h * L + L - 1: Adasum's tree first pairs ranks of one host. */
-static bool hosts_in_order(const struct hvd__hier *h)
-{
-	int i;
-
-	if (h->shm == NULL)
-		return false;
-	for (i = 0; i < h->lsize * h->nhosts; i++)
-		if (h->host_at[i] != i)
-			return false;
-	return true;
-}
-
 /* How a batch of Adasum allreduces combines (adasum.h): through the
  * hosts' segments (*shm), else over the transport. A GPU batch does it
  * as Horovod's NCCL build does: each host's ranks average (by NCCL, their
@@ -210,7 +196,7 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 	/* On the CPU, through the segments only where their tree is the
 	 * job's: else the result would depend on shared memory (and on
 	 * --autotune's choice of it). */
-	*shm = hosts_in_order(&e->hier) &&
+	*shm = e->hier.shm != NULL && e->hier.in_order &&
 	       (gpu ||
 		(e->k.shm_allreduce &&
 		 hvd__adasum_hosts_first(e->hier.lsize, e->hier.nhosts)));
