@@ -116,6 +116,26 @@ static int across_ring(void *arg, void *buf, size_t count, enum hvd_dtype t,
 	return hvd__ring_allreduce(arg, buf, count, t, op);
 }
 
+/* Into *cross, local rank l's group across the H hosts (L ranks each,
+ * host h's local rank l being comm's rank at[h * L + l]), this rank being
+ * its member host; none where H is 1. */
+static int cross_group(const struct hvd__comm *comm, const int *at, int L,
+		       int H, int l, int host, struct hvd__comm *cross)
+{
+	int *members, h, rc;
+
+	if (H < 2)
+		return HVD_OK;
+	members = calloc((size_t)H, sizeof(int));
+	if (members == NULL)
+		return HVD_ENOMEM;
+	for (h = 0; h < H; h++)
+		members[h] = at[h * L + l];
+	rc = hvd__group_new(comm, members, H, host, cross);
+	free(members);
+	return rc;
+}
+
 /* With hi->lrank and hi->host set: the group across hosts of this local
  * rank, the segment of this host's ranks (named for its host in the job,
  * and its set, 0: the job), and hi's layout. H hosts of L ranks each, host
@@ -123,15 +143,9 @@ static int across_ring(void *arg, void *buf, size_t count, enum hvd_dtype t,
 static int share(struct hvd__hier *hi, const struct hvd__comm *comm, int **at,
 		 int L, int H, int host, int set)
 {
-	int *cross = calloc((size_t)H, sizeof(int)), h, rc = HVD_OK;
+	int h, rc = cross_group(comm, *at, L, H, hi->lrank, hi->host,
+				&hi->cross);
 
-	if (cross == NULL)
-		return HVD_ENOMEM;
-	for (h = 0; h < H; h++)
-		cross[h] = (*at)[h * L + hi->lrank];
-	if (H > 1)
-		rc = hvd__group_new(comm, cross, H, hi->host, &hi->cross);
-	free(cross);
 	if (rc == HVD_OK)
 		rc = open_segment(hi, host, L, set);
 	if (rc != HVD_OK)
@@ -196,9 +210,9 @@ out:
 int hvd__hier_cross(const struct hvd__comm *comm, struct hvd__comm *cross,
 		    int *L, int *H)
 {
-	int size = comm->size, h, rc;
+	int size = comm->size, rc;
 	struct place *all = calloc((size_t)size, sizeof(*all));
-	int *at = calloc((size_t)size, sizeof(int)), *members = NULL;
+	int *at = calloc((size_t)size, sizeof(int));
 	const char *why;
 
 	*L = 0;
@@ -208,18 +222,10 @@ int hvd__hier_cross(const struct hvd__comm *comm, struct hvd__comm *cross,
 	if (rc == HVD_OK)
 		*L = uniform(all, size, at, &why);
 	if (rc == HVD_OK && *L > 1) {
-		struct place *me = &all[comm->rank];
-
 		*H = size / *L;
-		members = calloc((size_t)*H, sizeof(int));
-		rc = members == NULL ? HVD_ENOMEM : HVD_OK;
-		for (h = 0; rc == HVD_OK && h < *H; h++)
-			members[h] = at[h * *L + (int)me->lrank];
-		if (rc == HVD_OK && *H > 1)
-			rc = hvd__group_new(comm, members, *H, (int)me->host,
-					    cross);
+		rc = cross_group(comm, at, *L, *H, (int)all[comm->rank].lrank,
+				 (int)all[comm->rank].host, cross);
 	}
-	free(members);
 	free(all);
 	free(at);
 	return rc;
