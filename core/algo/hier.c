@@ -179,8 +179,10 @@ int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 	rc = gather(comm, want, all);
 	if (rc != HVD_OK)
 		goto out;
-	for (i = 0, hi->one_a_host = true; i < size; i++)
+	for (i = 0, hi->one_a_host = hi->even = true; i < size; i++) {
 		hi->one_a_host = hi->one_a_host && all[i].lsize == 1;
+		hi->even = hi->even && all[i].lsize == all[0].lsize;
+	}
 	L = uniform(all, size, at, &why);
 	if (L < 2) {
 		if (why != NULL && comm->rank == 0 && hvd__g.local_size > 1)

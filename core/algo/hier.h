@@ -38,6 +38,8 @@ struct hvd__hier {
 	int lrank, host; /* this rank's local rank and host */
 	bool one_a_host; /* every host runs one of comm's ranks (the job's
 			    only: hvd__hier_start) */
+	bool even;	 /* every host runs as many of comm's ranks (the job's
+		      only: hvd__hier_start) */
 };
 
 /* Set h as decided above for the ranks of comm (want: this rank would

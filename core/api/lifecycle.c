@@ -193,6 +193,11 @@ HVD_EXPORT int hvd_cross_size(void)
 	return hvd__g.cross_size;
 }
 
+HVD_EXPORT int hvd_is_homogeneous(void)
+{
+	return hvd__g.initialized ? hvd__g.homogeneous : -1;
+}
+
 HVD_EXPORT const char *hvd_version(void)
 {
 	return HVD_VERSION;

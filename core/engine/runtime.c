@@ -591,6 +591,8 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	if (mpi == NULL && joined && size > 1 &&
 	    (rc = hvd__hier_start(&E.hier, &E.comm, E.k.shm)) != HVD_OK)
 		return rc; /* hvd__runtime_stop releases the comm */
+	if (mpi == NULL)   /* MPI's transport found it */
+		hvd__g.homogeneous = size == 1 || E.hier.even;
 	if (E.comm.ops->tune != NULL)
 		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms());
 	if (hvd__engine_open(&E, size) != HVD_OK)

@@ -107,6 +107,10 @@ HVD_EXPORT int hvd_local_rank(void);
 HVD_EXPORT int hvd_local_size(void);
 HVD_EXPORT int hvd_cross_rank(void);
 HVD_EXPORT int hvd_cross_size(void);
+/* 1 when every host runs the same number of ranks, else 0, alike on every
+ * rank (a rank's own local size times its cross size may match the size
+ * where the hosts differ); -1 before hvd_init(). */
+HVD_EXPORT int hvd_is_homogeneous(void);
 
 /* Collectives. Every rank calls each one with the same name (a tensor's
  * name is unique while it is in flight on a rank), the same dtype, count

@@ -448,11 +448,13 @@ int hvd__op_allreduce(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 {
 	enum hvd_op op = (enum hvd_op)batch[0]->m.op;
 
-	/* Adasum of GPU tensors averages each host's ranks, and on one host
-	 * that is all: the GPU's average allreduce, launched as any other
-	 * (any transport, with or without shared memory). */
+	/* Adasum of GPU tensors averages each host's ranks, and where the
+	 * job runs on one host that is all: the GPU's average allreduce,
+	 * launched as any other (any transport, with or without shared
+	 * memory). Every rank decides alike: a rank's own cross size is 1
+	 * also where its local rank is on one host of several. */
 	if (op == HVD_ADASUM && batch[0]->m.gpu && e->set == 0 &&
-	    hvd__g.cross_size == 1)
+	    hvd__g.local_size == hvd__g.size)
 		op = HVD_AVERAGE;
 	if (op == HVD_ADASUM)
 		return adasum(e, batch, n);

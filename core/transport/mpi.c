@@ -70,7 +70,7 @@ int hvd__mpi_init(struct hvd__state *st, void **transport)
 {
 	struct hvd__mpi *m = calloc(1, sizeof(*m));
 	MPI_Comm local = MPI_COMM_NULL, cross = MPI_COMM_NULL;
-	int inited = 0, level = 0, rc;
+	int inited = 0, level = 0, rc, sizes[2];
 	long allreduce;
 
 	*transport = NULL;
@@ -114,6 +114,11 @@ int hvd__mpi_init(struct hvd__state *st, void **transport)
 	MPI_Comm_split(m->comm, st->local_rank, st->rank, &cross);
 	MPI_Comm_rank(cross, &st->cross_rank);
 	MPI_Comm_size(cross, &st->cross_size);
+	/* The hosts' sizes: the most and the least (as the most negated). */
+	sizes[0] = st->local_size;
+	sizes[1] = -st->local_size;
+	MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, m->comm);
+	st->homogeneous = sizes[0] == -sizes[1];
 	MPI_Comm_free(&local);
 	MPI_Comm_free(&cross);
 	*transport = m;

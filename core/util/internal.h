@@ -25,6 +25,9 @@ struct hvd__state {
 	int rank, size;
 	int local_rank, local_size;
 	int cross_rank, cross_size;
+	/* Every host runs the same number of ranks: a fact of the job, the
+	 * same on every rank (hvd_is_homogeneous). */
+	bool homogeneous;
 	int generation; /* an elastic job's (transport/bootstrap.h), else 0 */
 	/* What keys this world's mesh token and shared-memory name
 	 * (proto/rendezvous.h): the elastic generation, or the static

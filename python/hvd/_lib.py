@@ -70,6 +70,7 @@ _ABI = {
     "hvd_local_size": (_c.c_int, []),
     "hvd_cross_rank": (_c.c_int, []),
     "hvd_cross_size": (_c.c_int, []),
+    "hvd_is_homogeneous": (_c.c_int, []),
     "hvd_mpi_built": (_c.c_int, []),
     "hvd_nccl_built": (_c.c_int, []),
     "hvd_mpi_enabled": (_c.c_int, []),

@@ -113,6 +113,18 @@ assert_all_ok() { # ranks
 	assert_output --partial "rank 1: ok"
 }
 
+@test "stand-in: Adasum of GPU tensors on hosts that run different numbers of ranks is refused on every rank alike, and the job goes on (2 + 1 ranks, with shared memory and without; 3 + 1 + 2)" {
+	local c
+	# Rank 1 is the only local rank 1 (its cross size is 1), as rank 2
+	# of the 3 + 1 + 2 is: neither may take the job for one host.
+	for c in "3|-H localhost:2,127.0.0.1:1" "3|-H localhost:2,127.0.0.1:1 --no-shared-memory" \
+		"6|-H localhost:3,127.0.0.1:1,localhost.localdomain:2"; do
+		# shellcheck disable=SC2086 # the hosts and an option
+		STANDIN_GPUS=6 run "$HVDRUN" ${c#*|} "$SELFTEST" gpuadasum
+		assert_all_ok "${c%%|*}"
+	done
+}
+
 @test "stand-in: GPU collectives in process sets (a communicator each): the even and the odd ranks' sets at once, the job's, a set removed and added again; 3 and 4 ranks" {
 	local n
 	for n in 3 4; do

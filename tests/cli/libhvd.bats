@@ -57,12 +57,15 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	refute_output --partial "hvd__hier_start: shared memory:"
 }
 
-@test "hosts with different numbers of ranks: no shared memory, every collective over TCP" {
-	run "$HVDRUN" -H localhost:3,127.0.0.1:1 -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
+@test "hosts with different numbers of ranks: no shared memory, every collective over TCP; hvd_is_homogeneous() is 0 on every rank (3 + 1 + 2: rank 4's local size times its cross size is the job's size)" {
+	local r
+	run "$HVDRUN" -H localhost:3,127.0.0.1:1,localhost.localdomain:2 -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
 	assert_success
 	assert_line "[0]<stderr>:libhvd debug: hvd__hier_start: no shared memory: the hosts run different numbers of ranks"
 	refute_output --partial "hvd__hier_start: shared memory:"
-	assert_line "[3]<stdout>:rank 3: ok"
+	for r in 0 1 2 3 4 5; do
+		assert_line "[$r]<stdout>:rank $r: ok"
+	done
 }
 
 @test "a rank killed mid-allreduce across 2 hosts x 2 ranks: its local peer and the other host fail within a second" {

@@ -51,6 +51,22 @@ def test_killed_rank_raises_on_the_others():
     assert "finished without error" not in r.stdout
 
 
+def test_is_homogeneous_is_the_jobs_on_every_rank():
+    """Hosts of 3, 1 and 2 ranks: no rank's own local size times cross
+    size decides it (rank 4's is 2 x 3, the job's size); as Horovod's,
+    every rank answers False. Hosts of 2 and 2: True."""
+    code = ("import sys; sys.path.insert(0, %r); import hvd.torch as hvd; hvd.init(); "
+            "print('rank', hvd.rank(), 'homogeneous', hvd.is_homogeneous()); hvd.shutdown()"
+            % os.path.join(ROOT, "python"))
+    for hosts, n, want in (("localhost:3,127.0.0.1:1,localhost.localdomain:2", 6, False),
+                           ("localhost:2,127.0.0.1:2", 4, True)):
+        r = hvdrun("-H", hosts, PY, "-c", code, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        for rank in range(n):
+            assert "[%d]<stdout>:rank %d homogeneous %s" % (rank, rank, want) in r.stdout, \
+                r.stdout
+
+
 def test_join_with_uneven_batches():
     r = hvdrun("-np", "3", PY, os.path.join(WORKERS, "uneven.py"))
     assert r.returncode == 0, r.stdout + r.stderr

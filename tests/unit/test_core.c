@@ -23,14 +23,16 @@ static void clear_env(void)
 static void test_single_rank(void)
 {
 	clear_env();
-	CHECK(hvd_rank() == -1);
+	CHECK(hvd_rank() == -1 && hvd_is_homogeneous() == -1);
 	CHECK(hvd_init() == HVD_OK);
 	CHECK(hvd_init() == HVD_EALREADY);
 	CHECK(hvd_rank() == 0 && hvd_size() == 1);
 	CHECK(hvd_local_rank() == 0 && hvd_local_size() == 1);
 	CHECK(hvd_cross_rank() == 0 && hvd_cross_size() == 1);
+	CHECK(hvd_is_homogeneous() == 1);
 	hvd_shutdown();
 	CHECK(!hvd_initialized() && hvd_size() == -1);
+	CHECK(hvd_is_homogeneous() == -1);
 }
 
 /* hvd_wait_stream() of an operation that no GPU stream can wait for (a

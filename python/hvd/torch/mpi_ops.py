@@ -164,8 +164,9 @@ def cross_size():
 
 
 def is_homogeneous():
-    """True when every host runs the same number of ranks."""
-    return size() == local_size() * cross_size()
+    """True when every host runs the same number of ranks: the same answer
+    on every rank, as Horovod's."""
+    return _query(lib.hvd_is_homogeneous, "is_homogeneous") == 1
 
 
 def mpi_built():

@@ -371,6 +371,22 @@ static void check_barrier(void)
 	       waited);
 }
 
+/* hvd_is_homogeneous(): whether every rank's host runs as many ranks,
+ * the job's answer on every rank. */
+static void check_homogeneous(void)
+{
+	int32_t least = hvd_local_size(), most = least;
+	int rc = hvd_allreduce("hosts.least", &least, &least, 1, HVD_INT32,
+			       HVD_MIN);
+
+	if (rc == 0)
+		rc = hvd_allreduce("hosts.most", &most, &most, 1, HVD_INT32,
+				   HVD_MAX);
+	EXPECT(rc == 0 && hvd_is_homogeneous() == (least == most),
+	       "hvd_is_homogeneous() %d, the hosts run %d to %d ranks: %s",
+	       hvd_is_homogeneous(), least, most, hvd_strerror(rc));
+}
+
 static void mode_all(void)
 {
 	static const size_t counts[] = {0, 1, 7, 10007};
@@ -379,6 +395,7 @@ static void mode_all(void)
 	unsigned char *buf;
 	int32_t *mine, *all = NULL;
 
+	check_homogeneous();
 	for (t = 0; t < NDTYPE; t++)
 		for (op = 0; op < 5; op++)
 			for (ci = 0; ci < 4; ci++)
@@ -1076,6 +1093,28 @@ static void check_gpu_wait_stream(void)
 	free(h);
 }
 
+/* GPU Adasum on hosts that run different numbers of ranks: each host's
+ * ranks would average with different weights, so every rank refuses it,
+ * naming the fix, and the job goes on. */
+static void check_gpu_adasum_refused(void)
+{
+	float *d;
+	int rc;
+
+	cudaMalloc((void **)&d, 4 * sizeof(float));
+	rc = hvd_allreduce_gpu("gpu.adasum.uneven", d, d, 4, HVD_FLOAT32,
+			       HVD_ADASUM);
+	EXPECT(rc == HVD_ENOTSUP &&
+		       strstr(hvd_error_message(), "same number of ranks"),
+	       "GPU Adasum on hosts of different sizes: %s (%s)",
+	       hvd_strerror(rc), rc == 0 ? "" : hvd_error_message());
+	rc = hvd_allreduce_gpu("gpu.adasum.after", d, d, 4, HVD_FLOAT32,
+			       HVD_SUM);
+	EXPECT(rc == 0, "a GPU allreduce after the refusal: %s",
+	       hvd_error_message());
+	cudaFree(d);
+}
+
 /* Adasum of GPU tensors, Horovod's way: each host's ranks average, the
  * hosts combine by Adasum (a fused batch of two float32 tensors, copied
  * out in place and not, and one with scaling factors, 0.5 and 3),
@@ -1089,6 +1128,13 @@ static void check_gpu_adasum(void)
 	float *x[3], *dx[3], *dy[3];
 	hvd_handle *h[3];
 	size_t i;
+
+	/* Hosts of different sizes (-H a:3,b:1,c:2): refused on every rank
+	 * alike, also where a rank's local rank is on one host only. */
+	if (hvd_is_homogeneous() == 0) {
+		check_gpu_adasum_refused();
+		return;
+	}
 
 	for (j = 0; j < 3; j++) {
 		char name[32];
