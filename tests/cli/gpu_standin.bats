@@ -125,7 +125,7 @@ assert_all_ok() { # ranks
 	done
 }
 
-@test "stand-in: GPU collectives in process sets (a communicator each): the even and the odd ranks' sets at once, the job's, a set removed and added again; 3 and 4 ranks" {
+@test "stand-in: GPU collectives in process sets (a communicator each): the even and the odd ranks' sets at once, the job's, a set removed and added again; 3 and 4 ranks, and hosts of 3, 1 and 2" {
 	local n
 	for n in 3 4; do
 		run "$HVDRUN" -np "$n" -x HOROVOD_DYNAMIC_PROCESS_SETS=1 \
@@ -135,6 +135,10 @@ assert_all_ok() { # ranks
 		assert_equal "$(grep -c '^\[0\]<stderr>:.*NCCL on GPU 0, 2 ranks$' <<<"$output")" 2
 		assert_line --regexp "^\[0\]<stderr>:.*NCCL on GPU 0, $n ranks$"
 	done
+	# Hosts of 3, 1 and 2 ranks: the job's GPU Adasum refused alike.
+	STANDIN_GPUS=6 run "$HVDRUN" -H localhost:3,127.0.0.1:1,localhost.localdomain:2 \
+		-x HOROVOD_DYNAMIC_PROCESS_SETS=1 "$SETS" gpu
+	assert_all_ok 6
 }
 
 @test "stand-in: --autotune while GPU steps run (each tensor still being written as it is submitted) on 2 hosts x 2: every setting it tries gives the right results, the GPU's hierarchical allreduce included; it keeps the flat one, the faster here, and ends the communicators it split" {

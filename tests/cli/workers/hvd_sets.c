@@ -721,7 +721,8 @@ static void gpu_collectives(int id, const int *ranks, int n, const char *tag)
 	       hvd_strerror(rc), got, total);
 	cudaFree(out);
 	/* Adasum of GPU tensors: the job's only, as Horovod's (a set of one
-	 * rank keeps its own), the refusal saying what to do */
+	 * rank keeps its own), on hosts of one size, the refusal saying what
+	 * to do */
 	snprintf(name, sizeof(name), "%s.gpu.adasum", tag);
 	hvd_next_process_set(id);
 	rc = hvd_allreduce_gpu(name, a, a, c, HVD_FLOAT32, HVD_ADASUM);
@@ -729,6 +730,11 @@ static void gpu_collectives(int id, const int *ranks, int n, const char *tag)
 		EXPECT(rc == HVD_ENOTSUP && strstr(hvd_error_message(),
 						   "global process set only"),
 		       "%s: GPU Adasum in a set: %s", tag, hvd_strerror(rc));
+	else if (id == 0 && !hvd_is_homogeneous())
+		EXPECT(rc == HVD_ENOTSUP && strstr(hvd_error_message(),
+						   "same number of ranks"),
+		       "%s: GPU Adasum on hosts of different sizes: %s", tag,
+		       hvd_strerror(rc));
 	else
 		EXPECT(rc == 0, "%s: GPU Adasum: %s", tag, hvd_strerror(rc));
 	cudaFree(a);
