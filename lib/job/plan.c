@@ -66,8 +66,8 @@ int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
 	if (np > total)
 		return hl_fail(
 			cause, HL_EINVAL,
-			"-np %ld is more than the %ld slots of the host list",
-			np, total);
+			"-np %ld is more than the %ld slot%s of the host list",
+			np, total, total == 1 ? "" : "s");
 	count = calloc(hosts->n, sizeof(*count));
 	if (count == NULL)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");

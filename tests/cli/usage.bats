@@ -69,6 +69,10 @@ rank=4 host=c local_rank=1 local_size=2 cross_rank=1 cross_size=2"
 	assert_failure 2
 	assert_line --index 0 "hvdrun: -np 5 is more than the 4 slots of the host list"
 	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+	run "$HVDRUN" -np 2 -H localhost touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: -np 2 is more than the 1 slot of the host list"
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
 }
 
 @test "inside a Slurm allocation, its nodes and tasks per node are the hosts, -np from SLURM_NTASKS" {
