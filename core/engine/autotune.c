@@ -20,11 +20,10 @@ static const double first_points[][2] = {
 #define CANDIDATES 2000
 #define KEEP_MARGIN 0.05 /* see best_of */
 
+/* Whether v is given (rank 0's, for the job-wide settings: knobs.c). */
 static bool env_set(enum wenv_id v)
 {
-	const char *s = getenv(wenv_vars[v].name);
-
-	return s != NULL && *s != '\0';
+	return hvd__env_text(v) != NULL;
 }
 
 int hvd__autotune_open(struct hvd__autotune *a, const struct hvd__knobs *k,

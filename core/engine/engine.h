@@ -154,6 +154,8 @@ struct hvd__knobs {
 				autotuner may turn it off) */
 	bool cache_off;	     /* the autotuner turned the response cache off:
 				emptied at the next cycle, no entries given */
+	bool transport_allreduce; /* HOROVOD_MPI_ALLREDUCE: the transport's own
+				     allreduce where it has one (MPI's) */
 };
 
 struct hvd__cache_entry {
@@ -401,6 +403,10 @@ void hvd__req_launched(struct hvd__req *r, void *event);
 /* Read every HOROVOD_* and HVD_* setting of the engine; a bad value is
  * HVD_EINVAL, logged with its name. */
 int hvd__knobs_read(struct hvd__knobs *k, int size);
+/* The settings every rank must share take rank 0's values on every rank
+ * (util/env.c), a rank whose own differ saying so: a collective call over
+ * c, before the settings are read. */
+int hvd__knobs_agree(const struct hvd__comm *c);
 /* The segment's default for a comm of size ranks (a process set's is its
  * own size's). */
 size_t hvd__knobs_segment(int size);

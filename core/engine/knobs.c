@@ -1,11 +1,105 @@
 /* engine/knobs.c: the engine's settings, read once when the engine
  * starts, each through the worker environment's contract (util/env.c). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "engine/engine.h"
+#include "algo/ring.h"
+#include "proto/wire.h"
+
+/* The settings every rank must share, for the ranks to meet: the batches
+ * they fuse, the response cache's bits, the ring's segments, the
+ * hierarchical allgather, MPI_Allreduce or the ring, process sets added
+ * later, and the autotuner's run. */
+static const enum wenv_id job_wide[] = {
+	WENV_FUSION_THRESHOLD,
+	WENV_CACHE_CAPACITY,
+	WENV_SEGMENT_BYTES,
+	WENV_HIERARCHICAL_ALLGATHER,
+	WENV_HIERARCHICAL_ALLREDUCE,
+	WENV_MPI_ALLREDUCE,
+	WENV_DYNAMIC_PROCESS_SETS,
+	WENV_AUTOTUNE,
+	WENV_AUTOTUNE_WARMUP_SAMPLES,
+	WENV_AUTOTUNE_STEPS_PER_SAMPLE,
+	WENV_AUTOTUNE_BAYES_OPT_MAX_SAMPLES,
+	WENV_AUTOTUNE_GAUSSIAN_PROCESS_NOISE,
+};
+#define NJOB_WIDE (sizeof(job_wide) / sizeof(job_wide[0]))
+/* The longest value of one that is taken from rank 0. */
+#define JOB_WIDE_MAX 256
+
+static bool same_text(const char *a, const char *b)
+{
+	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
+}
+
+/* This rank's value of v against rank 0's (NULL: unset): a difference is
+ * said, and rank 0's taken. */
+static int agree_setting(const struct hvd__comm *c, enum wenv_id v,
+			 const char *theirs)
+{
+	const char *name = wenv_vars[v].name, *mine = hvd__env_text(v);
+
+	if (same_text(mine, theirs))
+		return HVD_OK;
+	hvd__warn(
+		"%s is %s%s%s on this rank (%d) but %s%s%s on rank 0: every rank runs on rank 0's",
+		name, mine ? "'" : "", mine ? mine : "unset", mine ? "'" : "",
+		c->rank, theirs ? "'" : "", theirs ? theirs : "unset",
+		theirs ? "'" : "");
+	return hvd__env_agree(v, theirs);
+}
+
+int hvd__knobs_agree(const struct hvd__comm *c)
+{
+	struct wire_w w;
+	struct wire_r r;
+	uint8_t head[4], *buf = NULL;
+	size_t i, len;
+	int rc = HVD_OK;
+
+	if (c->size < 2)
+		return HVD_OK;
+	/* Rank 0's values, their length first. */
+	wire_w_init(&w, NJOB_WIDE * (JOB_WIDE_MAX + 4));
+	for (i = 0; c->rank == 0 && i < NJOB_WIDE; i++)
+		wire_put_str(&w, hvd__env_text(job_wide[i]));
+	if (w.bad)
+		rc = HVD_EINVAL; /* a value over JOB_WIDE_MAX */
+	wire_be32(head, rc == HVD_OK ? (uint32_t)w.len : UINT32_MAX);
+	if (c->rank == 0 && rc != HVD_OK)
+		hvd__error("a setting of rank 0 is over %d bytes",
+			   JOB_WIDE_MAX);
+	if (hvd__ring_broadcast(c, head, sizeof(head), 0) != HVD_OK)
+		rc = HVD_ECONN;
+	len = wire_de32(head);
+	if (rc == HVD_OK && len > NJOB_WIDE * (JOB_WIDE_MAX + 4)) {
+		hvd__error("rank 0 could not share its settings");
+		rc = HVD_EINVAL;
+	}
+	buf = rc != HVD_OK ? NULL : c->rank == 0 ? w.p : malloc(len);
+	if (rc == HVD_OK && buf == NULL)
+		rc = HVD_ENOMEM;
+	if (rc == HVD_OK)
+		rc = hvd__ring_broadcast(c, buf, len, 0);
+	wire_r_init(&r, buf, rc == HVD_OK ? len : 0);
+	for (i = 0; rc == HVD_OK && i < NJOB_WIDE; i++) {
+		char *theirs = wire_get_str(&r, JOB_WIDE_MAX);
+
+		rc = r.bad ? HVD_EINVAL : agree_setting(c, job_wide[i], theirs);
+		free(theirs);
+	}
+	if (buf != w.p)
+		free(buf);
+	wire_w_free(&w);
+	return rc;
+}
 
 int hvd__knobs_read(struct hvd__knobs *k, int size)
 {
 	long fusion, cache, warn, shut, disable, mark, seg, spin, shm, gather,
-		hier;
+		hier, mpi;
 	bool given;
 	int rc;
 
@@ -33,6 +127,8 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 		rc = hvd__env_long(WENV_HIERARCHICAL_ALLGATHER, &gather);
 	if (rc == HVD_OK)
 		rc = hvd__env_long(WENV_HIERARCHICAL_ALLREDUCE, &hier);
+	if (rc == HVD_OK)
+		rc = hvd__env_long(WENV_MPI_ALLREDUCE, &mpi);
 	if (rc != HVD_OK)
 		return rc;
 	/* Each ring chunk of a segment about 512 KiB: in cache, yet large
@@ -52,6 +148,7 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	k->shm = shm != 0;
 	k->hier_allgather = gather != 0;
 	k->hier_allreduce = hier != 0;
+	k->transport_allreduce = mpi != 0;
 	k->shm_allreduce = true;
 	k->cache_off = false;
 	return HVD_OK;

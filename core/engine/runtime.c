@@ -548,10 +548,8 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	memset(&E, 0, sizeof(E));
 	atomic_store(&owed_ms, 0);
 	E.sets = &S;
-	rc = hvd__env_long(WENV_DYNAMIC_PROCESS_SETS, &dynamic);
-	if (rc != HVD_OK)
-		return rc;
-	hvd__sets_init(&S, dynamic != 0);
+	hvd__env_agree_clear(); /* this process's own settings, to start */
+	hvd__sets_init(&S, false);
 	atomic_store(&ended, false);
 	set_drivable(false);
 	hvd__queue_reset();
@@ -588,6 +586,14 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	 * after the transport timeout. */
 	if (E.comm.ops->tune != NULL)
 		E.comm.ops->tune(E.comm.t, hvd__start_timeout_ms());
+	/* Rank 0's values of the settings the ranks must share. */
+	if (size > 1 && ((rc = hvd__knobs_agree(&E.comm)) != HVD_OK ||
+			 (rc = hvd__knobs_read(&E.k, size)) != HVD_OK))
+		return rc;
+	rc = hvd__env_long(WENV_DYNAMIC_PROCESS_SETS, &dynamic);
+	if (rc != HVD_OK)
+		return rc;
+	S.dynamic = dynamic != 0;
 	if (mpi == NULL && joined && size > 1 &&
 	    (rc = hvd__hier_start(&E.hier, &E.comm, E.k.shm)) != HVD_OK)
 		return rc; /* hvd__runtime_stop releases the comm */
@@ -654,6 +660,7 @@ void hvd__runtime_stop(void)
 	hvd__gpu_free(E.gpu, broken != 0 && broken != HVD_ESHUTDOWN);
 	E.gpu = NULL;
 	hvd__sets_free(&S, broken != 0 ? broken : HVD_ESHUTDOWN);
+	hvd__env_agree_clear();
 	hvd__hier_stop(&E.hier);
 	if (E.ada_cross.ops != NULL)
 		E.ada_cross.ops->close(E.ada_cross.t);

@@ -16,7 +16,8 @@ static int allreduce(struct hvd__engine *e, void *buf, size_t count,
 		     enum hvd_dtype t, enum hvd_op op,
 		     struct hvd__ring_times *times)
 {
-	if (e->comm.ops->allreduce != NULL && e->comm.size > 1) {
+	if (e->k.transport_allreduce && e->comm.ops->allreduce != NULL &&
+	    e->comm.size > 1) {
 		long long t0 = hvd__now_us();
 		int rc = e->comm.ops->allreduce(e->comm.t, buf, count, t, op);
 
@@ -100,9 +101,10 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	long long t0, t_in = 0, t_out = 0, t1;
 	struct hvd__ring_times rt = {0, 0};
 	bool shm = e->hier.shm != NULL && e->k.shm_allreduce;
-	bool direct = n == 1 || shm ||
-		      (e->comm.ops->sendrecv_v != NULL &&
-		       e->comm.ops->allreduce == NULL);
+	bool direct =
+		n == 1 || shm ||
+		(e->comm.ops->sendrecv_v != NULL &&
+		 (e->comm.ops->allreduce == NULL || !e->k.transport_allreduce));
 	struct iovec *v;
 	int k, rc = HVD_OK;
 

@@ -11,7 +11,6 @@
 
 struct hvd__mpi {
 	MPI_Comm comm; /* libhvd's own duplicate of MPI_COMM_WORLD */
-	bool use_allreduce;
 };
 
 /* MPI cannot be initialised twice in a process, and hvd_shutdown() then
@@ -70,18 +69,11 @@ int hvd__mpi_init(struct hvd__state *st, void **transport)
 {
 	struct hvd__mpi *m = calloc(1, sizeof(*m));
 	MPI_Comm local = MPI_COMM_NULL, cross = MPI_COMM_NULL;
-	int inited = 0, level = 0, rc, sizes[2];
-	long allreduce;
+	int inited = 0, level = 0, sizes[2];
 
 	*transport = NULL;
 	if (m == NULL)
 		return HVD_ENOMEM;
-	rc = hvd__env_long(WENV_MPI_ALLREDUCE, &allreduce);
-	if (rc != HVD_OK) {
-		free(m);
-		return rc;
-	}
-	m->use_allreduce = allreduce != 0;
 	MPI_Initialized(&inited);
 	if (inited) {
 		MPI_Query_thread(&level);
@@ -223,7 +215,7 @@ static int mpi_allreduce(void *t, void *buf, size_t count, enum hvd_dtype dt,
 	size_t es = hvd__dtype_size(dt), off, per = PIECE / es;
 	int size;
 
-	if (!m->use_allreduce || type == MPI_DATATYPE_NULL || op == HVD_ADASUM)
+	if (type == MPI_DATATYPE_NULL || op == HVD_ADASUM)
 		return HVD_ENOTSUP;
 	for (off = 0; off < count; off += per) {
 		int n = (int)(count - off < per ? count - off : per);

@@ -3,15 +3,54 @@
  * defaults, and libhvd's own HVD_*). */
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/internal.h"
 
+/* Rank 0's text of a job-wide setting once the ranks agreed on it
+ * (hvd__knobs_agree): set, text NULL where rank 0 has none. */
+static struct {
+	bool set;
+	char *text;
+} agreed[WENV_COUNT];
+
+const char *hvd__env_text(enum wenv_id v)
+{
+	const char *text =
+		agreed[v].set ? agreed[v].text : getenv(wenv_vars[v].name);
+
+	return text != NULL && *text != '\0' ? text : NULL;
+}
+
+int hvd__env_agree(enum wenv_id v, const char *text)
+{
+	char *copy = text != NULL ? strdup(text) : NULL;
+
+	if (text != NULL && copy == NULL)
+		return HVD_ENOMEM;
+	free(agreed[v].text);
+	agreed[v].set = true;
+	agreed[v].text = copy;
+	return HVD_OK;
+}
+
+void hvd__env_agree_clear(void)
+{
+	int v;
+
+	for (v = 0; v < WENV_COUNT; v++) {
+		free(agreed[v].text);
+		agreed[v].set = false;
+		agreed[v].text = NULL;
+	}
+}
+
 int hvd__env(enum wenv_id v, double *out)
 {
-	const char *text = getenv(wenv_vars[v].name);
+	const char *text = hvd__env_text(v);
 	char want[160];
 
-	if (text == NULL || *text == '\0') {
+	if (text == NULL) {
 		*out = wenv_vars[v].def;
 		return HVD_OK;
 	}

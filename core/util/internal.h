@@ -48,6 +48,14 @@ extern const struct hvd__state hvd__fresh_state;
  * (util/env.c) */
 int hvd__env(enum wenv_id v, double *out);
 int hvd__env_long(enum wenv_id v, long *out);
+/* A variable's text, NULL where unset or empty: rank 0's once the ranks
+ * agreed on it (engine/knobs.c's job-wide settings), else this
+ * process's own. */
+const char *hvd__env_text(enum wenv_id v);
+/* From now on v reads as text (NULL: unset), on this rank; until
+ * hvd__env_agree_clear() (hvd_shutdown). */
+int hvd__env_agree(enum wenv_id v, const char *text);
+void hvd__env_agree_clear(void);
 /* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
 int hvd__transport_timeout_ms(void);
 /* How long every rank has to join the job (HVD_START_TIMEOUT), in ms;

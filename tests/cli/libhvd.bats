@@ -260,6 +260,31 @@ busy_beside() { # n
 	done
 }
 
+@test "settings that must agree but differ between ranks (a host's own environment): every rank runs on rank 0's, and a rank whose own differ names both" {
+	local r v
+	local differ="HOROVOD_FUSION_THRESHOLD=0 HOROVOD_CACHE_CAPACITY=0 HVD_SEGMENT_BYTES=4096 HOROVOD_AUTOTUNE=1 HOROVOD_HIERARCHICAL_ALLGATHER=0"
+	# Each of these alone, on rank 1, made the job fail after the
+	# transport timeout: the ranks fused, cached, cut segments or
+	# gathered differently.
+	run "$HVDRUN" -H localhost:2,127.0.0.1:2 sh -c \
+		'[ "$HOROVOD_RANK" = 1 ] && export $0; exec "$1" all' "$differ" "$SELFTEST"
+	assert_success
+	for r in 0 1 2 3; do
+		assert_line "[$r]<stdout>:rank $r: ok"
+	done
+	for v in $differ; do
+		assert_line "[1]<stderr>:libhvd warning: agree_setting: ${v%%=*} is '${v#*=}' on this rank (1) but unset on rank 0: every rank runs on rank 0's"
+	done
+	assert_equal "$(grep -c 'warning: agree_setting' <<<"$output")" 5
+	# Rank 0's own: the others take it.
+	run "$HVDRUN" -np 3 sh -c '[ "$HOROVOD_RANK" = 0 ] && export HOROVOD_FUSION_THRESHOLD=0; exec "$0" fusion' "$SELFTEST"
+	assert_success
+	for r in 1 2; do
+		assert_line "[$r]<stderr>:libhvd warning: agree_setting: HOROVOD_FUSION_THRESHOLD is unset on this rank ($r) but '0' on rank 0: every rank runs on rank 0's"
+	done
+	refute_line --partial "[0]<stderr>:libhvd warning"
+}
+
 @test "many tensors in flight at once from several threads" {
 	run "$HVDRUN" -np 4 "$SELFTEST" threads
 	assert_success

@@ -58,10 +58,16 @@ setup() {
 	grep -q '"MEMCPY_OUT_FUSION_BUFFER"' "$BATS_TEST_TMPDIR/tl.json"
 }
 
-@test "the ring over MPI point-to-point (HOROVOD_MPI_ALLREDUCE=0) gives the same results" {
+@test "the ring over MPI point-to-point (HOROVOD_MPI_ALLREDUCE=0) gives the same results; set on one rank only, every rank runs on rank 0's" {
 	run "${MPIRUN[@]}" -x HOROVOD_MPI_ALLREDUCE=0 -np 3 "$SELFTEST" all
 	assert_success
 	assert_line "rank 2: ok"
+	# Rank 1 on the ring, the others in MPI_Allreduce: a hang, before.
+	run timeout 120 "${MPIRUN[@]}" -np 3 sh -c \
+		'[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export HOROVOD_MPI_ALLREDUCE=0; exec "$0" all' "$SELFTEST"
+	assert_success
+	assert_line "rank 2: ok"
+	assert_line "libhvd warning: agree_setting: HOROVOD_MPI_ALLREDUCE is '0' on this rank (1) but unset on rank 0: every rank runs on rank 0's"
 }
 
 @test "under mpirun: hvd_shutdown() then hvd_init() 50 times (MPI stays up until the process exits)" {

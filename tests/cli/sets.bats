@@ -59,10 +59,16 @@ every_rank_ok() {
 	every_rank_ok 3
 }
 
-@test "process sets given to hvd_init_process_sets; adding or removing one later needs HOROVOD_DYNAMIC_PROCESS_SETS=1" {
+@test "process sets given to hvd_init_process_sets; adding or removing one later needs HOROVOD_DYNAMIC_PROCESS_SETS=1, rank 0's on every rank" {
 	run "$HVDRUN" -np 3 "$SETS" static
 	assert_success
 	every_rank_ok 3
+	# Rank 1 without it: its add failed where the others' went on.
+	run "$HVDRUN" -np 3 -x HOROVOD_DYNAMIC_PROCESS_SETS=1 sh -c \
+		'[ "$HOROVOD_RANK" = 1 ] && export HOROVOD_DYNAMIC_PROCESS_SETS=0; exec "$0" dynamic' "$SETS"
+	assert_success
+	every_rank_ok 3
+	assert_line "[1]<stderr>:libhvd warning: agree_setting: HOROVOD_DYNAMIC_PROCESS_SETS is '0' on this rank (1) but '1' on rank 0: every rank runs on rank 0's"
 }
 
 @test "a stall within a process set names the missing rank as a rank of the job, then fails the tensor" {
