@@ -39,9 +39,20 @@ int hvd__mpi_wanted(bool *want)
 		rc = hvd__env(WENV_CPU_OPERATIONS, &ops);
 	if (rc != HVD_OK)
 		return rc;
-	/* Choices: mpi, tcp, gloo. hvdrun's own jobs say HOROVOD_RANK;
-	 * mpirun's say OMPI_*. */
-	if (ctl == 0 || ops == 0)
+	/* Choices: mpi, tcp, gloo. hvdrun's own jobs say HOROVOD_RANK and
+	 * where its rendezvous is; mpirun's (hvdrun --mpi's too) OMPI_*. A
+	 * worker of hvdrun's own asked for MPI (a shell's export) would be
+	 * a job of one: it joins hvdrun's, as horovodrun's workers run on
+	 * Gloo whatever the environment says. */
+	if ((ctl == 0 || ops == 0) && getenv("HOROVOD_RANK") != NULL &&
+	    getenv(wenv_vars[WENV_RENDEZVOUS].name) != NULL) {
+		hvd__warn(
+			"%s=mpi, but hvdrun started this worker without --mpi: it runs on hvdrun's own engine (hvdrun --mpi runs the job over MPI)",
+			wenv_vars[ctl == 0 ? WENV_CONTROLLER
+					   : WENV_CPU_OPERATIONS]
+				.name);
+		*want = false;
+	} else if (ctl == 0 || ops == 0)
 		*want = true;
 	else if (ctl > 0)
 		*want = false;

@@ -77,10 +77,26 @@ setup() {
 	assert_line "rank 2: ok"
 }
 
-@test "HOROVOD_CONTROLLER=mpi without mpirun: a job of one on MPI" {
+@test "HOROVOD_CONTROLLER=mpi without mpirun: a job of one on MPI; in hvdrun's workers (no --mpi) a warning, and they join hvdrun's job" {
+	local v r
 	HOROVOD_CONTROLLER=mpi run "$SELFTEST" all
 	assert_success
 	assert_output "rank 0: ok"
+	# A shell's export: each worker was an MPI job of one, rank 0 of 1,
+	# and the job "passed" without a collective between them.
+	for v in HOROVOD_CONTROLLER HOROVOD_CPU_OPERATIONS; do
+		run env "$v=mpi" "$HVDRUN" -np 3 "$SELFTEST" all
+		assert_success
+		for r in 0 1 2; do
+			assert_line "[$r]<stdout>:rank $r: ok"
+			assert_line "[$r]<stderr>:libhvd warning: hvd__mpi_wanted: $v=mpi, but hvdrun started this worker without --mpi: it runs on hvdrun's own engine (hvdrun --mpi runs the job over MPI)"
+		done
+	done
+	# With --mpi, MPI as asked.
+	run env HOROVOD_CONTROLLER=mpi "$HVDRUN" --mpi -np 2 -x HOROVOD_CONTROLLER "$SELFTEST" all
+	assert_success
+	assert_line "rank 1: ok"
+	refute_output --partial "warning"
 }
 
 @test "the Iris MLP ends with the same weights over MPI as over TCP" {
