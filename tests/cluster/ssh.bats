@@ -277,6 +277,24 @@ wait_gone() {
 	assert_line --regexp '^\[0\]<stdout>:epoch  50  loss .* \(4 ranks\)$'
 }
 
+@test "settings exported in hvdrun's shell reach only this machine's workers (as mpirun's): the remote ranks run on rank 0's, each saying so" {
+	local r v
+	# Before, the remote ranks fused, cached and cut ring segments their
+	# own way and every collective failed after the transport timeout.
+	run env HOROVOD_FUSION_THRESHOLD=0 HOROVOD_CACHE_CAPACITY=0 HVD_SEGMENT_BYTES=4096 \
+		"$HVDRUN" "${SSH[@]}" -H localhost:2,node1:2 "$ROOT/build/tests/hvd_selftest" fusion
+	assert_success
+	for r in 0 1 2 3; do
+		assert_line "[$r]<stdout>:rank $r: ok"
+	done
+	for r in 2 3; do
+		for v in HOROVOD_FUSION_THRESHOLD=0 HOROVOD_CACHE_CAPACITY=0 HVD_SEGMENT_BYTES=4096; do
+			assert_line "[$r]<stderr>:libhvd warning: agree_setting: ${v%%=*} is unset on this rank ($r) but '${v#*=}' on rank 0: every rank runs on rank 0's"
+		done
+	done
+	refute_line --regexp '^\[[01]\]<stderr>:libhvd warning'
+}
+
 @test "re-initialisation over SSH: 100 times hvd_shutdown() then hvd_init() at np 3, same ranks, nothing leaked" {
 	local kib=2048 r
 	[ -z "${HVD_SANITIZER_RUN-}" ] || kib=0
