@@ -63,14 +63,19 @@ int hvd__knobs_agree(const struct hvd__comm *c)
 		return HVD_OK;
 	/* Rank 0's values, their length first. */
 	wire_w_init(&w, NJOB_WIDE * (JOB_WIDE_MAX + 4));
-	for (i = 0; c->rank == 0 && i < NJOB_WIDE; i++)
-		wire_put_str(&w, hvd__env_text(job_wide[i]));
-	if (w.bad)
-		rc = HVD_EINVAL; /* a value over JOB_WIDE_MAX */
+	for (i = 0; c->rank == 0 && rc == HVD_OK && i < NJOB_WIDE; i++) {
+		const char *mine = hvd__env_text(job_wide[i]);
+
+		if (mine != NULL && strlen(mine) > JOB_WIDE_MAX) {
+			hvd__error("%s is over %d bytes",
+				   wenv_vars[job_wide[i]].name, JOB_WIDE_MAX);
+			rc = HVD_EINVAL;
+		}
+		wire_put_str(&w, mine);
+	}
+	if (rc == HVD_OK && w.bad)
+		rc = HVD_ENOMEM;
 	wire_be32(head, rc == HVD_OK ? (uint32_t)w.len : UINT32_MAX);
-	if (c->rank == 0 && rc != HVD_OK)
-		hvd__error("a setting of rank 0 is over %d bytes",
-			   JOB_WIDE_MAX);
 	if (hvd__ring_broadcast(c, head, sizeof(head), 0) != HVD_OK)
 		rc = HVD_ECONN;
 	len = wire_de32(head);
