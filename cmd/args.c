@@ -241,6 +241,27 @@ static int set_key(enum hl_key k, const char *value, const char *name,
 	return hl_opts_set(&cmd_args.opts, k, value, "", NULL, cause);
 }
 
+/* An option that is none of longopts ("--fusion-treshold-mb=4"): named,
+ * with the nearest real one where it looks like a typo of it. */
+static int unknown_option(const char *bad, const struct option *longopts,
+			  char **cause)
+{
+	char word[80];
+	struct hl_suggest s;
+	size_t i;
+
+	snprintf(word, sizeof(word), "%s", bad + strspn(bad, "-"));
+	word[strcspn(word, "=")] = '\0';
+	hl_suggest_init(&s, word);
+	for (i = 0; longopts[i].name != NULL; i++)
+		hl_suggest_try(&s, longopts[i].name);
+	if (s.best != NULL)
+		return hl_fail(cause, HL_EINVAL,
+			       "unknown option '%s' (did you mean '--%s'?)",
+			       bad, s.best);
+	return hl_fail(cause, HL_EINVAL, "unknown option '%s'", bad);
+}
+
 /* One of horovodrun_flags, given as typed (arg: its value). */
 static int horovodrun_flag(size_t i, const char *arg, const char *typed,
 			   char **cause)
@@ -344,8 +365,7 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 				rc = hl_fail(cause, HL_EINVAL,
 					     "unknown option '-%c'", optopt);
 			else
-				rc = hl_fail(cause, HL_EINVAL,
-					     "unknown option '%s'", bad);
+				rc = unknown_option(bad, longopts, cause);
 			break;
 		default:
 			if (c >= OPT_ALIAS_BASE &&

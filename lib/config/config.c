@@ -146,6 +146,34 @@ static int handle_env(struct cfg_ctx *c, const char *name, const char *value)
 						  c->where, &c->cause));
 }
 
+/* A key that [section] does not have: named, with the key it looks like
+ * a typo of, or the section that has it. */
+static int unknown_key(struct cfg_ctx *c, const char *section, const char *name)
+{
+	struct hl_suggest s;
+	size_t k;
+
+	hl_suggest_init(&s, name);
+	for (k = 0; k < HL_K_COUNT; k++) {
+		if (strcmp(hl_keys[k].name, name) == 0 &&
+		    strcmp(hl_keys[k].section, section) != 0)
+			return cfg_error(
+				c, HL_EINVAL,
+				"%s:%d: unknown key '%s' in [%s] ('%s' is a key of [%s])",
+				c->path, c->lineno, name, section, name,
+				hl_keys[k].section);
+		if (strcmp(hl_keys[k].section, section) == 0)
+			hl_suggest_try(&s, hl_keys[k].name);
+	}
+	if (s.best != NULL)
+		return cfg_error(
+			c, HL_EINVAL,
+			"%s:%d: unknown key '%s' in [%s] (did you mean '%s'?)",
+			c->path, c->lineno, name, section, s.best);
+	return cfg_error(c, HL_EINVAL, "%s:%d: unknown key '%s' in [%s]",
+			 c->path, c->lineno, name, section);
+}
+
 static int cfg_handler(void *user, const char *section, const char *name,
 		       const char *value)
 {
@@ -162,9 +190,7 @@ static int cfg_handler(void *user, const char *section, const char *name,
 		return handle_env(c, name, value);
 	k = hl_opts_find(section, name);
 	if (k < 0)
-		return cfg_error(c, HL_EINVAL,
-				 "%s:%d: unknown key '%s' in [%s]", c->path,
-				 c->lineno, name, section);
+		return unknown_key(c, section, name);
 	if (c->first_line[k] != 0)
 		return cfg_error(
 			c, HL_EINVAL,

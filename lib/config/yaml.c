@@ -131,6 +131,7 @@ static int set_one(struct yctx *y, const char *section, const char *name,
 		   size_t at)
 {
 	char where[512];
+	struct hl_suggest s;
 	bool b = false;
 	size_t i;
 
@@ -156,6 +157,15 @@ static int set_one(struct yctx *y, const char *section, const char *name,
 		return hl_opts_set(y->o, k->key, scalar(y), where, NULL,
 				   y->cause);
 	}
+	hl_suggest_init(&s, name);
+	for (i = 0; i < sizeof(ykeys) / sizeof(*ykeys); i++)
+		if (strcmp(ykeys[i].section, section) == 0)
+			hl_suggest_try(&s, ykeys[i].name);
+	if (s.best != NULL)
+		return hl_fail(
+			y->cause, HL_EINVAL,
+			"%sunknown key '%s' in %s (horovodrun's config file; did you mean '%s'?)",
+			where, name, section, s.best);
 	return hl_fail(y->cause, HL_EINVAL,
 		       "%sunknown key '%s' in %s (horovodrun's config file)",
 		       where, name, section);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,55 @@ bool hl_env_name_valid(const char *s, size_t len)
 		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
 			return false;
 	return true;
+}
+
+/* The optimal string alignment distance of a and b (each at most
+ * SUGGEST_MAX bytes; longer: SIZE_MAX). */
+#define SUGGEST_MAX 64
+static size_t typo_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	unsigned char d[SUGGEST_MAX + 1][SUGGEST_MAX + 1];
+
+	if (la > SUGGEST_MAX || lb > SUGGEST_MAX)
+		return SIZE_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = (unsigned char)i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = (unsigned char)j;
+	for (i = 1; i <= la; i++)
+		for (j = 1; j <= lb; j++) {
+			size_t sub = d[i - 1][j - 1] +
+				     (size_t)(a[i - 1] != b[j - 1]);
+			size_t del = d[i - 1][j] + 1u, ins = d[i][j - 1] + 1u;
+			size_t m = sub < del ? sub : del;
+
+			m = m < ins ? m : ins;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1u < m)
+				m = d[i - 2][j - 2] + 1u;
+			d[i][j] = (unsigned char)m;
+		}
+	return d[la][lb];
+}
+
+void hl_suggest_init(struct hl_suggest *s, const char *word)
+{
+	s->word = word;
+	s->best = NULL;
+	/* Within reach: one typo, two from 7 letters on; none below 3 (of
+	 * "-q", any one-letter name is a typo). */
+	s->dist = strlen(word) < 3 ? 0 : (strlen(word) >= 7 ? 2 : 1) + 1;
+}
+
+void hl_suggest_try(struct hl_suggest *s, const char *cand)
+{
+	size_t d = typo_distance(s->word, cand);
+
+	if (d > 0 && d < s->dist) {
+		s->dist = d;
+		s->best = cand;
+	}
 }
 
 void hl_strvec_init(struct hl_strvec *sv)

@@ -36,6 +36,17 @@ bool hl_parse_bool(const char *s, bool *out);
 /* A valid environment variable name: [A-Za-z_][A-Za-z0-9_]*. */
 bool hl_env_name_valid(const char *s, size_t len);
 
+/* The name nearest a mistyped one, for "did you mean ...?": feed it every
+ * candidate; best is the nearest within a typo's reach (one letter wrong,
+ * missing, added or two swapped; two from 7 letters on; none for a word of
+ * 1 or 2), else NULL. */
+struct hl_suggest {
+	const char *word, *best;
+	size_t dist;
+};
+void hl_suggest_init(struct hl_suggest *s, const char *word);
+void hl_suggest_try(struct hl_suggest *s, const char *cand);
+
 /* A NULL-terminated vector of owned strings (argv/envp shaped). */
 struct hl_strvec {
 	char **v;

@@ -173,7 +173,7 @@ HOROVODRUN_FLAGS=(
 	printf 'params:\n  fusion_treshold_mb: 32\n' >"$BATS_TEST_TMPDIR/typo.yml"
 	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/typo.yml" -np 1 echo started
 	assert_failure 2
-	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/typo.yml:2: unknown key 'fusion_treshold_mb' in params (horovodrun's config file)"
+	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/typo.yml:2: unknown key 'fusion_treshold_mb' in params (horovodrun's config file; did you mean 'fusion_threshold_mb'?)"
 	refute_output --partial started
 	printf 'autotune:\n  enabled: true\n  steps_per_sample: 5\n' >"$BATS_TEST_TMPDIR/auto.yaml"
 	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/auto.yaml" -np 1 sh -c 'echo $HOROVOD_AUTOTUNE $HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE'

@@ -167,6 +167,16 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	run "$HVDRUN" --frobnicate -np 1 true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: unknown option '--frobnicate'"
+	# A typo of a real option: the nearest named (a letter dropped,
+	# two swapped, one wrong).
+	run "$HVDRUN" --fusion-treshold-mb=4 -np 1 touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: unknown option '--fusion-treshold-mb=4' (did you mean '--fusion-threshold-mb'?)"
+	run "$HVDRUN" --hostfiel h -np 1 touch "$BATS_TEST_TMPDIR/started"
+	assert_line --index 0 "hvdrun: unknown option '--hostfiel' (did you mean '--hostfile'?)"
+	run "$HVDRUN" --min-mp 2 -np 1 touch "$BATS_TEST_TMPDIR/started"
+	assert_line --index 0 "hvdrun: unknown option '--min-mp' (did you mean '--min-np'?)"
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
 	run "$HVDRUN" -q -np 1 true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: unknown option '-q'"
@@ -250,6 +260,14 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	printf '[job]\nnum = 2\n' >"$BATS_TEST_TMPDIR/c.ini"
 	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/c.ini" true
 	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/c.ini:2: unknown key 'num' in [job]"
+	# A typo of a key of the section, and a key of another section.
+	printf '[tuning]\nfusion_treshold_mb = 4\n' >"$BATS_TEST_TMPDIR/c.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/c.ini" true
+	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/c.ini:2: unknown key 'fusion_treshold_mb' in [tuning] (did you mean 'fusion_threshold_mb'?)"
+	printf '[job]\nmin_np = 2\n' >"$BATS_TEST_TMPDIR/c.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/c.ini" true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/c.ini:2: unknown key 'min_np' in [job] ('min_np' is a key of [elastic])"
 	printf '[job]\nhosts = %0300d\n' 1 >"$BATS_TEST_TMPDIR/d.ini"
 	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/d.ini" true
 	assert_failure 2

@@ -1,6 +1,7 @@
 /* test_config.c: the option table and the INI config file: values,
  * ranges, precedence, and every malformed form with its file:line. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -355,6 +356,39 @@ static void test_table_complete(void)
 		  "timeline, stall_check or logging");
 }
 
+/* "did you mean": the nearest name within a typo's reach, or none. */
+static const char *suggest(const char *word)
+{
+	static const char *const names[] = {
+		"np",	  "hostfile", "hosts",	      "fusion-threshold-mb",
+		"min-np", "max-np",   "cycle-time-ms"};
+	struct hl_suggest s;
+	size_t i;
+
+	hl_suggest_init(&s, word);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		hl_suggest_try(&s, names[i]);
+	return s.best != NULL ? s.best : "";
+}
+
+static void test_suggestions(void)
+{
+	CHECK(strcmp(suggest("hostfiel"), "hostfile") == 0); /* swapped */
+	CHECK(strcmp(suggest("fusion-treshold-mb"), "fusion-threshold-mb") ==
+	      0); /* dropped */
+	CHECK(strcmp(suggest("fusion-thresholds-mb"), "fusion-threshold-mb") ==
+	      0);					 /* added */
+	CHECK(strcmp(suggest("min-mp"), "min-np") == 0); /* wrong */
+	CHECK(strcmp(suggest("hots"), "hosts") == 0);
+	CHECK(strcmp(suggest("nq"), "") == 0);	       /* too short to tell */
+	CHECK(strcmp(suggest("frobnicate"), "") == 0); /* nothing near */
+	CHECK(strcmp(suggest("min-nq-x"), "") == 0);   /* 3 away */
+	CHECK(strcmp(suggest("hostfile"), "") == 0);   /* no typo */
+	CHECK(strcmp(suggest("cycle-time-msxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+		     "") == 0); /* past the longest compared */
+}
+
 int main(void)
 {
 	RUN(test_table_complete);
@@ -366,5 +400,6 @@ int main(void)
 	RUN(test_config_malformed);
 	RUN(test_config_missing);
 	RUN(test_shipped_example);
+	RUN(test_suggestions);
 	return tap_done();
 }
