@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -220,6 +221,52 @@ static int nofile_room(const struct hl_launch *l, char **cause)
 		limit);
 }
 
+/* The files rank 0 writes (--timeline-filename, --autotune-log-file with
+ * --autotune), where rank 0 runs on this machine: one it could not create
+ * is bad usage, before anything starts, where libhvd would find it only
+ * in the job (a remote rank 0 says so from there). */
+static int rank0_files(const struct hl_opts *o, char **cause)
+{
+	static const enum hl_key keys[] = {HL_K_TIMELINE_FILENAME,
+					   HL_K_AUTOTUNE_LOG};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *path = o->v[keys[i]].s, *slash;
+		char name[80];
+		struct stat st;
+		char *dir;
+		int err = 0;
+
+		if (path == NULL || *path == '\0' ||
+		    (keys[i] == HL_K_AUTOTUNE_LOG && !o->v[HL_K_AUTOTUNE].b))
+			continue;
+		slash = strrchr(path, '/');
+		dir = slash == NULL
+			      ? hl_strdup(".")
+			      : hl_strndup(path,
+					   slash == path
+						   ? 1
+						   : (size_t)(slash - path));
+		if (dir == NULL)
+			return hl_fail(cause, HL_ENOMEM, "out of memory");
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			err = EISDIR;
+		else if (access(dir, W_OK | X_OK) != 0)
+			err = errno;
+		free(dir);
+		if (err != 0)
+			return hl_fail(
+				cause, HL_EINVAL,
+				"%s '%s': rank 0 cannot write it (%s)",
+				hl_opts_display(keys[i],
+						cmd_args.from_cli[keys[i]],
+						name, sizeof(name)),
+				path, strerror(err));
+	}
+	return HL_OK;
+}
+
 /* The launch of the workers under hvdrun's own supervisor, the
  * rendezvous running beside it. */
 static int launch(struct hl_launch *l, int *code, char **cause)
@@ -238,6 +285,8 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	/* A remote rank 0's port is found on its host, at connect time. */
 	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host))
 		rc = hl_master_local(l->env, plan->ranks[0].host, cause);
+	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host))
+		rc = rank0_files(o, cause);
 	if (rc != HL_OK)
 		return rc;
 	/* The workers' rendezvous: libhvd finds its peers through it. */

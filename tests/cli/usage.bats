@@ -151,6 +151,28 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	assert_line --index 0 "hvdrun: cannot read hostfile '$BATS_TEST_TMPDIR/nope': No such file or directory"
 }
 
+@test "a timeline or autotune log rank 0 could not write (rank 0 on this machine): one line naming it, exit 2, nothing started" {
+	run "$HVDRUN" -np 2 --timeline-filename "$BATS_TEST_TMPDIR/no/tl.json" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --timeline-filename '$BATS_TEST_TMPDIR/no/tl.json': rank 0 cannot write it (No such file or directory)"
+	run "$HVDRUN" -np 2 --autotune --autotune-log-file "$BATS_TEST_TMPDIR" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --autotune-log-file '$BATS_TEST_TMPDIR': rank 0 cannot write it (Is a directory)"
+	printf '[timeline]\nfilename = %s/no/tl.json\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/t.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/t.ini" -np 1 touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: 'filename' in [timeline] '$BATS_TEST_TMPDIR/no/tl.json': rank 0 cannot write it (No such file or directory)"
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+	# Without --autotune no log is written, so none is checked; a
+	# relative timeline is rank 0's working folder's, as hvdrun's.
+	run "$HVDRUN" -np 1 --autotune-log-file "$BATS_TEST_TMPDIR/no/a.csv" true
+	assert_success
+	cd "$BATS_TEST_TMPDIR"
+	run "$HVDRUN" -np 2 --timeline-filename tl.json "$ROOT/build/examples/hello"
+	assert_success
+	[ -s "$BATS_TEST_TMPDIR/tl.json" ]
+}
+
 @test "bad option values, unknown options, missing values" {
 	run "$HVDRUN" -np many true
 	assert_failure 2
