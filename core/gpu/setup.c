@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include "gpu/internal.h"
-#include "proto/wire.h"
 #include "util/reduce.h"
 #include "algo/ring.h"
 #include "util/wait.h"
@@ -77,58 +76,26 @@ static int split(struct hvd__gpu *g, char *why, size_t len)
 	return rc;
 }
 
-/* HOROVOD_HIERARCHICAL_ALLREDUCE=1 on every rank, or the autotuner's
- * wish to try it (on every rank, as HOROVOD_AUTOTUNE is, with several
- * hosts of several ranks), and every host with the same number of ranks:
- * split the world into hosts and across hosts. */
+/* HOROVOD_HIERARCHICAL_ALLREDUCE=1 (rank 0's, on every rank: knobs.c), or
+ * the autotuner's wish to try it (rank 0's setting, with several hosts of
+ * several ranks), and every host with the same number of ranks (the job's
+ * fact, hvd_is_homogeneous): split the world into hosts and across hosts.
+ * Every rank decides alike, without a message. */
 static int start_hierarchical(struct hvd__gpu *g, enum hvd__gpu_hier hier,
 			      char *why, size_t len)
 {
-	const struct hvd__comm *c = g->ctrl;
-	uint8_t mine[8], *all;
-	struct wire_w w;
-	struct wire_r rd;
-	size_t *eight;
-	bool use = true, want = hier == HVD__HIER_ASKED;
-	int i, rc;
+	bool want = hier == HVD__HIER_ASKED ||
+		    (hier == HVD__HIER_TUNER && hvd__g.local_size > 1 &&
+		     hvd__g.cross_size > 1);
 
 	/* A process set's communicator stays flat (the hosts' split is the
 	 * job's); every rank of the set sees the same size. */
-	if (c->size != hvd__g.size)
+	if (g->ctrl->size != hvd__g.size || !want)
 		return HVD_OK;
-	/* Each rank's u32 wish and u32 local size. */
-	if (hier == HVD__HIER_TUNER && hvd__g.local_size > 1 &&
-	    hvd__g.cross_size > 1)
-		want = true;
-	wire_w_fixed(&w, mine, sizeof(mine));
-	wire_put_u32(&w, want ? 1 : 0);
-	wire_put_u32(&w, (uint32_t)hvd__g.local_size);
-	all = calloc((size_t)c->size, sizeof(mine));
-	eight = calloc((size_t)c->size, sizeof(*eight));
-	if (all == NULL || eight == NULL) {
-		free(all);
-		free(eight);
-		return HVD_ENOMEM;
-	}
-	for (i = 0; i < c->size; i++)
-		eight[i] = sizeof(mine);
-	memcpy(all + sizeof(mine) * (size_t)c->rank, mine, sizeof(mine));
-	rc = hvd__ring_allgatherv(c, all, eight);
-	wire_r_init(&rd, all, sizeof(mine) * (size_t)c->size);
-	for (i = 0; rc == HVD_OK && i < c->size; i++) {
-		uint32_t wish = wire_get_u32(&rd), local = wire_get_u32(&rd);
-
-		if (!wish || local != (uint32_t)hvd__g.local_size)
-			use = false;
-	}
-	free(all);
-	free(eight);
-	if (rc != HVD_OK || !want)
-		return rc;
-	if (!use || hvd__g.local_size * hvd__g.cross_size != c->size) {
-		if (c->rank == 0 && hier == HVD__HIER_ASKED)
+	if (!hvd__g.homogeneous) {
+		if (g->ctrl->rank == 0 && hier == HVD__HIER_ASKED)
 			hvd__warn(
-				"HOROVOD_HIERARCHICAL_ALLREDUCE: not every rank asks for it, or the hosts run different numbers of ranks; the allreduce stays flat");
+				"HOROVOD_HIERARCHICAL_ALLREDUCE: the hosts run different numbers of ranks; the allreduce stays flat");
 		return HVD_OK;
 	}
 	return split(g, why, len);
@@ -139,8 +106,7 @@ int hvd__gpu_host_comm(struct hvd__gpu *g, ncclComm_t *c, int *rank, int *size,
 {
 	int rc = HVD_OK;
 
-	if (g->ctrl->size != hvd__g.size ||
-	    hvd__g.local_size * hvd__g.cross_size != g->ctrl->size) {
+	if (g->ctrl->size != hvd__g.size || !hvd__g.homogeneous) {
 		snprintf(
 			why, len,
 			"the GPU's communicator splits by host only in the job's process set, with hosts that run the same number of ranks");

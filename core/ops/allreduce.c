@@ -210,8 +210,10 @@ static int adasum_way(struct hvd__engine *e, bool gpu, bool *shm)
 			"Adasum of GPU tensors runs in the global process set only, as Horovod's: allreduce it there, or allreduce a copy in host memory within the set");
 		return HVD_ENOTSUP;
 	}
-	/* No segment (--mpi, --no-shared-memory): the hosts' layout, once. */
-	if (!*shm && !e->hier.one_a_host && e->ada_lsize == 0) {
+	/* No segment (--mpi, --no-shared-memory): the hosts' layout, once;
+	 * hosts of different sizes are refused below without it. */
+	if (!*shm && !e->hier.one_a_host && e->ada_lsize == 0 &&
+	    hvd__g.homogeneous) {
 		rc = hvd__hier_cross(&e->comm, &e->ada_cross, &L, &H);
 		if (rc != HVD_OK)
 			return rc;
