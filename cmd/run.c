@@ -282,11 +282,13 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	rc = nofile_room(l, cause);
 	if (rc == HL_OK)
 		rc = resolve(l, &l->exec_path, cause);
-	/* A remote rank 0's port is found on its host, at connect time. */
-	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host))
+	/* A remote rank 0's port is found on its host, at connect time, and
+	 * its files are its own to write. */
+	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host)) {
 		rc = hl_master_local(l->env, plan->ranks[0].host, cause);
-	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host))
-		rc = rank0_files(o, cause);
+		if (rc == HL_OK)
+			rc = rank0_files(o, cause);
+	}
 	if (rc != HL_OK)
 		return rc;
 	/* The workers' rendezvous: libhvd finds its peers through it. */

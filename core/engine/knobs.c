@@ -53,51 +53,44 @@ static int agree_setting(const struct hvd__comm *c, enum wenv_id v,
 
 int hvd__knobs_agree(const struct hvd__comm *c)
 {
+	/* Rank 0's values, behind a byte saying whether it could share
+	 * them: one broadcast of a fixed size. */
+	uint8_t buf[1 + NJOB_WIDE * (4 + JOB_WIDE_MAX)];
 	struct wire_w w;
 	struct wire_r r;
-	uint8_t head[4], *buf = NULL;
-	size_t i, len;
-	int rc = HVD_OK;
+	size_t i;
+	int rc;
 
 	if (c->size < 2)
 		return HVD_OK;
-	/* Rank 0's values, their length first. */
-	wire_w_init(&w, NJOB_WIDE * (JOB_WIDE_MAX + 4));
-	for (i = 0; c->rank == 0 && rc == HVD_OK && i < NJOB_WIDE; i++) {
+	memset(buf, 0, sizeof(buf));
+	wire_w_fixed(&w, buf, sizeof(buf));
+	wire_put_u8(&w, 1);
+	for (i = 0; c->rank == 0 && i < NJOB_WIDE; i++) {
 		const char *mine = hvd__env_text(job_wide[i]);
 
 		if (mine != NULL && strlen(mine) > JOB_WIDE_MAX) {
 			hvd__error("%s is over %d bytes",
 				   wenv_vars[job_wide[i]].name, JOB_WIDE_MAX);
-			rc = HVD_EINVAL;
+			buf[0] = 0;
+			break;
 		}
 		wire_put_str(&w, mine);
 	}
-	if (rc == HVD_OK && w.bad)
-		rc = HVD_ENOMEM;
-	wire_be32(head, rc == HVD_OK ? (uint32_t)w.len : UINT32_MAX);
-	if (hvd__ring_broadcast(c, head, sizeof(head), 0) != HVD_OK)
-		rc = HVD_ECONN;
-	len = wire_de32(head);
-	if (rc == HVD_OK && len > NJOB_WIDE * (JOB_WIDE_MAX + 4)) {
-		hvd__error("rank 0 could not share its settings");
+	rc = hvd__ring_broadcast(c, buf, sizeof(buf), 0);
+	wire_r_init(&r, buf, sizeof(buf));
+	if (rc == HVD_OK && wire_get_u8(&r) != 1) {
+		if (c->rank != 0)
+			hvd__error(
+				"rank 0 could not share its settings (its log says which)");
 		rc = HVD_EINVAL;
 	}
-	buf = rc != HVD_OK ? NULL : c->rank == 0 ? w.p : malloc(len);
-	if (rc == HVD_OK && buf == NULL)
-		rc = HVD_ENOMEM;
-	if (rc == HVD_OK)
-		rc = hvd__ring_broadcast(c, buf, len, 0);
-	wire_r_init(&r, buf, rc == HVD_OK ? len : 0);
 	for (i = 0; rc == HVD_OK && i < NJOB_WIDE; i++) {
 		char *theirs = wire_get_str(&r, JOB_WIDE_MAX);
 
 		rc = r.bad ? HVD_EINVAL : agree_setting(c, job_wide[i], theirs);
 		free(theirs);
 	}
-	if (buf != w.p)
-		free(buf);
-	wire_w_free(&w);
 	return rc;
 }
 

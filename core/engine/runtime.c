@@ -586,7 +586,9 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	 * after the transport timeout. */
 	if (E.comm.ops->tune != NULL)
 		E.comm.ops->tune(E.comm.t, hvd__start_timeout_ms());
-	/* Rank 0's values of the settings the ranks must share. */
+	/* Rank 0's values of the settings the ranks must share, read again
+	 * (the first read, this rank's own, failed a bad value before the
+	 * join). */
 	if (size > 1 && ((rc = hvd__knobs_agree(&E.comm)) != HVD_OK ||
 			 (rc = hvd__knobs_read(&E.k, size)) != HVD_OK))
 		return rc;
