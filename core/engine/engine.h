@@ -114,6 +114,7 @@ struct hvd__req {
 	struct hvd_handle *h; /* NULL: a joined rank's stand-in */
 	void *ready;	      /* GPU: the event the collective waits for */
 	long long enqueued_us;
+	long long decided_us; /* when a cycle took it to run (timeline) */
 	int set;       /* the process set it runs in (sets.h), 0: the job */
 	bool reported; /* sent to the coordinator */
 	long long computed_us; /* GPU, held: when its data was seen computed */
@@ -126,10 +127,12 @@ struct hvd__req {
 struct hvd__resp {
 	char *name;
 	struct hvd__meta m;
-	int32_t cache; /* entry to record it in, -1 none; for an
+	int32_t cache;	    /* entry to record it in, -1 none; for an
 			       error, its HVD_E* code */
-	char *error;   /* NULL: run it */
-	bool done;     /* reduced already, in the cycle's agreement */
+	char *error;	    /* NULL: run it */
+	bool done;	    /* reduced already, in the cycle's agreement */
+	long long first_us; /* rank 0, timeline: when the coordinator had
+			       the first rank's request (0: not through it) */
 };
 
 /* The settings of knobs.c. */
@@ -269,6 +272,22 @@ static inline int hvd__job_rank(const struct hvd__engine *e, int r)
 {
 	return e->members != NULL && r >= 0 && r < e->comm.size ? e->members[r]
 								: r;
+}
+
+/* Horovod's timeline name of the operation: "ALLREDUCE", "ADASUM" (an
+ * allreduce by Adasum), "BROADCAST", ... (meta.c). */
+const char *hvd__meta_activity(const struct hvd__meta *m);
+
+/* Rank 0's timeline: r's operation, from when its cycle took it until
+ * now, the span its parts lie in (before r completes; fusion.c and
+ * flights.c). */
+static inline void hvd__timeline_op(const struct hvd__engine *e,
+				    const struct hvd__req *r)
+{
+	if (e->tl != NULL && r->decided_us > 0)
+		hvd__timeline_span(e->tl, r->name, hvd__meta_activity(&r->m),
+				   r->decided_us,
+				   hvd__now_us() - r->decided_us);
 }
 
 /* ---- engine.c ---- */

@@ -212,9 +212,11 @@ static void flight_end(struct hvd__engine *e, struct hvd__flight *fl,
 {
 	size_t i;
 
-	for (i = 0; i < fl->n; i++)
+	for (i = 0; i < fl->n; i++) {
+		hvd__timeline_op(e, fl->reqs[i]);
 		hvd__req_complete(fl->reqs[i], status,
 				  status != HVD_OK ? e->gpu_why : NULL);
+	}
 	if (e->gpu != NULL)
 		hvd__gpu_flight_free(e->gpu, fl->f);
 	free(fl->reqs);

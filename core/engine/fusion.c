@@ -41,8 +41,42 @@ static bool engine_error(int status)
 	return status != HVD_OK && status != HVD_ENOTSUP;
 }
 
+/* Rank 0's timeline: the negotiation of response x, Horovod's
+ * NEGOTIATE_ALLREDUCE, ...: from the first rank's request (the
+ * coordinator's ticks lie in it) or this rank's own (r; NULL: none; a
+ * joined rank's stand-in has none, and its negotiation is no time),
+ * whichever came first, to the cycle that decided it. */
+static void timeline_negotiated(struct hvd__engine *e, struct hvd__req *r,
+				const struct hvd__resp *x)
+{
+	long long from = x->first_us; /* 0: not through the coordinator */
+	char what[48];
+
+	if (r != NULL) {
+		r->decided_us = e->decided_us;
+		if (r->enqueued_us > 0 && (from == 0 || r->enqueued_us < from))
+			from = r->enqueued_us;
+		else if (from == 0) /* a stand-in, through the cache */
+			from = e->decided_us;
+	}
+	if (e->tl == NULL || from <= 0)
+		return;
+	snprintf(what, sizeof(what), "NEGOTIATE_%s", hvd__meta_activity(&x->m));
+	hvd__timeline_span(e->tl, x->name, what, from, e->decided_us - from);
+}
+
+/* r runs now: in its operation's span, its wait behind those run
+ * before it. */
+static void queued(const struct hvd__engine *e, const struct hvd__req *r)
+{
+	if (e->tl != NULL)
+		hvd__timeline_span(e->tl, r->name, "QUEUE", e->decided_us,
+				   hvd__now_us() - e->decided_us);
+}
+
 static void complete(struct hvd__engine *e, struct hvd__req *r, int status)
 {
+	hvd__timeline_op(e, r);
 	hvd__req_complete(r, status,
 			  r->m.gpu && e->gpu_why[0] != '\0' ? e->gpu_why
 							    : NULL);
@@ -145,25 +179,26 @@ static size_t plan_batch(struct hvd__engine *e, struct hvd__req *r,
 		(*i)++;
 		if (q == NULL)
 			continue;
+		timeline_negotiated(e, q, &v[*i - 1]);
+		queued(e, q);
 		batch[nb++] = q;
 		bytes += more;
 	}
 	return nb;
 }
 
-/* The collectives that run alone, and their timeline activity on the
- * CPU and on the GPU (NULL: no span). */
+/* The collectives that run alone, and the timeline activity of their
+ * NCCL call inside the operation's span on the GPU (NULL: none). */
 static const struct {
 	int (*run)(struct hvd__engine *e, struct hvd__req *r);
-	const char *activity[2];
+	const char *nccl;
 } ops[] = {
-	[HVD__REQ_BROADCAST] = {hvd__op_broadcast,
-				{"BROADCAST", "NCCL_BROADCAST"}},
-	[HVD__REQ_ALLGATHER] = {hvd__op_allgather, {"ALLGATHER", "ALLGATHER"}},
-	[HVD__REQ_BARRIER] = {hvd__op_barrier, {NULL, NULL}},
-	[HVD__REQ_ALLTOALL] = {hvd__op_alltoall, {"ALLTOALL", "NCCL_ALLTOALL"}},
+	[HVD__REQ_BROADCAST] = {hvd__op_broadcast, "NCCL_BROADCAST"},
+	[HVD__REQ_ALLGATHER] = {hvd__op_allgather, "NCCL_ALLGATHER"},
+	[HVD__REQ_BARRIER] = {hvd__op_barrier, NULL},
+	[HVD__REQ_ALLTOALL] = {hvd__op_alltoall, "NCCL_ALLTOALL"},
 	[HVD__REQ_REDUCESCATTER] = {hvd__op_reducescatter,
-				    {"REDUCESCATTER", "NCCL_REDUCESCATTER"}},
+				    "NCCL_REDUCESCATTER"},
 };
 
 static int run_one(struct hvd__engine *e, struct hvd__req *r)
@@ -176,7 +211,7 @@ static int run_one(struct hvd__engine *e, struct hvd__req *r)
 	    ops[r->m.type].run == NULL)
 		return HVD_EPROTO;
 	rc = ops[r->m.type].run(e, r);
-	what = ops[r->m.type].activity[r->m.gpu != 0];
+	what = r->m.gpu ? ops[r->m.type].nccl : NULL;
 	if (what != NULL)
 		span(e, r->name, what, t0);
 	return rc;
@@ -206,14 +241,15 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 		if (v[i].done) { /* reduced in the agreement (negotiate.c) */
 			r = take_local(e, v[i].name);
 			if (r != NULL) {
-				span(e, r->name, "NEGOTIATE_ALLREDUCE",
-				     r->enqueued_us);
+				timeline_negotiated(e, r, &v[i]);
 				complete(e, r, HVD_OK);
 			}
 			i++;
 			continue;
 		}
 		r = refuse ? take_local(e, v[i].name) : take(e, &v[i]);
+		/* Its negotiation ended: it runs, is refused, or fails. */
+		timeline_negotiated(e, r, &v[i]);
 		if (r == NULL) { /* submitted by others only (an error) */
 			i++;
 			continue;
@@ -233,22 +269,17 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 		}
 		if (r->m.type == HVD__REQ_PROCESS_SET) {
 			s = hvd__sets_apply(e, r); /* it completes r */
+			if (e->tl != NULL)
+				hvd__timeline_span(e->tl, v[i].name,
+						   "PROCESS_SET", e->decided_us,
+						   hvd__now_us() -
+							   e->decided_us);
 			if (s != HVD_OK && rc == HVD_OK)
 				rc = s;
 			i++;
 			continue;
 		}
-		if (e->tl != NULL) {
-			long long now = hvd__now_us();
-
-			/* Negotiation until the cycle decided; then the wait
-			 * behind the operations run before it. */
-			hvd__timeline_span(e->tl, r->name, "NEGOTIATE",
-					   r->enqueued_us,
-					   e->decided_us - r->enqueued_us);
-			hvd__timeline_span(e->tl, r->name, "QUEUE",
-					   e->decided_us, now - e->decided_us);
-		}
+		queued(e, r);
 		i++;
 		if (r->m.type == HVD__REQ_ALLREDUCE) {
 			nb = plan_batch(e, r, v, n, &i, batch);

@@ -19,6 +19,25 @@ const char *const hvd__req_names[] = {
 	[HVD__REQ_PROCESS_SET] = "process set change",
 };
 
+const char *hvd__meta_activity(const struct hvd__meta *m)
+{
+	static const char *const names[] = {
+		[HVD__REQ_ALLREDUCE] = "ALLREDUCE",
+		[HVD__REQ_BROADCAST] = "BROADCAST",
+		[HVD__REQ_ALLGATHER] = "ALLGATHER",
+		[HVD__REQ_BARRIER] = "BARRIER",
+		[HVD__REQ_ALLTOALL] = "ALLTOALL",
+		[HVD__REQ_REDUCESCATTER] = "REDUCESCATTER",
+		[HVD__REQ_JOIN] = "JOIN",
+		[HVD__REQ_PROCESS_SET] = "PROCESS_SET",
+	};
+
+	if (m->type == HVD__REQ_ALLREDUCE && m->op == HVD_ADASUM)
+		return "ADASUM";
+	return m->type < sizeof(names) / sizeof(names[0]) ? names[m->type]
+							  : "UNKNOWN";
+}
+
 size_t hvd__meta_bytes(const struct hvd__meta *m)
 {
 	return (size_t)m->count * hvd__dtype_size((enum hvd_dtype)m->dtype);

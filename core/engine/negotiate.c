@@ -34,9 +34,10 @@ struct resps {
 	bool bad;
 };
 
-/* Append one response; it takes name (NULL: lost) and copies error. */
+/* Append one response; it takes name (NULL: lost) and copies error.
+ * first_us: hvd__resp's. */
 static void resps_add(struct resps *out, char *name, const struct hvd__meta *m,
-		      int32_t cache, const char *error)
+		      int32_t cache, const char *error, long long first_us)
 {
 	char *err = error != NULL ? strdup(error) : NULL;
 	struct hvd__resp *v =
@@ -51,7 +52,7 @@ static void resps_add(struct resps *out, char *name, const struct hvd__meta *m,
 		return;
 	}
 	out->v = v;
-	v[out->n] = (struct hvd__resp){name, *m, cache, err, false};
+	v[out->n] = (struct hvd__resp){name, *m, cache, err, false, first_us};
 	out->n++;
 }
 
@@ -159,7 +160,8 @@ static void group_emit(struct submit_ctx *ctx, uint64_t group, uint32_t n,
 		const char *why = p->error != NULL ? p->error : error;
 
 		resps_add(ctx->out, p->name, &p->m,
-			  why != NULL ? (p->error ? p->code : code) : -1, why);
+			  why != NULL ? (p->error ? p->code : code) : -1, why,
+			  p->first_us);
 		p->name = NULL;
 		pending_drop(e, p);
 	}
@@ -212,7 +214,8 @@ static void settle(struct submit_ctx *ctx, struct hvd__pending *p, bool now)
 	 * error, the entry field carries its code. */
 	error = p->error;
 	p->error = NULL;
-	resps_add(ctx->out, p->name, &p->m, error ? code : -1, error);
+	resps_add(ctx->out, p->name, &p->m, error ? code : -1, error,
+		  p->first_us);
 	p->name = NULL;
 	pending_drop(e, p);
 	for (i = 0; error != NULL && i < 2; i++)
@@ -235,7 +238,7 @@ static void coord_join(struct submit_ctx *ctx, const struct hvd__meta *m,
 	e->coord_joined[rank] = 1;
 	e->coord_njoined++;
 	jm.root = rank;
-	resps_add(ctx->out, strdup("hvd.join"), &jm, -1, NULL);
+	resps_add(ctx->out, strdup("hvd.join"), &jm, -1, NULL, 0);
 	while (again) {
 		again = false;
 		for (p = e->coord; p != NULL && !again; p = p->next)
@@ -289,6 +292,8 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 	if (p->submitted[rank])
 		return; /* a stall re-send */
 	p->submitted[rank] = 1;
+	/* Horovod's tick: which ranks came early, which late. */
+	hvd__timeline_tick(e->tl, name, hvd__job_rank(e, rank), hvd__now_us());
 	p->nsubmitted++;
 	if (hvd__meta_equal(&p->m, m)) {
 		if (rank < p->base_rank)
@@ -586,7 +591,7 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 	for (i = 0; rc == HVD_OK && i < (size_t)e->cache_used; i++)
 		if (vec[2 + i] && e->cache[i].name != NULL) {
 			resps_add(&out, strdup(e->cache[i].name),
-				  &e->cache[i].m, (int32_t)i, NULL);
+				  &e->cache[i].m, (int32_t)i, NULL, 0);
 			if ((int32_t)i == rode && !out.bad)
 				out.v[out.n - 1].done = true;
 		}
@@ -599,7 +604,8 @@ int hvd__negotiate(struct hvd__engine *e, bool shutdown_local,
 			hvd__cache_record(e, news.v, news.n);
 		for (i = 0; i < news.n; i++) {
 			resps_add(&out, news.v[i].name, &news.v[i].m,
-				  news.v[i].cache, news.v[i].error);
+				  news.v[i].cache, news.v[i].error,
+				  news.v[i].first_us);
 			free(news.v[i].error);
 		}
 		free(news.v);

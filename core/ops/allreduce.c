@@ -10,11 +10,34 @@
 #include "algo/ring.h"
 #include "algo/adasum.h"
 
+/* A batch's time, laid out on the timeline after its copies in: the
+ * transport's own allreduce or the hosts' segments (own), then the two
+ * phases of the ring or of Adasum, each under its name. */
+struct phases {
+	const char *own, *scatter, *gather;
+	long long own_us;
+	struct hvd__ring_times rt;
+};
+
+#define RING_PHASES(own)                                                       \
+	{                                                                      \
+		own, "RING_REDUCE_SCATTER", "RING_ALLGATHER", 0,               \
+		{                                                              \
+			0, 0                                                   \
+		}                                                              \
+	}
+#define ADASUM_PHASES                                                          \
+	{                                                                      \
+		NULL, "ADASUM_REDUCE_SCATTER", "ADASUM_ALLGATHER", 0,          \
+		{                                                              \
+			0, 0                                                   \
+		}                                                              \
+	}
+
 /* One allreduce of buf in place: the transport's own when it has one
  * for this dtype and op (MPI_Allreduce), else the ring. */
 static int allreduce(struct hvd__engine *e, void *buf, size_t count,
-		     enum hvd_dtype t, enum hvd_op op,
-		     struct hvd__ring_times *times)
+		     enum hvd_dtype t, enum hvd_op op, struct phases *ph)
 {
 	if (e->k.transport_allreduce && e->comm.ops->allreduce != NULL &&
 	    e->comm.size > 1) {
@@ -22,21 +45,30 @@ static int allreduce(struct hvd__engine *e, void *buf, size_t count,
 		int rc = e->comm.ops->allreduce(e->comm.t, buf, count, t, op);
 
 		if (rc != HVD_ENOTSUP) {
-			if (times != NULL)
-				times->reduce_scatter_us += hvd__now_us() - t0;
+			ph->own_us += hvd__now_us() - t0;
 			return rc;
 		}
 	}
-	return hvd__ring_allreduce_timed(&e->comm, buf, count, t, op, times);
+	return hvd__ring_allreduce_timed(&e->comm, buf, count, t, op, &ph->rt);
+}
+
+static long long phase(const struct hvd__engine *e, const char *name,
+		       const char *what, long long at, long long dur)
+{
+	hvd__timeline_span(e->tl, name, what, at, dur);
+	return at + dur;
 }
 
 /* One row per tensor: the time the batch spent in each phase, laid out
- * in order. Tensors of one batch share their REDUCE_SCATTER and
- * ALLGATHER spans. */
+ * in order. Tensors of one batch share their phases' spans. */
 static void timeline_batch(const struct hvd__engine *e, struct hvd__req **batch,
 			   size_t n, bool direct, long long t0, long long t_in,
-			   const struct hvd__ring_times *rt, long long t_out)
+			   const struct phases *ph, long long t_out)
 {
+	const struct hvd__ring_times *rt = &ph->rt;
+	/* The ring's phases, unless only the transport's own ran. */
+	bool ring =
+		rt->reduce_scatter_us + rt->allgather_us > 0 || ph->own_us == 0;
 	size_t i;
 
 	for (i = 0; e->tl != NULL && i < n; i++) {
@@ -44,21 +76,21 @@ static void timeline_batch(const struct hvd__engine *e, struct hvd__req **batch,
 		long long at = t0;
 
 		if (!direct || t_in > 0)
-			hvd__timeline_span(e->tl, name,
-					   direct ? "MEMCPY_IN_RECV_BUFFER"
-						  : "MEMCPY_IN_FUSION_BUFFER",
-					   at, t_in);
-		at += t_in;
-		hvd__timeline_span(e->tl, name, "REDUCE_SCATTER", at,
+			at = phase(e, name,
+				   direct ? "MEMCPY_IN_RECV_BUFFER"
+					  : "MEMCPY_IN_FUSION_BUFFER",
+				   at, t_in);
+		else
+			at += t_in;
+		if (ph->own_us > 0)
+			at = phase(e, name, ph->own, at, ph->own_us);
+		if (ring) {
+			at = phase(e, name, ph->scatter, at,
 				   rt->reduce_scatter_us);
-		at += rt->reduce_scatter_us;
-		hvd__timeline_span(e->tl, name, "ALLGATHER", at,
-				   rt->allgather_us);
-		at += rt->allgather_us;
+			at = phase(e, name, ph->gather, at, rt->allgather_us);
+		}
 		if (!direct)
-			hvd__timeline_span(e->tl, name,
-					   "MEMCPY_OUT_FUSION_BUFFER", at,
-					   t_out);
+			phase(e, name, "MEMCPY_OUT_FUSION_BUFFER", at, t_out);
 	}
 }
 
@@ -99,7 +131,8 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	enum hvd_op run = rejoin ? HVD_SUM : op;
 	size_t es = hvd__dtype_size(t), total = 0, seg, pos, i;
 	long long t0, t_in = 0, t_out = 0, t1;
-	struct hvd__ring_times rt = {0, 0};
+	struct phases ph = RING_PHASES(e->hier.shm != NULL ? "SHM_ALLREDUCE"
+							   : "MPI_ALLREDUCE");
 	bool shm = e->hier.shm != NULL && e->k.shm_allreduce;
 	bool direct =
 		n == 1 || shm ||
@@ -154,11 +187,12 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 			rc = hvd__shm_allreduce_v(e->hier.shm, &e->hier.across,
 						  v, k, t, run,
 						  hvd__transport_timeout_ms());
-			rt.reduce_scatter_us += hvd__now_us() - t1;
+			ph.own_us += hvd__now_us() - t1;
 		} else if (k == 1)
-			rc = allreduce(e, v[0].iov_base, len / es, t, run, &rt);
+			rc = allreduce(e, v[0].iov_base, len / es, t, run, &ph);
 		else
-			rc = hvd__ring_allreduce_v(&e->comm, v, k, t, run, &rt);
+			rc = hvd__ring_allreduce_v(&e->comm, v, k, t, run,
+						   &ph.rt);
 		if (rc == HVD_OK)
 			scale_pieces(v, k, t, divisor, post);
 		if (rc != HVD_OK || direct)
@@ -179,7 +213,7 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 		t_out += hvd__now_us() - t1;
 	}
 	free(v);
-	timeline_batch(e, batch, n, direct, t0, t_in, &rt, t_out);
+	timeline_batch(e, batch, n, direct, t0, t_in, &ph, t_out);
 	return rc;
 }
 
@@ -334,6 +368,7 @@ static int gpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n,
 			       .n = n,
 			       .t = (enum hvd_dtype)batch[0]->m.dtype,
 			       .shm = shm};
+	struct phases ph = ADASUM_PHASES;
 	long long t0 = hvd__now_us(), t1;
 	int rc = t == NULL || counts == NULL ? HVD_ENOMEM : HVD_OK;
 
@@ -347,7 +382,8 @@ static int gpu_adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n,
 	t1 = hvd__now_us();
 	if (o.to == 0)
 		o.from = o.to = t1;
-	timeline_batch(e, batch, n, false, t0, o.from - t0, &o.rt, t1 - o.to);
+	ph.rt = o.rt;
+	timeline_batch(e, batch, n, false, t0, o.from - t0, &ph, t1 - o.to);
 	free(t);
 	free(counts);
 	return rc;
@@ -364,7 +400,7 @@ static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
 	size_t es = hvd__dtype_size(t), total = 0, room, i;
 	size_t *counts = malloc(n * sizeof(*counts));
-	struct hvd__ring_times rt = {0, 0};
+	struct phases ph = ADASUM_PHASES;
 	long long t0 = hvd__now_us(), t_in, t1;
 	bool gpu = batch[0]->m.gpu, one = n == 1 && !gpu, own = false, shm;
 	char *mem = NULL, *work, *half;
@@ -410,15 +446,15 @@ static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 		rc = hvd__adasum_shm(e->hier.shm,
 				     e->hier.nhosts > 1 ? &e->hier.cross : NULL,
 				     work, half, counts, n, t,
-				     hvd__transport_timeout_ms(), &rt);
+				     hvd__transport_timeout_ms(), &ph.rt);
 	else if (rc == HVD_OK)
-		rc = hvd__adasum(&e->comm, work, half, counts, n, t, &rt);
+		rc = hvd__adasum(&e->comm, work, half, counts, n, t, &ph.rt);
 	t1 = hvd__now_us();
 	if (rc == HVD_OK) {
 		hvd__scale(work, total, t, batch[0]->m.postscale);
 		rc = move(e, batch, n, work, counts, es, false);
 	}
-	timeline_batch(e, batch, n, one, t0, t_in, &rt, hvd__now_us() - t1);
+	timeline_batch(e, batch, n, one, t0, t_in, &ph, hvd__now_us() - t1);
 	if (own)
 		free(mem);
 	free(counts);

@@ -109,6 +109,17 @@ void hvd__timeline_span(struct hvd__timeline *tl, const char *name,
 	emit(tl, ev);
 }
 
+void hvd__timeline_tick(struct hvd__timeline *tl, const char *name, int rank,
+			long long ts_us)
+{
+	char what[16];
+
+	if (tl == NULL)
+		return;
+	snprintf(what, sizeof(what), "%d", rank);
+	hvd__timeline_span(tl, name, what, ts_us, 0);
+}
+
 void hvd__timeline_mark(struct hvd__timeline *tl, const char *what,
 			long long ts_us)
 {

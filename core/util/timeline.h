@@ -14,6 +14,11 @@ struct hvd__timeline *hvd__timeline_open(const char *path, int rank);
 void hvd__timeline_span(struct hvd__timeline *tl, const char *name,
 			const char *activity, long long start_us,
 			long long dur_us);
+/* The coordinator's tick in tensor `name`'s row: rank `rank`'s request
+ * reached it at ts_us (Horovod's: a zero-length event named by the rank,
+ * under the tensor's negotiation). */
+void hvd__timeline_tick(struct hvd__timeline *tl, const char *name, int rank,
+			long long ts_us);
 /* An instant marker (a cycle start). */
 void hvd__timeline_mark(struct hvd__timeline *tl, const char *what,
 			long long ts_us);

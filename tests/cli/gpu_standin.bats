@@ -215,6 +215,7 @@ assert_all_ok() { # ranks
 	jq -e '([.[] | select(.name == "MEMCPY_IN_FUSION_BUFFER")] | length) ==
 		([.[] | select(.name == "MEMCPY_OUT_FUSION_BUFFER")] | length)' "$tl"
 	jq -e '[.[] | select(.ph == "X" and .dur < 0)] | length == 0' "$tl"
+	assert_timeline_nested "$tl"
 }
 
 @test "stand-in: re-initialisation with GPU work: 30 times hvd_shutdown() then hvd_init() and a GPU allreduce at np 3, nothing leaked" {

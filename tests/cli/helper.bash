@@ -141,3 +141,26 @@ assert_survivors_failed_fast() {
 		[ -n "$ms" ] && [ "$ms" -lt 1000 ]
 	done
 }
+
+# The timeline $1 is valid JSON laid out as Horovod's (hvd(3),
+# HOROVOD_TIMELINE): in each tensor's row, every part (QUEUE, the copies,
+# the ring's, the segment's, MPI's, Adasum's or NCCL's phases) lies inside
+# one span of its operation (ALLREDUCE, BROADCAST, ...), every operation
+# follows its negotiation (NEGOTIATE_ALLREDUCE, ...), every coordinator's
+# tick (a span named by a rank) lies inside a negotiation, no span is of
+# negative length. Prints the rows that break one of these.
+assert_timeline_nested() {
+	jq -e '[.[] | select(.ph == "X")] | group_by(.tid) | map(
+		map(select(.name | test("^(ALLREDUCE|ADASUM|BROADCAST|ALLGATHER|ALLTOALL|REDUCESCATTER|BARRIER|PROCESS_SET)$"))) as $ops |
+		map(select(.name | startswith("NEGOTIATE_"))) as $neg |
+		map(select(.name | test("^(QUEUE|MEMCPY_|RING_|SHM_|MPI_|ADASUM_|NCCL_)"))) as $parts |
+		map(select(.name | test("^[0-9]+$"))) as $ticks |
+		def inside($s): . as $k | $s | any(.ts <= $k.ts and $k.ts + $k.dur <= .ts + .dur);
+		def after($s): . as $k | $s | any(.ts + .dur <= $k.ts);
+		select(($parts | map(inside($ops)) | all | not) or
+		       ($ticks | map(inside($neg)) | all | not) or
+		       ($ops | map(after($neg)) | all | not) or
+		       ($ops | length) > ($neg | length) or
+		       any(.[]; .dur < 0))) |
+		if length == 0 then true else (. | debug | false) end' "$1"
+}

@@ -296,21 +296,48 @@ busy_beside() { # n
 		--timeline-mark-cycles "$SELFTEST" fusion
 	assert_success
 	python3 -m json.tool "$BATS_TEST_TMPDIR/tl.json" >/dev/null
-	# Fused tensors share one ring operation: their REDUCE_SCATTER
-	# spans start together.
-	fused=$(jq '[.[] | select(.name == "REDUCE_SCATTER")] | group_by(.ts) |
+	assert_timeline_nested "$BATS_TEST_TMPDIR/tl.json"
+	# Fused tensors share one allreduce through the host's segment:
+	# their SHM_ALLREDUCE spans start together.
+	fused=$(jq '[.[] | select(.name == "SHM_ALLREDUCE")] | group_by(.ts) |
 		map(select(length > 1) | length) | add // 0' "$BATS_TEST_TMPDIR/tl.json")
 	[ "$fused" -ge 64 ]
-	# Over TCP they are reduced where they lie: only the out-of-place
-	# ones are copied, into their receive buffers.
+	# They are reduced where they lie: only the out-of-place ones are
+	# copied, into their receive buffers.
 	grep -q '"MEMCPY_IN_RECV_BUFFER"' "$BATS_TEST_TMPDIR/tl.json"
-	grep -q '"NEGOTIATE"' "$BATS_TEST_TMPDIR/tl.json"
+	grep -q '"NEGOTIATE_ALLREDUCE"' "$BATS_TEST_TMPDIR/tl.json"
+	grep -q '"ALLREDUCE"' "$BATS_TEST_TMPDIR/tl.json"
 	grep -q '"QUEUE"' "$BATS_TEST_TMPDIR/tl.json"
-	grep -q '"REDUCE_SCATTER"' "$BATS_TEST_TMPDIR/tl.json"
-	grep -q '"ALLGATHER"' "$BATS_TEST_TMPDIR/tl.json"
 	grep -q '"CYCLE_START"' "$BATS_TEST_TMPDIR/tl.json"
 	grep -q '"args":{"name":"grad.63"}' "$BATS_TEST_TMPDIR/tl.json"
 	run grep -c '"MEMCPY_IN_FUSION_BUFFER"' "$BATS_TEST_TMPDIR/tl.json"
+	assert_output 0
+}
+
+@test "the timeline is laid out as Horovod's: each tensor's NEGOTIATE_<OP> with a tick per rank as the coordinator heard it, then its operation's span (ALLREDUCE, BROADCAST, ..., ADASUM) holding its parts (the ring's phases over TCP)" {
+	local tl=$BATS_TEST_TMPDIR/tl.json op
+	run "$HVDRUN" -np 4 --no-shared-memory --timeline-filename "$tl.more" "$SELFTEST" more
+	assert_success
+	refute_output --partial FAIL
+	assert_timeline_nested "$tl.more"
+	for op in ALLTOALL REDUCESCATTER ADASUM; do
+		jq -e --arg op "$op" 'any(.[]; .name == $op) and any(.[]; .name == "NEGOTIATE_" + $op)' "$tl.more"
+	done
+	run "$HVDRUN" -np 3 --no-shared-memory --timeline-filename "$tl" "$SELFTEST"
+	assert_success
+	refute_output --partial FAIL
+	assert_timeline_nested "$tl"
+	for op in ALLREDUCE BROADCAST ALLGATHER BARRIER; do
+		jq -e --arg op "$op" 'any(.[]; .name == $op) and any(.[]; .name == "NEGOTIATE_" + $op)' "$tl"
+	done
+	jq -e 'any(.[]; .name == "RING_REDUCE_SCATTER") and any(.[]; .name == "RING_ALLGATHER")' "$tl"
+	# A tensor negotiated through the coordinator has the tick of each
+	# of the 3 ranks.
+	jq -e '[.[] | select(.ph == "X")] | group_by(.tid) |
+		map(select(any(.[]; .name == "NEGOTIATE_BROADCAST")) | map(select(.name | test("^[0-9]+$")) | .name) | unique) |
+		any(. == ["0", "1", "2"])' "$tl"
+	# No ring phase is named as a collective.
+	run jq '[.[] | select(.name == "REDUCE_SCATTER")] | length' "$tl"
 	assert_output 0
 }
 

@@ -56,6 +56,9 @@ setup() {
 	refute_output --partial FAIL
 	[ "$(grep -c '"MEMCPY_IN_FUSION_BUFFER"' "$BATS_TEST_TMPDIR/tl.json")" -ge 64 ]
 	grep -q '"MEMCPY_OUT_FUSION_BUFFER"' "$BATS_TEST_TMPDIR/tl.json"
+	# Horovod's name for it, inside each tensor's ALLREDUCE span.
+	grep -q '"MPI_ALLREDUCE"' "$BATS_TEST_TMPDIR/tl.json"
+	assert_timeline_nested "$BATS_TEST_TMPDIR/tl.json"
 }
 
 @test "the ring over MPI point-to-point (HOROVOD_MPI_ALLREDUCE=0) gives the same results; set on one rank only, every rank runs on rank 0's" {

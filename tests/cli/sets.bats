@@ -131,6 +131,8 @@ every_rank_ok() {
 	assert_success
 	every_rank_ok 3
 	python3 -m json.tool "$BATS_TEST_TMPDIR/tl.json" >/dev/null
+	assert_timeline_nested "$BATS_TEST_TMPDIR/tl.json"
+	grep -q '"PROCESS_SET"' "$BATS_TEST_TMPDIR/tl.json"
 	for t in pair.allreduce pair.allgather pair.broadcast pair.alltoall evens.reducescatter job.allreduce; do
 		grep -q "\"$t\"" "$BATS_TEST_TMPDIR/tl.json"
 	done

@@ -3,7 +3,9 @@ every rank's input from a seed, so each can compute the expected result
 alone. Collectives first, assertions after, so that a failing check on
 one rank does not leave the others waiting in a collective."""
 
+import json
 import os
+import time
 
 import pytest
 import torch
@@ -293,13 +295,27 @@ def test_bad_arguments(hvd):
 
 
 def test_timeline(hvd, tmp_path_factory):
+    """What Horovod's own timeline test looks for, read while the timeline
+    is still open; and the coordinator's ticks show the rank that came
+    late (the last rank, 0.3 s after the others)."""
     path = str(tmp_path_factory.getbasetemp() / ("timeline.%d.json" % hvd.rank()))
     hvd.start_timeline(path, mark_cycles=True)
     hvd.allreduce(torch.ones(10), name="timeline.t")
+    text = open(path).read() if hvd.rank() == 0 else ""
+    if hvd.rank() == hvd.size() - 1:
+        time.sleep(0.3)
+    hvd.allreduce(torch.ones(10), name="timeline.late")
     hvd.stop_timeline()
     if hvd.rank() == 0:
-        with open(path) as f:
-            text = f.read()
-        assert "allreduce.timeline.t" in text
+        for want in ["allreduce.timeline.t", "NEGOTIATE_ALLREDUCE", "ALLREDUCE",
+                     "CYCLE_START"]:
+            assert want in text
+        events = json.load(open(path))
+        row = [e["tid"] for e in events
+               if e["ph"] == "M" and e["args"]["name"] == "allreduce.timeline.late"]
+        ticks = sorted((e["ts"], e["name"]) for e in events
+                       if e["ph"] == "X" and e.get("tid") in row and e["name"].isdigit())
+        assert sorted(n for _, n in ticks) == sorted(str(r) for r in range(hvd.size()))
+        assert ticks[-1][1] == str(hvd.size() - 1)
     else:
         assert not os.path.exists(path)
