@@ -76,11 +76,10 @@ static const struct {
 	 "nothing: hvdrun caches no start checks"},
 	{"no-autotune", AL_SET, false, HL_K_AUTOTUNE, "false",
 	 "no autotuning (the default)"},
-	{"no-mpi-threads-disable", AL_NOTHING, false, HL_K_COUNT, NULL,
-	 "nothing: MPI keeps its threads (the default)"},
-	{"mpi-threads-disable", AL_REFUSE, false, HL_K_COUNT, NULL,
-	 "libhvd's background thread calls MPI, which needs "
-	 "MPI_THREAD_SERIALIZED; leave it out"},
+	{"no-mpi-threads-disable", AL_SET, false, HL_K_MPI_THREADS_DISABLE,
+	 "false", "MPI keeps its threads (the default)"},
+	{"min-num-proc", AL_ARG, true, HL_K_MIN_NP, NULL, "--min-np"},
+	{"max-num-proc", AL_ARG, true, HL_K_MAX_NP, NULL, "--max-np"},
 	{"jsrun", AL_REFUSE, false, HL_K_COUNT, NULL,
 	 "hvdrun does not start jobs through LSF's jsrun; give the hosts "
 	 "with -H or --hostfile (or run mpirun with --mpi)"},

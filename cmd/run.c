@@ -355,11 +355,7 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 		goto out;
 	if (hosts->origin != NULL && (cmd_args.dry_run || o->v[HL_K_VERBOSE].b))
 		fprintf(stderr, "hvdrun: hosts: %s\n", hosts->origin);
-	if (cmd_args.dry_run) {
-		print_plan(&plan, hosts, stdout);
-		goto out;
-	}
-	if (command[0] == NULL) {
+	if (command[0] == NULL && !cmd_args.dry_run) {
 		rc = hl_fail(cause, HL_EINVAL, "no command to run");
 		goto out;
 	}
@@ -380,6 +376,11 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 		rc = hl_ssh_opts_launcher(&so, hosts->slurm, cause);
 	if (rc == HL_OK)
 		rc = hl_rules_check_launcher(o, so.srun, cause);
+	/* --dry-run: every check that reaches no host, then the plan. */
+	if (rc == HL_OK && cmd_args.dry_run) {
+		print_plan(&plan, hosts, stdout);
+		goto out;
+	}
 	if (rc == HL_OK)
 		rc = hl_iface_choose(&ic, o, hosts, &plan, &so, cause);
 	if (rc != HL_OK)

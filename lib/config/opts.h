@@ -72,6 +72,7 @@ enum hl_key {
 	HL_K_MPI,
 	HL_K_MPI_ARGS,
 	HL_K_BINDING_ARGS,
+	HL_K_MPI_THREADS_DISABLE, /* horovodrun's; refused with --mpi */
 	HL_K_COUNT
 };
 

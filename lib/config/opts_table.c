@@ -274,4 +274,9 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 	[HL_K_BINDING_ARGS] = {"mpi", "binding_args", "binding-args", NULL,
 			       HL_T_STRING, 0, 0, NULL, NULL, NULL, HL_X_NONE,
 			       "mpirun's process binding (--mpi)", "\"ARGS\""},
+	[HL_K_MPI_THREADS_DISABLE] = {"mpi", "threads_disable",
+				      "mpi-threads-disable", "true", HL_T_BOOL,
+				      0, 0, NULL, "false", NULL, HL_X_NONE,
+				      "horovodrun's: nothing here; refused "
+				      "with --mpi"},
 };

@@ -54,6 +54,13 @@ static int check_horovod(const struct hl_opts *o, char **cause)
 			"--num-nccl-streams %ld: libhvd runs NCCL on one "
 			"stream per GPU; leave it out (1 is the only value)",
 			o->v[HL_K_NUM_NCCL_STREAMS].i);
+	/* horovodrun's: MPI initialised without threads, which applies
+	 * only under MPI; libhvd's own engine uses none. */
+	if (o->v[HL_K_MPI_THREADS_DISABLE].b && o->v[HL_K_MPI].b)
+		return hl_fail(cause, HL_EINVAL,
+			       "--mpi-threads-disable with --mpi: libhvd's "
+			       "background thread calls MPI, which needs "
+			       "MPI_THREAD_SERIALIZED; leave it out");
 	if (o->v[HL_K_BINDING_ARGS].set && !o->v[HL_K_MPI].b)
 		return hl_fail(cause, HL_EINVAL,
 			       "--binding-args is for mpirun (--mpi); hvdrun's "

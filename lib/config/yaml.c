@@ -10,12 +10,13 @@
  *   timeline:        filename, mark_cycles
  *   stall_check:     enabled, warning_time_seconds, shutdown_time_seconds
  *   library_options: mpi_threads_disable, num_nccl_streams,
- *                    thread_affinity, gloo_timeout_seconds
- *   logging:         level, with_timestamp
+ *                    thread_affinity, gloo_timeout_seconds,
+ *                    ccl_bgt_affinity (nothing: no oneCCL)
+ *   logging:         level, with_timestamp, hide_timestamp (its opposite)
  *
- * Every value is a scalar; a key hvdrun does not know, or one whose
- * meaning it refuses (mpi_threads_disable true), is an
- * error that names the file, the line and the key. */
+ * Every value is a scalar; a key hvdrun does not know is an error that
+ * names the file, the line and the key (the rules between settings,
+ * config/rules.c, refuse mpi_threads_disable with the mpi controller). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,51 +26,45 @@
 
 #include "config/config.h"
 
-/* A section's key: the setting it is (HL_K_COUNT: none), or why it is
- * refused when true (refuse), or nothing to do when false (autotune's
- * other keys while it is off). */
+/* A section's key: the setting it is, taken as it is, or its opposite
+ * (invert: a boolean that says the reverse of the setting's), or nothing
+ * to do (HL_K_COUNT). */
 struct ykey {
 	const char *section, *name;
-	const char *refuse_true; /* refused when true, with this reason */
 	enum hl_key key;
-	bool ignore; /* taken, and nothing to do */
+	bool invert;
 };
 
 static const struct ykey ykeys[] = {
-	{"params", "fusion_threshold_mb", NULL, HL_K_FUSION_THRESHOLD_MB,
+	{"params", "fusion_threshold_mb", HL_K_FUSION_THRESHOLD_MB, false},
+	{"params", "cycle_time_ms", HL_K_CYCLE_TIME_MS, false},
+	{"params", "cache_capacity", HL_K_CACHE_CAPACITY, false},
+	{"params", "hierarchical_allreduce", HL_K_HIERARCHICAL_ALLREDUCE,
 	 false},
-	{"params", "cycle_time_ms", NULL, HL_K_CYCLE_TIME_MS, false},
-	{"params", "cache_capacity", NULL, HL_K_CACHE_CAPACITY, false},
-	{"params", "hierarchical_allreduce", NULL, HL_K_HIERARCHICAL_ALLREDUCE,
+	{"params", "hierarchical_allgather", HL_K_HIERARCHICAL_ALLGATHER,
 	 false},
-	{"params", "hierarchical_allgather", NULL, HL_K_HIERARCHICAL_ALLGATHER,
+	{"autotune", "enabled", HL_K_AUTOTUNE, false},
+	{"autotune", "log_file", HL_K_AUTOTUNE_LOG, false},
+	{"autotune", "warmup_samples", HL_K_AUTOTUNE_WARMUP, false},
+	{"autotune", "steps_per_sample", HL_K_AUTOTUNE_STEPS, false},
+	{"autotune", "bayes_opt_max_samples", HL_K_AUTOTUNE_MAX, false},
+	{"autotune", "gaussian_process_noise", HL_K_AUTOTUNE_NOISE, false},
+	{"timeline", "filename", HL_K_TIMELINE_FILENAME, false},
+	{"timeline", "mark_cycles", HL_K_TIMELINE_MARK_CYCLES, false},
+	{"stall_check", "enabled", HL_K_STALL_CHECK, false},
+	{"stall_check", "warning_time_seconds", HL_K_STALL_WARNING_S, false},
+	{"stall_check", "shutdown_time_seconds", HL_K_STALL_SHUTDOWN_S, false},
+	{"library_options", "mpi_threads_disable", HL_K_MPI_THREADS_DISABLE,
 	 false},
-	{"autotune", "enabled", NULL, HL_K_AUTOTUNE, false},
-	{"autotune", "log_file", NULL, HL_K_AUTOTUNE_LOG, false},
-	{"autotune", "warmup_samples", NULL, HL_K_AUTOTUNE_WARMUP, false},
-	{"autotune", "steps_per_sample", NULL, HL_K_AUTOTUNE_STEPS, false},
-	{"autotune", "bayes_opt_max_samples", NULL, HL_K_AUTOTUNE_MAX, false},
-	{"autotune", "gaussian_process_noise", NULL, HL_K_AUTOTUNE_NOISE,
-	 false},
-	{"timeline", "filename", NULL, HL_K_TIMELINE_FILENAME, false},
-	{"timeline", "mark_cycles", NULL, HL_K_TIMELINE_MARK_CYCLES, false},
-	{"stall_check", "enabled", NULL, HL_K_STALL_CHECK, false},
-	{"stall_check", "warning_time_seconds", NULL, HL_K_STALL_WARNING_S,
-	 false},
-	{"stall_check", "shutdown_time_seconds", NULL, HL_K_STALL_SHUTDOWN_S,
-	 false},
-	{"library_options", "mpi_threads_disable",
-	 "libhvd's background thread calls MPI, which needs "
-	 "MPI_THREAD_SERIALIZED",
-	 HL_K_COUNT, false},
-	{"library_options", "num_nccl_streams", NULL, HL_K_NUM_NCCL_STREAMS,
-	 false},
-	{"library_options", "thread_affinity", NULL, HL_K_THREAD_AFFINITY,
-	 false},
-	{"library_options", "gloo_timeout_seconds", NULL, HL_K_GLOO_TIMEOUT,
-	 false},
-	{"logging", "level", NULL, HL_K_LOG_LEVEL, false},
-	{"logging", "with_timestamp", NULL, HL_K_LOG_TIMESTAMP, false},
+	{"library_options", "num_nccl_streams", HL_K_NUM_NCCL_STREAMS, false},
+	{"library_options", "thread_affinity", HL_K_THREAD_AFFINITY, false},
+	{"library_options", "gloo_timeout_seconds", HL_K_GLOO_TIMEOUT, false},
+	/* oneCCL's background thread: no oneCCL here. */
+	{"library_options", "ccl_bgt_affinity", HL_K_COUNT, false},
+	{"logging", "level", HL_K_LOG_LEVEL, false},
+	{"logging", "with_timestamp", HL_K_LOG_TIMESTAMP, false},
+	/* horovodrun's --log-hide-timestamp, as a key. */
+	{"logging", "hide_timestamp", HL_K_LOG_TIMESTAMP, true},
 };
 
 struct yctx {
@@ -142,18 +137,17 @@ static int set_one(struct yctx *y, const char *section, const char *name,
 		if (strcmp(k->section, section) != 0 ||
 		    strcmp(k->name, name) != 0)
 			continue;
-		if (k->refuse_true != NULL) {
+		if (k->key == HL_K_COUNT)
+			return HL_OK;
+		if (k->invert) {
 			if (!hl_parse_bool(scalar(y), &b))
 				return hl_fail(
 					y->cause, HL_EINVAL,
 					"%sbad value '%s' for '%s' in %s (want true or false)",
 					where, scalar(y), name, section);
-			return b ? hl_fail(y->cause, HL_EINVAL, "%s%s: %s: %s",
-					   where, section, name, k->refuse_true)
-				 : HL_OK;
+			return hl_opts_set(y->o, k->key, b ? "false" : "true",
+					   where, NULL, y->cause);
 		}
-		if (k->ignore)
-			return HL_OK;
 		return hl_opts_set(y->o, k->key, scalar(y), where, NULL,
 				   y->cause);
 	}

@@ -20,6 +20,7 @@ HOROVODRUN_FLAGS=(
 	"--autotune-log-file LOG" "--autotune-warmup-samples 3"
 	"--autotune-steps-per-sample 10" "--autotune-bayes-opt-max-samples 20"
 	"--autotune-gaussian-process-noise 0.8" "--min-np 1" "--max-np 2"
+	"--min-num-proc 1" "--max-num-proc 2"
 	"--slots-per-host 1" "--elastic-timeout 600" "--reset-limit 3"
 	"--blacklist-cooldown-range 1 2" "--timeline-filename TL"
 	"--timeline-mark-cycles" "--no-timeline-mark-cycles" "--no-stall-check"
@@ -109,6 +110,19 @@ HOROVODRUN_FLAGS=(
 	run "$HVDRUN" --elastic-timeout 5 -np 1 true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: --elastic-timeout is for an elastic job: add --min-np"
+	# --min-num-proc and --max-num-proc are --min-np and --max-np.
+	run "$HVDRUN" --min-num-proc 1 --max-num-proc 1 -H localhost:1,127.0.0.1:1 -np 2 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --max-np 1 is less than the 2 workers the job starts with"
+	# --mpi-threads-disable applies under MPI only, as horovodrun's:
+	# without --mpi nothing to do; with it, refused.
+	run "$HVDRUN" --mpi-threads-disable -np 1 echo ran
+	assert_success
+	assert_output "[0]<stdout>:ran"
+	run "$HVDRUN" --mpi --mpi-threads-disable -np 1 echo ran
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --mpi-threads-disable with --mpi: libhvd's background thread calls MPI, which needs MPI_THREAD_SERIALIZED; leave it out"
+	refute_output --partial ran
 }
 
 @test "-cb prints what this build has in horovodrun's format" {
@@ -182,6 +196,30 @@ HOROVODRUN_FLAGS=(
 	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/broken.yaml" -np 1 true
 	assert_failure 2
 	assert_line --index 0 --partial "broken.yaml:"
+	# horovodrun's other keys: mpi_threads_disable (nothing to do
+	# without the mpi controller), ccl_bgt_affinity (no oneCCL),
+	# logging's hide_timestamp (with_timestamp's opposite).
+	cat >"$BATS_TEST_TMPDIR/full.yaml" <<-'YAML'
+	controller: gloo
+	params:
+	  cache_capacity: 512
+	  hierarchical_allreduce: true
+	library_options:
+	  mpi_threads_disable: true
+	  num_nccl_streams: 1
+	  ccl_bgt_affinity: 2
+	logging:
+	  level: INFO
+	  hide_timestamp: false
+	YAML
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/full.yaml" -np 1 sh -c 'echo $HOROVOD_CACHE_CAPACITY $HOROVOD_HIERARCHICAL_ALLREDUCE $HOROVOD_LOG_LEVEL $HOROVOD_LOG_HIDE_TIME'
+	assert_success
+	assert_output "[0]<stdout>:512 1 INFO 0"
+	sed -i 's/^controller: gloo/controller: mpi/' "$BATS_TEST_TMPDIR/full.yaml"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/full.yaml" -np 1 echo started
+	assert_failure 2
+	assert_line --index 0 --partial "hvdrun: --mpi-threads-disable with --mpi:"
+	refute_output --partial started
 	# Another extension is hvdrun's INI file, as before.
 	printf '[tuning]\ncycle_time_ms = 7\n' >"$BATS_TEST_TMPDIR/hvdrun.conf"
 	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/hvdrun.conf" -np 1 sh -c 'echo $HOROVOD_CYCLE_TIME'

@@ -16,7 +16,7 @@ load helper
 	assert_line --regexp '^  --log-level trace\|debug\|info\|warning\|error\|fatal$'
 	# Short enough to read (horovodrun's other flags take a third of
 	# it), and every line fits a terminal.
-	[ "${#lines[@]}" -lt 115 ]
+	[ "${#lines[@]}" -lt 120 ]
 	for l in "${lines[@]}"; do [ "${#l}" -le 80 ]; done
 	run "$HVDRUN" -h
 	assert_success
@@ -36,6 +36,17 @@ rank=1 host=a local_rank=1 local_size=2 cross_rank=0 cross_size=2
 rank=2 host=b local_rank=0 local_size=1 cross_rank=1 cross_size=3
 rank=3 host=c local_rank=0 local_size=2 cross_rank=2 cross_size=3
 rank=4 host=c local_rank=1 local_size=2 cross_rank=1 cross_size=2"
+}
+
+@test "--dry-run refuses what the job would refuse, before the plan: exit 2, one line, no plan" {
+	local a words
+	for a in "--num-nccl-streams 2" "--elastic-timeout 5" "--binding-args -v" "--mpi --min-np 1"; do
+		read -r -a words <<<"$a"
+		run "$HVDRUN" "${words[@]}" -np 2 --dry-run true
+		assert_failure 2
+		assert_line --index 0 --regexp "^hvdrun: --"
+		refute_output --partial "rank="
+	done
 }
 
 @test "without hosts, -np N runs on localhost:N; without -np, every slot" {
