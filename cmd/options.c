@@ -69,6 +69,34 @@ static void ssh_logging(void)
 	ssh_set_log_level(ssh_log_max);
 }
 
+/* horovodrun's: HOROVOD_START_TIMEOUT and (in an elastic job)
+ * HOROVOD_ELASTIC_TIMEOUT in hvdrun's own environment, where neither the
+ * command line nor the config file gave the option. */
+static int horovod_env(struct hl_opts *o, char **cause)
+{
+	static const struct {
+		enum hl_key k;
+		const char *var;
+	} vars[] = {{HL_K_START_TIMEOUT, "HOROVOD_START_TIMEOUT"},
+		    {HL_K_ELASTIC_TIMEOUT, "HOROVOD_ELASTIC_TIMEOUT"}};
+	size_t i;
+	int rc = HL_OK;
+
+	for (i = 0; rc == HL_OK && i < sizeof(vars) / sizeof(*vars); i++) {
+		const char *v = getenv(vars[i].var);
+		char where[64];
+
+		if (v == NULL || *v == '\0' || o->v[vars[i].k].set ||
+		    (vars[i].k == HL_K_ELASTIC_TIMEOUT &&
+		     !o->v[HL_K_MIN_NP].set))
+			continue;
+		snprintf(where, sizeof(where),
+			 "%s in the environment: ", vars[i].var);
+		rc = hl_opts_set(o, vars[i].k, v, where, NULL, cause);
+	}
+	return rc;
+}
+
 bool cmd_options(int argc, char **argv, bool check, int *code)
 {
 	char *cause = NULL;
@@ -90,6 +118,8 @@ bool cmd_options(int argc, char **argv, bool check, int *code)
 	if (rc == HL_OK && cmd_args.config_file != NULL)
 		rc = hl_config_load(cmd_args.config_file, &cmd_args.opts,
 				    &cause);
+	if (rc == HL_OK)
+		rc = horovod_env(&cmd_args.opts, &cause);
 	if (rc == HL_OK)
 		rc = hl_opts_finish(&cmd_args.opts, &cause);
 	if (rc != HL_OK) {

@@ -429,10 +429,11 @@ assert_weights() {
 @test "elastic: below --min-np while a host may return, the others wait for it (--elastic-timeout), then go on with it; past the timeout the job ends with the failing code" {
 	local want w
 	want=$(weights 500)
-	ELASTIC_KILL="3:1" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 3 \
+	# horovodrun's HOROVOD_ELASTIC_TIMEOUT, where no option gives it.
+	HOROVOD_ELASTIC_TIMEOUT=300 ELASTIC_KILL="3:1" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 3 \
 		--blacklist-cooldown-range 1 1 "$KILL" "$ELASTIC" 500 5 10
 	assert_success
-	assert_line "hvdrun: worker 3 on 127.0.0.1 was killed by signal 9 (Killed); 2 workers remain, fewer than --min-np 3: they wait up to 600 s (--elastic-timeout) for hosts"
+	assert_line "hvdrun: worker 3 on 127.0.0.1 was killed by signal 9 (Killed); 2 workers remain, fewer than --min-np 3: they wait up to 300 s (--elastic-timeout) for hosts"
 	assert_line "hvdrun: host 127.0.0.1 is back after its cool-down: 2 workers start there"
 	assert_line --regexp "^hvdrun: 4 workers form generation [0-9]+, --min-np met again$"
 	for w in 0 1 2 3; do
@@ -441,7 +442,7 @@ assert_weights() {
 	wait_no_leftovers
 	rm -rf "$PIDDIR"/killed*
 	# The host does not return in time.
-	ELASTIC_KILL="3:1" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 3 \
+	HOROVOD_ELASTIC_TIMEOUT=300 ELASTIC_KILL="3:1" run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1:2 --min-np 3 \
 		--blacklist-cooldown-range 30 30 --elastic-timeout 2 "$KILL" "$ELASTIC" 3000 5 10
 	assert_failure 137
 	assert_line "hvdrun: fewer than --min-np 3 workers for 2 s (--elastic-timeout) since worker 3 on 127.0.0.1 was killed by signal 9 (Killed); stopping the job"

@@ -110,6 +110,15 @@ HOROVODRUN_FLAGS=(
 	run "$HVDRUN" --elastic-timeout 5 -np 1 true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: --elastic-timeout is for an elastic job: add --min-np"
+	# horovodrun's HOROVOD_START_TIMEOUT, where no option gives it.
+	HOROVOD_START_TIMEOUT=5 run "$HVDRUN" -np 1 sh -c 'echo $HVD_START_TIMEOUT'
+	assert_output "[0]<stdout>:5"
+	HOROVOD_START_TIMEOUT=5 run "$HVDRUN" --start-timeout 7 -np 1 sh -c 'echo $HVD_START_TIMEOUT'
+	assert_output "[0]<stdout>:7"
+	HOROVOD_START_TIMEOUT=soon run "$HVDRUN" -np 1 echo started
+	assert_failure 2
+	assert_line --index 0 --partial "hvdrun: HOROVOD_START_TIMEOUT in the environment: bad value 'soon'"
+	refute_output --partial started
 	# --min-num-proc and --max-num-proc are --min-np and --max-np.
 	run "$HVDRUN" --min-num-proc 1 --max-num-proc 1 -H localhost:1,127.0.0.1:1 -np 2 true
 	assert_failure 2
