@@ -134,6 +134,11 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 	[WENV_TRANSPORT_TIMEOUT_MS] =
 		{"HVD_TRANSPORT_TIMEOUT_MS", WENV_T_INT, false, 100, 86400000,
 		 30000, NULL, "milliseconds of silence that fail a peer"},
+	[WENV_GLOO_TIMEOUT_SECONDS] =
+		{"HOROVOD_GLOO_TIMEOUT_SECONDS", WENV_T_INT, false, 1, 86400,
+		 30, NULL,
+		 "horovodrun's: seconds of silence that fail a peer (where "
+		 "HVD_TRANSPORT_TIMEOUT_MS is unset)"},
 	[WENV_SHM] = {"HVD_SHM", WENV_T_INT, false, 0, 1, 1, NULL,
 		      "0: the ranks of one host talk over TCP, not shared "
 		      "memory"},

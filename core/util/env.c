@@ -73,10 +73,14 @@ int hvd__env_long(enum wenv_id v, long *out)
 
 int hvd__transport_timeout_ms(void)
 {
-	long ms;
+	long ms, s;
 
-	/* Every cycle moves bytes between all ranks, even when idle: two
-	 * seconds of silence mean a peer or its link is gone. */
+	/* horovodrun's variable where libhvd's own is unset (a script that
+	 * sets it before hvd_init, or -x). */
+	if (hvd__env_text(WENV_TRANSPORT_TIMEOUT_MS) == NULL &&
+	    hvd__env_text(WENV_GLOO_TIMEOUT_SECONDS) != NULL &&
+	    hvd__env_long(WENV_GLOO_TIMEOUT_SECONDS, &s) == HVD_OK)
+		return (int)(s * 1000);
 	if (hvd__env_long(WENV_TRANSPORT_TIMEOUT_MS, &ms) != HVD_OK)
 		ms = (long)wenv_vars[WENV_TRANSPORT_TIMEOUT_MS].def;
 	return (int)ms;
