@@ -53,7 +53,7 @@ static int start_on(struct sup *s, size_t h, int n, char *text, size_t len)
 		if (rc == HL_OK && l->output_dir != NULL &&
 		    w->out[0].tee_fd < 0)
 			rc = hl_out_open_files(w->out, l->output_dir, w->rank,
-					       &cause);
+					       l->max_np, &cause);
 	}
 	if (rc == HL_OK)
 		rc = hl_el_place_starting(s, again, n);

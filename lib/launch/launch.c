@@ -372,7 +372,8 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	/* Per-rank files first: a bad directory starts nothing. */
 	for (i = 0; i < l->plan->size && l->output_dir != NULL && rc == HL_OK;
 	     i++)
-		rc = hl_out_open_files(s.w[i].out, l->output_dir, i, cause);
+		rc = hl_out_open_files(s.w[i].out, l->output_dir, i, s.n,
+				       cause);
 	/* MASTER_ADDR: rank 0's host, unless an address was found. */
 	if (rc == HL_OK && l->env->master_addr == NULL)
 		rc = hl_master_addr(l->env, s.w[0].place.host, cause);

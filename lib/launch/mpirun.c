@@ -102,6 +102,17 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 	rc = hl_strvec_push(out, "mpirun");
 	if (rc == HL_OK && geteuid() == 0)
 		rc = hl_strvec_push(out, "--allow-run-as-root");
+	/* Output as horovodrun's --mpi gives it: each line tagged with its
+	 * rank ("[1,R]<stdout>:"), timestamped with
+	 * --prefix-output-with-timestamp, and copied under
+	 * --output-filename's folder by mpirun itself. */
+	if (rc == HL_OK)
+		rc = hl_strvec_push(out, "--tag-output");
+	if (rc == HL_OK && o->v[HL_K_PREFIX_TIMESTAMP].b)
+		rc = hl_strvec_push(out, "--timestamp-output");
+	if (rc == HL_OK && o->v[HL_K_OUTPUT_FILENAME].set)
+		rc = push2(out, "--output-filename",
+			   o->v[HL_K_OUTPUT_FILENAME].s);
 	snprintf(np, sizeof(np), "%d", plan->size);
 	if (rc == HL_OK)
 		rc = push2(out, "-np", np);

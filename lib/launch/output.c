@@ -184,10 +184,11 @@ void hl_out_close(struct hl_outstream *os)
 }
 
 int hl_out_open_files(struct hl_outstream os[2], const char *dir, int rank,
-		      char **cause)
+		      int size, char **cause)
 {
 	static const char *const names[2] = {"stdout", "stderr"};
-	char *sub = hl_asprintf("%s/rank.%d", dir, rank);
+	int width = snprintf(NULL, 0, "%d", size > 1 ? size - 1 : 0);
+	char *sub = hl_asprintf("%s/rank.%0*d", dir, width, rank);
 	int j, rc = HL_OK;
 
 	if (sub == NULL)

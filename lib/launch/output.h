@@ -30,11 +30,13 @@ void hl_out_feed(struct hl_outstream *os, const char *data, size_t n);
 void hl_out_flush(struct hl_outstream *os);
 void hl_out_close(struct hl_outstream *os);
 /* --output-filename: open DIR/rank.N/stdout and stderr as the copies of
- * a rank's two streams, creating the folders. A copy that cannot be
- * written (a full file system) is given up with one line on stderr that
- * names the file; the lines go on to hvdrun's own output. */
+ * a rank's two streams, creating the folders; N has as many digits as the
+ * job's last rank (size - 1), zero-padded as horovodrun's, so that the
+ * folders sort in rank order. A copy that cannot be written (a full file
+ * system) is given up with one line on stderr that names the file; the
+ * lines go on to hvdrun's own output. */
 int hl_out_open_files(struct hl_outstream os[2], const char *dir, int rank,
-		      char **cause);
+		      int size, char **cause);
 
 /* When a line could not be written to hvdrun's own stdout (1) or stderr
  * (2), a closed pipe or a full disk: true, with which and its errno, the

@@ -98,7 +98,7 @@ setup() {
 	# With --mpi, MPI as asked.
 	run env HOROVOD_CONTROLLER=mpi "$HVDRUN" --mpi -np 2 -x HOROVOD_CONTROLLER "$SELFTEST" all
 	assert_success
-	assert_line "rank 1: ok"
+	assert_line "[1,1]<stdout>:rank 1: ok"
 	refute_output --partial "warning"
 }
 
@@ -127,22 +127,33 @@ setup() {
 @test "hvdrun --mpi: mpirun built from the same options; --verbose prints it" {
 	run "$HVDRUN" --mpi --verbose -np 2 -H localhost:2 -x FOO=bar -x HOME \
 		--network-interface lo --fusion-threshold-mb 8 \
-		--mpi-args "--tag-output --mca btl self,tcp" sh -c 'echo "$OMPI_COMM_WORLD_RANK $FOO $HOROVOD_FUSION_THRESHOLD"'
+		--mpi-args "--mca btl self,tcp" sh -c 'echo "$OMPI_COMM_WORLD_RANK $FOO $HOROVOD_FUSION_THRESHOLD"'
 	assert_success
 	local root=""
 	[ "$(id -u)" -ne 0 ] || root=" --allow-run-as-root"
-	assert_line "hvdrun: mpirun$root -np 2 -H localhost:2 --mca plm_rsh_args -o StrictHostKeyChecking=accept-new --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -x FOO=bar -x HOROVOD_FUSION_THRESHOLD=8388608 -x HOME --tag-output --mca btl self,tcp sh -c echo \"\$OMPI_COMM_WORLD_RANK \$FOO \$HOROVOD_FUSION_THRESHOLD\""
+	assert_line "hvdrun: mpirun$root --tag-output -np 2 -H localhost:2 --mca plm_rsh_args -o StrictHostKeyChecking=accept-new --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -x FOO=bar -x HOROVOD_FUSION_THRESHOLD=8388608 -x HOME --mca btl self,tcp sh -c echo \"\$OMPI_COMM_WORLD_RANK \$FOO \$HOROVOD_FUSION_THRESHOLD\""
 	assert_line "[1,0]<stdout>:0 bar 8388608"
 	assert_line "[1,1]<stdout>:1 bar 8388608"
+}
+
+@test "hvdrun --mpi: output as horovodrun's --mpi gives it: each line tagged by mpirun, timestamps with --prefix-output-with-timestamp, --output-filename to mpirun's own layout" {
+	cd "$BATS_TEST_TMPDIR"
+	run "$HVDRUN" --mpi --prefix-output-with-timestamp --output-filename logs -np 2 \
+		sh -c 'echo "out $OMPI_COMM_WORLD_RANK"; echo "err $OMPI_COMM_WORLD_RANK" >&2'
+	assert_success
+	assert_line --regexp '^[A-Z][a-z]{2} [A-Z][a-z]{2} +[0-9]+ [0-9:]{8} [0-9]{4}\[1,1\]<stdout>:out 1$'
+	assert_line --regexp '^[A-Z][a-z]{2} [A-Z][a-z]{2} +[0-9]+ [0-9:]{8} [0-9]{4}\[1,0\]<stderr>:err 0$'
+	grep -q "out 1" logs/1/rank.1/stdout
+	grep -q "err 0" logs/1/rank.0/stderr
 }
 
 @test "hvdrun --mpi runs a plain MPI program and a libhvd one" {
 	run "$HVDRUN" --mpi -np 2 "$MPI_USER" serialized
 	assert_success
-	assert_line "rank 1 of 2: allreduce success, 2"
+	assert_line "[1,1]<stdout>:rank 1 of 2: allreduce success, 2"
 	run "$HVDRUN" --mpi -np 3 "$SELFTEST" all
 	assert_success
-	assert_line "rank 2: ok"
+	assert_line "[1,2]<stdout>:rank 2: ok"
 }
 
 @test "hvdrun --mpi: a failing rank ends the job with its code" {

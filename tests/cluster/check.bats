@@ -188,8 +188,8 @@ assert_no_probe() {
 		--network-check-timeout 0.5 -H ns1:1,ns2:1,ns3:1 "$ROOT/build/tests/hvd_selftest" all
 	assert_success
 	assert_line --partial " --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 "
-	assert_line "rank 0: ok"
-	assert_line "rank 2: ok"
+	assert_line "[1,0]<stdout>:rank 0: ok"
+	assert_line "[1,2]<stdout>:rank 2: ok"
 }
 
 # Rename host K's eth0 (its address and routes come back with it).

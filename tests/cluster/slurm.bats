@@ -127,20 +127,20 @@ sigkill_job() {
 	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --mpi --verbose \
 		--network-interface eth0 "$ROOT/build/tests/mpi_user" serialized
 	assert_success
-	assert_line --regexp "^hvdrun: mpirun( --allow-run-as-root)? -np 4 --mca plm_rsh_args"
+	assert_line --regexp "^hvdrun: mpirun( --allow-run-as-root)? --tag-output -np 4 --mca plm_rsh_args"
 	refute_output --partial " -H "
-	assert_line "rank 3 of 4: allreduce success, 4"
+	assert_line "[1,3]<stdout>:rank 3 of 4: allreduce success, 4"
 	# Pinned: a free choice may take ns3 (while ns2 still ends the job
 	# before).
 	run slurm_exec salloc -Q -N2 -w ns1,ns2 --ntasks-per-node=2 "$HVDRUN" --mpi \
 		--network-interface eth0 sh -c 'echo "$OMPI_COMM_WORLD_RANK on $(hostname)"'
 	assert_success
-	assert_line "1 on ns1"
-	assert_line "2 on ns2"
+	assert_line "[1,1]<stdout>:1 on ns1"
+	assert_line "[1,2]<stdout>:2 on ns2"
 	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --mpi \
 		--network-interface eth0 "$ROOT/build/tests/hvd_selftest" all
 	assert_success
-	assert_line "rank 3: ok"
+	assert_line "[1,3]<stdout>:rank 3: ok"
 }
 
 @test "hvdrun check inside an allocation checks the allocation's nodes" {

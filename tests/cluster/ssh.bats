@@ -394,8 +394,8 @@ wait_gone() {
 	export ASAN_OPTIONS=detect_leaks=0
 	run timeout 120 "$HVDRUN" --mpi "${SSH[@]}" -H node1:2,node2:1 "$ROOT/build/tests/hvd_selftest" all
 	assert_success
-	assert_line "rank 0: ok"
-	assert_line "rank 2: ok"
+	assert_line "[1,0]<stdout>:rank 0: ok"
+	assert_line "[1,2]<stdout>:rank 2: ok"
 	run timeout 120 "$HVDRUN" --mpi "${SSH[@]}" -H node1:1,node2:1 sh -c '[ "$(hostname)" = node2 ] && exit 5; sleep 20'
 	assert_failure 5
 }
