@@ -141,12 +141,17 @@ load helper
 	[ "$output" = "$(printf '[0]<stdout>:tab\there\001\377')" ]
 }
 
-@test "--output-filename writes each rank's raw output to DIR/rank.N" {
+@test "--output-filename writes each rank's raw output to DIR/rank.N, N zero-padded as horovodrun's so the folders sort by rank" {
 	run "$HVDRUN" -np 2 --output-filename "$BATS_TEST_TMPDIR/logs" "$WORKERS/chatter.sh"
 	assert_success
 	[ "$(head -1 "$BATS_TEST_TMPDIR/logs/rank.1/stdout")" = "rank1-line1-end" ]
 	[ "$(tail -c 21 "$BATS_TEST_TMPDIR/logs/rank.0/stdout")" = "no newline at the end" ]
 	[ "$(cat "$BATS_TEST_TMPDIR/logs/rank.1/stderr" | wc -l)" -eq 5 ]
+	run "$HVDRUN" -np 11 --output-filename "$BATS_TEST_TMPDIR/eleven" sh -c 'echo "$HOROVOD_RANK"'
+	assert_success
+	run ls "$BATS_TEST_TMPDIR/eleven"
+	assert_output "$(printf 'rank.%02d\n' 0 1 2 3 4 5 6 7 8 9 10)"
+	[ "$(cat "$BATS_TEST_TMPDIR/eleven/rank.07/stdout")" = 7 ]
 	# A folder that cannot be made starts nothing.
 	touch "$BATS_TEST_TMPDIR/file"
 	run "$HVDRUN" -np 1 --output-filename "$BATS_TEST_TMPDIR/file/sub" touch "$BATS_TEST_TMPDIR/started"
