@@ -85,7 +85,7 @@ int hl_env_set(struct hl_strvec *env, const char *name, const char *value)
 }
 
 /* Whether -x or [env] sets or forwards name. */
-static bool user_sets(const struct hl_envspec *es, const char *name)
+bool hl_envspec_sets(const struct hl_envspec *es, const char *name)
 {
 	size_t i, n = strlen(name);
 
@@ -142,9 +142,9 @@ int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
 	if (ifs != NULL) {
 		PUT_STR(WENV_NETWORK_INTERFACES, ifs);
 		/* NCCL's and torch's gloo: the same interfaces. */
-		if (!user_sets(es, "NCCL_SOCKET_IFNAME"))
+		if (!hl_envspec_sets(es, "NCCL_SOCKET_IFNAME"))
 			PUT("NCCL_SOCKET_IFNAME=%s", ifs);
-		if (!user_sets(es, "GLOO_SOCKET_IFNAME"))
+		if (!hl_envspec_sets(es, "GLOO_SOCKET_IFNAME"))
 			PUT("GLOO_SOCKET_IFNAME=%s", ifs);
 	}
 #undef PUT_STR

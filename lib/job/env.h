@@ -28,6 +28,8 @@ struct hl_envspec {
 int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 		    struct hl_strvec *warnings, char **cause);
 void hl_envspec_close(struct hl_envspec *es);
+/* Whether the user sets or forwards NAME (-x, [env]). */
+bool hl_envspec_sets(const struct hl_envspec *es, const char *name);
 
 /* Set NAME=VALUE in an envp vector, replacing an existing NAME. */
 int hl_env_set(struct hl_strvec *env, const char *name, const char *value);

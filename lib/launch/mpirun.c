@@ -159,6 +159,21 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 		if (rc == HL_OK)
 			rc = mca(out, "oob_tcp_if_include", if_include);
 	}
+	/* NCCL's and torch's gloo: the same interfaces, as for hvdrun's own
+	 * workers, where every host's have the same names (not addresses). */
+	for (i = 0; i < 2 && rc == HL_OK && if_include != NULL &&
+		    strchr(if_include, '/') == NULL;
+	     i++) {
+		static const char *const vars[2] = {"NCCL_SOCKET_IFNAME",
+						    "GLOO_SOCKET_IFNAME"};
+		char *x;
+
+		if (hl_envspec_sets(es, vars[i]))
+			continue;
+		x = hl_asprintf("%s=%s", vars[i], if_include);
+		rc = x != NULL ? push2(out, "-x", x) : HL_ENOMEM;
+		free(x);
+	}
 	for (i = 0; i < es->set.n && rc == HL_OK; i++)
 		rc = push2(out, "-x", es->set.v[i]);
 	for (i = 0; i < es->forward.n && rc == HL_OK; i++)

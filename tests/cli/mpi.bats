@@ -131,9 +131,12 @@ setup() {
 	assert_success
 	local root=""
 	[ "$(id -u)" -ne 0 ] || root=" --allow-run-as-root"
-	assert_line "hvdrun: mpirun$root --tag-output -np 2 -H localhost:2 --mca plm_rsh_args -o StrictHostKeyChecking=accept-new --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -x FOO=bar -x HOROVOD_FUSION_THRESHOLD=8388608 -x HOME --mca btl self,tcp sh -c echo \"\$OMPI_COMM_WORLD_RANK \$FOO \$HOROVOD_FUSION_THRESHOLD\""
+	assert_line "hvdrun: mpirun$root --tag-output -np 2 -H localhost:2 --mca plm_rsh_args -o StrictHostKeyChecking=accept-new --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -x NCCL_SOCKET_IFNAME=lo -x GLOO_SOCKET_IFNAME=lo -x FOO=bar -x HOROVOD_FUSION_THRESHOLD=8388608 -x HOME --mca btl self,tcp sh -c echo \"\$OMPI_COMM_WORLD_RANK \$FOO \$HOROVOD_FUSION_THRESHOLD\""
 	assert_line "[1,0]<stdout>:0 bar 8388608"
 	assert_line "[1,1]<stdout>:1 bar 8388608"
+	# NCCL's interface, as hvdrun's own workers get it, unless -x sets it.
+	run "$HVDRUN" --mpi -np 1 --network-interface lo -x NCCL_SOCKET_IFNAME=eth9 sh -c 'echo "$NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"'
+	assert_output "[1,0]<stdout>:eth9 lo"
 }
 
 @test "hvdrun --mpi: output as horovodrun's --mpi gives it: each line tagged by mpirun, timestamps with --prefix-output-with-timestamp, --output-filename to mpirun's own layout" {
