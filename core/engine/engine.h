@@ -279,16 +279,9 @@ static inline int hvd__job_rank(const struct hvd__engine *e, int r)
 const char *hvd__meta_activity(const struct hvd__meta *m);
 
 /* Rank 0's timeline: r's operation, from when its cycle took it until
- * now, the span its parts lie in (before r completes; fusion.c and
- * flights.c). */
-static inline void hvd__timeline_op(const struct hvd__engine *e,
-				    const struct hvd__req *r)
-{
-	if (e->tl != NULL && r->decided_us > 0)
-		hvd__timeline_span(e->tl, r->name, hvd__meta_activity(&r->m),
-				   r->decided_us,
-				   hvd__now_us() - r->decided_us);
-}
+ * now, the span its parts lie in, with its dtype and shape (or count) as
+ * its args (before r completes; fusion.c and flights.c; meta.c). */
+void hvd__timeline_op(const struct hvd__engine *e, const struct hvd__req *r);
 
 /* ---- engine.c ---- */
 

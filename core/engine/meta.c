@@ -38,6 +38,37 @@ const char *hvd__meta_activity(const struct hvd__meta *m)
 							  : "UNKNOWN";
 }
 
+void hvd__timeline_op(const struct hvd__engine *e, const struct hvd__req *r)
+{
+	const struct hvd__meta *m = &r->m;
+	bool counts_differ =
+		m->type == HVD__REQ_ALLGATHER || m->type == HVD__REQ_ALLTOALL;
+	char args[320];
+	size_t n;
+	uint32_t i;
+
+	if (e->tl == NULL || r->decided_us <= 0)
+		return;
+	n = (size_t)snprintf(args, sizeof(args), "{\"dtype\":\"%s\"",
+			     hvd__dtype_name((enum hvd_dtype)m->dtype));
+	if (m->ndim > 0) { /* an allgather's first dimension: -1, differs */
+		n += (size_t)snprintf(args + n, sizeof(args) - n,
+				      ",\"shape\":[");
+		for (i = 0; i < m->ndim && n < sizeof(args); i++)
+			n += (size_t)snprintf(args + n, sizeof(args) - n,
+					      "%s%" PRId64, i ? "," : "",
+					      m->dims[i]);
+		if (n < sizeof(args))
+			snprintf(args + n, sizeof(args) - n, "]}");
+	} else {
+		snprintf(args + n, sizeof(args) - n, ",\"count\":%" PRIu64 "}",
+			 counts_differ ? r->local_count : m->count);
+	}
+	hvd__timeline_span_args(e->tl, r->name, hvd__meta_activity(m),
+				r->decided_us, hvd__now_us() - r->decided_us,
+				m->type == HVD__REQ_BARRIER ? NULL : args);
+}
+
 size_t hvd__meta_bytes(const struct hvd__meta *m)
 {
 	return (size_t)m->count * hvd__dtype_size((enum hvd_dtype)m->dtype);

@@ -91,11 +91,11 @@ struct hvd__timeline *hvd__timeline_open(const char *path, int rank)
 	return tl;
 }
 
-void hvd__timeline_span(struct hvd__timeline *tl, const char *name,
-			const char *activity, long long start_us,
-			long long dur_us)
+void hvd__timeline_span_args(struct hvd__timeline *tl, const char *name,
+			     const char *activity, long long start_us,
+			     long long dur_us, const char *args)
 {
-	char ev[256];
+	char ev[512];
 	size_t tid;
 
 	if (tl == NULL)
@@ -103,10 +103,18 @@ void hvd__timeline_span(struct hvd__timeline *tl, const char *name,
 	tid = tid_of(tl, name);
 	snprintf(
 		ev, sizeof(ev),
-		"{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%zu,\"ts\":%lld,\"dur\":%lld}",
+		"{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%zu,\"ts\":%lld,\"dur\":%lld%s%s}",
 		activity, tl->rank, tid, start_us - tl->t0,
-		dur_us > 0 ? dur_us : 0);
+		dur_us > 0 ? dur_us : 0, args != NULL ? ",\"args\":" : "",
+		args != NULL ? args : "");
 	emit(tl, ev);
+}
+
+void hvd__timeline_span(struct hvd__timeline *tl, const char *name,
+			const char *activity, long long start_us,
+			long long dur_us)
+{
+	hvd__timeline_span_args(tl, name, activity, start_us, dur_us, NULL);
 }
 
 void hvd__timeline_tick(struct hvd__timeline *tl, const char *name, int rank,

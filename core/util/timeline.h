@@ -14,6 +14,10 @@ struct hvd__timeline *hvd__timeline_open(const char *path, int rank);
 void hvd__timeline_span(struct hvd__timeline *tl, const char *name,
 			const char *activity, long long start_us,
 			long long dur_us);
+/* The same with args, a JSON object's text (NULL: none). */
+void hvd__timeline_span_args(struct hvd__timeline *tl, const char *name,
+			     const char *activity, long long start_us,
+			     long long dur_us, const char *args);
 /* The coordinator's tick in tensor `name`'s row: rank `rank`'s request
  * reached it at ts_us (Horovod's: a zero-length event named by the rank,
  * under the tensor's negotiation). */

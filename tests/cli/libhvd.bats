@@ -331,6 +331,10 @@ busy_beside() { # n
 		jq -e --arg op "$op" 'any(.[]; .name == $op) and any(.[]; .name == "NEGOTIATE_" + $op)' "$tl"
 	done
 	jq -e 'any(.[]; .name == "RING_REDUCE_SCATTER") and any(.[]; .name == "RING_ALLGATHER")' "$tl"
+	# Each operation's span says what it ran on: its dtype and count
+	# (a shape where the caller gave one).
+	jq -e '[.[] | select(.name == "ALLREDUCE" or .name == "BROADCAST" or .name == "ALLGATHER")] |
+		length > 0 and all(.args.dtype != null and (.args.count != null or .args.shape != null))' "$tl"
 	# A tensor negotiated through the coordinator has the tick of each
 	# of the 3 ranks.
 	jq -e '[.[] | select(.ph == "X")] | group_by(.tid) |

@@ -317,5 +317,8 @@ def test_timeline(hvd, tmp_path_factory):
                        if e["ph"] == "X" and e.get("tid") in row and e["name"].isdigit())
         assert sorted(n for _, n in ticks) == sorted(str(r) for r in range(hvd.size()))
         assert ticks[-1][1] == str(hvd.size() - 1)
+        # The operation's span says what it reduced, as Horovod's.
+        op = [e for e in events if e.get("tid") in row and e["name"] == "ALLREDUCE"]
+        assert op and op[0]["args"] == {"dtype": "float32", "shape": [10]}
     else:
         assert not os.path.exists(path)
