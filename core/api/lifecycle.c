@@ -1,6 +1,7 @@
 /* api/lifecycle.c: libhvd's life cycle and rank queries. hvd_init() reads the rank
  * environment that hvdrun sets (DESIGN.md); without it the process is the
  * only rank of a job of one. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "util/internal.h"
@@ -61,6 +62,8 @@ static int read_ranks(struct hvd__state *st)
  * an engine still running would call MPI after MPI_Finalize. */
 static void at_exit(void)
 {
+	if (hvd__fork_of >= 0) /* MPI is the parent's */
+		return;
 	hvd_shutdown();
 	(void)hvd__mpi_exit();
 }
@@ -112,11 +115,16 @@ static int init_once(bool *world)
 
 HVD_EXPORT int hvd_init(void)
 {
+	static bool fork_hook; /* once a process */
 	bool world;
 	int rc;
 
+	if (hvd__fork_of >= 0)
+		return hvd__fork_refuse();
 	if (hvd__g.initialized)
 		return HVD_EALREADY;
+	if (!fork_hook && pthread_atfork(NULL, NULL, hvd__mark_fork) == 0)
+		fork_hook = true;
 	/* Elastic: a generation that a reset (or hosts hvdrun added)
 	 * interrupts while its mesh forms is followed by the next one, which
 	 * this worker joins at once. Only a worker that hvdrun leaves out
@@ -137,7 +145,9 @@ HVD_EXPORT void hvd_shutdown(void)
 {
 	bool hook = hvd__g.exit_hook;
 
-	if (hvd__g.initialized)
+	/* A fork's (its exit, an atexit handler): the runtime is the
+	 * parent's, and goes on there. */
+	if (hvd__g.initialized && hvd__fork_of < 0)
 		hvd__runtime_stop();
 	hvd__g = hvd__fresh_state;
 	hvd__g.exit_hook = hook; /* a process's, not a world's */

@@ -9,6 +9,8 @@ HVD_EXPORT int hvd_start_timeline(const char *path, int mark_cycles)
 
 	if (!hvd__g.initialized)
 		return HVD_ENOTINIT;
+	if (hvd__fork_of >= 0)
+		return hvd__fork_refuse();
 	if (path == NULL || *path == '\0') {
 		hvd__set_error("a timeline needs a file name");
 		return HVD_EINVAL;
@@ -25,5 +27,7 @@ HVD_EXPORT int hvd_stop_timeline(void)
 {
 	if (!hvd__g.initialized)
 		return HVD_ENOTINIT;
+	if (hvd__fork_of >= 0)
+		return hvd__fork_refuse();
 	return hvd__runtime_timeline(NULL, false);
 }

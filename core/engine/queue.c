@@ -205,9 +205,9 @@ int hvd__enqueue(struct hvd__req *r, hvd_handle **out)
 	int rc;
 
 	*out = NULL;
-	if (!hvd__g.initialized) {
+	if (!hvd__g.initialized || hvd__fork_of >= 0) {
 		req_drop(r);
-		return HVD_ENOTINIT;
+		return hvd__g.initialized ? hvd__fork_refuse() : HVD_ENOTINIT;
 	}
 	if (hvd__group_hold(r)) {
 		*out = r->h;

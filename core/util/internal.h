@@ -42,6 +42,19 @@ extern struct hvd__state hvd__g;
 /* What hvd__g holds before hvd_init() and after hvd_shutdown(). */
 extern const struct hvd__state hvd__fresh_state;
 
+/* A process forked from one that had run hvd_init() (a data loader's
+ * worker, a subprocess) shares its memory, so hvd__g says initialised,
+ * but has none of its threads or connections: queries still answer, but
+ * collectives, hvd_init() and hvd_shutdown() must not touch what is the
+ * parent's. -1: not such a fork; else the rank the parent was. */
+extern int hvd__fork_of;
+/* Mark this process as such a fork, if libhvd was initialised (the
+ * child's pthread_atfork handler). */
+void hvd__mark_fork(void);
+/* HVD_ENOTSUP, with why in hvd_error_message(), for a call that a fork
+ * cannot make. */
+int hvd__fork_refuse(void);
+
 /* Read a variable of the worker environment (proto/worker_env.h) through
  * its contract: unset or empty, its default; set but not a value the
  * contract allows, HVD_EINVAL, logged with its name and what it allows.

@@ -67,6 +67,23 @@ def test_is_homogeneous_is_the_jobs_on_every_rank():
                 r.stdout
 
 
+def test_a_fork_of_a_rank_neither_hangs_nor_harms_it():
+    """A process forked from a rank (a subprocess, DataLoader workers)
+    answers hvd.rank(), refuses collectives with a reason, and exits
+    through hvd.torch's atexit shutdown without touching the rank's
+    engine: before, that shutdown waited for a background thread the
+    fork does not have, and the rank waited for the fork."""
+    r = hvdrun("-np", "2", "-x", "PYTHONPATH=" + os.path.join(ROOT, "python"),
+               PY, os.path.join(WORKERS, "forked.py"), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in range(2):
+        assert ("[%d]<stdout>:rank %d: fork exited 0: rank %d in the fork; refused: "
+                "allreduce.in.fork: this process is a fork of rank %d's, which ran hvd_init()"
+                % (rank, rank, rank, rank)) in r.stdout, r.stdout + r.stderr
+        assert "[%d]<stdout>:rank %d: after [2.0, 2.0, 2.0], batches 56" % (rank, rank) \
+            in r.stdout, r.stdout + r.stderr
+
+
 def test_join_with_uneven_batches():
     r = hvdrun("-np", "3", PY, os.path.join(WORKERS, "uneven.py"))
     assert r.returncode == 0, r.stdout + r.stderr

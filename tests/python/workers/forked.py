@@ -1,0 +1,35 @@
+"""A rank that forks: a child process of its own (which asks hvd.rank(),
+tries a collective, and exits the Python way, so that hvd.torch's atexit
+shutdown runs in it), then a DataLoader whose worker processes are forks
+that seed themselves by hvd.rank(). The rank's collectives go on."""
+
+import os
+import sys
+
+import torch
+
+import hvd.torch as hvd
+
+hvd.init()
+hvd.allreduce(torch.ones(3), name="before")
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r)
+    said = ["rank %d in the fork" % hvd.rank()]
+    try:
+        hvd.allreduce(torch.ones(3), name="in.fork")
+        said.append("the fork's allreduce ran")
+    except NotImplementedError as e:
+        said.append("refused: %s" % e)
+    os.write(w, "; ".join(said).encode())
+    sys.exit(0)
+os.close(w)
+_, status = os.waitpid(pid, 0)
+print("rank %d: fork exited %d: %s" % (hvd.rank(), status, os.read(r, 4096).decode()))
+seeds = torch.utils.data.DataLoader(
+    torch.arange(8), batch_size=2, num_workers=2,
+    worker_init_fn=lambda w: torch.manual_seed(100 * hvd.rank() + w))
+total = sum(hvd.allreduce(b.sum(), op=hvd.Sum).item() for b in seeds)
+after = hvd.allreduce(torch.ones(3), op=hvd.Sum, name="after")
+print("rank %d: after %s, batches %g" % (hvd.rank(), after.tolist(), total))
