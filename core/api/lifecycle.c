@@ -1,8 +1,16 @@
 /* api/lifecycle.c: libhvd's life cycle and rank queries. hvd_init() reads the rank
  * environment that hvdrun sets (DESIGN.md); without it the process is the
  * only rank of a job of one. */
+#include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto/rendezvous.h"
 
 #include "util/internal.h"
 #include "engine/elastic.h"
@@ -57,6 +65,55 @@ static int read_ranks(struct hvd__state *st)
 	return HVD_OK;
 }
 
+/* A static job's rank under hvdrun is one process: the first hvd_init()
+ * of the rank's process binds an abstract socket named by the job (a MAC
+ * of its secret, as its shared memory's name) and the rank, held until
+ * the process exits, across hvd_shutdown() and hvd_init() again. Another
+ * process with the rank's environment (a subprocess of the worker, which
+ * inherits it) is refused at once: it would otherwise register as the
+ * rank starting a new round, which no other rank joins, and hvdrun would
+ * stop the job at its start timeout. -1: not claimed. */
+static int claim_fd = -1;
+
+static int claim_rank(int rank)
+{
+	uint8_t secret[RDV_SECRET_LEN];
+	char base[RDV_SHM_NAME_LEN];
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	uint32_t id;
+	int fd, n;
+
+	if (claim_fd >= 0 || getenv("HVD_RENDEZVOUS") == NULL ||
+	    hvd__elastic_wanted(&id) ||
+	    !rdv_secret_from_hex(getenv("HVD_SECRET"), secret))
+		return HVD_OK; /* the bootstrap names a bad secret */
+	rdv_shm_name(secret, base);
+	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "hvd-rank-%s-%d",
+		     base + 8, rank);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return HVD_OK; /* cannot tell: the rendezvous decides */
+	if (bind(fd, (struct sockaddr *)&a,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			     (size_t)n)) == 0) {
+		claim_fd = fd;
+		return HVD_OK;
+	}
+	n = errno;
+	close(fd);
+	if (n != EADDRINUSE)
+		return HVD_OK;
+	hvd__set_error(
+		"rank %d of this job runs in another process of this host: "
+		"this one has its environment (HOROVOD_RANK, HVD_RENDEZVOUS), "
+		"as a subprocess of a worker does, and cannot join the job "
+		"as that rank too; to run it as a job of its own, unset "
+		"HOROVOD_RANK and HVD_RENDEZVOUS in it",
+		rank);
+	hvd__error("%s", hvd_error_message());
+	return HVD_EALREADY;
+}
+
 /* MPI that libhvd initialised is finalised when the process exits, after
  * libhvd has stopped (a program that never called hvd_shutdown() too):
  * an engine still running would call MPI after MPI_Finalize. */
@@ -84,6 +141,8 @@ static int init_once(bool *world)
 	rc = hvd__mpi_wanted(&want);
 	if (rc == HVD_OK)
 		rc = want ? hvd__mpi_init(&st, &mpi) : read_ranks(&st);
+	if (rc == HVD_OK && !want)
+		rc = claim_rank(st.rank);
 	if (rc != HVD_OK)
 		return rc;
 	if (mpi != NULL && !st.exit_hook) {

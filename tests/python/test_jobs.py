@@ -72,7 +72,10 @@ def test_a_fork_of_a_rank_neither_hangs_nor_harms_it():
     answers hvd.rank(), refuses collectives with a reason, and exits
     through hvd.torch's atexit shutdown without touching the rank's
     engine: before, that shutdown waited for a background thread the
-    fork does not have, and the rank waited for the fork."""
+    fork does not have, and the rank waited for the fork. A subprocess
+    with the rank's environment is refused at hvd.init(): before, it
+    registered as the rank starting a new round, and hvdrun stopped the
+    job at its start timeout."""
     r = hvdrun("-np", "2", "-x", "PYTHONPATH=" + os.path.join(ROOT, "python"),
                PY, os.path.join(WORKERS, "forked.py"), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -80,6 +83,9 @@ def test_a_fork_of_a_rank_neither_hangs_nor_harms_it():
         assert ("[%d]<stdout>:rank %d: fork exited 0: rank %d in the fork; refused: "
                 "allreduce.in.fork: this process is a fork of rank %d's, which ran hvd_init()"
                 % (rank, rank, rank, rank)) in r.stdout, r.stdout + r.stderr
+        assert ("[%d]<stdout>:rank %d: subprocess exited 1: hvd.exceptions.HorovodInternalError: "
+                "hvd.init: rank %d of this job runs in another process of this host"
+                % (rank, rank, rank)) in r.stdout, r.stdout + r.stderr
         assert "[%d]<stdout>:rank %d: after [2.0, 2.0, 2.0], batches 56" % (rank, rank) \
             in r.stdout, r.stdout + r.stderr
 

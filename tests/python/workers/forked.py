@@ -1,9 +1,11 @@
 """A rank that forks: a child process of its own (which asks hvd.rank(),
 tries a collective, and exits the Python way, so that hvd.torch's atexit
 shutdown runs in it), then a DataLoader whose worker processes are forks
-that seed themselves by hvd.rank(). The rank's collectives go on."""
+that seed themselves by hvd.rank(), then a subprocess that inherits the
+rank's environment and calls hvd.init(). The rank's collectives go on."""
 
 import os
+import subprocess
 import sys
 
 import torch
@@ -31,5 +33,9 @@ seeds = torch.utils.data.DataLoader(
     torch.arange(8), batch_size=2, num_workers=2,
     worker_init_fn=lambda w: torch.manual_seed(100 * hvd.rank() + w))
 total = sum(hvd.allreduce(b.sum(), op=hvd.Sum).item() for b in seeds)
+sub = subprocess.run([sys.executable, "-c", "import hvd.torch as hvd; hvd.init()"],
+                     capture_output=True, text=True, timeout=60)
+print("rank %d: subprocess exited %d: %s" % (hvd.rank(), sub.returncode,
+                                              sub.stderr.strip().splitlines()[-1]))
 after = hvd.allreduce(torch.ones(3), op=hvd.Sum, name="after")
 print("rank %d: after %s, batches %g" % (hvd.rank(), after.tolist(), total))
