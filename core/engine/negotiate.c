@@ -293,7 +293,9 @@ static void coord_submit(void *arg, const char *name, const struct hvd__meta *m,
 		return; /* a stall re-send */
 	p->submitted[rank] = 1;
 	/* Horovod's tick: which ranks came early, which late. */
-	hvd__timeline_tick(e->tl, name, hvd__job_rank(e, rank), hvd__now_us());
+	if (e->tl != NULL)
+		hvd__timeline_tick(e->tl, name, hvd__job_rank(e, rank),
+				   hvd__now_us());
 	p->nsubmitted++;
 	if (hvd__meta_equal(&p->m, m)) {
 		if (rank < p->base_rank)

@@ -76,12 +76,11 @@ static void timeline_batch(const struct hvd__engine *e, struct hvd__req **batch,
 		long long at = t0;
 
 		if (!direct || t_in > 0)
-			at = phase(e, name,
-				   direct ? "MEMCPY_IN_RECV_BUFFER"
-					  : "MEMCPY_IN_FUSION_BUFFER",
-				   at, t_in);
-		else
-			at += t_in;
+			phase(e, name,
+			      direct ? "MEMCPY_IN_RECV_BUFFER"
+				     : "MEMCPY_IN_FUSION_BUFFER",
+			      at, t_in);
+		at += t_in;
 		if (ph->own_us > 0)
 			at = phase(e, name, ph->own, at, ph->own_us);
 		if (ring) {
