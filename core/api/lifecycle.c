@@ -83,9 +83,9 @@ static int claim_rank(int rank)
 	uint32_t id;
 	int fd, n;
 
-	if (claim_fd >= 0 || getenv("HVD_RENDEZVOUS") == NULL ||
+	if (claim_fd >= 0 || getenv(wenv_vars[WENV_RENDEZVOUS].name) == NULL ||
 	    hvd__elastic_wanted(&id) ||
-	    !rdv_secret_from_hex(getenv("HVD_SECRET"), secret))
+	    !rdv_secret_from_hex(getenv(wenv_vars[WENV_SECRET].name), secret))
 		return HVD_OK; /* the bootstrap names a bad secret */
 	rdv_shm_name(secret, base);
 	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "hvd-rank-%s-%d",
