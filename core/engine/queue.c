@@ -591,6 +591,17 @@ static bool ready_for(hvd_handle *h, bool on_stream)
 }
 
 /* hvd_wait, or with stream (on_stream) hvd_wait_stream. */
+/* A completed handle's status, its message the calling thread's; the
+ * handle is freed. */
+static int take_done(hvd_handle *h, int status)
+{
+	if (h->msg != NULL)
+		hvd__set_error("%s", h->msg);
+	free(h->msg);
+	free(h);
+	return status;
+}
+
 static int wait_handle(hvd_handle *h, bool on_stream, void *stream)
 {
 	char why[256];
@@ -600,6 +611,13 @@ static int wait_handle(hvd_handle *h, bool on_stream, void *stream)
 
 	if (h == NULL)
 		return HVD_EINVAL;
+	/* A fork's copy of a handle of its parent's: one in flight nothing
+	 * here completes, and driving would run the parent's engine; one
+	 * done is taken without the queue's lock, which a parent's thread
+	 * may have held at the fork. */
+	if (hvd__fork_of >= 0)
+		return atomic_load(&h->done) ? take_done(h, h->status)
+					     : hvd__fork_refuse();
 	if (hvd__group_holds(h)) {
 		hvd__set_error("hvd_wait on a member of a group not "
 			       "yet ended (hvd_group_end)");
@@ -636,11 +654,7 @@ static int wait_handle(hvd_handle *h, bool on_stream, void *stream)
 			hvd__set_error("hvd_wait_stream: %s", why);
 		return status;
 	}
-	if (h->msg != NULL)
-		hvd__set_error("%s", h->msg);
-	free(h->msg);
-	free(h);
-	return status;
+	return take_done(h, status);
 }
 
 HVD_EXPORT int hvd_wait(hvd_handle *h)
@@ -659,6 +673,8 @@ HVD_EXPORT int hvd_poll(hvd_handle *h)
 
 	if (h == NULL)
 		return HVD_EINVAL;
+	if (hvd__fork_of >= 0) /* no lock: wait_handle's reason */
+		return atomic_load(&h->done);
 	pthread_mutex_lock(&Q.lock);
 	done = h->done;
 	pthread_mutex_unlock(&Q.lock);

@@ -79,6 +79,8 @@ def test_a_fork_of_a_rank_neither_hangs_nor_harms_it():
     r = hvdrun("-np", "2", "-x", "PYTHONPATH=" + os.path.join(ROOT, "python"),
                PY, os.path.join(WORKERS, "forked.py"), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "[0]<stdout>:rank 0: a fork's wait on an allreduce in flight exited 7" in r.stdout, \
+        r.stdout + r.stderr
     for rank in range(2):
         assert ("[%d]<stdout>:rank %d: fork exited 0: rank %d in the fork; refused: "
                 "allreduce.in.fork: this process is a fork of rank %d's, which ran hvd_init()"
@@ -86,6 +88,7 @@ def test_a_fork_of_a_rank_neither_hangs_nor_harms_it():
         assert ("[%d]<stdout>:rank %d: subprocess exited 1: hvd.exceptions.HorovodInternalError: "
                 "hvd.init: rank %d of this job runs in another process of this host"
                 % (rank, rank, rank)) in r.stdout, r.stdout + r.stderr
+        assert "[%d]<stdout>:rank %d: in flight [2.0, 2.0, 2.0]" % (rank, rank) in r.stdout
         assert "[%d]<stdout>:rank %d: after [2.0, 2.0, 2.0], batches 56" % (rank, rank) \
             in r.stdout, r.stdout + r.stderr
 

@@ -2,11 +2,14 @@
 tries a collective, and exits the Python way, so that hvd.torch's atexit
 shutdown runs in it), then a DataLoader whose worker processes are forks
 that seed themselves by hvd.rank(), then a subprocess that inherits the
-rank's environment and calls hvd.init(). The rank's collectives go on."""
+rank's environment and calls hvd.init(), then (rank 0) a fork that waits
+on an allreduce of the rank's still in flight. The rank's collectives go
+on."""
 
 import os
 import subprocess
 import sys
+import time
 
 import torch
 
@@ -37,5 +40,19 @@ sub = subprocess.run([sys.executable, "-c", "import hvd.torch as hvd; hvd.init()
                      capture_output=True, text=True, timeout=60)
 print("rank %d: subprocess exited %d: %s" % (hvd.rank(), sub.returncode,
                                               sub.stderr.strip().splitlines()[-1]))
+if hvd.rank() == 1:
+    time.sleep(1)  # rank 0's allreduce waits for this one meanwhile
+flight = hvd.allreduce_async(torch.ones(3), op=hvd.Sum, name="in.flight")
+if hvd.rank() == 0:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            hvd.synchronize(flight)
+            os._exit(0)
+        except hvd.HorovodInternalError as e:
+            os._exit(7 if "is a fork of rank 0's" in str(e) else 1)
+    print("rank 0: a fork's wait on an allreduce in flight exited %d"
+          % (os.waitpid(pid, 0)[1] >> 8))
+print("rank %d: in flight %s" % (hvd.rank(), hvd.synchronize(flight).tolist()))
 after = hvd.allreduce(torch.ones(3), op=hvd.Sum, name="after")
 print("rank %d: after %s, batches %g" % (hvd.rank(), after.tolist(), total))
