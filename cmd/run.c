@@ -376,7 +376,7 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 		rc = hl_ssh_opts_launcher(&so, hosts->slurm, cause);
 	if (rc == HL_OK)
 		rc = hl_rules_check_launcher(o, so.srun, cause);
-	/* --dry-run: every check that reaches no host, then the plan. */
+	/* --dry-run: the options' checks and rules, then the plan. */
 	if (rc == HL_OK && cmd_args.dry_run) {
 		print_plan(&plan, hosts, stdout);
 		goto out;

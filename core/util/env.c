@@ -2,6 +2,7 @@
  * through its contract in proto/worker_env.h (Horovod's names, units and
  * defaults, and libhvd's own HVD_*). */
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,10 +35,15 @@ int hvd__env_agree(enum wenv_id v, const char *text)
 	return HVD_OK;
 }
 
+/* hvd__transport_timeout_ms's value, read once a runtime (every cycle
+ * and collective asks for it); 0: read at the next call. */
+static _Atomic int timeout_ms;
+
 void hvd__env_agree_clear(void)
 {
 	int v;
 
+	atomic_store(&timeout_ms, 0);
 	for (v = 0; v < WENV_COUNT; v++) {
 		free(agreed[v].text);
 		agreed[v].set = false;
@@ -73,16 +79,20 @@ int hvd__env_long(enum wenv_id v, long *out)
 
 int hvd__transport_timeout_ms(void)
 {
+	int got = atomic_load(&timeout_ms);
 	long ms, s;
 
+	if (got > 0)
+		return got;
 	/* horovodrun's variable where libhvd's own is unset (a script that
 	 * sets it before hvd_init, or -x). */
 	if (hvd__env_text(WENV_TRANSPORT_TIMEOUT_MS) == NULL &&
 	    hvd__env_text(WENV_GLOO_TIMEOUT_SECONDS) != NULL &&
 	    hvd__env_long(WENV_GLOO_TIMEOUT_SECONDS, &s) == HVD_OK)
-		return (int)(s * 1000);
-	if (hvd__env_long(WENV_TRANSPORT_TIMEOUT_MS, &ms) != HVD_OK)
+		ms = s * 1000;
+	else if (hvd__env_long(WENV_TRANSPORT_TIMEOUT_MS, &ms) != HVD_OK)
 		ms = (long)wenv_vars[WENV_TRANSPORT_TIMEOUT_MS].def;
+	atomic_store(&timeout_ms, (int)ms);
 	return (int)ms;
 }
 

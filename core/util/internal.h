@@ -66,10 +66,12 @@ int hvd__env_long(enum wenv_id v, long *out);
  * process's own. */
 const char *hvd__env_text(enum wenv_id v);
 /* From now on v reads as text (NULL: unset), on this rank; until
- * hvd__env_agree_clear() (hvd_shutdown). */
+ * hvd__env_agree_clear() (a runtime's start and stop), which also has the
+ * peer timeout read again. */
 int hvd__env_agree(enum wenv_id v, const char *text);
 void hvd__env_agree_clear(void);
-/* HVD_TRANSPORT_TIMEOUT_MS: a peer silent this long has failed. */
+/* HVD_TRANSPORT_TIMEOUT_MS (else horovodrun's HOROVOD_GLOO_TIMEOUT_SECONDS):
+ * a peer silent this long has failed; read once a runtime. */
 int hvd__transport_timeout_ms(void);
 /* How long every rank has to join the job (HVD_START_TIMEOUT), in ms;
  * its default where it is not valid (join_mesh has said so). */
