@@ -93,14 +93,16 @@ static bool fuses_with(const struct hvd__resp *x, const struct hvd__req *r)
 }
 
 /* A joined rank has no request of its own for x: it takes part with a
- * stand-in (zeros to reduce, nothing to gather, somewhere to receive). */
+ * stand-in (zeros to reduce, nothing to gather, somewhere to receive).
+ * A GPU stand-in's buffer is placed on the GPU when its batch runs
+ * (gpu_stand_ins). */
 static struct hvd__req *stand_in(const struct hvd__resp *x)
 {
 	size_t bytes = hvd__meta_bytes(&x->m);
 	struct hvd__req *r = calloc(1, sizeof(*r));
 
 	if (r == NULL || (r->name = strdup(x->name)) == NULL ||
-	    (r->scratch = calloc(bytes + 1, 1)) == NULL) {
+	    (!x->m.gpu && (r->scratch = calloc(bytes + 1, 1)) == NULL)) {
 		if (r != NULL)
 			free(r->name);
 		free(r);
@@ -124,6 +126,27 @@ static struct hvd__req *take(struct hvd__engine *e, const struct hvd__resp *x)
 	return r;
 }
 
+/* A GPU allreduce that cannot leave out the ranks that have joined:
+ * an average of integers (NCCL divides by every rank; a factor needs a
+ * float) or Adasum across hosts (each host's average would count a
+ * joined rank's zeros). NULL: it can. */
+static const char *gpu_join_refuses(const struct hvd__engine *e,
+				    const struct hvd__resp *x)
+{
+	if (!x->m.gpu || x->m.type != HVD__REQ_ALLREDUCE)
+		return NULL;
+	if (x->m.op == HVD_AVERAGE &&
+	    !hvd__dtype_float((enum hvd_dtype)x->m.dtype))
+		return "on the GPU, an average of integers cannot leave out "
+		       "the joined ranks: sum, and divide by the ranks that "
+		       "gave data";
+	if (x->m.op == HVD_ADASUM &&
+	    !(e->set == 0 && hvd__g.local_size == hvd__g.size))
+		return "GPU Adasum across hosts cannot leave out the joined "
+		       "ranks (each host's average would count their zeros)";
+	return NULL;
+}
+
 /* What cannot run while ranks have joined, the same on every rank (the
  * joined ranks are agreed): true, with why in msg, if x cannot. */
 static bool join_refuses(const struct hvd__engine *e, const struct hvd__resp *x,
@@ -135,16 +158,16 @@ static bool join_refuses(const struct hvd__engine *e, const struct hvd__resp *x,
 		    x->m.type == HVD__REQ_PROCESS_SET;
 	bool root = x->m.type == HVD__REQ_BROADCAST && x->m.root >= 0 &&
 		    x->m.root < e->comm.size && e->joined[x->m.root];
+	const char *gpu = e->njoined > 0 ? gpu_join_refuses(e, x) : NULL;
 	int n;
 
-	if (e->njoined == 0 || !(x->m.gpu || data || root))
+	if (e->njoined == 0 || !(gpu != NULL || data || root))
 		return false;
 	n = snprintf(msg, len, "%s '%.200s' failed: ", what, x->name);
-	if (x->m.gpu)
+	if (gpu != NULL)
 		snprintf(msg + n, len - (size_t)n,
-			 "%d ranks have joined (hvd_join), and joined ranks "
-			 "cannot take part in GPU collectives yet",
-			 e->njoined);
+			 "%d ranks have joined (hvd_join); %s", e->njoined,
+			 gpu);
 	else if (data)
 		snprintf(msg + n, len - (size_t)n,
 			 "%d ranks have joined (hvd_join): a %s needs every "
@@ -157,6 +180,40 @@ static bool join_refuses(const struct hvd__engine *e, const struct hvd__resp *x,
 			 "from a rank that has not",
 			 x->m.root);
 	return true;
+}
+
+/* A joined rank's stand-ins in a GPU batch (those without a handle):
+ * each its own place in the GPU engine's zeros, zeroed on the stream
+ * ahead of the batch. The engine starts here if it has not, as it does
+ * on the other ranks when they run the batch. */
+#define ZEROS_ALIGN(b) (((b) + 255) & ~(size_t)255) /* NCCL's liking */
+
+static int gpu_stand_ins(struct hvd__engine *e, struct hvd__req **batch,
+			 size_t n)
+{
+	size_t total = 0, at = 0, stand = 0, i;
+	char *zeros;
+	int rc;
+
+	if (!batch[0]->m.gpu || !e->joined[e->comm.rank])
+		return HVD_OK;
+	for (i = 0; i < n; i++)
+		if (batch[i]->h == NULL) {
+			stand++;
+			total += ZEROS_ALIGN(hvd__meta_bytes(&batch[i]->m));
+		}
+	if (stand == 0)
+		return HVD_OK;
+	rc = hvd__gpu_engine(e);
+	if (rc == HVD_OK)
+		rc = hvd__gpu_zeros(e->gpu, total, (void **)&zeros, e->gpu_why,
+				    sizeof(e->gpu_why));
+	for (i = 0; rc == HVD_OK && i < n; i++)
+		if (batch[i]->h == NULL) {
+			batch[i]->sendbuf = batch[i]->recvbuf = zeros + at;
+			at += ZEROS_ALIGN(hvd__meta_bytes(&batch[i]->m));
+		}
+	return rc;
 }
 
 /* The batch that r starts: the allreduces that follow it and fuse with
@@ -283,7 +340,9 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 		i++;
 		if (r->m.type == HVD__REQ_ALLREDUCE) {
 			nb = plan_batch(e, r, v, n, &i, batch);
-			s = rc != HVD_OK ? rc : hvd__op_allreduce(e, batch, nb);
+			s = rc != HVD_OK ? rc : gpu_stand_ins(e, batch, nb);
+			if (s == HVD_OK)
+				s = hvd__op_allreduce(e, batch, nb);
 			if (s == HVD__LAUNCHED)
 				s = hvd__gpu_launched(e, batch, nb);
 			if (s == HVD__LAUNCHED) /* its flight completes it */
@@ -291,7 +350,9 @@ int hvd__execute(struct hvd__engine *e, struct hvd__resp *v, size_t n)
 		} else {
 			batch[0] = r;
 			nb = 1;
-			s = rc != HVD_OK ? rc : run_one(e, r);
+			s = rc != HVD_OK ? rc : gpu_stand_ins(e, batch, 1);
+			if (s == HVD_OK)
+				s = run_one(e, r);
 		}
 		if (engine_error(s) && rc == HVD_OK)
 			rc = s;

@@ -482,7 +482,9 @@ void hvd__req_finish(struct hvd__req *r, int status, const char *msg)
 	hvd__gpu_release(r->ready);
 	free(r->sendcounts);
 	free(r->scratch);
-	if (r->h == NULL && !r->m.gpu)
+	if (r->h == NULL && r->m.gpu) /* a joined rank's stand-in */
+		hvd__gpu_free_result(r->gathered);
+	else if (r->h == NULL)
 		free(r->gathered);
 	free(r->name);
 	free(r);

@@ -2,8 +2,9 @@
  * (grown to a batch's need, up to the fusion threshold unless one
  * collective needs more: util/grow.c), the batch's tensors copied in and
  * out in one call where the runtime can, the pinned host memory
- * through which a share of a batch goes to the CPU and back, and the
- * GPU memory in which a host's ranks add up Adasum's sums. */
+ * through which a share of a batch goes to the CPU and back, the GPU
+ * memory in which a host's ranks add up Adasum's sums, and the zeros a
+ * joined rank gives. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,29 @@ int hvd__gpu_host_buffer(struct hvd__gpu *g, size_t bytes, void **out,
 
 	*out = rc == HVD_OK ? g->stage : NULL;
 	return rc;
+}
+
+int hvd__gpu_zeros(struct hvd__gpu *g, size_t bytes, void **out, char *why,
+		   size_t len)
+{
+	int rc = grow(g, &g->zeros, &g->zeros_cap, bytes ? bytes : 1, false,
+		      "cudaMalloc of a joined rank's zeros", why, len);
+	cudaError_t e;
+
+	*out = NULL;
+	if (rc != HVD_OK)
+		return rc;
+	e = cudaMemsetAsync(g->zeros, 0, bytes, g->stream);
+	if (e != cudaSuccess)
+		return hvd__gpu_cuda_fail(e, "cudaMemsetAsync", why, len);
+	*out = g->zeros;
+	return HVD_OK;
+}
+
+void hvd__gpu_free_result(void *p)
+{
+	if (p != NULL)
+		cudaFree(p);
 }
 
 static int copies_reserve(struct hvd__gpu *g, size_t n)

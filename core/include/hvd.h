@@ -284,9 +284,11 @@ HVD_EXPORT int hvd_next_process_set(int id);
  * other ranks' collectives complete without it: it takes part in an
  * allreduce with zeros (an average divides by the number of ranks that
  * have not joined), in an allgather with nothing, in a broadcast and a
- * barrier as usual; a broadcast from a joined root, an alltoall or a
- * reducescatter while ranks have joined, or a GPU collective, fails on
- * every rank. Returns the rank that joined last (>= 0), or an error. */
+ * barrier as usual, on the GPU as on the CPU (its zeros in the memory of
+ * the GPU hvd_gpu_device() names); a broadcast from a joined root, an
+ * alltoall or a reducescatter while ranks have joined, and on the GPU an
+ * average of integers or Adasum across hosts, fail on every rank.
+ * Returns the rank that joined last (>= 0), or an error. */
 HVD_EXPORT int hvd_join(void);
 
 /* GPU collectives, over NCCL: the same semantics, names and negotiation

@@ -468,14 +468,21 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 {
 	struct hvd__gpu_tensor *t = gpu_tensors(batch, n);
 	struct hvd__gpu_flight *f = NULL;
+	double scale = batch[0]->m.prescale * batch[0]->m.postscale;
 	int rc = t == NULL ? HVD_ENOMEM : hvd__gpu_engine(e);
 
+	/* While ranks have joined (their zeros in the sum), an average of
+	 * floats is a sum scaled by the ranks that gave data (fusion.c
+	 * refuses one of integers). */
+	if (op == HVD_AVERAGE && e->njoined > 0) {
+		op = HVD_SUM;
+		scale /= e->comm.size - e->njoined;
+	}
 	if (rc == HVD_OK)
-		rc = hvd__gpu_allreduce(
-			e->gpu, t, n, (enum hvd_dtype)batch[0]->m.dtype, op,
-			batch[0]->m.prescale * batch[0]->m.postscale,
-			e->k.hier_allreduce, &f, e->gpu_why,
-			sizeof(e->gpu_why));
+		rc = hvd__gpu_allreduce(e->gpu, t, n,
+					(enum hvd_dtype)batch[0]->m.dtype, op,
+					scale, e->k.hier_allreduce, &f,
+					e->gpu_why, sizeof(e->gpu_why));
 	free(t);
 	if (rc != HVD_OK)
 		return rc;

@@ -66,6 +66,26 @@ assert_all_ok() { # ranks
 	assert_output --partial "NCCL split by host: 2 ranks a host, 2 hosts"
 }
 
+@test "stand-in: join with GPU collectives: the joined ranks give zeros from GPU memory, averages (and Adasum on one host) divide by the ranks that gave data, allgathers leave them out; an average of integers and Adasum across hosts refused while ranks have joined (1 to 4 ranks, 2 hosts x 2 flat and hierarchical, without shared memory, under mpirun)" {
+	local n
+	for n in 1 2 4; do
+		run "$HVDRUN" -np "$n" "$SELFTEST" gpujoin
+		assert_all_ok "$n"
+	done
+	run "$HVDRUN" -H localhost:2,127.0.0.1:2 "$SELFTEST" gpujoin
+	assert_all_ok 4
+	run "$HVDRUN" -H localhost:2,127.0.0.1:2 --hierarchical-allreduce \
+		-x HOROVOD_LOG_LEVEL=debug "$SELFTEST" gpujoin
+	assert_all_ok 4
+	assert_output --partial "NCCL split by host: 2 ranks a host, 2 hosts"
+	run "$HVDRUN" -np 3 --no-shared-memory "$SELFTEST" gpujoin
+	assert_all_ok 3
+	ASAN_OPTIONS=detect_leaks=0 run "$HVDRUN" --mpi -np 3 "$SELFTEST" gpujoin
+	assert_success
+	refute_output --partial FAIL
+	assert_output --partial "rank 2: ok"
+}
+
 @test "stand-in: Adasum of GPU tensors as Horovod's NCCL build does it: each host's ranks average by NCCL, the hosts combine (2 hosts x 2, with shared memory and without; one rank a host); on one host, the average (3 ranks, without shared memory too, under mpirun); on 3 hosts, of one rank and of two, the third folding into the first" {
 	local r o
 	run "$HVDRUN" -H localhost:2,127.0.0.1:2 -x STANDIN_NCCL_CALLS=1 "$SELFTEST" gpuadasum

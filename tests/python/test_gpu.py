@@ -153,6 +153,29 @@ def test_scaled_and_average_every_element(hvd, dev, count):
     assert close(scaled.cpu(), (ref * 1.5).half(), torch.float16)
 
 
+def test_join_uneven_batches_on_the_gpu(hvd, dev):
+    """Horovod's join with CUDA tensors: rank r has r + 1 batches, then
+    joins (its device, as Horovod's scripts pass it); at step k the
+    average is over the ranks still giving data, fused gradients too,
+    and an allgather leaves the joined ranks out."""
+    n, me = hvd.size(), hvd.rank()
+    got = []
+    for k in range(me + 1):
+        one = hvd.allreduce(torch.full((3,), float(me + 1), device=dev), name="gjoin.%d" % k)
+        many = hvd.grouped_allreduce([torch.full((s,), float(me + 1), device=dev)
+                                      for s in (1, 7, 1000)], name="gjoin.g.%d" % k)
+        rows = hvd.allgather(torch.full((1, 2), float(me), device=dev), name="gjoin.ag.%d" % k)
+        got.append((one, many, rows))
+    last = hvd.join(dev.index)
+    for k, (one, many, rows) in enumerate(got):
+        givers = [r + 1 for r in range(n) if r + 1 > k]
+        want = sum(givers) / len(givers)
+        assert one.device == dev and torch.allclose(one.cpu(), torch.full((3,), want))
+        assert all(torch.allclose(t.cpu(), torch.full_like(t.cpu(), want)) for t in many)
+        assert rows.device == dev and rows[:, 0].tolist() == [r - 1.0 for r in givers]
+    assert last == (n - 1 if n > 1 else -1)
+
+
 def test_horovod_behaviours_on_the_gpu(hvd, dev):
     """Horovod's: grouped tensors on two devices raise RuntimeError; join
     takes a GPU device; integers are not scaled on the GPU (a clear

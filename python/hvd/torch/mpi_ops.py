@@ -1151,7 +1151,8 @@ def join(device=-1):
     allreduces; an average divides by the ranks that gave data). Returns
     the rank that joined last, -1 in a job of one (no other rank joined
     last), as Horovod does. device: Horovod's device for the join's own
-    tensors; libhvd's join needs none, so any device is taken."""
+    tensors; libhvd needs none (a joined rank's zeros for the others' CUDA
+    collectives are on the GPU libhvd gives it), so any device is taken."""
     if device is not None and not isinstance(device, (int, torch.device, str)):
         raise TypeError("hvd.join: device must be a device index, a torch.device or a "
                         "name, not %r" % (device,))

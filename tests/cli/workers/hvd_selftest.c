@@ -25,6 +25,8 @@
  *             several threads at once
  *   join      rank r runs r+2 steps then joins; the others' averages
  *             divide by the ranks that gave data; join returns the last
+ *   gpujoin   join with GPU collectives: the joined ranks' zeros in
+ *             GPU memory, averages over the ranks that gave data
  *   mismatch2 disagreements on the newer collectives (counts, rows,
  *             factors, group membership, a joined root): an error on
  *             every rank
@@ -834,6 +836,21 @@ static void ada_reference(int j, size_t m, int L, double *out)
 	free(v);
 }
 
+/* join and gpujoin: in step s the ranks r with r + 2 > s give data (the
+ * value r + 1); how many, and the sum of their values in *sum. */
+static int join_givers(int s, double *sum)
+{
+	int r, givers = 0;
+
+	*sum = 0;
+	for (r = 0; r < hvd_size(); r++)
+		if (r + 2 > s) {
+			givers++;
+			*sum += r + 1;
+		}
+	return givers;
+}
+
 /* The GPU modes: this rank's GPU made the current device, or exit 77
  * after "skip: REASON" where there is none. */
 static void use_gpu_or_skip(void)
@@ -1218,6 +1235,162 @@ static void mode_gpu(void)
 	cudaFree(dx);
 }
 
+/* gpujoin: join with GPU collectives. Rank r runs r + 2 steps, then
+ * joins; in step s the ranks with r + 2 > s give data. Each step: an
+ * average alone, 6 averages and a sum in flight together (fused), an
+ * allgather, a broadcast from the last rank to join, all in GPU memory;
+ * while ranks have joined, an average of integers is refused. */
+static void gpu_join_step(int s)
+{
+	int n = hvd_size(), me = hvd_rank(), k, rc, givers;
+	double sum, want, v[5], *dv, g[6][9], *dg[6];
+	float big[1000], *dbig, mine = (float)me, *dmine, *dall = NULL;
+	int32_t bc[3], *dbc, iv = me, *div;
+	hvd_handle *h[7];
+	size_t got = 0, i;
+	char name[32];
+
+	givers = join_givers(s, &sum);
+	want = sum / givers;
+	for (i = 0; i < 5; i++)
+		v[i] = me + 1;
+	cudaMalloc((void **)&dv, sizeof(v));
+	cudaMemcpy(dv, v, sizeof(v), cudaMemcpyHostToDevice);
+	snprintf(name, sizeof(name), "gstep.%d", s);
+	rc = hvd_allreduce_gpu(name, dv, dv, 5, HVD_FLOAT64, HVD_AVERAGE);
+	cudaMemcpy(v, dv, sizeof(v), cudaMemcpyDeviceToHost);
+	EXPECT(rc == 0 && fabs(v[4] - want) < 1e-12, "%s: %g, want %g (%s)",
+	       name, v[4], want, hvd_error_message());
+	cudaFree(dv);
+	/* A training step's gradients: fused, served by the cache. */
+	for (k = 0; k < 6; k++) {
+		for (i = 0; i < 9; i++)
+			g[k][i] = me + 1;
+		cudaMalloc((void **)&dg[k], sizeof(g[k]));
+		cudaMemcpy(dg[k], g[k], sizeof(g[k]), cudaMemcpyHostToDevice);
+		snprintf(name, sizeof(name), "ggrad.%d", k);
+		rc = hvd_allreduce_gpu_async(name, dg[k], dg[k], (size_t)k + 4,
+					     HVD_FLOAT64, HVD_AVERAGE, &h[k]);
+		EXPECT(rc == 0, "%s: %s", name, hvd_error_message());
+	}
+	for (i = 0; i < 1000; i++)
+		big[i] = (float)(me + 1);
+	cudaMalloc((void **)&dbig, sizeof(big));
+	cudaMemcpy(dbig, big, sizeof(big), cudaMemcpyHostToDevice);
+	rc = hvd_allreduce_gpu_async("gbig", dbig, dbig, 1000, HVD_FLOAT32,
+				     HVD_SUM, &h[6]);
+	EXPECT(rc == 0, "gbig: %s", hvd_error_message());
+	for (k = 0; k < 7; k++) {
+		rc = hvd_wait(h[k]);
+		EXPECT(rc == 0, "step %d, tensor %d: %s", s, k,
+		       hvd_error_message());
+	}
+	for (k = 0; k < 6; k++) {
+		cudaMemcpy(g[k], dg[k], sizeof(g[k]), cudaMemcpyDeviceToHost);
+		EXPECT(fabs(g[k][k + 3] - want) < 1e-12 &&
+			       (k + 4 == 9 || g[k][k + 4] == me + 1),
+		       "step %d ggrad.%d: %g, want %g", s, k, g[k][k + 3],
+		       want);
+		cudaFree(dg[k]);
+	}
+	cudaMemcpy(big, dbig, sizeof(big), cudaMemcpyDeviceToHost);
+	EXPECT(big[0] == (float)sum && big[999] == (float)sum,
+	       "step %d gbig: %g and %g, want %g", s, big[0], big[999], sum);
+	cudaFree(dbig);
+	/* The joined ranks give nothing to an allgather. */
+	cudaMalloc((void **)&dmine, sizeof(mine));
+	cudaMemcpy(dmine, &mine, sizeof(mine), cudaMemcpyHostToDevice);
+	snprintf(name, sizeof(name), "ggather.%d", s);
+	rc = hvd_allgather_gpu(name, dmine, 1, HVD_FLOAT32, (void **)&dall,
+			       &got);
+	EXPECT(rc == 0 && got == (size_t)givers, "%s: %zu of %d (%s)", name,
+	       got, givers, hvd_error_message());
+	if (rc == 0) {
+		float back[64];
+
+		cudaMemcpy(back, dall, got * sizeof(float),
+			   cudaMemcpyDeviceToHost);
+		for (i = 0; i < got && i < 64; i++)
+			EXPECT(back[i] == (float)(n - givers + i),
+			       "%s: element %zu is %g", name, i, back[i]);
+	}
+	cudaFree(dall);
+	cudaFree(dmine);
+	/* The last rank to join still broadcasts from its root. */
+	for (i = 0; i < 3; i++)
+		bc[i] = me == n - 1 ? 7 + s : 0;
+	cudaMalloc((void **)&dbc, sizeof(bc));
+	cudaMemcpy(dbc, bc, sizeof(bc), cudaMemcpyHostToDevice);
+	snprintf(name, sizeof(name), "gbcast.%d", s);
+	rc = hvd_broadcast_gpu(name, dbc, 3, HVD_INT32, n - 1);
+	cudaMemcpy(bc, dbc, sizeof(bc), cudaMemcpyDeviceToHost);
+	EXPECT(rc == 0 && bc[2] == 7 + s, "%s: %d (%s)", name, bc[2],
+	       hvd_error_message());
+	cudaFree(dbc);
+	/* GPU Adasum on one host is the average of the ranks that gave
+	 * data; across hosts each host's average would count the joined
+	 * ranks' zeros: refused. */
+	if (givers < n) {
+		bool one_host = hvd_local_size() == n;
+
+		for (i = 0; i < 5; i++)
+			v[i] = me + 1;
+		cudaMalloc((void **)&dv, sizeof(v));
+		cudaMemcpy(dv, v, sizeof(v), cudaMemcpyHostToDevice);
+		snprintf(name, sizeof(name), "gada.%d", s);
+		rc = hvd_allreduce_gpu(name, dv, dv, 5, HVD_FLOAT64,
+				       HVD_ADASUM);
+		cudaMemcpy(v, dv, sizeof(v), cudaMemcpyDeviceToHost);
+		if (one_host)
+			EXPECT(rc == 0 && fabs(v[2] - want) < 1e-12,
+			       "%s: %g, want %g (%s)", name, v[2], want,
+			       hvd_error_message());
+		else
+			EXPECT(rc == HVD_EINVAL &&
+				       strstr(hvd_error_message(),
+					      "Adasum across hosts") != NULL,
+			       "%s across hosts: %s (%s)", name,
+			       hvd_strerror(rc), hvd_error_message());
+		cudaFree(dv);
+	}
+	/* NCCL's average of integers divides by every rank. */
+	if (givers < n) {
+		cudaMalloc((void **)&div, sizeof(iv));
+		cudaMemcpy(div, &iv, sizeof(iv), cudaMemcpyHostToDevice);
+		snprintf(name, sizeof(name), "gint.%d", s);
+		rc = hvd_allreduce_gpu(name, div, div, 1, HVD_INT32,
+				       HVD_AVERAGE);
+		EXPECT(rc == HVD_EINVAL &&
+			       strstr(hvd_error_message(),
+				      "average of integers") != NULL,
+		       "%s while ranks have joined: %s (%s)", name,
+		       hvd_strerror(rc), hvd_error_message());
+		cudaFree(div);
+	}
+}
+
+static void mode_gpu_join(void)
+{
+	int n = hvd_size(), me = hvd_rank(), s, last, rc;
+	double x = me, *dx;
+
+	use_gpu_or_skip();
+	for (s = 0; s < me + 2; s++)
+		gpu_join_step(s);
+	last = hvd_join();
+	EXPECT(last == n - 1, "join returned %d, want %d (%s)", last, n - 1,
+	       last < 0 ? hvd_error_message() : "");
+	/* After everyone joined, collectives are whole again. */
+	cudaMalloc((void **)&dx, sizeof(x));
+	cudaMemcpy(dx, &x, sizeof(x), cudaMemcpyHostToDevice);
+	rc = hvd_allreduce_gpu("gafter.join", dx, dx, 1, HVD_FLOAT64,
+			       HVD_AVERAGE);
+	cudaMemcpy(&x, dx, sizeof(x), cudaMemcpyDeviceToHost);
+	EXPECT(rc == 0 && x == (double)(n - 1) / 2, "after join: %g (%s)", x,
+	       hvd_error_message());
+	cudaFree(dx);
+}
+
 /* killgpu: as kill, with GPU buffers: 4 allreduces of 1 MiB (fused
  * batches on the engine's stream; op: HVD_SUM or HVD_ADASUM) and an
  * allgather of 1 MiB a rank (its result allocated by libhvd) in flight a
@@ -1279,6 +1452,11 @@ static void mode_gpu(void)
 }
 
 static void mode_gpu_adasum(void)
+{
+	use_gpu_or_skip();
+}
+
+static void mode_gpu_join(void)
 {
 	use_gpu_or_skip();
 }
@@ -1705,17 +1883,12 @@ static void mode_join(void)
 	int n = hvd_size(), me = hvd_rank(), s, r, last;
 
 	for (s = 0; s < me + 2; s++) {
-		double v[5], want = 0, sum = 0;
+		double v[5], want, sum;
 		float *all = NULL, mine = (float)me;
 		size_t got = 0;
-		int givers = 0, bc[3] = {0, 0, 0}, rc;
+		int givers = join_givers(s, &sum), bc[3] = {0, 0, 0}, rc;
 		char name[32];
 
-		for (r = 0; r < n; r++)
-			if (r + 2 > s) {
-				givers++;
-				sum += r + 1;
-			}
 		want = sum / givers;
 		for (r = 0; r < 5; r++)
 			v[r] = me + 1;
@@ -2143,6 +2316,8 @@ int main(int argc, char **argv)
 		mode_groups();
 	else if (strcmp(mode, "join") == 0)
 		mode_join();
+	else if (strcmp(mode, "gpujoin") == 0)
+		mode_gpu_join();
 	else if (strcmp(mode, "mismatch2") == 0)
 		mode_mismatch2();
 	else if (strcmp(mode, "killa2a") == 0)

@@ -486,8 +486,7 @@ API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
 	return e;
 }
 
-/* On the default stream, as CUDA's for device memory. */
-API cudaError_t cudaMemset(void *dst, int value, size_t n)
+API cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t h)
 {
 	struct op *o = op_new(OP_SET);
 
@@ -496,8 +495,14 @@ API cudaError_t cudaMemset(void *dst, int value, size_t n)
 	o->dst = dst;
 	o->value = value;
 	o->n = n;
-	enqueue(NULL, o);
+	enqueue(h, o);
 	return cudaSuccess;
+}
+
+/* On the default stream, as CUDA's for device memory. */
+API cudaError_t cudaMemset(void *dst, int value, size_t n)
+{
+	return cudaMemsetAsync(dst, value, n, NULL);
 }
 
 /* Every stream's work queued so far done. */
