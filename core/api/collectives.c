@@ -155,19 +155,14 @@ static int check_args(const void *buf, size_t count, enum hvd_dtype t)
 	return HVD_OK;
 }
 
-/* A reduction's op, factors and dtype (allreduce, reducescatter). */
+/* A reduction's op, factors and dtype (allreduce, reducescatter). On the
+ * GPU, integers with factors are scaled in host memory (ops/). */
 static int check_reduction(enum hvd_dtype t, enum hvd_op op, double pre,
 			   double post, bool gpu)
 {
 	if (!hvd__op_valid((int)op)) {
 		hvd__set_error("unknown op %d", (int)op);
 		return HVD_EINVAL;
-	}
-	if (gpu && (pre != 1.0 || post != 1.0) && !hvd__dtype_float(t)) {
-		hvd__set_error(
-			"on the GPU, scaling factors (%g, %g) need a floating-point dtype, not %s (scale %s tensors on the CPU)",
-			pre, post, hvd__dtype_name(t), hvd__dtype_name(t));
-		return HVD_ENOTSUP;
 	}
 	if (gpu && t == HVD_INT16) {
 		hvd__set_error("NCCL cannot reduce int16 tensors");

@@ -127,19 +127,13 @@ static struct hvd__req *take(struct hvd__engine *e, const struct hvd__resp *x)
 }
 
 /* A GPU allreduce that cannot leave out the ranks that have joined:
- * an average of integers (NCCL divides by every rank; a factor needs a
- * float) or Adasum across hosts (each host's average would count a
- * joined rank's zeros). NULL: it can. */
+ * Adasum across hosts (each host's average would count a joined rank's
+ * zeros). NULL: it can. */
 static const char *gpu_join_refuses(const struct hvd__engine *e,
 				    const struct hvd__resp *x)
 {
 	if (!x->m.gpu || x->m.type != HVD__REQ_ALLREDUCE)
 		return NULL;
-	if (x->m.op == HVD_AVERAGE &&
-	    !hvd__dtype_float((enum hvd_dtype)x->m.dtype))
-		return "on the GPU, an average of integers cannot leave out "
-		       "the joined ranks: sum, and divide by the ranks that "
-		       "gave data";
 	if (x->m.op == HVD_ADASUM &&
 	    !(e->set == 0 && hvd__g.local_size == hvd__g.size))
 		return "GPU Adasum across hosts cannot leave out the joined "
@@ -206,8 +200,8 @@ static int gpu_stand_ins(struct hvd__engine *e, struct hvd__req **batch,
 		return HVD_OK;
 	rc = hvd__gpu_engine(e);
 	if (rc == HVD_OK)
-		rc = hvd__gpu_zeros(e->gpu, total, (void **)&zeros, e->gpu_why,
-				    sizeof(e->gpu_why));
+		rc = hvd__gpu_scratch(e->gpu, total, true, (void **)&zeros,
+				      e->gpu_why, sizeof(e->gpu_why));
 	for (i = 0; rc == HVD_OK && i < n; i++)
 		if (batch[i]->h == NULL) {
 			batch[i]->sendbuf = batch[i]->recvbuf = zeros + at;

@@ -3,8 +3,8 @@
  * collective needs more: util/grow.c), the batch's tensors copied in and
  * out in one call where the runtime can, the pinned host memory
  * through which a share of a batch goes to the CPU and back, the GPU
- * memory in which a host's ranks add up Adasum's sums, and the zeros a
- * joined rank gives. */
+ * memory in which a host's ranks add up Adasum's sums, and a scratch
+ * buffer (the zeros a joined rank gives). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,20 +64,21 @@ int hvd__gpu_host_buffer(struct hvd__gpu *g, size_t bytes, void **out,
 	return rc;
 }
 
-int hvd__gpu_zeros(struct hvd__gpu *g, size_t bytes, void **out, char *why,
-		   size_t len)
+int hvd__gpu_scratch(struct hvd__gpu *g, size_t bytes, bool zero, void **out,
+		     char *why, size_t len)
 {
-	int rc = grow(g, &g->zeros, &g->zeros_cap, bytes ? bytes : 1, false,
-		      "cudaMalloc of a joined rank's zeros", why, len);
-	cudaError_t e;
+	int rc = grow(g, &g->scratch, &g->scratch_cap, bytes ? bytes : 1, false,
+		      "cudaMalloc of the GPU scratch buffer", why, len);
+	cudaError_t e = cudaSuccess;
 
 	*out = NULL;
 	if (rc != HVD_OK)
 		return rc;
-	e = cudaMemsetAsync(g->zeros, 0, bytes, g->stream);
+	if (zero)
+		e = cudaMemsetAsync(g->scratch, 0, bytes, g->stream);
 	if (e != cudaSuccess)
 		return hvd__gpu_cuda_fail(e, "cudaMemsetAsync", why, len);
-	*out = g->zeros;
+	*out = g->scratch;
 	return HVD_OK;
 }
 

@@ -173,12 +173,13 @@ int hvd__gpu_host_sum(struct hvd__gpu *g, double *v, size_t count, char *why,
  * call), for copies to and from the GPU. */
 int hvd__gpu_host_buffer(struct hvd__gpu *g, size_t bytes, void **out,
 			 char *why, size_t len);
-/* *out: bytes (at least 1) of g's GPU memory, zeroed on the stream
- * after what was queued there, g's own until the next call: a joined
- * rank's stand-ins give these zeros to the others' collectives and
- * receive into them (engine/fusion.c). */
-int hvd__gpu_zeros(struct hvd__gpu *g, size_t bytes, void **out, char *why,
-		   size_t len);
+/* *out: bytes (at least 1) of g's GPU memory, g's own until the next
+ * call; zero: zeroed on the stream after what was queued there. A
+ * joined rank's stand-ins give these zeros to the others' collectives
+ * and receive into them (engine/fusion.c); a reducescatter of integers
+ * with scaling factors takes its scaled input from there. */
+int hvd__gpu_scratch(struct hvd__gpu *g, size_t bytes, bool zero, void **out,
+		     char *why, size_t len);
 /* Free a result buffer the engine allocated on the GPU (an allgather's
  * or alltoall's), one that no caller was handed. NULL: nothing. */
 void hvd__gpu_free_result(void *p);

@@ -29,8 +29,8 @@ struct hvd__gpu {
 	size_t stage_cap;
 	char *dots; /* Adasum's sums, summed by a host's ranks */
 	size_t dots_cap;
-	char *zeros; /* a joined rank's stand-ins (hvd__gpu_zeros) */
-	size_t zeros_cap;
+	char *scratch; /* hvd__gpu_scratch's */
+	size_t scratch_cap;
 	size_t fusion_limit;  /* HOROVOD_FUSION_THRESHOLD (util/grow.c) */
 	cudaEvent_t ev[EV_N]; /* the other collectives' wait */
 	struct hvd__gpu_flight *spare; /* flights ended, for the next */

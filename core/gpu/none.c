@@ -109,11 +109,12 @@ int hvd__gpu_host_buffer(struct hvd__gpu *g, size_t bytes, void **out,
 	return hvd__gpu_device(why, len);
 }
 
-int hvd__gpu_zeros(struct hvd__gpu *g, size_t bytes, void **out, char *why,
-		   size_t len)
+int hvd__gpu_scratch(struct hvd__gpu *g, size_t bytes, bool zero, void **out,
+		     char *why, size_t len)
 {
 	(void)g;
 	(void)bytes;
+	(void)zero;
 	*out = NULL;
 	return hvd__gpu_device(why, len);
 }

@@ -251,7 +251,7 @@ void hvd__gpu_free(struct hvd__gpu *g, bool broken)
 	cudaFree(g->fusion);
 	cudaFreeHost(g->stage);
 	cudaFree(g->dots);
-	cudaFree(g->zeros);
+	cudaFree(g->scratch);
 	for (i = 0; i < EV_N; i++)
 		if (g->ev[i] != NULL)
 			cudaEventDestroy(g->ev[i]);

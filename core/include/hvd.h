@@ -154,8 +154,9 @@ HVD_EXPORT int hvd_barrier(void);
  * by prescale before the reduction and the result by postscale after
  * (AVERAGE divides as well), in the tensor's type (float16 and bfloat16
  * through float32; integers in float64, truncated back toward zero and
- * saturated to the type's range, as Horovod does). On the GPU, factors
- * other than 1 need a floating-point dtype (HVD_ENOTSUP).
+ * saturated to the type's range, as Horovod does). On the GPU as well:
+ * integers are scaled in host memory, their tensors copied there and
+ * back around NCCL's sum (the rare case; floats scale in NCCL).
  * Ranks must agree on both factors; only allreduces with the same factors
  * are fused together. hvd_allreduce_async() is this with 1 and 1. */
 HVD_EXPORT int hvd_allreduce_scaled_async(const char *name, const void *sendbuf,
@@ -286,8 +287,8 @@ HVD_EXPORT int hvd_next_process_set(int id);
  * have not joined), in an allgather with nothing, in a broadcast and a
  * barrier as usual, on the GPU as on the CPU (its zeros in the memory of
  * the GPU hvd_gpu_device() names); a broadcast from a joined root, an
- * alltoall or a reducescatter while ranks have joined, and on the GPU an
- * average of integers or Adasum across hosts, fail on every rank.
+ * alltoall or a reducescatter while ranks have joined, and GPU Adasum
+ * across hosts, fail on every rank.
  * Returns the rank that joined last (>= 0), or an error. */
 HVD_EXPORT int hvd_join(void);
 
@@ -338,7 +339,8 @@ HVD_EXPORT int hvd_wait_stream(hvd_handle *h, void *stream);
 /* The newer collectives on the GPU: alltoall through grouped
  * ncclSend/ncclRecv, reducescatter through ncclReduceScatter (uneven
  * splits: one ncclReduce per rank, grouped). NCCL cannot reduce int16;
- * scaling factors need op SUM, AVERAGE or ADASUM (HVD_ENOTSUP otherwise). */
+ * scaling factors need op SUM, AVERAGE or ADASUM (HVD_ENOTSUP otherwise)
+ * and scale integers in host memory, as the allreduce's. */
 HVD_EXPORT int hvd_allreduce_scaled_gpu_async(
 	const char *name, const void *sendbuf, void *recvbuf, size_t count,
 	enum hvd_dtype dtype, enum hvd_op op, double prescale, double postscale,

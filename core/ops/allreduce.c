@@ -460,24 +460,90 @@ static int adasum(struct hvd__engine *e, struct hvd__req **batch, size_t n)
 	return rc;
 }
 
+/* A batch of GPU allreduces of integers with scaling factors, or an
+ * average while ranks have joined (of the ranks that gave data), as
+ * Horovod's and as on the CPU: in float64, truncated toward zero and
+ * saturated. NCCL scales floats only, so each scaling is done in host
+ * memory: the tensors copied out, prescaled, copied into their receive
+ * buffers and reduced there by NCCL, then copied out again, divided and
+ * postscaled, and copied back; all waited for. */
+static int gpu_scaled_ints(struct hvd__engine *e, struct hvd__req **batch,
+			   size_t n, enum hvd_op op, int divisor)
+{
+	enum hvd_dtype t = (enum hvd_dtype)batch[0]->m.dtype;
+	double pre = batch[0]->m.prescale, post = batch[0]->m.postscale;
+	size_t es = hvd__dtype_size(t), total = 0, i;
+	size_t *counts = calloc(n, sizeof(*counts));
+	struct hvd__gpu_tensor *v = gpu_tensors(batch, n);
+	struct hvd__gpu_flight *f = NULL;
+	void *stage = NULL;
+	int rc = counts == NULL || v == NULL ? HVD_ENOMEM : hvd__gpu_engine(e);
+
+	for (i = 0; rc == HVD_OK && i < n; i++) {
+		counts[i] = (size_t)batch[i]->m.count;
+		total += counts[i];
+		v[i].send = v[i].recv; /* reduced in place */
+		v[i].ready = NULL;
+	}
+	if (rc == HVD_OK)
+		rc = hvd__gpu_host_buffer(e->gpu, total * es + 1, &stage,
+					  e->gpu_why, sizeof(e->gpu_why));
+	if (rc == HVD_OK)
+		rc = move(e, batch, n, stage, counts, es, true);
+	if (rc == HVD_OK) {
+		hvd__scale(stage, total, t, pre);
+		rc = move(e, batch, n, stage, counts, es, false);
+	}
+	if (rc == HVD_OK)
+		rc = hvd__gpu_allreduce(e->gpu, v, n, t, op, 1.0,
+					e->k.hier_allreduce, &f, e->gpu_why,
+					sizeof(e->gpu_why));
+	if (rc == HVD_OK) { /* the copies out follow the sum on the stream */
+		for (i = 0; i < n; i++)
+			batch[i]->sendbuf = batch[i]->recvbuf;
+		rc = move(e, batch, n, stage, counts, es, true);
+	}
+	if (rc == HVD_OK) {
+		struct iovec whole = {stage, total * es};
+
+		scale_pieces(&whole, 1, t, divisor, post);
+		rc = move(e, batch, n, stage, counts, es, false);
+	}
+	if (f != NULL)
+		hvd__gpu_flight_free(e->gpu, f);
+	free(counts);
+	free(v);
+	return rc;
+}
+
 /* A batch of GPU allreduces: fused on the GPU, reduced by NCCL, launched
  * and left to run (engine/flights.c: its flight completes it, and lays
  * its parts out on the timeline). */
 static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 			 size_t n, enum hvd_op op)
 {
-	struct hvd__gpu_tensor *t = gpu_tensors(batch, n);
+	struct hvd__gpu_tensor *t;
 	struct hvd__gpu_flight *f = NULL;
 	double scale = batch[0]->m.prescale * batch[0]->m.postscale;
-	int rc = t == NULL ? HVD_ENOMEM : hvd__gpu_engine(e);
+	bool avg_joined = op == HVD_AVERAGE && e->njoined > 0;
+	int rc;
 
-	/* While ranks have joined (their zeros in the sum), an average of
-	 * floats is a sum scaled by the ranks that gave data (fusion.c
-	 * refuses one of integers). */
-	if (op == HVD_AVERAGE && e->njoined > 0) {
+	/* While ranks have joined (their zeros in the sum), an average is a
+	 * sum divided by the ranks that gave data: of floats, a sum scaled
+	 * by NCCL. Integers scale each factor on its own (0.5 then 2 is not
+	 * 1: 7 gives 6). */
+	if (!hvd__dtype_float((enum hvd_dtype)batch[0]->m.dtype) &&
+	    (batch[0]->m.prescale != 1.0 || batch[0]->m.postscale != 1.0 ||
+	     avg_joined))
+		return gpu_scaled_ints(
+			e, batch, n, op == HVD_AVERAGE ? HVD_SUM : op,
+			op != HVD_AVERAGE ? 1 : e->comm.size - e->njoined);
+	if (avg_joined) {
 		op = HVD_SUM;
 		scale /= e->comm.size - e->njoined;
 	}
+	t = gpu_tensors(batch, n);
+	rc = t == NULL ? HVD_ENOMEM : hvd__gpu_engine(e);
 	if (rc == HVD_OK)
 		rc = hvd__gpu_allreduce(e->gpu, t, n,
 					(enum hvd_dtype)batch[0]->m.dtype, op,

@@ -6,7 +6,7 @@
  * between the ranks of one host), or the ring's reduce-scatter (ring.h)
  * leaves this rank's rows of the result in it, and they are averaged,
  * postscaled and copied out. On the GPU: ncclReduceScatter
- * (gpu.h). The split is Horovod's: rows / size each, the first
+ * (gpu.h), integers scaled in host memory. The split is Horovod's: rows / size each, the first
  * rows % size ranks one more. */
 #include <stdlib.h>
 #include <string.h>
@@ -54,20 +54,77 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 	return rc;
 }
 
+/* bytes between this rank's GPU and host memory, waited for. */
+static int gpu_copy(struct hvd__engine *e, void *dst, const void *src,
+		    size_t bytes, bool to_host, void *ready)
+{
+	int rc = hvd__gpu_copy(e->gpu, dst, src, bytes, to_host, ready,
+			       e->gpu_why, sizeof(e->gpu_why));
+
+	return rc == HVD_OK ? hvd__gpu_wait_stream(e->gpu, e->gpu_why,
+						   sizeof(e->gpu_why))
+			    : rc;
+}
+
+/* Integers with scaling factors, as on the CPU (in float64, truncated,
+ * saturated): NCCL scales floats only, so the input is prescaled in
+ * host memory into the GPU engine's scratch buffer, reduce-scattered
+ * from there, and this rank's rows divided and postscaled in host memory
+ * on their way back. */
+static int gpu_scaled_ints(struct hvd__engine *e, struct hvd__req *r,
+			   const size_t *counts)
+{
+	enum hvd_dtype t = (enum hvd_dtype)r->m.dtype;
+	enum hvd_op op = (enum hvd_op)r->m.op;
+	size_t es = hvd__dtype_size(t), count = (size_t)r->m.count;
+	size_t mine = counts[e->comm.rank];
+	void *stage, *in;
+	int rc = hvd__gpu_host_buffer(e->gpu, count * es + 1, &stage,
+				      e->gpu_why, sizeof(e->gpu_why));
+
+	if (rc == HVD_OK)
+		rc = hvd__gpu_scratch(e->gpu, count * es, false, &in,
+				      e->gpu_why, sizeof(e->gpu_why));
+	if (rc == HVD_OK)
+		rc = gpu_copy(e, stage, r->sendbuf, count * es, true, r->ready);
+	if (rc == HVD_OK) {
+		hvd__scale(stage, count, t, r->m.prescale);
+		rc = gpu_copy(e, in, stage, count * es, false, NULL);
+	}
+	if (rc == HVD_OK)
+		rc = hvd__gpu_reducescatter(e->gpu, in, r->recvbuf, counts, t,
+					    op == HVD_AVERAGE ? HVD_SUM : op,
+					    1.0, NULL, e->gpu_why,
+					    sizeof(e->gpu_why));
+	if (rc == HVD_OK && mine > 0)
+		rc = gpu_copy(e, stage, r->recvbuf, mine * es, true, NULL);
+	if (rc == HVD_OK && mine > 0) {
+		if (op == HVD_AVERAGE)
+			hvd__divide(stage, mine, t, e->comm.size);
+		hvd__scale(stage, mine, t, r->m.postscale);
+		rc = gpu_copy(e, r->recvbuf, stage, mine * es, false, NULL);
+	}
+	return rc;
+}
+
 static int gpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 {
 	size_t *counts = calloc((size_t)e->comm.size, sizeof(*counts)), start;
+	double scale = r->m.prescale * r->m.postscale;
 	int i, rc = counts == NULL ? HVD_ENOMEM : hvd__gpu_engine(e);
 
 	for (i = 0; rc == HVD_OK && i < e->comm.size; i++)
 		hvd__ring_chunk((size_t)r->m.count, (size_t)r->m.block,
 				e->comm.size, i, &start, &counts[i]);
-	if (rc == HVD_OK)
+	/* Integers scale each factor on its own: 0.5 then 2 is no 1. */
+	if (rc == HVD_OK && (r->m.prescale != 1.0 || r->m.postscale != 1.0) &&
+	    !hvd__dtype_float((enum hvd_dtype)r->m.dtype))
+		rc = gpu_scaled_ints(e, r, counts);
+	else if (rc == HVD_OK)
 		rc = hvd__gpu_reducescatter(
 			e->gpu, r->sendbuf, r->recvbuf, counts,
-			(enum hvd_dtype)r->m.dtype, (enum hvd_op)r->m.op,
-			r->m.prescale * r->m.postscale, r->ready, e->gpu_why,
-			sizeof(e->gpu_why));
+			(enum hvd_dtype)r->m.dtype, (enum hvd_op)r->m.op, scale,
+			r->ready, e->gpu_why, sizeof(e->gpu_why));
 	free(counts);
 	return rc;
 }

@@ -41,7 +41,7 @@ assert_all_ok() { # ranks
 	assert_line --regexp "libnccl\.so\.[0-9]+ => $STANDIN/"
 }
 
-@test "stand-in: GPU collectives, every dtype and op, fusion, a tensor still being written: 1 to 3 ranks, a GPU each" {
+@test "stand-in: GPU collectives, every dtype and op, fusion, a tensor still being written, integers with scaling factors (through host memory): 1 to 3 ranks, a GPU each" {
 	local n
 	for n in 1 2 3; do
 		run "$HVDRUN" -np "$n" "$SELFTEST" gpu
@@ -66,7 +66,7 @@ assert_all_ok() { # ranks
 	assert_output --partial "NCCL split by host: 2 ranks a host, 2 hosts"
 }
 
-@test "stand-in: join with GPU collectives: the joined ranks give zeros from GPU memory, averages (and Adasum on one host) divide by the ranks that gave data, allgathers leave them out; an average of integers and Adasum across hosts refused while ranks have joined (1 to 4 ranks, 2 hosts x 2 flat and hierarchical, without shared memory, under mpirun)" {
+@test "stand-in: join with GPU collectives: the joined ranks give zeros from GPU memory, averages (of integers too, and Adasum on one host) divide by the ranks that gave data, allgathers leave them out; Adasum across hosts refused while ranks have joined (1 to 4 ranks, 2 hosts x 2 flat and hierarchical, without shared memory, under mpirun)" {
 	local n
 	for n in 1 2 4; do
 		run "$HVDRUN" -np "$n" "$SELFTEST" gpujoin

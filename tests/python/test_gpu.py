@@ -178,14 +178,30 @@ def test_join_uneven_batches_on_the_gpu(hvd, dev):
 
 def test_horovod_behaviours_on_the_gpu(hvd, dev):
     """Horovod's: grouped tensors on two devices raise RuntimeError; join
-    takes a GPU device; integers are not scaled on the GPU (a clear
-    error, where the CPU scales them as Horovod)."""
+    takes a GPU device."""
     with pytest.raises(RuntimeError, match="one device"):
         hvd.grouped_allreduce([torch.ones(3), torch.ones(3, device=dev)])
     last = hvd.join(dev.index)
     assert last == -1 if hvd.size() == 1 else 0 <= last < hvd.size()
-    with pytest.raises(Exception, match="floating-point"):
-        hvd.allreduce(torch.ones(3, dtype=torch.int32, device=dev), prescale_factor=2.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64], ids=str)
+def test_integers_scale_on_the_gpu_as_horovod(hvd, dev, dtype):
+    """What Horovod's own prescale and postscale tests expect of integer
+    CUDA tensors: scaled in float64 and truncated, the prescale on each
+    rank's values before the sum, the postscale on the sum."""
+    n = hvd.size()
+    t = torch.arange(-8, 9, dtype=dtype) * 7
+    pre = hvd.allreduce(t.to(dev), average=False, prescale_factor=0.37, name="gpu.int.pre")
+    assert pre.device == dev and pre.dtype == dtype
+    assert torch.equal(pre.cpu(), (t.double() * 0.37).to(dtype) * n)
+    post = hvd.allreduce(t.to(dev), average=False, postscale_factor=0.37, name="gpu.int.post")
+    assert torch.equal(post.cpu(), ((t * n).double() * 0.37).to(dtype))
+    rows = hvd.reducescatter(t.to(dev), op=hvd.Sum, prescale_factor=0.37, name="gpu.int.rs")
+    counts = [17 // n + (1 if r < 17 % n else 0) for r in range(n)]
+    start = sum(counts[:hvd.rank()])
+    whole = (t.double() * 0.37).to(dtype) * n
+    assert rows.device == dev and torch.equal(rows.cpu(), whole[start:start + counts[hvd.rank()]])
 
 
 def test_sync_batch_norm_on_cuda(hvd, dev):

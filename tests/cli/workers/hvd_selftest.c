@@ -1110,6 +1110,116 @@ static void check_gpu_wait_stream(void)
 	free(h);
 }
 
+/* Integers with scaling factors on the GPU, as on the CPU (Horovod's
+ * rule): in float64, truncated toward zero, saturated; an average
+ * divides the sum before the postscale. Out of place: the send buffer
+ * keeps its values. */
+static int scaled_gpu(const char *name, const void *send, void *recv,
+		      size_t count, enum hvd_dtype t, enum hvd_op op,
+		      double pre, double post)
+{
+	hvd_handle *h;
+	int rc = hvd_allreduce_scaled_gpu_async(name, send, recv, count, t, op,
+						pre, post, &h);
+
+	return rc == 0 ? hvd_wait(h) : rc;
+}
+
+/* A reducescatter of int32 with factors 0.5 and 3 (uneven rows): each
+ * rank's rows, as the CPU's rule gives them. */
+static void check_gpu_scaled_ints_scatter(void)
+{
+	int n = hvd_size(), me = hvd_rank(), r, q, rc;
+	size_t count = (size_t)n * 2 + 1, start = 0, mine, i, bad = 0;
+	int32_t *v = malloc(count * sizeof(*v)), *dv, *dout;
+	hvd_handle *h;
+
+	for (i = 0; i < count; i++)
+		v[i] = 7 * (me + 1) + (int32_t)i;
+	for (q = 0; q < me; q++)
+		start += hvd_reducescatter_count(count, 1, q);
+	mine = hvd_reducescatter_count(count, 1, me);
+	cudaMalloc((void **)&dv, count * sizeof(*v));
+	cudaMalloc((void **)&dout, count * sizeof(*v));
+	cudaMemcpy(dv, v, count * sizeof(*v), cudaMemcpyHostToDevice);
+	rc = hvd_reducescatter_gpu_async("gscaled.rs", dv, dout, count, 1,
+					 HVD_INT32, HVD_SUM, 0.5, 3, &h);
+	rc = rc == 0 ? hvd_wait(h) : rc;
+	cudaMemcpy(v, dout, mine * sizeof(*v), cudaMemcpyDeviceToHost);
+	for (i = 0; rc == 0 && i < mine; i++) {
+		int32_t s = 0;
+
+		for (r = 0; r < n; r++)
+			s += (int32_t)((7 * (r + 1) + (int)(start + i)) * 0.5);
+		bad += v[i] != (int32_t)(s * 3.0);
+	}
+	EXPECT(rc == 0 && bad == 0,
+	       "GPU scaled int32 reducescatter: %zu of %zu rows wrong (%s)",
+	       bad, mine, rc == 0 ? "" : hvd_error_message());
+	cudaFree(dout);
+	cudaFree(dv);
+	free(v);
+}
+
+static void check_gpu_scaled_ints(void)
+{
+	int n = hvd_size(), me = hvd_rank(), r, rc;
+	int32_t v[3] = {7 * (me + 1), -7 * (me + 1), 1}, out[3], want[3] = {0};
+	int8_t b[2] = {10, -10}, *db;
+	int64_t w = 5 * (me + 1), sum64 = 0, *dw;
+	int32_t *dv, *dout;
+
+	for (r = 0; r < n; r++) {
+		want[0] += (int32_t)(7 * (r + 1) * 0.5);
+		want[1] += (int32_t)(-7 * (r + 1) * 0.5);
+		sum64 += (int64_t)(5 * (r + 1) * 3.0);
+	}
+	want[0] = (int32_t)(want[0] * 2.5);
+	want[1] = (int32_t)(want[1] * 2.5);
+	cudaMalloc((void **)&dv, sizeof(v));
+	cudaMalloc((void **)&dout, sizeof(v));
+	cudaMemcpy(dv, v, sizeof(v), cudaMemcpyHostToDevice);
+	rc = scaled_gpu("gscaled.int32", dv, dout, 3, HVD_INT32, HVD_SUM, 0.5,
+			2.5);
+	cudaMemcpy(out, dout, sizeof(out), cudaMemcpyDeviceToHost);
+	cudaMemcpy(v, dv, sizeof(v), cudaMemcpyDeviceToHost);
+	EXPECT(rc == 0 && out[0] == want[0] && out[1] == want[1] &&
+		       out[2] == 0 && v[0] == 7 * (me + 1),
+	       "GPU scaled int32: %d %d %d, not %d %d 0 (%s)", out[0], out[1],
+	       out[2], want[0], want[1], hvd_error_message());
+	/* Saturated to int8's range after the sum. */
+	cudaMalloc((void **)&db, sizeof(b));
+	cudaMemcpy(db, b, sizeof(b), cudaMemcpyHostToDevice);
+	rc = scaled_gpu("gscaled.int8", db, db, 2, HVD_INT8, HVD_SUM, 1, 20);
+	cudaMemcpy(b, db, sizeof(b), cudaMemcpyDeviceToHost);
+	EXPECT(rc == 0 && b[0] == 127 && b[1] == -128,
+	       "GPU scaled int8: %d %d, not 127 -128 (%s)", b[0], b[1],
+	       hvd_error_message());
+	/* An average: prescaled, summed, divided, postscaled. */
+	cudaMalloc((void **)&dw, sizeof(w));
+	cudaMemcpy(dw, &w, sizeof(w), cudaMemcpyHostToDevice);
+	rc = scaled_gpu("gscaled.int64", dw, dw, 1, HVD_INT64, HVD_AVERAGE, 3,
+			0.5);
+	cudaMemcpy(&w, dw, sizeof(w), cudaMemcpyDeviceToHost);
+	EXPECT(rc == 0 && w == (int64_t)((double)(sum64 / n) * 0.5),
+	       "GPU scaled int64 average: %lld, not %lld (%s)", (long long)w,
+	       (long long)(int64_t)((double)(sum64 / n) * 0.5),
+	       hvd_error_message());
+	/* Each factor on its own: 0.5 then 2 is not 1 (7 gives 6). */
+	v[0] = 7;
+	cudaMemcpy(dv, v, sizeof(v), cudaMemcpyHostToDevice);
+	rc = scaled_gpu("gscaled.half.twice", dv, dv, 1, HVD_INT32, HVD_SUM,
+			0.5, 2);
+	cudaMemcpy(v, dv, sizeof(v), cudaMemcpyDeviceToHost);
+	EXPECT(rc == 0 && v[0] == 6 * n, "GPU int32 times 0.5 then 2: %d (%s)",
+	       v[0], hvd_error_message());
+	cudaFree(dw);
+	cudaFree(db);
+	cudaFree(dout);
+	cudaFree(dv);
+	check_gpu_scaled_ints_scatter();
+}
+
 /* GPU Adasum on hosts that run different numbers of ranks: each host's
  * ranks would average with different weights, so every rank refuses it,
  * naming the fix, and the job goes on. */
@@ -1214,6 +1324,7 @@ static void mode_gpu(void)
 	use_gpu_or_skip();
 	mode_gpu_collectives();
 	mode_gpu_more();
+	check_gpu_scaled_ints();
 	check_gpu_ready();
 	check_gpu_wait_stream();
 	check_gpu_adasum();
@@ -1238,14 +1349,15 @@ static void mode_gpu(void)
 /* gpujoin: join with GPU collectives. Rank r runs r + 2 steps, then
  * joins; in step s the ranks with r + 2 > s give data. Each step: an
  * average alone, 6 averages and a sum in flight together (fused), an
- * allgather, a broadcast from the last rank to join, all in GPU memory;
- * while ranks have joined, an average of integers is refused. */
+ * allgather, a broadcast from the last rank to join, an average of
+ * integers, all in GPU memory; Adasum on one host (the average), refused
+ * across hosts. */
 static void gpu_join_step(int s)
 {
 	int n = hvd_size(), me = hvd_rank(), k, rc, givers;
 	double sum, want, v[5], *dv, g[6][9], *dg[6];
 	float big[1000], *dbig, mine = (float)me, *dmine, *dall = NULL;
-	int32_t bc[3], *dbc, iv = me, *div;
+	int32_t bc[3], *dbc, iv, *div;
 	hvd_handle *h[7];
 	size_t got = 0, i;
 	char name[32];
@@ -1353,20 +1465,17 @@ static void gpu_join_step(int s)
 			       hvd_strerror(rc), hvd_error_message());
 		cudaFree(dv);
 	}
-	/* NCCL's average of integers divides by every rank. */
-	if (givers < n) {
-		cudaMalloc((void **)&div, sizeof(iv));
-		cudaMemcpy(div, &iv, sizeof(iv), cudaMemcpyHostToDevice);
-		snprintf(name, sizeof(name), "gint.%d", s);
-		rc = hvd_allreduce_gpu(name, div, div, 1, HVD_INT32,
-				       HVD_AVERAGE);
-		EXPECT(rc == HVD_EINVAL &&
-			       strstr(hvd_error_message(),
-				      "average of integers") != NULL,
-		       "%s while ranks have joined: %s (%s)", name,
-		       hvd_strerror(rc), hvd_error_message());
-		cudaFree(div);
-	}
+	/* An average of integers, truncated: over the ranks that gave data
+	 * (through host memory while ranks have joined). */
+	iv = me + 1;
+	cudaMalloc((void **)&div, sizeof(iv));
+	cudaMemcpy(div, &iv, sizeof(iv), cudaMemcpyHostToDevice);
+	snprintf(name, sizeof(name), "gint.%d", s);
+	rc = hvd_allreduce_gpu(name, div, div, 1, HVD_INT32, HVD_AVERAGE);
+	cudaMemcpy(&iv, div, sizeof(iv), cudaMemcpyDeviceToHost);
+	EXPECT(rc == 0 && iv == (int32_t)(sum / givers), "%s: %d, want %d (%s)",
+	       name, iv, (int32_t)(sum / givers), hvd_error_message());
+	cudaFree(div);
 }
 
 static void mode_gpu_join(void)
