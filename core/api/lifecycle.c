@@ -65,15 +65,42 @@ static int read_ranks(struct hvd__state *st)
 	return HVD_OK;
 }
 
-/* A static job's rank under hvdrun is one process: the first hvd_init()
- * of the rank's process binds an abstract socket named by the job (a MAC
- * of its secret, as its shared memory's name) and the rank, held until
- * the process exits, across hvd_shutdown() and hvd_init() again. Another
- * process with the rank's environment (a subprocess of the worker, which
- * inherits it) is refused at once: it would otherwise register as the
- * rank starting a new round, which no other rank joins, and hvdrun would
- * stop the job at its start timeout. -1: not claimed. */
+/* A rank of a static job under hvdrun, or a worker of an elastic one, is
+ * one process: the first hvd_init() of the worker's process binds an
+ * abstract socket named by the job (a MAC of its secret, as its shared
+ * memory's name) and the rank (elastic: the worker's id), held until
+ * the process exits, across hvd_shutdown() and hvd_init() again (not by
+ * its forks: fork_child). Another process with the worker's environment
+ * (a subprocess of the worker, which inherits it) is refused at once: it
+ * would otherwise register as the rank starting a new round, which no
+ * other rank joins, and hvdrun would stop the job at its start timeout;
+ * in an elastic job it would take the worker's place at the rendezvous,
+ * a reset for every worker, and wait there. -1: not claimed. */
 static int claim_fd = -1;
+
+static void fork_child(void)
+{
+	hvd__mark_fork();
+	if (claim_fd >= 0) { /* the parent's: a fork outliving it holds none */
+		close(claim_fd);
+		claim_fd = -1;
+	}
+}
+
+/* Refuse this process as worker `what` (a rank, or an elastic worker's
+ * id), whose variable names it. */
+static int claimed_elsewhere(const char *what, long n, int var)
+{
+	hvd__set_error(
+		"%s %ld of this job runs in another process of this host: "
+		"this one has its environment (%s, %s), as a subprocess of a "
+		"worker does, and cannot join the job as that %s too; to run "
+		"it as a job of its own, unset %s and %s in it",
+		what, n, wenv_vars[var].name, wenv_vars[WENV_RENDEZVOUS].name,
+		what, wenv_vars[var].name, wenv_vars[WENV_RENDEZVOUS].name);
+	hvd__error("%s", hvd_error_message());
+	return HVD_EALREADY;
+}
 
 static int claim_rank(int rank)
 {
@@ -81,15 +108,20 @@ static int claim_rank(int rank)
 	char base[RDV_SHM_NAME_LEN];
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	uint32_t id;
+	bool elastic;
 	int fd, n;
 
 	if (claim_fd >= 0 || getenv(wenv_vars[WENV_RENDEZVOUS].name) == NULL ||
-	    hvd__elastic_wanted(&id) ||
 	    !rdv_secret_from_hex(getenv(wenv_vars[WENV_SECRET].name), secret))
 		return HVD_OK; /* the bootstrap names a bad secret */
+	elastic = hvd__elastic_wanted(&id);
 	rdv_shm_name(secret, base);
-	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "hvd-rank-%s-%d",
-		     base + 8, rank);
+	if (elastic)
+		n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1,
+			     "hvd-worker-%s-%u", base + 8, id);
+	else
+		n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1,
+			     "hvd-rank-%s-%d", base + 8, rank);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return HVD_OK; /* cannot tell: the rendezvous decides */
@@ -103,15 +135,8 @@ static int claim_rank(int rank)
 	close(fd);
 	if (n != EADDRINUSE)
 		return HVD_OK;
-	hvd__set_error(
-		"rank %d of this job runs in another process of this host: "
-		"this one has its environment (HOROVOD_RANK, HVD_RENDEZVOUS), "
-		"as a subprocess of a worker does, and cannot join the job "
-		"as that rank too; to run it as a job of its own, unset "
-		"HOROVOD_RANK and HVD_RENDEZVOUS in it",
-		rank);
-	hvd__error("%s", hvd_error_message());
-	return HVD_EALREADY;
+	return elastic ? claimed_elsewhere("worker", (long)id, WENV_WORKER_ID)
+		       : claimed_elsewhere("rank", rank, WENV_RANK);
 }
 
 /* MPI that libhvd initialised is finalised when the process exits, after
@@ -182,7 +207,7 @@ HVD_EXPORT int hvd_init(void)
 		return hvd__fork_refuse();
 	if (hvd__g.initialized)
 		return HVD_EALREADY;
-	if (!fork_hook && pthread_atfork(NULL, NULL, hvd__mark_fork) == 0)
+	if (!fork_hook && pthread_atfork(NULL, NULL, fork_child) == 0)
 		fork_hook = true;
 	/* Elastic: a generation that a reset (or hosts hvdrun added)
 	 * interrupts while its mesh forms is followed by the next one, which

@@ -67,7 +67,8 @@ def test_is_homogeneous_is_the_jobs_on_every_rank():
                 r.stdout
 
 
-def test_a_fork_of_a_rank_neither_hangs_nor_harms_it():
+@pytest.mark.parametrize("elastic", [False, True], ids=["static", "elastic"])
+def test_a_fork_of_a_rank_neither_hangs_nor_harms_it(elastic):
     """A process forked from a rank (a subprocess, DataLoader workers)
     answers hvd.rank(), refuses collectives with a reason, and exits
     through hvd.torch's atexit shutdown without touching the rank's
@@ -75,8 +76,11 @@ def test_a_fork_of_a_rank_neither_hangs_nor_harms_it():
     fork does not have, and the rank waited for the fork. A subprocess
     with the rank's environment is refused at hvd.init(): before, it
     registered as the rank starting a new round, and hvdrun stopped the
-    job at its start timeout."""
-    r = hvdrun("-np", "2", "-x", "PYTHONPATH=" + os.path.join(ROOT, "python"),
+    job at its start timeout; in an elastic job it took the worker's
+    place at the rendezvous (a reset of the job) and waited there."""
+    more = ("--min-np", "1", "--max-np", "2", "-H", "localhost:2") if elastic else ()
+    who = "worker" if elastic else "rank"
+    r = hvdrun("-np", "2", *more, "-x", "PYTHONPATH=" + os.path.join(ROOT, "python"),
                PY, os.path.join(WORKERS, "forked.py"), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[0]<stdout>:rank 0: a fork's wait on an allreduce in flight exited 7" in r.stdout, \
@@ -86,8 +90,8 @@ def test_a_fork_of_a_rank_neither_hangs_nor_harms_it():
                 "allreduce.in.fork: this process is a fork of rank %d's, which ran hvd_init()"
                 % (rank, rank, rank, rank)) in r.stdout, r.stdout + r.stderr
         assert ("[%d]<stdout>:rank %d: subprocess exited 1: hvd.exceptions.HorovodInternalError: "
-                "hvd.init: rank %d of this job runs in another process of this host"
-                % (rank, rank, rank)) in r.stdout, r.stdout + r.stderr
+                "hvd.init: %s %d of this job runs in another process of this host"
+                % (rank, rank, who, rank)) in r.stdout, r.stdout + r.stderr
         assert "[%d]<stdout>:rank %d: in flight [2.0, 2.0, 2.0]" % (rank, rank) in r.stdout
         assert "[%d]<stdout>:rank %d: after [2.0, 2.0, 2.0], batches 56" % (rank, rank) \
             in r.stdout, r.stdout + r.stderr
