@@ -176,12 +176,12 @@ static bool join_refuses(const struct hvd__engine *e, const struct hvd__resp *x,
 	return true;
 }
 
-/* A joined rank's stand-ins in a GPU batch (those without a handle):
- * each its own place in the GPU engine's zeros, zeroed on the stream
- * ahead of the batch. The engine starts here if it has not, as it does
- * on the other ranks when they run the batch. */
 #define ZEROS_ALIGN(b) (((b) + 255) & ~(size_t)255) /* NCCL's liking */
 
+/* A joined rank's stand-ins in a GPU batch (those without a handle):
+ * each its own place in the GPU engine's scratch buffer, zeroed on the
+ * stream ahead of the batch. The engine starts here if it has not, as
+ * it does on the other ranks when they run the batch. */
 static int gpu_stand_ins(struct hvd__engine *e, struct hvd__req **batch,
 			 size_t n)
 {
