@@ -149,6 +149,25 @@ pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
 	return pid;
 }
 
+/* The worker's environment: this host's own (what sshd gave the agent),
+ * then hvdrun's records over it, as a remote shell's environment lies
+ * beneath horovodrun's variables; PWD the working directory. */
+static int host_env(struct job *j, struct hl_strvec *out)
+{
+	size_t i;
+	int rc = HL_OK;
+
+	hl_strvec_init(out);
+	for (i = 0; environ[i] != NULL && rc == HL_OK; i++)
+		if (strchr(environ[i], '=') != NULL)
+			rc = hl_env_put(out, environ[i]);
+	for (i = 0; i < j->env.n && rc == HL_OK; i++)
+		rc = hl_env_put(out, j->env.v[i]);
+	if (rc == HL_OK && j->cwd != NULL)
+		rc = hl_env_set(out, "PWD", j->cwd);
+	return rc;
+}
+
 /* Exit as the worker did: its code, or its signal. */
 static int exit_like(int status)
 {
@@ -242,6 +261,7 @@ int hl_agent_run(char **cause)
 {
 	struct job j = {0};
 	struct hl_family fam = {0};
+	struct hl_strvec env;
 	struct hl_buf b;
 	sigset_t mask;
 	char *path = NULL;
@@ -249,6 +269,7 @@ int hl_agent_run(char **cause)
 	int sfd = -1, code, exec_errno;
 
 	hl_buf_init(&b);
+	hl_strvec_init(&env);
 	hl_strvec_init(&j.env);
 	hl_strvec_init(&j.argv);
 	if (read_job(&b, &j) != HL_OK) {
@@ -257,7 +278,12 @@ int hl_agent_run(char **cause)
 		code = 125;
 		goto out;
 	}
-	code = hl_agent_prepare(j.cwd, &j.argv, &j.env, &path, cause);
+	if (host_env(&j, &env) != HL_OK) {
+		hl_fail(cause, HL_ENOMEM, "out of memory");
+		code = 125;
+		goto out;
+	}
+	code = hl_agent_prepare(j.cwd, &j.argv, &env, &path, cause);
 	if (code != 0)
 		goto out;
 	sigemptyset(&mask);
@@ -265,7 +291,7 @@ int hl_agent_run(char **cause)
 	sfd = hl_family_open(&fam, AGENT_GRACE_MS, &mask, NULL);
 	/* sshd may close the channel under us: never die of SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
-	pid = hl_agent_exec(path, j.argv.v, j.env.v, -1, -1, &exec_errno);
+	pid = hl_agent_exec(path, j.argv.v, env.v, -1, -1, &exec_errno);
 	if (pid < 0) {
 		hl_fail(cause, HL_ESYS, "fork: %s", strerror(errno));
 		code = 125;
@@ -285,6 +311,7 @@ out:
 	hl_family_close(&fam);
 	free(path);
 	free(j.cwd);
+	hl_strvec_close(&env);
 	hl_strvec_close(&j.env);
 	hl_strvec_close(&j.argv);
 	hl_buf_close(&b);

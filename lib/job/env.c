@@ -153,19 +153,82 @@ int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
 	return rc;
 }
 
+/* Whether -x forwards entry's variable by name. */
+static bool forwarded(const char *entry, const struct hl_envspec *es)
+{
+	size_t i, n = strcspn(entry, "=");
+
+	for (i = 0; i < es->forward.n; i++)
+		if (strlen(es->forward.v[i]) == n &&
+		    strncmp(entry, es->forward.v[i], n) == 0)
+			return true;
+	return false;
+}
+
 /* A Slurm task's variable in the launcher's environment (hl_slurm_shared),
  * which no worker inherits unless -x forwards it by name. */
 static bool task_level(const char *entry, const struct hl_envspec *es)
 {
-	size_t i, n = strcspn(entry, "=");
-
 	if (strncmp(entry, "SLURM_", 6) != 0 || hl_slurm_shared(entry))
 		return false;
-	for (i = 0; i < es->forward.n; i++)
-		if (strlen(es->forward.v[i]) == n &&
-		    strncmp(entry, es->forward.v[i], n) == 0)
-			return false;
-	return true;
+	return !forwarded(entry, es);
+}
+
+/* A variable of hvdrun's own host or login session, which no worker on
+ * another host gets from it: horovodrun's BASH_FUNC_* and OLDPWD, and
+ * the like (the host's name, the working directory's path, the SSH
+ * session's, the desktop's). */
+static bool host_bound(const char *entry)
+{
+	static const char *const names[] = {"OLDPWD",
+					    "PWD",
+					    "HOSTNAME",
+					    "SHLVL",
+					    "_",
+					    "DISPLAY",
+					    "XAUTHORITY",
+					    "XDG_RUNTIME_DIR",
+					    "XDG_SEAT",
+					    "XDG_VTNR",
+					    "DBUS_SESSION_BUS_ADDRESS",
+					    "TMUX",
+					    "TMUX_PANE",
+					    "STY",
+					    "WINDOW",
+					    "MAIL"};
+	static const char *const prefixes[] = {"BASH_FUNC_", "SSH_",
+					       "XDG_SESSION_"};
+	size_t i, n = strcspn(entry, "=");
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == n && strncmp(entry, names[i], n) == 0)
+			return true;
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(entry, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+int hl_env_exported(char *const *base, const struct hl_envspec *es,
+		    struct hl_strvec *out)
+{
+	size_t i;
+	int rc = HL_OK;
+
+	hl_strvec_init(out);
+	for (i = 0; base != NULL && base[i] != NULL && rc == HL_OK; i++)
+		if (strchr(base[i], '=') != NULL &&
+		    ((!host_bound(base[i]) && !task_level(base[i], es)) ||
+		     forwarded(base[i], es)))
+			rc = hl_strvec_push(out, base[i]);
+	if (rc != HL_OK)
+		hl_strvec_close(out);
+	return rc;
+}
+
+int hl_env_put(struct hl_strvec *env, const char *entry)
+{
+	return env_put(env, hl_strdup(entry));
 }
 
 int hl_env_build(char *const *base, const struct hl_envspec *es,

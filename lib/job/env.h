@@ -50,6 +50,15 @@ void hl_place_of(struct hl_place *p, const struct hl_plan *plan,
  * is es->master_addr, else the worker's own host. */
 int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
 		     struct hl_strvec *out);
+/* What of base (hvdrun's environ) a worker on another host gets, as
+ * horovodrun's do: every variable but those of hvdrun's own host or
+ * login session (OLDPWD, PWD, HOSTNAME, SSH_*, DISPLAY, XDG_RUNTIME_DIR,
+ * BASH_FUNC_*, ...) and a Slurm task's, unless -x forwards one by name.
+ * Another host's own variables lie beneath them (agent/agent.c). */
+int hl_env_exported(char *const *base, const struct hl_envspec *es,
+		    struct hl_strvec *out);
+/* Set entry ("NAME=VALUE") in env, replacing an existing NAME. */
+int hl_env_put(struct hl_strvec *env, const char *entry);
 /* The whole environment of a local worker: base (the launcher's environ),
  * then the shared layers, then the rank variables. */
 int hl_env_build(char *const *base, const struct hl_envspec *es,

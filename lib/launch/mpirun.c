@@ -54,6 +54,28 @@ static int mca(struct hl_strvec *v, const char *name, const char *value)
 
 /* Words of text (--mpi-args, --binding-args: what), split as a shell
  * would, onto out. */
+/* "-x NAME" for each variable of hvdrun's that workers on other hosts
+ * get (env.h), but those -x or [env] give already. */
+static int exported(struct hl_strvec *out, const struct hl_envspec *es)
+{
+	struct hl_strvec env;
+	size_t i;
+	int rc = hl_env_exported(environ, es, &env);
+
+	if (rc != HL_OK)
+		return rc;
+	for (i = 0; rc == HL_OK && i < env.n; i++) {
+		char *name = hl_strndup(env.v[i], strcspn(env.v[i], "="));
+
+		rc = name == NULL		 ? HL_ENOMEM
+		     : hl_envspec_sets(es, name) ? HL_OK
+						 : push2(out, "-x", name);
+		free(name);
+	}
+	hl_strvec_close(&env);
+	return rc;
+}
+
 static int words(struct hl_strvec *out, const char *what, const char *text,
 		 char **cause)
 {
@@ -178,6 +200,10 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 		rc = push2(out, "-x", es->set.v[i]);
 	for (i = 0; i < es->forward.n && rc == HL_OK; i++)
 		rc = push2(out, "-x", es->forward.v[i]);
+	/* hvdrun's environment, by name, as horovodrun --mpi passes it (its
+	 * host's and session's own stay: hl_env_exported). */
+	if (rc == HL_OK)
+		rc = exported(out, es);
 	/* --tcp: horovodrun's meaning for mpirun, TCP between every pair of
 	 * ranks, on one host too. */
 	if (rc == HL_OK && o->v[HL_K_TCP].b) {

@@ -2,6 +2,7 @@
  * it of an event (a worker started, exited, a host lost), and a remote
  * worker's environment. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "launch/launch.h"
 #include "spawn/spawn.h"
@@ -10,20 +11,12 @@ int hl_spawn_remote_env(const struct hl_launch *l, const struct hl_worker *w,
 			struct hl_strvec *env)
 {
 	struct hl_strvec fwd;
-	size_t i;
-	int rc = HL_OK;
+	int rc = hl_env_exported(environ, l->env, &fwd);
 
-	hl_strvec_init(&fwd);
-	for (i = 0; i < l->env->forward.n && rc == HL_OK; i++) {
-		const char *v = getenv(l->env->forward.v[i]);
-
-		if (v != NULL)
-			rc = hl_strvec_pushf(&fwd, "%s=%s",
-					     l->env->forward.v[i], v);
-	}
-	if (rc == HL_OK)
+	if (rc == HL_OK) {
 		rc = hl_env_build(fwd.v, l->env, &w->place, env);
-	hl_strvec_close(&fwd);
+		hl_strvec_close(&fwd);
+	}
 	return rc;
 }
 

@@ -62,8 +62,9 @@ extern const struct hl_spawner_ops hl_spawn_srun;
 
 /* What the spawners share with the supervisor (common.c). Tell the
  * launch's caller of event ev (launch.h's on_event); the environment of
- * worker w, started on another host at w->place: hvdrun's values of the
- * forwarded variables, then the job's (env.h). */
+ * worker w, started on another host at w->place: hvdrun's own but for
+ * its host's and session's (hl_env_exported), then the job's (env.h),
+ * over which the agent there lays its host's own. */
 struct hl_event;
 struct hl_strvec;
 void hl_spawn_event(const struct hl_launch *l, const struct hl_event *ev);

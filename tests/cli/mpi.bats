@@ -124,16 +124,21 @@ setup() {
 	assert_line --partial "MPI gives MPI_THREAD_SINGLE; libhvd's background thread needs MPI_THREAD_SERIALIZED or more"
 }
 
-@test "hvdrun --mpi: mpirun built from the same options; --verbose prints it" {
-	run "$HVDRUN" --mpi --verbose -np 2 -H localhost:2 -x FOO=bar -x HOME \
-		--network-interface lo --fusion-threshold-mb 8 \
-		--mpi-args "--mca btl self,tcp" sh -c 'echo "$OMPI_COMM_WORLD_RANK $FOO $HOROVOD_FUSION_THRESHOLD"'
+@test "hvdrun --mpi: mpirun built from the same options, hvdrun's environment passed by name as horovodrun --mpi passes it (but its session's); --verbose prints it" {
+	run env FOOENV=1 SSH_CONNECTION="1 2 3 4" "$HVDRUN" --mpi --verbose -np 2 -H localhost:2 \
+		-x FOO=bar -x HOME --network-interface lo --fusion-threshold-mb 8 \
+		--mpi-args "--mca btl self,tcp" sh -c 'echo "$OMPI_COMM_WORLD_RANK $FOO $HOROVOD_FUSION_THRESHOLD $FOOENV"'
 	assert_success
-	local root=""
+	local root="" line
 	[ "$(id -u)" -ne 0 ] || root=" --allow-run-as-root"
-	assert_line "hvdrun: mpirun$root --tag-output -np 2 -H localhost:2 --mca plm_rsh_args -o StrictHostKeyChecking=accept-new --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -x NCCL_SOCKET_IFNAME=lo -x GLOO_SOCKET_IFNAME=lo -x FOO=bar -x HOROVOD_FUSION_THRESHOLD=8388608 -x HOME --mca btl self,tcp sh -c echo \"\$OMPI_COMM_WORLD_RANK \$FOO \$HOROVOD_FUSION_THRESHOLD\""
-	assert_line "[1,0]<stdout>:0 bar 8388608"
-	assert_line "[1,1]<stdout>:1 bar 8388608"
+	line=$(grep '^hvdrun: mpirun' <<<"$output")
+	[[ "$line" == "hvdrun: mpirun$root --tag-output -np 2 -H localhost:2 --mca plm_rsh_args -o StrictHostKeyChecking=accept-new --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -x NCCL_SOCKET_IFNAME=lo -x GLOO_SOCKET_IFNAME=lo -x FOO=bar -x HOROVOD_FUSION_THRESHOLD=8388608 -x HOME -x "* ]]
+	[[ "$line" == *' --mca btl self,tcp sh -c echo "$OMPI_COMM_WORLD_RANK $FOO $HOROVOD_FUSION_THRESHOLD $FOOENV"' ]]
+	[[ "$line" == *" -x FOOENV "* && "$line" == *" -x PATH "* ]]
+	[[ "$line" != *SSH_CONNECTION* ]]
+	[ "$(grep -o ' -x HOME ' <<<"$line" | wc -l)" -eq 1 ]
+	assert_line "[1,0]<stdout>:0 bar 8388608 1"
+	assert_line "[1,1]<stdout>:1 bar 8388608 1"
 	# NCCL's interface, as hvdrun's own workers get it, unless -x sets it.
 	run "$HVDRUN" --mpi -np 1 --network-interface lo -x NCCL_SOCKET_IFNAME=eth9 sh -c 'echo "$NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"'
 	assert_output "[1,0]<stdout>:eth9 lo"

@@ -153,9 +153,11 @@ sigkill_job() {
 }
 
 # The worker's view of its job: every variable but the ones that differ
-# from run to run (ports, the rendezvous address, the job's secret) and
-# Slurm's own.
-ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=)" | grep -Ev "PORT=|SECRET=|RENDEZVOUS=" | sort | sed "s/^/$HOROVOD_RANK /"'
+# from run to run (ports, the rendezvous address, the job's secret),
+# Slurm's own, and those of the SSH session beneath hvdrun's for a worker
+# started over SSH (sshd's SSH_*, USER, LOGNAME, MAIL), as a remote
+# shell's are beneath horovodrun's.
+ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=|SSH_|USER=|LOGNAME=|MAIL=)" | grep -Ev "PORT=|SECRET=|RENDEZVOUS=" | sort | sed "s/^/$HOROVOD_RANK /"'
 
 @test "--launcher srun and --launcher ssh: the same plan and the same environment for every rank" {
 	local a=$BATS_TEST_TMPDIR/srun b=$BATS_TEST_TMPDIR/ssh

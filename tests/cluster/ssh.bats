@@ -277,12 +277,41 @@ wait_gone() {
 	assert_line --regexp '^\[0\]<stdout>:epoch  50  loss .* \(4 ranks\)$'
 }
 
-@test "settings exported in hvdrun's shell reach only this machine's workers (as mpirun's): the remote ranks run on rank 0's, each saying so" {
+@test "hvdrun's environment reaches remote workers over their host's own, as horovodrun's; its host's and session's variables stay, unless -x names one" {
+	# Before, remote workers got only what -x gave them: no PATH, no
+	# PYTHONPATH, no HOME, where horovodrun's get its whole environment.
+	run env FOO_ENV=from-hvdrun HOSTNAME=launcher SSH_CONNECTION="1 2 3 4" \
+		PATH="$PATH:/extra" "$HVDRUN" "${SSH[@]}" -H node1 "$WORKERS/env.sh" \
+		FOO_ENV HOSTNAME SSH_CONNECTION PWD PATH HOME
+	assert_success
+	assert_line "[0]<stdout>:FOO_ENV=from-hvdrun"
+	assert_line "[0]<stdout>:HOSTNAME=<unset>"
+	assert_line "[0]<stdout>:PWD=$PWD"
+	assert_line "[0]<stdout>:PATH=$PATH:/extra"
+	assert_line "[0]<stdout>:HOME=$HOME"
+	# sshd's own, of the session on node1.
+	assert_line --regexp '^\[0\]<stdout>:SSH_CONNECTION=[0-9.]+ [0-9]+ [0-9.]+ [0-9]+$'
+	run env HOSTNAME=launcher "$HVDRUN" "${SSH[@]}" -H node1 -x HOSTNAME \
+		"$WORKERS/env.sh" HOSTNAME
+	assert_line "[0]<stdout>:HOSTNAME=launcher"
+}
+
+@test "settings exported in hvdrun's shell reach every host's workers; where one host's differ, its ranks run on rank 0's, each saying so" {
 	local r v
-	# Before, the remote ranks fused, cached and cut ring segments their
-	# own way and every collective failed after the transport timeout.
 	run env HOROVOD_FUSION_THRESHOLD=0 HOROVOD_CACHE_CAPACITY=0 HVD_SEGMENT_BYTES=4096 \
 		"$HVDRUN" "${SSH[@]}" -H localhost:2,node1:2 "$ROOT/build/tests/hvd_selftest" fusion
+	assert_success
+	for r in 0 1 2 3; do
+		assert_line "[$r]<stdout>:rank $r: ok"
+	done
+	refute_output --partial "libhvd warning"
+	# node1's workers without them (a profile there, say). Before,
+	# those ranks fused, cached and cut ring segments their own way and
+	# every collective failed after the transport timeout.
+	run env HOROVOD_FUSION_THRESHOLD=0 HOROVOD_CACHE_CAPACITY=0 HVD_SEGMENT_BYTES=4096 \
+		"$HVDRUN" "${SSH[@]}" -H localhost:2,node1:2 sh -c \
+		'[ "$HOROVOD_HOSTNAME" = node1 ] && unset HOROVOD_FUSION_THRESHOLD HOROVOD_CACHE_CAPACITY HVD_SEGMENT_BYTES; exec "$0" fusion' \
+		"$ROOT/build/tests/hvd_selftest"
 	assert_success
 	for r in 0 1 2 3; do
 		assert_line "[$r]<stdout>:rank $r: ok"

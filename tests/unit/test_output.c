@@ -179,6 +179,48 @@ static void test_rank_env(void)
 	hl_hostlist_close(&hl);
 }
 
+/* What of hvdrun's environment a worker on another host gets: all but
+ * its host's and session's variables and a Slurm task's, unless -x
+ * forwards one by name. */
+static void test_exported_env(void)
+{
+	char *base[] = {"PATH=/bin:/extra",
+			"PYTHONPATH=/code",
+			"HOSTNAME=launcher",
+			"PWD=/here",
+			"OLDPWD=/there",
+			"SSH_CONNECTION=1 2 3 4",
+			"SSH_AUTH_SOCK=/tmp/agent",
+			"XDG_RUNTIME_DIR=/run/user/0",
+			"XDG_SESSION_ID=3",
+			"XDG_CONFIG_HOME=/cfg",
+			"BASH_FUNC_f%%=() { :; }",
+			"SLURM_PROCID=2",
+			"SLURM_JOB_ID=7",
+			"DISPLAY=:0",
+			"no_equals_sign",
+			NULL};
+	static const char *const want[] = {
+		"PATH=/bin:/extra", "PYTHONPATH=/code", "XDG_CONFIG_HOME=/cfg",
+		"SLURM_JOB_ID=7", "DISPLAY=:0"};
+	struct hl_envspec es;
+	struct hl_strvec out;
+	size_t i, j, seen = 0;
+
+	hl_strvec_init(&es.set);
+	hl_strvec_init(&es.forward);
+	CHECK(hl_strvec_push(&es.forward, "DISPLAY") == HL_OK);
+	CHECK(hl_env_exported(base, &es, &out) == HL_OK);
+	for (i = 0; i < out.n; i++)
+		for (j = 0; j < sizeof(want) / sizeof(want[0]); j++)
+			seen += strcmp(out.v[i], want[j]) == 0;
+	CHECK(seen == 5);
+	CHECK(out.n == 5);
+	hl_strvec_close(&out);
+	hl_strvec_close(&es.set);
+	hl_strvec_close(&es.forward);
+}
+
 int main(void)
 {
 	RUN(test_lines);
@@ -187,5 +229,6 @@ int main(void)
 	RUN(test_timestamp);
 	RUN(test_tee);
 	RUN(test_rank_env);
+	RUN(test_exported_env);
 	return tap_done();
 }
