@@ -294,6 +294,12 @@ wait_gone() {
 	run env HOSTNAME=launcher "$HVDRUN" "${SSH[@]}" -H node1 -x HOSTNAME \
 		"$WORKERS/env.sh" HOSTNAME
 	assert_line "[0]<stdout>:HOSTNAME=launcher"
+	# A horovodrun user's job: PYTHONPATH exported, no -x.
+	/usr/bin/python3 -c 'import torch' 2>/dev/null || return 0
+	run env PYTHONPATH="$ROOT/python" "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 \
+		/usr/bin/python3 -c 'import torch, hvd.torch as hvd; hvd.init(); print("rank", hvd.rank(), hvd.allreduce(torch.ones(1), op=hvd.Sum).item())'
+	assert_success
+	assert_line "[1]<stdout>:rank 1 2.0"
 }
 
 @test "settings exported in hvdrun's shell reach every host's workers; where one host's differ, its ranks run on rank 0's, each saying so" {
