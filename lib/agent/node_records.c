@@ -136,16 +136,41 @@ static void start_failed(struct nrank *r)
 	free(msg);
 }
 
-/* Start rank r: its environment is the common entries, then its own. An
- * exec failure becomes its stderr and status 127 or 126, as over SSH. */
+/* Rank r's environment: the node's own (hl_env_node_base), then the
+ * common entries, then its own. */
+static int rank_env(struct node *nd, struct nrank *r)
+{
+	struct hl_strvec env;
+	size_t i;
+	int rc = hl_env_node_base(environ, &env);
+
+	if (rc != HL_OK)
+		return rc;
+	for (i = 0; i < nd->common.n && rc == HL_OK; i++)
+		rc = hl_env_put(&env, nd->common.v[i]);
+	for (i = 0; i < r->env.n && rc == HL_OK; i++)
+		rc = hl_env_put(&env, r->env.v[i]);
+	if (rc != HL_OK) {
+		hl_strvec_close(&env);
+		return rc;
+	}
+	hl_strvec_close(&r->env);
+	r->env = env;
+	return HL_OK;
+}
+
+/* Start rank r: its environment is the node's, the common entries, then
+ * its own. An exec failure becomes its stderr and status 127 or 126, as
+ * over SSH. */
 static void start_rank(struct node *nd, struct nrank *r)
 {
 	char *path = NULL, *cause = NULL;
 	int out[2] = {-1, -1}, err[2], rc;
-	size_t i;
 
-	for (i = 0; i < nd->common.n; i++)
-		hl_strvec_push(&r->env, nd->common.v[i]);
+	if (rank_env(nd, r) != HL_OK) {
+		fail_rank(r, 125, "out of memory");
+		return;
+	}
 	/* The folder first: a relative command is found from it. */
 	rc = hl_agent_prepare(r->cwd, &r->argv, &r->env, &path, &cause);
 	if (rc != 0) {

@@ -176,13 +176,18 @@ static bool task_level(const char *entry, const struct hl_envspec *es)
 
 /* A variable of hvdrun's own host or login session, which no worker on
  * another host gets from it: horovodrun's BASH_FUNC_* and OLDPWD, and
- * the like (the host's name, the working directory's path, the SSH
- * session's, the desktop's). */
+ * the like (the host's name, the working directory's path, which of its
+ * GPUs to use, Slurm's node daemon's, the SSH session's, the
+ * desktop's). */
 static bool host_bound(const char *entry)
 {
 	static const char *const names[] = {"OLDPWD",
 					    "PWD",
 					    "HOSTNAME",
+					    "CUDA_VISIBLE_DEVICES",
+					    "GPU_DEVICE_ORDINAL",
+					    "ROCR_VISIBLE_DEVICES",
+					    "HIP_VISIBLE_DEVICES",
 					    "SHLVL",
 					    "_",
 					    "DISPLAY",
@@ -197,7 +202,7 @@ static bool host_bound(const char *entry)
 					    "WINDOW",
 					    "MAIL"};
 	static const char *const prefixes[] = {"BASH_FUNC_", "SSH_",
-					       "XDG_SESSION_"};
+					       "XDG_SESSION_", "SLURMD_"};
 	size_t i, n = strcspn(entry, "=");
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -220,6 +225,22 @@ int hl_env_exported(char *const *base, const struct hl_envspec *es,
 		if (strchr(base[i], '=') != NULL &&
 		    ((!host_bound(base[i]) && !task_level(base[i], es)) ||
 		     forwarded(base[i], es)))
+			rc = hl_strvec_push(out, base[i]);
+	if (rc != HL_OK)
+		hl_strvec_close(out);
+	return rc;
+}
+
+int hl_env_node_base(char *const *base, struct hl_strvec *out)
+{
+	size_t i;
+	int rc = HL_OK;
+
+	hl_strvec_init(out);
+	for (i = 0; base != NULL && base[i] != NULL && rc == HL_OK; i++)
+		if (strchr(base[i], '=') != NULL &&
+		    (strncmp(base[i], "SLURM_", 6) != 0 ||
+		     hl_slurm_shared(base[i])))
 			rc = hl_strvec_push(out, base[i]);
 	if (rc != HL_OK)
 		hl_strvec_close(out);

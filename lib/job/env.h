@@ -52,11 +52,16 @@ int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
 		     struct hl_strvec *out);
 /* What of base (hvdrun's environ) a worker on another host gets, as
  * horovodrun's do: every variable but those of hvdrun's own host or
- * login session (OLDPWD, PWD, HOSTNAME, SSH_*, DISPLAY, XDG_RUNTIME_DIR,
- * BASH_FUNC_*, ...) and a Slurm task's, unless -x forwards one by name.
- * Another host's own variables lie beneath them (agent/agent.c). */
+ * login session (OLDPWD, PWD, HOSTNAME, CUDA_VISIBLE_DEVICES, SLURMD_*,
+ * SSH_*, DISPLAY, XDG_RUNTIME_DIR, BASH_FUNC_*, ...) and a Slurm task's,
+ * unless -x forwards one by name. Another host's own variables lie
+ * beneath them (agent/agent.c, agent/node_records.c). */
 int hl_env_exported(char *const *base, const struct hl_envspec *es,
 		    struct hl_strvec *out);
+/* A node's own environment for the workers an agent starts there under
+ * srun (what the step's task got: srun hands on hvdrun's, and Slurm
+ * adds the node's), but a Slurm task's variables (SLURM_PROCID, ...). */
+int hl_env_node_base(char *const *base, struct hl_strvec *out);
 /* Set entry ("NAME=VALUE") in env, replacing an existing NAME. */
 int hl_env_put(struct hl_strvec *env, const char *entry);
 /* The whole environment of a local worker: base (the launcher's environ),

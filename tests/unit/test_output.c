@@ -198,6 +198,8 @@ static void test_exported_env(void)
 			"SLURM_PROCID=2",
 			"SLURM_JOB_ID=7",
 			"DISPLAY=:0",
+			"CUDA_VISIBLE_DEVICES=4,5",
+			"SLURMD_NODENAME=n1",
 			"no_equals_sign",
 			NULL};
 	static const char *const want[] = {
@@ -216,6 +218,12 @@ static void test_exported_env(void)
 			seen += strcmp(out.v[i], want[j]) == 0;
 	CHECK(seen == 5);
 	CHECK(out.n == 5);
+	hl_strvec_close(&out);
+	/* On a node under srun: all of its own but a Slurm task's. */
+	CHECK(hl_env_node_base(base, &out) == HL_OK);
+	CHECK(out.n == 15);
+	for (i = 0; i < out.n; i++)
+		CHECK(strcmp(out.v[i], "SLURM_PROCID=2") != 0);
 	hl_strvec_close(&out);
 	hl_strvec_close(&es.set);
 	hl_strvec_close(&es.forward);
