@@ -87,6 +87,25 @@ def test_allreduce_grad_process_sets(hvd, ps):
     assert torch.equal(x.grad, torch.full((5,), float(mine.size())))
 
 
+def test_unnamed_operations_in_a_set_then_the_job(hvd, ps):
+    """Unnamed operations are numbered in their own process set: the even
+    ranks run unnamed ones in their set, then every rank runs the job's.
+    Before (Horovod numbers them by handle, counting every set's), the
+    job's had another name on the set's members than on the odd ranks,
+    and every rank waited for ever."""
+    need2(hvd)
+    if hvd.rank() % 2 == 0:
+        for _ in range(3):
+            hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=ps["even"])
+        hvd.grouped_allgather([torch.ones(1, 1)], process_set=ps["even"])
+        hvd.broadcast(torch.ones(1), root_rank=0, process_set=ps["even"])
+    out = hvd.allreduce(torch.ones(2), op=hvd.Sum)
+    assert torch.equal(out, torch.full((2,), float(hvd.size())))
+    out = hvd.grouped_allreduce([torch.ones(1), torch.ones(3)], op=hvd.Sum)
+    assert torch.equal(out[1], torch.full((3,), float(hvd.size())))
+    assert hvd.allgather(torch.ones(1, 2)).shape == (hvd.size(), 2)
+
+
 def test_grouped_allreduce_process_sets(hvd, ps):
     need2(hvd)
     mine, ranks = ps["mine"], ps["ranks"]

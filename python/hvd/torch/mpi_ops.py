@@ -1,7 +1,8 @@
 """horovod.torch's collectives over libhvd.
 
 Every call maps its tensors to pointers, names the operation the way
-Horovod does ("allreduce.<name>", or "allreduce.noname.<handle>") and
+Horovod does ("allreduce.<name>", or "allreduce.noname.<N>", N counted
+in its process set) and
 hands it to libhvd's *_async call; libhvd negotiates, fuses and runs it
 on its background thread. A handle is an int, as in Horovod; poll() and
 synchronize() take it. The tensors an operation reads or writes are kept
@@ -69,9 +70,10 @@ def init(comm=None, process_sets=None):
         if ps.ranks is None:
             raise ValueError("hvd.torch.init: %s has no ranks" % ps)
     _handles.clear()
-    # Unnamed operations are named by handle number: every rank counts
-    # from 1 again, as Horovod's handle manager does at each init.
+    # Handles, and unnamed operations' numbers in each set, count from 1
+    # again on every rank, as Horovod's handle manager does at each init.
     _counter = itertools.count(1)
+    _noname.clear()
     # Each set once (a clone of one is left without an id, below).
     distinct = list({tuple(ps.ranks): ps for ps in reversed(sets)}.keys())[::-1]
     ranks = [r for rs in distinct for r in rs]
@@ -395,8 +397,24 @@ def _prod(shape):
     return p
 
 
-def _name(kind, name, handle):
-    return ("%s.%s" % (kind, name) if name else "%s.noname.%d" % (kind, handle)).encode()
+# Unnamed operations are numbered per process set (its libhvd id -> a
+# count): every member of a set calls the same operations on it in the
+# same order, which is all the numbers must agree on. Horovod numbers them
+# by handle, which counts every set's operations: after an unnamed
+# operation in a set, the job's next unnamed one had another name on the
+# set's members than on the other ranks, and every rank waited for ever.
+_noname = {}
+
+
+def _base(kind, name, sid):
+    """kind.name, or kind.noname.N for an unnamed operation of set sid."""
+    if name:
+        return "%s.%s" % (kind, name)
+    return "%s.noname.%d" % (kind, next(_noname.setdefault(sid, itertools.count(1))))
+
+
+def _name(kind, name, sid):
+    return _base(kind, name, sid).encode()
 
 
 # --- handles -------------------------------------------------------------
@@ -540,7 +558,7 @@ def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set)
     src = _contig(tensor)
     dst = src if output is tensor else _contig(output)
     handle = _new_handle()
-    h = _allreduce_submit(src, dst, _name("allreduce", name, handle), op, prescale, postscale,
+    h = _allreduce_submit(src, dst, _name("allreduce", name, sid), op, prescale, postscale,
                           sid)
 
     def finish():
@@ -624,7 +642,7 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, pr
         _c_dtype(t)
         _on_gpu(t)
     handle = _new_handle()
-    base = ("grouped_allreduce.%s" % name) if name else ("grouped_allreduce.noname.%d" % handle)
+    base = _base("grouped_allreduce", name, sid)
     srcs = [_contig(t) for t in tensors]
     dsts = [s if o is t else _contig(o) for s, t, o in zip(srcs, tensors, outputs)]
     hs = _group([
@@ -804,7 +822,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     _, row = _rows(tensor, "allgather")
     src = _contig(tensor)
     handle = _new_handle()
-    cname = _name("allgather", name, handle)
+    cname = _name("allgather", name, sid)
     res = _Result()
     h = _allgather_submit(src, cname, res, sid)
     return _store(handle, _Op([h], (src, res), lambda: _gathered(src, res, row, cname.decode()),
@@ -846,7 +864,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
         _c_dtype(t)
         _on_gpu(t)
     handle = _new_handle()
-    base = ("grouped_allgather.%s" % name) if name else ("grouped_allgather.noname.%d" % handle)
+    base = _base("grouped_allgather", name, sid)
     srcs = [_contig(t) for t in tensors]
     names = [("%s.%d" % (base, i)).encode() for i in range(len(srcs))]
     ress = [_Result() for _ in srcs]
@@ -896,7 +914,7 @@ def _broadcast_async(tensor, output, root_rank, name, process_set):
         buf = tensor.clone(memory_format=torch.contiguous_format)
     gpu = _on_gpu(buf)
     handle = _new_handle()
-    cname = _name("broadcast", name, handle)
+    cname = _name("broadcast", name, sid)
     fn = lib.hvd_broadcast_gpu_async if gpu else lib.hvd_broadcast_async
     h = _submit(fn, (cname, buf.data_ptr(), buf.numel(), _c_dtype(buf), int(root_rank)),
                 cname.decode(), buf.shape, sid)
@@ -979,7 +997,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     src = _contig(tensor)
     gpu = _on_gpu(src)
     handle = _new_handle()
-    cname = _name("alltoall", name, handle)
+    cname = _name("alltoall", name, sid)
     counts = (ctypes.c_size_t * n)(*[r * row for r in rows])
     res = _Result(n)
     fn = lib.hvd_alltoall_gpu_async if gpu else lib.hvd_alltoall_async
@@ -1048,10 +1066,10 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     """Start reducing tensor over every rank and giving each rank its rows
     of the result: rows // size each, the first rows % size ranks one
     more, as Horovod splits them."""
-    _check_set(process_set)
+    sid = _check_set(process_set)
     src = _contig(tensor)
     handle = _new_handle()
-    h, out = _reducescatter_submit(src, _name("reducescatter", name, handle), op,
+    h, out = _reducescatter_submit(src, _name("reducescatter", name, sid), op,
                                    prescale_factor, postscale_factor, process_set)
     return _store(handle, _Op([h], (src, out), lambda: out, "reducescatter"))
 
@@ -1092,7 +1110,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average,
                                 process_set=global_process_set, prescale_factor=1.0,
                                 postscale_factor=1.0):
     """Start reducescatters of a list of tensors as one group."""
-    _check_set(process_set)
+    sid = _check_set(process_set)
     _one_device(tensors, "grouped_reducescatter")
     for t in tensors:
         _rows(t, "grouped_reducescatter")
@@ -1100,8 +1118,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average,
         _on_gpu(t)
     _c_op(op)
     handle = _new_handle()
-    base = ("grouped_reducescatter.%s" % name) if name else (
-        "grouped_reducescatter.noname.%d" % handle)
+    base = _base("grouped_reducescatter", name, sid)
     srcs = [_contig(t) for t in tensors]
     outs = [None] * len(srcs)
 
