@@ -137,7 +137,9 @@ static const char *gpu_join_refuses(const struct hvd__engine *e,
 	if (x->m.op == HVD_ADASUM &&
 	    !(e->set == 0 && hvd__g.local_size == hvd__g.size))
 		return "GPU Adasum across hosts cannot leave out the joined "
-		       "ranks (each host's average would count their zeros)";
+		       "ranks (each host's average would count their zeros); "
+		       "run it before the first join or after the last, or "
+		       "average instead";
 	return NULL;
 }
 

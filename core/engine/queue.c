@@ -592,7 +592,6 @@ static bool ready_for(hvd_handle *h, bool on_stream)
 	       (on_stream && atomic_load(&h->launched));
 }
 
-/* hvd_wait, or with stream (on_stream) hvd_wait_stream. */
 /* A completed handle's status, its message the calling thread's; the
  * handle is freed. */
 static int take_done(hvd_handle *h, int status)
@@ -604,6 +603,7 @@ static int take_done(hvd_handle *h, int status)
 	return status;
 }
 
+/* hvd_wait, or with stream (on_stream) hvd_wait_stream. */
 static int wait_handle(hvd_handle *h, bool on_stream, void *stream)
 {
 	char why[256];

@@ -101,12 +101,9 @@ static void scale_pieces(const struct iovec *v, int k, enum hvd_dtype t,
 	size_t es = hvd__dtype_size(t);
 	int j;
 
-	for (j = 0; j < k; j++) {
-		if (divisor > 1)
-			hvd__divide(v[j].iov_base, v[j].iov_len / es, t,
-				    divisor);
-		hvd__scale(v[j].iov_base, v[j].iov_len / es, t, factor);
-	}
+	for (j = 0; j < k; j++)
+		hvd__divide_scale(v[j].iov_base, v[j].iov_len / es, t, divisor,
+				  factor);
 }
 
 /* The tensors of one batch, laid end to end, are reduced one segment of
@@ -504,9 +501,7 @@ static int gpu_scaled_ints(struct hvd__engine *e, struct hvd__req **batch,
 		rc = move(e, batch, n, stage, counts, es, true);
 	}
 	if (rc == HVD_OK) {
-		struct iovec whole = {stage, total * es};
-
-		scale_pieces(&whole, 1, t, divisor, post);
+		hvd__divide_scale(stage, total, t, divisor, post);
 		rc = move(e, batch, n, stage, counts, es, false);
 	}
 	if (f != NULL)
@@ -526,7 +521,7 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	struct hvd__gpu_flight *f = NULL;
 	double scale = batch[0]->m.prescale * batch[0]->m.postscale;
 	bool avg_joined = op == HVD_AVERAGE && e->njoined > 0;
-	int rc;
+	int givers = e->comm.size - e->njoined, rc;
 
 	/* While ranks have joined (their zeros in the sum), an average is a
 	 * sum divided by the ranks that gave data: of floats, a sum scaled
@@ -535,12 +530,12 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	if (!hvd__dtype_float((enum hvd_dtype)batch[0]->m.dtype) &&
 	    (batch[0]->m.prescale != 1.0 || batch[0]->m.postscale != 1.0 ||
 	     avg_joined))
-		return gpu_scaled_ints(
-			e, batch, n, op == HVD_AVERAGE ? HVD_SUM : op,
-			op != HVD_AVERAGE ? 1 : e->comm.size - e->njoined);
+		return gpu_scaled_ints(e, batch, n,
+				       op == HVD_AVERAGE ? HVD_SUM : op,
+				       op == HVD_AVERAGE ? givers : 1);
 	if (avg_joined) {
 		op = HVD_SUM;
-		scale /= e->comm.size - e->njoined;
+		scale /= givers;
 	}
 	t = gpu_tensors(batch, n);
 	rc = t == NULL ? HVD_ENOMEM : hvd__gpu_engine(e);

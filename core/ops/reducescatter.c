@@ -5,9 +5,9 @@
  * than 1/L of the data, where the ring's would carry (N-1)/N of it also
  * between the ranks of one host), or the ring's reduce-scatter (ring.h)
  * leaves this rank's rows of the result in it, and they are averaged,
- * postscaled and copied out. On the GPU: ncclReduceScatter
- * (gpu.h), integers scaled in host memory. The split is Horovod's: rows / size each, the first
- * rows % size ranks one more. */
+ * postscaled and copied out. On the GPU: ncclReduceScatter (gpu.h),
+ * integers with scaling factors scaled in host memory. The split is
+ * Horovod's: rows / size each, the first rows % size ranks one more. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,9 +44,9 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 	if (rc == HVD_OK && len > 0) {
 		char *mine = work + start * es;
 
-		if (op == HVD_AVERAGE)
-			hvd__divide(mine, len, t, e->comm.size);
-		hvd__scale(mine, len, t, r->m.postscale);
+		hvd__divide_scale(mine, len, t,
+				  op == HVD_AVERAGE ? e->comm.size : 1,
+				  r->m.postscale);
 		memcpy(r->recvbuf, mine, len * es);
 	}
 	if (own)
@@ -99,9 +99,9 @@ static int gpu_scaled_ints(struct hvd__engine *e, struct hvd__req *r,
 	if (rc == HVD_OK && mine > 0)
 		rc = gpu_copy(e, stage, r->recvbuf, mine * es, true, NULL);
 	if (rc == HVD_OK && mine > 0) {
-		if (op == HVD_AVERAGE)
-			hvd__divide(stage, mine, t, e->comm.size);
-		hvd__scale(stage, mine, t, r->m.postscale);
+		hvd__divide_scale(stage, mine, t,
+				  op == HVD_AVERAGE ? e->comm.size : 1,
+				  r->m.postscale);
 		rc = gpu_copy(e, r->recvbuf, stage, mine * es, false, NULL);
 	}
 	return rc;

@@ -401,6 +401,14 @@ bool hvd__dtype_float(enum hvd_dtype t)
 	       t == HVD_FLOAT64;
 }
 
+void hvd__divide_scale(void *buf, size_t n, enum hvd_dtype t, int divisor,
+		       double factor)
+{
+	if (divisor > 1)
+		hvd__divide(buf, n, t, divisor);
+	hvd__scale(buf, n, t, factor);
+}
+
 void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor)
 {
 	size_t i;

@@ -28,6 +28,10 @@ void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor);
 /* buf[i] *= factor: float16 and bfloat16 through float32; integers in
  * float64, truncated back (saturating), as Horovod scales them. */
 void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor);
+/* A reduction's end: an average's division (divisor > 1), then the
+ * postscale factor. */
+void hvd__divide_scale(void *buf, size_t n, enum hvd_dtype t, int divisor,
+		       double factor);
 
 /* Adasum's kernels (algo/adasum.c), for the four float dtypes, in
  * float64: out[0] += a.b, out[1] += a.a, out[2] += b.b over n elements;

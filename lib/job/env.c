@@ -165,13 +165,18 @@ static bool forwarded(const char *entry, const struct hl_envspec *es)
 	return false;
 }
 
-/* A Slurm task's variable in the launcher's environment (hl_slurm_shared),
- * which no worker inherits unless -x forwards it by name. */
+/* A Slurm task's variable (SLURM_PROCID, ...; not one of the
+ * allocation's, hl_slurm_shared). */
+static bool slurm_task(const char *entry)
+{
+	return strncmp(entry, "SLURM_", 6) == 0 && !hl_slurm_shared(entry);
+}
+
+/* A Slurm task's variable in the launcher's environment, which no worker
+ * inherits unless -x forwards it by name. */
 static bool task_level(const char *entry, const struct hl_envspec *es)
 {
-	if (strncmp(entry, "SLURM_", 6) != 0 || hl_slurm_shared(entry))
-		return false;
-	return !forwarded(entry, es);
+	return slurm_task(entry) && !forwarded(entry, es);
 }
 
 /* A variable of hvdrun's own host or login session, which no worker on
@@ -214,37 +219,44 @@ static bool host_bound(const char *entry)
 	return false;
 }
 
-int hl_env_exported(char *const *base, const struct hl_envspec *es,
-		    struct hl_strvec *out)
+/* The entries of base ("NAME=VALUE") that keep takes, onto out. */
+static int kept(char *const *base, const struct hl_envspec *es,
+		bool (*keep)(const char *entry, const struct hl_envspec *es),
+		struct hl_strvec *out)
 {
 	size_t i;
 	int rc = HL_OK;
 
 	hl_strvec_init(out);
 	for (i = 0; base != NULL && base[i] != NULL && rc == HL_OK; i++)
-		if (strchr(base[i], '=') != NULL &&
-		    ((!host_bound(base[i]) && !task_level(base[i], es)) ||
-		     forwarded(base[i], es)))
+		if (strchr(base[i], '=') != NULL && keep(base[i], es))
 			rc = hl_strvec_push(out, base[i]);
 	if (rc != HL_OK)
 		hl_strvec_close(out);
 	return rc;
 }
 
+static bool exported(const char *entry, const struct hl_envspec *es)
+{
+	return (!host_bound(entry) && !task_level(entry, es)) ||
+	       forwarded(entry, es);
+}
+
+static bool on_node(const char *entry, const struct hl_envspec *es)
+{
+	(void)es;
+	return !slurm_task(entry);
+}
+
+int hl_env_exported(char *const *base, const struct hl_envspec *es,
+		    struct hl_strvec *out)
+{
+	return kept(base, es, exported, out);
+}
+
 int hl_env_node_base(char *const *base, struct hl_strvec *out)
 {
-	size_t i;
-	int rc = HL_OK;
-
-	hl_strvec_init(out);
-	for (i = 0; base != NULL && base[i] != NULL && rc == HL_OK; i++)
-		if (strchr(base[i], '=') != NULL &&
-		    (strncmp(base[i], "SLURM_", 6) != 0 ||
-		     hl_slurm_shared(base[i])))
-			rc = hl_strvec_push(out, base[i]);
-	if (rc != HL_OK)
-		hl_strvec_close(out);
-	return rc;
+	return kept(base, NULL, on_node, out);
 }
 
 int hl_env_put(struct hl_strvec *env, const char *entry)

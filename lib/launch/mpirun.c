@@ -52,8 +52,6 @@ static int mca(struct hl_strvec *v, const char *name, const char *value)
 	return rc == HL_OK ? push2(v, name, value) : rc;
 }
 
-/* Words of text (--mpi-args, --binding-args: what), split as a shell
- * would, onto out. */
 /* "-x NAME" for each variable of hvdrun's that workers on other hosts
  * get (env.h), but those -x or [env] give already. */
 static int exported(struct hl_strvec *out, const struct hl_envspec *es)
@@ -76,6 +74,8 @@ static int exported(struct hl_strvec *out, const struct hl_envspec *es)
 	return rc;
 }
 
+/* Words of text (--mpi-args, --binding-args: what), split as a shell
+ * would, onto out. */
 static int words(struct hl_strvec *out, const char *what, const char *text,
 		 char **cause)
 {
