@@ -155,9 +155,10 @@ sigkill_job() {
 # The worker's view of its job: every variable but the ones that differ
 # from run to run (ports, the rendezvous address, the job's secret),
 # Slurm's own, and those of the SSH session beneath hvdrun's for a worker
-# started over SSH (sshd's SSH_*, USER, LOGNAME, MAIL), as a remote
-# shell's are beneath horovodrun's.
-ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=|SSH_|USER=|LOGNAME=|MAIL=)" | grep -Ev "PORT=|SECRET=|RENDEZVOUS=" | sort | sed "s/^/$HOROVOD_RANK /"'
+# started over SSH (sshd's SSH_*, USER, LOGNAME, MAIL, SHELL), as a remote
+# shell's are beneath horovodrun's: where hvdrun's own environment lacks
+# one (SHELL, under a CI runner), a worker over SSH still has sshd's.
+ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=|SSH_|USER=|LOGNAME=|MAIL=|SHELL=)" | grep -Ev "PORT=|SECRET=|RENDEZVOUS=" | sort | sed "s/^/$HOROVOD_RANK /"'
 
 @test "--launcher srun and --launcher ssh: the same plan and the same environment for every rank, a worker srun started with its node's own beneath" {
 	local a=$BATS_TEST_TMPDIR/srun b=$BATS_TEST_TMPDIR/ssh
