@@ -330,6 +330,22 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	return rc;
 }
 
+/* --stdin: the rank that reads hvdrun's standard input (*rank), or -1
+ * for none; a rank outside the job is refused. */
+static int stdin_rank(const struct hl_opts *o, int np, int *rank, char **cause)
+{
+	char name[64];
+
+	*rank = (int)o->v[HL_K_STDIN].i;
+	if (*rank < np)
+		return HL_OK;
+	return hl_fail(cause, HL_EINVAL, "%s %d: the job's ranks are 0 to %d",
+		       hl_opts_display(HL_K_STDIN,
+				       cmd_args.from_cli[HL_K_STDIN], name,
+				       sizeof(name)),
+		       *rank, np - 1);
+}
+
 /* The job of command on hosts (disc: an elastic job's discovery, or
  * NULL), its workers' environment with env's NAME=VALUE entries added. */
 static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
@@ -366,6 +382,8 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 			     : hl_fail(cause, HL_ENOMEM, "out of memory");
 	if (rc == HL_OK)
 		rc = hl_rules_check(o, plan.size, cause);
+	if (rc == HL_OK)
+		rc = stdin_rank(o, plan.size, &l.stdin_rank, cause);
 	if (rc != HL_OK)
 		goto out;
 	es.elastic = o->v[HL_K_MIN_NP].set;
@@ -404,6 +422,23 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 	l.plan = &plan;
 	l.env = &es;
 	l.ssh = &so;
+	/* Standard input reaches a worker on this machine only. Asked
+	 * for one on another host, nothing starts; by default it is just
+	 * not read. */
+	if (l.stdin_rank >= 0 &&
+	    hl_worker_remote(&l, plan.ranks[l.stdin_rank].host)) {
+		if (o->v[HL_K_STDIN].set) {
+			rc = hl_fail(
+				cause, HL_EINVAL,
+				"--stdin %d: rank %d runs on %s, and "
+				"hvdrun's standard input reaches only "
+				"a rank on this machine",
+				l.stdin_rank, l.stdin_rank,
+				hosts->v[plan.ranks[l.stdin_rank].host].name);
+			goto out;
+		}
+		l.stdin_rank = -1;
+	}
 	rc = launch(&l, code, cause);
 out:
 	free(l.exec_path);

@@ -161,6 +161,9 @@ static int bad_value(enum hl_key k, const char *text, const char *where,
 			 "two integers MIN MAX, %.0f <= MIN <= MAX <= %.0f",
 			 min, max);
 		break;
+	case HL_T_RANK:
+		snprintf(want, sizeof(want), "a rank, 0 or more, or none");
+		break;
 	default:
 		snprintf(want, sizeof(want), "a non-empty value");
 		break;
@@ -247,6 +250,12 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 		nv.d = (double)b;
 		break;
 	}
+	case HL_T_RANK:
+		if (strcasecmp(text, "none") == 0)
+			nv.i = -1;
+		else if (!hl_parse_long(text, 0, 1L << 20, &nv.i))
+			return bad_value(k, text, where, cause);
+		break;
 	case HL_T_STRING:
 	case HL_T_PATH:
 		if (text[0] == '\0')
@@ -436,6 +445,8 @@ const char *hl_key_arg(enum hl_key k, char *buf, size_t len)
 		return "USER";
 	case HL_T_IFACES:
 		return "NAME";
+	case HL_T_RANK:
+		return "RANK|none";
 	default:
 		return "TEXT";
 	}

@@ -17,6 +17,7 @@ enum hl_key {
 	HL_K_HOSTFILE,
 	HL_K_OUTPUT_FILENAME,
 	HL_K_PREFIX_TIMESTAMP,
+	HL_K_STDIN,
 	HL_K_VERBOSE,
 	HL_K_START_TIMEOUT,
 	HL_K_LAUNCHER,
@@ -89,6 +90,7 @@ enum hl_type {
 			command line the option may be repeated */
 	HL_T_RANGE,  /* two integers "MIN MAX", MIN <= MAX (i: MIN, d: MAX);
 			on the command line, two words */
+	HL_T_RANK,   /* a rank, 0 or more, or "none" (i: -1) */
 };
 
 /* How a value becomes a worker environment variable. */

@@ -246,9 +246,9 @@ static bool all_exited(const struct sup *s)
 static void supervise(struct sup *s)
 {
 	struct pollfd *pf =
-		calloc((size_t)s->n * 2 + 3 + HL_SUP_HOOK_FDS, sizeof(*pf));
+		calloc((size_t)s->n * 2 + 4 + HL_SUP_HOOK_FDS, sizeof(*pf));
 	const struct hl_sup_hooks *hooks = s->l->hooks;
-	int i, j, nhook;
+	int i, j, nhook, nin;
 
 	if (pf == NULL) {
 		hl_sup_kill_now(s);
@@ -313,6 +313,8 @@ static void supervise(struct sup *s)
 		pf[nfds++].events = POLLIN;
 		nhook = hooks != NULL ? hooks->fds(s, pf + nfds) : 0;
 		nfds += nhook;
+		nin = hl_sup_input_fds(s, pf + nfds, &timeout);
+		nfds += nin;
 		for (i = 0; i < s->n; i++)
 			for (j = 0; j < 2; j++)
 				if (s->w[i].fd[j] >= 0) {
@@ -329,6 +331,8 @@ static void supervise(struct sup *s)
 			on_report(s);
 		if (nhook > 0)
 			hooks->polled(s, pf + 3, nhook);
+		if (nin > 0)
+			hl_sup_input_polled(s, pf + 3 + nhook);
 		for (i = 0; i < s->n; i++)
 			for (j = 0; j < 2; j++)
 				if (s->w[i].fd[j] >= 0)
@@ -349,6 +353,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 
 	memset(&s, 0, sizeof(s));
 	s.l = l;
+	s.in.rank = s.in.from = s.in.to = -1;
 	/* Elastic: room for --max-np workers; those beyond the plan start
 	 * later, on hosts with free slots. */
 	s.n = l->plan->size;
@@ -360,6 +365,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	for (i = 0; i < s.n; i++) {
 		s.w[i].rank = i;
 		s.w[i].exited = i >= l->plan->size; /* not started yet */
+		s.w[i].in_fd = -1;
 		s.w[i].host = i < l->plan->size ? l->plan->ranks[i].host : 0;
 		if (i < l->plan->size)
 			hl_place_of(&s.w[i].place, l->plan, l->hosts, i);
@@ -414,6 +420,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 	(void)fcntl(s.notify[0], F_SETPIPE_SZ, 1 << 20);
 	for (i = 0; i < l->plan->size; i++)
 		s.w[i].remote = hl_worker_remote(l, s.w[i].host);
+	rc = hl_sup_input_open(&s, cause);
 
 	/* Connect to every remote host before anything starts: a host that
 	 * cannot be reached starts nothing anywhere. */
@@ -454,6 +461,7 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 		for (j = 0; j < 2; j++)
 			if (s.w[i].fd[j] >= 0)
 				hl_sup_close_stream(&s.w[i], j);
+	hl_sup_input_close(&s);
 	close(s.notify[0]);
 	for (j = 0; j < 2; j++)
 		if (s.ctx[j] != NULL)

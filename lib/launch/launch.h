@@ -88,6 +88,10 @@ struct hl_launch {
 	const struct hl_ssh_opts *ssh;
 	const char *output_dir; /* NULL: no per-rank files */
 	bool timestamps;
+	/* The worker that reads hvdrun's standard input (--stdin), at its
+	 * first start on this machine; -1: none (every worker reads
+	 * /dev/null). */
+	int stdin_rank;
 	int grace_ms;  /* SIGTERM to SIGKILL: HL_GRACE_MS */
 	int report_fd; /* failures of the rendezvous, or -1 */
 	/* An elastic job (min_np > 0): the rendezvous, whose generations

@@ -135,6 +135,9 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 	if (rc == HL_OK && o->v[HL_K_OUTPUT_FILENAME].set)
 		rc = push2(out, "--output-filename",
 			   o->v[HL_K_OUTPUT_FILENAME].s);
+	/* mpirun's --stdin is hvdrun's: rank 0 by default. */
+	if (rc == HL_OK && o->v[HL_K_STDIN].set)
+		rc = push2(out, "--stdin", o->v[HL_K_STDIN].s);
 	snprintf(np, sizeof(np), "%d", plan->size);
 	if (rc == HL_OK)
 		rc = push2(out, "-np", np);

@@ -5,6 +5,8 @@
 #ifndef HL_SUP_H
 #define HL_SUP_H
 
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,6 +20,19 @@ enum phase {
 	PH_RUNNING,	/* all is well */
 	PH_TERMINATING, /* SIGTERM sent; SIGKILL at the deadline */
 	PH_KILLED,	/* SIGKILL sent; give up waiting at the deadline */
+};
+
+/* hvdrun's standard input on its way to the worker that reads it
+ * (input.c): through a pipe where it is a terminal, which hvdrun reads
+ * while it is in the foreground; else that worker has the descriptor
+ * itself, and nothing is here (from and to -1). */
+struct sup_input {
+	int rank;     /* the worker, or -1 */
+	int from, to; /* hvdrun's standard input, the pipe's end, or -1 */
+	char buf[4096];
+	size_t len, off;	   /* read, not yet written: buf[off, len) */
+	bool tty;		   /* a terminal: SIGTTIN ignored meanwhile */
+	struct sigaction old_ttin; /* its disposition before */
 };
 
 struct sup {
@@ -48,6 +63,7 @@ struct sup {
 	/* What the job's hooks keep (l->hooks: an elastic job's, whose
 	 * state is elastic/supervise.c's own), else NULL. */
 	struct hl_elastic *el;
+	struct sup_input in;
 };
 
 /* ---- sup.c ---- */
@@ -60,6 +76,20 @@ void hl_sup_signal_all(struct sup *s, int sig);
 void hl_sup_terminate(struct sup *s, int sig);
 void hl_sup_kill_now(struct sup *s);
 void hl_sup_describe_status(int status, char *buf, size_t len);
+
+/* ---- input.c ---- */
+
+/* Give hvdrun's standard input to the worker l->stdin_rank, if it starts
+ * on this machine: its descriptor, or where it is a terminal a pipe that
+ * the loop fills. Before the workers start. */
+int hl_sup_input_open(struct sup *s, char **cause);
+/* The loop's descriptor for it (into pf: returns 0 or 1), and how long
+ * the loop may sleep before it looks again (*timeout, ms, -1: no bound):
+ * hvdrun in the background of its terminal reads nothing, and looks
+ * again while it waits. */
+int hl_sup_input_fds(struct sup *s, struct pollfd *pf, int *timeout);
+void hl_sup_input_polled(struct sup *s, const struct pollfd *pf);
+void hl_sup_input_close(struct sup *s);
 
 /* ---- streams.c ---- */
 

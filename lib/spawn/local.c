@@ -18,11 +18,10 @@
 #include "spawn/spawn.h"
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
-		  pid_t parent, char **envp)
+static void child(const struct hl_launch *l, int in, int out_w, int err_w,
+		  int errp, pid_t parent, char **envp)
 {
 	sigset_t none;
-	int null_fd;
 
 	setpgid(0, 0);
 	/* If hvdrun dies, the worker hears of it at once; the watchdog then
@@ -30,8 +29,9 @@ static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() != parent)
 		_exit(127);
-	null_fd = open("/dev/null", O_RDONLY);
-	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_w, 1) < 0 ||
+	if (in < 0)
+		in = open("/dev/null", O_RDONLY);
+	if (in < 0 || (in != 0 && dup2(in, 0) < 0) || dup2(out_w, 1) < 0 ||
 	    dup2(err_w, 2) < 0)
 		goto fail;
 	/* The worker gets stdin, stdout and stderr, none of hvdrun's
@@ -48,6 +48,7 @@ static void child(const struct hl_launch *l, int out_w, int err_w, int errp,
 	 * exec's own open of the program would fail. */
 	hl_nofile_restore();
 	signal(SIGPIPE, SIG_DFL);
+	signal(SIGTTIN, SIG_DFL); /* hvdrun's, while it reads a terminal */
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	hl_bind_worker(envp);
@@ -78,9 +79,14 @@ static int start_one(const struct hl_launch *l, struct hl_worker *w,
 		goto out_close;
 	}
 	if (pid == 0)
-		child(l, out[1], err[1], ep[1], self, envp.v);
+		child(l, w->in_fd, out[1], err[1], ep[1], self, envp.v);
 	setpgid(pid, pid); /* also here: no race with a signal to the group */
 	w->pid = pid;
+	/* Its standard input is its own now: a start again reads
+	 * /dev/null. */
+	if (w->in_fd > 0)
+		close(w->in_fd);
+	w->in_fd = -1;
 	close(ep[1]);
 	ep[1] = -1;
 	e = hl_exec_result(ep[0]);

@@ -193,10 +193,75 @@ load helper
 	assert_output --regexp '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z\[0\]<stdout>:hi$'
 }
 
-@test "workers read end of file on stdin" {
-	run timeout 10 "$HVDRUN" -np 2 cat
+@test "standard input: rank 0 reads hvdrun's whole (a file, a pipe of 1 MiB), the others end of file; --stdin RANK and none" {
+	local f=$BATS_TEST_TMPDIR/in big=$BATS_TEST_TMPDIR/big
+	printf 'one\ntwo\nthree\n' >"$f"
+	run timeout 10 "$HVDRUN" -np 2 cat </dev/null
 	assert_success
 	assert_output ""
+	run timeout 10 "$HVDRUN" -np 3 sh -c 'echo "rank $HOROVOD_RANK read $(wc -l) lines"' <"$f"
+	assert_success
+	assert_line "[0]<stdout>:rank 0 read 3 lines"
+	assert_line "[1]<stdout>:rank 1 read 0 lines"
+	assert_line "[2]<stdout>:rank 2 read 0 lines"
+	run timeout 10 "$HVDRUN" -np 3 --stdin 2 sh -c 'echo "rank $HOROVOD_RANK read $(wc -l) lines"' <"$f"
+	assert_success
+	assert_line "[0]<stdout>:rank 0 read 0 lines"
+	assert_line "[2]<stdout>:rank 2 read 3 lines"
+	run timeout 10 "$HVDRUN" -np 2 --stdin none sh -c 'echo "rank $HOROVOD_RANK read $(wc -l) lines"' <"$f"
+	assert_success
+	assert_line "[0]<stdout>:rank 0 read 0 lines"
+	# Through a pipe, every byte, at the pace of a rank that reads
+	# slowly, and the end.
+	head -c 1048576 /dev/urandom >"$big"
+	run bash -c "cat '$big' | timeout 20 '$HVDRUN' -np 2 sh -c '[ \$HOROVOD_RANK = 0 ] && { sleep 1; cksum; } || cksum'"
+	assert_success
+	assert_line "[0]<stdout>:$(cksum <"$big")"
+	assert_line "[1]<stdout>:$(cksum </dev/null)"
+}
+
+@test "standard input from a terminal: hvdrun reads it a line at a time for rank 0 (pdb works there), passes on its end, and in the background waits unstopped" {
+	# script(1) runs hvdrun on a terminal of its own, typing what it
+	# reads from its standard input, then the terminal's end of file.
+	run timeout 30 script -qec "'$HVDRUN' -np 2 sh -c 'read x; echo \"got:\$x\"; echo \"rest: \$(wc -l)\"'" /dev/null <<<$'hello\nmore\nlast'
+	assert_success
+	assert_line --partial "[0]<stdout>:got:hello"
+	assert_line --partial "[0]<stdout>:rest: 2"
+	assert_line --partial "[1]<stdout>:got:"
+	assert_line --partial "[1]<stdout>:rest: 0"
+	# A rank that never reads: the job ends as it would.
+	run timeout 30 script -qec "'$HVDRUN' -np 1 true" /dev/null <<<$'typed ahead'
+	assert_success
+	# pdb at rank 0, as under mpirun or horovodrun -np 1.
+	printf 'x = 41\nprint("x+1 =", x + 1)\n' >"$BATS_TEST_TMPDIR/p.py"
+	run timeout 30 script -qec "'$HVDRUN' -np 1 /usr/bin/python3 -m pdb '$BATS_TEST_TMPDIR/p.py'" /dev/null <<<$'n\np x\nq'
+	assert_success
+	assert_output --partial "(Pdb) 41"
+	# Started in the background of a shell with job control, where a
+	# read of the terminal would stop it (SIGTTIN): it reads nothing
+	# there, and the job runs to its end.
+	run timeout 30 script -qec "bash --norc -i -c 'set -m; \"$HVDRUN\" -np 1 sh -c \"sleep 1; echo ran\" & wait \$!; echo status \$?'" /dev/null </dev/null
+	assert_success
+	assert_output --partial "[0]<stdout>:ran"
+	assert_output --partial "status 0"
+}
+
+@test "--stdin: a rank outside the job, or not a rank, starts nothing (exit 2), named with its file and line" {
+	run "$HVDRUN" -np 2 --stdin 2 sh -c 'echo started'
+	assert_failure 2
+	assert_output --partial "hvdrun: --stdin 2: the job's ranks are 0 to 1"
+	refute_output --partial started
+	run "$HVDRUN" -np 2 --stdin first true
+	assert_failure 2
+	assert_output --partial "hvdrun: bad value 'first' for --stdin (want a rank, 0 or more, or none)"
+	printf '[job]\nstdin = -1\n' >"$BATS_TEST_TMPDIR/c.ini"
+	run "$HVDRUN" -np 2 --config-file "$BATS_TEST_TMPDIR/c.ini" true
+	assert_failure 2
+	assert_output --partial "c.ini:2: bad value '-1' for 'stdin' in [job] (want a rank, 0 or more, or none)"
+	printf '[job]\nstdin = none\n' >"$BATS_TEST_TMPDIR/c.ini"
+	run timeout 10 "$HVDRUN" -np 1 --config-file "$BATS_TEST_TMPDIR/c.ini" wc -l <<<$'one\ntwo'
+	assert_success
+	assert_output "[0]<stdout>:0"
 }
 
 @test "--verbose shows the plan and each start" {

@@ -164,6 +164,20 @@ setup() {
 	assert_line "[1,2]<stdout>:rank 2: ok"
 }
 
+@test "hvdrun --mpi: standard input to rank 0 as mpirun gives it, and --stdin passed on to mpirun's own" {
+	local t
+	for t in "" "--stdin 1" "--stdin none"; do
+		# shellcheck disable=SC2086 # $t: one option or none
+		run timeout 30 "$HVDRUN" --mpi -np 2 $t sh -c 'echo "rank $OMPI_COMM_WORLD_RANK read $(wc -l)"' <<<$'one\ntwo'
+		assert_success
+		case $t in
+		"") assert_line "[1,0]<stdout>:rank 0 read 2"; assert_line "[1,1]<stdout>:rank 1 read 0" ;;
+		*1) assert_line "[1,0]<stdout>:rank 0 read 0"; assert_line "[1,1]<stdout>:rank 1 read 2" ;;
+		*) assert_line "[1,0]<stdout>:rank 0 read 0"; assert_line "[1,1]<stdout>:rank 1 read 0" ;;
+		esac
+	done
+}
+
 @test "hvdrun --mpi: a failing rank ends the job with its code" {
 	run "$HVDRUN" --mpi -np 3 sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && exit 7; sleep 30'
 	assert_failure 7

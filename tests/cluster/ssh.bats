@@ -376,6 +376,20 @@ wait_gone() {
 	assert_line "[1]<stdout>:node1"
 }
 
+@test "standard input reaches a rank on this machine only: --stdin naming a remote rank starts nothing; a remote rank 0 reads end of file, a local one hvdrun's" {
+	run "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 --stdin 1 sh -c 'echo started' <<<"input"
+	assert_failure 2
+	assert_output --partial "hvdrun: --stdin 1: rank 1 runs on node1, and hvdrun's standard input reaches only a rank on this machine"
+	refute_output --partial started
+	run timeout 20 "$HVDRUN" "${SSH[@]}" -H node1:1,localhost:1 sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo'
+	assert_success
+	assert_line "[0]<stdout>:node1 read 0"
+	run timeout 20 "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo'
+	assert_success
+	assert_line "[0]<stdout>:$(hostname) read 2"
+	assert_line "[1]<stdout>:node1 read 0"
+}
+
 @test "output of remote workers: whole prefixed lines, last line kept" {
 	run --separate-stderr "$HVDRUN" "${SSH[@]}" -H node1:2,node2:2 "$WORKERS/chatter.sh"
 	assert_success
