@@ -475,11 +475,26 @@ static int run(int *code, char **cause)
 	return rc;
 }
 
+/* Standard input, output and error that hvdrun was started without
+ * (`hvdrun ... <&-`) become /dev/null before anything else opens a
+ * descriptor: else the first would take the number, and rank 0 would read
+ * it as its input (--stdin), or the job's output go to it. */
+static void std_fds_open(void)
+{
+	int fd;
+
+	for (fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
+			_exit(EXIT_START);
+}
+
 int cmd_run_main(int argc, char **argv)
 {
 	char *cause = NULL;
 	int code = 0, rc;
 
+	std_fds_open();
 	if (!cmd_options(argc, argv, false, &code))
 		return code;
 	rc = run(&code, &cause);

@@ -199,6 +199,11 @@ load helper
 	run timeout 10 "$HVDRUN" -np 2 cat </dev/null
 	assert_success
 	assert_output ""
+	# Started with no standard input at all: rank 0 reads /dev/null,
+	# not a descriptor of hvdrun's that took the number.
+	run bash -c 'exec <&-; exec timeout 10 "$0" -np 1 sh -c "cat | wc -c"' "$HVDRUN"
+	assert_success
+	assert_output "[0]<stdout>:0"
 	run timeout 10 "$HVDRUN" -np 3 sh -c 'echo "rank $HOROVOD_RANK read $(wc -l) lines"' <"$f"
 	assert_success
 	assert_line "[0]<stdout>:rank 0 read 3 lines"
