@@ -225,7 +225,7 @@ load helper
 	assert_line "[1]<stdout>:$(cksum </dev/null)"
 }
 
-@test "standard input from a terminal: hvdrun reads it a line at a time for rank 0 (pdb works there), passes on its end, and in the background waits unstopped" {
+@test "standard input from a terminal: hvdrun reads it a line at a time for rank 0 (pdb works there), passes on its end, Ctrl-C still ends the job, and in the background it waits unstopped" {
 	# script(1) runs hvdrun on a terminal of its own, typing what it
 	# reads from its standard input, then the terminal's end of file.
 	run timeout 30 script -qec "'$HVDRUN' -np 2 sh -c 'read x; echo \"got:\$x\"; echo \"rest: \$(wc -l)\"'" /dev/null <<<$'hello\nmore\nlast'
@@ -242,6 +242,12 @@ load helper
 	run timeout 30 script -qec "'$HVDRUN' -np 1 /usr/bin/python3 -m pdb '$BATS_TEST_TMPDIR/p.py'" /dev/null <<<$'n\np x\nq'
 	assert_success
 	assert_output --partial "(Pdb) 41"
+	# Ctrl-C typed while rank 0 waits for a line: hvdrun, in the
+	# terminal's foreground, gets it and ends the whole job (130).
+	run timeout 30 bash -c "(sleep 1.5; printf '\\003'; sleep 2) | script -qec \"'$HVDRUN' -np 2 sh -c 'read x; echo got:\\\$x'\" /dev/null"
+	assert_failure 130
+	assert_output --partial "[1]<stdout>:got:"
+	refute_output --partial "[0]<stdout>:got:"
 	# Started in the background of a shell with job control, where a
 	# read of the terminal would stop it (SIGTTIN): it reads nothing
 	# there, and the job runs to its end.
