@@ -437,7 +437,16 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 				hosts->v[plan.ranks[l.stdin_rank].host].name);
 			goto out;
 		}
+		if (o->v[HL_K_VERBOSE].b)
+			fprintf(stderr,
+				"hvdrun: rank %d runs on %s: no rank reads "
+				"standard input (--stdin)\n",
+				l.stdin_rank,
+				hosts->v[plan.ranks[l.stdin_rank].host].name);
 		l.stdin_rank = -1;
+	} else if (o->v[HL_K_VERBOSE].b && l.stdin_rank >= 0) {
+		fprintf(stderr, "hvdrun: rank %d reads standard input\n",
+			l.stdin_rank);
 	}
 	rc = launch(&l, code, cause);
 out:

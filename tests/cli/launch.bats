@@ -280,6 +280,10 @@ load helper
 	assert_success
 	assert_line "hvdrun: 2 workers on 1 hosts: true"
 	assert_line "hvdrun: starting rank 1 on localhost"
+	assert_line "hvdrun: rank 0 reads standard input"
+	run "$HVDRUN" -np 2 --verbose --stdin none true
+	assert_success
+	refute_line --partial "standard input"
 }
 
 @test "--bind-to core (the default) gives each local rank its own share of the CPUs; none, or more ranks than CPUs, binds none" {

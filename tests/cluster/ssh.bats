@@ -381,9 +381,10 @@ wait_gone() {
 	assert_failure 2
 	assert_output --partial "hvdrun: --stdin 1: rank 1 runs on node1, and hvdrun's standard input reaches only a rank on this machine"
 	refute_output --partial started
-	run timeout 20 "$HVDRUN" "${SSH[@]}" -H node1:1,localhost:1 sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo'
+	run timeout 20 "$HVDRUN" "${SSH[@]}" -H node1:1,localhost:1 --verbose sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo'
 	assert_success
 	assert_line "[0]<stdout>:node1 read 0"
+	assert_line "hvdrun: rank 0 runs on node1: no rank reads standard input (--stdin)"
 	run timeout 20 "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo'
 	assert_success
 	assert_line "[0]<stdout>:$(hostname) read 2"
