@@ -330,22 +330,6 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	return rc;
 }
 
-/* --stdin: the rank that reads hvdrun's standard input (*rank), or -1
- * for none; a rank outside the job is refused. */
-static int stdin_rank(const struct hl_opts *o, int np, int *rank, char **cause)
-{
-	char name[64];
-
-	*rank = (int)o->v[HL_K_STDIN].i;
-	if (*rank < np)
-		return HL_OK;
-	return hl_fail(cause, HL_EINVAL, "%s %d: the job's ranks are 0 to %d",
-		       hl_opts_display(HL_K_STDIN,
-				       cmd_args.from_cli[HL_K_STDIN], name,
-				       sizeof(name)),
-		       *rank, np - 1);
-}
-
 /* The job of command on hosts (disc: an elastic job's discovery, or
  * NULL), its workers' environment with env's NAME=VALUE entries added. */
 static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
@@ -382,11 +366,10 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 			     : hl_fail(cause, HL_ENOMEM, "out of memory");
 	if (rc == HL_OK)
 		rc = hl_rules_check(o, plan.size, cause);
-	if (rc == HL_OK)
-		rc = stdin_rank(o, plan.size, &l.stdin_rank, cause);
 	if (rc != HL_OK)
 		goto out;
 	es.elastic = o->v[HL_K_MIN_NP].set;
+	l.stdin_rank = (int)o->v[HL_K_STDIN].i;
 	cmd_warnings(&warnings);
 	rc = hl_ssh_opts_from(&so, o, cause);
 	so.log = cmd_log_ssh;
@@ -432,7 +415,7 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 				cause, HL_EINVAL,
 				"--stdin %d: rank %d runs on %s, and "
 				"hvdrun's standard input reaches only "
-				"a rank on this machine",
+				"a rank on this machine: name one, or none",
 				l.stdin_rank, l.stdin_rank,
 				hosts->v[plan.ranks[l.stdin_rank].host].name);
 			goto out;
@@ -484,26 +467,11 @@ static int run(int *code, char **cause)
 	return rc;
 }
 
-/* Standard input, output and error that hvdrun was started without
- * (`hvdrun ... <&-`) become /dev/null before anything else opens a
- * descriptor: else the first would take the number, and rank 0 would read
- * it as its input (--stdin), or the job's output go to it. */
-static void std_fds_open(void)
-{
-	int fd;
-
-	for (fd = 0; fd < 3; fd++)
-		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
-		    open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
-			_exit(EXIT_START);
-}
-
 int cmd_run_main(int argc, char **argv)
 {
 	char *cause = NULL;
 	int code = 0, rc;
 
-	std_fds_open();
 	if (!cmd_options(argc, argv, false, &code))
 		return code;
 	rc = run(&code, &cause);

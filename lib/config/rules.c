@@ -69,10 +69,23 @@ static int check_horovod(const struct hl_opts *o, char **cause)
 	return HL_OK;
 }
 
+/* --stdin: a rank of the job, or none (-1). */
+static int check_stdin(const struct hl_opts *o, int np, char **cause)
+{
+	if (o->v[HL_K_STDIN].i < np)
+		return HL_OK;
+	return hl_fail(cause, HL_EINVAL,
+		       "--stdin %ld: the job's ranks are 0 to %d; name one "
+		       "of them, or none",
+		       o->v[HL_K_STDIN].i, np - 1);
+}
+
 int hl_rules_check(const struct hl_opts *o, int np, char **cause)
 {
 	int rc = check_elastic(o, np, cause);
 
+	if (rc == HL_OK)
+		rc = check_stdin(o, np, cause);
 	return rc == HL_OK ? check_horovod(o, cause) : rc;
 }
 

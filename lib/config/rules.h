@@ -8,8 +8,8 @@
 #include "config/opts.h"
 
 /* The job's finished options, for a job of np workers: --min-np and
- * what only an elastic job takes (--max-np, --reset-limit, ...), and
- * horovodrun's settings that hvdrun takes only in part. */
+ * what only an elastic job takes (--max-np, --reset-limit, ...), --stdin's
+ * rank, and horovodrun's settings that hvdrun takes only in part. */
 int hl_rules_check(const struct hl_opts *o, int np, char **cause);
 /* The launcher chosen (srun: through srun) against the options. */
 int hl_rules_check_launcher(const struct hl_opts *o, bool srun, char **cause);

@@ -32,8 +32,10 @@ int hl_sup_input_open(struct sup *s, char **cause)
 
 	in->rank = in->from = in->to = -1;
 	in->tty = false;
-	if (r < 0 || r >= s->n || s->w[r].remote || fcntl(0, F_GETFD) < 0)
-		return HL_OK; /* none, another host's, or no input at all */
+	/* Descriptor 0 is open: hvdrun's main opens /dev/null where it
+	 * was started without one. */
+	if (r < 0 || r >= s->n || s->w[r].remote)
+		return HL_OK; /* none, or another host's */
 	w = &s->w[r];
 	in->rank = r;
 	if (!isatty(0)) {

@@ -353,7 +353,6 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 
 	memset(&s, 0, sizeof(s));
 	s.l = l;
-	s.in.rank = s.in.from = s.in.to = -1;
 	/* Elastic: room for --max-np workers; those beyond the plan start
 	 * later, on hosts with free slots. */
 	s.n = l->plan->size;

@@ -260,7 +260,7 @@ load helper
 @test "--stdin: a rank outside the job, or not a rank, starts nothing (exit 2), named with its file and line" {
 	run "$HVDRUN" -np 2 --stdin 2 sh -c 'echo started'
 	assert_failure 2
-	assert_output --partial "hvdrun: --stdin 2: the job's ranks are 0 to 1"
+	assert_output --partial "hvdrun: --stdin 2: the job's ranks are 0 to 1; name one of them, or none"
 	refute_output --partial started
 	run "$HVDRUN" -np 2 --stdin first true
 	assert_failure 2

@@ -379,7 +379,7 @@ wait_gone() {
 @test "standard input reaches a rank on this machine only: --stdin naming a remote rank starts nothing; a remote rank 0 reads end of file, a local one hvdrun's" {
 	run "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 --stdin 1 sh -c 'echo started' <<<"input"
 	assert_failure 2
-	assert_output --partial "hvdrun: --stdin 1: rank 1 runs on node1, and hvdrun's standard input reaches only a rank on this machine"
+	assert_output --partial "hvdrun: --stdin 1: rank 1 runs on node1, and hvdrun's standard input reaches only a rank on this machine: name one, or none"
 	refute_output --partial started
 	run timeout 20 "$HVDRUN" "${SSH[@]}" -H node1:1,localhost:1 --verbose sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo'
 	assert_success
