@@ -18,6 +18,7 @@
 #include "util/family.h"
 #include "util/proc.h"
 #include "agent/records.h"
+#include "agent/relay.h"
 
 #define AGENT_GRACE_MS 2000
 
@@ -25,6 +26,7 @@ struct job {
 	char *cwd;
 	struct hl_strvec env;
 	struct hl_strvec argv;
+	bool input; /* 'W': it reads hvdrun's standard input (relay.h) */
 };
 
 /* Read records until 'G'. Records after it stay in b. */
@@ -56,6 +58,8 @@ static int read_job(struct hl_buf *b, struct job *j)
 			hl_strvec_push_owned(&j->env, hl_strndup(data, len));
 		} else if (type == 'A') {
 			hl_strvec_push_owned(&j->argv, hl_strndup(data, len));
+		} else if (type == 'W') {
+			j->input = true;
 		}
 		hl_buf_consume(b, used);
 		if (type == 'G')
@@ -108,8 +112,8 @@ int hl_agent_prepare(const char *cwd, const struct hl_strvec *argv,
 	return rc == HL_ENOENT ? 127 : 126;
 }
 
-pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
-		    int *exec_errno)
+pid_t hl_agent_exec(const char *path, char **argv, char **env, int in, int out,
+		    int err, int *exec_errno)
 {
 	int ep[2];
 	pid_t pid;
@@ -120,11 +124,11 @@ pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
 	pid = fork();
 	if (pid == 0) {
 		sigset_t none;
-		int null_fd = open("/dev/null", O_RDONLY);
+		int in_fd = in >= 0 ? in : open("/dev/null", O_RDONLY);
 
 		setpgid(0, 0);
-		if (null_fd >= 0)
-			dup2(null_fd, 0);
+		if (in_fd >= 0)
+			dup2(in_fd, 0);
 		if (out >= 0)
 			dup2(out, 1);
 		if (err >= 0)
@@ -194,15 +198,16 @@ static void signal_family(struct hl_family *fam, pid_t pgid, int sig)
 }
 
 static int supervise_worker(struct hl_family *fam, pid_t pid, struct hl_buf *b,
-			    int sfd)
+			    int sfd, struct hl_relay *rl)
 {
-	struct pollfd pf[2] = {{.fd = 0, .events = POLLIN},
+	struct pollfd pf[4] = {{.fd = 0, .events = POLLIN},
 			       {.fd = sfd, .events = POLLIN}};
-	char chunk[512];
+	char chunk[4096];
 	int status = 0;
 
 	for (;;) {
 		struct signalfd_siginfo si;
+		int nrl;
 		pid_t r;
 
 		/* Records already read with the job come first. */
@@ -218,11 +223,15 @@ static int supervise_worker(struct hl_family *fam, pid_t pid, struct hl_buf *b,
 
 				if (sig > 0 && sig < NSIG)
 					signal_family(fam, pid, sig);
+			} else if (type == 'I' || type == 'F') {
+				hl_relay_input(rl, type, data, len);
 			}
 			hl_buf_consume(b, used);
 		}
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+		nrl = hl_relay_fds(rl, pf + 2);
+		if (poll(pf, 2 + (nfds_t)nrl, -1) < 0 && errno != EINTR)
 			break;
+		hl_relay_polled(rl, pf + 2, nrl);
 		if (pf[0].fd >= 0 && pf[0].revents) {
 			ssize_t n = read(0, chunk, sizeof(chunk));
 
@@ -248,6 +257,7 @@ static int supervise_worker(struct hl_family *fam, pid_t pid, struct hl_buf *b,
 							   strlen(text));
 				free(text);
 			} else if (r == pid) {
+				hl_relay_flush(rl);
 				hl_family_end(fam, &pid, 1, SIGTERM);
 				return status;
 			}
@@ -263,12 +273,14 @@ int hl_agent_run(char **cause)
 	struct hl_family fam = {0};
 	struct hl_strvec env;
 	struct hl_buf b;
+	struct hl_relay rl;
 	sigset_t mask;
 	char *path = NULL;
 	pid_t pid;
 	int sfd = -1, code, exec_errno;
 
 	hl_buf_init(&b);
+	hl_relay_init(&rl);
 	hl_strvec_init(&env);
 	hl_strvec_init(&j.env);
 	hl_strvec_init(&j.argv);
@@ -291,7 +303,14 @@ int hl_agent_run(char **cause)
 	sfd = hl_family_open(&fam, AGENT_GRACE_MS, &mask, NULL);
 	/* sshd may close the channel under us: never die of SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
-	pid = hl_agent_exec(path, j.argv.v, env.v, -1, -1, &exec_errno);
+	if (j.input && hl_relay_open(&rl) != HL_OK) {
+		hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
+		code = 125;
+		goto out;
+	}
+	pid = hl_agent_exec(path, j.argv.v, env.v, rl.in[0], rl.out[1], -1,
+			    &exec_errno);
+	hl_relay_started(&rl);
 	if (pid < 0) {
 		hl_fail(cause, HL_ESYS, "fork: %s", strerror(errno));
 		code = 125;
@@ -304,8 +323,9 @@ int hl_agent_run(char **cause)
 		code = exec_errno == ENOENT ? 127 : 126;
 		goto out;
 	}
-	code = exit_like(supervise_worker(&fam, pid, &b, sfd));
+	code = exit_like(supervise_worker(&fam, pid, &b, sfd, &rl));
 out:
+	hl_relay_close(&rl);
 	if (sfd >= 0)
 		close(sfd);
 	hl_family_close(&fam);

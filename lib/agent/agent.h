@@ -25,14 +25,14 @@ struct hl_strvec;
 int hl_agent_prepare(const char *cwd, const struct hl_strvec *argv,
 		     const struct hl_strvec *env, char **path, char **cause);
 
-/* Fork and exec a worker in a process group of its own: stdin from
- * /dev/null, stdout and stderr to out and err (-1: inherited), signals
+/* Fork and exec a worker in a process group of its own: stdin from in
+ * (-1: /dev/null), stdout and stderr to out and err (-1: inherited), signals
  * unblocked, the limit on open files as before hl_nofile_raise, bound to
  * its CPUs (bind.h). An exec failure comes back as its errno:
  * *exec_errno, 0 when the worker runs. -1, errno set, when its pipe or
  * the fork fails. */
-pid_t hl_agent_exec(const char *path, char **argv, char **env, int out, int err,
-		    int *exec_errno);
+pid_t hl_agent_exec(const char *path, char **argv, char **env, int in, int out,
+		    int err, int *exec_errno);
 
 /* The line (malloc'ed, with its newline) that says a worker (who: "rank 1
  * on node1") was stopped by sig (a debugger's, SIGSTOP): every other rank

@@ -187,7 +187,8 @@ static void start_rank(struct node *nd, struct nrank *r)
 		free(path);
 		return;
 	}
-	r->pid = hl_agent_exec(path, r->argv.v, r->env.v, out[1], err[1], &rc);
+	r->pid = hl_agent_exec(path, r->argv.v, r->env.v, -1, out[1], err[1],
+			       &rc);
 	close(out[1]);
 	close(err[1]);
 	free(path);

@@ -96,6 +96,25 @@ int hl_rec_signal_of(const char *data, size_t len)
 	return wire_r_done(&r) && sig > 0 ? sig : HL_EPROTO;
 }
 
+int hl_rec_put_u32(struct hl_buf *b, char type, uint32_t v)
+{
+	uint8_t p[4];
+	struct wire_w w;
+
+	wire_w_fixed(&w, p, sizeof(p));
+	wire_put_u32(&w, v);
+	return hl_rec_put(b, type, p, sizeof(p));
+}
+
+int hl_rec_u32_of(const char *data, size_t len, uint32_t *v)
+{
+	struct wire_r r;
+
+	wire_r_init(&r, data, len);
+	*v = wire_get_u32(&r);
+	return wire_r_done(&r) ? HL_OK : HL_EPROTO;
+}
+
 int hl_rec_next(struct hl_buf *b, size_t *consumed, char *type,
 		const char **data, size_t *len)
 {
@@ -228,11 +247,12 @@ int hl_node_req_put(struct hl_buf *b, char type, uint32_t num, int sig)
 	uint8_t v[8];
 	struct wire_w w;
 
+	if (type != 'K')
+		return hl_rec_put_u32(b, type, num);
 	wire_w_fixed(&w, v, sizeof(v));
 	wire_put_u32(&w, num);
-	if (type == 'K')
-		wire_put_i32(&w, sig);
-	return hl_rec_put(b, type, v, type == 'K' ? 8 : 4);
+	wire_put_i32(&w, sig);
+	return hl_rec_put(b, type, v, sizeof(v));
 }
 
 int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,

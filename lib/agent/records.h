@@ -6,8 +6,23 @@
  *   'D' path    the working directory
  *   'E' N=V     one environment entry
  *   'A' arg     one argument of the command, in order
+ *   'W'         the worker reads hvdrun's standard input (--stdin):
+ *               it comes in 'I' records, and the agent's stdout carries
+ *               records too (below)
  *   'G'         start the worker
  *   'S' sig     (4 bytes) signal the worker's process group
+ *   'I' bytes   a piece of the worker's standard input (after 'W')
+ *   'F'         the end of its standard input
+ *
+ * After 'W', hvdrun sends at most HL_INPUT_WINDOW bytes of input that
+ * the agent has not yet said the worker's pipe took, so that an agent
+ * whose worker reads nothing holds a bounded buffer and still reads the
+ * signals behind it. The agent answers on its stdout, in records:
+ *
+ *   'o' bytes   a piece of the worker's stdout
+ *   'c' u32     the worker's pipe took that many more bytes of input
+ *   'n'         the worker reads no more input (it closed its end):
+ *               hvdrun stops sending
  *
  * The network check's probe (`hvdrun --probe`) speaks the same records;
  * its messages are defined in probe_msg.h.
@@ -48,6 +63,7 @@
 
 #define HL_REC_MAX (1u << 20)
 #define HL_REC_HEAD 5 /* type, length */
+#define HL_INPUT_WINDOW (64u << 10)
 
 /* A byte buffer: len bytes at p, which lies off bytes into an allocation
  * of cap; hl_buf_consume takes from the front without moving the rest. */
@@ -74,6 +90,9 @@ int hl_rec_next(struct hl_buf *b, size_t *consumed, char *type,
 void hl_buf_consume(struct hl_buf *b, size_t n);
 /* The signal of an 'S' record, or HL_EPROTO. */
 int hl_rec_signal_of(const char *data, size_t len);
+/* A record of one u32 ('c'); its value: HL_OK, or HL_EPROTO. */
+int hl_rec_put_u32(struct hl_buf *b, char type, uint32_t v);
+int hl_rec_u32_of(const char *data, size_t len, uint32_t *v);
 
 /* The srun agent's lines (above). hl_line_escape escapes up to n bytes
  * of data into out (at most cap bytes, no NUL): printable ASCII but '\\'

@@ -1,8 +1,9 @@
 /* launch/input.c: hvdrun's standard input to the worker that reads it
  * (--stdin, rank 0 by default, as mpirun's), the others reading
- * /dev/null. A file or a pipe the worker takes as it is, so that it
- * reads at its own pace and sees the end where hvdrun's input ends. A
- * terminal it does not: the worker runs in a process group of its own,
+ * /dev/null. A file or a pipe a local worker takes as it is, so that it
+ * reads at its own pace and sees the end where hvdrun's input ends; a
+ * worker on another host gets what its SSH session's thread reads of it
+ * (ssh/input.c). A terminal neither does: the worker runs in a process group of its own,
  * which reading the terminal would stop (SIGTTIN), and a terminal's
  * Ctrl-C is hvdrun's to pass on. hvdrun reads the terminal, a line at a
  * time as it comes, while it is in the foreground, and writes it into a
@@ -34,8 +35,8 @@ int hl_sup_input_open(struct sup *s, char **cause)
 	in->tty = false;
 	/* Descriptor 0 is open: hvdrun's main opens /dev/null where it
 	 * was started without one. */
-	if (r < 0 || r >= s->n || s->w[r].remote)
-		return HL_OK; /* none, or another host's */
+	if (r < 0 || r >= s->n)
+		return HL_OK; /* none */
 	w = &s->w[r];
 	in->rank = r;
 	if (!isatty(0)) {

@@ -79,9 +79,9 @@ void hl_sup_describe_status(int status, char *buf, size_t len);
 
 /* ---- input.c ---- */
 
-/* Give hvdrun's standard input to the worker l->stdin_rank, if it starts
- * on this machine: its descriptor, or where it is a terminal a pipe that
- * the loop fills. Before the workers start. */
+/* Give hvdrun's standard input to the worker l->stdin_rank (w->in_fd):
+ * its descriptor, or where it is a terminal a pipe that the loop fills.
+ * Before the workers start. */
 int hl_sup_input_open(struct sup *s, char **cause);
 /* The loop's descriptor for it (into pf: returns 0 or 1), and how long
  * the loop may sleep before it looks again (*timeout, ms, -1: no bound):

@@ -145,6 +145,8 @@ static int job_records(struct ssh_host *h, const struct rank_ch *r,
 	for (i = 0; l->argv[i] != NULL && rc == HL_OK; i++)
 		rc = hl_rec_put(b, 'A', l->argv[i], strlen(l->argv[i]));
 	if (rc == HL_OK)
+		rc = hl_ssh_input_records(r, b);
+	if (rc == HL_OK)
 		rc = hl_rec_put(b, 'G', NULL, 0);
 	if (!h->late)
 		hl_strvec_close(&env);
@@ -205,8 +207,8 @@ static char loss_kind(struct ssh_host *h)
 		       : 'l';
 }
 
-/* Move what the channel has to the supervisor. HL_ESTART: the session
- * is lost. */
+/* Move what the channel has to the supervisor (its stdout through
+ * input.c). HL_ESTART: the session is lost. */
 static int pump_rank(const struct ssh_host *h, struct rank_ch *r)
 {
 	char buf[32768];
@@ -215,7 +217,11 @@ static int pump_rank(const struct ssh_host *h, struct rank_ch *r)
 	for (j = 0; j < 2; j++) {
 		while ((n = ssh_channel_read_nonblocking(r->ch, buf,
 							 sizeof(buf), j)) > 0)
-			if (!atomic_load(&r->superseded))
+			if (atomic_load(&r->superseded))
+				continue;
+			else if (j == 0)
+				hl_ssh_output(h, r, buf, (size_t)n);
+			else
 				hl_note_output(h->g->notify_fd, r->w->rank, j,
 					       buf, (size_t)n);
 		if (n == SSH_ERROR)
@@ -293,9 +299,13 @@ static void pump(struct ssh_host *h)
 		    SSH_OK)
 		quit = true;
 	while (left > 0 && !quit) {
-		bool lost = ssh_event_dopoll(ev, 100) == SSH_ERROR ||
-			    !ssh_is_connected(h->s);
+		bool lost;
 
+		hl_ssh_input_poll(h, ev);
+		lost = ssh_event_dopoll(ev, 100) == SSH_ERROR ||
+		       !ssh_is_connected(h->s);
+		if (!lost)
+			hl_ssh_input_send(h, ev);
 		if (ctl_ready) {
 			ctl_ready = false;
 			forward_signals(h, &quit);
@@ -328,6 +338,8 @@ static void pump(struct ssh_host *h)
 			break;
 		}
 	}
+	for (i = 0; i < h->nranks; i++)
+		hl_ssh_input_end(&h->ranks[i], ev);
 	if (ev != NULL) {
 		ssh_event_remove_fd(ev, h->ctl[0]);
 		ssh_event_remove_session(ev, h->s);

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "agent/records.h"
 #include "launch/launch.h"
 #include "spawn/sessions.h"
 #include "spawn/spawn.h"
@@ -28,6 +29,15 @@ struct rank_ch {
 	atomic_bool superseded;
 	/* A late session's: the environment, built when it was added. */
 	struct hl_strvec env;
+	/* The rank that reads hvdrun's standard input (ssh/input.c): its
+	 * agent was sent 'W', and its channel's stdout carries records. */
+	bool relay;
+	int in_fd;	  /* hvdrun's standard input, or a pipe from it; -1 */
+	size_t in_credit; /* what may be sent ahead of the agent's 'c' */
+	bool in_polled;	  /* in_fd is in the pump's event */
+	bool in_ready;	  /* and was found readable */
+	bool in_quit;	  /* the agent said 'n': send no more */
+	struct hl_buf in_out; /* the stdout records, not yet whole */
 };
 
 struct ssh_host {
@@ -68,5 +78,20 @@ struct ssh_group {
 void *hl_ssh_host_main(void *arg);
 /* Have host h's thread send signal sig to rank's worker. */
 void hl_ssh_host_signal(struct ssh_host *h, int rank, int sig);
+
+/* ssh/input.c: hvdrun's standard input to the rank that reads it, on
+ * another host (records.h's 'W', 'I', 'F', and the agent's answers).
+ * Rank r reads fd (-1: none); r's job records get its 'W'; what its
+ * channel's stdout brings goes to the supervisor (whole 'o' records, the
+ * answers taken here); before each poll of the pump, the event watches
+ * fd while the agent may take more; after it, what fd had is sent; and
+ * the end closes fd (never hvdrun's descriptor 0). */
+void hl_ssh_input_init(struct rank_ch *r, int fd);
+int hl_ssh_input_records(const struct rank_ch *r, struct hl_buf *b);
+void hl_ssh_output(const struct ssh_host *h, struct rank_ch *r,
+		   const char *data, size_t n);
+void hl_ssh_input_poll(struct ssh_host *h, ssh_event ev);
+void hl_ssh_input_send(struct ssh_host *h, ssh_event ev);
+void hl_ssh_input_end(struct rank_ch *r, ssh_event ev);
 
 #endif

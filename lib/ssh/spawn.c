@@ -112,6 +112,10 @@ static int add_sessions(struct ssh_group *g, size_t hi,
 		}
 		h->ranks[h->nranks].w = w[r];
 		hl_strvec_init(&h->ranks[h->nranks].env);
+		/* Its standard input is the session's now (the first
+		 * start's only). */
+		hl_ssh_input_init(&h->ranks[h->nranks], w[r]->in_fd);
+		w[r]->in_fd = -1;
 		if (late &&
 		    hl_spawn_remote_env(g->l, w[r], &h->ranks[h->nranks].env) !=
 			    HL_OK)
@@ -229,8 +233,11 @@ static void session_free(struct ssh_host *h)
 	}
 	if (h->ctl[0] >= 0)
 		close(h->ctl[0]);
-	for (j = 0; j < h->nranks; j++)
+	for (j = 0; j < h->nranks; j++) {
 		hl_strvec_close(&h->ranks[j].env);
+		hl_ssh_input_end(&h->ranks[j], NULL);
+		hl_buf_close(&h->ranks[j].in_out);
+	}
 	free(h->ranks);
 	free(h->error);
 	free(h);

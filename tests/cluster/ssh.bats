@@ -376,19 +376,69 @@ wait_gone() {
 	assert_line "[1]<stdout>:node1"
 }
 
-@test "standard input reaches a rank on this machine only: --stdin naming a remote rank starts nothing; a remote rank 0 reads end of file, a local one hvdrun's" {
-	run "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 --stdin 1 sh -c 'echo started' <<<"input"
-	assert_failure 2
-	assert_output --partial "hvdrun: --stdin 1: rank 1 runs on node1, and hvdrun's standard input reaches only a rank on this machine: name one, or none"
-	refute_output --partial started
-	run timeout 20 "$HVDRUN" "${SSH[@]}" -H node1:1,localhost:1 --verbose sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo'
+@test "standard input reaches the rank that reads it on another host: rank 0 there by default, --stdin 1, --stdin none" {
+	run timeout 20 "$HVDRUN" "${SSH[@]}" -H node1:1,node2:1 --verbose sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo'
+	assert_success
+	assert_line "[0]<stdout>:node1 read 2"
+	assert_line "[1]<stdout>:node2 read 0"
+	assert_line "hvdrun: rank 0 reads standard input"
+	run timeout 20 "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 --stdin 1 sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo\nthree'
+	assert_success
+	assert_line "[0]<stdout>:$(hostname) read 0"
+	assert_line "[1]<stdout>:node1 read 3"
+	run timeout 20 "$HVDRUN" "${SSH[@]}" -H node1:2 --stdin none sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo'
 	assert_success
 	assert_line "[0]<stdout>:node1 read 0"
-	assert_line "hvdrun: rank 0 runs on node1: no rank reads standard input (--stdin)"
-	run timeout 20 "$HVDRUN" "${SSH[@]}" -H localhost:1,node1:1 sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo'
-	assert_success
-	assert_line "[0]<stdout>:$(hostname) read 2"
 	assert_line "[1]<stdout>:node1 read 0"
+	# An input that ends at once, and an empty one.
+	run timeout 20 "$HVDRUN" "${SSH[@]}" -H node1:1 sh -c 'echo "read $(wc -c)"' </dev/null
+	assert_success
+	assert_line "[0]<stdout>:read 0"
+}
+
+@test "standard input to a remote rank: 4 MiB through a pipe, byte for byte, to a rank that starts reading late, with its output whole around it" {
+	head -c 4194304 /dev/urandom >"$BATS_TEST_TMPDIR/in"
+	local want
+	want=$(md5sum <"$BATS_TEST_TMPDIR/in" | cut -d' ' -f1)
+	run timeout 60 bash -c "cat '$BATS_TEST_TMPDIR/in' | '$HVDRUN' ${SSH[*]} -H node1:1,node2:1 sh -c 'printf \"no newline \"; sleep 1; echo \"\$(hostname) \$(md5sum | cut -d\" \" -f1)\"; printf last'"
+	assert_success
+	assert_line "[0]<stdout>:no newline node1 $want"
+	assert_line "[0]<stdout>:last"
+	assert_line "[1]<stdout>:no newline node2 $(md5sum </dev/null | cut -d' ' -f1)"
+}
+
+@test "a remote rank that reads none of an endless input: the agent holds a bounded buffer, the job ends as it should, and Ctrl-C still ends it at once" {
+	# The rank never reads: hvdrun sends no more than the agent's window.
+	run timeout 30 bash -c "yes | '$HVDRUN' ${SSH[*]} -H node1:1 sh -c 'sleep 2; grep VmRSS /proc/\$PPID/status; echo done'"
+	assert_success
+	assert_line "[0]<stdout>:done"
+	local rss
+	rss=$(sed -n 's/^\[0\]<stdout>:VmRSS:[[:space:]]*\([0-9]*\) kB$/\1/p' <<<"$output")
+	[ -n "$rss" ] && [ "$rss" -lt 20000 ]
+	# A rank that reads a line and closes its input: hvdrun stops reading.
+	run timeout 30 bash -c "yes | '$HVDRUN' ${SSH[*]} -H node1:1 sh -c 'read x; echo got \$x; exec <&-; sleep 1; echo done'"
+	assert_success
+	assert_line "[0]<stdout>:got y"
+	assert_line "[0]<stdout>:done"
+	# SIGINT while input waits behind the window: the signal passes it.
+	yes | env --default-signal=INT "$HVDRUN" "${SSH[@]}" -H node1:1 sh -c 'echo $$ >"$PIDDIR/w"; exec sleep 60' &
+	local pid=$!
+	wait_pids 1
+	sleep 0.5
+	local t0=$SECONDS status=0
+	kill -INT "$pid"
+	wait "$pid" || status=$?
+	[ "$status" -eq 130 ]
+	[ $((SECONDS - t0)) -lt 3 ]
+}
+
+@test "a remote rank reads a terminal through hvdrun, a line at a time" {
+	run timeout 30 script -qec "'$HVDRUN' ${SSH[*]} -H node1:1,node2:1 sh -c 'read x; echo \"\$(hostname) got:\$x\"; echo \"rest: \$(wc -l)\"'" /dev/null <<<$'hello\nmore\nlast'
+	assert_success
+	assert_line --partial "[0]<stdout>:node1 got:hello"
+	assert_line --partial "[1]<stdout>:node2 got:"
+	assert_line --partial "[0]<stdout>:rest: 2"
+	assert_line --partial "[1]<stdout>:rest: 0"
 }
 
 @test "output of remote workers: whole prefixed lines, last line kept" {

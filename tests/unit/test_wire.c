@@ -343,6 +343,16 @@ static void test_agent_records(void)
 	CHECK(hl_buf_append(&b, "X\x7f\xff\xff\xff", 5) == HL_OK);
 	CHECK(hl_rec_next(&b, &used, &type, &data, &len) == HL_EINVAL);
 	hl_buf_close(&b);
+	/* The agent's answer of input taken ('c'): a u32, big-endian. */
+	uint32_t v = 0;
+	CHECK(hl_rec_put_u32(&b, 'c', 65536u + 7) == HL_OK);
+	CHECK(b.len == 9 && b.p[0] == 'c' && b.p[4] == 4 && b.p[6] == 1 &&
+	      b.p[8] == 7);
+	CHECK(hl_rec_next(&b, &used, &type, &data, &len) == 1);
+	CHECK(hl_rec_u32_of(data, len, &v) == HL_OK && v == 65543);
+	CHECK(hl_rec_u32_of(data, len - 1, &v) == HL_EPROTO);
+	CHECK(hl_rec_u32_of("\0\0\0\1\0", 5, &v) == HL_EPROTO);
+	hl_buf_close(&b);
 }
 
 /* The srun agent's escaped lines: every byte value survives, no output
