@@ -405,33 +405,9 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 	l.plan = &plan;
 	l.env = &es;
 	l.ssh = &so;
-	/* Standard input reaches a worker here or over SSH, not one that
-	 * srun starts. Asked for one there, nothing starts; by default it
-	 * is just not read. */
-	if (l.stdin_rank >= 0 && so.srun &&
-	    hl_worker_remote(&l, plan.ranks[l.stdin_rank].host)) {
-		if (o->v[HL_K_STDIN].set) {
-			rc = hl_fail(
-				cause, HL_EINVAL,
-				"--stdin %d: rank %d runs on %s, started "
-				"by srun, and hvdrun's standard input "
-				"reaches only a rank on this machine or "
-				"over SSH: name one, or none",
-				l.stdin_rank, l.stdin_rank,
-				hosts->v[plan.ranks[l.stdin_rank].host].name);
-			goto out;
-		}
-		if (o->v[HL_K_VERBOSE].b)
-			fprintf(stderr,
-				"hvdrun: rank %d runs on %s, started by srun: "
-				"no rank reads standard input (--stdin)\n",
-				l.stdin_rank,
-				hosts->v[plan.ranks[l.stdin_rank].host].name);
-		l.stdin_rank = -1;
-	} else if (o->v[HL_K_VERBOSE].b && l.stdin_rank >= 0) {
+	if (o->v[HL_K_VERBOSE].b && l.stdin_rank >= 0)
 		fprintf(stderr, "hvdrun: rank %d reads standard input\n",
 			l.stdin_rank);
-	}
 	rc = launch(&l, code, cause);
 out:
 	free(l.exec_path);

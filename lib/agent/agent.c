@@ -280,7 +280,7 @@ int hl_agent_run(char **cause)
 	int sfd = -1, code, exec_errno;
 
 	hl_buf_init(&b);
-	hl_relay_init(&rl);
+	hl_relay_init(&rl, -1, NULL);
 	hl_strvec_init(&env);
 	hl_strvec_init(&j.env);
 	hl_strvec_init(&j.argv);
@@ -303,7 +303,7 @@ int hl_agent_run(char **cause)
 	sfd = hl_family_open(&fam, AGENT_GRACE_MS, &mask, NULL);
 	/* sshd may close the channel under us: never die of SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
-	if (j.input && hl_relay_open(&rl) != HL_OK) {
+	if (j.input && hl_relay_open(&rl, true) != HL_OK) {
 		hl_fail(cause, HL_ESYS, "pipe: %s", strerror(errno));
 		code = 125;
 		goto out;

@@ -136,6 +136,7 @@ static void node_close(struct node *nd)
 			close(nd->r[i].fd[0]);
 		if (nd->r[i].fd[1] >= 0)
 			close(nd->r[i].fd[1]);
+		hl_relay_close(&nd->r[i].in);
 	}
 	free(nd->r);
 	hl_family_close(&nd->fam);
@@ -200,8 +201,8 @@ int hl_node_agent_run(char **cause)
 		report(&nd);
 		if (nd.all_sent && all_reported(&nd))
 			break;
-		if (pf == NULL || 2 + 2 * nd.n > pcap) {
-			size_t cap = 2 + 2 * nd.n;
+		if (pf == NULL || 2 + 3 * nd.n > pcap) {
+			size_t cap = 2 + 3 * nd.n;
 			struct pollfd *p2 = realloc(pf, cap * sizeof(*pf));
 			struct nrank **w2 =
 				p2 ? realloc(who, cap * sizeof(struct nrank *))
@@ -224,7 +225,7 @@ int hl_node_agent_run(char **cause)
 			pf[np] = (struct pollfd){.fd = 0, .events = POLLIN};
 			who[np++] = NULL;
 		}
-		for (i = 0; i < nd.n; i++)
+		for (i = 0; i < nd.n; i++) {
 			for (k = 0; k < 2; k++)
 				if (nd.r[i].fd[k] >= 0) {
 					pf[np] = (struct pollfd){
@@ -233,6 +234,12 @@ int hl_node_agent_run(char **cause)
 					whichk[np] = k;
 					who[np++] = &nd.r[i];
 				}
+			/* Its input, while the pipe has not taken all. */
+			if (hl_relay_fds(&nd.r[i].in, pf + np) == 1) {
+				whichk[np] = 2;
+				who[np++] = &nd.r[i];
+			}
+		}
 		if (poll(pf, (nfds_t)np, 200) < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents) {
@@ -246,7 +253,9 @@ int hl_node_agent_run(char **cause)
 			reap(&nd);
 		}
 		for (i = in_open ? 2 : 1; i < np; i++)
-			if (pf[i].revents)
+			if (pf[i].revents && whichk[i] == 2)
+				hl_relay_polled(&who[i]->in, pf + i, 1);
+			else if (pf[i].revents)
 				pump(who[i], whichk[i]);
 		if (in_open && pf[1].revents) {
 			char chunk[65536];

@@ -7,12 +7,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "util/family.h"
 #include "util/proc.h"
 #include "launch/output.h"
 #include "util/util.h"
+#include "agent/relay.h"
 
 struct nrank {
 	int rank;
@@ -23,6 +25,8 @@ struct nrank {
 	bool reaped, reported;
 	int status;
 	long long ended_ms; /* when it was reaped: its group gets a grace */
+	bool input;	    /* 'W': it reads hvdrun's standard input */
+	struct hl_relay in; /* then its pipe (relay.h) */
 };
 
 struct node {
@@ -43,6 +47,8 @@ struct node {
 /* ---- node_records.c ---- */
 
 void hl_node_sayf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A rank's input answer (relay.h) as a 'c' or 'n' line. */
+void hl_node_say_answer(int rank, char type, uint32_t taken);
 /* Data of rank's stream k as 'o'/'e' lines. */
 void hl_node_say_data(int rank, int k, const char *data, size_t n);
 /* Act on one record. HL_EPROTO for a malformed one. */

@@ -48,6 +48,14 @@ void hl_node_sayf(const char *fmt, ...)
 	say(line, (size_t)n);
 }
 
+void hl_node_say_answer(int rank, char type, uint32_t taken)
+{
+	if (type == 'c')
+		hl_node_sayf("c %d %u", rank, (unsigned)taken);
+	else
+		hl_node_sayf("n %d", rank);
+}
+
 /* Data of rank's stream k as 'o'/'e' lines. */
 void hl_node_say_data(int rank, int k, const char *data, size_t n)
 {
@@ -107,6 +115,7 @@ static struct nrank *add_rank(struct node *nd, int rank)
 	r->fd[0] = r->fd[1] = -1;
 	hl_strvec_init(&r->env);
 	hl_strvec_init(&r->argv);
+	hl_relay_init(&r->in, rank, hl_node_say_answer);
 	return r;
 }
 
@@ -178,7 +187,8 @@ static void start_rank(struct node *nd, struct nrank *r)
 		free(cause);
 		return;
 	}
-	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+	    (r->input && hl_relay_open(&r->in, false) != HL_OK)) {
 		if (out[0] >= 0) {
 			close(out[0]);
 			close(out[1]);
@@ -187,8 +197,9 @@ static void start_rank(struct node *nd, struct nrank *r)
 		free(path);
 		return;
 	}
-	r->pid = hl_agent_exec(path, r->argv.v, r->env.v, -1, out[1], err[1],
-			       &rc);
+	r->pid = hl_agent_exec(path, r->argv.v, r->env.v, r->in.in[0], out[1],
+			       err[1], &rc);
+	hl_relay_started(&r->in);
 	close(out[1]);
 	close(err[1]);
 	free(path);
@@ -277,6 +288,16 @@ int hl_node_on_record(struct node *nd, char type, const char *data, size_t len)
 		}
 		return hl_strvec_push_owned(
 			type == 'E' ? &nd->job->env : &nd->job->argv, s);
+	case 'W':
+		if (nd->job != NULL)
+			nd->job->input = true;
+		return HL_OK;
+	case 'I':
+	case 'F':
+		r = find(nd, (int)q.num);
+		if (r != NULL && r->input)
+			hl_relay_input(&r->in, type, q.text, q.len);
+		return HL_OK;
 	case 'G':
 		if (nd->job != NULL && !nd->stopping)
 			start_rank(nd, nd->job);

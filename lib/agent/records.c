@@ -228,8 +228,16 @@ int hl_node_req_decode(char type, const char *data, size_t len,
 	switch (type) {
 	case 'T':
 	case 'R':
+	case 'F':
 		q->num = wire_get_u32(&r);
 		break;
+	case 'I': /* the rank, then its bytes */
+		q->num = wire_get_u32(&r);
+		if (r.bad)
+			return HL_EPROTO;
+		q->text = data + 4;
+		q->len = len - 4;
+		return HL_OK;
 	case 'K':
 		q->num = wire_get_u32(&r);
 		q->sig = wire_get_i32(&r);
@@ -253,6 +261,31 @@ int hl_node_req_put(struct hl_buf *b, char type, uint32_t num, int sig)
 	wire_put_u32(&w, num);
 	wire_put_i32(&w, sig);
 	return hl_rec_put(b, type, v, sizeof(v));
+}
+
+int hl_node_input_put(struct hl_buf *b, uint32_t rank, const char *data,
+		      size_t n)
+{
+	uint8_t v[4];
+	struct wire_w w;
+	size_t at = b->len;
+	int rc;
+
+	if (n == 0)
+		return hl_rec_put_u32(b, 'F', rank);
+	if (n > HL_REC_MAX - 4)
+		return HL_EINVAL;
+	wire_w_fixed(&w, v, sizeof(v));
+	wire_put_u32(&w, rank);
+	rc = hl_rec_put(b, 'I', v, sizeof(v));
+	if (rc == HL_OK)
+		rc = hl_buf_append(b, data, n);
+	if (rc != HL_OK)
+		return rc;
+	/* The record's length: the rank and the bytes. */
+	wire_w_fixed(&w, b->p + at + 1, 4);
+	wire_put_u32(&w, (uint32_t)(4 + n));
+	return HL_OK;
 }
 
 int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,
@@ -326,14 +359,25 @@ int hl_agent_line_parse(char *line, size_t len, struct hl_agent_line *m)
 			m->len = (size_t)(end - rest - 1);
 		}
 		return HL_OK;
+	case 'n':
+		m->num = strtol(line + 2, &rest, 10);
+		return rest == line + 2 || *rest != '\0' ? HL_EPROTO : HL_OK;
 	case 'o':
 	case 'e':
 	case 'x':
+	case 'c':
 		m->num = strtol(line + 2, &rest, 10);
 		if (rest == line + 2 || *rest != ' ')
 			return HL_EPROTO;
 		if (line[0] == 'x') {
 			m->status = (int)strtol(rest + 1, NULL, 10);
+			return HL_OK;
+		}
+		if (line[0] == 'c') {
+			v = strtol(rest + 1, &rest, 10);
+			if (v <= 0 || v > (1L << 30) || *rest != '\0')
+				return HL_EPROTO;
+			m->len = (size_t)v;
 			return HL_OK;
 		}
 		n = hl_line_unescape(rest + 1, (size_t)(end - rest - 1));

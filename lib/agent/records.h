@@ -35,8 +35,11 @@
  *   'T' u32     the records up to the next 'T' are for step task N
  *   'P' ifaces  find a free TCP port there (answered by a 'p' line)
  *   'R' u32     rank N's job follows: 'E' (its own entries), 'D', 'A',
- *               then 'G' starts it
+ *               'W' where it reads hvdrun's standard input, then 'G'
+ *               starts it
  *   'K' u32 i32 signal rank N's process group
+ *   'I' u32 bytes  a piece of rank N's standard input
+ *   'F' u32     the end of rank N's standard input
  *   'Z'         every job has been sent
  *
  * and answers in text lines, since srun's --label keeps only whole lines
@@ -54,6 +57,8 @@
  *   o RANK DATA a piece of rank's stdout, escaped (hl_line_escape)
  *   e RANK DATA the same of its stderr
  *   x RANK ST   rank's wait(2) status, after all its output
+ *   c RANK N    rank's input pipe took N more bytes (as 'c' above)
+ *   n RANK      rank reads no more input (as 'n' above)
  */
 #ifndef HL_RECORDS_H
 #define HL_RECORDS_H
@@ -111,10 +116,10 @@ int hl_line_unescape(char *s, size_t len);
  * the first line of data: HL_OK with *port, and addr (INET_ADDRSTRLEN
  * bytes, "" when none), or HL_EPROTO. */
 /* A record hvdrun wrote to the node agents (above), decoded: num is the
- * task of 'T' and the rank of 'R' and 'K', sig the signal of 'K'; text
- * and len the payload of every other type (none is known to be bad).
- * HL_OK, or HL_EPROTO for a 'T', 'R' or 'K' of the wrong size or a 'K'
- * with no signal. */
+ * task of 'T' and the rank of 'R', 'K', 'I' and 'F', sig the signal of
+ * 'K'; text and len the bytes of 'I' and the payload of every other type
+ * (none is known to be bad). HL_OK, or HL_EPROTO for a 'T', 'R', 'K',
+ * 'I' or 'F' of the wrong size or a 'K' with no signal. */
 struct hl_node_req {
 	char type;
 	uint32_t num;
@@ -126,6 +131,10 @@ int hl_node_req_decode(char type, const char *data, size_t len,
 		       struct hl_node_req *q);
 /* Append a 'T' or 'R' record (num), or a 'K' (num and sig). */
 int hl_node_req_put(struct hl_buf *b, char type, uint32_t num, int sig);
+/* Append rank's input: an 'I' record of the n bytes of data, or an 'F'
+ * where n is 0. */
+int hl_node_input_put(struct hl_buf *b, uint32_t rank, const char *data,
+		      size_t n);
 /* One line of srun's output (srun's "TASK: " label, then a node agent's
  * line or a piece of one): 1 with *task and the agent's whole line,
  * without its HL_LINE_END, at *out and *outlen, valid until the next
@@ -135,11 +144,12 @@ int hl_node_req_put(struct hl_buf *b, char type, uint32_t num, int sig);
 int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,
 		 long *task, char **out, size_t *outlen);
 /* A node agent's whole line (above), parsed in place (line[len] is
- * overwritten): kind is 'h', 'p', 'o', 'e' or 'x'; num the port of 'p'
- * (0 when it is none), the open files of 'h' (0 when not said) and the
- * rank of the others; status the wait(2) status of 'x'; text the node of
- * 'h', the address of 'p' (NULL for "-"), the unescaped bytes of 'o' and
- * 'e', with their count in len. HL_OK, or HL_EPROTO for any other line. */
+ * overwritten): kind is 'h', 'p', 'o', 'e', 'x', 'c' or 'n'; num the
+ * port of 'p' (0 when it is none), the open files of 'h' (0 when not
+ * said) and the rank of the others; status the wait(2) status of 'x';
+ * text the node of 'h', the address of 'p' (NULL for "-"), the unescaped
+ * bytes of 'o' and 'e', with their count in len; len the bytes of 'c'.
+ * HL_OK, or HL_EPROTO for any other line. */
 struct hl_agent_line {
 	char kind;
 	long num;

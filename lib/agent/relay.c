@@ -13,19 +13,23 @@
 
 #define RELAY_CHUNK 32768
 
-void hl_relay_init(struct hl_relay *r)
+void hl_relay_init(struct hl_relay *r, int rank, hl_relay_answer answer)
 {
 	r->in[0] = r->in[1] = r->out[0] = r->out[1] = -1;
 	hl_buf_init(&r->pending);
 	r->end = false;
+	r->rank = rank;
+	r->answer = answer;
 }
 
-int hl_relay_open(struct hl_relay *r)
+int hl_relay_open(struct hl_relay *r, bool out)
 {
-	if (pipe2(r->in, O_CLOEXEC) != 0 || pipe2(r->out, O_CLOEXEC) != 0)
+	if (pipe2(r->in, O_CLOEXEC) != 0 ||
+	    (out && pipe2(r->out, O_CLOEXEC) != 0))
 		return HL_ESYS;
 	fcntl(r->in[1], F_SETFL, O_NONBLOCK);
-	fcntl(r->out[0], F_SETFL, O_NONBLOCK);
+	if (out)
+		fcntl(r->out[0], F_SETFL, O_NONBLOCK);
 	return HL_OK;
 }
 
@@ -43,11 +47,15 @@ void hl_relay_started(struct hl_relay *r)
 }
 
 /* An answer to hvdrun: 'c' with the bytes the pipe took, or 'n'. */
-static void answer(char type, uint32_t taken)
+static void answer(const struct hl_relay *r, char type, uint32_t taken)
 {
 	struct hl_buf b;
 	int rc;
 
+	if (r->answer != NULL) {
+		r->answer(r->rank, type, taken);
+		return;
+	}
 	hl_buf_init(&b);
 	rc = type == 'c' ? hl_rec_put_u32(&b, type, taken)
 			 : hl_rec_put(&b, type, NULL, 0);
@@ -74,11 +82,11 @@ static void push(struct hl_relay *r)
 		} else { /* the worker closed its end (EPIPE) */
 			close_fd(&r->in[1]);
 			hl_buf_close(&r->pending);
-			answer('n', 0);
+			answer(r, 'n', 0);
 		}
 	}
 	if (taken > 0)
-		answer('c', taken);
+		answer(r, 'c', taken);
 	if (r->end && r->pending.len == 0)
 		close_fd(&r->in[1]); /* the worker reads the end */
 }

@@ -2,8 +2,8 @@
  * (--stdin, rank 0 by default, as mpirun's), the others reading
  * /dev/null. A file or a pipe a local worker takes as it is, so that it
  * reads at its own pace and sees the end where hvdrun's input ends; a
- * worker on another host gets what its SSH session's thread reads of it
- * (ssh/input.c). A terminal neither does: the worker runs in a process group of its own,
+ * worker on another host gets what its spawner reads of it (ssh/input.c,
+ * slurm/input.c). A terminal neither does: the worker runs in a process group of its own,
  * which reading the terminal would stop (SIGTTIN), and a terminal's
  * Ctrl-C is hvdrun's to pass on. hvdrun reads the terminal, a line at a
  * time as it comes, while it is in the foreground, and writes it into a

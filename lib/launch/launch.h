@@ -89,8 +89,8 @@ struct hl_launch {
 	const char *output_dir; /* NULL: no per-rank files */
 	bool timestamps;
 	/* The worker that reads hvdrun's standard input (--stdin), at its
-	 * first start, here or over SSH (not through srun); -1: none (every
-	 * worker reads /dev/null). */
+	 * first start, here or on another host; -1: none (every worker
+	 * reads /dev/null). */
 	int stdin_rank;
 	int grace_ms;  /* SIGTERM to SIGKILL: HL_GRACE_MS */
 	int report_fd; /* failures of the rendezvous, or -1 */

@@ -106,6 +106,8 @@ static int srun_open(void **ctx, const struct hl_launch *l, struct hl_worker *w,
 	if (rc != HL_OK || nh == 0)
 		return rc;
 	st = s->ss.v[0];
+	for (i = 0; i < st->nr; i++)
+		hl_srun_input_take(st, st->r[i].w);
 	if (!hl_srun_wait_for(st, &st->nhello, st->ntasks,
 			      hl_now_ms() + l->ssh->start_timeout_s * 1000LL))
 		return hl_srun_start_error(st, "start the agent", cause);
@@ -157,7 +159,7 @@ static bool has(char **sorted, size_t n, const char *e)
  * sorted (nc, the common ones sent before). */
 static int put_job(struct hl_buf *b, const struct hl_launch *l,
 		   const struct hl_worker *w, const struct hl_strvec *env,
-		   char **sorted, size_t nc)
+		   char **sorted, size_t nc, bool input)
 {
 	size_t k;
 	int rc = hl_node_req_put(b, 'R', (uint32_t)w->rank, 0);
@@ -169,6 +171,8 @@ static int put_job(struct hl_buf *b, const struct hl_launch *l,
 			rc = hl_rec_put(b, 'E', env->v[k], strlen(env->v[k]));
 	for (k = 0; l->argv[k] != NULL && rc == HL_OK; k++)
 		rc = hl_rec_put(b, 'A', l->argv[k], strlen(l->argv[k]));
+	if (rc == HL_OK && input)
+		rc = hl_rec_put(b, 'W', NULL, 0);
 	if (rc == HL_OK)
 		rc = hl_rec_put(b, 'G', NULL, 0);
 	return rc;
@@ -236,7 +240,8 @@ static int srun_start(void *ctx, char **cause)
 		for (i = 0; i < st->nr && rc == HL_OK; i++) {
 			if (st->r[i].w->host != st->hosts[t])
 				continue;
-			rc = put_job(&b, l, st->r[i].w, &env[i], sorted, nc);
+			rc = put_job(&b, l, st->r[i].w, &env[i], sorted, nc,
+				     st->r[i].w->rank == st->in_rank);
 			/* Sent as it grows: srun reads while we write. */
 			if (rc == HL_OK && b.len > (1u << 20))
 				rc = hl_srun_send_buf(st, &b);
@@ -257,7 +262,7 @@ static int srun_start(void *ctx, char **cause)
 	if (rc != HL_OK)
 		return hl_fail(cause, HL_ESTART,
 			       "srun ended before it took the jobs");
-	return HL_OK;
+	return hl_srun_input_start(st, cause);
 }
 
 /* Elastic: a step that has ended (srun, and so its workers) is freed at
@@ -308,7 +313,7 @@ static int srun_restart(void *ctx, struct hl_worker *const *w, int n,
 		hl_strvec_init(&env);
 		rc = hl_spawn_remote_env(l, w[k], &env);
 		if (rc == HL_OK)
-			rc = put_job(&b, l, w[k], &env, NULL, 0);
+			rc = put_job(&b, l, w[k], &env, NULL, 0, false);
 		hl_strvec_close(&env);
 	}
 	if (rc == HL_OK)
@@ -372,6 +377,7 @@ static void srun_close(void *ctx)
 	for (i = 0; i < s->ss.n; i++) {
 		struct step *st = s->ss.v[i];
 
+		hl_srun_input_stop(st); /* its writes to in_fd first */
 		if (st->in_fd >= 0) {
 			close(st->in_fd);
 			st->in_fd = -1;

@@ -44,6 +44,16 @@ struct step {
 	bool thread_started;
 	bool eof;	      /* srun's output ended */
 	atomic_bool finished; /* and the reader has said all it will */
+	pthread_mutex_t send; /* one writer of srun's stdin at a time */
+	/* hvdrun's standard input to one of the step's ranks (input.c):
+	 * the rank or -1, hvdrun's descriptor (or a pipe from it); under
+	 * s->lock, what may be sent ahead of its agent's 'c' answers, and
+	 * whether to send no more. */
+	int in_rank, in_src;
+	size_t in_credit;
+	bool in_quit;
+	pthread_t in_thread;
+	bool in_thread_started;
 };
 
 struct srun {
@@ -70,12 +80,27 @@ bool hl_srun_wait_for(struct step *st, const size_t *counter, size_t want,
 /* Why the first step's agents did not all answer: a reader's error, or
  * the nodes that never said hello. */
 int hl_srun_start_error(struct step *st, const char *what, char **cause);
-int hl_srun_send_buf(struct step *st, struct hl_buf *b);
 void hl_srun_step_free(struct step *st);
 /* A step of an agent on each of the hosts `hosts` (nh, in the job's
  * order) for the nw workers w (all theirs), the last of s->ss:
  * srun started and its output read by a thread of the step's own. */
 int hl_srun_step_start(struct srun *s, const size_t *hosts, size_t nh,
 		       struct hl_worker *const *w, size_t nw, char **cause);
+
+/* ---- input.c ---- */
+
+/* Write b to srun's stdin, whole, and empty it (any thread). */
+int hl_srun_send_buf(struct step *st, struct hl_buf *b);
+
+/* Rank w of step st reads hvdrun's standard input when w->in_fd is set
+ * (launch/input.c): the step takes it. */
+void hl_srun_input_take(struct step *st, struct hl_worker *w);
+/* Start sending it, once the rank's job ('W' among it) is sent. */
+int hl_srun_input_start(struct step *st, char **cause);
+/* The agent's answer (under s->lock): 'c' with the bytes taken, or 'n';
+ * the rank's end stops it too ('n'). */
+void hl_srun_input_answer(struct step *st, char kind, size_t taken);
+/* Stop sending, and release it (before the step's stdin closes). */
+void hl_srun_input_stop(struct step *st);
 
 #endif

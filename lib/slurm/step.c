@@ -44,6 +44,11 @@ struct srun_rank *hl_srun_rank_of(struct step *st, long rank)
 static void rank_done(struct step *st, struct srun_rank *r, int status,
 		      bool lost)
 {
+	if (r->w->rank == st->in_rank) { /* nobody reads its input now */
+		pthread_mutex_lock(&st->s->lock);
+		hl_srun_input_answer(st, 'n', 0);
+		pthread_mutex_unlock(&st->s->lock);
+	}
 	if (!atomic_exchange(&r->done, true))
 		hl_note_write(st->s->notify_fd, r->w->rank, status,
 			      lost ? 'l' : 'x');
@@ -90,6 +95,13 @@ static void on_line(struct step *st, long task, char *line, size_t len)
 			snprintf(s->addr, sizeof(s->addr), "%s", m.text);
 		s->nport++;
 		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		return;
+	case 'c':
+	case 'n':
+		pthread_mutex_lock(&s->lock);
+		if (m.num == st->in_rank)
+			hl_srun_input_answer(st, m.kind, m.len);
 		pthread_mutex_unlock(&s->lock);
 		return;
 	default: /* 'o', 'e', 'x' */
@@ -244,20 +256,13 @@ static int srun_argv(const struct step *st, struct hl_strvec *av)
 	return rc;
 }
 
-int hl_srun_send_buf(struct step *st, struct hl_buf *b)
-{
-	int rc = hl_write_all(st->in_fd, b->p, b->len) == 0 ? HL_OK : HL_ESYS;
-
-	b->len = 0;
-	return rc;
-}
-
 void hl_srun_step_free(struct step *st)
 {
 	size_t i;
 
 	if (st == NULL)
 		return;
+	hl_srun_input_stop(st);
 	if (st->in_fd >= 0)
 		close(st->in_fd);
 	if (st->thread_started)
@@ -276,6 +281,7 @@ void hl_srun_step_free(struct step *st)
 		hl_buf_close(&st->part[i]);
 	free(st->part);
 	free(st->r);
+	pthread_mutex_destroy(&st->send);
 	free(st);
 }
 
@@ -297,6 +303,8 @@ int hl_srun_step_start(struct srun *s, const size_t *hosts, size_t nh,
 	}
 	st->s = s;
 	st->pidfd = st->in_fd = st->out_fd = -1;
+	st->in_rank = st->in_src = -1;
+	pthread_mutex_init(&st->send, NULL);
 	atomic_init(&st->finished, false);
 	st->hosts = calloc(nh, sizeof(*st->hosts));
 	st->task_of = malloc(l->hosts->n * sizeof(*st->task_of));

@@ -23,7 +23,7 @@ struct hl_worker {
 	pid_t pid; /* local: the worker, leader of its process group */
 	/* Its standard input at its next start (hvdrun's own, or a pipe
 	 * from it: launch/input.c), then -1: /dev/null. The local spawner
-	 * gives it to the worker, the SSH spawner's session reads it. */
+	 * gives it to the worker; the remote ones take it and read it. */
 	int in_fd;
 	int fd[2]; /* a local one's stdout and stderr, -1 at end of file */
 	struct hl_outstream out[2];

@@ -225,6 +225,33 @@ ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=|SSH_|USER=|LOGNAME=|MA
 	assert_line "[2]<stdout>:rank 2: ok"
 }
 
+@test "--launcher srun: standard input reaches rank 0 on its node byte for byte, --stdin another rank; a rank that reads none of an endless input holds a bounded buffer" {
+	head -c 1048576 /dev/urandom >"$BATS_TEST_TMPDIR/in"
+	local want empty
+	want=$(md5sum <"$BATS_TEST_TMPDIR/in" | cut -d' ' -f1)
+	empty=$(md5sum </dev/null | cut -d' ' -f1)
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --launcher srun --verbose \
+		sh -c 'sleep 1; echo "$(hostname) $(md5sum | cut -d" " -f1)"' <"$BATS_TEST_TMPDIR/in"
+	assert_success
+	assert_line "hvdrun: rank 0 reads standard input"
+	assert_line "[0]<stdout>:ns1 $want"
+	assert_line "[1]<stdout>:ns1 $empty"
+	assert_line "[3]<stdout>:ns2 $empty"
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=1 "$HVDRUN" --launcher srun --stdin 1 \
+		sh -c 'echo "$(hostname) read $(wc -l)"' <<<$'one\ntwo\nthree'
+	assert_success
+	assert_line "[0]<stdout>:ns1 read 0"
+	assert_line "[1]<stdout>:ns2 read 3"
+	# A rank that never reads: its agent holds what its pipe took and
+	# no more than the window beside it.
+	run timeout 60 bash -c "yes | ip netns exec '${RIG_NS}c' env SLURM_CONF='$RIG_SLURM/slurm.conf' salloc -Q -N1 '$HVDRUN' --launcher srun sh -c 'sleep 2; grep VmRSS /proc/\$PPID/status; echo done'"
+	assert_success
+	assert_line "[0]<stdout>:done"
+	local rss
+	rss=$(sed -n 's/^\[0\]<stdout>:VmRSS:[[:space:]]*\([0-9]*\) kB$/\1/p' <<<"$output")
+	[ -n "$rss" ] && [ "$rss" -lt 20000 ]
+}
+
 @test "--launcher srun: hvdrun SIGKILLed ends the step and every worker on every node" {
 	sigkill_job --launcher srun
 	assert_no_agent

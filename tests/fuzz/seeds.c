@@ -71,6 +71,8 @@ static void agent(void)
 				    "1: o 3 first half\n"
 				    "1:  and the rest\x1e\n"
 				    "srun: error: node2: task 1: Exited\n"
+				    "0: c 0 16384\x1e\n"
+				    "0: n 0\x1e\n"
 				    "0: x 0 0\x1e\n"
 				    "1: x 2 256\x1e\n";
 	struct hl_buf b;
@@ -83,8 +85,11 @@ static void agent(void)
 	hl_rec_put(&b, 'E', "HVD_RANK=0", 10);
 	hl_rec_put(&b, 'D', "/home/u", 7);
 	hl_rec_put(&b, 'A', "./train", 7);
+	hl_rec_put(&b, 'W', NULL, 0);
 	hl_rec_put(&b, 'G', NULL, 0);
 	hl_rec_put(&b, 'Z', NULL, 0);
+	hl_node_input_put(&b, 0, "3\n", 2);
+	hl_node_input_put(&b, 0, NULL, 0);
 	hl_node_req_put(&b, 'K', 0, 15);
 	put("agent", "records", b.p, b.len);
 	hl_buf_close(&b);

@@ -388,8 +388,8 @@ static void test_agent_lines(void)
 	CHECK(hl_line_unescape(copy, 6) == 2 && memcmp(copy, "A\\", 2) == 0);
 }
 
-/* What the node agents read: 'T', 'R' and 'K' of the right size only,
- * 'K' with a signal; text records as they are. */
+/* What the node agents read: 'T', 'R', 'K', 'I' and 'F' of the right
+ * size only, 'K' with a signal; text records as they are. */
 static void test_node_requests(void)
 {
 	struct hl_node_req q;
@@ -409,6 +409,18 @@ static void test_node_requests(void)
 	CHECK(hl_node_req_decode('K', "\0\0\0\1\0\0\0\0", 8, &q) == HL_EPROTO);
 	CHECK(hl_node_req_decode('E', "A=1", 3, &q) == HL_OK && q.len == 3 &&
 	      q.text[0] == 'A');
+	hl_buf_close(&b);
+	/* A rank's input: 'I' (its rank, then the bytes), and 'F', its end. */
+	CHECK(hl_node_input_put(&b, 3, "ab\n", 3) == HL_OK);
+	CHECK(hl_node_input_put(&b, 3, NULL, 0) == HL_OK);
+	CHECK(hl_rec_next(&b, &used, &type, &d, &len) == 1 && type == 'I');
+	CHECK(len == 7 && hl_node_req_decode(type, d, len, &q) == HL_OK);
+	CHECK(q.num == 3 && q.len == 3 && memcmp(q.text, "ab\n", 3) == 0);
+	CHECK(hl_node_req_decode('I', d, 3, &q) == HL_EPROTO);
+	hl_buf_consume(&b, used);
+	CHECK(hl_rec_next(&b, &used, &type, &d, &len) == 1 && type == 'F');
+	CHECK(hl_node_req_decode(type, d, len, &q) == HL_OK && q.num == 3);
+	CHECK(hl_node_req_decode('F', d, 2, &q) == HL_EPROTO);
 	hl_buf_close(&b);
 }
 
@@ -453,6 +465,19 @@ static void test_srun_lines(void)
 	memcpy(buf, "e 1 \\q", 7);
 	CHECK(hl_agent_line_parse(buf, 7, &m) == HL_EPROTO);
 	memcpy(buf, "o x y", 5);
+	CHECK(hl_agent_line_parse(buf, 5, &m) == HL_EPROTO);
+	/* The answers of a rank's input: taken, and no more. */
+	memcpy(buf, "c 2 4096", 8);
+	CHECK(hl_agent_line_parse(buf, 8, &m) == HL_OK);
+	CHECK(m.kind == 'c' && m.num == 2 && m.len == 4096);
+	memcpy(buf, "c 2 0", 5);
+	CHECK(hl_agent_line_parse(buf, 5, &m) == HL_EPROTO);
+	memcpy(buf, "c 2 9x", 6);
+	CHECK(hl_agent_line_parse(buf, 6, &m) == HL_EPROTO);
+	memcpy(buf, "n 12", 4);
+	CHECK(hl_agent_line_parse(buf, 4, &m) == HL_OK);
+	CHECK(m.kind == 'n' && m.num == 12);
+	memcpy(buf, "n 1 2", 5);
 	CHECK(hl_agent_line_parse(buf, 5, &m) == HL_EPROTO);
 	hl_buf_close(&parts[0]);
 	hl_buf_close(&parts[1]);
