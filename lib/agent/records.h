@@ -68,7 +68,7 @@
 
 #define HL_REC_MAX (1u << 20)
 #define HL_REC_HEAD 5 /* type, length */
-#define HL_INPUT_WINDOW (64u << 10)
+#define HL_INPUT_WINDOW (256u << 10)
 
 /* A byte buffer: len bytes at p, which lies off bytes into an allocation
  * of cap; hl_buf_consume takes from the front without moving the rest. */

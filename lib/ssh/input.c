@@ -13,7 +13,7 @@
 
 #include "ssh/host.h"
 
-#define INPUT_CHUNK 16384
+#define INPUT_CHUNK 32768
 
 void hl_ssh_input_init(struct rank_ch *r, int fd)
 {
