@@ -29,6 +29,27 @@ int hl_ssh_input_records(const struct rank_ch *r, struct hl_buf *b)
 	return r->relay ? hl_rec_put(b, 'W', NULL, 0) : HL_OK;
 }
 
+/* The rank's agent sent its output as it is, not in records: an older
+ * hvdrun there, which ignored 'W'. Its output is passed on as it came,
+ * and the rank reads no input; its stderr says so, once. */
+static void older_agent(const struct ssh_host *h, struct rank_ch *r)
+{
+	char *line = hl_asprintf("hvdrun: the hvdrun on %s is older than this "
+				 "one: rank %d reads no standard input "
+				 "(--stdin)\n",
+				 h->host.name, r->w->rank);
+
+	if (line != NULL)
+		hl_note_output(h->g->notify_fd, r->w->rank, 1, line,
+			       strlen(line));
+	free(line);
+	r->relay = false;
+	r->in_quit = true;
+	hl_note_output(h->g->notify_fd, r->w->rank, 0, r->in_out.p,
+		       r->in_out.len);
+	hl_buf_close(&r->in_out);
+}
+
 void hl_ssh_output(const struct ssh_host *h, struct rank_ch *r,
 		   const char *data, size_t n)
 {
@@ -36,6 +57,7 @@ void hl_ssh_output(const struct ssh_host *h, struct rank_ch *r,
 	size_t len, used;
 	char type;
 	uint32_t taken;
+	int rc;
 
 	if (!r->relay) {
 		hl_note_output(h->g->notify_fd, r->w->rank, 0, data, n);
@@ -43,7 +65,7 @@ void hl_ssh_output(const struct ssh_host *h, struct rank_ch *r,
 	}
 	if (hl_buf_append(&r->in_out, data, n) != HL_OK)
 		return;
-	while (hl_rec_next(&r->in_out, &used, &type, &rec, &len) == 1) {
+	while ((rc = hl_rec_next(&r->in_out, &used, &type, &rec, &len)) == 1) {
 		if (type == 'o')
 			hl_note_output(h->g->notify_fd, r->w->rank, 0, rec,
 				       len);
@@ -54,6 +76,10 @@ void hl_ssh_output(const struct ssh_host *h, struct rank_ch *r,
 			r->in_quit = true;
 		hl_buf_consume(&r->in_out, used);
 	}
+	/* Text is never a record's head: its length would be far over
+	 * HL_REC_MAX. */
+	if (rc < 0)
+		older_agent(h, r);
 }
 
 static int on_input(socket_t fd, int revents, void *userdata)
