@@ -23,6 +23,17 @@ rig_test_setup() {
 	SSH=(--ssh-config "$RIG/ssh_config" -x PIDDIR)
 }
 
+# Rank 0 printed its agent's resident size (`grep VmRSS /proc/$PPID/status`
+# in its command): $output has that line, under $1 kB.
+assert_rank0_agent_rss_under() {
+	local rss
+	rss=$(sed -n 's/^\[0\]<stdout>:VmRSS:[[:space:]]*\([0-9]*\) kB$/\1/p' <<<"$output")
+	[ -n "$rss" ] && [ "$rss" -lt "$1" ] && return 0
+	[ -n "$rss" ] && echo "rank 0's agent: VmRSS $rss kB, over $1 kB" ||
+		echo "rank 0 printed no VmRSS line of its agent"
+	return 1
+}
+
 rig_up() {
 	local n=$1 i
 	RIG=$(mktemp -d "${TMPDIR:-/tmp}/hvdrun-rig.XXXXXX")

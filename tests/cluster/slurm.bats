@@ -247,9 +247,7 @@ ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=|SSH_|USER=|LOGNAME=|MA
 	run timeout 60 bash -c "yes | ip netns exec '${RIG_NS}c' env SLURM_CONF='$RIG_SLURM/slurm.conf' salloc -Q -N1 '$HVDRUN' --launcher srun sh -c 'sleep 2; grep VmRSS /proc/\$PPID/status; echo done'"
 	assert_success
 	assert_line "[0]<stdout>:done"
-	local rss
-	rss=$(sed -n 's/^\[0\]<stdout>:VmRSS:[[:space:]]*\([0-9]*\) kB$/\1/p' <<<"$output")
-	[ -n "$rss" ] && [ "$rss" -lt 20000 ]
+	assert_rank0_agent_rss_under 20000
 }
 
 @test "--launcher srun: hvdrun SIGKILLed ends the step and every worker on every node" {

@@ -412,9 +412,7 @@ wait_gone() {
 	run timeout 30 bash -c "yes | '$HVDRUN' ${SSH[*]} -H node1:1 sh -c 'sleep 2; grep VmRSS /proc/\$PPID/status; echo done'"
 	assert_success
 	assert_line "[0]<stdout>:done"
-	local rss
-	rss=$(sed -n 's/^\[0\]<stdout>:VmRSS:[[:space:]]*\([0-9]*\) kB$/\1/p' <<<"$output")
-	[ -n "$rss" ] && [ "$rss" -lt 20000 ]
+	assert_rank0_agent_rss_under 20000
 	# A rank that reads a line and closes its input: hvdrun stops reading.
 	run timeout 30 bash -c "yes | '$HVDRUN' ${SSH[*]} -H node1:1 sh -c 'read x; echo got \$x; exec <&-; sleep 1; echo done'"
 	assert_success
