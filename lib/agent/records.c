@@ -343,11 +343,14 @@ int hl_agent_line_parse(char *line, size_t len, struct hl_agent_line *m)
 	switch (line[0]) {
 	case 'h':
 		m->text = line + 2;
+		m->status = 1;
 		rest = strchr(m->text, ' ');
 		if (rest != NULL) {
 			*rest = '\0';
-			v = strtol(rest + 1, NULL, 10);
+			v = strtol(rest + 1, &rest, 10);
 			m->num = v > 0 ? v : 0;
+			v = *rest == ' ' ? strtol(rest + 1, NULL, 10) : 1;
+			m->status = v > 1 && v < 1000 ? (int)v : 1;
 		}
 		m->len = strlen(m->text);
 		return HL_OK;

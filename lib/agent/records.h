@@ -51,8 +51,9 @@
  * without HL_LINE_END is such a piece, and the reader joins it to what
  * follows from the same task.
  *
- *   h NODE FILES  the agent runs on node NODE (its hello) and may open
- *               FILES descriptors (its hard limit)
+ *   h NODE FILES PROTO  the agent runs on node NODE (its hello), may
+ *               open FILES descriptors (its hard limit) and speaks
+ *               HL_NODE_PROTO (an older one says no PROTO: 1)
  *   p PORT ADDR the answer to 'P' ("-" for no address)
  *   o RANK DATA a piece of rank's stdout, escaped (hl_line_escape)
  *   e RANK DATA the same of its stderr
@@ -69,6 +70,9 @@
 #define HL_REC_MAX (1u << 20)
 #define HL_REC_HEAD 5 /* type, length */
 #define HL_INPUT_WINDOW (256u << 10)
+/* The node agents' protocol: 2 reads a rank's standard input ('W', 'I',
+ * 'F'; 'c' and 'n'), 1 did not. */
+#define HL_NODE_PROTO 2
 
 /* A byte buffer: len bytes at p, which lies off bytes into an allocation
  * of cap; hl_buf_consume takes from the front without moving the rest. */
@@ -146,7 +150,8 @@ int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,
 /* A node agent's whole line (above), parsed in place (line[len] is
  * overwritten): kind is 'h', 'p', 'o', 'e', 'x', 'c' or 'n'; num the
  * port of 'p' (0 when it is none), the open files of 'h' (0 when not
- * said) and the rank of the others; status the wait(2) status of 'x';
+ * said) and the rank of the others; status the wait(2) status of 'x' and
+ * the protocol of 'h' (1 when not said);
  * text the node of 'h', the address of 'p' (NULL for "-"), the unescaped
  * bytes of 'o' and 'e', with their count in len; len the bytes of 'c'.
  * HL_OK, or HL_EPROTO for any other line. */

@@ -113,6 +113,29 @@ static void *input_main(void *arg)
 	return NULL;
 }
 
+void hl_srun_input_check(struct step *st)
+{
+	const struct srun *s = st->s;
+	size_t host;
+	char *line;
+
+	if (st->in_rank < 0)
+		return;
+	host = s->l->plan->ranks[st->in_rank].host;
+	if (st->proto[host] >= HL_NODE_PROTO)
+		return;
+	line = hl_asprintf("hvdrun: the hvdrun on %s is older than this one: "
+			   "rank %d reads no standard input (--stdin)\n",
+			   s->l->hosts->v[host].name, st->in_rank);
+	if (line != NULL)
+		hl_note_output(s->notify_fd, st->in_rank, 1, line,
+			       strlen(line));
+	free(line);
+	if (st->in_src > 0)
+		close(st->in_src);
+	st->in_src = st->in_rank = -1;
+}
+
 int hl_srun_input_start(struct step *st, char **cause)
 {
 	if (st->in_rank < 0)

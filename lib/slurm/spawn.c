@@ -194,6 +194,7 @@ static int srun_start(void *ctx, char **cause)
 
 	if (st == NULL)
 		return HL_OK; /* nobody to start yet */
+	hl_srun_input_check(st);
 	env = calloc(st->nr ? st->nr : 1, sizeof(*env));
 	rc = env ? HL_OK : HL_ENOMEM;
 	hl_buf_init(&b);

@@ -34,6 +34,7 @@ struct step {
 	size_t ntasks;
 	long *task_of; /* host index -> task, -1 when none */
 	bool *hello;   /* by host index */
+	int *proto;    /* by host index: its agent's protocol (records.h) */
 	long *files;   /* by host index: its agent's limit on open files, 0
 			* when not said */
 	size_t nhello;
@@ -95,6 +96,9 @@ int hl_srun_send_buf(struct step *st, struct hl_buf *b);
 /* Rank w of step st reads hvdrun's standard input when w->in_fd is set
  * (launch/input.c): the step takes it. */
 void hl_srun_input_take(struct step *st, struct hl_worker *w);
+/* Before the jobs are sent, after the hellos: a rank whose node's agent
+ * is older (HL_NODE_PROTO 1) reads no input, and its stderr says so. */
+void hl_srun_input_check(struct step *st);
 /* Start sending it, once the rank's job ('W' among it) is sent. */
 int hl_srun_input_start(struct step *st, char **cause);
 /* The agent's answer (under s->lock): 'c' with the bytes taken, or 'n';

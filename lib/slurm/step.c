@@ -82,6 +82,7 @@ static void on_line(struct step *st, long task, char *line, size_t len)
 		} else if (!st->hello[hi]) { /* task < ntasks: hl_srun_line */
 			st->hello[hi] = true;
 			st->files[hi] = m.num;
+			st->proto[hi] = m.status;
 			st->hosts[task] = hi;
 			st->nhello++;
 			pthread_cond_broadcast(&s->cond);
@@ -277,6 +278,7 @@ void hl_srun_step_free(struct step *st)
 	free(st->task_of);
 	free(st->hello);
 	free(st->files);
+	free(st->proto);
 	for (i = 0; st->part != NULL && i < st->ntasks; i++)
 		hl_buf_close(&st->part[i]);
 	free(st->part);
@@ -310,10 +312,11 @@ int hl_srun_step_start(struct srun *s, const size_t *hosts, size_t nh,
 	st->task_of = malloc(l->hosts->n * sizeof(*st->task_of));
 	st->hello = calloc(l->hosts->n, sizeof(*st->hello));
 	st->files = calloc(l->hosts->n, sizeof(*st->files));
+	st->proto = calloc(l->hosts->n, sizeof(*st->proto));
 	st->r = calloc(nw ? nw : 1, sizeof(*st->r));
 	st->part = calloc(nh, sizeof(*st->part)); /* empty buffers */
-	if (!st->hosts || !st->task_of || !st->hello || !st->files || !st->r ||
-	    !st->part)
+	if (!st->hosts || !st->task_of || !st->hello || !st->files ||
+	    !st->proto || !st->r || !st->part)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	for (i = 0; i < l->hosts->n; i++)
 		st->task_of[i] = -1;

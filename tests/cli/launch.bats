@@ -402,7 +402,8 @@ sys.stdout.buffer.write(out + rec("Z"))
 PY
 	run env SLURM_PROCID=0 prlimit --nofile=20:20 "$HVDRUN" --node-agent <"$BATS_TEST_TMPDIR/recs"
 	assert_success
-	assert_line --index 0 "h $(hostname) 20"$'\x1e'
+	# The hello: its node, its hard limit, and the protocol it speaks.
+	assert_line --index 0 "h $(hostname) 20 2"$'\x1e'
 	# Four descriptors of its own and two pipes a rank, more for a moment
 	# while one starts: the first ranks start, the others fail. Before,
 	# they said 'out of file descriptors' or 'fork failed'.

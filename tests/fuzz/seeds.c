@@ -63,7 +63,7 @@ static void records(void)
  * through srun, one cut into pieces as slurmstepd cuts a task's tail. */
 static void agent(void)
 {
-	static const char lines[] = "0: h node1\x1e\n"
+	static const char lines[] = "0: h node1 4096 2\x1e\n"
 				    "1: h node2\x1e\n"
 				    "0: p 40123 10.0.0.1\x1e\n"
 				    "1: o 2 step 1 loss 0.25\x1e\n"

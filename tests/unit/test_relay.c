@@ -3,7 +3,8 @@
  * records into the rank's pipe as far as the pipe takes them and answers
  * what it took, and hvdrun's reading of the SSH agent's stdout records
  * (lib/ssh/input.c), with its fallback for an older agent that sends the
- * rank's output as it is. */
+ * rank's output as it is; and under srun, a node whose agent is older
+ * (lib/slurm/input.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include "agent/relay.h"
+#include "job/plan.h"
+#include "slurm/srun.h"
 #include "spawn/spawn.h"
 #include "ssh/host.h"
 #include "tap.h"
@@ -198,6 +201,46 @@ static void test_older_agent(void)
 	fake_close(&f);
 }
 
+/* Under srun, the input rank's node's agent said no protocol in its
+ * hello (an older hvdrun there): the rank reads nothing, its stderr says
+ * so, and hvdrun's descriptor is let go; a current agent keeps it. */
+static void test_older_node_agent(void)
+{
+	struct hl_host hv[2] = {{.name = "ns1"}, {.name = "ns2"}};
+	struct hl_hostlist hosts = {.v = hv, .n = 2};
+	struct hl_rank ranks[2];
+	struct hl_plan plan = {.ranks = ranks, .size = 2};
+	struct hl_launch l = {.hosts = &hosts, .plan = &plan};
+	struct srun s = {.l = &l};
+	int proto[2] = {HL_NODE_PROTO, 1}, fd[2], in[2];
+	struct step st = {.s = &s, .proto = proto};
+	char out[256], err[256];
+	size_t nout, nerr;
+
+	memset(ranks, 0, sizeof(ranks));
+	ranks[0].host = 0;
+	ranks[1].host = 1;
+	CHECK(pipe(fd) == 0 && pipe(in) == 0);
+	fcntl(fd[0], F_SETFL, O_NONBLOCK);
+	s.notify_fd = fd[1];
+	st.in_rank = 0;
+	st.in_src = in[0];
+	hl_srun_input_check(&st);
+	CHECK(st.in_rank == 0 && st.in_src == in[0]);
+	st.in_rank = 1;
+	hl_srun_input_check(&st);
+	CHECK(st.in_rank == -1 && st.in_src == -1);
+	CHECK(fcntl(in[0], F_GETFD) < 0); /* closed */
+	read_notes(fd[0], out, &nout, err, &nerr);
+	err[nerr] = '\0';
+	CHECK(nout == 0);
+	CHECK_HAS(err, "hvdrun: the hvdrun on ns2 is older than this one: "
+		       "rank 1 reads no standard input");
+	close(fd[0]);
+	close(fd[1]);
+	close(in[1]);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -205,5 +248,6 @@ int main(void)
 	RUN(test_relay_reader_gone);
 	RUN(test_agent_records_read);
 	RUN(test_older_agent);
+	RUN(test_older_node_agent);
 	return tap_done();
 }

@@ -457,11 +457,16 @@ static void test_srun_lines(void)
 	memcpy(buf, "h node7", 7);
 	CHECK(hl_agent_line_parse(buf, 7, &m) == HL_OK);
 	CHECK_STR(m.text, "node7");
-	CHECK(m.num == 0 && m.len == 5);
+	CHECK(m.num == 0 && m.len == 5 && m.status == 1);
 	memcpy(buf, "h node7 4096", 12);
 	CHECK(hl_agent_line_parse(buf, 12, &m) == HL_OK);
 	CHECK_STR(m.text, "node7");
-	CHECK(m.num == 4096 && m.len == 5);
+	CHECK(m.num == 4096 && m.len == 5 && m.status == 1);
+	/* The protocol: said since 2; an older agent's hello is 1. */
+	memcpy(buf, "h node7 4096 2", 14);
+	CHECK(hl_agent_line_parse(buf, 14, &m) == HL_OK);
+	CHECK_STR(m.text, "node7");
+	CHECK(m.num == 4096 && m.status == 2);
 	memcpy(buf, "e 1 \\q", 7);
 	CHECK(hl_agent_line_parse(buf, 7, &m) == HL_EPROTO);
 	memcpy(buf, "o x y", 5);
