@@ -22,6 +22,18 @@ teardown_file() {
 	rig_down
 }
 
+# A failed test shows what each node's slurmd and slurmstepd logged
+# last: a step's I/O error is theirs to explain.
+teardown() {
+	[ -n "${BATS_TEST_COMPLETED-}" ] && return 0
+	local f
+	for f in "$RIG_SLURM"/slurmd.*.log; do
+		[ -f "$f" ] || continue
+		echo "== ${f##*/}, its last lines"
+		tail -n 15 "$f"
+	done
+}
+
 setup() {
 	rig_test_setup RIG_NS
 	# The test's own environment must not leak a job of its own.
