@@ -59,17 +59,23 @@ int hl_buf_append(struct hl_buf *b, const void *data, size_t n)
 	return HL_OK;
 }
 
+void hl_rec_head(void *head, char type, uint32_t len)
+{
+	struct wire_w w;
+
+	wire_w_fixed(&w, head, HL_REC_HEAD);
+	wire_put_u8(&w, (uint8_t)type);
+	wire_put_u32(&w, len);
+}
+
 int hl_rec_put(struct hl_buf *b, char type, const void *data, size_t len)
 {
 	uint8_t hdr[HL_REC_HEAD];
-	struct wire_w w;
 	int rc;
 
 	if (len > HL_REC_MAX)
 		return HL_EINVAL;
-	wire_w_fixed(&w, hdr, sizeof(hdr));
-	wire_put_u8(&w, (uint8_t)type);
-	wire_put_u32(&w, (uint32_t)len);
+	hl_rec_head(hdr, type, (uint32_t)len);
 	rc = hl_buf_append(b, hdr, sizeof(hdr));
 	if (rc == HL_OK && len > 0)
 		rc = hl_buf_append(b, data, len);
@@ -266,26 +272,19 @@ int hl_node_req_put(struct hl_buf *b, char type, uint32_t num, int sig)
 int hl_node_input_put(struct hl_buf *b, uint32_t rank, const char *data,
 		      size_t n)
 {
-	uint8_t v[4];
+	uint8_t head[HL_REC_HEAD + 4];
 	struct wire_w w;
-	size_t at = b->len;
 	int rc;
 
 	if (n == 0)
 		return hl_rec_put_u32(b, 'F', rank);
 	if (n > HL_REC_MAX - 4)
 		return HL_EINVAL;
-	wire_w_fixed(&w, v, sizeof(v));
+	hl_rec_head(head, 'I', (uint32_t)(4 + n));
+	wire_w_fixed(&w, head + HL_REC_HEAD, 4);
 	wire_put_u32(&w, rank);
-	rc = hl_rec_put(b, 'I', v, sizeof(v));
-	if (rc == HL_OK)
-		rc = hl_buf_append(b, data, n);
-	if (rc != HL_OK)
-		return rc;
-	/* The record's length: the rank and the bytes. */
-	wire_w_fixed(&w, b->p + at + 1, 4);
-	wire_put_u32(&w, (uint32_t)(4 + n));
-	return HL_OK;
+	rc = hl_buf_append(b, head, sizeof(head));
+	return rc == HL_OK ? hl_buf_append(b, data, n) : rc;
 }
 
 int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,

@@ -70,6 +70,7 @@
 #define HL_REC_MAX (1u << 20)
 #define HL_REC_HEAD 5 /* type, length */
 #define HL_INPUT_WINDOW (256u << 10)
+#define HL_INPUT_CHUNK (32u << 10) /* the most hvdrun reads at once */
 /* The node agents' protocol: 2 reads a rank's standard input ('W', 'I',
  * 'F'; 'c' and 'n'), 1 did not. */
 #define HL_NODE_PROTO 2
@@ -86,6 +87,8 @@ void hl_buf_init(struct hl_buf *b);
 void hl_buf_close(struct hl_buf *b);
 int hl_buf_append(struct hl_buf *b, const void *data, size_t n);
 
+/* A record's head (HL_REC_HEAD bytes at head): its type and length. */
+void hl_rec_head(void *head, char type, uint32_t len);
 /* Append one record to b. */
 int hl_rec_put(struct hl_buf *b, char type, const void *data, size_t len);
 int hl_rec_put_signal(struct hl_buf *b, int sig);

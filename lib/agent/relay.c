@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto/wire.h"
 #include "util/util.h"
 
 #define RELAY_CHUNK 32768
@@ -96,16 +95,13 @@ static void push(struct hl_relay *r)
 static bool pass_output(struct hl_relay *r)
 {
 	static char buf[HL_REC_HEAD + RELAY_CHUNK];
-	struct wire_w w;
 	ssize_t n;
 
 	if (r->out[0] < 0)
 		return false;
 	n = read(r->out[0], buf + HL_REC_HEAD, RELAY_CHUNK);
 	if (n > 0) {
-		wire_w_fixed(&w, buf, HL_REC_HEAD);
-		wire_put_u8(&w, 'o');
-		wire_put_u32(&w, (uint32_t)n);
+		hl_rec_head(buf, 'o', (uint32_t)n);
 		(void)hl_write_all(1, buf, HL_REC_HEAD + (size_t)n);
 		return true;
 	}

@@ -3,9 +3,9 @@
  * /dev/null. A file or a pipe a local worker takes as it is, so that it
  * reads at its own pace and sees the end where hvdrun's input ends; a
  * worker on another host gets what its spawner reads of it (ssh/input.c,
- * slurm/input.c). A terminal neither does: the worker runs in a process group of its own,
- * which reading the terminal would stop (SIGTTIN), and a terminal's
- * Ctrl-C is hvdrun's to pass on. hvdrun reads the terminal, a line at a
+ * slurm/input.c). A terminal neither does: the worker runs in a process
+ * group of its own, which reading the terminal would stop (SIGTTIN), and
+ * a terminal's Ctrl-C is hvdrun's to pass on. hvdrun reads the terminal, a line at a
  * time as it comes, while it is in the foreground, and writes it into a
  * pipe the worker reads: a worker that reads nothing holds one buffer,
  * and hvdrun reads no more meanwhile. */

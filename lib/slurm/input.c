@@ -17,8 +17,6 @@
 #include "agent/records.h"
 #include "slurm/srun.h"
 
-#define INPUT_CHUNK 16384
-
 int hl_srun_send_buf(struct step *st, struct hl_buf *b)
 {
 	int rc;
@@ -62,7 +60,7 @@ static size_t room(struct step *st)
 		pthread_cond_wait(&s->cond, &s->lock);
 	n = st->in_quit ? 0 : st->in_credit;
 	pthread_mutex_unlock(&s->lock);
-	return n < INPUT_CHUNK ? n : INPUT_CHUNK;
+	return n < HL_INPUT_CHUNK ? n : HL_INPUT_CHUNK;
 }
 
 static bool quitting(struct step *st)
@@ -78,7 +76,7 @@ static bool quitting(struct step *st)
 static void *input_main(void *arg)
 {
 	struct step *st = arg;
-	char buf[INPUT_CHUNK];
+	char buf[HL_INPUT_CHUNK];
 	struct hl_buf b;
 	size_t want;
 
@@ -117,20 +115,13 @@ void hl_srun_input_check(struct step *st)
 {
 	const struct srun *s = st->s;
 	size_t host;
-	char *line;
 
 	if (st->in_rank < 0)
 		return;
 	host = s->l->plan->ranks[st->in_rank].host;
 	if (st->proto[host] >= HL_NODE_PROTO)
 		return;
-	line = hl_asprintf("hvdrun: the hvdrun on %s is older than this one: "
-			   "rank %d reads no standard input (--stdin)\n",
-			   s->l->hosts->v[host].name, st->in_rank);
-	if (line != NULL)
-		hl_note_output(s->notify_fd, st->in_rank, 1, line,
-			       strlen(line));
-	free(line);
+	hl_note_no_input(s->notify_fd, st->in_rank, s->l->hosts->v[host].name);
 	if (st->in_src > 0)
 		close(st->in_src);
 	st->in_src = st->in_rank = -1;

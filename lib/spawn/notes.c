@@ -15,6 +15,7 @@
  * comes before its exit, as both come from the thread that reads it. */
 #include <limits.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/wire.h"
@@ -54,6 +55,18 @@ void hl_note_output(int fd, int rank, int stream, const char *data, size_t n)
 		data += k;
 		n -= k;
 	}
+}
+
+void hl_note_no_input(int fd, int rank, const char *host)
+{
+	char *line = hl_asprintf("hvdrun: the hvdrun on %s is older than this "
+				 "one: rank %d reads no standard input "
+				 "(--stdin)\n",
+				 host, rank);
+
+	if (line != NULL)
+		hl_note_output(fd, rank, 1, line, strlen(line));
+	free(line);
 }
 
 int hl_note_next(const char *p, size_t len, struct hl_note *note)

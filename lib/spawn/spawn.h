@@ -102,6 +102,9 @@ struct hl_note {
 };
 void hl_note_write(int fd, int rank, int status, char kind);
 void hl_note_output(int fd, int rank, int stream, const char *data, size_t n);
+/* On rank's stderr: the hvdrun on host is older, and does not pass it
+ * hvdrun's standard input (--stdin). */
+void hl_note_no_input(int fd, int rank, const char *host);
 int hl_note_next(const char *p, size_t len, struct hl_note *note);
 
 #endif

@@ -13,8 +13,6 @@
 
 #include "ssh/host.h"
 
-#define INPUT_CHUNK 32768
-
 void hl_ssh_input_init(struct rank_ch *r, int fd)
 {
 	r->relay = fd >= 0;
@@ -34,15 +32,7 @@ int hl_ssh_input_records(const struct rank_ch *r, struct hl_buf *b)
  * and the rank reads no input; its stderr says so, once. */
 static void older_agent(const struct ssh_host *h, struct rank_ch *r)
 {
-	char *line = hl_asprintf("hvdrun: the hvdrun on %s is older than this "
-				 "one: rank %d reads no standard input "
-				 "(--stdin)\n",
-				 h->host.name, r->w->rank);
-
-	if (line != NULL)
-		hl_note_output(h->g->notify_fd, r->w->rank, 1, line,
-			       strlen(line));
-	free(line);
+	hl_note_no_input(h->g->notify_fd, r->w->rank, h->host.name);
 	r->relay = false;
 	r->in_quit = true;
 	hl_note_output(h->g->notify_fd, r->w->rank, 0, r->in_out.p,
@@ -128,8 +118,9 @@ void hl_ssh_input_poll(struct ssh_host *h, ssh_event ev)
 /* One read of r's input into an 'I' record, or its end as 'F'. */
 static void send_one(struct rank_ch *r, ssh_event ev)
 {
-	char buf[INPUT_CHUNK];
-	size_t want = r->in_credit < INPUT_CHUNK ? r->in_credit : INPUT_CHUNK;
+	char buf[HL_INPUT_CHUNK];
+	size_t want =
+		r->in_credit < HL_INPUT_CHUNK ? r->in_credit : HL_INPUT_CHUNK;
 	struct hl_buf b;
 	ssize_t n;
 	bool end = false;
