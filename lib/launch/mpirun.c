@@ -135,9 +135,15 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 	if (rc == HL_OK && o->v[HL_K_OUTPUT_FILENAME].set)
 		rc = push2(out, "--output-filename",
 			   o->v[HL_K_OUTPUT_FILENAME].s);
-	/* mpirun's --stdin is hvdrun's: rank 0 by default. */
-	if (rc == HL_OK && o->v[HL_K_STDIN].set)
-		rc = push2(out, "--stdin", o->v[HL_K_STDIN].s);
+	/* mpirun's --stdin is hvdrun's: rank 0 by default. As hvdrun read
+	 * it ("NONE" and "01" are hvdrun's none and 1, not mpirun's). */
+	if (rc == HL_OK && o->v[HL_K_STDIN].set) {
+		char rank[24] = "none";
+
+		if (o->v[HL_K_STDIN].i >= 0)
+			snprintf(rank, sizeof(rank), "%ld", o->v[HL_K_STDIN].i);
+		rc = push2(out, "--stdin", rank);
+	}
 	snprintf(np, sizeof(np), "%d", plan->size);
 	if (rc == HL_OK)
 		rc = push2(out, "-np", np);

@@ -166,7 +166,8 @@ setup() {
 
 @test "hvdrun --mpi: standard input to rank 0 as mpirun gives it, and --stdin passed on to mpirun's own" {
 	local t
-	for t in "" "--stdin 1" "--stdin none"; do
+	# NONE and 01 as hvdrun reads them: mpirun read NONE as rank 0.
+	for t in "" "--stdin 1" "--stdin 01" "--stdin none" "--stdin NONE"; do
 		# shellcheck disable=SC2086 # $t: one option or none
 		run timeout 30 "$HVDRUN" --mpi -np 2 $t sh -c 'echo "rank $OMPI_COMM_WORLD_RANK read $(wc -l)"' <<<$'one\ntwo'
 		assert_success
