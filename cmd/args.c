@@ -261,6 +261,26 @@ static int unknown_option(const char *bad, const struct option *longopts,
 	return hl_fail(cause, HL_EINVAL, "unknown option '%s'", bad);
 }
 
+/* Whether a word typed as an option's value is itself one of hvdrun's
+ * options ("--output-filename -np 4 ./train": the value left out), as
+ * getopt would take it alone: "-np", "--verbose", "-H", "--hosts=a". */
+static bool is_option(const char *w, const struct option *longopts)
+{
+	char name[80];
+	size_t i;
+
+	if (w[0] != '-' || w[1] == '\0')
+		return false;
+	if (w[2] == '\0' && strchr("Hxhpi", w[1]) != NULL)
+		return true;
+	snprintf(name, sizeof(name), "%s", w + (w[1] == '-' ? 2 : 1));
+	name[strcspn(name, "=")] = '\0';
+	for (i = 0; longopts[i].name != NULL; i++)
+		if (strcmp(longopts[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 /* One of horovodrun_flags, given as typed (arg: its value). */
 static int horovodrun_flag(size_t i, const char *arg, const char *typed,
 			   char **cause)
@@ -317,6 +337,19 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 					  ? argv[optind - 2]
 					  : argv[optind - 1];
 
+		/* A value given as the next word that is one of hvdrun's
+		 * options: the value was left out. Not mpirun's own words
+		 * (--mpi-args "-x", --binding-args "--bind-to"). */
+		if (optarg != NULL && optarg == argv[optind - 1] &&
+		    c != OPT_KEY_BASE + HL_K_MPI_ARGS &&
+		    c != OPT_KEY_BASE + HL_K_BINDING_ARGS &&
+		    is_option(optarg, longopts)) {
+			rc = hl_fail(cause, HL_EINVAL,
+				     "option '%s' needs a value, not the "
+				     "option '%s'",
+				     bad, optarg);
+			break;
+		}
 		switch (c) {
 		case 'H':
 			rc = set_key(HL_K_HOSTS, optarg, "-H", cause);

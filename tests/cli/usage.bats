@@ -216,6 +216,23 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	run "$HVDRUN" -np
 	assert_failure 2
 	assert_line --index 0 "hvdrun: option '-np' needs a value"
+	# A value left out: the next option is not taken for it.
+	cd "$BATS_TEST_TMPDIR"
+	run "$HVDRUN" --output-filename -np 2 touch started
+	assert_failure 2
+	assert_line --index 0 "hvdrun: option '--output-filename' needs a value, not the option '-np'"
+	run "$HVDRUN" -np 1 --timeline-filename --verbose touch started
+	assert_line --index 0 "hvdrun: option '--timeline-filename' needs a value, not the option '--verbose'"
+	run "$HVDRUN" -H -np 2 touch started
+	assert_line --index 0 "hvdrun: option '-H' needs a value, not the option '-np'"
+	run "$HVDRUN" -np 1 --log-level --hosts=localhost touch started
+	assert_line --index 0 "hvdrun: option '--log-level' needs a value, not the option '--hosts=localhost'"
+	[ ! -e started ] && [ ! -e ./-np ] && [ ! -e ./--verbose ]
+	# mpirun's own words are --mpi-args' values; '=' takes any value.
+	run "$HVDRUN" -np 1 --mpi-args -x --dry-run true
+	assert_success
+	run "$HVDRUN" -np 1 --output-filename=-np --dry-run true
+	assert_success
 	run "$HVDRUN" -H a --hostfile f true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: give -H or --hostfile, not both"
