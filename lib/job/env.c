@@ -52,6 +52,29 @@ int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 	return HL_OK;
 }
 
+int hl_envspec_check_inherited(const struct hl_envspec *es, char **cause)
+{
+	char want[160];
+	double d;
+	size_t w;
+
+	for (w = 0; w < WENV_COUNT; w++) {
+		const char *name = wenv_vars[w].name;
+		const char *text = getenv(name);
+
+		if (wenv_vars[w].per_worker || text == NULL ||
+		    text[0] == '\0' || hl_envspec_sets(es, name) ||
+		    wenv_parse((enum wenv_id)w, text, &d))
+			continue;
+		wenv_describe((enum wenv_id)w, want, sizeof(want));
+		return hl_fail(cause, HL_EINVAL,
+			       "%s in the environment: bad value '%s' (want "
+			       "%s)",
+			       name, text, want);
+	}
+	return HL_OK;
+}
+
 void hl_envspec_close(struct hl_envspec *es)
 {
 	hl_strvec_close(&es->set);

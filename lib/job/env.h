@@ -27,6 +27,11 @@ struct hl_envspec {
  * unset in the launcher are appended to warnings. */
 int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
 		    struct hl_strvec *warnings, char **cause);
+/* A setting of libhvd's in hvdrun's own environment (an export in the
+ * user's shell) that every worker would inherit, unless -x, [env] or an
+ * option sets it: checked as -x's value is, so that a bad one stops the
+ * job before any worker starts (HL_EINVAL, naming it). */
+int hl_envspec_check_inherited(const struct hl_envspec *es, char **cause);
 void hl_envspec_close(struct hl_envspec *es);
 /* Whether the user sets or forwards NAME (-x, [env]). */
 bool hl_envspec_sets(const struct hl_envspec *es, const char *name);

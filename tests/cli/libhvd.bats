@@ -247,7 +247,7 @@ busy_beside() { # n
 	assert_output "rank 0: ok"
 }
 
-@test "a bad libhvd setting fails hvd_init, naming the variable; hvdrun refuses it before starting workers" {
+@test "a bad libhvd setting fails hvd_init, naming the variable; hvdrun refuses it before starting workers, given with -x or exported in its shell" {
 	for v in HVD_SPIN_US=abc HVD_SPIN_US=-1 HOROVOD_FUSION_THRESHOLD=lots; do
 		run env "$v" "$SELFTEST" all
 		assert_failure
@@ -257,7 +257,24 @@ busy_beside() { # n
 		assert_failure 2
 		assert_output --partial "hvdrun: bad value '${v#*=}' for ${v%%=*} (want an integer"
 		refute_line --partial ": ok"
+		# Exported in the shell, not named by -x: every worker would
+		# inherit it, so it is checked the same.
+		run env "$v" "$HVDRUN" -np 2 "$SELFTEST" all
+		assert_failure 2
+		assert_line --index 0 --partial "hvdrun: ${v%%=*} in the environment: bad value '${v#*=}' (want an integer"
+		refute_line --partial ": ok"
 	done
+	run env HOROVOD_LOG_LEVEL=verbose "$HVDRUN" -np 1 --dry-run true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: HOROVOD_LOG_LEVEL in the environment: bad value 'verbose' (want one of trace, debug, info, warning, error, fatal)"
+	# What an option, -x or [env] sets instead is not the workers' value.
+	run env HOROVOD_FUSION_THRESHOLD=64MB "$HVDRUN" -np 1 --fusion-threshold-mb 64 sh -c 'echo $HOROVOD_FUSION_THRESHOLD'
+	assert_output "[0]<stdout>:67108864"
+	run env HOROVOD_FUSION_THRESHOLD=64MB "$HVDRUN" -np 1 -x HOROVOD_FUSION_THRESHOLD=1 sh -c 'echo $HOROVOD_FUSION_THRESHOLD'
+	assert_output "[0]<stdout>:1"
+	# hvdrun's rank variables are its own for each worker.
+	run env HOROVOD_RANK=x "$HVDRUN" -np 1 sh -c 'echo $HOROVOD_RANK'
+	assert_output "[0]<stdout>:0"
 }
 
 @test "settings that must agree but differ between ranks (a host's own environment): every rank runs on rank 0's, and a rank whose own differ names both" {
