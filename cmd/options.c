@@ -24,19 +24,40 @@ static int exit_for(int rc)
 	}
 }
 
+/* One line of hvdrun's on stderr, after head, with the bad text it
+ * quotes as typed but for what a terminal would not show or would act
+ * on: a control byte (an escape sequence, a tab, a carriage return) and
+ * the invisible byte-order mark are written as \xHH. */
+static void put_line(const char *head, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputs(head, stderr);
+	for (; *p != '\0'; p++) {
+		if (p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf) {
+			fputs("\\xef\\xbb\\xbf", stderr);
+			p += 2;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			fprintf(stderr, "\\x%02x", *p);
+		} else {
+			fputc(*p, stderr);
+		}
+	}
+	fputc('\n', stderr);
+}
+
 void cmd_warnings(const struct hl_strvec *w)
 {
 	size_t i;
 
 	for (i = 0; i < w->n; i++)
-		fprintf(stderr, "hvdrun: warning: %s\n", w->v[i]);
+		put_line("hvdrun: warning: ", w->v[i]);
 }
 
 int cmd_finish(int rc, char *cause, int code)
 {
 	if (rc != HL_OK) {
-		fprintf(stderr, "hvdrun: %s\n",
-			cause ? cause : "out of memory");
+		put_line("hvdrun: ", cause ? cause : "out of memory");
 		if (rc == HL_EINVAL)
 			fprintf(stderr,
 				"Try 'hvdrun --help' for more information.\n");

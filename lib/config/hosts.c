@@ -335,7 +335,12 @@ int hl_hosts_parse_file(const char *path, struct hl_hostlist *out, char **cause)
 				     "%s:%d: NUL byte in line", path, lineno);
 			break;
 		}
-		rc = hostfile_line(line, path, lineno, out, cause);
+		/* A byte-order mark, as an editor may start the file. */
+		rc = hostfile_line(
+			lineno == 1 && !strncmp(line, "\xef\xbb\xbf", 3)
+				? line + 3
+				: line,
+			path, lineno, out, cause);
 		if (rc != HL_OK)
 			break;
 	}

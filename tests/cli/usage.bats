@@ -216,6 +216,13 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	run "$HVDRUN" -np
 	assert_failure 2
 	assert_line --index 0 "hvdrun: option '-np' needs a value"
+	# Bad text is quoted as typed, but for bytes a terminal would act
+	# on or not show (an escape sequence, a tab, a byte-order mark).
+	run "$HVDRUN" -H $'node\e[31m1:2\t,\xef\xbb\xbfb' --dry-run true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: bad host name in host list entry 'node\x1b[31m1:2\x09'"
+	run "$HVDRUN" -H $'\xef\xbb\xbfnode1' --dry-run true
+	assert_line --index 0 "hvdrun: bad host name in host list entry '\xef\xbb\xbfnode1'"
 	# A value left out: the next option is not taken for it.
 	cd "$BATS_TEST_TMPDIR"
 	run "$HVDRUN" --output-filename -np 2 touch started

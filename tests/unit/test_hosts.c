@@ -112,7 +112,7 @@ static void test_list_malformed(void)
 
 static void test_hostfile_valid(void)
 {
-	char *path = tap_write_tmp("# the cluster\n"
+	char *path = tap_write_tmp("\xef\xbb\xbf# the cluster\n"
 				   "\n"
 				   "server1 slots=4   # four GPUs\n"
 				   "  server2\tslots=2 max_slots=8\r\n"
@@ -164,6 +164,11 @@ static void test_hostfile_malformed(void)
 		{"a\n# c\nb\na slots=2\n",
 		 ":4: host 'a' is listed twice (first at line 1)"},
 		{"bad/host slots=1\n", ":1: bad host name in 'bad/host'"},
+		/* A byte-order mark opens the file only. */
+		{"a\n\xef\xbb\xbf"
+		 "b\n",
+		 ":2: bad host name in '\xef\xbb\xbf"
+		 "b'"},
 		{"# only comments\n\n", "no hosts in hostfile"},
 		{"", "no hosts in hostfile"},
 	};
