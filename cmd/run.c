@@ -58,6 +58,26 @@ static int resolve(const struct hl_launch *l, char **path, char **cause)
 
 /* `hvdrun --mpi`: mpirun runs the job; hvdrun becomes mpirun, so that
  * its exit status and signals are the job's. Returns only on failure. */
+/* "hvdrun: mpirun ...", each word as the shell would need it, so that
+ * the line can be copied and run. */
+static int print_argv(const struct hl_strvec *argv, char **cause)
+{
+	size_t i;
+
+	fflush(stdout); /* after the plan, with --dry-run */
+	fputs("hvdrun:", stderr);
+	for (i = 0; i < argv->n; i++) {
+		char *w = hl_shell_word(argv->v[i]);
+
+		if (w == NULL)
+			return hl_fail(cause, HL_ENOMEM, "out of memory");
+		fprintf(stderr, " %s", w);
+		free(w);
+	}
+	fputc('\n', stderr);
+	return HL_OK;
+}
+
 static int run_mpirun(const struct hl_hostlist *hosts,
 		      const struct hl_plan *plan, const struct hl_envspec *es,
 		      const struct hl_ssh_opts *so, const char *mpi_if,
@@ -65,18 +85,15 @@ static int run_mpirun(const struct hl_hostlist *hosts,
 {
 	const struct hl_opts *o = &cmd_args.opts;
 	struct hl_strvec argv;
-	size_t i;
 	int rc;
 
 	rc = hl_mpirun_argv(hosts, plan, es, so, mpi_if, o, command, &argv,
 			    cause);
-	if (rc != HL_OK)
+	if (rc == HL_OK && (o->v[HL_K_VERBOSE].b || cmd_args.dry_run))
+		rc = print_argv(&argv, cause);
+	if (rc != HL_OK || cmd_args.dry_run) {
+		hl_strvec_close(&argv);
 		return rc;
-	if (o->v[HL_K_VERBOSE].b) {
-		fprintf(stderr, "hvdrun:");
-		for (i = 0; i < argv.n; i++)
-			fprintf(stderr, " %s", argv.v[i]);
-		fputc('\n', stderr);
 	}
 	fflush(stdout);
 	fflush(stderr);
@@ -382,6 +399,15 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 	/* --dry-run: the options' checks and rules, then the plan. */
 	if (rc == HL_OK && cmd_args.dry_run) {
 		print_plan(&plan, hosts, stdout);
+		/* --mpi: the mpirun line, with the interfaces given; the
+		 * network check's would be found when the job starts. */
+		if (o->v[HL_K_MPI].b && command[0] != NULL)
+			rc = run_mpirun(
+				hosts, &plan, &es, &so,
+				o->v[HL_K_NETWORK_INTERFACES].set
+					? o->v[HL_K_NETWORK_INTERFACES].s
+					: NULL,
+				command, cause);
 		goto out;
 	}
 	if (rc == HL_OK)

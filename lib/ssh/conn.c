@@ -143,37 +143,11 @@ int hl_ssh_connect(const struct hl_host *host, const struct hl_ssh_opts *o,
 	return HL_OK;
 }
 
-/* The shell-quoted form of s for the remote command line: it holds only
- * hvdrun's path, never a value of the job. */
-static char *squote(const char *s)
-{
-	size_t n = 3, i;
-	char *q, *p;
-
-	for (i = 0; s[i]; i++)
-		n += s[i] == '\'' ? 4 : 1;
-	q = malloc(n);
-	if (q == NULL)
-		return NULL;
-	p = q;
-	*p++ = '\'';
-	for (i = 0; s[i]; i++) {
-		if (s[i] == '\'') {
-			memcpy(p, "'\\''", 4);
-			p += 4;
-		} else {
-			*p++ = s[i];
-		}
-	}
-	*p++ = '\'';
-	*p = '\0';
-	return q;
-}
-
 char *hl_ssh_self_command(const char *agent_path, const char *mode,
 			  const char *arg)
 {
-	char *path = squote(agent_path), *qarg = arg ? squote(arg) : NULL;
+	char *path = hl_shell_quote(agent_path),
+	     *qarg = arg ? hl_shell_quote(arg) : NULL;
 	char *cmd = NULL;
 
 	if (path != NULL && (arg == NULL || qarg != NULL))

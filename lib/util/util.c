@@ -223,6 +223,42 @@ char *hl_strndup(const char *s, size_t n)
 	return strndup(s, n);
 }
 
+char *hl_shell_quote(const char *s)
+{
+	size_t n = 3, i;
+	char *q, *p;
+
+	for (i = 0; s[i]; i++)
+		n += s[i] == '\'' ? 4 : 1;
+	q = malloc(n);
+	if (q == NULL)
+		return NULL;
+	p = q;
+	*p++ = '\'';
+	for (i = 0; s[i]; i++) {
+		if (s[i] == '\'') {
+			memcpy(p, "'\\''", 4);
+			p += 4;
+		} else {
+			*p++ = s[i];
+		}
+	}
+	*p++ = '\'';
+	*p = '\0';
+	return q;
+}
+
+char *hl_shell_word(const char *s)
+{
+	static const char plain[] = "abcdefghijklmnopqrstuvwxyz"
+				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "0123456789_@%+=:,./-";
+
+	if (s[0] != '\0' && s[strspn(s, plain)] == '\0')
+		return hl_strdup(s);
+	return hl_shell_quote(s);
+}
+
 char *hl_asprintf(const char *fmt, ...)
 {
 	va_list ap;

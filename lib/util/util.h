@@ -76,6 +76,12 @@ char *hl_vasprintf(const char *fmt, va_list ap)
 char *hl_strdup(const char *s);
 char *hl_strndup(const char *s, size_t n);
 char *hl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* s as one word of a POSIX shell's command line, in single quotes (a
+ * quote in it as '\''); NULL when out of memory. */
+char *hl_shell_quote(const char *s);
+/* The same, but s as it is where the shell would read it as one word
+ * unchanged (letters, digits and _@%+=:,./-), for a line to copy. */
+char *hl_shell_word(const char *s);
 
 /* Write all of buf to fd, retrying on EINTR and short writes. */
 int hl_write_all(int fd, const void *buf, size_t len);

@@ -132,13 +132,29 @@ setup() {
 	local root="" line
 	[ "$(id -u)" -ne 0 ] || root=" --allow-run-as-root"
 	line=$(grep '^hvdrun: mpirun' <<<"$output")
-	[[ "$line" == "hvdrun: mpirun$root --tag-output -np 2 -H localhost:2 --mca plm_rsh_args -o StrictHostKeyChecking=accept-new --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -x NCCL_SOCKET_IFNAME=lo -x GLOO_SOCKET_IFNAME=lo -x FOO=bar -x HOROVOD_FUSION_THRESHOLD=8388608 -x HOME -x "* ]]
-	[[ "$line" == *' --mca btl self,tcp sh -c echo "$OMPI_COMM_WORLD_RANK $FOO $HOROVOD_FUSION_THRESHOLD $FOOENV"' ]]
+	[[ "$line" == "hvdrun: mpirun$root --tag-output -np 2 -H localhost:2 --mca plm_rsh_args '-o StrictHostKeyChecking=accept-new' --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -x NCCL_SOCKET_IFNAME=lo -x GLOO_SOCKET_IFNAME=lo -x FOO=bar -x HOROVOD_FUSION_THRESHOLD=8388608 -x HOME -x "* ]]
+	[[ "$line" == *" --mca btl self,tcp sh -c 'echo \"\$OMPI_COMM_WORLD_RANK \$FOO \$HOROVOD_FUSION_THRESHOLD \$FOOENV\"'" ]]
 	[[ "$line" == *" -x FOOENV "* && "$line" == *" -x PATH "* ]]
 	[[ "$line" != *SSH_CONNECTION* ]]
 	[ "$(grep -o ' -x HOME ' <<<"$line" | wc -l)" -eq 1 ]
 	assert_line "[1,0]<stdout>:0 bar 8388608 1"
 	assert_line "[1,1]<stdout>:1 bar 8388608 1"
+	# The line is the shell's: run as it is printed, the same job.
+	FOOENV=1 eval "run ${line#hvdrun: }"
+	assert_success
+	assert_line "[1,0]<stdout>:0 bar 8388608 1"
+	assert_line "[1,1]<stdout>:1 bar 8388608 1"
+	# --dry-run: the plan, and the line, and nothing run.
+	cd "$BATS_TEST_TMPDIR"
+	run env FOOENV=1 "$HVDRUN" --mpi --dry-run -np 2 -H localhost:2 \
+		-x FOO=bar -x HOME --network-interface lo --fusion-threshold-mb 8 \
+		--mpi-args "--mca btl self,tcp" touch 'started here'
+	assert_success
+	assert_line --index 0 "rank=0 host=localhost local_rank=0 local_size=2 cross_rank=0 cross_size=1"
+	assert_line --index 1 "rank=1 host=localhost local_rank=1 local_size=2 cross_rank=0 cross_size=1"
+	[[ "${lines[2]}" == "${line%% -x HOME *} -x HOME "* ]]
+	[[ "${lines[2]}" == *" --mca btl self,tcp touch 'started here'" ]]
+	[ ! -e "started here" ]
 	# NCCL's interface, as hvdrun's own workers get it, unless -x sets it.
 	run "$HVDRUN" --mpi -np 1 --network-interface lo -x NCCL_SOCKET_IFNAME=eth9 sh -c 'echo "$NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"'
 	assert_output "[1,0]<stdout>:eth9 lo"

@@ -389,6 +389,30 @@ static void test_suggestions(void)
 		     "") == 0); /* past the longest compared */
 }
 
+/* A word of a printed command line, as a shell reads it back. */
+static void check_word(const char *s, const char *want)
+{
+	char *w = hl_shell_word(s);
+
+	CHECK(w != NULL && strcmp(w, want) == 0);
+	free(w);
+}
+
+static void test_shell_words(void)
+{
+	check_word("--mca", "--mca");
+	check_word("localhost:2,node1:4", "localhost:2,node1:4");
+	check_word("HOROVOD_FUSION_THRESHOLD=8388608",
+		   "HOROVOD_FUSION_THRESHOLD=8388608");
+	check_word("-o StrictHostKeyChecking=accept-new",
+		   "'-o StrictHostKeyChecking=accept-new'");
+	check_word("", "''");
+	check_word("echo \"$HOME\"", "'echo \"$HOME\"'");
+	check_word("it's", "'it'\\''s'");
+	check_word("~/train", "'~/train'");
+	check_word("a*b", "'a*b'");
+}
+
 int main(void)
 {
 	RUN(test_table_complete);
@@ -401,5 +425,6 @@ int main(void)
 	RUN(test_config_missing);
 	RUN(test_shipped_example);
 	RUN(test_suggestions);
+	RUN(test_shell_words);
 	return tap_done();
 }
