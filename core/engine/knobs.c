@@ -1,5 +1,6 @@
 /* engine/knobs.c: the engine's settings, read once when the engine
  * starts, each through the worker environment's contract (util/env.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@ static const enum wenv_id job_wide[] = {
 	WENV_AUTOTUNE_GAUSSIAN_PROCESS_NOISE,
 };
 #define NJOB_WIDE (sizeof(job_wide) / sizeof(job_wide[0]))
+_Static_assert(NJOB_WIDE <= 16, "a rank's differences are 16 bits");
 /* The longest value of one that is taken from rank 0. */
 #define JOB_WIDE_MAX 256
 
@@ -34,21 +36,103 @@ static bool same_text(const char *a, const char *b)
 	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
 }
 
-/* This rank's value of v against rank 0's (NULL: unset): a difference is
- * said, and rank 0's taken. */
-static int agree_setting(const struct hvd__comm *c, enum wenv_id v,
-			 const char *theirs)
+/* "1-3, 7": the ranks whose bit in masks[0..n-1] is set, as ranges, cut
+ * with "..." where len ends. */
+static void rank_ranges(const uint16_t *masks, int n, uint16_t bit, char *buf,
+			size_t len)
 {
-	const char *name = wenv_vars[v].name, *mine = hvd__env_text(v);
+	size_t off = 0;
+	int r = 0, end;
 
-	if (same_text(mine, theirs))
-		return HVD_OK;
-	hvd__warn(
-		"%s is %s%s%s on this rank (%d) but %s%s%s on rank 0: every rank runs on rank 0's",
-		name, mine ? "'" : "", mine ? mine : "unset", mine ? "'" : "",
-		c->rank, theirs ? "'" : "", theirs ? theirs : "unset",
-		theirs ? "'" : "");
-	return hvd__env_agree(v, theirs);
+	buf[0] = '\0';
+	while (r < n) {
+		if (!(masks[r] & bit)) {
+			r++;
+			continue;
+		}
+		for (end = r; end + 1 < n && (masks[end + 1] & bit); end++)
+			;
+		if (off + 28 >= len) {
+			snprintf(buf + off, len - off, ", ...");
+			return;
+		}
+		off += (size_t)snprintf(buf + off, len - off,
+					end > r ? "%s%d-%d" : "%s%d",
+					off ? ", " : "", r, end);
+		r = end + 1;
+	}
+}
+
+static const char *quoted(const char *v, char *buf, size_t len)
+{
+	if (v == NULL)
+		return "unset";
+	snprintf(buf, len, "'%s'", v);
+	return buf;
+}
+
+/* The settings in which ranks differ from rank 0, said once for the job,
+ * as mpirun gathers its ranks' like messages: the first rank that differs
+ * in one says its own value and rank 0's, and rank 0 names every rank
+ * that differs; the others are silent. mine: this rank's bit for each
+ * setting; theirs: rank 0's values. */
+static int say_differences(const struct hvd__comm *c, uint16_t mine,
+			   char *const *theirs)
+{
+	uint16_t *masks;
+	size_t *len, i;
+	int32_t any = mine != 0;
+	int rc, r, n;
+
+	/* Most jobs: nothing differs anywhere, one small allreduce. */
+	rc = hvd__ring_allreduce(c, &any, 1, HVD_INT32, HVD_SUM);
+	if (rc != HVD_OK || any == 0)
+		return rc;
+	masks = calloc((size_t)c->size, sizeof(*masks));
+	len = calloc((size_t)c->size, sizeof(*len));
+	if (masks == NULL || len == NULL) {
+		free(masks);
+		free(len);
+		return HVD_ENOMEM;
+	}
+	for (r = 0; r < c->size; r++)
+		len[r] = sizeof(*masks);
+	masks[c->rank] = mine;
+	rc = hvd__ring_allgatherv(c, masks, len);
+	for (i = 0; rc == HVD_OK && i < NJOB_WIDE; i++) {
+		const char *name = wenv_vars[job_wide[i]].name;
+		uint16_t bit = (uint16_t)(1u << i);
+		char v0[JOB_WIDE_MAX + 3], v1[JOB_WIDE_MAX + 3], ranks[200];
+		int first = -1;
+
+		for (r = 0, n = 0; r < c->size; r++)
+			if (masks[r] & bit) {
+				n++;
+				first = first < 0 ? r : first;
+			}
+		if (n == 0)
+			continue;
+		if (c->rank == first)
+			hvd__log(HVD__LOG_WARNING, "agree_setting",
+				 "%s is %s on this rank (%d) but %s on rank 0: "
+				 "every rank runs on rank 0's",
+				 name,
+				 quoted(hvd__env_text(job_wide[i]), v1,
+					sizeof(v1)),
+				 c->rank, quoted(theirs[i], v0, sizeof(v0)));
+		if (c->rank == 0) {
+			rank_ranges(masks, c->size, bit, ranks, sizeof(ranks));
+			hvd__log(HVD__LOG_WARNING, "agree_setting",
+				 "%s differs from rank 0's (%s) on %d of %d "
+				 "ranks: %s (rank %d says its own); every rank "
+				 "runs on rank 0's",
+				 name, quoted(theirs[i], v0, sizeof(v0)), n,
+				 c->size, ranks, first);
+		}
+	}
+	free(masks);
+	free(len);
+	return rc;
 }
 
 int hvd__knobs_agree(const struct hvd__comm *c)
@@ -56,6 +140,8 @@ int hvd__knobs_agree(const struct hvd__comm *c)
 	/* Rank 0's values, behind a byte saying whether it could share
 	 * them: one broadcast of a fixed size. */
 	uint8_t buf[1 + NJOB_WIDE * (4 + JOB_WIDE_MAX)];
+	char *theirs[NJOB_WIDE] = {NULL};
+	uint16_t mine = 0;
 	struct wire_w w;
 	struct wire_r r;
 	size_t i;
@@ -67,15 +153,15 @@ int hvd__knobs_agree(const struct hvd__comm *c)
 	wire_w_fixed(&w, buf, sizeof(buf));
 	wire_put_u8(&w, 1);
 	for (i = 0; c->rank == 0 && i < NJOB_WIDE; i++) {
-		const char *mine = hvd__env_text(job_wide[i]);
+		const char *v = hvd__env_text(job_wide[i]);
 
-		if (mine != NULL && strlen(mine) > JOB_WIDE_MAX) {
+		if (v != NULL && strlen(v) > JOB_WIDE_MAX) {
 			hvd__error("%s is over %d bytes",
 				   wenv_vars[job_wide[i]].name, JOB_WIDE_MAX);
 			buf[0] = 0;
 			break;
 		}
-		wire_put_str(&w, mine);
+		wire_put_str(&w, v);
 	}
 	rc = hvd__ring_broadcast(c, buf, sizeof(buf), 0);
 	wire_r_init(&r, buf, sizeof(buf));
@@ -86,11 +172,20 @@ int hvd__knobs_agree(const struct hvd__comm *c)
 		rc = HVD_EINVAL;
 	}
 	for (i = 0; rc == HVD_OK && i < NJOB_WIDE; i++) {
-		char *theirs = wire_get_str(&r, JOB_WIDE_MAX);
-
-		rc = r.bad ? HVD_EINVAL : agree_setting(c, job_wide[i], theirs);
-		free(theirs);
+		theirs[i] = wire_get_str(&r, JOB_WIDE_MAX);
+		if (r.bad)
+			rc = HVD_EINVAL;
+		else if (!same_text(hvd__env_text(job_wide[i]), theirs[i]))
+			mine |= (uint16_t)(1u << i);
 	}
+	if (rc == HVD_OK)
+		rc = say_differences(c, mine, theirs);
+	/* Rank 0's value taken, once each rank's own has been said. */
+	for (i = 0; rc == HVD_OK && i < NJOB_WIDE; i++)
+		if (mine & (1u << i))
+			rc = hvd__env_agree(job_wide[i], theirs[i]);
+	for (i = 0; i < NJOB_WIDE; i++)
+		free(theirs[i]);
 	return rc;
 }
 

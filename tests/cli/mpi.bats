@@ -71,6 +71,7 @@ setup() {
 	assert_success
 	assert_line "rank 2: ok"
 	assert_line "libhvd warning: agree_setting: HOROVOD_MPI_ALLREDUCE is '0' on this rank (1) but unset on rank 0: every rank runs on rank 0's"
+	assert_line "libhvd warning: agree_setting: HOROVOD_MPI_ALLREDUCE differs from rank 0's (unset) on 1 of 3 ranks: 1 (rank 1 says its own); every rank runs on rank 0's"
 }
 
 @test "under mpirun: hvd_shutdown() then hvd_init() 50 times (MPI stays up until the process exits)" {
