@@ -263,11 +263,12 @@ static int unknown_option(const char *bad, const struct option *longopts,
 
 /* Whether a word typed as an option's value is itself one of hvdrun's
  * options ("--output-filename -np 4 ./train": the value left out), as
- * getopt would take it alone: "-np", "--verbose", "-H", "--hosts=a". */
+ * getopt would take it alone: "-np", "--verbose", "-H", "--hosts=a", or
+ * the start of a long one ("--verb"). */
 static bool is_option(const char *w, const struct option *longopts)
 {
 	char name[80];
-	size_t i;
+	size_t i, n;
 
 	if (w[0] != '-' || w[1] == '\0')
 		return false;
@@ -275,8 +276,9 @@ static bool is_option(const char *w, const struct option *longopts)
 		return true;
 	snprintf(name, sizeof(name), "%s", w + (w[1] == '-' ? 2 : 1));
 	name[strcspn(name, "=")] = '\0';
-	for (i = 0; longopts[i].name != NULL; i++)
-		if (strcmp(longopts[i].name, name) == 0)
+	n = strlen(name);
+	for (i = 0; n > 0 && longopts[i].name != NULL; i++)
+		if (strncmp(longopts[i].name, name, n) == 0)
 			return true;
 	return false;
 }

@@ -234,7 +234,12 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	assert_line --index 0 "hvdrun: option '-H' needs a value, not the option '-np'"
 	run "$HVDRUN" -np 1 --log-level --hosts=localhost touch started
 	assert_line --index 0 "hvdrun: option '--log-level' needs a value, not the option '--hosts=localhost'"
-	[ ! -e started ] && [ ! -e ./-np ] && [ ! -e ./--verbose ]
+	run "$HVDRUN" -np 1 --output-filename --verb touch started
+	assert_line --index 0 "hvdrun: option '--output-filename' needs a value, not the option '--verb'"
+	[ ! -e started ] && [ ! -e ./-np ] && [ ! -e ./--verbose ] && [ ! -e ./--verb ]
+	# A value that only starts with a dash is a value.
+	run "$HVDRUN" -np 1 --stdin -1 true
+	assert_line --index 0 "hvdrun: bad value '-1' for --stdin (want a rank, 0 or more, or none)"
 	# mpirun's own words are --mpi-args' values; '=' takes any value.
 	run "$HVDRUN" -np 1 --mpi-args -x --dry-run true
 	assert_success
