@@ -242,7 +242,7 @@ int hl_config_load(const char *path, struct hl_opts *o, char **cause)
 	c.path = path;
 	c.opts = o;
 	hl_strvec_init(&c.env_names);
-	c.f = fopen(path, "r");
+	c.f = hl_fopen_text(path);
 	if (c.f == NULL)
 		return hl_fail(cause, HL_EINVAL,
 			       "cannot read config file '%s': %s", path,

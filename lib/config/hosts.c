@@ -318,7 +318,7 @@ static int hostfile_line(char *line, const char *path, int lineno,
 
 int hl_hosts_parse_file(const char *path, struct hl_hostlist *out, char **cause)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = hl_fopen_text(path);
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;

@@ -256,7 +256,7 @@ static int document(struct yctx *y)
 int hl_config_load_yaml(const char *path, struct hl_opts *o, char **cause)
 {
 	struct yctx y;
-	FILE *f = fopen(path, "r");
+	FILE *f = hl_fopen_text(path);
 	int rc;
 
 	if (f == NULL)

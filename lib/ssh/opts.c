@@ -1,6 +1,7 @@
 /* ssh/opts.c: see ssh/opts.h. */
 #include "ssh/opts.h"
 
+#include <errno.h>
 #include <libssh/libssh.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -19,6 +20,30 @@ static char *expand_home(const char *path)
 	return hl_strdup(path);
 }
 
+/* A file the SSH options name (the config, the identity), readable, or
+ * one line naming it: a typo is bad usage before anything starts, where
+ * libssh would go on without it (the default keys tried instead). A
+ * path with libssh's own escapes (%d) is left to libssh. */
+static int readable(const char *what, const char *opt, const char *path,
+		    char **cause)
+{
+	char *full;
+	FILE *f;
+
+	if (strchr(path, '%') != NULL)
+		return HL_OK;
+	full = expand_home(path);
+	if (full == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	f = hl_fopen_text(full);
+	free(full);
+	if (f == NULL)
+		return hl_fail(cause, HL_EINVAL, "cannot read %s '%s' (%s): %s",
+			       what, path, opt, strerror(errno));
+	fclose(f);
+	return HL_OK;
+}
+
 int hl_ssh_opts_from(struct hl_ssh_opts *so, const struct hl_opts *o,
 		     char **cause)
 {
@@ -27,6 +52,14 @@ int hl_ssh_opts_from(struct hl_ssh_opts *so, const struct hl_opts *o,
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	memset(so, 0, sizeof(*so));
+	if (v[HL_K_SSH_CONFIG].set &&
+	    readable("the SSH config file", "--ssh-config, [ssh] config_file",
+		     v[HL_K_SSH_CONFIG].s, cause) != HL_OK)
+		return HL_EINVAL;
+	if (v[HL_K_SSH_IDENTITY].set &&
+	    readable("the SSH identity file", "-i, [ssh] identity_file",
+		     v[HL_K_SSH_IDENTITY].s, cause) != HL_OK)
+		return HL_EINVAL;
 	if (n < 0)
 		return hl_fail(cause, HL_ESYS, "cannot find hvdrun's own path");
 	self[n] = '\0';

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,6 +222,19 @@ char *hl_strdup(const char *s)
 char *hl_strndup(const char *s, size_t n)
 {
 	return strndup(s, n);
+}
+
+FILE *hl_fopen_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	struct stat st;
+
+	if (f != NULL && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		errno = EISDIR;
+		return NULL;
+	}
+	return f;
 }
 
 char *hl_shell_quote(const char *s)

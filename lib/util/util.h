@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Results of lib/ actions: 0 or one of these. cmd/ maps them to exit codes. */
 enum hl_result {
@@ -82,6 +83,10 @@ char *hl_shell_quote(const char *s);
 /* The same, but s as it is where the shell would read it as one word
  * unchanged (letters, digits and _@%+=:,./-), for a line to copy. */
 char *hl_shell_word(const char *s);
+
+/* fopen(path, "r") of a file to read as text: NULL with errno EISDIR for a
+ * directory, which fopen opens and only a read refuses. */
+FILE *hl_fopen_text(const char *path);
 
 /* Write all of buf to fd, retrying on EINTR and short writes. */
 int hl_write_all(int fd, const void *buf, size_t len);

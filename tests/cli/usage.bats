@@ -223,6 +223,18 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	assert_line --index 0 "hvdrun: bad host name in host list entry 'node\x1b[31m1:2\x09'"
 	run "$HVDRUN" -H $'\xef\xbb\xbfnode1' --dry-run true
 	assert_line --index 0 "hvdrun: bad host name in host list entry '\xef\xbb\xbfnode1'"
+	# A key or SSH config that cannot be read: named, before anything
+	# starts, where libssh went on without it (trying the default keys).
+	run "$HVDRUN" -i "$BATS_TEST_TMPDIR/id_typo" -H localhost:1 touch started
+	assert_failure 2
+	assert_line --index 0 "hvdrun: cannot read the SSH identity file '$BATS_TEST_TMPDIR/id_typo' (-i, [ssh] identity_file): No such file or directory"
+	run "$HVDRUN" --ssh-config "$BATS_TEST_TMPDIR" -np 1 touch started
+	assert_failure 2
+	assert_line --index 0 "hvdrun: cannot read the SSH config file '$BATS_TEST_TMPDIR' (--ssh-config, [ssh] config_file): Is a directory"
+	printf '[ssh]\nidentity_file = ~/.ssh/id_typo_%s\n' "$$" >"$BATS_TEST_TMPDIR/job.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" -np 1 touch started
+	assert_failure 2
+	assert_line --index 0 --partial "hvdrun: cannot read the SSH identity file '"
 	# A value left out: the next option is not taken for it.
 	cd "$BATS_TEST_TMPDIR"
 	run "$HVDRUN" --output-filename -np 2 touch started

@@ -263,6 +263,15 @@ static void test_config_missing(void)
 	hl_opts_init(&o);
 	CHECK(hl_config_load("/nonexistent.ini", &o, &cause) == HL_EINVAL);
 	CHECK_HAS(cause, "cannot read config file '/nonexistent.ini'");
+	free(cause);
+	cause = NULL;
+	/* A directory opens; only its read fails: named as such. */
+	CHECK(hl_config_load("/", &o, &cause) == HL_EINVAL);
+	CHECK_HAS(cause, "cannot read config file '/': Is a directory");
+	free(cause);
+	cause = NULL;
+	CHECK(hl_config_load("/tmp/.", &o, &cause) == HL_EINVAL);
+	CHECK_HAS(cause, "cannot read config file '/tmp/.': Is a directory");
 	hl_opts_close(&o);
 	free(cause);
 }
