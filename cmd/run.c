@@ -384,6 +384,10 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 	if (rc == HL_OK)
 		rc = hl_envspec_check_inherited(&es, cause);
 	if (rc == HL_OK)
+		rc = hl_env_typos(environ, &es, &warnings) == HL_OK
+			     ? HL_OK
+			     : hl_fail(cause, HL_ENOMEM, "out of memory");
+	if (rc == HL_OK)
 		rc = hl_rules_check(o, plan.size, cause);
 	if (rc != HL_OK)
 		goto out;

@@ -75,6 +75,104 @@ int hl_envspec_check_inherited(const struct hl_envspec *es, char **cause)
 	return HL_OK;
 }
 
+/* Horovod's variables that libhvd does not read (Horovod's knobs for its
+ * own engines, its GPU operations, its Gloo rendezvous), and the starts
+ * of its build's and integrations' names: never taken for a typo. */
+static const char *const horovod_only[] = {
+	"HOROVOD_MPI_THREADS_DISABLE",
+	"HOROVOD_BATCH_D2D_MEMCOPIES",
+	"HOROVOD_CCL_CACHE",
+	"HOROVOD_CCL_BGT_AFFINITY",
+	"HOROVOD_GLOO_IFACE",
+	"HOROVOD_GLOO_RENDEZVOUS_ADDR",
+	"HOROVOD_GLOO_RENDEZVOUS_PORT",
+	"HOROVOD_ADASUM_MPI_CHUNK_SIZE",
+	"HOROVOD_DISABLE_GROUP_FUSION",
+	"HOROVOD_DISABLE_NVTX_RANGES",
+	"HOROVOD_ENABLE_ASYNC_COMPLETION",
+	"HOROVOD_ENABLE_XLA_OPS",
+	"HOROVOD_ELASTIC",
+	"HOROVOD_SECRET_KEY",
+	"HOROVOD_GPU_OPERATIONS",
+	"HOROVOD_GPU_ALLREDUCE",
+	"HOROVOD_GPU_ALLGATHER",
+	"HOROVOD_GPU_BROADCAST",
+	"HOROVOD_GPU_ALLTOALL",
+	"HOROVOD_GPU_REDUCESCATTER",
+};
+static const char *const horovod_only_prefix[] = {
+	"HOROVOD_WITH_", "HOROVOD_WITHOUT_", "HOROVOD_BUILD_", "HOROVOD_CUDA_",
+	"HOROVOD_NCCL_", "HOROVOD_ROCM_",    "HOROVOD_CMAKE",  "HOROVOD_SPARK_",
+	"HOROVOD_RAY_",	 "HOROVOD_GLOO_",    "HOROVOD_CCL_",
+};
+/* What hvdrun itself reads of Horovod's (horovodrun's). */
+static const char *const hvdrun_reads[] = {"HOROVOD_START_TIMEOUT",
+					   "HOROVOD_ELASTIC_TIMEOUT"};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The variable of libhvd's or hvdrun's that name (HOROVOD_...) looks
+ * like a typo of, or NULL: one that neither reads, nor Horovod. */
+static const char *typo_of(const char *name)
+{
+	struct hl_suggest sg;
+	size_t i;
+
+	if (strncmp(name, "HOROVOD_", 8) != 0 || wenv_find(name) >= 0)
+		return NULL;
+	for (i = 0; i < NELEM(hvdrun_reads); i++)
+		if (strcmp(name, hvdrun_reads[i]) == 0)
+			return NULL;
+	for (i = 0; i < NELEM(horovod_only); i++)
+		if (strcmp(name, horovod_only[i]) == 0)
+			return NULL;
+	for (i = 0; i < NELEM(horovod_only_prefix); i++)
+		if (strncmp(name, horovod_only_prefix[i],
+			    strlen(horovod_only_prefix[i])) == 0)
+			return NULL;
+	hl_suggest_init(&sg, name);
+	for (i = 0; i < WENV_COUNT; i++)
+		hl_suggest_try(&sg, wenv_vars[i].name);
+	for (i = 0; i < NELEM(hvdrun_reads); i++)
+		hl_suggest_try(&sg, hvdrun_reads[i]);
+	return sg.best;
+}
+
+static int typos_in(char *const *v, size_t n, const char *where,
+		    struct hl_strvec *warnings)
+{
+	size_t i;
+	int rc = HL_OK;
+
+	for (i = 0; rc == HL_OK && (n == (size_t)-1 ? v[i] != NULL : i < n);
+	     i++) {
+		size_t len = strcspn(v[i], "=");
+		char *name = hl_strndup(v[i], len);
+		const char *near = name ? typo_of(name) : NULL;
+
+		if (name == NULL)
+			rc = HL_ENOMEM;
+		else if (near != NULL)
+			rc = hl_strvec_pushf(
+				warnings,
+				"%s %s is no variable of libhvd's or hvdrun's: "
+				"did you mean %s?",
+				where, name, near);
+		free(name);
+	}
+	return rc;
+}
+
+int hl_env_typos(char *const *base, const struct hl_envspec *es,
+		 struct hl_strvec *warnings)
+{
+	int rc = typos_in(es->set.v, es->set.n, "-x or [env]:", warnings);
+
+	return rc == HL_OK ? typos_in(base, (size_t)-1,
+				      "hvdrun's environment:", warnings)
+			   : rc;
+}
+
 void hl_envspec_close(struct hl_envspec *es)
 {
 	hl_strvec_close(&es->set);

@@ -32,6 +32,11 @@ int hl_envspec_init(struct hl_envspec *es, const struct hl_opts *o,
  * option sets it: checked as -x's value is, so that a bad one stops the
  * job before any worker starts (HL_EINVAL, naming it). */
 int hl_envspec_check_inherited(const struct hl_envspec *es, char **cause);
+/* A HOROVOD_ variable given (-x, [env]) or in base (hvdrun's environ)
+ * that neither libhvd, hvdrun nor Horovod reads, but that is a typo away
+ * from one they do (HOROVOD_FUSION_TRESHOLD): a warning naming both. */
+int hl_env_typos(char *const *base, const struct hl_envspec *es,
+		 struct hl_strvec *warnings);
 void hl_envspec_close(struct hl_envspec *es);
 /* Whether the user sets or forwards NAME (-x, [env]). */
 bool hl_envspec_sets(const struct hl_envspec *es, const char *name);

@@ -274,6 +274,19 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	assert_line --index 0 "hvdrun: HOROVOD_RANK is set by hvdrun for each worker and cannot be overridden"
 }
 
+@test "a HOROVOD_ variable a typo away from one libhvd or hvdrun reads: a warning names both, and the job runs; Horovod's own others are quiet" {
+	run env HOROVOD_FUSION_TRESHOLD=1 HOROVOD_CYCLE_TIMES=3 \
+		HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_GPU_ALLREDUCE=NCCL HOROVOD_WITH_PYTORCH=1 \
+		HOROVOD_START_TIMEOUT=30 HOROVOD_SOMETHING_ELSE=1 \
+		"$HVDRUN" -np 1 -x HOROVOD_CAHCE_CAPACITY=4 echo ran
+	assert_success
+	assert_line "hvdrun: warning: hvdrun's environment: HOROVOD_FUSION_TRESHOLD is no variable of libhvd's or hvdrun's: did you mean HOROVOD_FUSION_THRESHOLD?"
+	assert_line "hvdrun: warning: hvdrun's environment: HOROVOD_CYCLE_TIMES is no variable of libhvd's or hvdrun's: did you mean HOROVOD_CYCLE_TIME?"
+	assert_line "hvdrun: warning: -x or [env]: HOROVOD_CAHCE_CAPACITY is no variable of libhvd's or hvdrun's: did you mean HOROVOD_CACHE_CAPACITY?"
+	assert_line "[0]<stdout>:ran"
+	assert_equal "$(grep -c 'warning' <<<"$output")" 3
+}
+
 @test "a command that is not found exits 127; one that cannot run, 126" {
 	run -127 "$HVDRUN" -np 2 no-such-command-xyz
 	assert_failure 127
