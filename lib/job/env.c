@@ -103,7 +103,7 @@ static const char *const horovod_only[] = {
 static const char *const horovod_only_prefix[] = {
 	"HOROVOD_WITH_", "HOROVOD_WITHOUT_", "HOROVOD_BUILD_", "HOROVOD_CUDA_",
 	"HOROVOD_NCCL_", "HOROVOD_ROCM_",    "HOROVOD_CMAKE",  "HOROVOD_SPARK_",
-	"HOROVOD_RAY_",	 "HOROVOD_GLOO_",    "HOROVOD_CCL_",
+	"HOROVOD_RAY_",	 "HOROVOD_CCL_",
 };
 /* What hvdrun itself reads of Horovod's (horovodrun's). */
 static const char *const hvdrun_reads[] = {"HOROVOD_START_TIMEOUT",
@@ -144,8 +144,7 @@ static int typos_in(char *const *v, size_t n, const char *where,
 	size_t i;
 	int rc = HL_OK;
 
-	for (i = 0; rc == HL_OK && (n == (size_t)-1 ? v[i] != NULL : i < n);
-	     i++) {
+	for (i = 0; rc == HL_OK && i < n; i++) {
 		size_t len = strcspn(v[i], "=");
 		char *name = hl_strndup(v[i], len);
 		const char *near = name ? typo_of(name) : NULL;
@@ -167,10 +166,13 @@ int hl_env_typos(char *const *base, const struct hl_envspec *es,
 		 struct hl_strvec *warnings)
 {
 	int rc = typos_in(es->set.v, es->set.n, "-x or [env]:", warnings);
+	size_t n = 0;
 
-	return rc == HL_OK ? typos_in(base, (size_t)-1,
-				      "hvdrun's environment:", warnings)
-			   : rc;
+	while (base[n] != NULL)
+		n++;
+	return rc == HL_OK
+		       ? typos_in(base, n, "hvdrun's environment:", warnings)
+		       : rc;
 }
 
 void hl_envspec_close(struct hl_envspec *es)
