@@ -56,28 +56,22 @@ static int resolve(const struct hl_launch *l, char **path, char **cause)
 	return hl_resolve_command(l->argv[0], search, path, cause);
 }
 
-/* `hvdrun --mpi`: mpirun runs the job; hvdrun becomes mpirun, so that
- * its exit status and signals are the job's. Returns only on failure. */
-/* "hvdrun: mpirun ...", each word as the shell would need it, so that
- * the line can be copied and run. */
-static int print_argv(const struct hl_strvec *argv, char **cause)
+/* words (NULL-terminated) on stderr after what is already there, each as
+ * the shell would need it, so that the line can be copied and run. */
+static void put_words(char *const *words)
 {
-	size_t i;
+	for (; *words != NULL; words++) {
+		char *w = hl_shell_word(*words);
 
-	fflush(stdout); /* after the plan, with --dry-run */
-	fputs("hvdrun:", stderr);
-	for (i = 0; i < argv->n; i++) {
-		char *w = hl_shell_word(argv->v[i]);
-
-		if (w == NULL)
-			return hl_fail(cause, HL_ENOMEM, "out of memory");
-		fprintf(stderr, " %s", w);
+		fprintf(stderr, " %s", w != NULL ? w : *words);
 		free(w);
 	}
 	fputc('\n', stderr);
-	return HL_OK;
 }
 
+/* `hvdrun --mpi`: mpirun runs the job; hvdrun becomes mpirun, so that
+ * its exit status and signals are the job's. Returns only on failure, or
+ * with --dry-run once the line is shown. */
 static int run_mpirun(const struct hl_hostlist *hosts,
 		      const struct hl_plan *plan, const struct hl_envspec *es,
 		      const struct hl_ssh_opts *so, const char *mpi_if,
@@ -89,8 +83,11 @@ static int run_mpirun(const struct hl_hostlist *hosts,
 
 	rc = hl_mpirun_argv(hosts, plan, es, so, mpi_if, o, command, &argv,
 			    cause);
-	if (rc == HL_OK && (o->v[HL_K_VERBOSE].b || cmd_args.dry_run))
-		rc = print_argv(&argv, cause);
+	if (rc == HL_OK && (o->v[HL_K_VERBOSE].b || cmd_args.dry_run)) {
+		fflush(stdout); /* after the plan, with --dry-run */
+		fputs("hvdrun:", stderr);
+		put_words(argv.v);
+	}
 	if (rc != HL_OK || cmd_args.dry_run) {
 		hl_strvec_close(&argv);
 		return rc;
@@ -145,13 +142,9 @@ static void print_choice(const struct hl_plan *plan,
 static void print_verbose(const struct hl_plan *plan,
 			  const struct hl_hostlist *hosts, char **command)
 {
-	char **a;
-
 	fprintf(stderr, "hvdrun: %d workers on %zu hosts:", plan->size,
 		plan->nhosts_used);
-	for (a = command; *a != NULL; a++)
-		fprintf(stderr, " %s", *a);
-	fputc('\n', stderr);
+	put_words(command);
 	print_plan(plan, hosts, stderr);
 }
 

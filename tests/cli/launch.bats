@@ -280,6 +280,10 @@ load helper
 	assert_success
 	assert_line "hvdrun: 2 workers on 1 hosts: true"
 	assert_line "hvdrun: starting rank 1 on localhost"
+	# The command as a shell takes it, as --mpi's mpirun line.
+	run "$HVDRUN" -np 1 --verbose sh -c 'echo "a  b"'
+	assert_success
+	assert_line "hvdrun: 1 workers on 1 hosts: sh -c 'echo \"a  b\"'"
 	assert_line "hvdrun: rank 0 reads standard input"
 	run "$HVDRUN" -np 2 --verbose --stdin none true
 	assert_success

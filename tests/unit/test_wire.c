@@ -424,6 +424,17 @@ static void test_node_requests(void)
 	hl_buf_close(&b);
 }
 
+/* hl_agent_line_parse of text, in a buffer of its own (the parser cuts
+ * the line where it reads it). */
+static int line_parse(const char *text, struct hl_agent_line *m)
+{
+	static char buf[128];
+	size_t n = strlen(text);
+
+	memcpy(buf, text, n + 1);
+	return hl_agent_line_parse(buf, n, m);
+}
+
 /* What hvdrun reads back through srun: labels within the line only (a
  * blank line and a label past the tasks are srun's own words), pieces
  * joined per task, and each kind of line parsed. */
@@ -451,39 +462,28 @@ static void test_srun_lines(void)
 	CHECK(task == 1 && hl_agent_line_parse(out, n, &m) == HL_OK);
 	CHECK(m.kind == 'o' && m.num == 3 && m.len == 4);
 	CHECK(memcmp(m.text, "abc\n", 4) == 0);
-	memcpy(buf, "p 40000 -", 9);
-	CHECK(hl_agent_line_parse(buf, 9, &m) == HL_OK);
+	CHECK(line_parse("p 40000 -", &m) == HL_OK);
 	CHECK(m.num == 40000 && m.text == NULL);
-	memcpy(buf, "h node7", 7);
-	CHECK(hl_agent_line_parse(buf, 7, &m) == HL_OK);
+	CHECK(line_parse("h node7", &m) == HL_OK);
 	CHECK_STR(m.text, "node7");
 	CHECK(m.num == 0 && m.len == 5 && m.status == 1);
-	memcpy(buf, "h node7 4096", 12);
-	CHECK(hl_agent_line_parse(buf, 12, &m) == HL_OK);
+	CHECK(line_parse("h node7 4096", &m) == HL_OK);
 	CHECK_STR(m.text, "node7");
 	CHECK(m.num == 4096 && m.len == 5 && m.status == 1);
 	/* The protocol: said since 2; an older agent's hello is 1. */
-	memcpy(buf, "h node7 4096 2", 14);
-	CHECK(hl_agent_line_parse(buf, 14, &m) == HL_OK);
+	CHECK(line_parse("h node7 4096 2", &m) == HL_OK);
 	CHECK_STR(m.text, "node7");
 	CHECK(m.num == 4096 && m.status == 2);
-	memcpy(buf, "e 1 \\q", 7);
-	CHECK(hl_agent_line_parse(buf, 7, &m) == HL_EPROTO);
-	memcpy(buf, "o x y", 5);
-	CHECK(hl_agent_line_parse(buf, 5, &m) == HL_EPROTO);
+	CHECK(line_parse("e 1 \\q", &m) == HL_EPROTO);
+	CHECK(line_parse("o x y", &m) == HL_EPROTO);
 	/* The answers of a rank's input: taken, and no more. */
-	memcpy(buf, "c 2 4096", 8);
-	CHECK(hl_agent_line_parse(buf, 8, &m) == HL_OK);
+	CHECK(line_parse("c 2 4096", &m) == HL_OK);
 	CHECK(m.kind == 'c' && m.num == 2 && m.len == 4096);
-	memcpy(buf, "c 2 0", 5);
-	CHECK(hl_agent_line_parse(buf, 5, &m) == HL_EPROTO);
-	memcpy(buf, "c 2 9x", 6);
-	CHECK(hl_agent_line_parse(buf, 6, &m) == HL_EPROTO);
-	memcpy(buf, "n 12", 4);
-	CHECK(hl_agent_line_parse(buf, 4, &m) == HL_OK);
+	CHECK(line_parse("c 2 0", &m) == HL_EPROTO);
+	CHECK(line_parse("c 2 9x", &m) == HL_EPROTO);
+	CHECK(line_parse("n 12", &m) == HL_OK);
 	CHECK(m.kind == 'n' && m.num == 12);
-	memcpy(buf, "n 1 2", 5);
-	CHECK(hl_agent_line_parse(buf, 5, &m) == HL_EPROTO);
+	CHECK(line_parse("n 1 2", &m) == HL_EPROTO);
 	hl_buf_close(&parts[0]);
 	hl_buf_close(&parts[1]);
 }
