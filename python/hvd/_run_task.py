@@ -1,7 +1,8 @@
 """A worker of hvd.run (python -m hvd._run_task, started by hvdrun): fetch
 the function from the caller's store (HVD_RUN_ADDRS, HVD_RUN_TOKEN), run
-it, and send back its return value, or its exception with the traceback
-(then exit 1, so that hvdrun ends the job as after any failure)."""
+it, and send back its return value, or its exception with the traceback,
+or why the value cannot be pickled (then exit 1, so that hvdrun ends the
+job as after any failure)."""
 
 import os
 import socket
@@ -46,15 +47,28 @@ def main():
     try:
         value = func(*args, **kwargs)
     except BaseException as e:  # noqa: B902: every failure goes back
-        text = "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc())
-        try:
-            blob = cloudpickle.dumps((text, e))
-        except Exception:
-            blob = cloudpickle.dumps((text, None))
-        _report(b"e", blob)
+        _fail("raised %s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()), e)
         traceback.print_exc()
         sys.exit(1)
-    _report(b"r", cloudpickle.dumps(value))
+    try:
+        blob = cloudpickle.dumps(value)
+    except Exception as e:  # noqa: B902: whatever the pickler raises
+        what = "returned a %s, which cannot be pickled (%s: %s)" % (
+            type(value).__name__, type(e).__name__, e)
+        _fail(what, e)
+        print("hvd.run: rank %d %s" % (_rank(), what), file=sys.stderr)
+        sys.exit(1)
+    _report(b"r", blob)
+
+
+def _fail(text, exc):
+    """Send back what went wrong: text (after "rank N "), and the exception
+    itself where it can be pickled."""
+    try:
+        blob = cloudpickle.dumps((text, exc))
+    except Exception:  # noqa: B902
+        blob = cloudpickle.dumps((text, None))
+    _report(b"e", blob)
 
 
 def _report(kind, blob):

@@ -232,15 +232,21 @@ def _results(store, rc, cloudpickle):
     """The ranks' return values, in rank order; a worker's exception, or a
     job that failed without one, raised."""
     with store.lock:
-        results = {r: cloudpickle.loads(b) for r, b in store.results.items()}
-        errors = dict(store.errors)
+        blobs, errors = dict(store.results), dict(store.errors)
     if errors:
         rank = min(errors)
         try:
             text, exc = cloudpickle.loads(errors[rank])
-        except Exception:  # the exception's class is not here
-            text, exc = "an exception that cannot be unpickled here", None
-        raise RuntimeError("hvd.run: rank %d raised %s" % (rank, text)) from exc
+        except Exception:  # noqa: B902: the exception's class is not here
+            text, exc = "raised an exception that cannot be unpickled here", None
+        raise RuntimeError("hvd.run: rank %d %s" % (rank, text)) from exc
+    results = {}
+    for rank in sorted(blobs):
+        try:
+            results[rank] = cloudpickle.loads(blobs[rank])
+        except Exception as e:  # noqa: B902: its class or module is not here
+            raise RuntimeError("hvd.run: rank %d's return value cannot be unpickled here "
+                               "(%s: %s)" % (rank, type(e).__name__, e)) from e
     if rc != 0:
         raise RuntimeError("hvd.run: hvdrun exited with status %d before every rank returned "
                            "(ranks %s did)" % (rc, sorted(results)))

@@ -55,6 +55,33 @@ def test_a_workers_exception_is_raised_naming_its_rank():
     assert isinstance(e.value.__cause__, KeyError)
 
 
+def a_lock_on_rank_1():
+    import threading
+
+    return threading.Lock() if os.environ["HOROVOD_RANK"] == "1" else "fine"
+
+
+def test_a_return_value_that_cannot_be_pickled_is_named():
+    with pytest.raises(RuntimeError, match=r"rank 1 returned a lock, which cannot be "
+                       r"pickled \(TypeError: cannot pickle '_thread.lock' object\)") as e:
+        hvd.run(a_lock_on_rank_1, num_proc=2)
+    assert isinstance(e.value.__cause__, TypeError)
+
+
+def a_value_of_a_module_only_workers_import(folder):
+    sys.path.insert(0, folder)
+    import only_on_workers
+
+    return only_on_workers.Sample()
+
+
+def test_a_return_value_the_caller_cannot_unpickle_is_named(tmp_path):
+    (tmp_path / "only_on_workers.py").write_text("class Sample:\n    pass\n")
+    with pytest.raises(RuntimeError, match="rank 0's return value cannot be unpickled here "
+                       r"\(ModuleNotFoundError: No module named 'only_on_workers'\)"):
+        hvd.run(a_value_of_a_module_only_workers_import, args=(str(tmp_path),), num_proc=2)
+
+
 def test_a_closure_travels_by_value():
     data = {"weights": [1, 2, 3]}
     assert hvd.run(lambda: sum(data["weights"]), num_proc=2) == [6, 6]
