@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "job/discovery.h"
 #include "job/env.h"
+#include "proto/worker_env.h"
 #include "job/host_source.h"
 #include "config/hosts.h"
 #include "hvdrun.h"
@@ -231,25 +232,32 @@ static int nofile_room(const struct hl_launch *l, char **cause)
 		limit);
 }
 
-/* The files rank 0 writes (--timeline-filename, --autotune-log-file with
- * --autotune), where rank 0 runs on this machine: one it could not create
- * is bad usage, before anything starts, where libhvd would find it only
- * in the job (a remote rank 0 says so from there). */
-static int rank0_files(const struct hl_opts *o, char **cause)
+/* The files rank 0 writes (HOROVOD_TIMELINE, and HOROVOD_AUTOTUNE_LOG
+ * when HOROVOD_AUTOTUNE is on: from their options, -x, [env] or hvdrun's
+ * own environment), where rank 0 runs on this machine: one it could not
+ * create is bad usage, before anything starts, where libhvd would find it
+ * only in the job (a remote rank 0 says so from there). */
+static int rank0_files(const struct hl_opts *o, const struct hl_envspec *es,
+		       char **cause)
 {
 	static const enum hl_key keys[] = {HL_K_TIMELINE_FILENAME,
 					   HL_K_AUTOTUNE_LOG};
+	const char *on = hl_envspec_value(es, hl_keys[HL_K_AUTOTUNE].envvar);
+	double tune = 0;
 	size_t i;
 
+	if (on != NULL && !wenv_parse(WENV_AUTOTUNE, on, &tune))
+		tune = 0;
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		const char *path = o->v[keys[i]].s, *slash;
+		const char *var = hl_keys[keys[i]].envvar;
+		const char *path = hl_envspec_value(es, var), *slash;
 		char name[80];
 		struct stat st;
 		char *dir;
 		int err = 0;
 
 		if (path == NULL || *path == '\0' ||
-		    (keys[i] == HL_K_AUTOTUNE_LOG && !o->v[HL_K_AUTOTUNE].b))
+		    (keys[i] == HL_K_AUTOTUNE_LOG && tune == 0))
 			continue;
 		slash = strrchr(path, '/');
 		dir = slash == NULL
@@ -269,9 +277,12 @@ static int rank0_files(const struct hl_opts *o, char **cause)
 			return hl_fail(
 				cause, HL_EINVAL,
 				"%s '%s': rank 0 cannot write it (%s)",
-				hl_opts_display(keys[i],
-						cmd_args.from_cli[keys[i]],
-						name, sizeof(name)),
+				o->v[keys[i]].set
+					? hl_opts_display(
+						  keys[i],
+						  cmd_args.from_cli[keys[i]],
+						  name, sizeof(name))
+					: var,
 				path, strerror(err));
 	}
 	return HL_OK;
@@ -297,7 +308,7 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host)) {
 		rc = hl_master_local(l->env, plan->ranks[0].host, cause);
 		if (rc == HL_OK)
-			rc = rank0_files(o, cause);
+			rc = rank0_files(o, l->env, cause);
 	}
 	if (rc != HL_OK)
 		return rc;

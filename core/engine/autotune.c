@@ -1,6 +1,7 @@
 /* engine/autotune.c: see autotune.h. */
 #include "engine/autotune.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +75,9 @@ int hvd__autotune_open(struct hvd__autotune *a, const struct hvd__knobs *k,
 	if (rank == 0 && path != NULL && *path != '\0') {
 		a->log = fopen(path, "w");
 		if (a->log == NULL) {
-			hvd__error("HOROVOD_AUTOTUNE_LOG='%s': cannot write it",
-				   path);
+			hvd__error("HOROVOD_AUTOTUNE_LOG='%s': cannot write it "
+				   "(%s)",
+				   path, strerror(errno));
 			return HVD_EINVAL;
 		}
 		fprintf(a->log,

@@ -3,6 +3,7 @@
  * negotiation, fusion copies and ring phases line up in one row. */
 #include "util/timeline.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,8 @@ struct hvd__timeline *hvd__timeline_open(const char *path, int rank)
 		return NULL;
 	tl->f = fopen(path, "w");
 	if (tl->f == NULL) {
-		hvd__error("cannot write the timeline '%s'", path);
+		hvd__error("cannot write the timeline '%s': %s", path,
+			   strerror(errno));
 		free(tl);
 		return NULL;
 	}

@@ -221,6 +221,16 @@ bool hl_envspec_sets(const struct hl_envspec *es, const char *name)
 	return false;
 }
 
+const char *hl_envspec_value(const struct hl_envspec *es, const char *name)
+{
+	size_t i = es->set.n, n = strlen(name);
+
+	while (i-- > 0)
+		if (!strncmp(es->set.v[i], name, n) && es->set.v[i][n] == '=')
+			return es->set.v[i] + n + 1;
+	return getenv(name);
+}
+
 void hl_place_of(struct hl_place *p, const struct hl_plan *plan,
 		 const struct hl_hostlist *hosts, int rank)
 {

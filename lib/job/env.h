@@ -37,6 +37,10 @@ int hl_envspec_check_inherited(const struct hl_envspec *es, char **cause);
  * from one they do (HOROVOD_FUSION_TRESHOLD): a warning naming both. */
 int hl_env_typos(char *const *base, const struct hl_envspec *es,
 		 struct hl_strvec *warnings);
+/* The value of name that the workers of this machine get: the last one
+ * -x, [env] or an option sets, else hvdrun's own (forwarded or inherited),
+ * or NULL. */
+const char *hl_envspec_value(const struct hl_envspec *es, const char *name);
 void hl_envspec_close(struct hl_envspec *es);
 /* Whether the user sets or forwards NAME (-x, [env]). */
 bool hl_envspec_sets(const struct hl_envspec *es, const char *name);

@@ -162,7 +162,7 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	assert_line --index 0 "hvdrun: cannot read hostfile '$BATS_TEST_TMPDIR/nope': No such file or directory"
 }
 
-@test "a timeline or autotune log rank 0 could not write (rank 0 on this machine): one line naming it, exit 2, nothing started" {
+@test "a timeline or autotune log rank 0 could not write (rank 0 on this machine), from an option or Horovod's variables: one line naming it, exit 2, nothing started" {
 	run "$HVDRUN" -np 2 --timeline-filename "$BATS_TEST_TMPDIR/no/tl.json" touch "$BATS_TEST_TMPDIR/started"
 	assert_failure 2
 	assert_line --index 0 "hvdrun: --timeline-filename '$BATS_TEST_TMPDIR/no/tl.json': rank 0 cannot write it (No such file or directory)"
@@ -173,10 +173,23 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/t.ini" -np 1 touch "$BATS_TEST_TMPDIR/started"
 	assert_failure 2
 	assert_line --index 0 "hvdrun: 'filename' in [timeline] '$BATS_TEST_TMPDIR/no/tl.json': rank 0 cannot write it (No such file or directory)"
+	# Horovod's own way, the variables: with -x, or exported.
+	run "$HVDRUN" -np 2 -x HOROVOD_TIMELINE="$BATS_TEST_TMPDIR/no/tl.json" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: HOROVOD_TIMELINE '$BATS_TEST_TMPDIR/no/tl.json': rank 0 cannot write it (No such file or directory)"
+	HOROVOD_AUTOTUNE=1 HOROVOD_AUTOTUNE_LOG=$BATS_TEST_TMPDIR run "$HVDRUN" -np 2 touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: HOROVOD_AUTOTUNE_LOG '$BATS_TEST_TMPDIR': rank 0 cannot write it (Is a directory)"
 	[ ! -e "$BATS_TEST_TMPDIR/started" ]
-	# Without --autotune no log is written, so none is checked; a
+	# The option wins over the variable, as it does for the workers.
+	HOROVOD_TIMELINE=$BATS_TEST_TMPDIR/no/tl.json run "$HVDRUN" -np 1 --timeline-filename "$BATS_TEST_TMPDIR/tl0.json" "$ROOT/build/examples/hello"
+	assert_success
+	[ -s "$BATS_TEST_TMPDIR/tl0.json" ]
+	# Without autotuning no log is written, so none is checked; a
 	# relative timeline is rank 0's working folder's, as hvdrun's.
 	run "$HVDRUN" -np 1 --autotune-log-file "$BATS_TEST_TMPDIR/no/a.csv" true
+	assert_success
+	HOROVOD_AUTOTUNE=0 run "$HVDRUN" -np 1 -x HOROVOD_AUTOTUNE_LOG="$BATS_TEST_TMPDIR/no/a.csv" true
 	assert_success
 	cd "$BATS_TEST_TMPDIR"
 	run "$HVDRUN" -np 2 --timeline-filename tl.json "$ROOT/build/examples/hello"
