@@ -158,19 +158,25 @@ plain_gbps() {
 @test "check --bandwidth: the unshaped links agree with a plain TCP transfer" {
 	# The plain transfers before and after the check, the faster kept: on
 	# two shared cores, a moment's other work only makes a transfer read
-	# slower (10 against hvdrun's 34 Gb/s once).
-	local plain again ours
-	plain=$(plain_gbps)
-	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2 \
-		--bandwidth --bandwidth-time 0.5 --bandwidth-size 100000 --json
-	assert_success
-	again=$(plain_gbps)
-	plain=$(awk -v a="$plain" -v b="$again" 'BEGIN { print (a > b ? a : b) }')
-	ours=$(echo "$output" | jq '.bandwidth.links[] | select(.from == "ns1") | .gbps')
-	echo "plain $plain Gb/s (best of two, both ways at once), hvdrun $ours Gb/s"
-	# Within 3x either way: the rig's hosts share two cores.
-	echo "$output" | jq -e --argjson p "$plain" \
-		'.bandwidth.links[] | select(.from == "ns1") | .gbps > $p / 3 and .gbps < $p * 3'
+	# slower (10 against hvdrun's 34 Gb/s once; hvdrun's 6 against 19
+	# once). So a check that reads outside 3x is measured again, up to 3
+	# times in all: a wrong unit or a lost transfer reads wrong every time.
+	local plain again ours try
+	for try in 1 2 3; do
+		plain=$(plain_gbps)
+		run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2 \
+			--bandwidth --bandwidth-time 0.5 --bandwidth-size 100000 --json
+		assert_success
+		again=$(plain_gbps)
+		plain=$(awk -v a="$plain" -v b="$again" 'BEGIN { print (a > b ? a : b) }')
+		ours=$(echo "$output" | jq '.bandwidth.links[] | select(.from == "ns1") | .gbps')
+		echo "try $try: plain $plain Gb/s (best of two, both ways at once), hvdrun $ours Gb/s"
+		# Within 3x either way: the rig's hosts share two cores.
+		echo "$output" | jq -e --argjson p "$plain" \
+			'.bandwidth.links[] | select(.from == "ns1") | .gbps > $p / 3 and .gbps < $p * 3' &&
+			return 0
+	done
+	false
 }
 
 @test "check --bandwidth: a link that stops answering mid-transfer is reported, within the bound" {
