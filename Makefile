@@ -79,7 +79,8 @@ EX_BIN   := $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 .SECONDARY:
 
 .PHONY: FORCE all deps test unit-test cli-test demo bench bench-gpu fuzz fuzz-seeds install uninstall clean \
-        checkstyle cppcheck format lint lint-checks lint-tidy structure
+        checkstyle cppcheck format lint lint-checks lint-tidy lint-tidy-core-cmd lint-tidy-lib-proto \
+        structure
 
 # hvdrun check --nccl's worker (a libhvd program on the GPU), where libhvd
 # has its GPU engine; hvdrun looks for it in ../libexec/hvdrun/.
@@ -379,11 +380,16 @@ checkstyle:
 # Lint: clang-format's style (checkstyle, .clang-format) on every C file,
 # clang-tidy (the checks of .clang-tidy) on every source of cmd/,
 # lib/, core/ and proto/ with the flags it is built with, one stamp a file
-# (again when the file, a header it includes or .clang-tidy changes),
+# (again when the file, a header it includes or .clang-tidy changes;
+# core/'s and cmd/'s files, and lib/'s and proto/'s, as two checks of
+# about equal time),
 # cppcheck over the four folders, and the layout's rules (structure).
-# `make test` runs the four beside its other suites (tests/lint/run).
+# `make test` runs them beside its other suites (tests/lint/run), the
+# clang-tidy of core/ and cmd/ in a suite of its own: clang-tidy's
+# analyser takes the most time.
 LINT_SRC := $(sort $(CORE_SRC) $(LIB_SRC) $(CMD_SRC))
 LINT_OK  := $(patsubst %.c,$(B)/lint/%.ok,$(LINT_SRC))
+LINT_OK_CORE_CMD := $(filter $(B)/lint/core/% $(B)/lint/cmd/%,$(LINT_OK))
 CPPCHECK := cppcheck --quiet --error-exitcode=1 --inline-suppr \
             --enable=warning,style,performance,portability --std=c11 \
             --suppress=missingIncludeSystem --suppress=variableScope \
@@ -396,7 +402,7 @@ $(B)/lint/%.ok: %.c $(B)/obj/%.o .clang-tidy
 	    rm -f $@.log; [ $$rc -eq 0 ] && touch $@
 
 # The checks, in order (tests/lint/run asks lint-checks for them).
-LINT_CHECKS := checkstyle lint-tidy cppcheck structure
+LINT_CHECKS := checkstyle lint-tidy-lib-proto lint-tidy-core-cmd cppcheck structure
 lint: deps
 	@for c in $(LINT_CHECKS); do $(MAKE) --no-print-directory $$c || exit 1; done
 
@@ -412,7 +418,9 @@ cppcheck:
 structure: $(CORE_OBJ) $(LIB_OBJ) $(CMD_OBJ)
 	tests/structure/check $(sort $^)
 
-lint-tidy: $(LINT_OK)
+lint-tidy: lint-tidy-lib-proto lint-tidy-core-cmd
+lint-tidy-lib-proto: $(filter-out $(LINT_OK_CORE_CMD),$(LINT_OK))
+lint-tidy-core-cmd: $(LINT_OK_CORE_CMD)
 
 format:
 	clang-format -i $(STYLE_SRC)
