@@ -1,5 +1,8 @@
 /* api/timeline.c: starting and stopping the timeline (HOROVOD_TIMELINE's
  * trace) from the program; the background thread writes it. */
+#include <errno.h>
+#include <string.h>
+
 #include "engine/engine.h"
 #include "engine/runtime.h"
 
@@ -18,6 +21,9 @@ HVD_EXPORT int hvd_start_timeline(const char *path, int mark_cycles)
 	rc = hvd__runtime_timeline(path, mark_cycles != 0);
 	if (rc == HVD_ENOMEM)
 		hvd__set_error("out of memory");
+	else if (rc == HVD_ESYS)
+		hvd__set_error("cannot write the timeline to %s: %s", path,
+			       strerror(errno));
 	else if (rc != HVD_OK)
 		hvd__set_error("cannot write the timeline to %s", path);
 	return rc;

@@ -70,6 +70,7 @@ static struct {
 	char *path; /* NULL: stop */
 	bool mark;
 	int rc;
+	int err; /* rc HVD_ESYS: errno */
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
 /* Idle: no wait spins (wait.h); else the knob bounds every spin. */
@@ -124,23 +125,27 @@ static int cycle(struct hvd__engine *e, bool shutdown_local)
 	return rc;
 }
 
-/* Close the timeline, then open path (not NULL) on rank 0. */
+/* Close the timeline, then open path (not NULL) on rank 0. HVD_ESYS:
+ * errno says why it could not. */
 static int timeline_switch(struct hvd__engine *e, char *path, bool mark)
 {
-	int rc = HVD_OK;
+	int rc = HVD_OK, err = 0;
 
 	hvd__timeline_close(e->tl);
 	e->tl = NULL;
 	if (path != NULL && e->comm.rank == 0) {
 		e->tl = hvd__timeline_open(path, 0);
 		e->k.mark_cycles = mark;
-		if (e->tl == NULL)
+		if (e->tl == NULL) {
 			rc = HVD_ESYS;
+			err = errno;
+		}
 	}
 	free(path);
 	for (struct hvd__set *set = e->sets->list; set != NULL; set = set->next)
 		if (set->e != NULL)
 			set->e->tl = e->tl;
+	errno = err;
 	return rc;
 }
 
@@ -148,7 +153,7 @@ static void timeline_apply(struct hvd__engine *e)
 {
 	char *path;
 	bool mark;
-	int rc;
+	int rc, err;
 
 	pthread_mutex_lock(&T.lock);
 	if (!T.pending) {
@@ -160,9 +165,11 @@ static void timeline_apply(struct hvd__engine *e)
 	T.path = NULL;
 	pthread_mutex_unlock(&T.lock);
 	rc = timeline_switch(e, path, mark);
+	err = errno;
 	pthread_mutex_lock(&T.lock);
 	T.pending = false;
 	T.rc = rc;
+	T.err = err;
 	pthread_cond_broadcast(&T.done);
 	pthread_mutex_unlock(&T.lock);
 }
@@ -170,7 +177,7 @@ static void timeline_apply(struct hvd__engine *e)
 int hvd__runtime_timeline(const char *path, bool mark)
 {
 	char *copy = NULL;
-	int rc;
+	int rc, err;
 
 	if (path != NULL && (copy = strdup(path)) == NULL)
 		return HVD_ENOMEM;
@@ -189,7 +196,9 @@ int hvd__runtime_timeline(const char *path, bool mark)
 	while (T.pending)
 		pthread_cond_wait(&T.done, &T.lock);
 	rc = T.rc;
+	err = T.err;
 	pthread_mutex_unlock(&T.lock);
+	errno = err;
 	return rc;
 }
 

@@ -26,7 +26,8 @@ void hvd__runtime_stop(void);
 int hvd__runtime_drive(const hvd_handle *h);
 /* Close the timeline and, if path is not NULL, start one there (rank 0
  * writes it; mark: HOROVOD_TIMELINE_MARK_CYCLES). Returns once the
- * background thread has done it. */
+ * background thread has done it; HVD_ESYS: rank 0 could not create the
+ * file, errno says why. */
 int hvd__runtime_timeline(const char *path, bool mark);
 /* The process sets of the running engine (sets.h: its queries take any
  * thread). */

@@ -80,9 +80,12 @@ struct hvd__timeline *hvd__timeline_open(const char *path, int rank)
 		return NULL;
 	tl->f = fopen(path, "w");
 	if (tl->f == NULL) {
+		int err = errno;
+
 		hvd__error("cannot write the timeline '%s': %s", path,
-			   strerror(errno));
+			   strerror(err));
 		free(tl);
+		errno = err;
 		return NULL;
 	}
 	tl->rank = rank;

@@ -323,3 +323,17 @@ def test_timeline(hvd, tmp_path_factory):
         assert op and op[0]["args"] == {"dtype": "float32", "shape": [10]}
     else:
         assert not os.path.exists(path)
+
+
+def test_a_timeline_rank_0_cannot_create(hvd, tmp_path_factory):
+    """Rank 0 says why (as the C call's error); the job goes on without a
+    timeline, as Horovod's."""
+    path = str(tmp_path_factory.getbasetemp() / "no" / "timeline.json")
+    if hvd.rank() == 0:
+        with pytest.raises(hvd.HorovodInternalError,
+                           match="cannot write the timeline to .*: No such file or directory"):
+            hvd.start_timeline(path)
+    else:
+        hvd.start_timeline(path)
+    hvd.stop_timeline()
+    assert hvd.allreduce(torch.ones(1), name="timeline.none", op=hvd.Sum).item() == hvd.size()
