@@ -234,9 +234,9 @@ static int nofile_room(const struct hl_launch *l, char **cause)
 
 /* The files rank 0 writes (HOROVOD_TIMELINE, and HOROVOD_AUTOTUNE_LOG
  * when HOROVOD_AUTOTUNE is on: from their options, -x, [env] or hvdrun's
- * own environment), where rank 0 runs on this machine: one it could not
- * create is bad usage, before anything starts, where libhvd would find it
- * only in the job (a remote rank 0 says so from there). */
+ * own environment), where rank 0 runs on this machine (under mpirun too):
+ * one it could not create is bad usage, before anything starts, where
+ * libhvd would find it only in the job (a remote rank 0 says so there). */
 static int rank0_files(const struct hl_opts *o, const struct hl_envspec *es,
 		       char **cause)
 {
@@ -427,7 +427,12 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 	if (o->v[HL_K_VERBOSE].b && ic.checked)
 		print_choice(&plan, hosts, &ic);
 	if (o->v[HL_K_MPI].b) {
-		rc = run_mpirun(hosts, &plan, &es, &so, ic.mpi, command, cause);
+		/* mpirun's rank 0 is the plan's, its files as hvdrun's own. */
+		if (hosts->v[plan.ranks[0].host].local)
+			rc = rank0_files(o, &es, cause);
+		if (rc == HL_OK)
+			rc = run_mpirun(hosts, &plan, &es, &so, ic.mpi, command,
+					cause);
 		goto out;
 	}
 	if (o->v[HL_K_VERBOSE].b) {

@@ -207,3 +207,16 @@ setup() {
 	assert_line "hvdrun: --mpi-args: cannot split ''open' into words (unbalanced quotes, or \$(...))"
 	[ -z "$(ls "$PIDDIR")" ]
 }
+
+@test "hvdrun --mpi: a timeline or autotune log rank 0 here cannot create is a usage error, as without --mpi; nothing starts" {
+	run "$HVDRUN" --mpi -np 2 --timeline-filename "$BATS_TEST_TMPDIR/no/tl.json" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --timeline-filename '$BATS_TEST_TMPDIR/no/tl.json': rank 0 cannot write it (No such file or directory)"
+	HOROVOD_AUTOTUNE=1 HOROVOD_AUTOTUNE_LOG=$BATS_TEST_TMPDIR run "$HVDRUN" --mpi -np 2 touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: HOROVOD_AUTOTUNE_LOG '$BATS_TEST_TMPDIR': rank 0 cannot write it (Is a directory)"
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+	run "$HVDRUN" --mpi -np 2 --timeline-filename "$BATS_TEST_TMPDIR/tl.json" "$ROOT/build/examples/hello"
+	assert_success
+	[ -s "$BATS_TEST_TMPDIR/tl.json" ]
+}
