@@ -38,8 +38,12 @@ def _fetch():
 
 
 def _rank():
-    """This worker's rank (an elastic job's: its id)."""
-    return int(os.environ.get("HVD_WORKER_ID", os.environ.get("HOROVOD_RANK", "0")))
+    """This worker's rank (an elastic job's: its id; under mpirun, as
+    use_mpi=True starts it, mpirun's, as Horovod's workers read it)."""
+    for name in ("HVD_WORKER_ID", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        if os.environ.get(name):
+            return int(os.environ[name])
+    return 0
 
 
 def main():

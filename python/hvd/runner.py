@@ -143,7 +143,9 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
                                      "HVD_RUN_TOKEN", executable or sys.executable, "-m",
                                      "hvd._run_task"]
         rc = subprocess.run(cmd, env=env).returncode
-        return _results(store, rc, cloudpickle)
+        # An elastic job's number of workers is its own to change.
+        expect = num_proc if min_num_proc is None and max_num_proc is None else None
+        return _results(store, rc, cloudpickle, expect)
     finally:
         store.close()
 
@@ -228,9 +230,10 @@ class _Store:
         self.server.server_close()
 
 
-def _results(store, rc, cloudpickle):
-    """The ranks' return values, in rank order; a worker's exception, or a
-    job that failed without one, raised."""
+def _results(store, rc, cloudpickle, expect):
+    """The ranks' return values, in rank order; a worker's exception, a
+    job that failed without one, or one whose ranks 0 to expect - 1 did not
+    each return (expect None: whatever came), raised."""
     with store.lock:
         blobs, errors = dict(store.results), dict(store.errors)
     if errors:
@@ -250,4 +253,7 @@ def _results(store, rc, cloudpickle):
     if rc != 0:
         raise RuntimeError("hvd.run: hvdrun exited with status %d before every rank returned "
                            "(ranks %s did)" % (rc, sorted(results)))
+    if expect is not None and sorted(results) != list(range(expect)):
+        raise RuntimeError("hvd.run: the job ended well, but ranks %s returned where ranks "
+                           "0 to %d should have" % (sorted(results), expect - 1))
     return [results[r] for r in sorted(results)]

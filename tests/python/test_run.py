@@ -43,6 +43,12 @@ def test_over_two_hosts_and_horovods_deprecated_names():
     assert out == [(0, 2, 1.0), (1, 2, 1.0)]
 
 
+def test_under_mpirun_every_rank_returns():
+    # mpirun gives its own rank variables, not Horovod's.
+    out = hvd.run(allreduce_rank, args=(0,), num_proc=2, use_mpi=True)
+    assert out == [(0, 2, 1.0), (1, 2, 1.0)]
+
+
 def fail_on_rank_1():
     if os.environ["HOROVOD_RANK"] == "1":
         raise KeyError("no such sample")
