@@ -234,9 +234,9 @@ static int nofile_room(const struct hl_launch *l, char **cause)
 
 /* The files rank 0 writes (HOROVOD_TIMELINE, and HOROVOD_AUTOTUNE_LOG
  * when HOROVOD_AUTOTUNE is on: from their options, -x, [env] or hvdrun's
- * own environment), where rank 0 runs on this machine (under mpirun too):
- * one it could not create is bad usage, before anything starts, where
- * libhvd would find it only in the job (a remote rank 0 says so there). */
+ * own environment), where rank 0 runs on this machine: one it could not
+ * create is bad usage, before anything starts, where libhvd would find it
+ * only in the job (a remote rank 0 says so there). */
 static int rank0_files(const struct hl_opts *o, const struct hl_envspec *es,
 		       char **cause)
 {
@@ -303,13 +303,9 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	rc = nofile_room(l, cause);
 	if (rc == HL_OK)
 		rc = resolve(l, &l->exec_path, cause);
-	/* A remote rank 0's port is found on its host, at connect time, and
-	 * its files are its own to write. */
-	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host)) {
+	/* A remote rank 0's port is found on its host, at connect time. */
+	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host))
 		rc = hl_master_local(l->env, plan->ranks[0].host, cause);
-		if (rc == HL_OK)
-			rc = rank0_files(o, l->env, cause);
-	}
 	if (rc != HL_OK)
 		return rc;
 	/* The workers' rendezvous: libhvd finds its peers through it. */
@@ -418,6 +414,10 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 				command, cause);
 		goto out;
 	}
+	/* Rank 0 here (mpirun's too, the plan's; over SSH with --force-ssh,
+	 * the same files): its files, before any host is probed. */
+	if (rc == HL_OK && hosts->v[plan.ranks[0].host].local)
+		rc = rank0_files(o, &es, cause);
 	if (rc == HL_OK)
 		rc = hl_iface_choose(&ic, o, hosts, &plan, &so, cause);
 	if (rc != HL_OK)
@@ -427,12 +427,7 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 	if (o->v[HL_K_VERBOSE].b && ic.checked)
 		print_choice(&plan, hosts, &ic);
 	if (o->v[HL_K_MPI].b) {
-		/* mpirun's rank 0 is the plan's, its files as hvdrun's own. */
-		if (hosts->v[plan.ranks[0].host].local)
-			rc = rank0_files(o, &es, cause);
-		if (rc == HL_OK)
-			rc = run_mpirun(hosts, &plan, &es, &so, ic.mpi, command,
-					cause);
+		rc = run_mpirun(hosts, &plan, &es, &so, ic.mpi, command, cause);
 		goto out;
 	}
 	if (o->v[HL_K_VERBOSE].b) {

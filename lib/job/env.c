@@ -183,6 +183,12 @@ void hl_envspec_close(struct hl_envspec *es)
 	es->master_addr = NULL;
 }
 
+/* Whether entry ("NAME=VALUE") is name's, name n bytes long. */
+static bool named(const char *entry, const char *name, size_t n)
+{
+	return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
 static int env_put(struct hl_strvec *env, char *entry)
 {
 	const char *eq;
@@ -193,7 +199,7 @@ static int env_put(struct hl_strvec *env, char *entry)
 	eq = strchr(entry, '=');
 	n = eq ? (size_t)(eq - entry) : strlen(entry);
 	for (i = 0; i < env->n; i++) {
-		if (strncmp(env->v[i], entry, n) == 0 && env->v[i][n] == '=') {
+		if (named(env->v[i], entry, n)) {
 			free(env->v[i]);
 			env->v[i] = entry;
 			return HL_OK;
@@ -213,7 +219,7 @@ bool hl_envspec_sets(const struct hl_envspec *es, const char *name)
 	size_t i, n = strlen(name);
 
 	for (i = 0; i < es->set.n; i++)
-		if (!strncmp(es->set.v[i], name, n) && es->set.v[i][n] == '=')
+		if (named(es->set.v[i], name, n))
 			return true;
 	for (i = 0; i < es->forward.n; i++)
 		if (!strcmp(es->forward.v[i], name))
@@ -226,7 +232,7 @@ const char *hl_envspec_value(const struct hl_envspec *es, const char *name)
 	size_t i = es->set.n, n = strlen(name);
 
 	while (i-- > 0)
-		if (!strncmp(es->set.v[i], name, n) && es->set.v[i][n] == '=')
+		if (named(es->set.v[i], name, n))
 			return es->set.v[i] + n + 1;
 	return getenv(name);
 }
