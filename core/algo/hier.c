@@ -193,7 +193,9 @@ int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 	hi->lrank = (int)all[comm->rank].lrank;
 	hi->host = (int)all[comm->rank].host;
 	rc = share(hi, comm, &at, L, H, hi->host, 0);
-	if (rc != HVD_OK)
+	/* Not where an elastic reset ended the world: the next one is
+	 * joined at once. */
+	if (rc != HVD_OK && !hvd__world_over())
 		hvd__error(
 			"rank %d: cannot share memory with the ranks of this host (%s); hvdrun --no-shared-memory (HVD_SHM=0) runs without it",
 			comm->rank, hvd_strerror(rc));

@@ -29,7 +29,6 @@ static struct {
 	uint32_t last_gen; /* the generation this process last belonged to */
 } W = {.link = {.fd = -1}, .stop = {-1, -1}};
 
-static _Atomic bool reset_seen;
 /* The generation the latest hosts notice announced, 0: none this
  * world. */
 static _Atomic uint32_t hosts_gen;
@@ -53,7 +52,7 @@ bool hvd__elastic_wanted(uint32_t *id)
 int hvd__elastic_join(struct hvd__state *st, uint32_t id,
 		      struct hvd__comm *comm)
 {
-	atomic_store(&reset_seen, false);
+	hvd__world_begin();
 	atomic_store(&hosts_gen, 0);
 	return hvd__join_elastic(st, id, W.last_gen, comm, &W.link);
 }
@@ -127,7 +126,7 @@ static void *watch(void *arg)
 	}
 over:
 	/* A reset, or hvdrun is gone: this generation is over. */
-	atomic_store(&reset_seen, true);
+	hvd__world_end();
 	W.abort();
 	return NULL;
 }
@@ -181,11 +180,6 @@ int hvd__elastic_status(int status)
 	     status == HVD_EPROTO))
 		return HVD_ERESET;
 	return status;
-}
-
-bool hvd__elastic_reset_seen(void)
-{
-	return atomic_load(&reset_seen);
 }
 
 HVD_EXPORT int hvd_elastic_hosts_updated(void)

@@ -20,7 +20,9 @@ bool hvd__elastic_wanted(uint32_t *id);
 int hvd__elastic_join(struct hvd__state *st, uint32_t id,
 		      struct hvd__comm *comm);
 /* Watch the connection to hvdrun: on a reset notice, or when hvdrun is
- * gone, call abort_engine once, from the watching thread. */
+ * gone, the world is over (hvd__world_end, util/internal.h) and
+ * abort_engine is called once, from the watching thread. From the join
+ * on: a reset may come while the runtime's start exchanges. */
 int hvd__elastic_watch(void (*abort_engine)(void));
 /* Stop watching and close the connection (hvd_shutdown, a failed
  * hvd_init); the generation is remembered for the next join. */
@@ -30,7 +32,5 @@ void hvd__elastic_leave(void);
  * any other status, and every status of a job that is not elastic, as
  * it is. */
 int hvd__elastic_status(int status);
-/* Whether this generation was ended by hvdrun (a reset notice). */
-bool hvd__elastic_reset_seen(void);
 
 #endif

@@ -259,9 +259,8 @@ static void turn_end(struct hvd__engine *e, int rc, bool shutdown_local)
 			hvd__warn(
 				"generation %d ended (%s): every pending and later operation fails with HVD_ERESET",
 				hvd__g.generation,
-				hvd__elastic_reset_seen()
-					? "hvdrun reset the job"
-					: hvd_strerror(rc));
+				hvd__world_over() ? "hvdrun reset the job"
+						  : hvd_strerror(rc));
 			rc = HVD_ERESET;
 		} else {
 			hvd__error(
@@ -529,14 +528,20 @@ bad:
 	return HVD_EINVAL;
 }
 
+/* Whether E.hier is the start's to write no more: the elastic watcher,
+ * which runs from the join on, may abort its segment. */
+static _Atomic bool hier_out;
+
 /* Called by the elastic watcher (elastic.h), from its own thread: every
  * blocked and later transfer fails at once, and the engine's owner ends
- * the generation. */
+ * the generation. (The start's opening of the host's segment gives up on
+ * hvd__world_over.) */
 static void abort_engine(void)
 {
 	if (E.comm.ops->abort != NULL)
 		E.comm.ops->abort(E.comm.t);
-	hvd__shm_abort(E.hier.shm);
+	if (atomic_load(&hier_out))
+		hvd__shm_abort(E.hier.shm);
 	pthread_mutex_lock(&S.lock);
 	for (struct hvd__set *set = S.list; set != NULL; set = set->next)
 		if (set->e != NULL)
@@ -555,6 +560,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	int rc;
 
 	memset(&E, 0, sizeof(E));
+	atomic_store(&hier_out, false);
 	atomic_store(&owed_ms, 0);
 	E.sets = &S;
 	hvd__env_agree_clear(); /* this process's own settings, to start */
@@ -568,6 +574,10 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	elastic = joined && hvd__elastic_wanted(&id);
 	if (elastic) {
 		rc = hvd__elastic_join(&hvd__g, id, &E.comm);
+		/* A reset may come while the start exchanges below wait on a
+		 * peer that is gone: heard from here on. */
+		if (rc == HVD_OK)
+			rc = hvd__elastic_watch(abort_engine);
 		if (rc != HVD_OK)
 			return rc; /* hvd__runtime_stop releases the comm */
 		rank = hvd__g.rank;
@@ -608,7 +618,12 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	if (mpi == NULL && joined && size > 1 &&
 	    (rc = hvd__hier_start(&E.hier, &E.comm, E.k.shm)) != HVD_OK)
 		return rc; /* hvd__runtime_stop releases the comm */
-	if (mpi == NULL)   /* MPI's transport found it */
+	/* A reset from here on aborts the segment too; one that came before
+	 * this line did not: the generation is over. */
+	atomic_store(&hier_out, true);
+	if (hvd__world_over())
+		return HVD_ECONN;
+	if (mpi == NULL) /* MPI's transport found it */
 		hvd__g.homogeneous = size == 1 || E.hier.even;
 	if (E.comm.ops->tune != NULL)
 		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms());
@@ -645,7 +660,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	rc = pin_background(thread);
 	if (rc != HVD_OK)
 		return rc; /* hvd__runtime_stop ends the thread */
-	return elastic ? hvd__elastic_watch(abort_engine) : HVD_OK;
+	return HVD_OK;
 }
 
 void hvd__runtime_stop(void)

@@ -22,6 +22,27 @@
 
 #define SPINS 64	   /* checks before a wait (wait.h) begins */
 #define SLEEP_NS 20000000L /* one futex sleep: 20 ms, then a liveness check */
+#define STEP_MS 20	   /* the opening's waits: a step, then a check */
+
+/* The opening's waits on the host's other ranks, a step at a time: until
+ * fd is ready (POLLIN), the deadline, or the world's end (an elastic
+ * reset, which no transport abort reaches here: util/internal.h).
+ * HVD_OK, HVD_ETIMEDOUT or HVD_ECONN. */
+static int await(int fd, long long deadline)
+{
+	struct pollfd pf = {fd, POLLIN, 0};
+
+	for (;;) {
+		long long left = deadline - hvd__now_ms();
+
+		if (hvd__world_over())
+			return HVD_ECONN;
+		if (left <= 0)
+			return HVD_ETIMEDOUT;
+		if (poll(&pf, 1, (int)(left < STEP_MS ? left : STEP_MS)) > 0)
+			return HVD_OK;
+	}
+}
 
 /* What local rank 0 sends each peer with the segment's fd. */
 struct offer {
@@ -78,12 +99,11 @@ static int recv_fd(int sock, int *fd, struct offer *o, long long deadline)
 			   .msg_iovlen = 1,
 			   .msg_control = ctl,
 			   .msg_controllen = sizeof(ctl)};
-	struct pollfd pf = {sock, POLLIN, 0};
 	struct cmsghdr *c;
-	long long left = deadline - hvd__now_ms();
+	int rc = await(sock, deadline);
 
-	if (left <= 0 || poll(&pf, 1, (int)left) != 1)
-		return HVD_ETIMEDOUT;
+	if (rc != HVD_OK)
+		return rc;
 	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(*o))
 		return HVD_ECONN;
 	c = CMSG_FIRSTHDR(&m);
@@ -114,14 +134,11 @@ static int create(const char *name, int lsize, size_t len, size_t slot,
 			rc = HVD_ESYS;
 	}
 	while (rc == HVD_OK && given < lsize - 1) {
-		struct pollfd pf = {ls, POLLIN, 0};
-		long long left = deadline - hvd__now_ms();
 		int c;
 
-		if (left <= 0 || poll(&pf, 1, (int)left) != 1) {
-			rc = HVD_ETIMEDOUT;
+		rc = await(ls, deadline);
+		if (rc != HVD_OK)
 			break;
-		}
 		c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
@@ -153,7 +170,7 @@ static int join(const char *name, int lsize, size_t slot, long long deadline,
 	int rc = HVD_ETIMEDOUT;
 
 	*out = -1;
-	while (hvd__now_ms() < deadline) {
+	while (hvd__now_ms() < deadline && !hvd__world_over()) {
 		int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 		if (c < 0)
@@ -172,7 +189,7 @@ static int join(const char *name, int lsize, size_t slot, long long deadline,
 		close(c);
 		poll(NULL, 0, 5); /* local rank 0 is not listening yet */
 	}
-	return rc;
+	return hvd__world_over() ? HVD_ECONN : rc;
 }
 
 static long futex(_Atomic uint32_t *w, int op, uint32_t v,
@@ -221,7 +238,7 @@ static int peer_dead(const struct hvd__shm *s, int p)
 
 /* Wait until peer p has reached round seq: spin while spinning pays
  * (wait.h), then sleep on the peer's line in short steps, checking
- * between them that the peer lives. */
+ * between them that the peer lives and the world goes on. */
 static int wait_peer(struct hvd__shm *s, int p, uint32_t seq,
 		     long long deadline)
 {
@@ -253,7 +270,8 @@ static int wait_peer(struct hvd__shm *s, int p, uint32_t seq,
 			hvd__wait_end(&w);
 			return HVD_OK;
 		}
-		if (atomic_load(&s->head->broken) || peer_dead(s, p))
+		if (atomic_load(&s->head->broken) || peer_dead(s, p) ||
+		    hvd__world_over())
 			return HVD_ECONN;
 		if (hvd__now_ms() >= deadline)
 			return HVD_ETIMEDOUT;

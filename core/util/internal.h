@@ -77,6 +77,16 @@ int hvd__transport_timeout_ms(void);
  * its default where it is not valid (join_mesh has said so). */
 int hvd__start_timeout_ms(void);
 
+/* An elastic world (a generation) is over: hvdrun announced a reset, or
+ * its rendezvous is gone (engine/elastic.c's watcher says so). The waits
+ * of a runtime's start that no transport abort reaches (the opening of a
+ * host's shared-memory segment) give up on it, and their errors are not
+ * logged: the next world is joined at once. Cleared as a world is joined
+ * (util/state.c). */
+void hvd__world_begin(void);
+void hvd__world_end(void);
+bool hvd__world_over(void);
+
 /* Room for a connection to every other rank of a job of size: the soft
  * limit on open files raised as far as the mesh and what follows it need
  * (util/fds.c); HVD_ESYS, logged, where the hard limit has no room. */

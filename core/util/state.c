@@ -1,7 +1,10 @@
 /* util/state.c: the library's one mutable global (internal.h): the job as
- * hvd_init() found it, defined here, below every file that reads it; and
- * whether this process is a fork of one that ran hvd_init(). */
+ * hvd_init() found it, defined here, below every file that reads it;
+ * whether this process is a fork of one that ran hvd_init(); and whether
+ * an elastic world is over. */
 #include "util/internal.h"
+
+#include <stdatomic.h>
 
 /* Before hvd_init() and after hvd_shutdown(). */
 #define FRESH_STATE                                                            \
@@ -28,4 +31,21 @@ int hvd__fork_refuse(void)
 		       "process",
 		       hvd__fork_of);
 	return HVD_ENOTSUP;
+}
+
+static _Atomic bool world_over;
+
+void hvd__world_begin(void)
+{
+	atomic_store(&world_over, false);
+}
+
+void hvd__world_end(void)
+{
+	atomic_store(&world_over, true);
+}
+
+bool hvd__world_over(void)
+{
+	return atomic_load(&world_over);
 }

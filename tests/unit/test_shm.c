@@ -3,7 +3,8 @@
  * larger than a slot (several chunks, both slot sets) and smaller than
  * the rank count; a peer that dies fails the others at once; a rank
  * asleep on its bell wakes when a peer arrives at the next round, or its
- * own work rings it. */
+ * own work rings it; an opening that waits for the host's other ranks
+ * gives up as an elastic world ends (a reset while the runtime starts). */
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -355,6 +356,48 @@ static void test_mismatch(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
 }
 
+/* Another thread of the rank: the elastic watcher, hearing a reset. */
+static void *ender(void *arg)
+{
+	(void)arg;
+	usleep(200000);
+	hvd__world_end();
+	return NULL;
+}
+
+/* The opening of a segment whose other ranks never come, as local rank
+ * lrank of 2, its deadline 20 s away: the world's end stops it at once,
+ * with HVD_ECONN. */
+static void world_ends_opening(int lrank)
+{
+	char name[64];
+	struct hvd__shm *s = NULL;
+	long long t0 = hvd__now_ms();
+	pthread_t t;
+	int rc;
+
+	snprintf(name, sizeof(name), "hvd-test-shm-end-%d-%d", (int)getpid(),
+		 lrank);
+	CHECK(pthread_create(&t, NULL, ender, NULL) == 0);
+	rc = hvd__shm_open(&s, lrank, 2, name, SLOT, 20000);
+	pthread_join(t, NULL);
+	CHECK(rc == HVD_ECONN && s == NULL);
+	CHECK(hvd__now_ms() - t0 < 10000);
+	/* The next world's openings wait as before: to the deadline. */
+	hvd__world_begin();
+	t0 = hvd__now_ms();
+	CHECK(hvd__shm_open(&s, lrank, 2, name, SLOT, 300) == HVD_ETIMEDOUT);
+	CHECK(hvd__now_ms() - t0 >= 300);
+}
+
+/* Local rank 0, waiting for its peer to take the segment; local rank 1,
+ * waiting for rank 0 to hand it out. */
+static void test_world_ends(void)
+{
+	world_ends_opening(0);
+	world_ends_opening(1);
+}
+
 static atomic_bool flag;
 
 static bool never(void)
@@ -476,5 +519,6 @@ int main(void)
 	RUN(test_broken_segment);
 	RUN(test_mismatch);
 	RUN(test_bells);
+	RUN(test_world_ends);
 	return tap_done();
 }
