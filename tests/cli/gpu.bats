@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # libhvd's GPU engine (NCCL): the collectives on GPU buffers where a GPU
 # exists (skipped with the reason where not), several ranks on one GPU,
-# the refusal without one, the hierarchical allreduce, and the build with
-# and without NCCL.
+# the refusal without one, the hierarchical allreduce, the build with
+# and without NCCL, and the GPU training benchmark's timeline summary
+# (tests/bench/gpu_overlap.py) on a handmade timeline.
 bats_require_minimum_version 1.5.0
 load helper
 
@@ -80,6 +81,41 @@ need_gpu() {
 		assert_line --regexp "^\[$r\]<stdout>:rank $r: (no GPU: .+|libhvd was built without CUDA and NCCL.*)$"
 		assert_line "[$r]<stdout>:rank $r: ok"
 	done
+}
+
+@test "tests/bench/gpu_overlap.py on a handmade timeline: a step's allreduce during and after backward, its batches (a fused one counted once), the stream's idle time between them" {
+	local tl=$BATS_TEST_TMPDIR/tl.json k t
+	# 4 steps, 100 ms apart. Gradients a, c and b are computed at 1, 4.5
+	# and 5 ms. a goes alone (NCCL 2 to 4 ms, no copies); b and c are
+	# one fused batch: copied in from 6 ms, reduced 6.5 to 9.5, copied
+	# out to 10. Backward: 4 ms; allreduce: 5 ms, 2 of them (40%) before
+	# the last gradient and 4.5 ms of tail; the stream idle 4 to 6 ms.
+	{
+		echo "["
+		for ((k = 0; k < 4; k++)); do
+			t=$((k * 100000))
+			for tid in 1 2 3; do
+				echo "{\"name\":\"QUEUE\",\"ph\":\"X\",\"pid\":0,\"tid\":$tid,\"ts\":$t,\"dur\":1},"
+			done
+			echo "{\"name\":\"WAIT_FOR_DATA\",\"ph\":\"X\",\"pid\":0,\"tid\":1,\"ts\":$t,\"dur\":1000},"
+			echo "{\"name\":\"WAIT_FOR_DATA\",\"ph\":\"X\",\"pid\":0,\"tid\":2,\"ts\":$t,\"dur\":5000},"
+			echo "{\"name\":\"WAIT_FOR_DATA\",\"ph\":\"X\",\"pid\":0,\"tid\":3,\"ts\":$t,\"dur\":4500},"
+			echo "{\"name\":\"NCCL_ALLREDUCE\",\"ph\":\"X\",\"pid\":0,\"tid\":1,\"ts\":$((t + 2000)),\"dur\":2000},"
+			for tid in 2 3; do
+				echo "{\"name\":\"MEMCPY_IN_FUSION_BUFFER\",\"ph\":\"X\",\"pid\":0,\"tid\":$tid,\"ts\":$((t + 6000)),\"dur\":500},"
+				echo "{\"name\":\"NCCL_ALLREDUCE\",\"ph\":\"X\",\"pid\":0,\"tid\":$tid,\"ts\":$((t + 6500)),\"dur\":3000},"
+				echo "{\"name\":\"MEMCPY_OUT_FUSION_BUFFER\",\"ph\":\"X\",\"pid\":0,\"tid\":$tid,\"ts\":$((t + 9500)),\"dur\":500},"
+			done
+		done
+		echo "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":1,\"args\":{\"name\":\"a\"}}"
+		echo "]"
+	} >"$tl"
+	run /usr/bin/python3 "$ROOT/tests/bench/gpu_overlap.py" "$tl" 0
+	assert_success
+	assert_output "steps 4 | allreduce 5.0 ms | during backward 2.0 ms (40%) | tail after backward 4.5 ms | backward (first to last gradient) 4.0 ms | batches a step 2 | stream idle between batches 2.0 ms"
+	# The first SKIP steps are left out.
+	run /usr/bin/python3 "$ROOT/tests/bench/gpu_overlap.py" "$tl" 3
+	assert_output --regexp "^steps 1 \|"
 }
 
 @test "the build finds CUDA and NCCL under CUDA_HOME and links them" {
