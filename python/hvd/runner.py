@@ -12,12 +12,19 @@ reach it as they reach hvdrun's rendezvous, trying this machine's
 addresses in turn, and prove they belong to the job with a random token
 that travels in their environment, never on a command line. A worker
 that raises makes hvd.run raise a RuntimeError naming its rank, with the
-worker's exception (when it can be unpickled) as its cause. As with
+worker's exception (when it can be unpickled) as its cause. Arguments
+that hvdrun refuses (a bad host list, more ranks than slots) raise a
+ValueError with hvdrun's line, as Horovod's own checks do; a job that
+fails otherwise, a RuntimeError ending with hvdrun's last line (the
+failing rank, or why the job could not start). hvdrun's standard error
+goes on to this process's sys.stderr as it comes. An interrupt of the
+caller alone (a notebook's) has hvdrun end the job before it is raised. As with
 Horovod, a function of the script (__main__) travels by value, one of an
 importable module by reference: that module must be importable on the
 workers too (or registered with cloudpickle.register_pickle_by_value).
 """
 
+import collections
 import fcntl
 import hmac
 import os
@@ -142,12 +149,63 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
         cmd = [_hvdrun()] + flags + ["-x", "PYTHONPATH", "-x", "HVD_RUN_ADDRS", "-x",
                                      "HVD_RUN_TOKEN", executable or sys.executable, "-m",
                                      "hvd._run_task"]
-        rc = subprocess.run(cmd, env=env).returncode
+        said = _Said()
+        proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE)
+        relay = threading.Thread(target=said.relay, args=(proc.stderr,), daemon=True)
+        relay.start()
+        try:
+            rc = proc.wait()
+        except BaseException:
+            # Interrupted here alone (a notebook's interrupt, not the
+            # terminal's Ctrl-C, which hvdrun gets too): hvdrun ends the
+            # job and its workers, as on its own SIGTERM.
+            _stop(proc)
+            raise
+        finally:
+            relay.join(10)
+            proc.stderr.close()
         # An elastic job's number of workers is its own to change.
         expect = num_proc if min_num_proc is None and max_num_proc is None else None
-        return _results(store, rc, cloudpickle, expect)
+        return _results(store, rc, cloudpickle, expect, said)
     finally:
         store.close()
+
+
+def _stop(proc):
+    """hvdrun told to end the job (SIGTERM), then waited for; killed if it
+    does not end within 30 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class _Said:
+    """hvdrun's standard error, passed on to sys.stderr line by line; its
+    own last lines kept (not its warnings, nor the workers' lines, which
+    come prefixed with their rank), and whether it refused its usage."""
+
+    USAGE = "Try 'hvdrun --help' for more information."
+
+    def __init__(self):
+        self.last = collections.deque(maxlen=4)
+        self.usage = False
+
+    def relay(self, pipe):
+        for raw in iter(pipe.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            text = line.rstrip("\n")
+            if text.startswith("hvdrun: ") and not text.startswith("hvdrun: warning:"):
+                self.last.append(text[len("hvdrun: "):])
+            elif text == self.USAGE:
+                self.usage = True
+            try:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass  # the caller's stream is gone: drain on, so hvdrun never blocks
 
 
 def _addresses():
@@ -230,10 +288,11 @@ class _Store:
         self.server.server_close()
 
 
-def _results(store, rc, cloudpickle, expect):
+def _results(store, rc, cloudpickle, expect, said):
     """The ranks' return values, in rank order; a worker's exception, a
-    job that failed without one, or one whose ranks 0 to expect - 1 did not
-    each return (expect None: whatever came), raised."""
+    job that failed without one (said: what hvdrun said of it), or one
+    whose ranks 0 to expect - 1 did not each return (expect None: whatever
+    came), raised."""
     with store.lock:
         blobs, errors = dict(store.results), dict(store.errors)
     if errors:
@@ -250,9 +309,12 @@ def _results(store, rc, cloudpickle, expect):
         except Exception as e:  # noqa: B902: its class or module is not here
             raise RuntimeError("hvd.run: rank %d's return value cannot be unpickled here "
                                "(%s: %s)" % (rank, type(e).__name__, e)) from e
+    if rc != 0 and said.usage and said.last and not results:
+        raise ValueError("hvd.run: %s" % said.last[-1])
     if rc != 0:
         raise RuntimeError("hvd.run: hvdrun exited with status %d before every rank returned "
-                           "(ranks %s did)" % (rc, sorted(results)))
+                           "(ranks %s did)%s" % (rc, sorted(results),
+                                                 ": " + said.last[-1] if said.last else ""))
     if expect is not None and sorted(results) != list(range(expect)):
         raise RuntimeError("hvd.run: the job ended well, but ranks %s returned where ranks "
                            "0 to %d should have" % (sorted(results), expect - 1))

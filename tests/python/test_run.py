@@ -4,7 +4,10 @@ order, and a worker's exception is raised in the caller, naming its
 rank. Run from a plain process (tests/python/run's jobs)."""
 
 import os
+import subprocess
 import sys
+import textwrap
+import time
 import warnings
 
 import cloudpickle
@@ -100,6 +103,80 @@ def test_bad_arguments_as_horovod():
         hvd.run(len, use_gloo=True, use_mpi=True)
 
 
-def test_a_job_that_cannot_start_raises():
-    with pytest.raises(RuntimeError, match="hvdrun exited with status 2"):
+def test_arguments_hvdrun_refuses_raise_a_value_error_with_its_line(capfd):
+    with pytest.raises(ValueError, match=r"^hvd\.run: empty entry in host list 'localhost:1,,'$"):
         hvd.run(len, num_proc=2, hosts="localhost:1,,")
+    with pytest.raises(ValueError, match=r"^hvd\.run: -np 3 is more than the 2 slots of the host "
+                       r"list$"):
+        hvd.run(len, num_proc=3, hosts="localhost:2")
+    with pytest.raises(ValueError, match=r"^hvd\.run: bad value '0' for --num-proc"):
+        hvd.run(len, num_proc=0)
+    # hvdrun's lines still reach the caller's standard error.
+    assert "hvdrun: bad value '0' for --num-proc" in capfd.readouterr().err
+
+
+def exit_3_on_rank_1():
+    if os.environ["HOROVOD_RANK"] == "1":
+        os._exit(3)
+    return "fine"
+
+
+def test_a_job_that_fails_raises_with_hvdruns_last_line():
+    # Rank 0's value may or may not have come before the job stopped.
+    with pytest.raises(RuntimeError, match=r"^hvd\.run: hvdrun exited with status 3 before every "
+                       r"rank returned \(ranks \[0?\] did\): rank 1 on localhost exited with "
+                       r"code 3; stopping the job$"):
+        hvd.run(exit_3_on_rank_1, num_proc=2)
+
+
+def ended(pid):
+    """Whether process pid has ended (gone, or a zombie not yet reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_an_interrupt_of_the_caller_alone_ends_the_job(tmp_path):
+    # A notebook's interrupt: SIGINT to the calling process only, not to
+    # hvdrun (as a terminal's Ctrl-C would be). The workers sleep 60 s.
+    script = tmp_path / "interrupted.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys, threading, time
+        import hvd
+
+        def sleeper(d):
+            with open(os.path.join(d, "w" + os.environ["HOROVOD_RANK"]), "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(60)
+
+        def interrupt(d):
+            for _ in range(600):
+                if all(os.path.exists(os.path.join(d, w)) for w in ("w0", "w1")):
+                    break
+                time.sleep(0.1)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        threading.Thread(target=interrupt, args=(sys.argv[1],), daemon=True).start()
+        try:
+            hvd.run(sleeper, args=(sys.argv[1],), num_proc=2)
+        except KeyboardInterrupt:
+            print("interrupted")
+        """))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(hvd.__file__)))
+    # Its output to files: a pipe would be held open by whatever it left.
+    with open(tmp_path / "out", "w") as o, open(tmp_path / "err", "w") as e:
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, stdout=o,
+                       stderr=e, timeout=120)
+        took = time.monotonic() - t0
+    assert (tmp_path / "out").read_text().strip() == "interrupted", (tmp_path / "err").read_text()
+    # The interrupt ends the job: it does not wait out the workers' 60 s.
+    assert took < 30, "hvd.run returned %.0f s after the interrupt" % took
+    pids = [int((tmp_path / w).read_text()) for w in ("w0", "w1")]
+    for _ in range(100):
+        if all(ended(p) for p in pids):
+            break
+        time.sleep(0.1)
+    assert all(ended(p) for p in pids), "workers left running: %s" % pids
