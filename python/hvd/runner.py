@@ -195,15 +195,22 @@ class _Said:
 
     def relay(self, pipe):
         for raw in iter(pipe.readline, b""):
-            line = raw.decode("utf-8", "replace")
-            text = line.rstrip("\n")
+            text = raw.decode("utf-8", "replace").rstrip("\n")
             if text.startswith("hvdrun: ") and not text.startswith("hvdrun: warning:"):
                 self.last.append(text[len("hvdrun: "):])
             elif text == self.USAGE:
                 self.usage = True
             try:
-                sys.stderr.write(line)
+                # The bytes as they came where the stream takes bytes (a
+                # worker's output need not be UTF-8), else the text.
+                out = getattr(sys.stderr, "buffer", None)
                 sys.stderr.flush()
+                if out is not None:
+                    out.write(raw)
+                    out.flush()
+                else:
+                    sys.stderr.write(raw.decode("utf-8", "replace"))
+                    sys.stderr.flush()
             except (OSError, ValueError):
                 pass  # the caller's stream is gone: drain on, so hvdrun never blocks
 

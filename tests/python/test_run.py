@@ -180,3 +180,14 @@ def test_an_interrupt_of_the_caller_alone_ends_the_job(tmp_path):
             break
         time.sleep(0.1)
     assert all(ended(p) for p in pids), "workers left running: %s" % pids
+
+
+def latin1_on_stderr():
+    os.write(2, b"caf\xe9 from rank " + os.environ["HOROVOD_RANK"].encode() + b"\n")
+    return "fine"
+
+
+def test_the_workers_stderr_reaches_the_caller_byte_for_byte(capfdbinary):
+    assert hvd.run(latin1_on_stderr, num_proc=2) == ["fine", "fine"]
+    err = capfdbinary.readouterr().err
+    assert b"[1]<stderr>:caf\xe9 from rank 1\n" in err
