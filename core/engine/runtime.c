@@ -528,25 +528,17 @@ bad:
 	return HVD_EINVAL;
 }
 
-/* Whether E.hier is the start's to write no more: the elastic watcher,
- * which runs from the join on, may abort its segment. */
-static _Atomic bool hier_out;
-
-/* Called by the elastic watcher (elastic.h), from its own thread: every
- * blocked and later transfer fails at once, and the engine's owner ends
- * the generation. (The start's opening of the host's segment gives up on
- * hvd__world_over.) */
+/* Called by the elastic watcher (elastic.h), from its own thread, from
+ * the join on, once the world is over (hvd__world_over): every blocked
+ * and later transfer fails at once, and the engine's owner ends the
+ * generation. The waits on the hosts' segments (the job's and its sets',
+ * their opening too) give up on the world's end themselves
+ * (transport/shm.c), so that none is reached here while the start may
+ * still be writing it. */
 static void abort_engine(void)
 {
 	if (E.comm.ops->abort != NULL)
 		E.comm.ops->abort(E.comm.t);
-	if (atomic_load(&hier_out))
-		hvd__shm_abort(E.hier.shm);
-	pthread_mutex_lock(&S.lock);
-	for (struct hvd__set *set = S.list; set != NULL; set = set->next)
-		if (set->e != NULL)
-			hvd__shm_abort(set->e->hier.shm);
-	pthread_mutex_unlock(&S.lock);
 }
 
 int hvd__runtime_start(int rank, int size, bool joined,
@@ -560,7 +552,6 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	int rc;
 
 	memset(&E, 0, sizeof(E));
-	atomic_store(&hier_out, false);
 	atomic_store(&owed_ms, 0);
 	E.sets = &S;
 	hvd__env_agree_clear(); /* this process's own settings, to start */
@@ -618,12 +609,7 @@ int hvd__runtime_start(int rank, int size, bool joined,
 	if (mpi == NULL && joined && size > 1 &&
 	    (rc = hvd__hier_start(&E.hier, &E.comm, E.k.shm)) != HVD_OK)
 		return rc; /* hvd__runtime_stop releases the comm */
-	/* A reset from here on aborts the segment too; one that came before
-	 * this line did not: the generation is over. */
-	atomic_store(&hier_out, true);
-	if (hvd__world_over())
-		return HVD_ECONN;
-	if (mpi == NULL) /* MPI's transport found it */
+	if (mpi == NULL)   /* MPI's transport found it */
 		hvd__g.homogeneous = size == 1 || E.hier.even;
 	if (E.comm.ops->tune != NULL)
 		E.comm.ops->tune(E.comm.t, hvd__transport_timeout_ms());

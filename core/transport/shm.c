@@ -238,7 +238,8 @@ static int peer_dead(const struct hvd__shm *s, int p)
 
 /* Wait until peer p has reached round seq: spin while spinning pays
  * (wait.h), then sleep on the peer's line in short steps, checking
- * between them that the peer lives and the world goes on. */
+ * between them that the peer lives and the world goes on (an elastic
+ * reset: util/internal.h). */
 static int wait_peer(struct hvd__shm *s, int p, uint32_t seq,
 		     long long deadline)
 {
@@ -263,7 +264,8 @@ static int wait_peer(struct hvd__shm *s, int p, uint32_t seq,
 	for (;;) {
 		atomic_fetch_add(&l->sleepers, 1);
 		v = atomic_load(&l->arrive);
-		if ((int32_t)(v - seq) < 0 && !atomic_load(&s->head->broken))
+		if ((int32_t)(v - seq) < 0 && !atomic_load(&s->head->broken) &&
+		    !hvd__world_over())
 			futex(&l->arrive, FUTEX_WAIT, v, &ts);
 		atomic_fetch_sub(&l->sleepers, 1);
 		if ((int32_t)(atomic_load(&l->arrive) - seq) >= 0) {
@@ -347,7 +349,7 @@ void hvd__shm_bell_sleep(struct hvd__shm *s, double ms, bool (*woken)(void),
 		;
 	seen = atomic_load(&b->rung);
 	if (!woken() && !hvd__shm_bell_called(s) &&
-	    !atomic_load(&s->head->broken)) {
+	    !atomic_load(&s->head->broken) && !hvd__world_over()) {
 		if (nfds > 0)
 			ppoll(fds, (nfds_t)nfds, &ts, NULL);
 		else

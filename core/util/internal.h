@@ -78,11 +78,11 @@ int hvd__transport_timeout_ms(void);
 int hvd__start_timeout_ms(void);
 
 /* An elastic world (a generation) is over: hvdrun announced a reset, or
- * its rendezvous is gone (engine/elastic.c's watcher says so). The waits
- * of a runtime's start that no transport abort reaches (the opening of a
- * host's shared-memory segment) give up on it, and their errors are not
- * logged: the next world is joined at once. Cleared as a world is joined
- * (util/state.c). */
+ * its rendezvous is gone (engine/elastic.c's watcher says so, and aborts
+ * the transport). The waits on a host's shared-memory segment, which no
+ * transport abort reaches (its opening, a peer's round, the bell), give
+ * up on it; the start's errors for it are not logged: the next world is
+ * joined at once. Cleared as a world is joined (util/state.c). */
 void hvd__world_begin(void);
 void hvd__world_end(void);
 bool hvd__world_over(void);

@@ -285,7 +285,19 @@ static void test_one_to_four_ranks(void)
  * segment broken, as a rank does whose allreduce failed across hosts;
  * ranks 0 and 2 wait in a barrier with a 20 s deadline and must fail with
  * HVD_ECONN within a second. */
-static void peer_fails(bool abort)
+/* Another thread of the rank: the elastic watcher, hearing a reset. */
+static void *ender(void *arg)
+{
+	(void)arg;
+	usleep(200000);
+	hvd__world_end();
+	return NULL;
+}
+
+/* How rank 1 of 3 fails the others' barrier. */
+enum fail { DIES, ABORTS, WORLD_ENDS };
+
+static void peer_fails(enum fail how)
 {
 	char name[64];
 	pid_t pid[3];
@@ -301,13 +313,20 @@ static void peer_fails(bool abort)
 
 			if (rc != HVD_OK)
 				_exit(10);
-			if (r == 1 && abort) {
+			if (r == 1 && how == ABORTS)
 				hvd__shm_abort(s);
-				sleep(2);
+			if (r == 1 && how != DIES) {
+				sleep(2); /* alive, silent */
 				_exit(0);
 			}
 			if (r == 1)
 				raise(SIGKILL);
+			if (how == WORLD_ENDS) {
+				pthread_t t;
+
+				pthread_create(&t, NULL, ender, NULL);
+				pthread_detach(t);
+			}
 			t0 = hvd__now_ms();
 			rc = hvd__shm_barrier(s, 20000);
 			_exit(rc == HVD_ECONN && hvd__now_ms() - t0 < 1000
@@ -317,7 +336,7 @@ static void peer_fails(bool abort)
 	}
 	for (r = 0; r < 3; r++) {
 		CHECK(waitpid(pid[r], &status, 0) == pid[r]);
-		if (r == 1 && !abort)
+		if (r == 1 && how == DIES)
 			CHECK(WIFSIGNALED(status));
 		else
 			CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -326,12 +345,12 @@ static void peer_fails(bool abort)
 
 static void test_dead_peer(void)
 {
-	peer_fails(false);
+	peer_fails(DIES);
 }
 
 static void test_broken_segment(void)
 {
-	peer_fails(true);
+	peer_fails(ABORTS);
 }
 
 /* Ranks that disagree on the slot size do not share a segment. */
@@ -354,15 +373,6 @@ static void test_mismatch(void)
 	/* Rank 0 gave its segment away and then waited for a peer that
 	 * never came: its barrier times out. */
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
-}
-
-/* Another thread of the rank: the elastic watcher, hearing a reset. */
-static void *ender(void *arg)
-{
-	(void)arg;
-	usleep(200000);
-	hvd__world_end();
-	return NULL;
 }
 
 /* The opening of a segment whose other ranks never come, as local rank
@@ -391,11 +401,13 @@ static void world_ends_opening(int lrank)
 }
 
 /* Local rank 0, waiting for its peer to take the segment; local rank 1,
- * waiting for rank 0 to hand it out. */
+ * waiting for rank 0 to hand it out; ranks in a round that a live peer
+ * never comes to (the elastic watcher aborts no segment). */
 static void test_world_ends(void)
 {
 	world_ends_opening(0);
 	world_ends_opening(1);
+	peer_fails(WORLD_ENDS);
 }
 
 static atomic_bool flag;
