@@ -173,6 +173,11 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 		 false, 0, 1, 0.8, NULL,
 		 "the noise the autotuner's Gaussian process allows in its "
 		 "scores (scaled)"},
+	[WENV_BATCH_D2D_MEMCOPIES] = {"HOROVOD_BATCH_D2D_MEMCOPIES", WENV_T_INT,
+				      false, 0, 1, 1, NULL,
+				      "0: the GPU fusion buffer's copies one "
+				      "tensor at a time, not one batched "
+				      "call"},
 };
 
 int wenv_find(const char *name)

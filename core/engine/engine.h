@@ -159,6 +159,8 @@ struct hvd__knobs {
 				emptied at the next cycle, no entries given */
 	bool transport_allreduce; /* HOROVOD_MPI_ALLREDUCE: the transport's own
 				     allreduce where it has one (MPI's) */
+	bool batch_copies;	  /* HOROVOD_BATCH_D2D_MEMCOPIES: the GPU fusion
+			      buffer's copies in one call a batch */
 };
 
 struct hvd__cache_entry {

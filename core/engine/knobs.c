@@ -192,7 +192,7 @@ int hvd__knobs_agree(const struct hvd__comm *c)
 int hvd__knobs_read(struct hvd__knobs *k, int size)
 {
 	long fusion, cache, warn, shut, disable, mark, seg, spin, shm, gather,
-		hier, mpi;
+		hier, mpi, batch;
 	bool given;
 	int rc;
 
@@ -222,6 +222,8 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 		rc = hvd__env_long(WENV_HIERARCHICAL_ALLREDUCE, &hier);
 	if (rc == HVD_OK)
 		rc = hvd__env_long(WENV_MPI_ALLREDUCE, &mpi);
+	if (rc == HVD_OK)
+		rc = hvd__env_long(WENV_BATCH_D2D_MEMCOPIES, &batch);
 	if (rc != HVD_OK)
 		return rc;
 	/* Each ring chunk of a segment about 512 KiB: in cache, yet large
@@ -242,6 +244,7 @@ int hvd__knobs_read(struct hvd__knobs *k, int size)
 	k->hier_allgather = gather != 0;
 	k->hier_allreduce = hier != 0;
 	k->transport_allreduce = mpi != 0;
+	k->batch_copies = batch != 0;
 	k->shm_allreduce = true;
 	k->cache_off = false;
 	return HVD_OK;

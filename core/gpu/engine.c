@@ -20,7 +20,8 @@ int hvd__gpu_engine(struct hvd__engine *e)
 		 e->tune->now.tuning)
 		hier = HVD__HIER_TUNER;
 	rc = hvd__gpu_start(&e->gpu, &e->comm, (size_t)e->k.fusion_threshold,
-			    hier, e->gpu_why, sizeof(e->gpu_why));
+			    hier, e->k.batch_copies, e->gpu_why,
+			    sizeof(e->gpu_why));
 	if (rc != HVD_OK)
 		hvd__error("%s", e->gpu_why);
 	else if (e->tune != NULL)

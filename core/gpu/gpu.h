@@ -93,10 +93,11 @@ enum hvd__gpu_hier {
 /* The background thread. Set up NCCL with every rank of ctrl (a
  * collective call: every rank makes it at the same point); the GPU
  * fusion buffer grows past fusion_limit only for one collective's need
- * (util/grow.c). */
+ * (util/grow.c); batch_copies: its copies of a batch in one
+ * cudaMemcpyBatchAsync where the runtime has it, else one a tensor. */
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
-		   size_t fusion_limit, enum hvd__gpu_hier hier, char *why,
-		   size_t len);
+		   size_t fusion_limit, enum hvd__gpu_hier hier,
+		   bool batch_copies, char *why, size_t len);
 /* Whether g's communicator is split by host: the hierarchical allreduce
  * can run. */
 bool hvd__gpu_split(const struct hvd__gpu *g);

@@ -32,11 +32,12 @@ void hvd__gpu_release(void *ready)
 }
 
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
-		   size_t fusion_limit, enum hvd__gpu_hier hier, char *why,
-		   size_t len)
+		   size_t fusion_limit, enum hvd__gpu_hier hier,
+		   bool batch_copies, char *why, size_t len)
 {
 	(void)ctrl;
 	(void)fusion_limit;
+	(void)batch_copies;
 	(void)hier;
 	*out = NULL;
 	return hvd__gpu_device(why, len);

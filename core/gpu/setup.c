@@ -146,8 +146,8 @@ int hvd__gpu_unsplit(struct hvd__gpu *g, char *why, size_t len)
 }
 
 int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
-		   size_t fusion_limit, enum hvd__gpu_hier hier, char *why,
-		   size_t len)
+		   size_t fusion_limit, enum hvd__gpu_hier hier,
+		   bool batch_copies, char *why, size_t len)
 {
 	struct hvd__gpu *g = calloc(1, sizeof(*g));
 	struct {
@@ -174,7 +174,7 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 		g->ctrl = ctrl;
 		g->checked_us = hvd__now_us();
 		g->fusion_limit = fusion_limit;
-		g->batch_copies = true;
+		g->batch_copies = batch_copies;
 		/* NVIDIA/nccl#1950, fixed in 2.29.7 (version code 22907). */
 		g->one_rank_bug =
 			ncclGetVersion(&v) != ncclSuccess || v < 22907;

@@ -80,7 +80,6 @@ int hl_envspec_check_inherited(const struct hl_envspec *es, char **cause)
  * of its build's and integrations' names: never taken for a typo. */
 static const char *const horovod_only[] = {
 	"HOROVOD_MPI_THREADS_DISABLE",
-	"HOROVOD_BATCH_D2D_MEMCOPIES",
 	"HOROVOD_CCL_CACHE",
 	"HOROVOD_CCL_BGT_AFFINITY",
 	"HOROVOD_GLOO_IFACE",

@@ -49,6 +49,21 @@ assert_all_ok() { # ranks
 	done
 }
 
+@test "stand-in: the fusion buffer's copies: one batched call a batch, one a tensor where the runtime has no batched copies (said once), and one a tensor from the start with HOROVOD_BATCH_D2D_MEMCOPIES=0; a bad value is refused before launch" {
+	STANDIN_NO_BATCH_COPIES=1 run "$HVDRUN" -np 2 -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" gpu
+	assert_all_ok 2
+	assert_line --regexp "cudaMemcpyBatchAsync: operation not supported; copying one at a time$"
+	[ "$(grep -c "cudaMemcpyBatchAsync:" <<<"$output")" -eq 2 ] # once a rank
+	STANDIN_NO_BATCH_COPIES=1 run "$HVDRUN" -np 2 -x HOROVOD_LOG_LEVEL=debug \
+		-x HOROVOD_BATCH_D2D_MEMCOPIES=0 "$SELFTEST" gpu
+	assert_all_ok 2
+	refute_output --partial "cudaMemcpyBatchAsync"
+	HOROVOD_BATCH_D2D_MEMCOPIES=yes run "$HVDRUN" -np 2 "$SELFTEST" gpu
+	assert_failure 2
+	assert_output --partial "HOROVOD_BATCH_D2D_MEMCOPIES in the environment: bad value 'yes'"
+	refute_output --partial "rank 0"
+}
+
 @test "stand-in: 3 ranks share one GPU; the MPI engine" {
 	run "$HVDRUN" -np 3 "$WORKERS/gpu_share.sh" "$SELFTEST" gpu
 	assert_all_ok 3

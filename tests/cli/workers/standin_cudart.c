@@ -17,7 +17,9 @@
  *  - cudaLaunchHostFunc runs a function on the stream's thread (the NCCL
  *    stand-in runs its collectives so, standin_nccl.c);
  *  - devices: STANDIN_GPUS (default 4), or as many as CUDA_VISIBLE_DEVICES
- *    names (empty: none, cudaErrorNoDevice).
+ *    names (empty: none, cudaErrorNoDevice);
+ *  - STANDIN_NO_BATCH_COPIES set: cudaMemcpyBatchAsync is not supported,
+ *    as on a runtime or device without it.
  * Kernels, graphs, unified memory and peer copies are not here: libhvd
  * launches none. */
 #include <cuda_runtime_api.h>
@@ -118,6 +120,8 @@ static const struct {
 	{cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
 	{cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle",
 	 "invalid resource handle"},
+	{cudaErrorNotSupported, "cudaErrorNotSupported",
+	 "operation not supported"},
 	{cudaErrorUnknown, "cudaErrorUnknown",
 	 "an error of the CPU stand-in for CUDA"},
 };
@@ -528,6 +532,9 @@ API cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs,
 	(void)attrs, (void)attrsIdxs;
 	if (count == 0 || numAttrs == 0)
 		return fail(cudaErrorInvalidValue);
+	/* A runtime or device without batched copies. */
+	if (getenv("STANDIN_NO_BATCH_COPIES") != NULL)
+		return fail(cudaErrorNotSupported);
 	for (i = 0; i < count; i++) {
 		cudaError_t e = cudaMemcpyAsync(dsts[i], srcs[i], sizes[i],
 						cudaMemcpyDeviceToDevice, h);
