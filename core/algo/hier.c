@@ -10,6 +10,7 @@
 #include "algo/group.h"
 #include "algo/ring.h"
 #include "util/internal.h"
+#include "util/reduce.h"
 
 /* Bytes of one rank's slot in the shared segment, per slot set. */
 #define SHM_SLOT (256u << 10)
@@ -371,7 +372,7 @@ int hvd__hier_allgatherv(struct hvd__hier *hi, struct hvd__buffers *b, int rank,
 		mine += per[l];
 	for (h = 0, pos = mine; h < host; h++)
 		pos += cl[h];
-	memcpy(big + pos, (char *)out + at[rank], cl[host]);
+	hvd__copy(big + pos, (char *)out + at[rank], cl[host]);
 	/* Across hosts, the ranks of this local rank; then within the host. */
 	rc = H > 1 ? hvd__ring_allgatherv(&hi->cross, big + mine, cl) : HVD_OK;
 	if (rc == HVD_OK)
@@ -381,7 +382,7 @@ int hvd__hier_allgatherv(struct hvd__hier *hi, struct hvd__buffers *b, int rank,
 		for (h = 0; h < H; h++) {
 			int r = hi->host_at[h * L + l];
 
-			memcpy((char *)out + at[r], big + pos, len[r]);
+			hvd__copy((char *)out + at[r], big + pos, len[r]);
 			pos += len[r];
 		}
 out:

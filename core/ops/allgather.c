@@ -81,7 +81,7 @@ int hvd__op_allgather(struct hvd__engine *e, struct hvd__req *r)
 	if (out == NULL)
 		goto out;
 	if (bytes[e->comm.rank])
-		memcpy(out + off, r->sendbuf, bytes[e->comm.rank]);
+		hvd__copy(out + off, r->sendbuf, bytes[e->comm.rank]);
 	rc = allgatherv(e, out, bytes);
 	if (rc == HVD_OK) {
 		*r->gather_out = out;

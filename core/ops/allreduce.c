@@ -167,7 +167,7 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 				dst = direct ? (char *)batch[i]->recvbuf + lo
 					     : e->buf.fusion + (at + lo - pos);
 				if (dst != src)
-					memcpy(dst, src, hi - lo);
+					hvd__copy(dst, src, hi - lo);
 				v[k++] = (struct iovec){dst, hi - lo};
 			}
 			at += b;
@@ -200,9 +200,9 @@ static int cpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 			if (b > 0 && at + b > pos) {
 				lo = pos > at ? pos - at : 0;
 				hi = pos + len - at < b ? pos + len - at : b;
-				memcpy((char *)batch[i]->recvbuf + lo,
-				       e->buf.fusion + (at + lo - pos),
-				       hi - lo);
+				hvd__copy((char *)batch[i]->recvbuf + lo,
+					  e->buf.fusion + (at + lo - pos),
+					  hi - lo);
 			}
 			at += b;
 		}
@@ -277,7 +277,7 @@ static int move(struct hvd__engine *e, struct hvd__req **batch, size_t n,
 					   in ? r->ready : NULL, e->gpu_why,
 					   sizeof(e->gpu_why));
 		else if (dst != src)
-			memcpy(dst, src, counts[i] * es);
+			hvd__copy(dst, src, counts[i] * es);
 	}
 	if (rc == HVD_OK && batch[0]->m.gpu)
 		rc = hvd__gpu_wait_stream(e->gpu, e->gpu_why,

@@ -43,7 +43,8 @@ static int cpu_alltoall(const struct hvd__engine *e, const char *send,
 	int s, rc = HVD_OK;
 
 	if (sb[c->rank] > 0)
-		memcpy(out + roff[c->rank], send + soff[c->rank], sb[c->rank]);
+		hvd__copy(out + roff[c->rank], send + soff[c->rank],
+			  sb[c->rank]);
 	if (e->hier.job)
 		return hvd__shm_alltoallv(e->hier.shm, send, sb, soff, out, rb,
 					  roff, hvd__transport_timeout_ms());

@@ -27,7 +27,7 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 	if (work == NULL)
 		return HVD_ENOMEM;
 	if (count > 0)
-		memcpy(work, r->sendbuf, count * es);
+		hvd__copy(work, r->sendbuf, count * es);
 	hvd__scale(work, count, t, r->m.prescale);
 	hvd__ring_chunk(count, (size_t)r->m.block, e->comm.size, e->comm.rank,
 			&start, &len);
@@ -47,7 +47,7 @@ static int cpu_reducescatter(struct hvd__engine *e, struct hvd__req *r)
 		hvd__divide_scale(mine, len, t,
 				  op == HVD_AVERAGE ? e->comm.size : 1,
 				  r->m.postscale);
-		memcpy(r->recvbuf, mine, len * es);
+		hvd__copy(r->recvbuf, mine, len * es);
 	}
 	if (own)
 		free(work);

@@ -33,11 +33,11 @@ static void pieces_copy(const struct iovec *v, int k, size_t off, size_t len,
 		lo = off + done - at;
 		n = b - lo < len - done ? b - lo : len - done;
 		if (dst != NULL)
-			memcpy((char *)dst + done, (char *)v[j].iov_base + lo,
-			       n);
+			hvd__copy((char *)dst + done,
+				  (char *)v[j].iov_base + lo, n);
 		else if (src != NULL)
-			memcpy((char *)v[j].iov_base + lo,
-			       (const char *)src + done, n);
+			hvd__copy((char *)v[j].iov_base + lo,
+				  (const char *)src + done, n);
 		done += n;
 		at += b;
 	}
@@ -94,7 +94,7 @@ static void reduce_into(struct hvd__shm *s, unsigned set, const struct iovec *v,
 						n / es, t, sum);
 			if (op == HVD_AVERAGE)
 				hvd__divide(d, n / es, t, s->lsize);
-			memcpy(slot_of(s, set, s->lrank) + x - off, d, n);
+			hvd__copy(slot_of(s, set, s->lrank) + x - off, d, n);
 		}
 	}
 }
@@ -146,7 +146,7 @@ void hvd__shm_reduce_slots(const struct hvd__shm *s,
 
 	if (count == 0) /* dst may then be NULL */
 		return;
-	memcpy(dst, slots[0] + off, count * hvd__dtype_size(t));
+	hvd__copy(dst, slots[0] + off, count * hvd__dtype_size(t));
 	for (p = 1; p < s->lsize; p++)
 		hvd__reduce(dst, slots[p] + off, count, t, sum);
 	if (op == HVD_AVERAGE)
@@ -269,10 +269,10 @@ int hvd__shm_broadcast(struct hvd__shm *s, void *buf, size_t len, int root,
 
 		s->set ^= 1;
 		if (s->lrank == root)
-			memcpy(set, (char *)buf + off, n);
+			hvd__copy(set, (char *)buf + off, n);
 		rc = hvd__shm_barrier(s, timeout_ms);
 		if (rc == HVD_OK && s->lrank != root)
-			memcpy((char *)buf + off, set, n);
+			hvd__copy((char *)buf + off, set, n);
 	}
 	return rc;
 }
@@ -295,19 +295,19 @@ int hvd__shm_allgatherv(struct hvd__shm *s, void *out, const size_t *len,
 
 		s->set ^= 1;
 		if (len[s->lrank] > off)
-			memcpy(slot_of(s, set, s->lrank),
-			       (char *)out + mine + off,
-			       len[s->lrank] - off < s->slot
-				       ? len[s->lrank] - off
-				       : s->slot);
+			hvd__copy(slot_of(s, set, s->lrank),
+				  (char *)out + mine + off,
+				  len[s->lrank] - off < s->slot
+					  ? len[s->lrank] - off
+					  : s->slot);
 		rc = hvd__shm_barrier(s, timeout_ms);
 		for (p = 0, at = 0; p < s->lsize && rc == HVD_OK;
 		     at += len[p], p++)
 			if (p != s->lrank && len[p] > off)
-				memcpy((char *)out + at + off,
-				       slot_of(s, set, p),
-				       len[p] - off < s->slot ? len[p] - off
-							      : s->slot);
+				hvd__copy((char *)out + at + off,
+					  slot_of(s, set, p),
+					  len[p] - off < s->slot ? len[p] - off
+								 : s->slot);
 	}
 	return rc;
 }
@@ -346,15 +346,19 @@ int hvd__shm_alltoallv_got(struct hvd__shm *s, const void *send,
 		s->set ^= 1;
 		for (p = 0; p < s->lsize; p++)
 			if (p != me && sb[p] > off)
-				memcpy(slot_of(s, set, me) + (size_t)p * part,
-				       (const char *)send + soff[p] + off,
-				       sb[p] - off < part ? sb[p] - off : part);
+				hvd__copy(slot_of(s, set, me) +
+						  (size_t)p * part,
+					  (const char *)send + soff[p] + off,
+					  sb[p] - off < part ? sb[p] - off
+							     : part);
 		rc = hvd__shm_barrier(s, timeout_ms);
 		for (p = 0; p < s->lsize && rc == HVD_OK; p++)
 			if (p != me && rb[p] > off)
-				memcpy((char *)out + roff[p] + off,
-				       slot_of(s, set, p) + (size_t)me * part,
-				       rb[p] - off < part ? rb[p] - off : part);
+				hvd__copy((char *)out + roff[p] + off,
+					  slot_of(s, set, p) +
+						  (size_t)me * part,
+					  rb[p] - off < part ? rb[p] - off
+							     : part);
 		if (rc == HVD_OK && got != NULL)
 			got(arg, off, part);
 	}

@@ -1,4 +1,5 @@
-/* reduce.h: element-wise reduction kernels for every dtype and op.
+/* reduce.h: element-wise reduction kernels for every dtype and op, and
+ * the data path's copy.
  * float16 and bfloat16 are reduced in float32 and rounded back (to
  * nearest, ties to even). AVERAGE reduces as SUM; the caller divides
  * once at the end with hvd__divide(). ADASUM is no element-wise op:
@@ -18,6 +19,10 @@ bool hvd__op_valid(int op);
 const char *hvd__dtype_name(enum hvd_dtype t);
 /* float16, bfloat16, float32 or float64. */
 bool hvd__dtype_float(enum hvd_dtype t);
+
+/* memcpy of n bytes, at vector speed whatever the two addresses'
+ * alignment (copy.c says why); the data path's copies go through it. */
+void hvd__copy(void *dst, const void *src, size_t n);
 
 /* dst[i] = op(dst[i], src[i]) for i < n. */
 void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,

@@ -4,7 +4,8 @@
  * the rank count; a peer that dies fails the others at once; a rank
  * asleep on its bell wakes when a peer arrives at the next round, or its
  * own work rings it; an opening that waits for the host's other ranks
- * gives up as an elastic world ends (a reset while the runtime starts). */
+ * gives up as an elastic world ends (a reset while the runtime starts).
+ * Also the data path's copy (util/copy.c), at every alignment. */
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "util/internal.h"
+#include "util/reduce.h"
 #include "transport/shm.h"
 #include "tap.h"
 
@@ -524,6 +526,44 @@ static void test_bells(void)
 	bells(true);
 }
 
+/* hvd__copy: the bytes of memcpy, and none beside them, for sizes
+ * around its small copies, its 64-byte blocks and a slot, from and to
+ * every alignment within a cache line that matters (source and
+ * destination alike). */
+static void test_copy_any_alignment(void)
+{
+	static const size_t sizes[] = {0,    1,	    63,		  64,	65,
+				       1023, 1024,  1025,	  4095, 4096,
+				       4097, 65549, BIG_SLOT + 77};
+	static const size_t offs[] = {0, 1, 7, 16, 31, 32, 48, 63};
+	size_t max = BIG_SLOT + 77 + 128, i, a, b, k, bad = 0;
+	unsigned char *src = malloc(max), *dst = malloc(max);
+
+	CHECK(src != NULL && dst != NULL);
+	if (src == NULL || dst == NULL)
+		goto out;
+	for (i = 0; i < max; i++)
+		src[i] = (unsigned char)(i * 131 + 7);
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+		for (a = 0; a < sizeof(offs) / sizeof(offs[0]); a++)
+			for (b = 0; b < sizeof(offs) / sizeof(offs[0]); b++) {
+				size_t n = sizes[k], d = offs[a], so = offs[b];
+
+				memset(dst, 0xa5, max);
+				hvd__copy(dst + d, src + so, n);
+				if (memcmp(dst + d, src + so, n) != 0)
+					bad++;
+				for (i = 0; i < d; i++)
+					bad += dst[i] != 0xa5;
+				for (i = d + n; i < d + n + 64; i++)
+					bad += dst[i] != 0xa5;
+			}
+	CHECK(bad == 0);
+out:
+	free(src);
+	free(dst);
+}
+
 int main(void)
 {
 	RUN(test_one_to_four_ranks);
@@ -532,5 +572,6 @@ int main(void)
 	RUN(test_mismatch);
 	RUN(test_bells);
 	RUN(test_world_ends);
+	RUN(test_copy_any_alignment);
 	return tap_done();
 }
