@@ -212,12 +212,16 @@ $(B)/tests/san/%: $(B)/san/tests/unit/%.o $(call sobj,$(sort $(LIB_SRC) $(CORE_S
 # install, no service starts (policy-rc.d, where the machine has none):
 # the tests start their own munged, slurmctld and slurmd, and a slurmd
 # started without a configuration would look its controller up in DNS.
+# torch's matrix products go through the BLAS that libblas.so.3 names:
+# OpenBLAS (its OpenMP build, which keeps to torch.set_num_threads), not
+# the reference BLAS that python3-torch pulls in alone (the MLP's step
+# took 3.5 times as long on it).
 DEB_PKGS := build-essential pkg-config libinih-dev libyaml-dev libssh-dev libssl-dev libjansson-dev \
             libopenmpi-dev \
             openmpi-bin bats bats-assert bats-support openssh-server \
             iproute2 procps psmisc util-linux clang-format jq faketime \
             python3-torch python3-torchvision python3-numpy python3-pytest \
-            python3-cloudpickle \
+            python3-cloudpickle libopenblas0-openmp \
             slurmctld slurmd slurm-client munge \
             clang libclang-rt-dev clang-tidy cppcheck
 
