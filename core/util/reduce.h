@@ -21,7 +21,7 @@ const char *hvd__dtype_name(enum hvd_dtype t);
 bool hvd__dtype_float(enum hvd_dtype t);
 
 /* memcpy of n bytes, at vector speed whatever the two addresses'
- * alignment (copy.c says why); the data path's copies go through it. */
+ * alignment (reduce.c says why); the data path's copies go through it. */
 void hvd__copy(void *dst, const void *src, size_t n);
 
 /* dst[i] = op(dst[i], src[i]) for i < n. */

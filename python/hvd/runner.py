@@ -24,7 +24,6 @@ importable module by reference: that module must be importable on the
 workers too (or registered with cloudpickle.register_pickle_by_value).
 """
 
-import collections
 import fcntl
 import hmac
 import os
@@ -184,20 +183,20 @@ def _stop(proc):
 
 class _Said:
     """hvdrun's standard error, passed on to sys.stderr line by line; its
-    own last lines kept (not its warnings, nor the workers' lines, which
+    own last line kept (not its warnings, nor the workers' lines, which
     come prefixed with their rank), and whether it refused its usage."""
 
     USAGE = "Try 'hvdrun --help' for more information."
 
     def __init__(self):
-        self.last = collections.deque(maxlen=4)
+        self.last = None
         self.usage = False
 
     def relay(self, pipe):
         for raw in iter(pipe.readline, b""):
             text = raw.decode("utf-8", "replace").rstrip("\n")
             if text.startswith("hvdrun: ") and not text.startswith("hvdrun: warning:"):
-                self.last.append(text[len("hvdrun: "):])
+                self.last = text[len("hvdrun: "):]
             elif text == self.USAGE:
                 self.usage = True
             try:
@@ -317,11 +316,11 @@ def _results(store, rc, cloudpickle, expect, said):
             raise RuntimeError("hvd.run: rank %d's return value cannot be unpickled here "
                                "(%s: %s)" % (rank, type(e).__name__, e)) from e
     if rc != 0 and said.usage and said.last and not results:
-        raise ValueError("hvd.run: %s" % said.last[-1])
+        raise ValueError("hvd.run: %s" % said.last)
     if rc != 0:
         raise RuntimeError("hvd.run: hvdrun exited with status %d before every rank returned "
                            "(ranks %s did)%s" % (rc, sorted(results),
-                                                 ": " + said.last[-1] if said.last else ""))
+                                                 ": " + said.last if said.last else ""))
     if expect is not None and sorted(results) != list(range(expect)):
         raise RuntimeError("hvd.run: the job ended well, but ranks %s returned where ranks "
                            "0 to %d should have" % (sorted(results), expect - 1))

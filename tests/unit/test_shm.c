@@ -5,7 +5,7 @@
  * asleep on its bell wakes when a peer arrives at the next round, or its
  * own work rings it; an opening that waits for the host's other ranks
  * gives up as an elastic world ends (a reset while the runtime starts).
- * Also the data path's copy (util/copy.c), at every alignment. */
+ * Also the data path's copy (hvd__copy, util/reduce.c), at every alignment. */
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
