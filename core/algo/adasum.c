@@ -224,7 +224,7 @@ static int halve(struct halving *h, char *b, char *scratch,
 		   : c->rank + P < c->size ? c->rank + P
 					   : -1;
 
-	h->v = malloc(6 * h->n * sizeof(*h->v));
+	h->v = malloc(6 * (h->n > 0 ? h->n : 1) * sizeof(*h->v));
 	if (h->v == NULL)
 		return HVD_ENOMEM;
 	for (i = 0; i < h->n; i++)
