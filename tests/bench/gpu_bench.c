@@ -1,9 +1,16 @@
 /* gpu_bench.c: libhvd's NCCL path against bare NCCL on the same device
  * buffers, for tests/bench/gpu. Started by hvdrun, one rank a GPU.
  *   gpu_bench probe   exit 77 after "skip: REASON" where there is no GPU
- *   gpu_bench sizes   float32 sum, 4 KiB to 256 MiB: "bytes hvd_s nccl_s"
+ *   gpu_bench sizes   float32 sum, 4 KiB to 256 MiB:
+ *                     "bytes hvd_s nccl_s stream_s launch_s"
  *                     (hvd_allreduce_gpu against ncclAllReduce on a
- *                     communicator of the bench's own)
+ *                     communicator of the bench's own; then the path
+ *                     of hvd.torch's synchronize(): the async call, the
+ *                     bench's stream made to wait for it, hvd_wait_stream,
+ *                     which returns once the batch is launched, launch_s,
+ *                     and that stream synchronized, stream_s, up to
+ *                     STREAM_MAX, else 0; hvd_s less stream_s is the
+ *                     host's wait for a finished batch)
  *   gpu_bench resnet  the 161 ResNet-50 gradient tensors on the GPU:
  *                     "resnet50 hvd_s nccl_total_s nccl_group_s" (libhvd
  *                     fused; one ncclAllReduce of the total, no copies;
@@ -21,8 +28,12 @@
 
 #include "resnet50.h"
 
+/* The stream path is timed up to this size, where libhvd's own time is
+ * a share of the whole that matters (0 above it). */
+#define STREAM_MAX (4u << 20)
+
 static ncclComm_t comm;
-static cudaStream_t stream;
+static cudaStream_t stream, user; /* bare NCCL's; the caller's own */
 
 static double now(void)
 {
@@ -51,10 +62,36 @@ static int bare_nccl(void)
 	if (hvd_broadcast("bench.id", &id, sizeof(id), HVD_UINT8, 0) != 0)
 		return 1;
 	if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) !=
-	    cudaSuccess)
+		    cudaSuccess ||
+	    cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking) !=
+		    cudaSuccess)
 		return 1;
 	return ncclCommInitRank(&comm, hvd_size(), id, hvd_rank()) !=
 	       ncclSuccess;
+}
+
+/* One allreduce the way hvd.torch's synchronize() takes a GPU result:
+ * the bench's stream waits for it on the GPU, the host only for its
+ * launch (*launch), then for that stream (*done). NULL: not timed. */
+static int stream_path(float *buf, size_t count, double *done,
+		       double *launch)
+{
+	hvd_handle *h;
+	double t0;
+
+	hvd_barrier();
+	t0 = now();
+	if (hvd_allreduce_gpu_async("bench", buf, buf, count, HVD_FLOAT32,
+				    HVD_SUM, &h) != 0 ||
+	    hvd_wait_stream(h, user) != 0)
+		return 1;
+	if (launch != NULL)
+		*launch = now() - t0;
+	if (cudaStreamSynchronize(user) != cudaSuccess)
+		return 1;
+	if (done != NULL)
+		*done = now() - t0;
+	return 0;
 }
 
 static int run_sizes(void)
@@ -67,7 +104,7 @@ static int run_sizes(void)
 	cudaMemset(buf, 0, max);
 	cudaDeviceSynchronize();
 	for (bytes = 4096; bytes <= max; bytes *= 4) {
-		double th[21], tn[21];
+		double th[21], tn[21], ts[21], tl[21];
 		int reps = bytes >= (16u << 20) ? 9 : 21, i;
 
 		for (i = -3; i < reps; i++) { /* three to warm up */
@@ -88,12 +125,23 @@ static int run_sizes(void)
 				return 1;
 			if (i >= 0)
 				tn[i] = now() - t0;
+			if (bytes <= STREAM_MAX &&
+			    stream_path(buf, bytes / 4, i >= 0 ? &ts[i] : NULL,
+					i >= 0 ? &tl[i] : NULL) != 0)
+				return 1;
 		}
 		{
 			double h = slowest(th, reps), n = slowest(tn, reps);
+			double st = 0, l = 0;
+
+			if (bytes <= STREAM_MAX) {
+				st = slowest(ts, reps);
+				l = slowest(tl, reps);
+			}
 
 			if (hvd_rank() == 0)
-				printf("%zu %.9f %.9f\n", bytes, h, n);
+				printf("%zu %.9f %.9f %.9f %.9f\n", bytes, h, n,
+				       st, l);
 		}
 	}
 	cudaFree(buf);
