@@ -405,8 +405,12 @@ CPPCHECK := cppcheck --quiet --error-exitcode=1 --inline-suppr \
             --suppress=missingIncludeSystem --suppress=variableScope \
             -D_GNU_SOURCE -Icmd -Ilib -Icore/include -Icore -I.
 
-# Every file again when TIDY_NODES changes.
+# Every file again when TIDY_NODES changes. clang takes a bad value
+# without a word, so it is checked here.
 $(B)/lint/nodes: FORCE
+	@case '$(TIDY_NODES)' in ''|*[!0-9]*|0) echo "make: TIDY_NODES='$(TIDY_NODES)':" \
+	    "not a number of states (clang-tidy's analyser's budget a function; default 75000)" >&2; \
+	    exit 2;; esac
 	@mkdir -p $(dir $@)
 	@echo '$(TIDY_NODES)' | cmp -s - $@ || echo '$(TIDY_NODES)' > $@
 
