@@ -68,7 +68,7 @@ def test_is_homogeneous_is_the_jobs_on_every_rank():
 
 
 @pytest.mark.parametrize("elastic", [False, True], ids=["static", "elastic"])
-def test_a_fork_of_a_rank_neither_hangs_nor_harms_it(elastic):
+def test_a_fork_of_a_rank_neither_hangs_nor_harms_it(elastic, tmp_path):
     """A process forked from a rank (a subprocess, DataLoader workers)
     answers hvd.rank(), refuses collectives with a reason, and exits
     through hvd.torch's atexit shutdown without touching the rank's
@@ -81,6 +81,7 @@ def test_a_fork_of_a_rank_neither_hangs_nor_harms_it(elastic):
     more = ("--min-np", "1", "--max-np", "2", "-H", "localhost:2") if elastic else ()
     who = "worker" if elastic else "rank"
     r = hvdrun("-np", "2", *more, "-x", "PYTHONPATH=" + os.path.join(ROOT, "python"),
+               "-x", "FORKED_MARK=" + str(tmp_path / "forked"),
                PY, os.path.join(WORKERS, "forked.py"), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[0]<stdout>:rank 0: a fork's wait on an allreduce in flight exited 7" in r.stdout, \

@@ -3,8 +3,10 @@ tries a collective, and exits the Python way, so that hvd.torch's atexit
 shutdown runs in it), then a DataLoader whose worker processes are forks
 that seed themselves by hvd.rank(), then a subprocess that inherits the
 rank's environment and calls hvd.init(), then (rank 0) a fork that waits
-on an allreduce of the rank's still in flight. The rank's collectives go
-on."""
+on an allreduce of the rank's still in flight (rank 1 submits its part
+only once rank 0's fork has ended: FORKED_MARK, a file rank 0 then
+writes; a fixed pause lost the race when the host was busy). The rank's
+collectives go on."""
 
 import os
 import subprocess
@@ -40,8 +42,11 @@ sub = subprocess.run([sys.executable, "-c", "import hvd.torch as hvd; hvd.init()
                      capture_output=True, text=True, timeout=60)
 print("rank %d: subprocess exited %d: %s" % (hvd.rank(), sub.returncode,
                                               sub.stderr.strip().splitlines()[-1]))
-if hvd.rank() == 1:
-    time.sleep(1)  # rank 0's allreduce waits for this one meanwhile
+mark = os.environ["FORKED_MARK"]
+if hvd.rank() == 1:  # rank 0's allreduce waits for this one meanwhile
+    deadline = time.monotonic() + 60
+    while not os.path.exists(mark) and time.monotonic() < deadline:
+        time.sleep(0.05)
 flight = hvd.allreduce_async(torch.ones(3), op=hvd.Sum, name="in.flight")
 if hvd.rank() == 0:
     pid = os.fork()
@@ -53,6 +58,7 @@ if hvd.rank() == 0:
             os._exit(7 if "is a fork of rank 0's" in str(e) else 1)
     print("rank 0: a fork's wait on an allreduce in flight exited %d"
           % (os.waitpid(pid, 0)[1] >> 8))
+    open(mark, "w").close()
 print("rank %d: in flight %s" % (hvd.rank(), hvd.synchronize(flight).tolist()))
 after = hvd.allreduce(torch.ones(3), op=hvd.Sum, name="after")
 print("rank %d: after %s, batches %g" % (hvd.rank(), after.tolist(), total))
