@@ -190,6 +190,9 @@ static void flight_timeline(struct hvd__engine *e, const struct hvd__flight *fl,
 	bool fused = t->fused_bytes > 0;
 	size_t i;
 
+	if (!t->timed) /* launched before the timeline started */
+		return;
+
 	for (i = 0; e->tl != NULL && i < fl->n; i++) {
 		const char *name = fl->reqs[i]->name;
 

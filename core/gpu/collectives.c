@@ -130,6 +130,14 @@ static int hierarchical(struct hvd__gpu *g, char *buf, size_t count,
 	return rc;
 }
 
+/* Event i of f recorded on the stream: each of a timed flight's, an
+ * untimed one's EV_DONE alone. */
+static void mark(struct hvd__gpu *g, struct hvd__gpu_flight *f, int i)
+{
+	if (f->timed || i == EV_DONE)
+		cudaEventRecord(f->ev[i], g->stream);
+}
+
 /* The allreduce with NCCL op rop, on a usable g, launched on the stream
  * with f's events around its parts; hier_on: within hosts then across,
  * where g is split (the setting in force); flat: never the hierarchical
@@ -153,16 +161,16 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	f->fused_bytes = 0;
 	if (rc != HVD_OK)
 		return rc;
-	cudaEventRecord(f->ev[EV_START], g->stream);
+	mark(g, f, EV_START);
 	if (total == 0 || (n == 1 && !hier)) {
 		/* One tensor: from its send buffer into its receive buffer. */
-		cudaEventRecord(f->ev[EV_IN], g->stream);
+		mark(g, f, EV_IN);
 		if (total > 0)
 			rc = world_allreduce(g, t[0].send, t[0].recv,
 					     t[0].count, dtype, rop, flat, why,
 					     len);
-		cudaEventRecord(f->ev[EV_REDUCED], g->stream);
-		cudaEventRecord(f->ev[EV_DONE], g->stream);
+		mark(g, f, EV_REDUCED);
+		mark(g, f, EV_DONE);
 		return rc;
 	}
 	padded = total;
@@ -172,31 +180,31 @@ static int allreduce_op(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	rc = hvd__gpu_fusion_reserve(g, padded * es, why, len);
 	if (rc == HVD_OK)
 		rc = hvd__gpu_fuse(g, t, n, es, true, why, len);
-	cudaEventRecord(f->ev[EV_IN], g->stream);
+	mark(g, f, EV_IN);
 	if (rc == HVD_OK && hier)
 		rc = hierarchical(g, g->fusion, padded, dtype, op, why, len);
 	else if (rc == HVD_OK)
 		rc = world_allreduce(g, g->fusion, g->fusion, total, dtype, rop,
 				     flat, why, len);
-	cudaEventRecord(f->ev[EV_REDUCED], g->stream);
+	mark(g, f, EV_REDUCED);
 	if (rc == HVD_OK)
 		rc = hvd__gpu_fuse(g, t, n, es, false, why, len);
-	cudaEventRecord(f->ev[EV_DONE], g->stream);
+	mark(g, f, EV_DONE);
 	f->fused_bytes = total * es;
 	return rc;
 }
 
-/* A flight of g's spares, or a new one. */
-static int flight_get(struct hvd__gpu *g, struct hvd__gpu_flight **out,
-		      char *why, size_t len)
+/* A flight of g's spares, timed or not, or a new one. */
+static int flight_get(struct hvd__gpu *g, bool timed,
+		      struct hvd__gpu_flight **out, char *why, size_t len)
 {
-	struct hvd__gpu_flight *f = g->spare;
+	struct hvd__gpu_flight *f = g->spare[timed];
 	cudaError_t e = cudaSuccess;
 	int made;
 
 	*out = NULL;
 	if (f != NULL) {
-		g->spare = f->next;
+		g->spare[timed] = f->next;
 		f->next = NULL;
 		*out = f;
 		return HVD_OK;
@@ -204,13 +212,15 @@ static int flight_get(struct hvd__gpu *g, struct hvd__gpu_flight **out,
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
 		return HVD_ENOMEM;
-	for (made = 0; made < EV_N; made++)
-		if ((e = cudaEventCreate(&f->ev[made])) != cudaSuccess)
-			break;
+	f->timed = timed;
+	for (made = 0; made < EV_N && e == cudaSuccess; made++)
+		if (timed)
+			e = cudaEventCreate(&f->ev[made]);
+		else if (made == EV_DONE)
+			e = cudaEventCreateWithFlags(&f->ev[made],
+						     cudaEventDisableTiming);
 	if (e != cudaSuccess) {
-		while (made-- > 0)
-			cudaEventDestroy(f->ev[made]);
-		free(f);
+		hvd__gpu_flight_destroy(f);
 		hvd__gpu_cuda_fail(e, "cudaEventCreate", why, len);
 		return HVD_ESYS;
 	}
@@ -222,8 +232,8 @@ void hvd__gpu_flight_free(struct hvd__gpu *g, struct hvd__gpu_flight *f)
 {
 	if (f == NULL)
 		return;
-	f->next = g->spare;
-	g->spare = f;
+	f->next = g->spare[f->timed];
+	g->spare[f->timed] = f;
 }
 
 void hvd__gpu_grace(struct hvd__gpu *g, long long us)
@@ -250,11 +260,15 @@ int hvd__gpu_flight_poll(struct hvd__gpu *g, struct hvd__gpu_flight *f,
 	rc = hvd__gpu_poll_event(g, f->ev[EV_DONE], &g->checked_us, why, len);
 	if (rc != 1)
 		return rc;
+	memset(times, 0, sizeof(*times));
+	times->fused_bytes = f->fused_bytes;
+	if (!f->timed)
+		return 1;
+	times->timed = true;
 	times->copy_in_us = hvd__gpu_elapsed_us(f->ev[EV_START], f->ev[EV_IN]);
 	times->reduce_us = hvd__gpu_elapsed_us(f->ev[EV_IN], f->ev[EV_REDUCED]);
 	times->copy_out_us =
 		hvd__gpu_elapsed_us(f->ev[EV_REDUCED], f->ev[EV_DONE]);
-	times->fused_bytes = f->fused_bytes;
 	return 1;
 }
 
@@ -299,8 +313,8 @@ static int scaled_op(struct hvd__gpu *g, ncclComm_t c, int size,
 
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		       enum hvd_dtype dtype, enum hvd_op op, double scale,
-		       bool hier, struct hvd__gpu_flight **out, char *why,
-		       size_t len)
+		       bool hier, bool timed, struct hvd__gpu_flight **out,
+		       char *why, size_t len)
 {
 	struct hvd__gpu_flight *f = NULL;
 	ncclRedOp_t rop;
@@ -309,7 +323,7 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 
 	*out = NULL;
 	if (rc == HVD_OK)
-		rc = flight_get(g, &f, why, len);
+		rc = flight_get(g, timed, &f, why, len);
 	if (rc == HVD_OK)
 		rc = scaled_op(g, g->world, g->ctrl->size, dtype, op, scale,
 			       &rop, &custom, why, len);

@@ -1,7 +1,8 @@
 /* gpu/fail.c: how the NCCL engine fails and waits: CUDA's and NCCL's
  * errors as messages, communicators aborted (never left hanging) when
- * NCCL reports an error or the control plane sees a peer die, and the
- * wait for the engine's stream (util/wait.h). */
+ * NCCL reports an error or the control plane sees a peer die, the wait
+ * for the engine's stream (util/wait.h), and its events' times and
+ * ends. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -160,15 +161,14 @@ int hvd__gpu_poll_event(struct hvd__gpu *g, cudaEvent_t ev, long long *checked,
 int hvd__gpu_wait_stream(struct hvd__gpu *g, char *why, size_t len)
 {
 	long long checked = hvd__now_us();
-	cudaError_t e = cudaEventRecord(g->ev[EV_DONE], g->stream);
+	cudaError_t e = cudaEventRecord(g->done, g->stream);
 	struct hvd__wait w;
 	int rc;
 
 	if (e != cudaSuccess)
 		return hvd__gpu_cuda_fail(e, "cudaEventRecord", why, len);
 	hvd__wait_begin(&w, HVD__WAIT_GPU);
-	while ((rc = hvd__gpu_poll_event(g, g->ev[EV_DONE], &checked, why,
-					 len)) == 0)
+	while ((rc = hvd__gpu_poll_event(g, g->done, &checked, why, len)) == 0)
 		if (!hvd__wait_spin(&w))
 			pause_us(50);
 	if (rc == 1)
@@ -183,4 +183,14 @@ long long hvd__gpu_elapsed_us(cudaEvent_t a, cudaEvent_t b)
 	return cudaEventElapsedTime(&ms, a, b) == cudaSuccess
 		       ? (long long)(ms * 1000.0f)
 		       : 0;
+}
+
+void hvd__gpu_flight_destroy(struct hvd__gpu_flight *f)
+{
+	int i;
+
+	for (i = 0; i < EV_N; i++)
+		if (f->ev[i] != NULL)
+			cudaEventDestroy(f->ev[i]);
+	free(f);
 }

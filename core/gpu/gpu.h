@@ -49,10 +49,12 @@
 
 struct hvd__gpu;
 
-/* GPU time spent in each part of a collective, in microseconds. */
+/* GPU time spent in each part of a collective, in microseconds (timed:
+ * whether its flight was timed; else all 0). */
 struct hvd__gpu_times {
 	long long copy_in_us, reduce_us, copy_out_us;
 	size_t fused_bytes; /* bytes copied into the fusion buffer */
+	bool timed;
 };
 
 /* One tensor of a GPU allreduce batch. */
@@ -108,11 +110,12 @@ int hvd__gpu_unsplit(struct hvd__gpu *g, char *why, size_t len);
 /* Launch the allreduce of a batch on the stream, without waiting for
  * it: *out is its flight. scale: prescale times postscale (1: none); SUM
  * and AVERAGE only. hier: within hosts, then across, where g is split
- * and the op allows it (else flat). */
+ * and the op allows it (else flat). timed: its parts are timed (for the
+ * timeline); else only its end is marked, by an untimed event. */
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		       enum hvd_dtype dtype, enum hvd_op op, double scale,
-		       bool hier, struct hvd__gpu_flight **out, char *why,
-		       size_t len);
+		       bool hier, bool timed, struct hvd__gpu_flight **out,
+		       char *why, size_t len);
 /* Horovod's GPU Adasum, the part within hosts (the ranks numbered host
  * by host, every host with the same number L of them): the n tensors
  * fused on the GPU, times scale, averaged over the host's ranks by an
@@ -131,8 +134,8 @@ int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
 			  size_t n, enum hvd_dtype dtype, double scale,
 			  hvd__gpu_slice_fn across, void *arg, char *why,
 			  size_t len);
-/* 1 once the flight has run (*times then says how long each part took),
- * 0 while it runs, or an error (NCCL's, or a peer that died: the
+/* 1 once the flight has run (*times then says how long each part took,
+ * if it was timed), 0 while it runs, or an error (NCCL's, or a peer that died: the
  * communicators are aborted). Flights end in the order launched. */
 int hvd__gpu_flight_poll(struct hvd__gpu *g, struct hvd__gpu_flight *f,
 			 struct hvd__gpu_times *times, char *why, size_t len);

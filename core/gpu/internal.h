@@ -12,7 +12,10 @@
 #include "gpu/gpu.h"
 
 /* The CUDA events that time a collective: start, after the copies in,
- * after the reduction, after the copies out (the one waited for). */
+ * after the reduction, after the copies out (the one waited for). A
+ * flight that nobody times (no timeline) has EV_DONE alone, made without
+ * timing (cudaEventDisableTiming): CUDA's cheapest event to record, to
+ * query and for a stream to wait on. */
 enum { EV_START, EV_IN, EV_REDUCED, EV_DONE, EV_N };
 
 struct hvd__gpu {
@@ -31,22 +34,25 @@ struct hvd__gpu {
 	size_t dots_cap;
 	char *scratch; /* hvd__gpu_scratch's */
 	size_t scratch_cap;
-	size_t fusion_limit;  /* HOROVOD_FUSION_THRESHOLD (util/grow.c) */
-	cudaEvent_t ev[EV_N]; /* the other collectives' wait */
-	struct hvd__gpu_flight *spare; /* flights ended, for the next */
-	long long checked_us;	       /* a flight's last look at the peers */
-	bool batch_copies;	       /* cudaMemcpyBatchAsync works here */
-	bool one_rank_bug; /* a scaled op on one rank needs whole blocks */
+	size_t fusion_limit; /* HOROVOD_FUSION_THRESHOLD (util/grow.c) */
+	cudaEvent_t done;    /* the other collectives' wait (untimed) */
+	/* Flights ended, for the next: [0] untimed, [1] timed. */
+	struct hvd__gpu_flight *spare[2];
+	long long checked_us; /* a flight's last look at the peers */
+	bool batch_copies;    /* cudaMemcpyBatchAsync works here */
+	bool one_rank_bug;    /* a scaled op on one rank needs whole blocks */
 	void **dsts;
 	const void **srcs;
 	size_t *sizes, copies_cap;
 };
 
-/* A launched allreduce: its events, from the start to the last copy. */
+/* A launched allreduce: its events, from the start to the last copy
+ * (untimed: EV_DONE alone, the others NULL). */
 struct hvd__gpu_flight {
 	cudaEvent_t ev[EV_N];
+	bool timed;
 	size_t fused_bytes;	      /* 0: reduced in place, no copies */
-	struct hvd__gpu_flight *next; /* in g->spare */
+	struct hvd__gpu_flight *next; /* in g->spare[timed] */
 };
 
 /* ---- fusion.c ---- */
@@ -78,6 +84,9 @@ int hvd__gpu_host_comm(struct hvd__gpu *g, ncclComm_t *c, int *rank, int *size,
 		       char *why, size_t len);
 
 /* ---- fail.c ---- */
+
+/* Free f and the events it has. */
+void hvd__gpu_flight_destroy(struct hvd__gpu_flight *f);
 
 int hvd__gpu_cuda_fail(cudaError_t e, const char *what, char *why, size_t len);
 /* The communicators are non-blocking: a call may return ncclInProgress,

@@ -45,8 +45,8 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 
 int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 		       enum hvd_dtype dtype, enum hvd_op op, double scale,
-		       bool hier, struct hvd__gpu_flight **out, char *why,
-		       size_t len)
+		       bool hier, bool timed, struct hvd__gpu_flight **out,
+		       char *why, size_t len)
 {
 	(void)g;
 	(void)t;
@@ -55,6 +55,7 @@ int hvd__gpu_allreduce(struct hvd__gpu *g, struct hvd__gpu_tensor *t, size_t n,
 	(void)op;
 	(void)scale;
 	(void)hier;
+	(void)timed;
 	*out = NULL;
 	return hvd__gpu_device(why, len);
 }

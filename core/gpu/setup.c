@@ -159,7 +159,7 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 	cudaError_t e = cudaSuccess;
 	ncclResult_t r;
 	long streams;
-	int i, rc;
+	int rc;
 
 	*out = NULL;
 	/* Horovod's knob, set by a user's environment (hvdrun refuses it). */
@@ -186,8 +186,9 @@ int hvd__gpu_start(struct hvd__gpu **out, const struct hvd__comm *ctrl,
 		if (e == cudaSuccess)
 			e = cudaStreamCreateWithFlags(&g->stream,
 						      cudaStreamNonBlocking);
-		for (i = 0; i < EV_N && e == cudaSuccess; i++)
-			e = cudaEventCreate(&g->ev[i]);
+		if (e == cudaSuccess)
+			e = cudaEventCreateWithFlags(&g->done,
+						     cudaEventDisableTiming);
 		if (e != cudaSuccess && g->dev >= 0)
 			hvd__gpu_cuda_fail(e, "CUDA set-up", own, sizeof(own));
 	}
@@ -252,15 +253,13 @@ void hvd__gpu_free(struct hvd__gpu *g, bool broken)
 	cudaFreeHost(g->stage);
 	cudaFree(g->dots);
 	cudaFree(g->scratch);
-	for (i = 0; i < EV_N; i++)
-		if (g->ev[i] != NULL)
-			cudaEventDestroy(g->ev[i]);
-	while ((f = g->spare) != NULL) {
-		g->spare = f->next;
-		for (i = 0; i < EV_N; i++)
-			cudaEventDestroy(f->ev[i]);
-		free(f);
-	}
+	if (g->done != NULL)
+		cudaEventDestroy(g->done);
+	for (i = 0; i < 2; i++)
+		while ((f = g->spare[i]) != NULL) {
+			g->spare[i] = f->next;
+			hvd__gpu_flight_destroy(f);
+		}
 	if (g->stream != NULL)
 		cudaStreamDestroy(g->stream);
 	free(g->dsts);

@@ -493,8 +493,8 @@ static int gpu_scaled_ints(struct hvd__engine *e, struct hvd__req **batch,
 	}
 	if (rc == HVD_OK)
 		rc = hvd__gpu_allreduce(e->gpu, v, n, t, op, 1.0,
-					e->k.hier_allreduce, &f, e->gpu_why,
-					sizeof(e->gpu_why));
+					e->k.hier_allreduce, false, &f,
+					e->gpu_why, sizeof(e->gpu_why));
 	if (rc == HVD_OK) { /* the copies out follow the sum on the stream */
 		for (i = 0; i < n; i++)
 			batch[i]->sendbuf = batch[i]->recvbuf;
@@ -540,10 +540,10 @@ static int gpu_allreduce(struct hvd__engine *e, struct hvd__req **batch,
 	t = gpu_tensors(batch, n);
 	rc = t == NULL ? HVD_ENOMEM : hvd__gpu_engine(e);
 	if (rc == HVD_OK)
-		rc = hvd__gpu_allreduce(e->gpu, t, n,
-					(enum hvd_dtype)batch[0]->m.dtype, op,
-					scale, e->k.hier_allreduce, &f,
-					e->gpu_why, sizeof(e->gpu_why));
+		rc = hvd__gpu_allreduce(
+			e->gpu, t, n, (enum hvd_dtype)batch[0]->m.dtype, op,
+			scale, e->k.hier_allreduce, e->tl != NULL, &f,
+			e->gpu_why, sizeof(e->gpu_why));
 	free(t);
 	if (rc != HVD_OK)
 		return rc;

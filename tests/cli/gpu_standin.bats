@@ -253,6 +253,22 @@ assert_all_ok() { # ranks
 	assert_timeline_nested "$tl"
 }
 
+@test "stand-in: GPU batches mark their end with one untimed event each, CUDA's cheapest; timed events only for the timeline (rank 0's)" {
+	local rec=$BATS_TEST_TMPDIR/records
+	STANDIN_RECORDS=$rec run "$HVDRUN" -np 2 "$SELFTEST" gpusteps 20
+	assert_all_ok 2
+	run cat "$rec"
+	assert_output --regexp "^records: 0 timed, [1-9][0-9]* untimed
+records: 0 timed, [1-9][0-9]* untimed$"
+	rm "$rec"
+	STANDIN_RECORDS=$rec run "$HVDRUN" -np 2 --timeline-filename "$BATS_TEST_TMPDIR/tl.json" \
+		"$SELFTEST" gpusteps 20
+	assert_all_ok 2
+	run sort "$rec"
+	assert_line --index 0 --regexp "^records: 0 timed, [1-9][0-9]* untimed$"
+	assert_line --index 1 --regexp "^records: [1-9][0-9]* timed, [1-9][0-9]* untimed$"
+}
+
 @test "stand-in: re-initialisation with GPU work: 30 times hvd_shutdown() then hvd_init() and a GPU allreduce at np 3, nothing leaked" {
 	local kib=2048 r
 	[ -z "${HVD_SANITIZER_RUN-}" ] || kib=0
