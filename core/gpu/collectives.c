@@ -213,12 +213,11 @@ static int flight_get(struct hvd__gpu *g, bool timed,
 	if (f == NULL)
 		return HVD_ENOMEM;
 	f->timed = timed;
-	for (made = 0; made < EV_N && e == cudaSuccess; made++)
-		if (timed)
-			e = cudaEventCreate(&f->ev[made]);
-		else if (made == EV_DONE)
-			e = cudaEventCreateWithFlags(&f->ev[made],
-						     cudaEventDisableTiming);
+	if (!timed)
+		e = cudaEventCreateWithFlags(&f->ev[EV_DONE],
+					     cudaEventDisableTiming);
+	for (made = 0; timed && made < EV_N && e == cudaSuccess; made++)
+		e = cudaEventCreate(&f->ev[made]);
 	if (e != cudaSuccess) {
 		hvd__gpu_flight_destroy(f);
 		hvd__gpu_cuda_fail(e, "cudaEventCreate", why, len);

@@ -135,8 +135,9 @@ int hvd__gpu_adasum_hosts(struct hvd__gpu *g, struct hvd__gpu_tensor *t,
 			  hvd__gpu_slice_fn across, void *arg, char *why,
 			  size_t len);
 /* 1 once the flight has run (*times then says how long each part took,
- * if it was timed), 0 while it runs, or an error (NCCL's, or a peer that died: the
- * communicators are aborted). Flights end in the order launched. */
+ * if it was timed), 0 while it runs, or an error (NCCL's, or a peer that
+ * died: the communicators are aborted). Flights end in the order
+ * launched. */
 int hvd__gpu_flight_poll(struct hvd__gpu *g, struct hvd__gpu_flight *f,
 			 struct hvd__gpu_times *times, char *why, size_t len);
 /* The next us, a flight's poll does not hold a peer's closed
