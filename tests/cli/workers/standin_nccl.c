@@ -78,6 +78,15 @@ struct ncclComm {
 	char last[256];
 	struct premul premul[PREMUL_MAX];
 	_Atomic unsigned calls[K_N]; /* collectives queued, by kind */
+	/* A reduction's room for every rank's data, kept for the next (a
+	 * fresh one each call costs a page fault a page where malloc maps
+	 * large blocks anew, as AddressSanitizer's does): taken while in use. */
+	struct scratch *_Atomic scratch;
+};
+
+struct scratch {
+	size_t cap;
+	char data[];
 };
 
 static __thread char last_global[256];
@@ -132,6 +141,7 @@ static void comm_unref(struct ncclComm *c)
 	}
 	free(c->fd);
 	free(c->bfd);
+	free(atomic_load(&c->scratch));
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
@@ -469,6 +479,29 @@ static void pair(struct xfer *x, int *k, int fd, const void *out, void *in,
 		x[(*k)++] = (struct xfer){fd, false, in, bytes, 0};
 }
 
+/* Room for len bytes: the communicator's kept one where it is free and
+ * large enough; given back by scratch_put. */
+static struct scratch *scratch_take(struct ncclComm *c, size_t len)
+{
+	struct scratch *s = atomic_exchange(&c->scratch, NULL);
+
+	if (s != NULL && s->cap >= len)
+		return s;
+	free(s);
+	s = malloc(sizeof(*s) + len);
+	if (s != NULL)
+		s->cap = len;
+	return s;
+}
+
+static void scratch_put(struct ncclComm *c, struct scratch *s)
+{
+	struct scratch *none = NULL;
+
+	if (s != NULL && !atomic_compare_exchange_strong(&c->scratch, &none, s))
+		free(s);
+}
+
 /* One collective (not a send or receive); false on a failure. */
 static bool run_coll(struct coll *o)
 {
@@ -479,13 +512,15 @@ static bool run_coll(struct coll *o)
 	/* Every rank's data here, then reduced (reduce: at the root). */
 	bool reduces = o->k == K_ALLREDUCE || o->k == K_REDSCAT ||
 		       (o->k == K_REDUCE && root);
-	char *tmp = reduces ? malloc((size_t)n * bytes + 1) : NULL;
+	struct scratch *room =
+		reduces ? scratch_take(c, (size_t)n * bytes + 1) : NULL;
+	char *tmp = room != NULL ? room->data : NULL;
 	char *all = o->recv;
 	struct xfer *x = calloc(2 * (size_t)n, sizeof(*x));
 
 	if (x == NULL || (reduces && tmp == NULL)) {
 		free(x);
-		free(tmp);
+		scratch_put(c, room);
 		return false;
 	}
 	if (o->k == K_ALLGATHER) /* in place: send may be recv's own part */
@@ -535,7 +570,7 @@ static bool run_coll(struct coll *o)
 		ok = move(c, x, k);
 	if (ok && tmp != NULL)
 		reduce_all(o, tmp, o->recv, bytes);
-	free(tmp);
+	scratch_put(c, room);
 	free(x);
 	return ok;
 }
