@@ -1842,8 +1842,9 @@ static void mode_more(void)
 		check_alltoall(types[ti], 1);
 		check_alltoall(types[ti], 3);
 	}
-	/* Blocks of up to 547 KiB: several rounds through shared memory. */
-	check_alltoall(HVD_FLOAT32, 70001);
+	/* Blocks of up to 2.3 MiB: several rounds through shared memory (a
+	 * round moves a rank's part of a slot, at most 2 MiB). */
+	check_alltoall(HVD_FLOAT32, 300007);
 	check_polled();
 	check_same_bits(3001);
 	check_same_bits(300007);
