@@ -213,7 +213,7 @@ assert_all_ok() { # ranks
 	local log=$BATS_TEST_TMPDIR/autotune.csv want n rows
 	# Three jobs of 4 ranks take a minute under the sanitizers, whose
 	# run has the split, the trial and the end in the test before.
-	[ -z "${HVD_SANITIZER_RUN-}" ] || skip "the plain run has it (the sanitized run tries the split in the test before)"
+	plain_run_only "the sanitized run tries the split in the test before"
 	for want in 1 0 one; do
 		local args=(-H localhost:2,127.0.0.1:2 --hierarchical-allreduce)
 		n=4 rows=6 # the header, 3 settings, the response cache, the

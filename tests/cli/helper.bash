@@ -13,10 +13,12 @@ WORKERS=$ROOT/tests/cli/workers
 # np 3 under mpirun: 28 s polling, 1.7 s yielding).
 export OMPI_MCA_mpi_yield_when_idle=1
 
-# A test that neither runs $HVDRUN nor the self-test (a build, an
-# install) would repeat itself to the byte in make test's sanitizer run.
+# A test that make test's sanitizer run skips, saying why (the default:
+# it runs neither $HVDRUN nor the self-test, a build or an install, and
+# would repeat itself to the byte; else one that another sanitized test
+# covers, named in the reason).
 plain_run_only() {
-	[ -z "${HVD_SANITIZER_RUN-}" ] || skip "it uses no sanitized binary: the plain run has it"
+	[ -z "${HVD_SANITIZER_RUN-}" ] || skip "the plain run has it: ${1:-it uses no sanitized binary}"
 }
 
 # Tests run as if outside any Slurm allocation (hvdrun reads SLURM_*);

@@ -283,7 +283,7 @@ torch_elastic_ns() {
 # elastic tests above (a worker killed, a link down), so the sanitized run
 # trains through one of the three, the Python exception.
 torch_plain_run_only() {
-	[ -z "${HVD_SANITIZER_RUN-}" ] || skip "the plain run has it: the sanitized hvdrun loses a host this way in the elastic tests above"
+	plain_run_only "the sanitized hvdrun loses a host this way in the elastic tests above"
 }
 
 @test "elastic PyTorch: ns2's worker SIGKILLed mid-epoch and dropped by the discovery script: training goes on at 2 from the last commit; listed again, the job grows back to 4" {

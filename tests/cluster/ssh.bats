@@ -349,7 +349,7 @@ wait_gone() {
 	/usr/bin/python3 -c 'import torch, pytest' 2>/dev/null || skip "/usr/bin/python3 lacks torch or pytest (make deps)"
 	# Only hvdrun and its agents are sanitized, not the Python workers'
 	# libhvd; they start them over SSH as the C workers of the test before.
-	[ -z "${HVD_SANITIZER_RUN-}" ] || skip "the plain run has it: the sanitized hvdrun starts workers across hosts in the test before"
+	plain_run_only "the sanitized hvdrun starts workers across hosts in the test before"
 	run "$HVDRUN" "${SSH[@]}" -H node1:1,node2:2 /usr/bin/python3 \
 		"$ROOT/examples/torch_iris.py" "$ROOT/examples/data/iris.csv" --epochs 50
 	assert_success
