@@ -24,9 +24,10 @@
 #define SHM_SLOT_MIN (256u << 10)
 #define SHM_SLOT_MAX (4u << 20)
 
+/* lsize: 2 or more (a host of one rank has no segment). */
 static size_t shm_slot(int lsize)
 {
-	size_t slot = SHM_SET_BYTES / (size_t)(lsize > 0 ? lsize : 1);
+	size_t slot = SHM_SET_BYTES / (size_t)lsize;
 
 	if (slot < SHM_SLOT_MIN)
 		return SHM_SLOT_MIN;
