@@ -12,7 +12,7 @@ bats_require_minimum_version 1.5.0
 load helper
 
 SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
-ELASTIC=$ROOT/build/examples/elastic
+ELASTIC=${HVD_ELASTIC_BIN:-$ROOT/build/examples/elastic}
 KILL=$WORKERS/elastic_kill.sh
 
 # The weights of STEPS steps of examples/elastic.c, from a job of one.

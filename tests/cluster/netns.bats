@@ -111,7 +111,7 @@ setup() {
 
 # Elastic jobs across namespace hosts (examples/elastic.c: its weights
 # after N steps are those of a job of one, whatever the resets).
-ELASTIC=$ROOT/build/examples/elastic
+ELASTIC=${HVD_ELASTIC_BIN:-$ROOT/build/examples/elastic}
 KILL=$WORKERS/elastic_kill.sh
 
 elastic_weights() {

@@ -164,6 +164,9 @@ sigkill_job() {
 	assert_output --partial ns3
 }
 
+# The elastic example (the sanitized run's own build, where it sets one).
+ELASTIC=${HVD_ELASTIC_BIN:-$ROOT/build/examples/elastic}
+
 # The worker's view of its job: every variable but the ones that differ
 # from run to run (ports, the rendezvous address, the job's secret),
 # Slurm's own, and those of the SSH session beneath hvdrun's for a worker
@@ -336,12 +339,12 @@ ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=|SSH_|USER=|LOGNAME=|MA
 
 @test "--launcher srun, elastic: a node's worker killed: its node leaves and the others go on; after its cool-down a step of its own starts its workers again and the job grows back; then the other node, the same" {
 	local want w
-	want=$("$ROOT/build/examples/elastic" 1200 5 0 | sed -n 's/.*weights \(.*\)/\1/p')
+	want=$("$ELASTIC" 1200 5 0 | sed -n 's/.*weights \(.*\)/\1/p')
 	# Worker 3 dies at 1 s, worker 1 (the other node) at 4 s: the
 	# second return's step comes once the first step has ended.
 	ELASTIC_KILL="3:1 1:4" run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --launcher srun \
 		-x PIDDIR -x ELASTIC_KILL --min-np 2 --blacklist-cooldown-range 1 1 \
-		"$WORKERS/elastic_kill.sh" "$ROOT/build/examples/elastic" 1200 5 10
+		"$WORKERS/elastic_kill.sh" "$ELASTIC" 1200 5 10
 	assert_success
 	assert_line --regexp "^hvdrun: worker 3 on ns[1-3] was killed by signal 9 \(Killed\); its host leaves the job and 2 workers go on \(generation 2\); the host may return in 1 s$"
 	assert_line --regexp "^hvdrun: worker 1 on ns[1-3] was killed by signal 9 \(Killed\); its host leaves the job and 2 workers go on \(generation 4\); the host may return in 1 s$"

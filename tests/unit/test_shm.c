@@ -4,7 +4,8 @@
  * the rank count; a peer that dies fails the others at once; a rank
  * asleep on its bell wakes when a peer arrives at the next round, or its
  * own work rings it; an opening that waits for the host's other ranks
- * gives up as an elastic world ends (a reset while the runtime starts).
+ * gives up as an elastic world ends (a reset while the runtime starts),
+ * and so does the start of a host's ranks (algo/hier.h) around it.
  * Also the data path's copy (hvd__copy, util/reduce.c), at every alignment. */
 #include <poll.h>
 #include <pthread.h>
@@ -18,9 +19,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "algo/hier.h"
+#include "proto/rendezvous.h"
+#include "proto/worker_env.h"
 #include "util/internal.h"
 #include "util/reduce.h"
 #include "transport/shm.h"
+#include "transport/tcp.h"
 #include "tap.h"
 
 #define SLOT 4096
@@ -412,6 +417,65 @@ static void test_world_ends(void)
 	peer_fails(WORLD_ENDS);
 }
 
+/* Rank r of 2 on one host, over TCP, in a process of its own: the start
+ * of the host's ranks (hvd__hier_start) while the world ends. Each rank
+ * has a secret of its own, so their segments' names differ and neither
+ * opening meets the other: the world's end stops both, HVD_ECONN with no
+ * segment (the start told of the segment's size even so, and crashed on
+ * the segment it had not got: SIGSEGV). */
+static void hier_rank(int r, struct hvd__tcp *t, char *const *addrs)
+{
+	static const uint8_t token[HVD__TOKEN_LEN] =
+		"a token for the hier test.....";
+	char secret[2 * RDV_SECRET_LEN + 1];
+	struct hvd__comm c = {.rank = r, .size = 2, .ops = &hvd__tcp_ops};
+	struct hvd__hier hi;
+	pthread_t th;
+	int rc;
+
+	memset(secret, r == 0 ? 'a' : 'b', 2 * RDV_SECRET_LEN);
+	secret[2 * RDV_SECRET_LEN] = '\0';
+	setenv(wenv_vars[WENV_SECRET].name, secret, 1);
+	hvd__g.local_rank = r;
+	hvd__g.local_size = 2;
+	hvd__g.cross_rank = 0;
+	hvd__g.cross_size = 1;
+	if (hvd__tcp_connect(t, r, 2, addrs, token, 10000) != HVD_OK)
+		_exit(10);
+	c.t = t;
+	pthread_create(&th, NULL, ender, NULL);
+	rc = hvd__hier_start(&hi, &c, true);
+	pthread_join(th, NULL);
+	if (rc != HVD_ECONN || hi.shm != NULL)
+		_exit(20);
+	hvd__hier_stop(&hi);
+	_exit(0);
+}
+
+static void test_world_ends_hier(void)
+{
+	char addr[2][64], *addrs[2] = {addr[0], addr[1]};
+	struct hvd__tcp *t[2] = {NULL, NULL};
+	pid_t pid[2];
+	int r, status;
+
+	for (r = 0; r < 2; r++)
+		CHECK(hvd__tcp_new(&t[r], "127.0.0.1", addr[r],
+				   sizeof(addr[r])) == HVD_OK);
+	if (t[0] == NULL || t[1] == NULL)
+		return;
+	for (r = 0; r < 2; r++) {
+		pid[r] = fork();
+		if (pid[r] == 0)
+			hier_rank(r, t[r], addrs);
+	}
+	for (r = 0; r < 2; r++) {
+		CHECK(waitpid(pid[r], &status, 0) == pid[r]);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		hvd__tcp_free(t[r]);
+	}
+}
+
 static atomic_bool flag;
 
 static bool never(void)
@@ -572,6 +636,7 @@ int main(void)
 	RUN(test_mismatch);
 	RUN(test_bells);
 	RUN(test_world_ends);
+	RUN(test_world_ends_hier);
 	RUN(test_copy_any_alignment);
 	return tap_done();
 }
