@@ -5,6 +5,10 @@ bats_require_minimum_version 1.5.0
 load ../cli/helper
 load rig
 
+# The self-test (the sanitized run's own build, where it sets one): the
+# hierarchical collectives across hosts and a link's loss, sanitized.
+SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
+
 setup_file() {
 	[ "$(id -u)" -eq 0 ] || skip "the rig needs root (ip netns, unshare, sshd)"
 	rig_up 1
@@ -57,7 +61,7 @@ setup() {
 }
 
 @test "libhvd across namespace hosts: peers meet on the routed interface" {
-	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:1,ns2:1,ns3:1 "$ROOT/build/tests/hvd_selftest" all
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:1,ns2:1,ns3:1 "$SELFTEST" all
 	assert_success
 	assert_line "[0]<stdout>:rank 0: ok"
 	assert_line "[2]<stdout>:rank 2: ok"
@@ -65,17 +69,17 @@ setup() {
 
 @test "libhvd on 2 namespace hosts x 2 ranks: hierarchical allreduce, and the same results over TCP alone" {
 	local r
-	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 -x HOROVOD_LOG_LEVEL=debug "$ROOT/build/tests/hvd_selftest" all
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 -x HOROVOD_LOG_LEVEL=debug "$SELFTEST" all
 	assert_success
 	for r in 0 1 2 3; do
 		assert_line --regexp "^\[$r\]<stderr>:libhvd debug: hvd__hier_start: shared memory: [0-9]+ bytes for 2 local ranks \(hierarchical collectives\), 2 hosts$"
 		assert_line "[$r]<stdout>:rank $r: ok"
 	done
-	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 --no-shared-memory "$ROOT/build/tests/hvd_selftest" more
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 --no-shared-memory "$SELFTEST" more
 	assert_success
 	refute_output --partial FAIL
 	assert_line "[3]<stdout>:rank 3: ok"
-	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 "$ROOT/build/tests/hvd_selftest" more
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -H ns1:2,ns2:2 "$SELFTEST" more
 	assert_success
 	refute_output --partial FAIL
 	assert_line "[3]<stdout>:rank 3: ok"
@@ -83,7 +87,7 @@ setup() {
 
 @test "a link that goes down mid-job: every rank gets an error within seconds" {
 	ip netns exec "${RIG_NS}c" "$HVDRUN" "${SSH[@]}" -H ns1:1,ns2:1,ns3:1 \
-		"$ROOT/build/tests/hvd_selftest" drop >"$BATS_TEST_TMPDIR/out" 2>&1 &
+		"$SELFTEST" drop >"$BATS_TEST_TMPDIR/out" 2>&1 &
 	local pid=$! i job_status=0
 	for i in $(seq 1 100); do
 		[ "$(ls "$PIDDIR" | grep -c looping)" -ge 3 ] && break
