@@ -152,24 +152,18 @@ $(B)/tests/hvd_sets: tests/cli/workers/hvd_sets.c $(B)/lib/libhvd.so
 	$(CC) $(BASE) $(GPU_CFLAGS) -Wall -Wextra -Werror $(CFLAGS) -Icore/include -o $@ $< \
 	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd $(GPU_LIBS)
 
-$(B)/tests/san/hvd_sets: tests/cli/workers/hvd_sets.c $(call sobj,$(CORE_SRC))
-	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(GPU_CFLAGS) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
-	    -lm -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
-
-# The elastic example over the sanitized core, for the sanitized runs of
-# the elastic tests: a crash in libhvd's reset gets its stack.
-$(B)/tests/san/elastic: examples/elastic.c $(call sobj,$(CORE_SRC))
-	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(GPU_CFLAGS) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
-	    -lm -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
-
 $(B)/tests/mpi_user: tests/cli/workers/mpi_user.c $(B)/lib/libhvd.so
 	@mkdir -p $(dir $@)
 	mpicc $(BASE) -Wall -Wextra -Werror $(CFLAGS) -Icore/include -o $@ $< \
 	    -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lhvd
 
-$(B)/tests/san/hvd_selftest: tests/cli/workers/hvd_selftest.c $(call sobj,$(CORE_SRC))
+# The workers over the sanitized core, for the sanitized runs (tests/run's
+# HVD_*_BIN): a crash in libhvd comes with its stack.
+SAN_WORKERS := $(B)/tests/san/hvd_selftest $(B)/tests/san/hvd_sets $(B)/tests/san/elastic
+$(B)/tests/san/hvd_selftest: tests/cli/workers/hvd_selftest.c
+$(B)/tests/san/hvd_sets: tests/cli/workers/hvd_sets.c
+$(B)/tests/san/elastic: examples/elastic.c
+$(SAN_WORKERS): $(call sobj,$(CORE_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(GPU_CFLAGS) -Wall -Wextra -Werror -O1 -g $(SAN) -Icore/include -o $@ $^ \
 	    -lm -pthread -lcrypto $(MPI_LIBS) $(GPU_LIBS)
@@ -253,8 +247,7 @@ deps:
 
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
-	    $(B)/tests/hvd_selftest $(B)/tests/san/hvd_selftest $(B)/tests/mpi_user \
-	    $(B)/tests/hvd_sets $(B)/tests/san/hvd_sets $(B)/tests/san/elastic \
+	    $(B)/tests/hvd_selftest $(B)/tests/mpi_user $(B)/tests/hvd_sets $(SAN_WORKERS) \
 	    $(B)/tests/fake/libcudart.so \
 	    $(STANDIN) $(FUZZ_BIN)
 	@tests/run

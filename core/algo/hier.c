@@ -213,18 +213,16 @@ int hvd__hier_start(struct hvd__hier *hi, const struct hvd__comm *comm,
 	hi->lrank = (int)all[comm->rank].lrank;
 	hi->host = (int)all[comm->rank].host;
 	rc = share(hi, comm, &at, L, H, hi->host, 0);
-	/* Not where an elastic reset ended the world: the next one is
-	 * joined at once (and there is no segment to tell of). */
-	if (rc != HVD_OK && !hvd__world_over())
-		hvd__error(
-			"rank %d: cannot share memory with the ranks of this host (%s); hvdrun --no-shared-memory (HVD_SHM=0) runs without it",
-			comm->rank, hvd_strerror(rc));
-	else if (rc == HVD_OK)
+	if (rc == HVD_OK)
 		hvd__debug(
 			"shared memory: %zu bytes for %d local ranks%s, %d host%s",
 			hvd__shm_bytes(hi->shm), L,
 			H > 1 ? " (hierarchical collectives)" : "", H,
 			H > 1 ? "s" : "");
+	else if (!hvd__world_over()) /* a reset: the next world is joined */
+		hvd__error(
+			"rank %d: cannot share memory with the ranks of this host (%s); hvdrun --no-shared-memory (HVD_SHM=0) runs without it",
+			comm->rank, hvd_strerror(rc));
 out:
 	free(all);
 	free(at);
