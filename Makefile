@@ -304,7 +304,7 @@ bench-gpu: all $(BENCH_BIN)
 # `make test` replays every corpus and fuzzes each target a few seconds;
 # `make fuzz` fuzzes each for FUZZ_SECONDS and prints a table.
 FUZZ_CC     := clang
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DHVD_VERSION='"$(VERSION)"' -g -O1 -fno-omit-frame-pointer \
                -fsanitize=fuzzer-no-link,address,undefined \
                -fno-sanitize-recover=undefined
 FUZZ_INC    := -Ilib -Icmd -Icore/include -Icore -I. -Itests/fuzz

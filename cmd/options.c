@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "agent/records.h"
 #include "config/config.h"
 #include "hvdrun.h"
+#include "proto/rendezvous.h"
 #include "ssh/opts.h"
 
 static int exit_for(int rc)
@@ -132,7 +134,9 @@ bool cmd_options(int argc, char **argv, bool check, int *code)
 		else if (cmd_args.check_build)
 			cmd_check_build();
 		else
-			printf("hvdrun %s\n", HVD_VERSION);
+			printf("hvdrun %s\nagent protocol %d, rendezvous "
+			       "protocol %d\n",
+			       HVD_VERSION, HL_AGENT_PROTO, RDV_VERSION);
 		*code = cmd_finish(HL_OK, cause, 0);
 		return false;
 	}

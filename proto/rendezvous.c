@@ -104,18 +104,21 @@ void rdv_hello_encode(const uint8_t *nonce, uint8_t *out)
 	wire_put(&w, nonce, RDV_NONCE_LEN);
 }
 
-bool rdv_hello_decode(const uint8_t *in, uint8_t *nonce)
+int rdv_hello_decode(const uint8_t *in, uint8_t *nonce)
 {
 	struct wire_r r;
 	const uint8_t *magic;
+	int version;
 
 	wire_r_init(&r, in, RDV_HELLO_LEN);
 	magic = wire_view(&r, 4);
-	if (magic == NULL || memcmp(magic, "HVDR", 4) != 0 ||
-	    wire_get_u8(&r) != RDV_VERSION)
-		return false;
+	if (magic == NULL || memcmp(magic, "HVDR", 4) != 0)
+		return RDV_EBAD;
+	version = wire_get_u8(&r);
+	if (version != RDV_VERSION)
+		return version;
 	wire_get(&r, nonce, RDV_NONCE_LEN);
-	return wire_r_done(&r);
+	return wire_r_done(&r) ? version : RDV_EBAD;
 }
 
 size_t rdv_register_max(void)

@@ -102,7 +102,10 @@ bool rdv_secret_from_hex(const char *hex, uint8_t *secret);
 bool rdv_mac_equal(const uint8_t *a, const uint8_t *b);
 
 void rdv_hello_encode(const uint8_t *nonce, uint8_t *out);
-bool rdv_hello_decode(const uint8_t *in, uint8_t *nonce);
+/* The HELLO's version: RDV_VERSION with *nonce filled; another (0..255)
+ * where an hvdrun of another build speaks another one (its first five
+ * bytes are every version's); RDV_EBAD where in is no HELLO. */
+int rdv_hello_decode(const uint8_t *in, uint8_t *nonce);
 
 /* The worker's side: fill r (rank, size, addr) and compute its mac. Returns
  * the encoded length in out (at most rdv_register_max()). */

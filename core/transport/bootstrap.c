@@ -74,7 +74,8 @@ fail:
 }
 
 /* Register at one address; on success *fd stays open for PEERS.
- * HVD_ETIMEDOUT where nothing answered there (worth another try), else
+ * HVD_ETIMEDOUT where nothing answered there (worth another try),
+ * HVD_EPROTO (said) where an hvdrun of another build answered, else
  * HVD_ECONN. */
 static int try_register(const char *addr, const char *bind_ip, int rank,
 			int size, int port, const uint8_t *secret,
@@ -96,7 +97,16 @@ static int try_register(const char *addr, const char *bind_ip, int rank,
 	if (fd < 0)
 		goto out;
 	got = read_full(fd, hello, sizeof(hello), hvd__now_ms() + 3000);
-	if (got != HVD_OK || !rdv_hello_decode(hello, snonce)) {
+	if (got == HVD_OK)
+		got = rdv_hello_decode(hello, snonce);
+	if (got >= 0 && got != RDV_VERSION) {
+		hvd__error(
+			"rank %d: hvdrun's rendezvous at %s speaks protocol %d, this libhvd (%s) speaks %d: the worker's libhvd and hvdrun come from different builds (give the workers the libhvd installed with this hvdrun)",
+			rank, addr, got, HVD_VERSION, RDV_VERSION);
+		rc = HVD_EPROTO;
+		goto out_close;
+	}
+	if (got != RDV_VERSION) {
 		if (got != HVD_ETIMEDOUT)
 			rc = HVD_ECONN;
 		goto out_close;
@@ -349,8 +359,10 @@ static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 	if (rc == HVD_ETIMEDOUT)
 		rc = HVD_ECONN;
 	if (rc != HVD_OK) {
-		hvd__error("rank %d cannot reach hvdrun's rendezvous at %s",
-			   rank, list);
+		if (rc != HVD_EPROTO)
+			hvd__error(
+				"rank %d cannot reach hvdrun's rendezvous at %s",
+				rank, list);
 		goto out;
 	}
 	if (j->link != NULL) {

@@ -26,7 +26,9 @@ struct job {
 	char *cwd;
 	struct hl_strvec env;
 	struct hl_strvec argv;
-	bool input; /* 'W': it reads hvdrun's standard input (relay.h) */
+	bool input;	  /* 'W': it reads hvdrun's standard input (relay.h) */
+	uint32_t proto;	  /* 'V': the launching hvdrun's; 0: not said */
+	char version[64]; /* and its version */
 };
 
 /* Read records until 'G'. Records after it stay in b. */
@@ -60,6 +62,10 @@ static int read_job(struct hl_buf *b, struct job *j)
 			hl_strvec_push_owned(&j->argv, hl_strndup(data, len));
 		} else if (type == 'W') {
 			j->input = true;
+		} else if (type == 'V' &&
+			   hl_rec_version_of(data, len, &j->proto, j->version,
+					     sizeof(j->version)) != HL_OK) {
+			return HL_EINVAL;
 		}
 		hl_buf_consume(b, used);
 		if (type == 'G')
@@ -287,6 +293,13 @@ int hl_agent_run(char **cause)
 	if (read_job(&b, &j) != HL_OK) {
 		hl_fail(cause, HL_EPROTO,
 			"incomplete start request from hvdrun");
+		code = 125;
+		goto out;
+	}
+	if (j.proto != 0 && j.proto != HL_AGENT_PROTO) {
+		hl_fail(cause, HL_EPROTO,
+			"this host's hvdrun (%s, agent protocol %d) cannot start ranks for the hvdrun that launched the job (%s, agent protocol %u): install the same hvdrun on every host",
+			HVD_VERSION, HL_AGENT_PROTO, j.version, j.proto);
 		code = 125;
 		goto out;
 	}

@@ -121,6 +121,37 @@ int hl_rec_u32_of(const char *data, size_t len, uint32_t *v)
 	return wire_r_done(&r) ? HL_OK : HL_EPROTO;
 }
 
+int hl_rec_put_version(struct hl_buf *b)
+{
+	uint8_t p[4 + sizeof(HVD_VERSION) - 1];
+	struct wire_w w;
+
+	wire_w_fixed(&w, p, sizeof(p));
+	wire_put_u32(&w, HL_AGENT_PROTO);
+	wire_put(&w, HVD_VERSION, sizeof(HVD_VERSION) - 1);
+	return hl_rec_put(b, 'V', p, sizeof(p));
+}
+
+int hl_rec_version_of(const char *data, size_t len, uint32_t *proto,
+		      char *version, size_t cap)
+{
+	struct wire_r r;
+	size_t i, n;
+
+	wire_r_init(&r, data, len);
+	*proto = wire_get_u32(&r);
+	if (r.bad || cap == 0)
+		return HL_EPROTO;
+	n = len - 4 < cap - 1 ? len - 4 : cap - 1;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)data[4 + i];
+
+		version[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	version[n] = '\0';
+	return HL_OK;
+}
+
 int hl_rec_next(struct hl_buf *b, size_t *consumed, char *type,
 		const char **data, size_t *len)
 {

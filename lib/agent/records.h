@@ -3,6 +3,10 @@
  * of a type byte, a 4-byte big-endian length and the payload. Environment
  * values travel here, never on a command line.
  *
+ *   'V' proto version  first: the launching hvdrun's agent protocol
+ *               (u32, HL_AGENT_PROTO) and its version (the rest); an
+ *               agent of another protocol starts nothing and names
+ *               both hvdruns (an agent older than 'V' ignored it)
  *   'D' path    the working directory
  *   'E' N=V     one environment entry
  *   'A' arg     one argument of the command, in order
@@ -53,7 +57,7 @@
  *
  *   h NODE FILES PROTO  the agent runs on node NODE (its hello), may
  *               open FILES descriptors (its hard limit) and speaks
- *               HL_NODE_PROTO (an older one says no PROTO: 1)
+ *               HL_AGENT_PROTO (an older one says no PROTO: 1)
  *   p PORT ADDR the answer to 'P' ("-" for no address)
  *   o RANK DATA a piece of rank's stdout, escaped (hl_line_escape)
  *   e RANK DATA the same of its stderr
@@ -71,9 +75,11 @@
 #define HL_REC_HEAD 5 /* type, length */
 #define HL_INPUT_WINDOW (256u << 10)
 #define HL_INPUT_CHUNK (32u << 10) /* the most hvdrun reads at once */
-/* The node agents' protocol: 2 reads a rank's standard input ('W', 'I',
- * 'F'; 'c' and 'n'), 1 did not. */
-#define HL_NODE_PROTO 2
+/* The agents' protocol, which hvdrun says to an SSH agent ('V') and a
+ * node agent says to hvdrun ('h'): 2 reads a rank's standard input ('W',
+ * 'I', 'F'; 'c' and 'n'), 1 did not. A change of what either side sends
+ * takes the next number. */
+#define HL_AGENT_PROTO 2
 
 /* A byte buffer: len bytes at p, which lies off bytes into an allocation
  * of cap; hl_buf_consume takes from the front without moving the rest. */
@@ -105,6 +111,12 @@ int hl_rec_signal_of(const char *data, size_t len);
 /* A record of one u32 ('c'); its value: HL_OK, or HL_EPROTO. */
 int hl_rec_put_u32(struct hl_buf *b, char type, uint32_t v);
 int hl_rec_u32_of(const char *data, size_t len, uint32_t *v);
+/* The 'V' record of this hvdrun (HL_AGENT_PROTO, HVD_VERSION); read
+ * back: HL_OK with *proto and its version in version (cap bytes, cut to
+ * fit, a control byte as '?'), or HL_EPROTO. */
+int hl_rec_put_version(struct hl_buf *b);
+int hl_rec_version_of(const char *data, size_t len, uint32_t *proto,
+		      char *version, size_t cap);
 
 /* The srun agent's lines (above). hl_line_escape escapes up to n bytes
  * of data into out (at most cap bytes, no NUL): printable ASCII but '\\'

@@ -119,7 +119,7 @@ void hl_srun_input_check(struct step *st)
 	if (st->in_rank < 0)
 		return;
 	host = s->l->plan->ranks[st->in_rank].host;
-	if (st->proto[host] >= HL_NODE_PROTO)
+	if (st->proto[host] >= HL_AGENT_PROTO)
 		return;
 	hl_note_no_input(s->notify_fd, st->in_rank, s->l->hosts->v[host].name);
 	if (st->in_src > 0)

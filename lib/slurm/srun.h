@@ -97,7 +97,7 @@ int hl_srun_send_buf(struct step *st, struct hl_buf *b);
  * (launch/input.c): the step takes it. */
 void hl_srun_input_take(struct step *st, struct hl_worker *w);
 /* Before the jobs are sent, after the hellos: a rank whose node's agent
- * is older (HL_NODE_PROTO 1) reads no input, and its stderr says so. */
+ * is older (HL_AGENT_PROTO 1) reads no input, and its stderr says so. */
 void hl_srun_input_check(struct step *st);
 /* Start sending it, once the rank's job ('W' among it) is sent. */
 int hl_srun_input_start(struct step *st, char **cause);

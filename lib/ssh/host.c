@@ -139,7 +139,9 @@ static int job_records(struct ssh_host *h, const struct rank_ch *r,
 		rc = hl_spawn_remote_env(l, r->w, &env);
 	if (rc != HL_OK)
 		return rc;
-	rc = hl_rec_put(b, 'D', l->ssh->cwd, strlen(l->ssh->cwd));
+	rc = hl_rec_put_version(b);
+	if (rc == HL_OK)
+		rc = hl_rec_put(b, 'D', l->ssh->cwd, strlen(l->ssh->cwd));
 	for (i = 0; i < env.n && rc == HL_OK; i++)
 		rc = hl_rec_put(b, 'E', env.v[i], strlen(env.v[i]));
 	for (i = 0; l->argv[i] != NULL && rc == HL_OK; i++)

@@ -415,3 +415,37 @@ PY
 	assert_output --partial "e 11 hvdrun: on $(hostname): cannot start it: Too many open files (this node's hard limit on open files, which slurmd sets: raise LimitNOFILE in slurmd's service, or start fewer workers here)\\x0a"
 	wait_no_leftovers
 }
+
+# The records hvdrun sends an SSH agent (lib/agent/records.h), framed:
+# TYPE PAYLOAD pairs; a 'V' payload is "PROTO VERSION".
+agent_records() {
+	/usr/bin/python3 -c '
+import struct, sys
+out = b""
+for t, p in zip(sys.argv[1::2], sys.argv[2::2]):
+    p = p.encode()
+    if t == "V":
+        n, _, v = p.partition(b" ")
+        p = struct.pack(">I", int(n)) + v
+    out += t.encode() + struct.pack(">I", len(p)) + p
+sys.stdout.buffer.write(out)' "$@"
+}
+
+@test "an agent of another protocol than the launching hvdrun's starts nothing and names both hvdruns" {
+	# The remote end of an SSH start (hvdrun --agent), fed its records
+	# here as the channel would: the launching hvdrun says protocol 9.
+	local proto
+	proto=$("$HVDRUN" --version | sed -n 's/^agent protocol \([0-9]*\),.*/\1/p')
+	agent_records V "9 9.9.9" D "$BATS_TEST_TMPDIR" E PATH=/usr/bin:/bin \
+		A touch A started G "" >"$BATS_TEST_TMPDIR/other"
+	run bash -c '{ cat "$1"; sleep 1; } | "$0" --agent' "$HVDRUN" "$BATS_TEST_TMPDIR/other"
+	assert_failure 125
+	assert_output --regexp "^hvdrun: on [^:]+: this host's hvdrun \([0-9.]+, agent protocol $proto\) cannot start ranks for the hvdrun that launched the job \(9\.9\.9, agent protocol 9\): install the same hvdrun on every host$"
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+	# Its own protocol, whatever the version, starts the rank.
+	agent_records V "$proto 0.0.1" D "$BATS_TEST_TMPDIR" E PATH=/usr/bin:/bin \
+		A touch A started G "" >"$BATS_TEST_TMPDIR/same"
+	run bash -c '{ cat "$1"; sleep 1; } | "$0" --agent' "$HVDRUN" "$BATS_TEST_TMPDIR/same"
+	assert_success
+	[ -e "$BATS_TEST_TMPDIR/started" ]
+}

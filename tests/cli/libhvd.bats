@@ -516,6 +516,33 @@ many_ranks() { [ -z "${HVD_SANITIZER_RUN-}" ] && echo 40 || echo 20; }
 	assert_output --partial "cannot reach hvdrun's rendezvous"
 }
 
+@test "a worker whose libhvd speaks another rendezvous protocol than hvdrun says so" {
+	# Rank 1 meets a stand-in for an hvdrun of another build, whose HELLO
+	# says protocol 9: one line naming both protocols and libhvd's
+	# version, not "cannot reach"; the job ends with rank 1.
+	local srv='import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(4)
+s.settimeout(20)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+c.settimeout(20)
+c.sendall(b"HVDR\x09" + bytes(32))
+c.recv(1)'
+	run "$HVDRUN" -np 2 --start-timeout 20 bash -c '
+		if [ "$HOROVOD_RANK" = 1 ]; then
+			exec 3< <(/usr/bin/python3 -c "$1")
+			read -r port <&3
+			export HVD_RENDEZVOUS=127.0.0.1:$port
+		fi
+		exec "$0" all' "$SELFTEST" "$srv"
+	assert_failure
+	assert_output --regexp "rank 1: hvdrun's rendezvous at 127\.0\.0\.1:[0-9]+ speaks protocol 9, this libhvd \([0-9.]+\) speaks 2: the worker's libhvd and hvdrun come from different builds"
+	assert_output --partial "rank 1 on localhost exited with code"
+	refute_output --partial "cannot reach hvdrun's rendezvous"
+}
+
 # tests/cli/workers/flood.py PORT: rank 1 opens 500 silent connections to
 # PORT, 100 that send random bytes and 100 that send the first bytes of a
 # valid message and stall, holds them all, then runs the self-test. The

@@ -25,7 +25,9 @@ load helper
 @test "--version" {
 	run "$HVDRUN" --version
 	assert_success
-	assert_output --regexp '^hvdrun [0-9]+\.[0-9]+\.[0-9]+$'
+	assert_line --index 0 --regexp '^hvdrun [0-9]+\.[0-9]+\.[0-9]+$'
+	assert_line --index 1 --regexp '^agent protocol [0-9]+, rendezvous protocol [0-9]+$'
+	[ "${#lines[@]}" -eq 2 ]
 }
 
 @test "--dry-run prints Horovod's plan, one exact line per rank" {

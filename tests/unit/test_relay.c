@@ -212,7 +212,7 @@ static void test_older_node_agent(void)
 	struct hl_plan plan = {.ranks = ranks, .size = 2};
 	struct hl_launch l = {.hosts = &hosts, .plan = &plan};
 	struct srun s = {.l = &l};
-	int proto[2] = {HL_NODE_PROTO, 1}, fd[2], in[2];
+	int proto[2] = {HL_AGENT_PROTO, 1}, fd[2], in[2];
 	struct step st = {.s = &s, .proto = proto};
 	char out[256], err[256];
 	size_t nout, nerr;

@@ -1,6 +1,7 @@
 /* test_wire.c: the wire helper (proto/wire.h) and the decoders built on
  * it, each called alone on a buffer: libhvd's control messages
- * (core/engine/control.c), the mesh hello (proto/rendezvous.c), the agent
+ * (core/engine/control.c), the rendezvous' and the mesh's hellos
+ * (proto/rendezvous.c), the agent
  * records and the srun launcher's lines (lib/agent/records.c), the remote
  * spawners' notes to the supervisor (lib/spawn/notes.c) and the probe's
  * messages (lib/check/probe_msg.c). Every cut of a good message is refused,
@@ -265,6 +266,28 @@ static void test_mesh_hello(void)
 	CHECK(rdv_mesh_hello_decode(hello, token) == RDV_EBAD);
 }
 
+/* hvdrun's HELLO: its nonce read back; an hvdrun of another protocol's is
+ * told by its version, with no nonce read; anything else is refused. */
+static void test_rendezvous_hello(void)
+{
+	uint8_t nonce[RDV_NONCE_LEN] = {7, 8}, got[RDV_NONCE_LEN] = {0};
+	uint8_t hello[RDV_HELLO_LEN];
+
+	rdv_hello_encode(nonce, hello);
+	CHECK(rdv_hello_decode(hello, got) == RDV_VERSION);
+	CHECK(memcmp(got, nonce, sizeof(nonce)) == 0);
+	memset(got, 0, sizeof(got));
+	hello[4] = RDV_VERSION + 1;
+	CHECK(rdv_hello_decode(hello, got) == RDV_VERSION + 1);
+	CHECK(got[0] == 0);
+	hello[4] = 0;
+	CHECK(rdv_hello_decode(hello, got) == 0);
+	hello[4] = RDV_VERSION;
+	hello[0] = 'X';
+	CHECK(rdv_hello_decode(hello, got) == RDV_EBAD);
+	CHECK(got[0] == 0);
+}
+
 /* An elastic worker's WORLD and NOTICEs: each read back whole, in
  * pieces, after one another; a changed byte or another nonce refused;
  * each generation its own key, and generation 0 the secret's. */
@@ -352,6 +375,22 @@ static void test_agent_records(void)
 	CHECK(hl_rec_u32_of(data, len, &v) == HL_OK && v == 65543);
 	CHECK(hl_rec_u32_of(data, len - 1, &v) == HL_EPROTO);
 	CHECK(hl_rec_u32_of("\0\0\0\1\0", 5, &v) == HL_EPROTO);
+	hl_buf_close(&b);
+	/* hvdrun's 'V': its agent protocol and version read back; cut to
+	 * the room given; a control byte shown as '?'; too short refused. */
+	char ver[8];
+	CHECK(hl_rec_put_version(&b) == HL_OK);
+	CHECK(hl_rec_next(&b, &used, &type, &data, &len) == 1);
+	CHECK(type == 'V' &&
+	      hl_rec_version_of(data, len, &v, ver, sizeof(ver)) == HL_OK);
+	CHECK(v == HL_AGENT_PROTO && strcmp(ver, HVD_VERSION) == 0);
+	CHECK(hl_rec_version_of(data, 3, &v, ver, sizeof(ver)) == HL_EPROTO);
+	CHECK(hl_rec_version_of("\0\0\0\11"
+				"1.2\n345678",
+				14, &v, ver, sizeof(ver)) == HL_OK);
+	CHECK(v == 9 && strcmp(ver, "1.2?345") == 0);
+	CHECK(hl_rec_version_of("\0\0\0\3", 4, &v, ver, sizeof(ver)) == HL_OK);
+	CHECK(v == 3 && ver[0] == '\0');
 	hl_buf_close(&b);
 }
 
@@ -788,6 +827,7 @@ int main(void)
 	RUN(test_reader_errors_are_sticky);
 	RUN(test_control_responses);
 	RUN(test_control_requests);
+	RUN(test_rendezvous_hello);
 	RUN(test_mesh_hello);
 	RUN(test_elastic_messages);
 	RUN(test_agent_records);
