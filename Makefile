@@ -179,6 +179,19 @@ $(B)/san/bin/hvdrun: $(call sobj,$(CMD_SRC) $(LIB_SRC))
 	$(CC) -g $(SAN) -pthread -o $@ $^ $(LIBS)
 	ln -sfn ../libexec $(B)/san/libexec
 
+# An hvdrun of another agent protocol and version, for the tests of hosts
+# whose hvdruns cannot work together (tests/cluster/check.bats): the files
+# that say the protocol or the version built again, the rest as it is.
+OTHER_SRC := $(shell grep -l 'HL_AGENT_PROTO\|HVD_VERSION' $(CMD_SRC) $(LIB_SRC))
+$(B)/other/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -DHVD_VERSION=%,$(BASE)) -DHVD_VERSION='"$(VERSION)-other"' \
+	    -DHL_AGENT_PROTO=999 $(WARN) $(CFLAGS) $(call inc_for,$<) -MMD -MP -c $< -o $@
+$(B)/tests/other/hvdrun: $(filter-out $(call obj,$(OTHER_SRC)),$(CMD_OBJ) $(LIB_OBJ)) \
+	    $(patsubst %.c,$(B)/other/%.o,$(OTHER_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS)
+
 # A CUDA runtime for the probe alone (tests/cli/check.bats: --nccl's job
 # started without a GPU).
 $(B)/tests/fake/libcudart.so: tests/cli/workers/fake_cudart.c
@@ -248,7 +261,7 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
 	    $(B)/tests/hvd_selftest $(B)/tests/mpi_user $(B)/tests/hvd_sets $(SAN_WORKERS) \
-	    $(B)/tests/fake/libcudart.so \
+	    $(B)/tests/fake/libcudart.so $(B)/tests/other/hvdrun \
 	    $(STANDIN) $(FUZZ_BIN)
 	@tests/run
 

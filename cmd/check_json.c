@@ -217,7 +217,7 @@ static json_t *hosts(const struct hl_netcheck *nc)
 		if (!check_jpush(
 			    a,
 			    json_pack("{s:o,s:i,s:b,s:o?,s:{s:b,s:b,s:f},s:o?,"
-				      "s:o,s:o,s:o,s:o}",
+				      "s:o?,s:o?,s:o,s:o,s:o,s:o}",
 				      "host", check_jtext(h->host->name),
 				      "slots", h->host->slots, "usable",
 				      h->usable, "error", check_jtext(h->error),
@@ -225,10 +225,14 @@ static json_t *hosts(const struct hl_netcheck *nc)
 				      (!h->remote || h->ssh_ok) &&
 					      (h->probed || h->ssh_ok),
 				      "ms", h->ssh_ms, "hostname",
-				      check_jtext(h->hostname), "interfaces",
-				      interfaces(nc, i), "selected",
-				      check_jstrings(&h->selected), "links",
-				      host_links(h), "gpus",
+				      check_jtext(h->hostname), "hvdrun",
+				      check_jtext(h->version), "agent_protocol",
+				      h->agent_proto
+					      ? json_integer(h->agent_proto)
+					      : NULL,
+				      "interfaces", interfaces(nc, i),
+				      "selected", check_jstrings(&h->selected),
+				      "links", host_links(h), "gpus",
 				      h->probed ? gpus(h) : json_null()))) {
 			json_decref(a);
 			return NULL;

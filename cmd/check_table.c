@@ -139,6 +139,8 @@ static void print_ssh(const struct hl_netcheck *nc, bool many, int w)
 			printf("failed");
 		if (h->probed && h->hostname != NULL)
 			printf(", hostname %s", h->hostname);
+		if (h->probed && h->version != NULL)
+			printf(", hvdrun %s", h->version);
 		if (h->error != NULL && !h->probed)
 			printf(": %s", h->error);
 		putchar('\n');

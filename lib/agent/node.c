@@ -184,7 +184,8 @@ int hl_node_agent_run(char **cause)
 	 * too low before any worker starts (HL_NODE_FDS_*); each worker
 	 * gets the limit back (hl_agent_exec). */
 	hl_nofile_raise();
-	hl_node_sayf("h %s %ld %d", name, hl_nofile_limit(), HL_AGENT_PROTO);
+	hl_node_sayf("h %s %ld %d %s", name, hl_nofile_limit(), HL_AGENT_PROTO,
+		     HVD_VERSION);
 	for (;;) {
 		size_t i, np = 0;
 		int k;

@@ -140,8 +140,10 @@ int hl_rec_version_of(const char *data, size_t len, uint32_t *proto,
 
 	wire_r_init(&r, data, len);
 	*proto = wire_get_u32(&r);
-	if (r.bad || cap == 0)
+	if (r.bad || cap == 0) {
+		*proto = 0;
 		return HL_EPROTO;
+	}
 	n = len - 4 < cap - 1 ? len - 4 : cap - 1;
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)data[4 + i];
@@ -374,13 +376,16 @@ int hl_agent_line_parse(char *line, size_t len, struct hl_agent_line *m)
 	case 'h':
 		m->text = line + 2;
 		m->status = 1;
+		m->version = "";
 		rest = strchr(m->text, ' ');
 		if (rest != NULL) {
 			*rest = '\0';
 			v = strtol(rest + 1, &rest, 10);
 			m->num = v > 0 ? v : 0;
-			v = *rest == ' ' ? strtol(rest + 1, NULL, 10) : 1;
+			v = *rest == ' ' ? strtol(rest + 1, &rest, 10) : 1;
 			m->status = v > 1 && v < 1000 ? (int)v : 1;
+			if (*rest == ' ')
+				m->version = rest + 1;
 		}
 		m->len = strlen(m->text);
 		return HL_OK;

@@ -55,9 +55,12 @@
  * without HL_LINE_END is such a piece, and the reader joins it to what
  * follows from the same task.
  *
- *   h NODE FILES PROTO  the agent runs on node NODE (its hello), may
- *               open FILES descriptors (its hard limit) and speaks
- *               HL_AGENT_PROTO (an older one says no PROTO: 1)
+ *   h NODE FILES PROTO VERSION  the agent runs on node NODE (its
+ *               hello), may open FILES descriptors (its hard limit),
+ *               speaks HL_AGENT_PROTO (an older one says no PROTO: 1) and
+ *               is hvdrun VERSION (an older one says none); hvdrun serves
+ *               an agent of its protocol or an older one, and refuses a
+ *               newer one
  *   p PORT ADDR the answer to 'P' ("-" for no address)
  *   o RANK DATA a piece of rank's stdout, escaped (hl_line_escape)
  *   e RANK DATA the same of its stderr
@@ -78,8 +81,11 @@
 /* The agents' protocol, which hvdrun says to an SSH agent ('V') and a
  * node agent says to hvdrun ('h'): 2 reads a rank's standard input ('W',
  * 'I', 'F'; 'c' and 'n'), 1 did not. A change of what either side sends
- * takes the next number. */
+ * takes the next number. The tests build an hvdrun of another
+ * (-DHL_AGENT_PROTO, the Makefile's build/tests/other/hvdrun). */
+#ifndef HL_AGENT_PROTO
 #define HL_AGENT_PROTO 2
+#endif
 
 /* A byte buffer: len bytes at p, which lies off bytes into an allocation
  * of cap; hl_buf_consume takes from the front without moving the rest. */
@@ -113,7 +119,7 @@ int hl_rec_put_u32(struct hl_buf *b, char type, uint32_t v);
 int hl_rec_u32_of(const char *data, size_t len, uint32_t *v);
 /* The 'V' record of this hvdrun (HL_AGENT_PROTO, HVD_VERSION); read
  * back: HL_OK with *proto and its version in version (cap bytes, cut to
- * fit, a control byte as '?'), or HL_EPROTO. */
+ * fit, a control byte as '?'), or HL_EPROTO with *proto 0. */
 int hl_rec_put_version(struct hl_buf *b);
 int hl_rec_version_of(const char *data, size_t len, uint32_t *proto,
 		      char *version, size_t cap);
@@ -168,7 +174,8 @@ int hl_srun_line(char *line, size_t len, struct hl_buf *parts, size_t ntasks,
  * said) and the rank of the others; status the wait(2) status of 'x' and
  * the protocol of 'h' (1 when not said);
  * text the node of 'h', the address of 'p' (NULL for "-"), the unescaped
- * bytes of 'o' and 'e', with their count in len; len the bytes of 'c'.
+ * bytes of 'o' and 'e', with their count in len; len the bytes of 'c';
+ * version the hvdrun version of 'h' ("" when not said).
  * HL_OK, or HL_EPROTO for any other line. */
 struct hl_agent_line {
 	char kind;
@@ -176,6 +183,7 @@ struct hl_agent_line {
 	int status;
 	char *text;
 	size_t len;
+	const char *version;
 };
 int hl_agent_line_parse(char *line, size_t len, struct hl_agent_line *m);
 

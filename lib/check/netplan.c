@@ -23,7 +23,7 @@ void hl_nc_take_description(struct hl_nc_host *h, char type, const char *data,
 {
 	struct hl_pm_iface i;
 	struct hl_nc_addr *a;
-	char *s;
+	char ver[64], *s;
 
 	switch (type) {
 	case 'N':
@@ -33,6 +33,13 @@ void hl_nc_take_description(struct hl_nc_host *h, char type, const char *data,
 			return;
 		free(type == 'N' ? h->hostname : h->machine);
 		*(type == 'N' ? &h->hostname : &h->machine) = s;
+		return;
+	case 'V':
+		free(h->version);
+		h->version = NULL;
+		if (hl_rec_version_of(data, len, &h->agent_proto, ver,
+				      sizeof(ver)) == HL_OK)
+			h->version = hl_strdup(ver);
 		return;
 	case 'K':
 		if (hl_pm_token(data, len, h->token) != HL_OK)
@@ -230,6 +237,16 @@ void hl_nc_select(struct hl_netcheck *nc)
 			}
 		}
 		h->usable = h->selected.n > 0 || (nprobed == 1 && nc->n == 1);
+		if (h->agent_proto != 0 && h->agent_proto != HL_AGENT_PROTO) {
+			h->usable = false;
+			if (h->error == NULL)
+				h->error = hl_asprintf(
+					"host '%s': its hvdrun (%s, agent protocol %u) cannot start ranks for this one (%s, agent protocol %d): install the same hvdrun on every host",
+					h->host->name,
+					h->version ? h->version : "?",
+					h->agent_proto, HVD_VERSION,
+					HL_AGENT_PROTO);
+		}
 		if (!h->usable && h->error == NULL)
 			h->error = hl_asprintf(
 				"host '%s': no interface is reached by every other host",
@@ -252,6 +269,7 @@ void hl_netcheck_close(struct hl_netcheck *nc)
 		free(h->error);
 		free(h->hostname);
 		free(h->machine);
+		free(h->version);
 		hl_strvec_close(&h->gpu);
 		hl_strvec_close(&h->ifaces);
 		hl_strvec_close(&h->selected);

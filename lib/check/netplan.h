@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config/hosts.h"
 #include "util/util.h"
@@ -76,6 +77,8 @@ struct hl_nc_host {
 	char *error;	/* why the host is unusable, one line, or NULL */
 	char *hostname; /* as the host names itself */
 	char *machine;
+	uint32_t agent_proto; /* its hvdrun's ('V'); 0: not said */
+	char *version;	      /* its hvdrun's version, or NULL */
 	char token[33];
 	int port;
 	struct hl_nc_addr *addrs;
@@ -113,8 +116,8 @@ struct hl_netcheck {
 /* A host of the check, for host (which must outlive it). */
 void hl_nc_host_init(struct hl_nc_host *h, const struct hl_host *host,
 		     bool remote);
-/* Take one record of a probe's description ('N', 'M', 'K', 'P', 'Q',
- * 'I', 'L', 'U'; probe_msg.h) into h; others are ignored. */
+/* Take one record of a probe's description ('N', 'M', 'V', 'K', 'P',
+ * 'Q', 'I', 'L', 'U'; probe_msg.h) into h; others are ignored. */
 void hl_nc_take_description(struct hl_nc_host *h, char type, const char *data,
 			    size_t len);
 /* Take one 'L' record into h's stats: when (0) described, (1) after the
@@ -130,7 +133,8 @@ void hl_nc_take_result(struct hl_netcheck *nc, const char *data, size_t len);
 int hl_nc_plan(struct hl_netcheck *nc, const char *own_machine);
 /* After the results: select on each probed host the interfaces every
  * other probed host reached (and order them first), and say which hosts
- * are usable and why not. */
+ * are usable and why not (a host whose hvdrun speaks another agent
+ * protocol than this one's is not: no rank can start there). */
 void hl_nc_select(struct hl_netcheck *nc);
 /* Whether host i reached an address of interface ifname on host j. */
 bool hl_nc_reached(const struct hl_netcheck *nc, size_t i, size_t j,

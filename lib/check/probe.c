@@ -414,6 +414,7 @@ int hl_probe_run(char **cause)
 	host[strcspn(host, "\t\n")] = '\0';
 	hl_pm_put_text(&p.out, 'N', host);
 	hl_pm_put_text(&p.out, 'M', machine);
+	hl_rec_put_version(&p.out);
 	hl_pm_put_text(&p.out, 'K', p.token);
 	hl_pm_put_port(&p.out, port);
 	if (sink_port > 0)

@@ -5,6 +5,8 @@
  * a newline. The probe describes its host:
  *
  *   'N' hostname   'M' machine   'K' token (TOKEN hex digits)   'P' port
+ *   'V' proto version                     its hvdrun's agent protocol and
+ *                                         version (records.h's 'V')
  *   'I' ifname TAB address TAB L|-        an address that is up (L:
  *                                         loopback)
  *   'U' key TAB value...                  a GPU fact (gpucheck.h):

@@ -79,6 +79,13 @@ static void on_line(struct step *st, long task, char *line, size_t len)
 					       "Slurm names its nodes, or use "
 					       "--launcher ssh",
 					       m.text));
+		} else if (m.status > HL_AGENT_PROTO) {
+			fail_locked(
+				s,
+				hl_asprintf(
+					"node '%s': its hvdrun (%s, agent protocol %d) is newer than this one (%s, agent protocol %d), which cannot start ranks through it: install the same hvdrun on every node",
+					m.text, m.version, m.status,
+					HVD_VERSION, HL_AGENT_PROTO));
 		} else if (!st->hello[hi]) { /* task < ntasks: hl_srun_line */
 			st->hello[hi] = true;
 			st->files[hi] = m.num;

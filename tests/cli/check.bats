@@ -8,7 +8,7 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 @test "check without hosts checks this machine; loopback counts" {
 	run "$HVDRUN" check
 	assert_success
-	assert_line --regexp '^  localhost +this machine \(no SSH\), hostname '
+	assert_line --regexp "^  localhost +this machine \(no SSH\), hostname .+, hvdrun $(hvdrun_says version)\$"
 	assert_line --regexp '^  localhost +\* lo +127\.0\.0\.1'
 	assert_line --regexp '^1 of 1 host usable \([0-9.]+ s\)$'
 	assert_line --regexp '^  localhost +(no GPU|driver )'
@@ -19,6 +19,7 @@ SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 	assert_success
 	echo "$output" | jq -e '.ok and .loopback and (.hosts | length) == 1'
 	echo "$output" | jq -e '.hosts[0] | .host == "localhost" and .slots == 2 and .usable and .ssh.used == false'
+	echo "$output" | jq -e --arg v "$(hvdrun_says version)" '.hosts[0] | .hvdrun == $v and (.agent_protocol | type) == "number"'
 	echo "$output" | jq -e '.hosts[0].selected | index("lo") != null'
 	echo "$output" | jq -e '.hosts[0].gpus | has("driver") and has("count") and has("nccl") and has("cuda_runtime")'
 	echo "$output" | jq -e '.pairs == []'

@@ -21,6 +21,15 @@ plain_run_only() {
 	[ -z "${HVD_SANITIZER_RUN-}" ] || skip "the plain run has it: ${1:-it uses no sanitized binary}"
 }
 
+# hvdrun_says version|agent: what hvdrun --version says: its version, or
+# its agent protocol.
+hvdrun_says() {
+	case $1 in
+	version) "$HVDRUN" --version | sed -n 's/^hvdrun //p' ;;
+	agent) "$HVDRUN" --version | sed -n 's/^agent protocol \([0-9]*\),.*/\1/p' ;;
+	esac
+}
+
 # Tests run as if outside any Slurm allocation (hvdrun reads SLURM_*);
 # those that test it set their own.
 for v in $(compgen -e | grep '^SLURM_'); do unset "$v"; done

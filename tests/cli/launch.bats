@@ -406,8 +406,9 @@ sys.stdout.buffer.write(out + rec("Z"))
 PY
 	run env SLURM_PROCID=0 prlimit --nofile=20:20 "$HVDRUN" --node-agent <"$BATS_TEST_TMPDIR/recs"
 	assert_success
-	# The hello: its node, its hard limit, and the protocol it speaks.
-	assert_line --index 0 "h $(hostname) 20 2"$'\x1e'
+	# The hello: its node, its hard limit, the protocol it speaks and its
+	# version, as hvdrun --version says them.
+	assert_line --index 0 "h $(hostname) 20 $(hvdrun_says agent) $(hvdrun_says version)"$'\x1e'
 	# Four descriptors of its own and two pipes a rank, more for a moment
 	# while one starts: the first ranks start, the others fail. Before,
 	# they said 'out of file descriptors' or 'fork failed'.
@@ -435,7 +436,7 @@ sys.stdout.buffer.write(out)' "$@"
 	# The remote end of an SSH start (hvdrun --agent), fed its records
 	# here as the channel would: the launching hvdrun says protocol 9.
 	local proto
-	proto=$("$HVDRUN" --version | sed -n 's/^agent protocol \([0-9]*\),.*/\1/p')
+	proto=$(hvdrun_says agent)
 	agent_records V "9 9.9.9" D "$BATS_TEST_TMPDIR" E PATH=/usr/bin:/bin \
 		A touch A started G "" >"$BATS_TEST_TMPDIR/other"
 	run bash -c '{ cat "$1"; sleep 1; } | "$0" --agent' "$HVDRUN" "$BATS_TEST_TMPDIR/other"

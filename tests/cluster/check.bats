@@ -31,7 +31,7 @@ assert_no_probe() {
 	run rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1:2,ns2:2,ns3:1 \
 		--network-check-timeout 0.5
 	assert_success
-	assert_line --regexp '^  ns1 +ok, [0-9]+ ms, hostname ns1$'
+	assert_line --regexp '^  ns1 +ok, [0-9]+ ms, hostname ns1, hvdrun [0-9]+\.[0-9]+\.[0-9]+$'
 	assert_line --regexp '^  ns1 +\* eth0 +10\.251\.0\.11$'
 	assert_line --regexp '^ +eth1 +10\.252\.1\.1 +reached by no other host$'
 	assert_line --regexp '^ +docker0 +172\.17\.0\.1 +reached by no other host$'
@@ -214,4 +214,37 @@ rename_eth0() {
 	assert_success
 	assert_line "[0]<stdout>:ns1 eth0"
 	assert_line "[1]<stdout>:ns3 ens5"
+}
+
+@test "a host whose hvdrun speaks another agent protocol: check finds it unusable, and a job there starts nothing on it" {
+	# At one path on every host, $RIG/hidden/hvdrun (each host's own
+	# tmpfs): this hvdrun here and on ns2, one of another agent
+	# protocol and version on ns1.
+	local OTHER VERSION PROTO
+	rig_other_hvdrun
+	cp "$HVDRUN" "$RIG/hidden/hvdrun"
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -np 2 -H ns1:1,ns2:1 sh -c \
+		'cp "$([ "$HOROVOD_RANK" = 0 ] && echo "$1" || echo "$2")" "$3/hvdrun"' \
+		sh "$OTHER" "$HVDRUN" "$RIG/hidden"
+	assert_success
+	run rig_ns_exec "$RIG/hidden/hvdrun" check "${SSH[@]}" -H ns1,ns2
+	assert_failure 1
+	assert_line --regexp "^  ns1 +ok, [0-9]+ ms, hostname ns1, hvdrun $VERSION-other\$"
+	assert_line --regexp "^  ns2 +ok, [0-9]+ ms, hostname ns2, hvdrun $VERSION\$"
+	assert_line "host 'ns1': its hvdrun ($VERSION-other, agent protocol 999) cannot start ranks for this one ($VERSION, agent protocol $PROTO): install the same hvdrun on every host"
+	assert_line --regexp '^1 of 2 hosts usable'
+	assert_no_probe
+	# A job: ns1's agent refuses its rank before anything starts there;
+	# the job ends, with the agent's line and its 125.
+	run rig_ns_exec "$RIG/hidden/hvdrun" "${SSH[@]}" -np 2 -H ns1:1,ns2:1 \
+		sh -c 'touch "$0/ran.$HOROVOD_RANK"; sleep 30' "$RIG/hidden"
+	assert_failure 125
+	assert_output --partial "hvdrun: on ns1: this host's hvdrun ($VERSION-other, agent protocol 999) cannot start ranks for the hvdrun that launched the job ($VERSION, agent protocol $PROTO): install the same hvdrun on every host"
+	assert_output --partial "rank 0 on ns1 exited with code 125"
+	run rig_ns_exec "$HVDRUN" "${SSH[@]}" -np 2 -H ns1:1,ns2:1 sh -c \
+		'ls "$0"; rm -f "$0/hvdrun" "$0"/ran.*' "$RIG/hidden"
+	rm -f "$RIG/hidden/hvdrun"
+	assert_success
+	refute_output --partial "ran.0"
+	rig_wait_gone "$RIG/hidden/hvdrun --agent" 20
 }

@@ -334,6 +334,16 @@ rig_start_ns_sshd() {
 	echo "ns$k $!" >>"$RIG/sshd.pids"
 }
 
+# rig_other_hvdrun: OTHER, an hvdrun of another agent protocol and
+# version (make test builds it; the test is skipped without it), and this
+# hvdrun's VERSION and agent PROTO (hvdrun_says, ../cli/helper.bash).
+rig_other_hvdrun() {
+	OTHER=$ROOT/build/tests/other/hvdrun
+	[ -x "$OTHER" ] || skip "no $OTHER (make build/tests/other/hvdrun)"
+	VERSION=$(hvdrun_says version)
+	PROTO=$(hvdrun_says agent)
+}
+
 rig_ns_exec() {
 	ip netns exec "${RIG_NS}c" "$@"
 }

@@ -311,6 +311,25 @@ ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=|SSH_|USER=|LOGNAME=|MA
 	[[ "$out" == *"[39]<stdout>:39 96"* ]]
 }
 
+@test "--launcher srun: a node whose hvdrun speaks a newer agent protocol is named with both versions, and nothing starts" {
+	# One path on every node, $RIG/hvdrun: this hvdrun, but on ns1 (in
+	# its slurmd's own mount namespace, for a while) one of another
+	# agent protocol and version, whose node agent says so in its hello.
+	local OTHER VERSION PROTO
+	rig_other_hvdrun
+	cp "$HVDRUN" "$RIG/hvdrun"
+	slurm_slurmd_restart 1 unshare --mount --propagation private sh -c \
+		'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$OTHER" "$RIG/hvdrun"
+	run slurm_exec salloc -Q -N2 -w ns1,ns2 -O -n2 "$RIG/hvdrun" --launcher srun \
+		-x PIDDIR sh -c 'echo $$ >$PIDDIR/w$HOROVOD_RANK'
+	slurm_slurmd_restart 1
+	rm -f "$RIG/hvdrun"
+	assert_failure 125
+	assert_output --partial "hvdrun: node 'ns1': its hvdrun ($VERSION-other, agent protocol 999) is newer than this one ($VERSION, agent protocol $PROTO), which cannot start ranks through it: install the same hvdrun on every node"
+	[ -z "$(ls "$PIDDIR")" ]
+	assert_no_agent
+}
+
 @test "--launcher srun: hvdrun counts one open file a worker of another node (its rendezvous connection; the output comes through srun): 28 workers start under its hard limit of 64, and 40 are refused before anything starts" {
 	# Counted as over SSH (two a worker), 28 were refused: 88 > 64.
 	run slurm_exec bash -c "ulimit -n 64 && exec salloc -Q -N2 -O -n28 '$HVDRUN' --launcher srun '$ROOT/build/tests/hvd_selftest' resets 1 0"

@@ -48,6 +48,7 @@ static void records(void)
 				   "3";
 
 	hl_buf_init(&b);
+	hl_rec_put_version(&b);
 	hl_rec_put(&b, 'E', "PATH=/usr/bin", 13);
 	hl_rec_put(&b, 'D', "/tmp", 4);
 	hl_rec_put(&b, 'A', argv, sizeof(argv));

@@ -1,6 +1,7 @@
 /* test_netplan.c: the network check's pure steps (lib/check/netplan.h), fed the
  * probe's own records, without SSH or sockets: candidates, pairs,
- * selection, reachability, and a host no other host reaches. */
+ * selection, reachability, a host no other host reaches, and one whose
+ * hvdrun speaks another agent protocol. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,48 @@ static void test_unreached_host(void)
 	CHECK(nc.h[0].usable && nc.h[1].usable);
 	CHECK(!nc.h[2].usable);
 	CHECK_HAS(nc.h[2].error, "host 'c': no interface is reached");
+	hl_netcheck_close(&nc);
+}
+
+/* A host whose probe's hvdrun speaks another agent protocol is not
+ * usable, whatever it reaches: no rank can start there. One that says
+ * this one's, or says none (a probe older than 'V'), is. */
+static void test_other_hvdrun(void)
+{
+	struct hl_netcheck nc;
+	struct hl_buf b;
+	size_t p;
+
+	three(&nc);
+	hl_buf_init(&b);
+	CHECK(hl_rec_put_version(&b) == HL_OK);
+	describe(&nc.h[0], &b);
+	CHECK(hl_rec_put(&b, 'V',
+			 "\0\0\0\x09"
+			 "9.9.9",
+			 9) == HL_OK);
+	describe(&nc.h[1], &b);
+	hl_buf_close(&b);
+	CHECK(nc.h[0].agent_proto == HL_AGENT_PROTO);
+	CHECK_STR(nc.h[0].version, HVD_VERSION);
+	CHECK(nc.h[1].agent_proto == 9);
+	CHECK_STR(nc.h[1].version, "9.9.9");
+	CHECK(nc.h[2].agent_proto == 0 && nc.h[2].version == NULL);
+	CHECK(hl_nc_plan(&nc, "m-a") == HL_OK);
+	for (p = 0; p < nc.npairs; p++)
+		nc.pairs[p].done = nc.pairs[p].ok = true;
+	hl_nc_select(&nc);
+	CHECK(nc.h[0].usable && nc.h[2].usable);
+	CHECK(!nc.h[1].usable);
+	CHECK_HAS(
+		nc.h[1].error,
+		"host 'b': its hvdrun (9.9.9, agent protocol 9) cannot start ranks for this one (" HVD_VERSION
+		", agent protocol ");
+	CHECK_HAS(nc.h[1].error, "install the same hvdrun on every host");
+	CHECK(nc.h[0].error == NULL && nc.h[2].error == NULL);
+	/* Selected again (after --bandwidth): the same verdict. */
+	hl_nc_select(&nc);
+	CHECK(!nc.h[1].usable && nc.h[0].usable);
 	hl_netcheck_close(&nc);
 }
 
@@ -540,5 +583,6 @@ int main(void)
 	RUN(test_plan_loopback);
 	RUN(test_select);
 	RUN(test_unreached_host);
+	RUN(test_other_hvdrun);
 	return tap_done();
 }

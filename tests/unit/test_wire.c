@@ -385,6 +385,7 @@ static void test_agent_records(void)
 	      hl_rec_version_of(data, len, &v, ver, sizeof(ver)) == HL_OK);
 	CHECK(v == HL_AGENT_PROTO && strcmp(ver, HVD_VERSION) == 0);
 	CHECK(hl_rec_version_of(data, 3, &v, ver, sizeof(ver)) == HL_EPROTO);
+	CHECK(v == 0);
 	CHECK(hl_rec_version_of("\0\0\0\11"
 				"1.2\n345678",
 				14, &v, ver, sizeof(ver)) == HL_OK);
@@ -513,6 +514,14 @@ static void test_srun_lines(void)
 	CHECK(line_parse("h node7 4096 2", &m) == HL_OK);
 	CHECK_STR(m.text, "node7");
 	CHECK(m.num == 4096 && m.status == 2);
+	CHECK_STR(m.version, "");
+	/* Then its hvdrun's version (an older agent says none). */
+	CHECK(line_parse("h node7 4096 3 0.2.0", &m) == HL_OK);
+	CHECK_STR(m.text, "node7");
+	CHECK(m.num == 4096 && m.status == 3);
+	CHECK_STR(m.version, "0.2.0");
+	CHECK(line_parse("h node7", &m) == HL_OK);
+	CHECK_STR(m.version, "");
 	CHECK(line_parse("e 1 \\q", &m) == HL_EPROTO);
 	CHECK(line_parse("o x y", &m) == HL_EPROTO);
 	/* The answers of a rank's input: taken, and no more. */
