@@ -7,6 +7,10 @@ bats_require_minimum_version 1.5.0
 load ../cli/helper
 load rig
 load slurm
+# The sanitized run's self-test is the sanitized one (tests/run), but in
+# the jobs bounded in time (100 re-initialisations, 28 ranks under a
+# limit of open files).
+SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 
 setup_file() {
 	[ "$(id -u)" -eq 0 ] || skip "the rig needs root (ip netns, unshare, sshd, slurmd)"
@@ -98,7 +102,7 @@ setup() {
 	run slurm_exec salloc -Q -N2 --ntasks-per-node=1 "$HVDRUN" "${SSH[@]}" sh -c 'echo $$ >"$PIDDIR/w$HOROVOD_RANK"; [ "$HOROVOD_RANK" = 1 ] && exit 7; exec sleep 30'
 	assert_failure 7
 	assert_no_leftovers
-	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" "${SSH[@]}" "$ROOT/build/tests/hvd_selftest" all
+	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" "${SSH[@]}" "$SELFTEST" all
 	assert_success
 	assert_line "[3]<stdout>:rank 3: ok"
 }
@@ -136,6 +140,7 @@ sigkill_job() {
 }
 
 @test "hvdrun --mpi inside an allocation: mpirun reads the allocation itself (no -H) and starts its daemons through srun" {
+	export ASAN_OPTIONS=detect_leaks=0 # Open MPI's own, at exit
 	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --mpi --verbose \
 		--network-interface eth0 "$ROOT/build/tests/mpi_user" serialized
 	assert_success
@@ -150,7 +155,7 @@ sigkill_job() {
 	assert_line "[1,1]<stdout>:1 on ns1"
 	assert_line "[1,2]<stdout>:2 on ns2"
 	run slurm_exec salloc -Q -N2 --ntasks-per-node=2 "$HVDRUN" --mpi \
-		--network-interface eth0 "$ROOT/build/tests/hvd_selftest" all
+		--network-interface eth0 "$SELFTEST" all
 	assert_success
 	assert_line "[1,3]<stdout>:rank 3: ok"
 }
@@ -228,7 +233,7 @@ ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=|SSH_|USER=|LOGNAME=|MA
 	for r in 0 1 2 3 4 5 6 7; do
 		cmp "$DATA/in$r" "$BATS_TEST_TMPDIR/out/rank.$r/stderr"
 	done
-	run slurm_exec salloc -Q -N3 --ntasks-per-node=2 "$HVDRUN" --launcher srun "$ROOT/build/tests/hvd_selftest" all
+	run slurm_exec salloc -Q -N3 --ntasks-per-node=2 "$HVDRUN" --launcher srun "$SELFTEST" all
 	assert_success
 	assert_line "[5]<stdout>:rank 5: ok"
 	# Re-initialisation: 100 times hvd_shutdown() then hvd_init(), the

@@ -5,6 +5,10 @@
 bats_require_minimum_version 1.5.0
 load ../cli/helper
 load rig
+# The sanitized run's self-test is the sanitized one (tests/run), but in
+# the jobs bounded in time (100 re-initialisations, 28 ranks under a
+# limit of open files).
+SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 
 setup_file() {
 	[ "$(id -u)" -eq 0 ] || skip "the rig needs root (unshare, sshd)"
@@ -272,7 +276,7 @@ wait_gone() {
 }
 
 @test "libhvd across hosts: collectives and the Iris example over SSH" {
-	run "$HVDRUN" "${SSH[@]}" -H node1:2,node2:1,localhost:1 "$ROOT/build/tests/hvd_selftest" all
+	run "$HVDRUN" "${SSH[@]}" -H node1:2,node2:1,localhost:1 "$SELFTEST" all
 	assert_success
 	assert_line "[2]<stdout>:rank 2: ok"
 	assert_line "[3]<stdout>:rank 3: ok"
@@ -310,7 +314,7 @@ wait_gone() {
 @test "settings exported in hvdrun's shell reach every host's workers; where one host's differ, its ranks run on rank 0's, its first and rank 0 saying so" {
 	local r v
 	run env HOROVOD_FUSION_THRESHOLD=0 HOROVOD_CACHE_CAPACITY=0 HVD_SEGMENT_BYTES=4096 \
-		"$HVDRUN" "${SSH[@]}" -H localhost:2,node1:2 "$ROOT/build/tests/hvd_selftest" fusion
+		"$HVDRUN" "${SSH[@]}" -H localhost:2,node1:2 "$SELFTEST" fusion
 	assert_success
 	for r in 0 1 2 3; do
 		assert_line "[$r]<stdout>:rank $r: ok"
@@ -322,7 +326,7 @@ wait_gone() {
 	run env HOROVOD_FUSION_THRESHOLD=0 HOROVOD_CACHE_CAPACITY=0 HVD_SEGMENT_BYTES=4096 \
 		"$HVDRUN" "${SSH[@]}" -H localhost:2,node1:2 sh -c \
 		'[ "$HOROVOD_HOSTNAME" = node1 ] && unset HOROVOD_FUSION_THRESHOLD HOROVOD_CACHE_CAPACITY HVD_SEGMENT_BYTES; exec "$0" fusion' \
-		"$ROOT/build/tests/hvd_selftest"
+		"$SELFTEST"
 	assert_success
 	for r in 0 1 2 3; do
 		assert_line "[$r]<stdout>:rank $r: ok"
@@ -467,7 +471,7 @@ wait_gone() {
 	st1=0 st2=0
 	out1=$("$HVDRUN" "${SSH[@]}" -H node3:1 sh -c 'echo $(date +%s) $(cut -d. -f1 /proc/uptime)' 2>&1) || st1=$?
 	out2=$("$HVDRUN" "${SSH[@]}" --prefix-output-with-timestamp -H node1:1,node3:2 \
-		"$ROOT/build/tests/hvd_selftest" all 2>&1) || st2=$?
+		"$SELFTEST" all 2>&1) || st2=$?
 	# Back to a host like the others before anything is judged.
 	rig_stop_sshd 3
 	rig_start_sshd 3
@@ -497,7 +501,7 @@ wait_gone() {
 
 @test "hvdrun --mpi across the rig: mpirun over the same SSH config; a rank's code passes through" {
 	export ASAN_OPTIONS=detect_leaks=0
-	run timeout 120 "$HVDRUN" --mpi "${SSH[@]}" -H node1:2,node2:1 "$ROOT/build/tests/hvd_selftest" all
+	run timeout 120 "$HVDRUN" --mpi "${SSH[@]}" -H node1:2,node2:1 "$SELFTEST" all
 	assert_success
 	assert_line "[1,0]<stdout>:rank 0: ok"
 	assert_line "[1,2]<stdout>:rank 2: ok"
