@@ -7,8 +7,10 @@ pointers and libhvd's handles to Python objects. ``hvd.run(func, ...)``
 is Horovod's launcher as a Python call (horovod.run), through hvdrun.
 """
 
+# libhvd's version (the Makefile's VERSION): hvd._lib loads no other.
+__version__ = "0.1.0"
+
 from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from hvd.runner import run
 
-__version__ = "0.1.0"
 __all__ = ["HorovodInternalError", "HostsUpdatedInterrupt", "run", "__version__"]

@@ -5,7 +5,9 @@ nowhere else); the library directory this package was installed with
 (make install writes it to _install.py); build/lib of the source tree
 this package sits in; the dynamic loader's own search (libhvd.so.0).
 If none loads, the ImportError names every path tried and why each
-failed. Nothing here is compiled against torch.
+failed; one of another version (another build, whose functions may take
+other arguments) is refused, naming both versions. Nothing here is
+compiled against torch.
 """
 
 import ctypes
@@ -50,7 +52,29 @@ def _load():
     )
 
 
-lib = _load()
+def _same_build(lib):
+    """Refuse a libhvd whose version is not this package's: its ABI may
+    differ, and a call through the wrong signature would crash or
+    corrupt, not fail."""
+    from hvd import __version__
+
+    version = getattr(lib, "hvd_version", None)
+    if version is not None:
+        version.restype = ctypes.c_char_p
+        version.argtypes = []
+        version = version()
+        version = version.decode(errors="replace") if version else None
+    if version != __version__:
+        raise ImportError(
+            "hvd: libhvd at %s is version %s, this hvd package is %s: they come "
+            "from different builds (set HVD_LIBRARY to the libhvd built with "
+            "this package, or `make install` both)"
+            % (lib._name, version or "unknown (no hvd_version)", __version__)
+        )
+    return lib
+
+
+lib = _same_build(_load())
 
 _c = ctypes
 _size_p = _c.POINTER(_c.c_size_t)

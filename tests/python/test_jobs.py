@@ -120,6 +120,31 @@ def test_missing_libhvd_names_every_path():
     assert r.stdout.strip() == os.path.join(ROOT, "build", "lib", "libhvd.so")
 
 
+def test_libhvd_of_another_version_is_refused(tmp_path):
+    """A libhvd that says another version (another build, whose ABI may
+    differ) is refused before any of its functions is bound, naming both
+    versions; the package's own version is libhvd's and hvdrun's."""
+    src = tmp_path / "other.c"
+    src.write_text('const char *hvd_version(void) { return "9.9.9"; }\n')
+    so = tmp_path / "libhvd.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    env = dict(os.environ, HVD_LIBRARY=str(so), PYTHONPATH=os.path.join(ROOT, "python"))
+    r = subprocess.run([PY, "-c", "import hvd.torch"], capture_output=True, text=True, env=env)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: hvd: libhvd at %s is version 9.9.9, this hvd package is "
+                           % so), r.stderr
+    assert "they come from different builds" in last
+
+    env.pop("HVD_LIBRARY")
+    r = subprocess.run([PY, "-c", "import hvd, hvd._lib as l; "
+                        "print(hvd.__version__, l.lib.hvd_version().decode())"],
+                       capture_output=True, text=True, env=env)
+    ours = subprocess.run([HVDRUN, "--version"], capture_output=True, text=True).stdout
+    version = ours.splitlines()[0].split()[1]
+    assert r.stdout.split() == [version, version], r.stdout + r.stderr
+
+
 def test_no_libhvd_anywhere_names_every_path(tmp_path):
     """A copy of the package far from any libhvd: the ImportError names
     each place it looked and why each failed."""
