@@ -351,7 +351,7 @@ static int join_mesh(struct join_as *j, struct hvd__tcp **out)
 			rc = try_register(a, ifaces && *ifaces ? bind_ip : NULL,
 					  rank, j->size, port, secret, &reg,
 					  deadline, &fd);
-			if (rc == HVD_OK)
+			if (rc == HVD_OK || rc == HVD_EPROTO) /* final */
 				break;
 		}
 	} while (rc == HVD_ETIMEDOUT && copy != NULL &&
