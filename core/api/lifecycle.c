@@ -200,6 +200,7 @@ static int init_once(bool *world)
 HVD_EXPORT int hvd_init(void)
 {
 	static bool fork_hook; /* once a process */
+	long long t0 = hvd__now_ms();
 	bool world;
 	int rc;
 
@@ -218,10 +219,11 @@ HVD_EXPORT int hvd_init(void)
 		rc = init_once(&world);
 	while (rc == HVD_ERESET && world);
 	if (rc == HVD_OK)
-		hvd__debug("rank %d of %d (local %d of %d, cross %d of %d)",
-			   hvd__g.rank, hvd__g.size, hvd__g.local_rank,
-			   hvd__g.local_size, hvd__g.cross_rank,
-			   hvd__g.cross_size);
+		hvd__debug(
+			"rank %d of %d (local %d of %d, cross %d of %d): joined in %lld ms",
+			hvd__g.rank, hvd__g.size, hvd__g.local_rank,
+			hvd__g.local_size, hvd__g.cross_rank, hvd__g.cross_size,
+			hvd__now_ms() - t0);
 	return rc;
 }
 
