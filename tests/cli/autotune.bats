@@ -6,7 +6,6 @@
 bats_require_minimum_version 1.5.0
 load helper
 
-SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 TUNE=(--autotune --autotune-steps-per-sample 3 --autotune-warmup-samples 1
 	--autotune-bayes-opt-max-samples 7)
 

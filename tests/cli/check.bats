@@ -3,7 +3,6 @@
 # Across hosts: tests/cluster/check.bats.
 bats_require_minimum_version 1.5.0
 load helper
-SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 
 @test "check without hosts checks this machine; loopback counts" {
 	run "$HVDRUN" check

@@ -11,7 +11,6 @@
 bats_require_minimum_version 1.5.0
 load helper
 
-SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 SETS=${HVD_SETS_BIN:-$ROOT/build/tests/hvd_sets}
 STANDIN=$ROOT/build/tests/standin
 

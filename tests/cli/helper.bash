@@ -7,6 +7,11 @@ ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 HVDRUN=${HVDRUN_BIN:-$ROOT/build/bin/hvdrun}
 HELLO=$ROOT/build/examples/hello
 WORKERS=$ROOT/tests/cli/workers
+# The self-test: the sanitized run's own build where it sets one
+# (tests/run), so that libhvd's collectives run under ASan and UBSan
+# too; a job bounded in time (100 re-initialisations, 28 ranks under a
+# limit of open files) names the plain build itself.
+SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 
 # Open MPI's ranks poll while they wait; with more ranks than this
 # machine's cores they take the cores from one another (the self-test at

@@ -7,8 +7,6 @@
 bats_require_minimum_version 1.5.0
 load helper
 
-SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
-
 @test "every dtype and op, counts 0/1/prime/MiB, broadcast, allgather: 1 to 4 ranks" {
 	local n r
 	for n in 1 2 3 4; do

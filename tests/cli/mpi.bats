@@ -5,7 +5,6 @@
 bats_require_minimum_version 1.5.0
 load helper
 
-SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 MPI_USER=$ROOT/build/tests/mpi_user
 MPIRUN=(mpirun --oversubscribe)
 [ "$(id -u)" -ne 0 ] || MPIRUN+=(--allow-run-as-root)

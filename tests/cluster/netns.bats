@@ -5,10 +5,6 @@ bats_require_minimum_version 1.5.0
 load ../cli/helper
 load rig
 
-# The self-test (the sanitized run's own build, where it sets one): the
-# hierarchical collectives across hosts and a link's loss, sanitized.
-SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
-
 setup_file() {
 	[ "$(id -u)" -eq 0 ] || skip "the rig needs root (ip netns, unshare, sshd)"
 	rig_up 1

@@ -7,10 +7,6 @@ bats_require_minimum_version 1.5.0
 load ../cli/helper
 load rig
 load slurm
-# The sanitized run's self-test is the sanitized one (tests/run), but in
-# the jobs bounded in time (100 re-initialisations, 28 ranks under a
-# limit of open files).
-SELFTEST=${HVD_SELFTEST_BIN:-$ROOT/build/tests/hvd_selftest}
 
 setup_file() {
 	[ "$(id -u)" -eq 0 ] || skip "the rig needs root (ip netns, unshare, sshd, slurmd)"
