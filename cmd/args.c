@@ -26,6 +26,7 @@ enum {
 
 static const struct option extra_options[] = {
 	{"np", required_argument, NULL, OPT_NP},
+	{"n", required_argument, NULL, OPT_NP}, /* mpirun's -n */
 	{"config-file", required_argument, NULL, OPT_CONFIG},
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 	{"version", no_argument, NULL, OPT_VERSION},
@@ -94,7 +95,7 @@ static const struct {
 	const char *name;
 	enum hl_key key;
 } short_names[] = {
-	{"-np", HL_K_NP},
+	{"-np, -n", HL_K_NP},
 	{"-H", HL_K_HOSTS},
 	{"-p", HL_K_SSH_PORT},
 	{"-i", HL_K_SSH_IDENTITY},

@@ -8,7 +8,7 @@ load helper
 	run "$HVDRUN" --help
 	assert_success
 	assert_line --index 0 "Usage: hvdrun [options] command [args...]"
-	assert_output --partial "-np, --num-proc N"
+	assert_output --partial "-np, -n, --num-proc N"
 	assert_output --partial "--config-file FILE"
 	assert_line "Network [network]:"
 	assert_line --regexp '^  --network-check-timeout S +seconds per connection test \(default 2\)$'
@@ -52,9 +52,14 @@ rank=4 host=c local_rank=1 local_size=2 cross_rank=1 cross_size=2"
 }
 
 @test "without hosts, -np N runs on localhost:N; without -np, every slot" {
-	run "$HVDRUN" -np 3 --dry-run
-	assert_success
-	assert_line --index 2 "rank=2 host=localhost local_rank=2 local_size=3 cross_rank=0 cross_size=1"
+	local np
+	# horovodrun's -np, its --num-proc, and mpirun's -n and --n.
+	for np in -np -n --num-proc --n; do
+		run "$HVDRUN" "$np" 3 --dry-run
+		assert_success
+		[ "${#lines[@]}" -eq 3 ]
+		assert_line --index 2 "rank=2 host=localhost local_rank=2 local_size=3 cross_rank=0 cross_size=1"
+	done
 	run "$HVDRUN" -H x:2,y:2 --dry-run
 	assert_success
 	[ "${#lines[@]}" -eq 4 ]
