@@ -26,7 +26,10 @@ enum {
 
 static const struct option extra_options[] = {
 	{"np", required_argument, NULL, OPT_NP},
-	{"n", required_argument, NULL, OPT_NP}, /* mpirun's -n */
+	/* mpirun's spellings */
+	{"n", required_argument, NULL, OPT_NP},
+	{"host", required_argument, NULL, OPT_KEY_BASE + HL_K_HOSTS},
+	{"machinefile", required_argument, NULL, OPT_KEY_BASE + HL_K_HOSTFILE},
 	{"config-file", required_argument, NULL, OPT_CONFIG},
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 	{"version", no_argument, NULL, OPT_VERSION},
@@ -96,7 +99,7 @@ static const struct {
 	enum hl_key key;
 } short_names[] = {
 	{"-np, -n", HL_K_NP},
-	{"-H", HL_K_HOSTS},
+	{"-H, --host", HL_K_HOSTS},
 	{"-p", HL_K_SSH_PORT},
 	{"-i", HL_K_SSH_IDENTITY},
 };
@@ -202,8 +205,9 @@ void cmd_usage(void)
 	      stdout);
 }
 
-/* The option that first set each key on the command line, as typed. */
-static const char *set_by[HL_K_COUNT];
+/* The option that first set each key on the command line, as typed, less
+ * any "=value" ("--hosts=a" set it: "--hosts"). */
+static char set_by[HL_K_COUNT][64];
 
 static int set_key(enum hl_key k, const char *value, const char *name,
 		   char **cause)
@@ -221,7 +225,8 @@ static int set_key(enum hl_key k, const char *value, const char *name,
 		return hl_fail(cause, HL_EINVAL, "'%s' contradicts '%s'", name,
 			       set_by[k]);
 	if (!cmd_args.from_cli[k])
-		set_by[k] = name;
+		snprintf(set_by[k], sizeof(set_by[k]), "%.*s",
+			 (int)strcspn(name, "="), name);
 
 	/* --network-interface may be repeated: the names add up. */
 	if (hl_keys[k].type == HL_T_IFACES && cmd_args.from_cli[k]) {
@@ -440,8 +445,8 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 	}
 	if (rc == HL_OK && cmd_args.from_cli[HL_K_HOSTS] &&
 	    cmd_args.from_cli[HL_K_HOSTFILE])
-		rc = hl_fail(cause, HL_EINVAL,
-			     "give -H or --hostfile, not both");
+		rc = hl_fail(cause, HL_EINVAL, "give %s or %s, not both",
+			     set_by[HL_K_HOSTS], set_by[HL_K_HOSTFILE]);
 	/* The check's own settings mean nothing to a job. */
 	for (k = 0; rc == HL_OK && k < HL_K_COUNT; k++)
 		if (!cmd_args.check && cmd_args.from_cli[k] &&

@@ -60,9 +60,21 @@ rank=4 host=c local_rank=1 local_size=2 cross_rank=1 cross_size=2"
 		[ "${#lines[@]}" -eq 3 ]
 		assert_line --index 2 "rank=2 host=localhost local_rank=2 local_size=3 cross_rank=0 cross_size=1"
 	done
-	run "$HVDRUN" -H x:2,y:2 --dry-run
-	assert_success
-	[ "${#lines[@]}" -eq 4 ]
+	# -H, and mpirun's --host (one dash or two).
+	for h in -H --hosts --host -host; do
+		run "$HVDRUN" "$h" x:2,y:2 --dry-run
+		assert_success
+		[ "${#lines[@]}" -eq 4 ]
+		assert_line --index 3 "rank=3 host=y local_rank=1 local_size=2 cross_rank=1 cross_size=2"
+	done
+	# --hostfile, and mpirun's -machinefile, --machinefile and -hostfile.
+	printf 'x slots=1\ny slots=2\n' >"$BATS_TEST_TMPDIR/hf"
+	for h in --hostfile -hostfile --machinefile -machinefile; do
+		run "$HVDRUN" "$h" "$BATS_TEST_TMPDIR/hf" --dry-run
+		assert_success
+		[ "${#lines[@]}" -eq 3 ]
+		assert_line --index 2 "rank=2 host=y local_rank=1 local_size=2 cross_rank=0 cross_size=1"
+	done
 	run "$HVDRUN" --dry-run
 	assert_failure 2
 	assert_output --partial "give -np N, or hosts with -H or --hostfile"
@@ -280,6 +292,10 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	run "$HVDRUN" -H a --hostfile f true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: give -H or --hostfile, not both"
+	# Named as typed, less the value.
+	run "$HVDRUN" --hosts=a --machinefile f true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: give --hosts or --machinefile, not both"
 	run "$HVDRUN" -np 1
 	assert_failure 2
 	assert_line --index 0 "hvdrun: no command to run"
