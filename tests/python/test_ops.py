@@ -278,9 +278,60 @@ def test_barrier_and_objects(hvd):
     assert everyone == [("r", i) for i in range(hvd.size())]
 
 
+def bools(r, shape, seed):
+    """Rank r's bool input (about a third True, so that or and and differ)."""
+    return data(r, shape, torch.int64, seed, low=0, high=3) == 0
+
+
+def check_bool(hvd, dev):
+    """torch.bool tensors, as torch.distributed reduces them: Sum and Max
+    a logical or, Min and Product a logical and; moved as they are by
+    broadcast, allgather, alltoall and reducescatter."""
+    n, r = hvd.size(), hvd.rank()
+    x = bools(r, (6, 5), 40).to(dev)
+    ops = [hvd.Sum, hvd.Max, hvd.Min, hvd.Product]
+    red = [hvd.allreduce(x, op=op, name="bool.ar.%d" % k) for k, op in enumerate(ops)]
+    grouped = hvd.grouped_allreduce([x, ~x], op=hvd.Sum, name="bool.g")
+    bc = hvd.broadcast(x, n - 1, name="bool.bc")
+    ag = hvd.allgather(bools(r, (r + 1, 2), 41).to(dev), name="bool.ag")
+    a2a = hvd.alltoall(bools(r, (2 * n, 3), 42).to(dev), name="bool.a2a")
+    rs = hvd.reducescatter(bools(r, (2 * n, 3), 43).to(dev), op=hvd.Max, name="bool.rs")
+    errors = []
+    for kw in [dict(), dict(op=hvd.Adasum), dict(op=hvd.Sum, prescale_factor=2.0)]:
+        with pytest.raises(TypeError, match="torch.bool") as e:
+            hvd.allreduce(x, **kw)
+        errors.append(str(e.value))
+    every = torch.stack([bools(k, (6, 5), 40) for k in range(n)])
+    anyone, all_of = every.any(0), every.all(0)
+    for out, want in zip(red + grouped, [anyone, anyone, all_of, all_of, anyone,
+                                         (~every).any(0)]):
+        assert out.dtype == torch.bool and out.device == dev
+        assert torch.equal(out.cpu(), want)
+    # Every byte 0 or 1: a bool of 2 would compare unequal to True.
+    assert torch.equal(red[0].cpu().view(torch.uint8).max(), torch.tensor(1, dtype=torch.uint8))
+    assert torch.equal(bc.cpu(), bools(n - 1, (6, 5), 40))
+    assert torch.equal(ag.cpu(), torch.cat([bools(k, (k + 1, 2), 41) for k in range(n)]))
+    assert torch.equal(a2a.cpu(), torch.cat([bools(k, (2 * n, 3), 42)[2 * r:2 * r + 2]
+                                             for k in range(n)]))
+    rs_all = torch.stack([bools(k, (2 * n, 3), 43) for k in range(n)]).any(0)
+    assert torch.equal(rs.cpu(), rs_all[2 * r:2 * r + 2])
+    assert "op Average" in errors[0] and "op Adasum" in errors[1]
+    assert "prescale_factor" in errors[2]
+
+
+def test_bool(hvd):
+    check_bool(hvd, torch.device("cpu"))
+
+
+def test_bool_buffers_broadcast_with_the_parameters(hvd):
+    """A model's bool buffer (a mask) goes with broadcast_parameters."""
+    m = torch.nn.Linear(3, 2)
+    m.register_buffer("mask", torch.tensor([hvd.rank() == 0, True, False]))
+    hvd.broadcast_parameters(m.state_dict(), root_rank=0)
+    assert m.mask.tolist() == [True, True, False]
+
+
 def test_bad_arguments(hvd):
-    with pytest.raises(TypeError, match="torch.bool"):
-        hvd.allreduce(torch.ones(3, dtype=torch.bool))
     with pytest.raises(TypeError, match="complex64"):
         hvd.allgather(torch.ones(3, dtype=torch.complex64))
     with pytest.raises(NotImplementedError, match="Adasum needs a floating-point dtype"):

@@ -39,6 +39,9 @@ _C_DTYPE = {
     torch.float32: 6,
     torch.float64: 7,
     torch.int16: 8,
+    # A bool is a byte of 0 or 1: moved as uint8, and reduced as one
+    # (_c_reduce: or by max, and by min).
+    torch.bool: 0,
 }
 
 
@@ -352,8 +355,8 @@ def _c_dtype(tensor):
         return _C_DTYPE[tensor.dtype]
     except KeyError:
         raise TypeError(
-            "hvd.torch: tensors of dtype %s are not supported (uint8, int8, int16, int32, "
-            "int64, float16, bfloat16, float32 and float64 are)" % tensor.dtype) from None
+            "hvd.torch: tensors of dtype %s are not supported (bool, uint8, int8, int16, "
+            "int32, int64, float16, bfloat16, float32 and float64 are)" % tensor.dtype) from None
 
 
 def _on_gpu(tensor):
@@ -541,13 +544,34 @@ def _c_op(op):
         raise ValueError("hvd.torch: unknown reduction op %r" % (op,)) from None
 
 
+# Ops on bool tensors, as torch.distributed reduces them: Sum and Max are
+# a logical or, Min and Product a logical and (as bytes of 0 and 1: max
+# and min, which keep every byte 0 or 1).
+_BOOL_OP = {Sum: Max, Max: Max, Min: Min, Product: Min}
+
+
+def _c_reduce(tensor, op, prescale, postscale):
+    """libhvd's (op, prescale, postscale) for reducing tensor with op."""
+    c = _c_op(op)
+    if tensor.dtype != torch.bool:
+        return c, float(prescale), float(postscale)
+    if op not in _BOOL_OP:
+        raise TypeError("hvd.torch: op %s of torch.bool tensors has no meaning (Sum or Max: "
+                        "logical or; Min or Product: logical and)"
+                        % {Average: "Average", Adasum: "Adasum"}.get(op, op))
+    if prescale != 1.0 or postscale != 1.0:
+        raise TypeError("hvd.torch: torch.bool tensors take no prescale_factor or "
+                        "postscale_factor")
+    return _C_OP[_BOOL_OP[op]], 1.0, 1.0
+
+
 def _allreduce_submit(tensor, output, name, op, prescale, postscale, set_id=0):
     """Submit one allreduce of tensor into output (both contiguous, maybe
     the same). Returns libhvd's handle."""
     gpu = _on_gpu(tensor)
     fn = lib.hvd_allreduce_scaled_gpu_async if gpu else lib.hvd_allreduce_scaled_async
     return _submit(fn, (name, tensor.data_ptr(), output.data_ptr(), tensor.numel(),
-                        _c_dtype(tensor), _c_op(op), float(prescale), float(postscale)),
+                        _c_dtype(tensor)) + _c_reduce(tensor, op, prescale, postscale),
                    name.decode(), tensor.shape, set_id)
 
 
@@ -640,6 +664,7 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale, postscale, pr
     _one_device(tensors, "grouped_allreduce")
     for t in tensors:
         _c_dtype(t)
+        _c_reduce(t, op, prescale, postscale)
         _on_gpu(t)
     handle = _new_handle()
     base = _base("grouped_allreduce", name, sid)
@@ -1047,6 +1072,7 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 def _reducescatter_submit(src, name, op, prescale, postscale, process_set=None):
     """Submit one reducescatter of src; (libhvd handle, output)."""
     nrows, row = _rows(src, "reducescatter")
+    reduce = _c_reduce(src, op, prescale, postscale)
     sid = _check_set(process_set)
     me = _set_rank(process_set)
     lib.hvd_next_process_set(sid)  # the count is the set's (not used up)
@@ -1056,7 +1082,7 @@ def _reducescatter_submit(src, name, op, prescale, postscale, process_set=None):
     gpu = _on_gpu(src)
     fn = lib.hvd_reducescatter_gpu_async if gpu else lib.hvd_reducescatter_async
     h = _submit(fn, (name, src.data_ptr(), out.data_ptr(), src.numel(), max(row, 1),
-                     _c_dtype(src), _c_op(op), float(prescale), float(postscale)),
+                     _c_dtype(src)) + reduce,
                 name.decode(), src.shape, sid)
     return h, out
 
@@ -1115,6 +1141,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average,
     for t in tensors:
         _rows(t, "grouped_reducescatter")
         _c_dtype(t)
+        _c_reduce(t, op, prescale_factor, postscale_factor)
         _on_gpu(t)
     _c_op(op)
     handle = _new_handle()
