@@ -7,7 +7,7 @@ ranks on one GPU: tests/cli/workers/gpu_share.sh)."""
 import pytest
 import torch
 
-from test_ops import check_bool, close, data, reference
+from test_ops import check_bool, check_complex, close, data, reference
 
 GPU_DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16,
               torch.bfloat16, torch.float32, torch.float64]
@@ -27,6 +27,10 @@ def test_allreduce(hvd, dev, dtype):
 
 def test_bool(hvd, dev):
     check_bool(hvd, dev)
+
+
+def test_complex(hvd, dev):
+    check_complex(hvd, dev)
 
 
 def test_allreduce_int16_refused(hvd, dev):

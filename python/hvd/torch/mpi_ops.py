@@ -42,7 +42,15 @@ _C_DTYPE = {
     # A bool is a byte of 0 or 1: moved as uint8, and reduced as one
     # (_c_reduce: or by max, and by min).
     torch.bool: 0,
+    # A complex number is two floats, its real and imaginary parts: moved
+    # and summed as such (_width).
+    torch.complex64: 6,
+    torch.complex128: 7,
 }
+_COMPLEX = frozenset((torch.complex64, torch.complex128))
+_ODD = _COMPLEX | {torch.bool}  # reduced otherwise than their _C_DTYPE
+_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max",
+             Product: "Product"}
 
 
 # --- the job -------------------------------------------------------------
@@ -356,7 +364,21 @@ def _c_dtype(tensor):
     except KeyError:
         raise TypeError(
             "hvd.torch: tensors of dtype %s are not supported (bool, uint8, int8, int16, "
-            "int32, int64, float16, bfloat16, float32 and float64 are)" % tensor.dtype) from None
+            "int32, int64, float16, bfloat16, float32, float64, complex64 and complex128 are)"
+            % tensor.dtype) from None
+
+
+def _width(tensor):
+    """libhvd's elements per element of tensor: 2 for a complex dtype."""
+    return 2 if tensor.dtype in _COMPLEX else 1
+
+
+def _shape(tensor):
+    """The shape libhvd sees: a complex tensor's, of (real, imaginary)
+    pairs, has a last dimension of 2 (torch.view_as_real's)."""
+    if tensor.dtype in _COMPLEX:
+        return tuple(tensor.shape) + (2,)
+    return tensor.shape
 
 
 def _on_gpu(tensor):
@@ -553,12 +575,17 @@ _BOOL_OP = {Sum: Max, Max: Max, Min: Min, Product: Min}
 def _c_reduce(tensor, op, prescale, postscale):
     """libhvd's (op, prescale, postscale) for reducing tensor with op."""
     c = _c_op(op)
-    if tensor.dtype != torch.bool:
+    if tensor.dtype not in _ODD:
+        return c, float(prescale), float(postscale)
+    if tensor.dtype in _COMPLEX:
+        # Parts add up on their own; no other op of libhvd's is complex.
+        if op not in (Sum, Average):
+            raise TypeError("hvd.torch: op %s of %s tensors has no meaning (Sum and Average "
+                            "do)" % (_OP_NAMES[op], tensor.dtype))
         return c, float(prescale), float(postscale)
     if op not in _BOOL_OP:
         raise TypeError("hvd.torch: op %s of torch.bool tensors has no meaning (Sum or Max: "
-                        "logical or; Min or Product: logical and)"
-                        % {Average: "Average", Adasum: "Adasum"}.get(op, op))
+                        "logical or; Min or Product: logical and)" % _OP_NAMES[op])
     if prescale != 1.0 or postscale != 1.0:
         raise TypeError("hvd.torch: torch.bool tensors take no prescale_factor or "
                         "postscale_factor")
@@ -570,9 +597,10 @@ def _allreduce_submit(tensor, output, name, op, prescale, postscale, set_id=0):
     the same). Returns libhvd's handle."""
     gpu = _on_gpu(tensor)
     fn = lib.hvd_allreduce_scaled_gpu_async if gpu else lib.hvd_allreduce_scaled_async
-    return _submit(fn, (name, tensor.data_ptr(), output.data_ptr(), tensor.numel(),
+    return _submit(fn, (name, tensor.data_ptr(), output.data_ptr(),
+                        tensor.numel() * _width(tensor),
                         _c_dtype(tensor)) + _c_reduce(tensor, op, prescale, postscale),
-                   name.decode(), tensor.shape, set_id)
+                   name.decode(), _shape(tensor), set_id)
 
 
 def _allreduce_async(tensor, output, name, op, prescale, postscale, process_set):
@@ -820,14 +848,14 @@ def _gpu_copy(out, src, nbytes):
 def _allgather_submit(src, name, res, set_id=0):
     gpu = _on_gpu(src)
     fn = lib.hvd_allgather_gpu_async if gpu else lib.hvd_allgather_async
-    return _submit(fn, (name, src.data_ptr(), src.numel(), _c_dtype(src),
+    return _submit(fn, (name, src.data_ptr(), src.numel() * _width(src), _c_dtype(src),
                         ctypes.byref(res.buf), ctypes.byref(res.count)), name.decode(),
-                   src.shape, set_id)
+                   _shape(src), set_id)
 
 
 def _gathered(src, res, row, name):
     """The allgather result of src as a tensor of whole rows."""
-    total = res.count.value
+    total = res.count.value // _width(src)
     if row == 0:
         rows = 0
     elif total % row:
@@ -941,8 +969,9 @@ def _broadcast_async(tensor, output, root_rank, name, process_set):
     handle = _new_handle()
     cname = _name("broadcast", name, sid)
     fn = lib.hvd_broadcast_gpu_async if gpu else lib.hvd_broadcast_async
-    h = _submit(fn, (cname, buf.data_ptr(), buf.numel(), _c_dtype(buf), int(root_rank)),
-                cname.decode(), buf.shape, sid)
+    h = _submit(fn, (cname, buf.data_ptr(), buf.numel() * _width(buf), _c_dtype(buf),
+                     int(root_rank)),
+                cname.decode(), _shape(buf), sid)
 
     def finish():
         if output is tensor and buf is not tensor:
@@ -1023,16 +1052,17 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     gpu = _on_gpu(src)
     handle = _new_handle()
     cname = _name("alltoall", name, sid)
-    counts = (ctypes.c_size_t * n)(*[r * row for r in rows])
+    w = _width(src)
+    counts = (ctypes.c_size_t * n)(*[r * row * w for r in rows])
     res = _Result(n)
     fn = lib.hvd_alltoall_gpu_async if gpu else lib.hvd_alltoall_async
-    h = _submit(fn, (cname, src.data_ptr(), counts, max(row, 1), _c_dtype(src),
+    h = _submit(fn, (cname, src.data_ptr(), counts, max(row * w, 1), _c_dtype(src),
                      ctypes.byref(res.buf), ctypes.byref(res.count), res.counts),
-                cname.decode(), src.shape, sid)
+                cname.decode(), _shape(src), sid)
     split_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
 
     def finish():
-        got = [c // row if row else 0 for c in res.counts]
+        got = [c // (row * w) if row else 0 for c in res.counts]
         out = res.take(src, (sum(got),) + tuple(src.shape[1:]))
         return out, torch.tensor(got, dtype=split_dtype)
 
@@ -1076,14 +1106,15 @@ def _reducescatter_submit(src, name, op, prescale, postscale, process_set=None):
     sid = _check_set(process_set)
     me = _set_rank(process_set)
     lib.hvd_next_process_set(sid)  # the count is the set's (not used up)
-    mine = lib.hvd_reducescatter_count(src.numel(), max(row, 1), me)
-    out = torch.empty((mine // row if row else 0,) + tuple(src.shape[1:]), dtype=src.dtype,
-                      device=src.device)
+    w = _width(src)
+    mine = lib.hvd_reducescatter_count(src.numel() * w, max(row * w, 1), me)
+    out = torch.empty((mine // (row * w) if row else 0,) + tuple(src.shape[1:]),
+                      dtype=src.dtype, device=src.device)
     gpu = _on_gpu(src)
     fn = lib.hvd_reducescatter_gpu_async if gpu else lib.hvd_reducescatter_async
-    h = _submit(fn, (name, src.data_ptr(), out.data_ptr(), src.numel(), max(row, 1),
+    h = _submit(fn, (name, src.data_ptr(), out.data_ptr(), src.numel() * w, max(row * w, 1),
                      _c_dtype(src)) + reduce,
-                name.decode(), src.shape, sid)
+                name.decode(), _shape(src), sid)
     return h, out
 
 
