@@ -27,36 +27,6 @@
 #include "rdv/server.h"
 #include "spawn/spawn.h"
 
-/* Resolve the command where local workers will look for it. */
-static int resolve(const struct hl_launch *l, char **path, char **cause)
-{
-	const struct hl_plan *plan = l->plan;
-	const struct hl_envspec *es = l->env;
-	const char *search = getenv("PATH");
-	size_t i;
-	int r;
-
-	*path = NULL;
-	for (r = 0; r < plan->size; r++)
-		if (!hl_worker_remote(l, plan->ranks[r].host))
-			break;
-	if (r == plan->size && l->discovery == NULL)
-		return HL_OK;
-	for (i = 0; i < es->set.n; i++)
-		if (strncmp(es->set.v[i], "PATH=", 5) == 0)
-			search = es->set.v[i] + 5;
-	if (r == plan->size) {
-		/* Only a host found later may start one here: try. */
-		char *why = NULL;
-
-		if (hl_resolve_command(l->argv[0], search, path, &why) != HL_OK)
-			*path = NULL;
-		free(why);
-		return HL_OK;
-	}
-	return hl_resolve_command(l->argv[0], search, path, cause);
-}
-
 /* words (NULL-terminated) on stderr after what is already there, each as
  * the shell would need it, so that the line can be copied and run. */
 static void put_words(char *const *words)
@@ -236,9 +206,10 @@ static int nofile_room(const struct hl_launch *l, char **cause)
  * when HOROVOD_AUTOTUNE is on: from their options, -x, [env] or hvdrun's
  * own environment), where rank 0 runs on this machine: one it could not
  * create is bad usage, before anything starts, where libhvd would find it
- * only in the job (a remote rank 0 says so there). */
+ * only in the job (a remote rank 0 says so there). A relative path is
+ * rank 0's: from wdir (--wdir's folder, or NULL: here). */
 static int rank0_files(const struct hl_opts *o, const struct hl_envspec *es,
-		       char **cause)
+		       const char *wdir, char **cause)
 {
 	static const enum hl_key keys[] = {HL_K_TIMELINE_FILENAME,
 					   HL_K_AUTOTUNE_LOG};
@@ -250,15 +221,20 @@ static int rank0_files(const struct hl_opts *o, const struct hl_envspec *es,
 		tune = 0;
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const char *var = hl_keys[keys[i]].envvar;
-		const char *path = hl_envspec_value(es, var), *slash;
-		char name[80];
+		const char *given = hl_envspec_value(es, var), *slash;
+		char name[80], *path;
 		struct stat st;
 		char *dir;
 		int err = 0;
 
-		if (path == NULL || *path == '\0' ||
+		if (given == NULL || *given == '\0' ||
 		    (keys[i] == HL_K_AUTOTUNE_LOG && tune == 0))
 			continue;
+		path = wdir != NULL && given[0] != '/'
+			       ? hl_asprintf("%s/%s", wdir, given)
+			       : hl_strdup(given);
+		if (path == NULL)
+			return hl_fail(cause, HL_ENOMEM, "out of memory");
 		slash = strrchr(path, '/');
 		dir = slash == NULL
 			      ? hl_strdup(".")
@@ -273,6 +249,7 @@ static int rank0_files(const struct hl_opts *o, const struct hl_envspec *es,
 		else if (access(dir, W_OK | X_OK) != 0)
 			err = errno;
 		free(dir);
+		free(path);
 		if (err != 0)
 			return hl_fail(
 				cause, HL_EINVAL,
@@ -283,7 +260,7 @@ static int rank0_files(const struct hl_opts *o, const struct hl_envspec *es,
 						  cmd_args.from_cli[keys[i]],
 						  name, sizeof(name))
 					: var,
-				path, strerror(err));
+				given, strerror(err));
 	}
 	return HL_OK;
 }
@@ -302,7 +279,7 @@ static int launch(struct hl_launch *l, int *code, char **cause)
 	hl_nofile_raise();
 	rc = nofile_room(l, cause);
 	if (rc == HL_OK)
-		rc = resolve(l, &l->exec_path, cause);
+		rc = hl_local_command(l, &l->exec_path, cause);
 	/* A remote rank 0's port is found on its host, at connect time. */
 	if (rc == HL_OK && !hl_worker_remote(l, plan->ranks[0].host))
 		rc = hl_master_local(l->env, plan->ranks[0].host, cause);
@@ -417,7 +394,7 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 	/* Rank 0 here (mpirun's too, the plan's; over SSH with --force-ssh,
 	 * the same files): its files, before any host is probed. */
 	if (rc == HL_OK && hosts->v[plan.ranks[0].host].local)
-		rc = rank0_files(o, &es, cause);
+		rc = rank0_files(o, &es, so.wdir ? so.cwd : NULL, cause);
 	if (rc == HL_OK)
 		rc = hl_iface_choose(&ic, o, hosts, &plan, &so, cause);
 	if (rc != HL_OK)

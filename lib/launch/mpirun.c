@@ -144,6 +144,9 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 			snprintf(rank, sizeof(rank), "%ld", o->v[HL_K_STDIN].i);
 		rc = push2(out, "--stdin", rank);
 	}
+	/* --wdir: mpirun's own, the same absolute folder. */
+	if (rc == HL_OK && so->wdir)
+		rc = push2(out, "-wdir", so->cwd);
 	snprintf(np, sizeof(np), "%d", plan->size);
 	if (rc == HL_OK)
 		rc = push2(out, "-np", np);

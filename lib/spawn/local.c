@@ -52,6 +52,8 @@ static void child(const struct hl_launch *l, int in, int out_w, int err_w,
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	hl_bind_worker(envp);
+	if (l->ssh->wdir && chdir(l->ssh->cwd) != 0)
+		goto fail;
 	execve(l->exec_path != NULL ? l->exec_path : l->argv[0], l->argv, envp);
 fail:
 	hl_exec_failed(errp);
@@ -66,6 +68,8 @@ static int start_one(const struct hl_launch *l, struct hl_worker *w,
 	pid_t pid, self = getpid();
 
 	rc = hl_env_build(environ, l->env, &w->place, &envp);
+	if (rc == HL_OK && l->ssh->wdir) /* as a remote worker's */
+		rc = hl_env_set(&envp, "PWD", l->ssh->cwd);
 	if (rc != HL_OK)
 		return hl_fail(cause, rc, "out of memory");
 	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
@@ -185,6 +189,49 @@ static void local_close(void *ctx)
 bool hl_worker_remote(const struct hl_launch *l, size_t hi)
 {
 	return l->ssh->force || !l->hosts->v[hi].local;
+}
+
+int hl_local_command(const struct hl_launch *l, char **path, char **cause)
+{
+	const struct hl_plan *plan = l->plan;
+	const struct hl_envspec *es = l->env;
+	const char *search = getenv("PATH"), *cmd = l->argv[0];
+	char *from_wdir = NULL, *why = NULL;
+	struct stat st;
+	size_t i;
+	int r, rc = HL_OK;
+
+	*path = NULL;
+	for (r = 0; r < plan->size; r++)
+		if (!hl_worker_remote(l, plan->ranks[r].host))
+			break;
+	if (r == plan->size && l->discovery == NULL)
+		return HL_OK;
+	if (r < plan->size && l->ssh->wdir &&
+	    (stat(l->ssh->cwd, &st) != 0 || !S_ISDIR(st.st_mode)))
+		return hl_fail(cause, HL_EINVAL,
+			       "--wdir '%s': no such folder on this machine",
+			       l->ssh->cwd);
+	for (i = 0; i < es->set.n; i++)
+		if (strncmp(es->set.v[i], "PATH=", 5) == 0)
+			search = es->set.v[i] + 5;
+	if (l->ssh->wdir && cmd[0] != '/' && strchr(cmd, '/') != NULL) {
+		while (cmd[0] == '.' && cmd[1] == '/')
+			cmd += 2 + strspn(cmd + 2, "/");
+		from_wdir = hl_asprintf("%s/%s", l->ssh->cwd, cmd);
+		if (from_wdir == NULL)
+			return hl_fail(cause, HL_ENOMEM, "out of memory");
+		cmd = from_wdir;
+	}
+	if (r < plan->size) {
+		rc = hl_resolve_command(cmd, search, path, cause);
+	} else if (hl_resolve_command(cmd, search, path, &why) != HL_OK) {
+		/* Only a host found later may start one here: try. */
+		*path = NULL;
+	}
+	free(why);
+	free(from_wdir);
+	return r < plan->size ? rc : HL_OK;
 }
 
 int hl_worker_fds(const struct hl_launch *l, size_t hi)

@@ -77,6 +77,12 @@ int hl_spawn_remote_env(const struct hl_launch *l, const struct hl_worker *w,
 
 /* Whether host hi of the launch is started over SSH. */
 bool hl_worker_remote(const struct hl_launch *l, size_t hi);
+/* Where workers of this machine will start (local.c), before any does:
+ * --wdir's folder must be one here, and the command is resolved as they
+ * will look for it (the PATH they get, a relative path from that
+ * folder); *path: malloc'ed, NULL where no worker starts here (a host
+ * found later may: then it is tried quietly). */
+int hl_local_command(const struct hl_launch *l, char **path, char **cause);
 /* About how many descriptors hvdrun holds for one worker of host hi
  * (local.c): a local worker's two output pipes and its rendezvous
  * connection; a remote one's rendezvous connection and its share of the

@@ -65,6 +65,21 @@ int hl_ssh_opts_from(struct hl_ssh_opts *so, const struct hl_opts *o,
 	self[n] = '\0';
 	so->agent_path = hl_strdup(self);
 	so->cwd = getcwd(NULL, 0);
+	/* --wdir: relative to this folder, ~ to this machine's home. */
+	so->wdir = v[HL_K_WDIR].set;
+	if (so->wdir && so->cwd != NULL) {
+		char *home = expand_home(v[HL_K_WDIR].s), *here = so->cwd;
+
+		so->cwd = home == NULL || home[0] == '/'
+				  ? home
+				  : hl_asprintf("%s/%s", here, home);
+		if (so->cwd != home)
+			free(home);
+		free(here);
+		for (n = so->cwd ? (ssize_t)strlen(so->cwd) : 0;
+		     n > 1 && so->cwd[n - 1] == '/'; n--)
+			so->cwd[n - 1] = '\0';
+	}
 	if (so->cwd == NULL) {
 		hl_ssh_opts_close(so);
 		return hl_fail(cause, HL_ESYS,

@@ -34,6 +34,7 @@ struct hl_ssh_opts {
 	bool srun; /* the hosts' workers through one srun step, not SSH */
 	char *agent_path; /* this hvdrun, at the same path there */
 	char *cwd;	  /* where remote workers start */
+	bool wdir;	  /* cwd is --wdir's (absolute), not hvdrun's own */
 	/* libssh's verbosity (SSH_LOG_NONE .. SSH_LOG_TRACE): from
 	 * --verbose and --log-level, whatever the SSH config's LogLevel
 	 * says (hl_ssh_log_level). */

@@ -160,6 +160,51 @@ load helper
 	[ ! -e "$BATS_TEST_TMPDIR/started" ]
 }
 
+@test "--wdir (mpirun's): every worker starts in DIR, a relative command found from there; a folder missing here starts nothing" {
+	local wd=$BATS_TEST_TMPDIR/wd
+	mkdir -p "$wd/sub" "$wd/tl"
+	printf '#!/bin/sh\necho "$HOROVOD_RANK $(pwd) $PWD"\n' >"$wd/sub/show.sh"
+	chmod +x "$wd/sub/show.sh"
+	cd "$BATS_TEST_TMPDIR"
+	# Relative to hvdrun's folder, trailing slashes dropped; -wdir and -wd
+	# as mpirun spells it.
+	for opt in --wdir -wdir -wd; do
+		run "$HVDRUN" -np 2 "$opt" wd/ ./sub/show.sh
+		assert_success
+		assert_line "[0]<stdout>:0 $wd $wd"
+		assert_line "[1]<stdout>:1 $wd $wd"
+	done
+	run "$HVDRUN" -np 1 --wdir "$wd" sh -c pwd
+	assert_line "[0]<stdout>:$wd"
+	# A missing folder, or a command missing from it: nothing starts.
+	run "$HVDRUN" -np 1 --wdir "$BATS_TEST_TMPDIR/nowhere" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --wdir '$BATS_TEST_TMPDIR/nowhere': no such folder on this machine"
+	run -127 "$HVDRUN" -np 1 --wdir wd ./show.sh
+	assert_failure 127
+	assert_line --index 0 "hvdrun: command not found: '$wd/show.sh'"
+	# Rank 0's files from there: tl/ exists in wd, not here.
+	run "$HVDRUN" -np 1 --wdir wd --timeline-filename tl/t.json touch "$BATS_TEST_TMPDIR/started"
+	assert_success
+	run "$HVDRUN" -np 1 --timeline-filename tl/t.json touch "$BATS_TEST_TMPDIR/started2"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --timeline-filename 'tl/t.json': rank 0 cannot write it (No such file or directory)"
+	[ -e "$BATS_TEST_TMPDIR/started" ] && [ ! -e "$BATS_TEST_TMPDIR/started2" ]
+	# In a config file, relative to the file's folder; mpirun gets its own.
+	printf '[job]\nwdir = wd\n' >"$BATS_TEST_TMPDIR/job.ini"
+	cd /
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" -np 1 ./sub/show.sh
+	assert_success
+	assert_line "[0]<stdout>:0 $wd $wd"
+	run "$HVDRUN" --wdir "$wd" -np 1 --mpi --dry-run ./sub/show.sh
+	assert_success
+	assert_output --partial " -wdir $wd -np 1 "
+	run "$HVDRUN" --wdir "$wd" -np 2 --mpi ./sub/show.sh
+	assert_success
+	# (mpirun sets no HOROVOD_RANK: the rank is its tag.)
+	assert_line "[1,1]<stdout>: $wd $wd"
+}
+
 @test "--output-filename on a full file system: one line names the file, the job and its output go on" {
 	[ "$(id -u)" -eq 0 ] || skip "mounting a tmpfs needs root"
 	mkdir "$BATS_TEST_TMPDIR/full"

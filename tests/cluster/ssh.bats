@@ -239,6 +239,23 @@ wait_gone() {
 	assert_line "hvdrun: rank 0 on node2 exited with code 125; stopping the job"
 }
 
+@test "--wdir: remote workers start there (a relative command found from there), where hvdrun's own folder is not; one missing on a host is named" {
+	local wd=$BATS_TEST_TMPDIR/wd
+	mkdir -p "$wd" "$RIG/hidden/here"
+	printf '#!/bin/sh\necho "$(hostname) $(pwd) $PWD"\n' >"$wd/show.sh"
+	chmod +x "$wd/show.sh"
+	# hvdrun's folder exists on this machine only ($RIG/hidden is each
+	# host's own).
+	cd "$RIG/hidden/here"
+	run "$HVDRUN" "${SSH[@]}" -H node1:1,node2:1 --wdir "$wd" ./show.sh
+	assert_success
+	assert_line "[0]<stdout>:node1 $wd $wd"
+	assert_line "[1]<stdout>:node2 $wd $wd"
+	run "$HVDRUN" "${SSH[@]}" -H node2 --wdir "$RIG/hidden/here" true
+	assert_failure 125
+	assert_line "[0]<stderr>:hvdrun: on node2: cannot use the working directory '$RIG/hidden/here': No such file or directory"
+}
+
 @test "a command missing on the remote host: 127, named" {
 	run -127 "$HVDRUN" "${SSH[@]}" -H node1 no-such-command-xyz
 	assert_failure 127
