@@ -182,8 +182,14 @@ static int hostlist_append(struct hl_hostlist *hl, struct hl_host *h,
 				cause, HL_EINVAL,
 				"%shost '%s' is listed twice (first at line %d)",
 				where, h->name, hl->v[i].line);
-		return hl_fail(cause, HL_EINVAL, "%shost '%s' is listed twice",
-			       where, h->name);
+		/* mpirun's --host counts a,a as two slots of a: here
+		 * slots are given once. */
+		return hl_fail(cause, HL_EINVAL,
+			       "%shost '%s' is listed twice (give it once, "
+			       "with all its slots: '%s%s%s:%d')",
+			       where, h->name, strchr(h->name, ':') ? "[" : "",
+			       h->name, strchr(h->name, ':') ? "]" : "",
+			       hl->v[i].slots + h->slots);
 	}
 	v = realloc(hl->v, (hl->n + 1) * sizeof(*v));
 	if (v == NULL)

@@ -356,7 +356,7 @@ assert_weights() {
 	printf 'localhost:2\n\nlocalhost\n' >"$BATS_TEST_TMPDIR/hosts"
 	run "$HVDRUN" --min-np 1 --host-discovery-script "$BATS_TEST_TMPDIR/discover" "$HELLO"
 	[ "$status" -eq 125 ]
-	assert_line --index 0 "hvdrun: host discovery script '$BATS_TEST_TMPDIR/discover' line 3: host 'localhost' is listed twice"
+	assert_line --index 0 "hvdrun: host discovery script '$BATS_TEST_TMPDIR/discover' line 3: host 'localhost' is listed twice (give it once, with all its slots: 'localhost:3')"
 	refute_output --partial "Hello"
 	printf '#!/no/such/shell\necho localhost\n' >"$BATS_TEST_TMPDIR/discover"
 	run "$HVDRUN" --min-np 1 --host-discovery-script "$BATS_TEST_TMPDIR/discover" "$HELLO"

@@ -95,7 +95,12 @@ static void test_list_malformed(void)
 		{"@a", "bad user name in host list entry '@a'"},
 		{"a@", "missing host name"},
 		{"-u@a", "bad user name"},
-		{"a:2,b:1,a:3", "host 'a' is listed twice"},
+		{"a:2,b:1,a:3",
+		 "host 'a' is listed twice (give it once, with all its slots: 'a:5')"},
+		{"a,a",
+		 "host 'a' is listed twice (give it once, with all its slots: 'a:2')"},
+		{"[::1],[::1]:3",
+		 "(give it once, with all its slots: '[::1]:4')"},
 	};
 	size_t i;
 
