@@ -14,7 +14,8 @@ that travels in their environment, never on a command line. A worker
 that raises makes hvd.run raise a RuntimeError naming its rank, with the
 worker's exception (when it can be unpickled) as its cause. Arguments
 that hvdrun refuses (a bad host list, more ranks than slots) raise a
-ValueError with hvdrun's line, as Horovod's own checks do; a job that
+ValueError with hvdrun's line, its flags named as run()'s arguments
+(num_proc, not -np), as Horovod's own checks do; a job that
 fails otherwise, a RuntimeError ending with hvdrun's last line (the
 failing rank, or why the job could not start). hvdrun's standard error
 goes on to this process's sys.stderr as it comes. An interrupt of the
@@ -27,6 +28,7 @@ workers too (or registered with cloudpickle.register_pickle_by_value).
 import fcntl
 import hmac
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -105,6 +107,28 @@ def _flags(num_proc, min_num_proc, max_num_proc, slots, reset_limit, cooldown_ra
     if network_interface is not None:
         f += ["--network-interface", network_interface]
     return f
+
+
+# hvdrun's flags that _flags gives, by the argument of run() they come
+# from: a refusal names the argument the caller passed.
+_ARG_OF = {"-np": "num_proc", "--num-proc": "num_proc", "-H": "hosts", "--hosts": "hosts",
+           "--hostfile": "hostfile", "--min-np": "min_num_proc", "--max-np": "max_num_proc",
+           "--slots-per-host": "slots", "--reset-limit": "reset_limit",
+           "--blacklist-cooldown-range": "cooldown_range", "--start-timeout": "start_timeout",
+           "-p": "ssh_port", "--ssh-port": "ssh_port", "-i": "ssh_identity_file",
+           "--ssh-identity-file": "ssh_identity_file", "--output-filename": "output_filename",
+           "--mpi-args": "mpi_args", "--network-interface": "network_interface"}
+_FLAG = re.compile(r"(?<![\w-])(%s)(?: (\d+)\b)?(?![\w-])"
+                   % "|".join(sorted(map(re.escape, _ARG_OF), key=len, reverse=True)))
+
+
+def _own_words(line):
+    """hvdrun's line in run()'s words: "-np 3 is more than ..." as
+    "num_proc=3 is more than ...", "bad value '0' for --num-proc" as
+    "... for num_proc"."""
+    def arg(m):
+        return _ARG_OF[m.group(1)] + ("=" + m.group(2) if m.group(2) else "")
+    return _FLAG.sub(arg, line)
 
 
 def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=None,
@@ -316,7 +340,7 @@ def _results(store, rc, cloudpickle, expect, said):
             raise RuntimeError("hvd.run: rank %d's return value cannot be unpickled here "
                                "(%s: %s)" % (rank, type(e).__name__, e)) from e
     if rc != 0 and said.usage and said.last and not results:
-        raise ValueError("hvd.run: %s" % said.last)
+        raise ValueError("hvd.run: %s" % _own_words(said.last))
     if rc != 0:
         raise RuntimeError("hvd.run: hvdrun exited with status %d before every rank returned "
                            "(ranks %s did)%s" % (rc, sorted(results),

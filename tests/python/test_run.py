@@ -106,11 +106,14 @@ def test_bad_arguments_as_horovod():
 def test_arguments_hvdrun_refuses_raise_a_value_error_with_its_line(capfd):
     with pytest.raises(ValueError, match=r"^hvd\.run: empty entry in host list 'localhost:1,,'$"):
         hvd.run(len, num_proc=2, hosts="localhost:1,,")
-    with pytest.raises(ValueError, match=r"^hvd\.run: -np 3 is more than the 2 slots of the host "
-                       r"list$"):
+    # In run()'s own words: its arguments, not hvdrun's flags.
+    with pytest.raises(ValueError, match=r"^hvd\.run: num_proc=3 is more than the 2 slots of the "
+                       r"host list$"):
         hvd.run(len, num_proc=3, hosts="localhost:2")
-    with pytest.raises(ValueError, match=r"^hvd\.run: bad value '0' for --num-proc"):
+    with pytest.raises(ValueError, match=r"^hvd\.run: bad value '0' for num_proc \(want"):
         hvd.run(len, num_proc=0)
+    with pytest.raises(ValueError, match=r"^hvd\.run: bad value '-1' for min_num_proc"):
+        hvd.run(len, num_proc=1, min_num_proc=-1)
     # hvdrun's lines still reach the caller's standard error.
     assert "hvdrun: bad value '0' for --num-proc" in capfd.readouterr().err
 
