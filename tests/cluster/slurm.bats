@@ -208,6 +208,17 @@ ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=|SSH_|USER=|LOGNAME=|MA
 	grep -q '^5 TMPDIR=' "$a"
 }
 
+@test "--launcher srun --wdir: the workers of every node start in DIR" {
+	local wd=$BATS_TEST_TMPDIR/wd
+	mkdir -p "$wd"
+	run slurm_exec salloc -Q -N3 --ntasks-per-node=1 "$HVDRUN" --launcher srun "${SSH[@]}" \
+		--wdir "$wd" sh -c 'echo "$(hostname) $(pwd) $PWD"'
+	assert_success
+	[ "$(grep -c " $wd $wd\$" <<<"$output")" -eq 3 ]
+	# One a node: ns1, ns2, ns3.
+	[ "$(grep " $wd $wd\$" <<<"$output" | sed 's/^.*<stdout>:\([^ ]*\) .*/\1/' | sort -u | wc -l)" -eq 3 ]
+}
+
 @test "--launcher srun: a failing worker's code is the job's, output arrives whole, libhvd's self-test passes, nothing is left" {
 	run slurm_exec salloc -Q -N3 --ntasks-per-node=2 "$HVDRUN" --launcher srun "${SSH[@]}" \
 		sh -c 'echo $$ >"$PIDDIR/w$HOROVOD_RANK"; [ "$HOROVOD_RANK" = 4 ] && exit 9; exec sleep 30'
