@@ -199,8 +199,9 @@ void cmd_usage(void)
 	fputs("Exit status: the first failing worker's code (128+N for signal N),\n"
 	      "2 for bad usage, 125 if the job could not start (a host down, a key\n"
 	      "refused), 126/127 if the command cannot be executed / was not found;\n"
-	      "hvdrun check: 1 if a host is not usable, a link failed (or is slow,\n"
-	      "with --fail-on-slow) or, with --nccl, a host's NCCL did not join.\n"
+	      "hvdrun check: 1 if a host is not usable, lacks the folder workers\n"
+	      "start in, a link failed (or is slow, with --fail-on-slow) or, with\n"
+	      "--nccl, a host's NCCL did not join.\n"
 	      "See hvdrun(1).\n",
 	      stdout);
 }

@@ -217,7 +217,7 @@ static json_t *hosts(const struct hl_netcheck *nc)
 		if (!check_jpush(
 			    a,
 			    json_pack("{s:o,s:i,s:b,s:o?,s:{s:b,s:b,s:f},s:o?,"
-				      "s:o?,s:o?,s:o,s:o,s:o,s:o}",
+				      "s:o?,s:o?,s:o,s:o,s:o,s:o,s:o}",
 				      "host", check_jtext(h->host->name),
 				      "slots", h->host->slots, "usable",
 				      h->usable, "error", check_jtext(h->error),
@@ -233,7 +233,11 @@ static json_t *hosts(const struct hl_netcheck *nc)
 				      "interfaces", interfaces(nc, i),
 				      "selected", check_jstrings(&h->selected),
 				      "links", host_links(h), "gpus",
-				      h->probed ? gpus(h) : json_null()))) {
+				      h->probed ? gpus(h) : json_null(),
+				      "workers_folder_ok",
+				      h->folder ? json_boolean(h->folder[0] ==
+							       '\0')
+						: json_null()))) {
 			json_decref(a);
 			return NULL;
 		}
@@ -364,6 +368,8 @@ static const char *kind_name(enum hl_nc_finding_kind k)
 		return "nccl";
 	case HL_NCF_GPU_SLOTS:
 		return "gpu_slots";
+	case HL_NCF_FOLDER:
+		return "workers_folder";
 	case HL_NCF_NO_PEER:
 	default:
 		return "gpu_no_peer";
@@ -400,13 +406,13 @@ int check_print_json(const struct hl_netcheck *nc, const struct hl_ncclcheck *k,
 		     bool fail_on_slow)
 {
 	json_t *root = json_pack(
-		"{s:b,s:f,s:f,s:b,s:o,s:o,s:o,s:o,s:o}", "ok",
+		"{s:b,s:f,s:f,s:b,s:o,s:o,s:o,s:o,s:o,s:o}", "ok",
 		hl_nc_status(nc, fail_on_slow) == 0, "seconds", nc->seconds,
 		"timeout_seconds", nc->timeout_ms / 1000.0, "loopback",
 		nc->loopback, "hosts", hosts(nc), "pairs", pairs(nc),
 		"bandwidth", nc->bandwidth ? bandwidth(nc) : json_null(),
 		"nccl", k ? check_nccl_json(nc, k) : json_null(), "findings",
-		findings(nc));
+		findings(nc), "workers_folder", check_jtext(nc->folder));
 	int rc;
 
 	if (root == NULL)

@@ -195,6 +195,7 @@ void check_print_findings(const struct hl_netcheck *nc, bool many)
 		[HL_NCF_NO_PEER] = "GPU peer access",
 		[HL_NCF_GPU_SLOTS] = "GPU slots",
 		[HL_NCF_NCCL] = "NCCL",
+		[HL_NCF_FOLDER] = "workers' folder",
 	};
 	size_t i;
 

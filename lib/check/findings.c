@@ -226,6 +226,16 @@ int hl_nc_judge(struct hl_netcheck *nc)
 	for (i = 0; i < nc->n && rc == HL_OK; i++)
 		if (nc->h[i].probed)
 			rc = judge_gpus(nc, i);
+	/* A job's workers would fail to start there. */
+	for (i = 0; i < nc->n && rc == HL_OK; i++)
+		if (nc->h[i].folder != NULL && nc->h[i].folder[0] != '\0')
+			rc = hl_nc_add_finding(
+				nc, HL_NCF_FOLDER, i, SIZE_MAX, NULL,
+				hl_asprintf(
+					"host '%s': workers cannot start in "
+					"'%s' there (%s)",
+					name(nc, i), nc->folder,
+					nc->h[i].folder));
 
 	for (i = 0; i < nc->n && rc == HL_OK; i++) {
 		const struct hl_nc_host *h = &nc->h[i];
@@ -253,7 +263,8 @@ size_t hl_nc_count(const struct hl_netcheck *nc, enum hl_nc_finding_kind k)
 int hl_nc_status(const struct hl_netcheck *nc, bool fail_on_slow)
 {
 	if (nc->nusable < nc->n || hl_nc_count(nc, HL_NCF_FAILED_LINK) > 0 ||
-	    hl_nc_count(nc, HL_NCF_NCCL) > 0)
+	    hl_nc_count(nc, HL_NCF_NCCL) > 0 ||
+	    hl_nc_count(nc, HL_NCF_FOLDER) > 0)
 		return 1;
 	return fail_on_slow && hl_nc_count(nc, HL_NCF_SLOW_LINK) > 0;
 }

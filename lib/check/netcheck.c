@@ -100,6 +100,8 @@ static void *host_main(void *arg)
 			pthread_mutex_lock(&t->g->lock);
 			hl_nc_take_result(t->g->nc, data, len);
 			pthread_mutex_unlock(&t->g->lock);
+		} else if (type == 'W' && h->folder == NULL) {
+			h->folder = hl_strndup(data, len);
 		}
 		hl_buf_consume(&t->in, used);
 	}
@@ -174,8 +176,11 @@ static int plan_tests(struct nc_group *g)
 			return HL_ENOMEM;
 		g->t[p->from].ntargets++;
 	}
+	/* Each probe looks for the folder the job's workers start in, then
+	 * tests its links. */
 	for (i = 0; i < g->n; i++)
-		if (hl_pm_put_go(&g->t[i].out, nc->timeout_ms) != HL_OK)
+		if (hl_pm_put_text(&g->t[i].out, 'W', g->so->cwd) != HL_OK ||
+		    hl_pm_put_go(&g->t[i].out, nc->timeout_ms) != HL_OK)
 			return HL_ENOMEM;
 	return HL_OK;
 }
@@ -201,7 +206,8 @@ int hl_netcheck_run(struct hl_netcheck *nc, const struct hl_hostlist *hosts,
 		n += use == NULL || use[i];
 	nc->h = calloc(n ? n : 1, sizeof(*nc->h));
 	g.t = calloc(n ? n : 1, sizeof(*g.t));
-	if (nc->h == NULL || g.t == NULL) {
+	nc->folder = hl_strdup(so->cwd);
+	if (nc->h == NULL || g.t == NULL || nc->folder == NULL) {
 		free(g.t);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	}

@@ -270,6 +270,7 @@ void hl_netcheck_close(struct hl_netcheck *nc)
 		free(h->hostname);
 		free(h->machine);
 		free(h->version);
+		free(h->folder);
 		hl_strvec_close(&h->gpu);
 		hl_strvec_close(&h->ifaces);
 		hl_strvec_close(&h->selected);
@@ -293,6 +294,7 @@ void hl_netcheck_close(struct hl_netcheck *nc)
 		free(nc->pairs[i].error);
 	free(nc->pairs);
 	free(nc->h);
+	free(nc->folder);
 	memset(nc, 0, sizeof(*nc));
 }
 

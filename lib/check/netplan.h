@@ -58,6 +58,7 @@ enum hl_nc_finding_kind {
 	HL_NCF_NO_PEER,	    /* two GPUs of a host without peer access */
 	HL_NCF_GPU_SLOTS,   /* a host with more slots than GPUs */
 	HL_NCF_NCCL,	    /* --nccl: a host whose NCCL did not join */
+	HL_NCF_FOLDER,	    /* a host without the folder workers start in */
 };
 
 struct hl_nc_finding {
@@ -88,6 +89,10 @@ struct hl_nc_host {
 	struct hl_strvec selected; /* those every other host reached */
 	bool usable;
 	int sink_port; /* the probe's bandwidth sink; 0: none */
+	/* The folder a job's workers start in (--wdir's, or hvdrun's own),
+	 * as the probe found it there ('W'): NULL, not said (an older
+	 * hvdrun); "", a folder it can enter; else why not. */
+	char *folder;
 	/* Its links when described, and after --bandwidth's transfers. */
 	struct hl_nc_ifstat *stats[2];
 	size_t nstats[2];
@@ -96,6 +101,7 @@ struct hl_nc_host {
 struct hl_netcheck {
 	struct hl_nc_host *h;
 	size_t n;
+	char *folder; /* where a job's workers start (hl_nc_host's folder) */
 	struct hl_nc_pair *pairs;
 	size_t npairs;
 	bool loopback; /* every host is this machine */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -302,6 +303,25 @@ static int run_commands(struct probe *p)
 	return HL_OK;
 }
 
+/* A 'W' record: the folder a job's workers would start in here. The
+ * answer, 'W' too, empty where a worker could enter it, else why not,
+ * goes with the tests' results (report). */
+static void look_for_folder(struct probe *p, const char *data, size_t len)
+{
+	char *path = hl_strndup(data, len);
+	struct stat st;
+	const char *why = "";
+
+	if (path == NULL)
+		why = "out of memory";
+	else if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+		why = "not a folder";
+	else if (stat(path, &st) != 0 || access(path, X_OK) != 0)
+		why = strerror(errno);
+	free(path);
+	hl_pm_put_text(&p->out, 'W', why);
+}
+
 /* Records from hvdrun. HL_EPROTO: stdin is closed, unreadable or holds
  * what the dialogue does not allow. */
 static int read_input(struct probe *p)
@@ -325,6 +345,8 @@ static int read_input(struct probe *p)
 			return HL_OK;
 		if (type == 'T' && !p->go && add_target(p, data, len) != HL_OK)
 			return HL_EPROTO;
+		if (type == 'W' && !p->go)
+			look_for_folder(p, data, len);
 		if (type == 'G' && !p->go) {
 			if (hl_pm_go(data, len, &p->timeout_ms) != HL_OK)
 				return HL_EPROTO;

@@ -13,6 +13,24 @@ load helper
 	assert_line --regexp '^  localhost +(no GPU|driver )'
 }
 
+@test "check: the folder a job's workers start in (--wdir's, else the check's own): a host without it is a finding, exit 1" {
+	cd "$BATS_TEST_TMPDIR"
+	run --separate-stderr "$HVDRUN" check --json
+	assert_success
+	echo "$output" | jq -e --arg d "$BATS_TEST_TMPDIR" '.workers_folder == $d and .hosts[0].workers_folder_ok == true'
+	touch "$BATS_TEST_TMPDIR/file"
+	run "$HVDRUN" check --wdir nowhere
+	assert_failure 1
+	assert_line "  workers' folder: host 'localhost': workers cannot start in '$BATS_TEST_TMPDIR/nowhere' there (No such file or directory)"
+	assert_line --regexp '^1 of 1 host usable'
+	run "$HVDRUN" check --wdir file
+	assert_failure 1
+	assert_line "  workers' folder: host 'localhost': workers cannot start in '$BATS_TEST_TMPDIR/file' there (not a folder)"
+	run --separate-stderr "$HVDRUN" check --wdir nowhere --json
+	assert_failure 1
+	echo "$output" | jq -e '.ok == false and .hosts[0].workers_folder_ok == false and .findings[0].kind == "workers_folder"'
+}
+
 @test "check --json: one object, this machine's interfaces and GPUs" {
 	run --separate-stderr "$HVDRUN" check -H localhost:2 --json
 	assert_success

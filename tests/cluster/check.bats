@@ -60,6 +60,30 @@ assert_no_probe() {
 	echo "$output" | jq -e '.hosts[0].ssh.ok == true and .hosts[0].ssh.ms > 0'
 }
 
+@test "check: each host is asked for the folder a job's workers start in (hvdrun's own, or --wdir's); one without it is a finding, exit 1" {
+	# hvdrun's own folder: every host has it (the rig's hosts share
+	# this machine's files).
+	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2 \
+		--network-check-timeout 0.5 --json
+	assert_success
+	echo "$output" | jq -e --arg d "$PWD" '.workers_folder == $d and ([.hosts[].workers_folder_ok] | all)'
+	# $RIG/hidden is each host's own: what is made there here is on no
+	# other host.
+	mkdir -p "$RIG/hidden/job"
+	run rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2 --network-check-timeout 0.5 \
+		--wdir "$RIG/hidden/job"
+	assert_failure 1
+	assert_line "  workers' folder: host 'ns1': workers cannot start in '$RIG/hidden/job' there (No such file or directory)"
+	assert_line "  workers' folder: host 'ns2': workers cannot start in '$RIG/hidden/job' there (No such file or directory)"
+	assert_line --regexp '^2 of 2 hosts usable'
+	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns2 \
+		--network-check-timeout 0.5 --wdir "$RIG/hidden/job" --json
+	assert_failure 1
+	echo "$output" | jq -e '.ok == false and [.hosts[].workers_folder_ok] == [false, false]'
+	echo "$output" | jq -e '[.findings[].kind] == ["workers_folder", "workers_folder"]'
+	assert_no_probe
+}
+
 @test "check: no GPU is reported as such and fails nothing" {
 	run --separate-stderr rig_ns_exec "$HVDRUN" check "${SSH[@]}" -H ns1,ns3 --json
 	assert_success
