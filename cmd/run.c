@@ -230,9 +230,7 @@ static int rank0_files(const struct hl_opts *o, const struct hl_envspec *es,
 		if (given == NULL || *given == '\0' ||
 		    (keys[i] == HL_K_AUTOTUNE_LOG && tune == 0))
 			continue;
-		path = wdir != NULL && given[0] != '/'
-			       ? hl_asprintf("%s/%s", wdir, given)
-			       : hl_strdup(given);
+		path = hl_path_from(wdir, given);
 		if (path == NULL)
 			return hl_fail(cause, HL_ENOMEM, "out of memory");
 		slash = strrchr(path, '/');

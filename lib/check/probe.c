@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -309,17 +308,10 @@ static int run_commands(struct probe *p)
 static void look_for_folder(struct probe *p, const char *data, size_t len)
 {
 	char *path = hl_strndup(data, len);
-	struct stat st;
-	const char *why = "";
+	const char *why = path ? hl_folder_refused(path) : "out of memory";
 
-	if (path == NULL)
-		why = "out of memory";
-	else if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
-		why = "not a folder";
-	else if (stat(path, &st) != 0 || access(path, X_OK) != 0)
-		why = strerror(errno);
 	free(path);
-	hl_pm_put_text(&p->out, 'W', why);
+	hl_pm_put_text(&p->out, 'W', why ? why : "");
 }
 
 /* Records from hvdrun. HL_EPROTO: stdin is closed, unreadable or holds

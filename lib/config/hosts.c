@@ -171,6 +171,7 @@ static int hostlist_append(struct hl_hostlist *hl, struct hl_host *h,
 {
 	struct hl_host *v;
 	size_t i;
+	bool v6;
 
 	if (h->name == NULL) /* its copy failed */
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
@@ -183,13 +184,13 @@ static int hostlist_append(struct hl_hostlist *hl, struct hl_host *h,
 				"%shost '%s' is listed twice (first at line %d)",
 				where, h->name, hl->v[i].line);
 		/* mpirun's --host counts a,a as two slots of a: here
-		 * slots are given once. */
+		 * slots are given once (an IPv6 address in brackets). */
+		v6 = strchr(h->name, ':') != NULL;
 		return hl_fail(cause, HL_EINVAL,
 			       "%shost '%s' is listed twice (give it once, "
 			       "with all its slots: '%s%s%s:%d')",
-			       where, h->name, strchr(h->name, ':') ? "[" : "",
-			       h->name, strchr(h->name, ':') ? "]" : "",
-			       hl->v[i].slots + h->slots);
+			       where, h->name, v6 ? "[" : "", h->name,
+			       v6 ? "]" : "", hl->v[i].slots + h->slots);
 	}
 	v = realloc(hl->v, (hl->n + 1) * sizeof(*v));
 	if (v == NULL)

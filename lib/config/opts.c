@@ -173,13 +173,6 @@ static int bad_value(enum hl_key k, const char *text, const char *where,
 		       want);
 }
 
-static char *resolve_path(const char *text, const char *base_dir)
-{
-	if (base_dir == NULL || text[0] == '/' || text[0] == '~')
-		return hl_strdup(text);
-	return hl_asprintf("%s/%s", base_dir, text);
-}
-
 int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 		const char *where, const char *base_dir, char **cause)
 {
@@ -264,7 +257,7 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 	}
 	if (o->v[k].set)
 		return HL_OK; /* the first source wins */
-	nv.s = ki->type == HL_T_PATH ? resolve_path(text, base_dir)
+	nv.s = ki->type == HL_T_PATH ? hl_path_from(base_dir, text)
 				     : hl_strdup(text);
 	if (nv.s == NULL)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");

@@ -195,9 +195,8 @@ int hl_local_command(const struct hl_launch *l, char **path, char **cause)
 {
 	const struct hl_plan *plan = l->plan;
 	const struct hl_envspec *es = l->env;
-	const char *search = getenv("PATH"), *cmd = l->argv[0];
+	const char *search = getenv("PATH"), *cmd = l->argv[0], *refused;
 	char *from_wdir = NULL, *why = NULL;
-	struct stat st;
 	size_t i;
 	int r, rc = HL_OK;
 
@@ -207,18 +206,21 @@ int hl_local_command(const struct hl_launch *l, char **path, char **cause)
 			break;
 	if (r == plan->size && l->discovery == NULL)
 		return HL_OK;
-	if (r < plan->size && l->ssh->wdir &&
-	    (stat(l->ssh->cwd, &st) != 0 || !S_ISDIR(st.st_mode)))
+	refused = r < plan->size && l->ssh->wdir
+			  ? hl_folder_refused(l->ssh->cwd)
+			  : NULL;
+	if (refused != NULL)
 		return hl_fail(cause, HL_EINVAL,
-			       "--wdir '%s': no such folder on this machine",
-			       l->ssh->cwd);
+			       "--wdir '%s': workers cannot start there on "
+			       "this machine (%s)",
+			       l->ssh->cwd, refused);
 	for (i = 0; i < es->set.n; i++)
 		if (strncmp(es->set.v[i], "PATH=", 5) == 0)
 			search = es->set.v[i] + 5;
 	if (l->ssh->wdir && cmd[0] != '/' && strchr(cmd, '/') != NULL) {
 		while (cmd[0] == '.' && cmd[1] == '/')
 			cmd += 2 + strspn(cmd + 2, "/");
-		from_wdir = hl_asprintf("%s/%s", l->ssh->cwd, cmd);
+		from_wdir = hl_path_from(l->ssh->cwd, cmd);
 		if (from_wdir == NULL)
 			return hl_fail(cause, HL_ENOMEM, "out of memory");
 		cmd = from_wdir;

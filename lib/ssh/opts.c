@@ -69,16 +69,14 @@ int hl_ssh_opts_from(struct hl_ssh_opts *so, const struct hl_opts *o,
 	so->wdir = v[HL_K_WDIR].set;
 	if (so->wdir && so->cwd != NULL) {
 		char *home = expand_home(v[HL_K_WDIR].s), *here = so->cwd;
+		size_t end;
 
-		so->cwd = home == NULL || home[0] == '/'
-				  ? home
-				  : hl_asprintf("%s/%s", here, home);
-		if (so->cwd != home)
-			free(home);
+		so->cwd = home ? hl_path_from(here, home) : NULL;
+		free(home);
 		free(here);
-		for (n = so->cwd ? (ssize_t)strlen(so->cwd) : 0;
-		     n > 1 && so->cwd[n - 1] == '/'; n--)
-			so->cwd[n - 1] = '\0';
+		for (end = so->cwd ? strlen(so->cwd) : 0;
+		     end > 1 && so->cwd[end - 1] == '/'; end--)
+			so->cwd[end - 1] = '\0';
 	}
 	if (so->cwd == NULL) {
 		hl_ssh_opts_close(so);

@@ -237,6 +237,23 @@ FILE *hl_fopen_text(const char *path)
 	return f;
 }
 
+char *hl_path_from(const char *base, const char *path)
+{
+	if (base == NULL || path[0] == '/' || path[0] == '~')
+		return hl_strdup(path);
+	return hl_asprintf("%s/%s", base, path);
+}
+
+const char *hl_folder_refused(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0 ||
+	    (S_ISDIR(st.st_mode) && access(path, X_OK) != 0))
+		return strerror(errno);
+	return S_ISDIR(st.st_mode) ? NULL : "not a folder";
+}
+
 char *hl_shell_quote(const char *s)
 {
 	size_t n = 3, i;

@@ -88,6 +88,14 @@ char *hl_shell_word(const char *s);
  * directory, which fopen opens and only a read refuses. */
 FILE *hl_fopen_text(const char *path);
 
+/* path as seen from the folder base (malloc'ed, NULL when out of memory):
+ * itself where it is absolute, starts with ~ (its reader's) or base is
+ * NULL, else base/path. */
+char *hl_path_from(const char *base, const char *path);
+/* Why a process could not start in the folder path (strerror's words, or
+ * "not a folder"); NULL where it could. */
+const char *hl_folder_refused(const char *path);
+
 /* Write all of buf to fd, retrying on EINTR and short writes. */
 int hl_write_all(int fd, const void *buf, size_t len);
 

@@ -179,7 +179,7 @@ load helper
 	# A missing folder, or a command missing from it: nothing starts.
 	run "$HVDRUN" -np 1 --wdir "$BATS_TEST_TMPDIR/nowhere" touch "$BATS_TEST_TMPDIR/started"
 	assert_failure 2
-	assert_line --index 0 "hvdrun: --wdir '$BATS_TEST_TMPDIR/nowhere': no such folder on this machine"
+	assert_line --index 0 "hvdrun: --wdir '$BATS_TEST_TMPDIR/nowhere': workers cannot start there on this machine (No such file or directory)"
 	run -127 "$HVDRUN" -np 1 --wdir wd ./show.sh
 	assert_failure 127
 	assert_line --index 0 "hvdrun: command not found: '$wd/show.sh'"

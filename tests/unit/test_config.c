@@ -1,5 +1,6 @@
 /* test_config.c: the option table and the INI config file: values,
  * ranges, precedence, and every malformed form with its file:line. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -422,6 +423,31 @@ static void test_shell_words(void)
 	check_word("a*b", "'a*b'");
 }
 
+/* Paths from a folder (a config file's, --wdir's) and folders a worker
+ * may start in. */
+static void test_paths_and_folders(void)
+{
+	char *file = tap_write_tmp("not a folder\n"), *p;
+
+	p = hl_path_from("/etc", "hosts");
+	CHECK_STR(p, "/etc/hosts");
+	free(p);
+	p = hl_path_from("/etc", "/abs/x");
+	CHECK_STR(p, "/abs/x");
+	free(p);
+	p = hl_path_from("/etc", "~/x");
+	CHECK_STR(p, "~/x");
+	free(p);
+	p = hl_path_from(NULL, "rel");
+	CHECK_STR(p, "rel");
+	free(p);
+	CHECK(hl_folder_refused("/") == NULL);
+	CHECK_STR(hl_folder_refused(file), "not a folder");
+	CHECK_STR(hl_folder_refused("/no/such/folder"), strerror(ENOENT));
+	unlink(file);
+	free(file);
+}
+
 int main(void)
 {
 	RUN(test_table_complete);
@@ -435,5 +461,6 @@ int main(void)
 	RUN(test_shipped_example);
 	RUN(test_suggestions);
 	RUN(test_shell_words);
+	RUN(test_paths_and_folders);
 	return tap_done();
 }
