@@ -164,6 +164,12 @@ static int check_reduction(enum hvd_dtype t, enum hvd_op op, double pre,
 		hvd__set_error("unknown op %d", (int)op);
 		return HVD_EINVAL;
 	}
+	if (t == HVD_BOOL && (op == HVD_AVERAGE || op == HVD_ADASUM ||
+			      pre != 1.0 || post != 1.0)) {
+		hvd__set_error(
+			"bool tensors reduce by sum or max (a logical or), min or product (a logical and), without scaling factors");
+		return HVD_EINVAL;
+	}
 	if (gpu && t == HVD_INT16) {
 		hvd__set_error("NCCL cannot reduce int16 tensors");
 		return HVD_ENOTSUP;

@@ -60,7 +60,7 @@ static void get_meta(struct wire_r *r, struct hvd__meta *m)
 	m->group_n = wire_get_u32(r);
 	m->ndim = wire_get_u8(r);
 	/* Values that index tables stay in range, whoever sent them. */
-	if (m->type > HVD__REQ_PROCESS_SET || m->dtype > HVD_INT16 ||
+	if (m->type > HVD__REQ_PROCESS_SET || m->dtype > HVD_BOOL ||
 	    m->op > HVD_ADASUM || m->gpu > 1 || m->ndim > HVD__SHAPE_MAX) {
 		r->bad = true;
 		m->ndim = 0;

@@ -21,12 +21,13 @@ static ncclDataType_t nccl_type(enum hvd_dtype t)
 		[HVD_INT32] = ncclInt32,     [HVD_INT64] = ncclInt64,
 		[HVD_FLOAT16] = ncclFloat16, [HVD_BFLOAT16] = ncclBfloat16,
 		[HVD_FLOAT32] = ncclFloat32, [HVD_FLOAT64] = ncclFloat64,
+		[HVD_BOOL] = ncclUint8, /* reduced as bytes (nccl_op) */
 	};
 
 	return map[t];
 }
 
-static ncclRedOp_t nccl_op(enum hvd_op op)
+static ncclRedOp_t nccl_op(enum hvd_dtype t, enum hvd_op op)
 {
 	static const ncclRedOp_t map[] = {
 		[HVD_SUM] = ncclSum,	  [HVD_AVERAGE] = ncclAvg,
@@ -34,7 +35,7 @@ static ncclRedOp_t nccl_op(enum hvd_op op)
 		[HVD_PRODUCT] = ncclProd,
 	};
 
-	return map[op];
+	return map[hvd__op_as(t, op)];
 }
 
 static int usable(struct hvd__gpu *g, char *why, size_t len)
@@ -113,13 +114,14 @@ static int hierarchical(struct hvd__gpu *g, char *buf, size_t count,
 	int rc;
 
 	rc = hvd__gpu_settle(g, g->local,
-			     ncclReduceScatter(buf, mine, per, nt, nccl_op(op),
-					       g->local, g->stream),
+			     ncclReduceScatter(buf, mine, per, nt,
+					       nccl_op(t, op), g->local,
+					       g->stream),
 			     "ncclReduceScatter", why, len);
 	if (rc == HVD_OK)
 		rc = hvd__gpu_settle(g, g->cross,
 				     ncclAllReduce(mine, mine, per, nt,
-						   nccl_op(op), g->cross,
+						   nccl_op(t, op), g->cross,
 						   g->stream),
 				     "ncclAllReduce (across hosts)", why, len);
 	if (rc == HVD_OK)
@@ -288,7 +290,7 @@ static int scaled_op(struct hvd__gpu *g, ncclComm_t c, int size,
 	 * one-rank scaling kernel (see world_allreduce). */
 	if (op == HVD_AVERAGE && size == 1)
 		op = HVD_SUM;
-	*out = nccl_op(op);
+	*out = nccl_op(t, op);
 	*custom = false;
 	if (scale == 1.0)
 		return HVD_OK;

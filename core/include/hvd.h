@@ -41,8 +41,12 @@ enum hvd_error {
 };
 
 /* Element types and reduction operations of the collectives. float16 and
- * bfloat16 are reduced in float32. The values are part of the ABI: new
- * types are added at the end. */
+ * bfloat16 are reduced in float32. HVD_BOOL is a byte, 0 for false and
+ * anything else for true: sum and max reduce it as a logical or, min and
+ * product as a logical and (bytes of 0 and 1 stay 0 and 1); average,
+ * Adasum and scaling factors have no meaning for it (HVD_EINVAL). Ranks
+ * that submit one tensor as bool and as uint8 disagree (HVD_EMISMATCH).
+ * The values are part of the ABI: new types are added at the end. */
 enum hvd_dtype {
 	HVD_UINT8,
 	HVD_INT8,
@@ -52,7 +56,8 @@ enum hvd_dtype {
 	HVD_BFLOAT16,
 	HVD_FLOAT32,
 	HVD_FLOAT64,
-	HVD_INT16
+	HVD_INT16,
+	HVD_BOOL
 };
 
 /* HVD_ADASUM: Adasum (adaptive summation), Horovod's op=Adasum, for

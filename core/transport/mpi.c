@@ -182,6 +182,7 @@ static MPI_Datatype mpi_type(enum hvd_dtype t)
 {
 	switch (t) {
 	case HVD_UINT8:
+	case HVD_BOOL: /* reduced as bytes (hvd__op_as) */
 		return MPI_UINT8_T;
 	case HVD_INT8:
 		return MPI_INT8_T;
@@ -232,7 +233,8 @@ static int mpi_allreduce(void *t, void *buf, size_t count, enum hvd_dtype dt,
 		int n = (int)(count - off < per ? count - off : per);
 
 		if (MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * es, n, type,
-				  mpi_op(op), m->comm) != MPI_SUCCESS)
+				  mpi_op(hvd__op_as(dt, op)),
+				  m->comm) != MPI_SUCCESS)
 			return HVD_ECONN;
 	}
 	if (op == HVD_AVERAGE) {

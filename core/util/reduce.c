@@ -13,6 +13,7 @@ size_t hvd__dtype_size(enum hvd_dtype t)
 		[HVD_UINT8] = 1,   [HVD_INT8] = 1,    [HVD_INT32] = 4,
 		[HVD_INT64] = 8,   [HVD_FLOAT16] = 2, [HVD_BFLOAT16] = 2,
 		[HVD_FLOAT32] = 4, [HVD_FLOAT64] = 8, [HVD_INT16] = 2,
+		[HVD_BOOL] = 1,
 	};
 
 	return hvd__dtype_valid((int)t) ? sizes[t] : 0;
@@ -20,7 +21,7 @@ size_t hvd__dtype_size(enum hvd_dtype t)
 
 bool hvd__dtype_valid(int t)
 {
-	return t >= HVD_UINT8 && t <= HVD_INT16;
+	return t >= HVD_UINT8 && t <= HVD_BOOL;
 }
 
 bool hvd__op_valid(int op)
@@ -32,7 +33,7 @@ const char *hvd__dtype_name(enum hvd_dtype t)
 {
 	static const char *const names[] = {
 		"uint8",    "int8",    "int32",	  "int64", "float16",
-		"bfloat16", "float32", "float64", "int16",
+		"bfloat16", "float32", "float64", "int16", "bool",
 	};
 
 	return hvd__dtype_valid((int)t) ? names[t] : "?";
@@ -284,7 +285,16 @@ static const kernel_fn kernels[][4] = {
 	[HVD_FLOAT32] = {sum_f32, prod_f32, min_f32, max_f32},
 	[HVD_FLOAT64] = {sum_f64, prod_f64, min_f64, max_f64},
 	[HVD_INT16] = {sum_i16, prod_i16, min_i16, max_i16},
+	/* or, and, and, or */
+	[HVD_BOOL] = {max_u8, min_u8, min_u8, max_u8},
 };
+
+enum hvd_op hvd__op_as(enum hvd_dtype t, enum hvd_op op)
+{
+	if (t != HVD_BOOL)
+		return op;
+	return op == HVD_SUM ? HVD_MAX : op == HVD_PRODUCT ? HVD_MIN : op;
+}
 
 void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
 		 enum hvd_op op)
@@ -452,6 +462,8 @@ void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor)
 		break;
 	case HVD_INT64:
 		scale_i64(buf, n, factor);
+		break;
+	case HVD_BOOL: /* takes no factor (api/ refuses one) */
 		break;
 	}
 }

@@ -24,6 +24,11 @@ bool hvd__dtype_float(enum hvd_dtype t);
  * alignment (reduce.c says why); the data path's copies go through it. */
 void hvd__copy(void *dst, const void *src, size_t n);
 
+/* The op that reduces t as its plain bytes or numbers do, for engines
+ * with no bool (MPI, NCCL: they take a bool as uint8): a bool's sum (or)
+ * is its max, its product (and) its min; any other pair is itself. */
+enum hvd_op hvd__op_as(enum hvd_dtype t, enum hvd_op op);
+
 /* dst[i] = op(dst[i], src[i]) for i < n. */
 void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
 		 enum hvd_op op);

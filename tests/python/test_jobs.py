@@ -35,6 +35,10 @@ def test_mismatch_raises_on_every_rank():
         assert re.search(r"ranks disagree on tensor 'allreduce\.weights': rank \d asked for "
                          r"allreduce of \d float32 of shape \[\d\] op average, rank \d for "
                          r"allreduce of \d float32 of shape \[\d\] op average", msg), msg
+        flags = re.search(r"^\[%d\]<stdout>:rank %d: flags raised: (.*)$" % (rank, rank),
+                          r.stdout, re.M)
+        assert flags and "'allreduce.flags'" in flags.group(1), r.stdout
+        assert "uint8" in flags.group(1) and "bool" in flags.group(1), flags.group(1)
         assert "[%d]<stdout>:rank %d: after [3.0, 3.0, 3.0]" % (rank, rank) in r.stdout
 
 

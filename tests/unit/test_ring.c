@@ -116,6 +116,11 @@ static void run_world(int n, void (*body)(const struct hvd__comm *, void *),
 	pthread_barrier_destroy(&w.ready);
 }
 
+static bool is_int(enum hvd_dtype t)
+{
+	return t <= HVD_INT64 || t == HVD_INT16 || t == HVD_BOOL;
+}
+
 /* The value rank r contributes at i: small, so that sums and products of
  * up to 4 ranks are exact in every dtype. */
 static double value(int r, size_t i, enum hvd_dtype t, enum hvd_op op)
@@ -123,6 +128,8 @@ static double value(int r, size_t i, enum hvd_dtype t, enum hvd_op op)
 	static const double prod_vals[] = {1, 2, -1, -2, 1, 1, 2};
 	size_t k = i * 7 + (size_t)r * 13;
 
+	if (t == HVD_BOOL) /* or and and both come out either way */
+		return (double)(k % 5 != 0);
 	if (op == HVD_PRODUCT)
 		return t == HVD_UINT8 ? (double)(1 + k % 2) : prod_vals[k % 7];
 	if (t == HVD_UINT8)
@@ -134,6 +141,7 @@ static void store(void *buf, size_t i, enum hvd_dtype t, double v)
 {
 	switch (t) {
 	case HVD_UINT8:
+	case HVD_BOOL:
 		((uint8_t *)buf)[i] = (uint8_t)v;
 		break;
 	case HVD_INT8:
@@ -167,6 +175,7 @@ static double load(const void *buf, size_t i, enum hvd_dtype t)
 {
 	switch (t) {
 	case HVD_UINT8:
+	case HVD_BOOL:
 		return ((const uint8_t *)buf)[i];
 	case HVD_INT8:
 		return ((const int8_t *)buf)[i];
@@ -199,9 +208,12 @@ static double ref_value(int r, size_t i, const void *arg)
 static double reference(int n, size_t i, enum hvd_dtype t, enum hvd_op op)
 {
 	int to[2] = {(int)t, (int)op};
+	double v =
+		ref_reduce(n, i, op, t != HVD_BOOL && is_int(t), ref_value, to);
 
-	return ref_reduce(n, i, op, t <= HVD_INT64 || t == HVD_INT16, ref_value,
-			  to);
+	/* A bool's values are 0 and 1: a sum above 0 is their or, a
+	 * product their and. */
+	return t == HVD_BOOL ? (double)(v != 0) : v;
 }
 
 struct ar_case {
@@ -293,8 +305,7 @@ static void ar_body(const struct hvd__comm *c, void *arg)
 		for (i = 0; i < k->count; i++) {
 			double want = reference(c->size, i, k->t, k->op);
 			double got = load(buf, i, k->t);
-			bool exact = k->t <= HVD_INT64 || k->t == HVD_INT16 ||
-				     k->op != HVD_AVERAGE;
+			bool exact = is_int(k->t) || k->op != HVD_AVERAGE;
 
 			if (exact ? got != want
 				  : fabs(got - want) >
@@ -315,7 +326,7 @@ static void allreduce_every_case(const size_t *counts, size_t ncounts,
 	size_t ci;
 
 	for (n = 1; n <= MAXN; n++)
-		for (t = HVD_UINT8; t <= HVD_INT16; t++)
+		for (t = HVD_UINT8; t <= HVD_BOOL; t++)
 			for (op = HVD_SUM; op <= HVD_PRODUCT; op++)
 				for (ci = 0; ci < ncounts; ci++) {
 					struct ar_case k = {
@@ -324,8 +335,10 @@ static void allreduce_every_case(const size_t *counts, size_t ncounts,
 						.count = counts[ci],
 						.pieces = pieces};
 
-					if (ci == ncounts - 1 &&
-					    (t != HVD_FLOAT32 || n < 3))
+					if ((ci == ncounts - 1 &&
+					     (t != HVD_FLOAT32 || n < 3)) ||
+					    (t == HVD_BOOL &&
+					     op == HVD_AVERAGE)) /* refused */
 						continue;
 					run_world(n, ar_body, &k, -1);
 					/* Every rank gets the same bits. */
@@ -650,6 +663,30 @@ static void test_integer_scaling(void)
 	CHECK(i32[0] == 0 && i32[1] == 0);
 	hvd__scale(i64, 2, HVD_INT64, 2.0);
 	CHECK(i64[0] == INT64_MAX && i64[1] == 6);
+}
+
+/* A bool reduces as a logical or (sum, max) or and (min, product): any
+ * byte but 0 is true, and bytes of 0 and 1 stay 0 and 1. Engines
+ * without a bool (MPI, NCCL) reduce it as bytes by hvd__op_as's op. */
+static void test_bool(void)
+{
+	uint8_t a[4] = {0, 1, 0, 2}, b[4] = {0, 0, 1, 1}, c[4];
+
+	CHECK(hvd__dtype_size(HVD_BOOL) == 1 && hvd__dtype_valid(HVD_BOOL) &&
+	      !hvd__dtype_valid(HVD_BOOL + 1) && !hvd__dtype_float(HVD_BOOL) &&
+	      strcmp(hvd__dtype_name(HVD_BOOL), "bool") == 0);
+	memcpy(c, a, 4);
+	hvd__reduce(c, b, 4, HVD_BOOL, HVD_SUM);
+	CHECK(c[0] == 0 && c[1] == 1 && c[2] == 1 && c[3] != 0);
+	memcpy(c, a, 4);
+	hvd__reduce(c, b, 4, HVD_BOOL, HVD_PRODUCT);
+	CHECK(c[0] == 0 && c[1] == 0 && c[2] == 0 && c[3] != 0);
+	CHECK(hvd__op_as(HVD_BOOL, HVD_SUM) == HVD_MAX &&
+	      hvd__op_as(HVD_BOOL, HVD_PRODUCT) == HVD_MIN &&
+	      hvd__op_as(HVD_BOOL, HVD_MIN) == HVD_MIN &&
+	      hvd__op_as(HVD_BOOL, HVD_MAX) == HVD_MAX &&
+	      hvd__op_as(HVD_UINT8, HVD_SUM) == HVD_SUM &&
+	      hvd__op_as(HVD_INT32, HVD_PRODUCT) == HVD_PRODUCT);
 }
 
 /* A float32 average is the quotient rounded once, as Horovod's postscale
@@ -1171,6 +1208,7 @@ int main(void)
 	RUN(test_sources);
 	RUN(test_half_conversions);
 	RUN(test_integer_scaling);
+	RUN(test_bool);
 	RUN(test_float_average_rounds_once);
 	RUN(test_allreduce_every_dtype_and_op);
 	RUN(test_allreduce_several_mib);

@@ -39,16 +39,17 @@ _C_DTYPE = {
     torch.float32: 6,
     torch.float64: 7,
     torch.int16: 8,
-    # A bool is a byte of 0 or 1: moved as uint8, and reduced as one
-    # (_c_reduce: or by max, and by min).
-    torch.bool: 0,
+    # libhvd's bool: a byte of 0 or 1, reduced as torch.distributed does
+    # (Sum and Max: or; Min and Product: and), and no uint8 to the check
+    # that ranks agree.
+    torch.bool: 9,
     # A complex number is two floats, its real and imaginary parts: moved
     # and summed as such (_width).
     torch.complex64: 6,
     torch.complex128: 7,
 }
 _COMPLEX = frozenset((torch.complex64, torch.complex128))
-_ODD = _COMPLEX | {torch.bool}  # reduced otherwise than their _C_DTYPE
+_ODD = _COMPLEX | {torch.bool}  # with ops of their own (_c_reduce)
 _OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max",
              Product: "Product"}
 
@@ -567,9 +568,8 @@ def _c_op(op):
 
 
 # Ops on bool tensors, as torch.distributed reduces them: Sum and Max are
-# a logical or, Min and Product a logical and (as bytes of 0 and 1: max
-# and min, which keep every byte 0 or 1).
-_BOOL_OP = {Sum: Max, Max: Max, Min: Min, Product: Min}
+# a logical or, Min and Product a logical and (libhvd reduces them so).
+_BOOL_OPS = frozenset((Sum, Max, Min, Product))
 
 
 def _c_reduce(tensor, op, prescale, postscale):
@@ -583,13 +583,13 @@ def _c_reduce(tensor, op, prescale, postscale):
             raise TypeError("hvd.torch: op %s of %s tensors has no meaning (Sum and Average "
                             "do)" % (_OP_NAMES[op], tensor.dtype))
         return c, float(prescale), float(postscale)
-    if op not in _BOOL_OP:
+    if op not in _BOOL_OPS:
         raise TypeError("hvd.torch: op %s of torch.bool tensors has no meaning (Sum or Max: "
                         "logical or; Min or Product: logical and)" % _OP_NAMES[op])
     if prescale != 1.0 or postscale != 1.0:
         raise TypeError("hvd.torch: torch.bool tensors take no prescale_factor or "
                         "postscale_factor")
-    return _C_OP[_BOOL_OP[op]], 1.0, 1.0
+    return c, 1.0, 1.0
 
 
 def _allreduce_submit(tensor, output, name, op, prescale, postscale, set_id=0):

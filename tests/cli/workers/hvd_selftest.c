@@ -80,11 +80,11 @@ static int failures;
 		}                                                              \
 	} while (0)
 
-#define NDTYPE 9
-static const size_t esize[NDTYPE] = {1, 1, 4, 8, 2, 2, 4, 8, 2};
-static const char *const dname[NDTYPE] = {"uint8",   "int8",	"int32",
-					  "int64",   "float16", "bfloat16",
-					  "float32", "float64", "int16"};
+#define NDTYPE 10
+static const size_t esize[NDTYPE] = {1, 1, 4, 8, 2, 2, 4, 8, 2, 1};
+static const char *const dname[NDTYPE] = {
+	"uint8",    "int8",    "int32",	  "int64", "float16",
+	"bfloat16", "float32", "float64", "int16", "bool"};
 
 /* Exact in every dtype for up to 4 ranks. */
 static double value(int r, size_t i, int op)
@@ -101,6 +101,8 @@ static double uvalue(int r, size_t i, int op, int t)
 {
 	double v = value(r, i, op);
 
+	if (t == HVD_BOOL) /* or and and both come out either way */
+		return (double)((i * 7 + (size_t)r * 13) % 5 != 0);
 	if (t == HVD_UINT8)
 		return op == HVD_PRODUCT ? (fabs(v) < 1.5 ? 1 : 2) : v + 8;
 	return v;
@@ -142,6 +144,7 @@ static void put(void *buf, size_t i, int t, double v)
 
 	switch (t) {
 	case HVD_UINT8:
+	case HVD_BOOL:
 		((uint8_t *)buf)[i] = (uint8_t)v;
 		break;
 	case HVD_INT8:
@@ -179,6 +182,7 @@ static double get(const void *buf, size_t i, int t)
 
 	switch (t) {
 	case HVD_UINT8:
+	case HVD_BOOL:
 		return ((const uint8_t *)buf)[i];
 	case HVD_INT8:
 		return ((const int8_t *)buf)[i];
@@ -203,7 +207,7 @@ static double get(const void *buf, size_t i, int t)
 
 static int is_int(int t)
 {
-	return t <= HVD_INT64 || t == HVD_INT16;
+	return t <= HVD_INT64 || t == HVD_INT16 || t == HVD_BOOL;
 }
 
 static double tolerance(int t, int op)
@@ -225,9 +229,18 @@ static double ref_value(int r, size_t i, const void *arg)
 static double expected(size_t i, int op, int t)
 {
 	int ot[2] = {op, t};
+	double v = ref_reduce(hvd_size(), i, (enum hvd_op)op, is_int(t) != 0,
+			      ref_value, ot);
 
-	return ref_reduce(hvd_size(), i, (enum hvd_op)op, is_int(t) != 0,
-			  ref_value, ot);
+	/* A bool's values are 0 and 1: a sum above 0 is their or, a
+	 * product their and. */
+	return t == HVD_BOOL ? (double)(v != 0) : v;
+}
+
+/* A bool has no average: its submission fails (HVD_EINVAL). */
+static int refused_op(int t, int op)
+{
+	return t == HVD_BOOL && op == HVD_AVERAGE;
 }
 
 /* gpu: the same allreduce on copies in GPU memory (hvd_allreduce_gpu). */
@@ -274,7 +287,13 @@ static void check_allreduce_on(int t, int op, size_t count, int inplace,
 	rc = gpu ? gpu_allreduce(name, send, recv, count, t, op, inplace)
 		 : hvd_allreduce(name, send, recv, count, (enum hvd_dtype)t,
 				 (enum hvd_op)op);
-	EXPECT(rc == 0, "%s: %s", name, hvd_strerror(rc));
+	if (refused_op(t, op)) {
+		EXPECT(rc == HVD_EINVAL, "%s: %s, not refused", name,
+		       hvd_strerror(rc));
+		rc = -1;
+	} else {
+		EXPECT(rc == 0, "%s: %s", name, hvd_strerror(rc));
+	}
 	for (i = 0; rc == 0 && i < count; i++) {
 		double want = expected(i, op, t), got = get(recv, i, t);
 		double tol = tolerance(t, op);
@@ -615,6 +634,18 @@ static void mode_mismatch(void)
 			   r == 0 ? (void *)x : (void *)d, 4,
 			   r == 0 ? HVD_FLOAT32 : HVD_FLOAT64, HVD_SUM);
 	EXPECT(rc == HVD_EMISMATCH, "dtype: %s", hvd_strerror(rc));
+	/* A bool is a byte, yet no uint8. */
+	rc = hvd_allreduce("bool", x, x, 4, r == 0 ? HVD_UINT8 : HVD_BOOL,
+			   HVD_MAX);
+	EXPECT(rc == HVD_EMISMATCH, "bool: %s", hvd_strerror(rc));
+	EXPECT(strstr(hvd_error_message(), "bool") != NULL, "message: %s",
+	       hvd_error_message());
+	/* Refused before any rank is asked: a bool's factors and Adasum. */
+	rc = hvd_allreduce_scaled("bool.scaled", x, x, 4, HVD_BOOL, HVD_SUM,
+				  2.0, 1.0);
+	EXPECT(rc == HVD_EINVAL, "bool.scaled: %s", hvd_strerror(rc));
+	rc = hvd_allreduce("bool.adasum", x, x, 4, HVD_BOOL, HVD_ADASUM);
+	EXPECT(rc == HVD_EINVAL, "bool.adasum: %s", hvd_strerror(rc));
 	rc = hvd_allreduce("op", x, x, 4, HVD_FLOAT32,
 			   r == 1 ? HVD_MAX : HVD_SUM);
 	EXPECT(rc == HVD_EMISMATCH, "op: %s", hvd_strerror(rc));
@@ -882,9 +913,9 @@ static void mode_gpu_collectives(void)
 	hvd_handle *h[48];
 	float *fb[48];
 
-	for (t = 0; t < 8; t++)
+	for (t = 0; t < NDTYPE; t++)
 		for (op = 0; op < 5; op++)
-			for (ci = 0; ci < 4; ci++)
+			for (ci = 0; ci < 4 && t != HVD_INT16; ci++)
 				check_allreduce_on(t, op, counts[ci], ci % 2,
 						   1);
 	check_allreduce_on(HVD_FLOAT32, HVD_SUM, 1572869, 1, 1);
@@ -1642,7 +1673,13 @@ static void check_reducescatter(int t, int op, size_t rows, size_t block,
 		 block, pre);
 	rc = hvd_reducescatter(name, send, recv, count, block,
 			       (enum hvd_dtype)t, (enum hvd_op)op, pre, post);
-	EXPECT(rc == 0, "%s: %s", name, hvd_error_message());
+	if (refused_op(t, op)) {
+		EXPECT(rc == HVD_EINVAL, "%s: %s, not refused", name,
+		       hvd_strerror(rc));
+		rc = -1;
+	} else {
+		EXPECT(rc == 0, "%s: %s", name, hvd_error_message());
+	}
 	/* Horovod's split: rows / n each, the first rows % n one more. */
 	EXPECT(mine == (rows / (size_t)n + ((size_t)me < rows % (size_t)n)) *
 			       block,
