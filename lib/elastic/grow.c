@@ -31,7 +31,9 @@ static int pick_records(struct sup *s, size_t h, int want)
 }
 
 /* start the n workers of s->el->again on host h. Returns how many
- * started; on a failure the host waits again. */
+ * started; on a failure none, and the host is out as a failed host is
+ * (for its cool-down, or for good), those of its workers that started
+ * ended. */
 static int start_on(struct sup *s, size_t h, int n, char *text, size_t len)
 {
 	const struct hl_launch *l = s->l;
@@ -39,7 +41,8 @@ static int start_on(struct sup *s, size_t h, int n, char *text, size_t len)
 	bool remote = hl_worker_remote(l, h);
 	struct hl_event ev = {HL_EV_GROW, -1, l->hosts->v[h].name, text, 0};
 	char *cause = NULL;
-	int i, started = 0, rc = HL_OK;
+	int i, started = 0, rc = HL_OK, wait_s;
+	size_t at;
 
 	for (i = 0; i < n; i++) {
 		struct hl_worker *w = again[i];
@@ -64,25 +67,32 @@ static int start_on(struct sup *s, size_t h, int n, char *text, size_t len)
 	if (rc == HL_OK)
 		rc = s->ops[remote]->restart(s->ctx[remote], again, n, &cause);
 	if (rc != HL_OK) {
-		/* Those not started: the host waits again. */
+		/* What would not start, or start again on and on (a folder
+		 * or program missing there), is a failed host's case. */
+		s->el->hs[h].back = hl_el_cooldown_end(s, &wait_s);
 		for (i = 0; i < n; i++)
 			if (again[i]->remote || again[i]->pid <= 0)
 				again[i]->exited = true;
-		snprintf(text, len, "could not start workers: %s",
-			 cause ? cause : "out of memory");
+			else
+				hl_el_remove_worker(s, again[i]);
+		at = (size_t)snprintf(text, len, "could not start workers: %s",
+				      cause ? cause : "out of memory");
+		if (at < len && wait_s >= 0)
+			snprintf(text + at, len - at, "; it may return in %d s",
+				 wait_s);
+		else if (at < len)
+			snprintf(
+				text + at, len - at,
+				"; it stays out (no --blacklist-cooldown-range)");
 		free(cause);
 		hl_spawn_event(l, &ev);
-		s->el->hs[h].back =
-			hl_now_ms() +
-			(l->cooldown_min_s > 0 ? l->cooldown_min_s : 1) *
-				1000LL;
 	}
 	for (i = 0; i < n; i++) {
 		if (again[i]->exited)
 			continue;
 		if (!again[i]->remote)
 			hl_watchdog_add(&s->wd, again[i]->pid);
-		started++;
+		started += !again[i]->removed;
 	}
 	return started;
 }

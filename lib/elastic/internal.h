@@ -60,6 +60,10 @@ void hl_el_clear_fresh(struct sup *s);
 /* host leaves the job, its workers ended, for its cool-down
  * (returned, in seconds) or for good (-1). */
 int hl_el_host_leaves(struct sup *s, size_t host);
+/* when a failed host may return (its 'back'): after a cool-down drawn
+ * from --blacklist-cooldown-range (*wait_s seconds), or never
+ * (LLONG_MAX; *wait_s -1). */
+long long hl_el_cooldown_end(const struct sup *s, int *wait_s);
 /* whether one more generation (hosts added or removed; every
  * generation after the first counts, as horovodrun counts them) would
  * pass --reset-limit: then the job stops, with status 1, saying why

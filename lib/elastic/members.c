@@ -125,19 +125,25 @@ void hl_el_clear_fresh(struct sup *s)
 
 /* host leaves the job, its workers ended, for its cool-down
  * (returned, in seconds) or for good (-1). */
-int hl_el_host_leaves(struct sup *s, size_t host)
+long long hl_el_cooldown_end(const struct sup *s, int *wait_s)
 {
 	const struct hl_launch *l = s->l;
-	int i, wait_s = -1;
+	int span;
 
-	s->el->hs[host].back = LLONG_MAX;
-	hl_rdv_hosts_removed(l->rdv);
-	if (l->cooldown) {
-		int span = l->cooldown_max_s - l->cooldown_min_s + 1;
+	*wait_s = -1;
+	if (!l->cooldown)
+		return LLONG_MAX;
+	span = l->cooldown_max_s - l->cooldown_min_s + 1;
+	*wait_s = l->cooldown_min_s + (int)(random() % span);
+	return hl_now_ms() + *wait_s * 1000LL;
+}
 
-		wait_s = l->cooldown_min_s + (int)(random() % span);
-		s->el->hs[host].back = hl_now_ms() + wait_s * 1000LL;
-	}
+int hl_el_host_leaves(struct sup *s, size_t host)
+{
+	int i, wait_s;
+
+	s->el->hs[host].back = hl_el_cooldown_end(s, &wait_s);
+	hl_rdv_hosts_removed(s->l->rdv);
 	for (i = 0; i < s->n; i++) {
 		struct hl_worker *o = &s->w[i];
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "job/bind.h"
@@ -53,7 +54,7 @@ static void child(const struct hl_launch *l, int in, int out_w, int err_w,
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	hl_bind_worker(envp);
 	if (l->ssh->wdir && chdir(l->ssh->cwd) != 0)
-		goto fail;
+		hl_chdir_failed(errp);
 	execve(l->exec_path != NULL ? l->exec_path : l->argv[0], l->argv, envp);
 fail:
 	hl_exec_failed(errp);
@@ -95,10 +96,23 @@ static int start_one(const struct hl_launch *l, struct hl_worker *w,
 	ep[1] = -1;
 	e = hl_exec_result(ep[0]);
 	if (e != 0) {
+		/* It never ran: no worker to watch or count (an elastic
+		 * host's start says why, not a worker's exit code). */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		w->pid = 0;
+	}
+	if (e < 0) { /* as a remote worker's (agent.c) */
+		rc = hl_fail(cause, HL_ESYS,
+			     "cannot use the working directory '%s': %s",
+			     l->ssh->cwd, strerror(-e));
+		goto out_close;
+	}
+	if (e != 0) {
 		rc = hl_fail(cause, e == ENOENT ? HL_ENOENT : HL_ENOEXEC,
 			     "cannot execute '%s': %s", l->argv[0],
 			     strerror(e));
-		goto out_close; /* the child has exited; the supervisor reaps it */
+		goto out_close;
 	}
 	w->fd[0] = out[0];
 	w->fd[1] = err[0];

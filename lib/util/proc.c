@@ -159,6 +159,12 @@ void hl_exec_failed(int fd)
 	_exit(e == ENOENT ? 127 : 126);
 }
 
+void hl_chdir_failed(int fd)
+{
+	(void)hl_word_write(fd, -errno);
+	_exit(125);
+}
+
 int hl_exec_result(int fd)
 {
 	int32_t e = 0;

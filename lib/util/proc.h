@@ -23,8 +23,10 @@ int hl_word_read(int fd, int32_t *v);
 /* In a forked child whose exec failed: report errno on the close-on-exec
  * pipe fd and exit (127 for ENOENT, else 126). */
 void hl_exec_failed(int fd) __attribute__((noreturn));
+/* ... or whose chdir failed: report -errno and exit 125. */
+void hl_chdir_failed(int fd) __attribute__((noreturn));
 /* In the parent: 0 once the child's exec succeeded (fd closed empty), or
- * the errno its exec failed with. */
+ * the errno its exec failed with (negated: its chdir). */
 int hl_exec_result(int fd);
 
 /* A set of pids (a process, or -group), for a signal sent once to each:

@@ -215,6 +215,46 @@ assert_weights() {
 	wait_no_leftovers
 }
 
+@test "elastic: a host found later whose workers cannot start (--wdir gone): one line says why, and the host is out as a failed one, for good or for its cool-down; the others go on" {
+	local want out=$BATS_TEST_TMPDIR/out hosts=$BATS_TEST_TMPDIR/hosts
+	local dir=$BATS_TEST_TMPDIR/w job rc cool
+	want=$(weights 1000)
+	discovery_script
+	for cool in "" "--blacklist-cooldown-range 1 1"; do
+		rm -f "$PIDDIR"/*
+		mkdir "$dir"
+		echo localhost:2 >"$hosts"
+		# shellcheck disable=SC2086 # cool: no option, or two words
+		"$HVDRUN" --min-np 2 --max-np 4 $cool --wdir "$dir" \
+			--host-discovery-script "$BATS_TEST_TMPDIR/discover" \
+			"$KILL" "$ELASTIC" 1000 5 10 >"$out" 2>&1 &
+		job=$!
+		wait_pids 2
+		# The running workers' folder goes; a host joins.
+		rmdir "$dir"
+		printf 'localhost:2\n127.0.0.1:2\n' >"$hosts"
+		wait_line "$out" "hvdrun: host 127.0.0.1 could not start workers: cannot use the working directory '$dir': No such file or directory"
+		rc=0
+		wait "$job" || rc=$?
+		run cat "$out"
+		[ "$rc" -eq 0 ]
+		for w in 0 1; do
+			assert_line --regexp "^\[$w\]<stdout>:rank $w of 2: 1000 steps, generation 1, 0 resets, weights $want$"
+		done
+		# Never started: no worker of its exits, none counts a reset.
+		refute_output --partial "exited with code"
+		refute_output --partial "cannot execute"
+		refute_output --partial "workers start there"
+		if [ -z "$cool" ]; then
+			[ "$(grep -c "could not start" "$out")" -eq 1 ]
+			assert_output --partial "No such file or directory; it stays out (no --blacklist-cooldown-range)"
+		else
+			assert_output --partial "No such file or directory; it may return in 1 s"
+		fi
+		wait_no_leftovers
+	done
+}
+
 @test "elastic: with a discovery script, a failed host returns after its cool-down only once a list that came after the cool-down names it: dropped meanwhile, it stays out; listed again, it returns" {
 	local want d=$BATS_TEST_TMPDIR out=$BATS_TEST_TMPDIR/out job w rc=0
 	want=$(weights 1200)
