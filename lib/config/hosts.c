@@ -96,9 +96,9 @@ static bool ipv6_valid(const char *s, size_t len)
 /* Split "[user@]host[:slots]" (with "[v6]" allowed) into its parts. The
  * text is one entry, not NUL-terminated. Errors read "<where><problem> in
  * <what>", e.g. "bad slot count in host list entry 'a:x'" or
- * "hosts:3: bad host name in 'a/b'". */
-static int parse_entry(const char *s, size_t len, bool allow_slots,
-		       struct hl_host *h, const char *where, const char *what,
+ * "hosts:3: bad host name in 'a/b'". *counted: whether it gave slots. */
+static int parse_entry(const char *s, size_t len, struct hl_host *h,
+		       bool *counted, const char *where, const char *what,
 		       char **cause)
 {
 	const char *at = memchr(s, '@', len);
@@ -139,13 +139,12 @@ static int parse_entry(const char *s, size_t len, bool allow_slots,
 		else
 			h->name = hl_strndup(host, hlen);
 	}
-	if (problem == NULL && colon != NULL) {
+	*counted = problem == NULL && colon != NULL;
+	if (*counted) {
 		char num[32];
 		size_t nlen = (size_t)(end - colon - 1);
 
-		if (!allow_slots)
-			problem = "use slots=N, not host:N,";
-		else if (nlen == 0 || nlen >= sizeof(num))
+		if (nlen == 0 || nlen >= sizeof(num))
 			problem = "bad slot count (want 1..4096)";
 		else {
 			memcpy(num, colon + 1, nlen);
@@ -221,6 +220,7 @@ int hl_hosts_parse_list(const char *list, struct hl_hostlist *out, char **cause)
 		size_t len = comma ? (size_t)(comma - p) : strlen(p);
 		struct hl_host h = {0};
 		char *what;
+		bool counted;
 
 		if (len == 0) {
 			rc = hl_fail(cause, HL_EINVAL,
@@ -232,7 +232,7 @@ int hl_hosts_parse_list(const char *list, struct hl_hostlist *out, char **cause)
 			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
 			break;
 		}
-		rc = parse_entry(p, len, true, &h, "", what, cause);
+		rc = parse_entry(p, len, &h, &counted, "", what, cause);
 		free(what);
 		if (rc == HL_OK)
 			rc = hostlist_append(out, &h, "", cause);
@@ -244,9 +244,12 @@ int hl_hosts_parse_list(const char *list, struct hl_hostlist *out, char **cause)
 	return rc;
 }
 
-/* One key=value token of a hostfile line. */
-static int hostfile_key(const char *tok, struct hl_host *h, const char *path,
-			int lineno, struct hl_hostlist *out, char **cause)
+/* One key=value token of a hostfile line whose host is host (as written,
+ * quoted; counted: with its slots, 'a:2', as MPICH's machinefiles give
+ * them). */
+static int hostfile_key(const char *tok, struct hl_host *h, const char *host,
+			bool counted, const char *path, int lineno,
+			struct hl_hostlist *out, char **cause)
 {
 	const char *eq = strchr(tok, '=');
 	long v;
@@ -256,6 +259,11 @@ static int hostfile_key(const char *tok, struct hl_host *h, const char *path,
 			       "%s:%d: expected KEY=VALUE, got '%s'", path,
 			       lineno, tok);
 	if (strncmp(tok, "slots=", 6) == 0) {
+		if (counted)
+			return hl_fail(
+				cause, HL_EINVAL,
+				"%s:%d: %s and '%s' both give the slots: give one",
+				path, lineno, host, tok);
 		if (!hl_parse_long(eq + 1, 1, HL_MAX_SLOTS, &v))
 			return hl_fail(
 				cause, HL_EINVAL,
@@ -299,6 +307,7 @@ static int hostfile_line(char *line, const char *path, int lineno,
 {
 	struct hl_host h = {0};
 	char *save = NULL, *tok, *hash, *what, *where;
+	bool counted = false;
 	int rc;
 
 	hash = strchr(line, '#');
@@ -309,13 +318,14 @@ static int hostfile_line(char *line, const char *path, int lineno,
 		return HL_OK;
 	what = hl_asprintf("'%s'", tok);
 	where = hl_asprintf("%s:%d: ", path, lineno);
-	rc = what && where ? parse_entry(tok, strlen(tok), false, &h, where,
+	rc = what && where ? parse_entry(tok, strlen(tok), &h, &counted, where,
 					 what, cause)
 			   : hl_fail(cause, HL_ENOMEM, "out of memory");
-	free(what);
 	h.line = lineno;
 	while (rc == HL_OK && (tok = strtok_r(NULL, " \t\r\n", &save)) != NULL)
-		rc = hostfile_key(tok, &h, path, lineno, out, cause);
+		rc = hostfile_key(tok, &h, what, counted, path, lineno, out,
+				  cause);
+	free(what);
 	if (rc == HL_OK)
 		rc = hostlist_append(out, &h, where, cause);
 	free(where);

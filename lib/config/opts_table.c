@@ -39,7 +39,7 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 			NULL, NULL, HL_X_NONE, "host[:slots],..."},
 	[HL_K_HOSTFILE] = {"job", "hostfile", "hostfile", NULL, HL_T_PATH, 0, 0,
 			   NULL, NULL, NULL, HL_X_NONE,
-			   "file of 'host slots=N' lines (or --machinefile)"},
+			   "host slots=N|host:N lines (or --machinefile)"},
 	[HL_K_OUTPUT_FILENAME] = {"job", "output_filename", "output-filename",
 				  NULL, HL_T_STRING, 0, 0, NULL, NULL, NULL,
 				  HL_X_NONE,

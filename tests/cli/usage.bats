@@ -75,6 +75,15 @@ rank=4 host=c local_rank=1 local_size=2 cross_rank=1 cross_size=2"
 		[ "${#lines[@]}" -eq 3 ]
 		assert_line --index 2 "rank=2 host=y local_rank=1 local_size=2 cross_rank=0 cross_size=1"
 	done
+	# MPICH's machinefile lines, host:N; not with slots= as well.
+	printf 'x\ny:2\n' >"$BATS_TEST_TMPDIR/mf"
+	run "$HVDRUN" --machinefile "$BATS_TEST_TMPDIR/mf" --dry-run
+	assert_success
+	assert_line --index 2 "rank=2 host=y local_rank=1 local_size=2 cross_rank=0 cross_size=1"
+	printf 'x\ny:2 slots=2\n' >"$BATS_TEST_TMPDIR/mf"
+	run "$HVDRUN" --machinefile "$BATS_TEST_TMPDIR/mf" --dry-run
+	assert_failure 2
+	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/mf:2: 'y:2' and 'slots=2' both give the slots: give one"
 	run "$HVDRUN" --dry-run
 	assert_failure 2
 	assert_output --partial "give -np N, or hosts with -H or --hostfile"

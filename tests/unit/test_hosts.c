@@ -122,19 +122,26 @@ static void test_hostfile_valid(void)
 				   "server1 slots=4   # four GPUs\n"
 				   "  server2\tslots=2 max_slots=8\r\n"
 				   "bob@server3 slots=1 port=2222\n"
-				   "server4 user=carol\n");
+				   "server4 user=carol\n"
+				   /* MPICH's machinefile lines */
+				   "server5:3\n"
+				   "[::1]:2 port=2200\n");
 	struct hl_hostlist hl;
 	char *cause = NULL;
 
 	hl_hostlist_init(&hl);
 	CHECK(hl_hosts_parse_file(path, &hl, &cause) == HL_OK);
-	CHECK(hl.n == 4);
+	CHECK(hl.n == 6);
 	CHECK(hl.v[0].slots == 4 && hl.v[0].line == 3);
 	CHECK(hl.v[1].slots == 2);
 	CHECK_STR(hl.v[2].user, "bob");
 	CHECK(hl.v[2].port == 2222);
 	CHECK_STR(hl.v[3].user, "carol");
 	CHECK(hl.v[3].slots == 1);
+	CHECK_STR(hl.v[4].name, "server5");
+	CHECK(hl.v[4].slots == 3 && hl.v[4].line == 7);
+	CHECK_STR(hl.v[5].name, "::1");
+	CHECK(hl.v[5].slots == 2 && hl.v[5].port == 2200);
 	CHECK(hl.warnings.n == 1);
 	CHECK_HAS(hl.warnings.v[0], ":4: 'max_slots=8' is ignored");
 	hl_hostlist_close(&hl);
@@ -162,7 +169,12 @@ static void test_hostfile_malformed(void)
 		{"a\nb slots=\n", ":2: bad slot count 'slots='"},
 		{"a slots=2 gpus=4\n", ":1: unknown key 'gpus'"},
 		{"a 4\n", ":1: expected KEY=VALUE, got '4'"},
-		{"a:4\n", ":1: use slots=N, not host:N, in 'a:4'"},
+		{"a:4 slots=2\n",
+		 ":1: 'a:4' and 'slots=2' both give the slots: give one"},
+		{"a:0\n", ":1: bad slot count (want 1..4096) in 'a:0'"},
+		{"a:\n", ":1: bad slot count (want 1..4096) in 'a:'"},
+		{"fe80::1\n", ":1: bad host name (write IPv6 addresses as "
+			      "[addr]:slots) in 'fe80::1'"},
 		{"a port=70000\n", ":1: bad port 'port=70000'"},
 		{"a user=-x\n", ":1: bad user name 'user=-x'"},
 		{"a max_slots=no\n", ":1: bad value 'max_slots=no'"},
