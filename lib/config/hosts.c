@@ -165,6 +165,30 @@ static int parse_entry(const char *s, size_t len, struct hl_host *h,
 	return HL_OK;
 }
 
+/* A hostfile's host on a line of its own again (first, h): its slots add
+ * up, as Open MPI and MPICH add them (a batch system's node file, as
+ * PBS's, lists a host once a slot), while it is reached the same way. */
+static int hostfile_again(struct hl_host *first, const struct hl_host *h,
+			  const char *where, char **cause)
+{
+	bool same_user = (first->user == NULL) == (h->user == NULL) &&
+			 (h->user == NULL || strcmp(first->user, h->user) == 0);
+
+	if (!same_user || first->port != h->port)
+		return hl_fail(cause, HL_EINVAL,
+			       "%shost '%s' again, with another %s than at "
+			       "line %d",
+			       where, h->name, same_user ? "port" : "user",
+			       first->line);
+	if (first->slots + h->slots > HL_MAX_SLOTS)
+		return hl_fail(cause, HL_EINVAL,
+			       "%shost '%s' has more than %d slots with "
+			       "those of line %d",
+			       where, h->name, HL_MAX_SLOTS, first->line);
+	first->slots += h->slots;
+	return HL_OK;
+}
+
 static int hostlist_append(struct hl_hostlist *hl, struct hl_host *h,
 			   const char *where, char **cause)
 {
@@ -178,10 +202,7 @@ static int hostlist_append(struct hl_hostlist *hl, struct hl_host *h,
 		if (strcmp(hl->v[i].name, h->name) != 0)
 			continue;
 		if (hl->v[i].line > 0)
-			return hl_fail(
-				cause, HL_EINVAL,
-				"%shost '%s' is listed twice (first at line %d)",
-				where, h->name, hl->v[i].line);
+			return hostfile_again(&hl->v[i], h, where, cause);
 		/* mpirun's --host counts a,a as two slots of a: here
 		 * slots are given once (an IPv6 address in brackets). */
 		v6 = strchr(h->name, ':') != NULL;

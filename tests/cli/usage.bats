@@ -84,6 +84,12 @@ rank=4 host=c local_rank=1 local_size=2 cross_rank=1 cross_size=2"
 	run "$HVDRUN" --machinefile "$BATS_TEST_TMPDIR/mf" --dry-run
 	assert_failure 2
 	assert_line --index 0 "hvdrun: $BATS_TEST_TMPDIR/mf:2: 'y:2' and 'slots=2' both give the slots: give one"
+	# A batch system's node file ($PBS_NODEFILE): a line a slot.
+	printf 'x\ny\ny\n' >"$BATS_TEST_TMPDIR/nodefile"
+	run "$HVDRUN" --hostfile "$BATS_TEST_TMPDIR/nodefile" --dry-run
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	assert_line --index 2 "rank=2 host=y local_rank=1 local_size=2 cross_rank=0 cross_size=1"
 	run "$HVDRUN" --dry-run
 	assert_failure 2
 	assert_output --partial "give -np N, or hosts with -H or --hostfile"

@@ -150,6 +150,31 @@ static void test_hostfile_valid(void)
 	free(cause);
 }
 
+/* A host on several lines (a batch system's node file lists it once a
+ * slot): one host, with the slots of all its lines, where it first
+ * stands. */
+static void test_hostfile_repeated(void)
+{
+	char *path = tap_write_tmp("n1\nn1\nn2\nn1\nn2 slots=3\n"
+				   "bob@n3:2 port=22\nn3 user=bob port=22\n");
+	struct hl_hostlist hl;
+	char *cause = NULL;
+
+	hl_hostlist_init(&hl);
+	CHECK(hl_hosts_parse_file(path, &hl, &cause) == HL_OK);
+	CHECK(hl.n == 3);
+	CHECK_STR(hl.v[0].name, "n1");
+	CHECK(hl.v[0].slots == 3 && hl.v[0].line == 1);
+	CHECK_STR(hl.v[1].name, "n2");
+	CHECK(hl.v[1].slots == 4 && hl.v[1].line == 3);
+	CHECK(hl.v[2].slots == 3 && hl.v[2].port == 22);
+	CHECK_STR(hl.v[2].user, "bob");
+	hl_hostlist_close(&hl);
+	unlink(path);
+	free(path);
+	free(cause);
+}
+
 static int load_hostfile(const char *path, char **cause)
 {
 	struct hl_hostlist hl;
@@ -178,8 +203,12 @@ static void test_hostfile_malformed(void)
 		{"a port=70000\n", ":1: bad port 'port=70000'"},
 		{"a user=-x\n", ":1: bad user name 'user=-x'"},
 		{"a max_slots=no\n", ":1: bad value 'max_slots=no'"},
-		{"a\n# c\nb\na slots=2\n",
-		 ":4: host 'a' is listed twice (first at line 1)"},
+		{"a\n# c\nb\na port=2222\n",
+		 ":4: host 'a' again, with another port than at line 1"},
+		{"bob@a\na user=carol\n",
+		 ":2: host 'a' again, with another user than at line 1"},
+		{"a slots=4000\nb\na slots=97\n",
+		 ":3: host 'a' has more than 4096 slots with those of line 1"},
 		{"bad/host slots=1\n", ":1: bad host name in 'bad/host'"},
 		/* A byte-order mark opens the file only. */
 		{"a\n\xef\xbb\xbf"
@@ -342,6 +371,7 @@ int main(void)
 	RUN(test_list_local);
 	RUN(test_list_malformed);
 	RUN(test_hostfile_valid);
+	RUN(test_hostfile_repeated);
 	RUN(test_hostfile_malformed);
 	RUN(test_hostfile_missing);
 	RUN(test_hostfile_nul);
