@@ -244,7 +244,15 @@ static int set_key(enum hl_key k, const char *value, const char *name,
 		return HL_OK;
 	}
 	cmd_args.from_cli[k] = true;
-	return hl_opts_set(&cmd_args.opts, k, value, "", NULL, cause);
+	if (v->set) /* the first one given wins */
+		return hl_opts_set(&cmd_args.opts, k, value, "", NULL, cause);
+	rc = hl_opts_set(&cmd_args.opts, k, value, "", NULL, cause);
+	if (rc == HL_OK &&
+	    hl_opts_said_as(&cmd_args.opts, k, set_by[k],
+			    hl_keys[k].type == HL_T_BOOL ? NULL : value) !=
+		    HL_OK)
+		rc = hl_fail(cause, HL_ENOMEM, "out of memory");
+	return rc;
 }
 
 /* An option that is none of longopts ("--fusion-treshold-mb=4"): named,
@@ -370,7 +378,7 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 			rc = set_key(HL_K_SSH_IDENTITY, optarg, "-i", cause);
 			break;
 		case OPT_NP:
-			rc = set_key(HL_K_NP, optarg, "-np", cause);
+			rc = set_key(HL_K_NP, optarg, bad, cause); /* -n too */
 			break;
 		case OPT_CHECK_BUILD:
 			cmd_args.check_build = true;

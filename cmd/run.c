@@ -336,13 +336,19 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 	struct hl_ssh_opts so = {0};
 	struct hl_iface_choice ic = {0};
 	size_t i;
+	long np;
 	int rc;
 
 	hl_strvec_init(&warnings);
 	memset(&es, 0, sizeof(es));
 	memset(&l, 0, sizeof(l));
 	l.argv = command;
-	rc = hl_plan_init(&plan, hosts, hl_job_size(o, hosts), cause);
+	np = hl_job_size(o, hosts);
+	rc = hl_plan_init(&plan, hosts, np,
+			  o->v[HL_K_NP].set && np == o->v[HL_K_NP].i
+				  ? hl_opt_said(o, HL_K_NP)
+				  : NULL,
+			  cause);
 	if (rc != HL_OK)
 		goto out;
 	if (hosts->origin != NULL && (cmd_args.dry_run || o->v[HL_K_VERBOSE].b))

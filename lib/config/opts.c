@@ -98,8 +98,10 @@ void hl_opts_close(struct hl_opts *o)
 {
 	size_t i;
 
-	for (i = 0; i < HL_K_COUNT; i++)
+	for (i = 0; i < HL_K_COUNT; i++) {
 		free(o->v[i].s);
+		free(o->v[i].said);
+	}
 	for (i = 0; i < o->nenv; i++) {
 		free(o->env[i].name);
 		free(o->env[i].value);
@@ -259,10 +261,45 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 		return HL_OK; /* the first source wins */
 	nv.s = ki->type == HL_T_PATH ? hl_path_from(base_dir, text)
 				     : hl_strdup(text);
-	if (nv.s == NULL)
+	/* A file's "FILE:LINE: ", less its ": ". */
+	nv.said = where[0] != '\0'
+			  ? hl_asprintf("%s = %s (%.*s)", ki->name, text,
+					(int)strlen(where) - 2, where)
+			  : NULL;
+	if (nv.s == NULL || (where[0] != '\0' && nv.said == NULL)) {
+		free(nv.s);
+		free(nv.said);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	}
 	o->v[k] = nv;
 	return HL_OK;
+}
+
+int hl_opts_said_as(struct hl_opts *o, enum hl_key k, const char *spelling,
+		    const char *value)
+{
+	char *said = value != NULL ? hl_asprintf("%s %s", spelling, value)
+				   : hl_strdup(spelling);
+
+	if (said == NULL)
+		return HL_ENOMEM;
+	free(o->v[k].said);
+	o->v[k].said = said;
+	return HL_OK;
+}
+
+const char *hl_opt_said(const struct hl_opts *o, enum hl_key k)
+{
+	static char flag[320];
+	const struct hl_keyinfo *ki = &hl_keys[k];
+	bool valued = o->v[k].set && o->v[k].s != NULL && ki->type != HL_T_BOOL;
+
+	if (o->v[k].said != NULL)
+		return o->v[k].said;
+	snprintf(flag, sizeof(flag), "--%s%s%.256s",
+		 ki->longopt != NULL ? ki->longopt : ki->name,
+		 valued ? " " : "", valued ? o->v[k].s : "");
+	return flag;
 }
 
 bool hl_env_reserved(const char *name)

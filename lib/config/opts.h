@@ -139,6 +139,9 @@ struct hl_value {
 	double d;
 	bool b;
 	char *s;
+	/* How it was given, for messages: "-n 3" as typed, "np = 3
+	 * (job.ini:2)" from a file (hl_opt_said). */
+	char *said;
 };
 
 /* A -x or [env] entry: NAME=VALUE, or NAME alone to forward the launcher's. */
@@ -189,6 +192,14 @@ int hl_opts_export(const struct hl_opts *o, struct hl_strvec *env);
 void hl_key_range(enum hl_key k, double *min, double *max);
 const char *const *hl_key_choices(enum hl_key k);
 const char *hl_key_default(enum hl_key k, char *buf, size_t len);
+/* Key k as the user gave it, value and all: "-n 3", "--min-np 2" (as
+ * typed: hl_opts_said_as), "np = 3 (job.ini:2)" from a file; else "--long
+ * VALUE" (a static buffer: one call a message). */
+const char *hl_opt_said(const struct hl_opts *o, enum hl_key k);
+/* Key k, set on the command line, was typed as spelling ("-n"), with
+ * value (NULL for a flag that takes none). */
+int hl_opts_said_as(struct hl_opts *o, enum hl_key k, const char *spelling,
+		    const char *value);
 /* The display name of a key: "--long" or "[section] name". */
 const char *hl_opts_display(enum hl_key k, bool cli, char *buf, size_t len);
 

@@ -29,14 +29,14 @@ static int check_elastic(const struct hl_opts *o, int np, char **cause)
 			       "--host-discovery-script prints");
 	if (o->v[HL_K_MAX_NP].set && o->v[HL_K_MAX_NP].i < np)
 		return hl_fail(cause, HL_EINVAL,
-			       "--max-np %ld is less than the %d workers "
-			       "the job starts with",
-			       o->v[HL_K_MAX_NP].i, np);
+			       "%s is less than the %d workers the job "
+			       "starts with",
+			       hl_opt_said(o, HL_K_MAX_NP), np);
 	if (o->v[HL_K_MIN_NP].i > np)
 		return hl_fail(cause, HL_EINVAL,
-			       "--min-np %ld is more than the %d workers "
-			       "the job starts with",
-			       o->v[HL_K_MIN_NP].i, np);
+			       "%s is more than the %d workers the job "
+			       "starts with",
+			       hl_opt_said(o, HL_K_MIN_NP), np);
 	if (o->v[HL_K_MPI].b)
 		return hl_fail(cause, HL_EINVAL,
 			       "--min-np: an elastic job runs on hvdrun's own "
@@ -51,9 +51,9 @@ static int check_horovod(const struct hl_opts *o, char **cause)
 	    o->v[HL_K_NUM_NCCL_STREAMS].i != 1)
 		return hl_fail(
 			cause, HL_EINVAL,
-			"--num-nccl-streams %ld: libhvd runs NCCL on one "
-			"stream per GPU; leave it out (1 is the only value)",
-			o->v[HL_K_NUM_NCCL_STREAMS].i);
+			"%s: libhvd runs NCCL on one stream per GPU; leave it "
+			"out (1 is the only value)",
+			hl_opt_said(o, HL_K_NUM_NCCL_STREAMS));
 	/* horovodrun's: MPI initialised without threads, which applies
 	 * only under MPI; libhvd's own engine uses none. */
 	if (o->v[HL_K_MPI_THREADS_DISABLE].b && o->v[HL_K_MPI].b)
@@ -75,9 +75,9 @@ static int check_stdin(const struct hl_opts *o, int np, char **cause)
 	if (o->v[HL_K_STDIN].i < np)
 		return HL_OK;
 	return hl_fail(cause, HL_EINVAL,
-		       "--stdin %ld: the job's ranks are 0 to %d; name one "
-		       "of them, or none",
-		       o->v[HL_K_STDIN].i, np - 1);
+		       "%s: the job's ranks are 0 to %d; name one of them, "
+		       "or none",
+		       hl_opt_said(o, HL_K_STDIN), np - 1);
 }
 
 int hl_rules_check(const struct hl_opts *o, int np, char **cause)

@@ -65,8 +65,8 @@ static int from_slurm(const struct hl_opts *o, const char *job,
 	if (o->v[HL_K_NP].set && o->v[HL_K_NP].i > total)
 		return hl_fail(
 			cause, HL_EINVAL,
-			"-np %ld is more than the %ld slots of Slurm job %s (SLURM_JOB_NODELIST=%s, SLURM_TASKS_PER_NODE=%s)",
-			o->v[HL_K_NP].i, total, job, nodes, tasks);
+			"%s is more than the %ld slots of Slurm job %s (SLURM_JOB_NODELIST=%s, SLURM_TASKS_PER_NODE=%s)",
+			hl_opt_said(o, HL_K_NP), total, job, nodes, tasks);
 	if (ntasks != NULL && hl_parse_long(ntasks, 1, total, &n))
 		hosts->np = n;
 	hosts->slurm = true;

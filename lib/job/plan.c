@@ -51,9 +51,10 @@ int hl_plan_counts(struct hl_plan *plan, const int *count, size_t nhosts,
 }
 
 int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
-		 char **cause)
+		 const char *said, char **cause)
 {
 	long total = hl_hosts_total_slots(hosts), left = np;
+	char dflt[32];
 	int *count;
 	size_t h;
 	int rc;
@@ -63,11 +64,14 @@ int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
 	plan->nhosts_used = 0;
 	if (np < 1)
 		return hl_fail(cause, HL_EINVAL, "-np must be at least 1");
-	if (np > total)
+	if (np > total) {
+		snprintf(dflt, sizeof(dflt), "-np %ld", np);
 		return hl_fail(
 			cause, HL_EINVAL,
-			"-np %ld is more than the %ld slot%s of the host list",
-			np, total, total == 1 ? "" : "s");
+			"%s is more than the %ld slot%s of the host list",
+			said != NULL ? said : dflt, total,
+			total == 1 ? "" : "s");
+	}
 	count = calloc(hosts->n, sizeof(*count));
 	if (count == NULL)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");

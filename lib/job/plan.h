@@ -24,9 +24,10 @@ struct hl_plan {
 	size_t nhosts_used; /* hosts with at least one worker */
 };
 
-/* Plan np workers over hosts. np must be 1..total slots. */
+/* Plan np workers over hosts. np must be 1..total slots; errors name it
+ * as said ("-n 3", "np = 3 (job.ini:2)"; NULL: "-np N"). */
 int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
-		 char **cause);
+		 const char *said, char **cause);
 /* Plan count[h] workers on host h, for each of nhosts hosts in order (an
  * elastic job's next generation: its surviving workers, host by host). */
 int hl_plan_counts(struct hl_plan *plan, const int *count, size_t nhosts,

@@ -119,10 +119,11 @@ HOROVODRUN_FLAGS=(
 	assert_failure 2
 	assert_line --index 0 --partial "hvdrun: HOROVOD_START_TIMEOUT in the environment: bad value 'soon'"
 	refute_output --partial started
-	# --min-num-proc and --max-num-proc are --min-np and --max-np.
+	# --min-num-proc and --max-num-proc are --min-np and --max-np (named
+	# as typed).
 	run "$HVDRUN" --min-num-proc 1 --max-num-proc 1 -H localhost:1,127.0.0.1:1 -np 2 true
 	assert_failure 2
-	assert_line --index 0 "hvdrun: --max-np 1 is less than the 2 workers the job starts with"
+	assert_line --index 0 "hvdrun: --max-num-proc 1 is less than the 2 workers the job starts with"
 	# --mpi-threads-disable applies under MPI only, as horovodrun's:
 	# without --mpi nothing to do; with it, refused.
 	run "$HVDRUN" --mpi-threads-disable -np 1 echo ran

@@ -118,6 +118,21 @@ rank=4 host=c local_rank=1 local_size=2 cross_rank=1 cross_size=2"
 	assert_failure 2
 	assert_line --index 0 "hvdrun: -np 2 is more than the 1 slot of the host list"
 	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+	# Named as the user gave it: mpirun's -n, --num-proc=, a config
+	# file's line; so are --min-np's and --stdin's numbers.
+	run "$HVDRUN" -n 3 -H localhost:2 true
+	assert_line --index 0 "hvdrun: -n 3 is more than the 2 slots of the host list"
+	run "$HVDRUN" --num-proc=3 -H localhost:2 true
+	assert_line --index 0 "hvdrun: --num-proc 3 is more than the 2 slots of the host list"
+	printf '[job]\nhosts = localhost:2\nnp = 3\n' >"$BATS_TEST_TMPDIR/job.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: np = 3 ($BATS_TEST_TMPDIR/job.ini:3) is more than the 2 slots of the host list"
+	printf '[job]\nstdin = 2\n[elastic]\nmin_np = 4\n' >"$BATS_TEST_TMPDIR/job.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" -np 2 true
+	assert_line --index 0 "hvdrun: min_np = 4 ($BATS_TEST_TMPDIR/job.ini:4) is more than the 2 workers the job starts with"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" --min-num-proc 1 -np 2 true
+	assert_line --index 0 "hvdrun: stdin = 2 ($BATS_TEST_TMPDIR/job.ini:2): the job's ranks are 0 to 1; name one of them, or none"
 }
 
 @test "inside a Slurm allocation, its nodes and tasks per node are the hosts, -np from SLURM_NTASKS" {

@@ -31,6 +31,17 @@ static void test_set_values(void)
 	CHECK(hl_opts_set(&o, HL_K_COOLDOWN, "10, 100", "", NULL, &cause) ==
 	      HL_OK);
 	CHECK(o.v[HL_K_COOLDOWN].i == 10 && o.v[HL_K_COOLDOWN].d == 100);
+	/* How each was given, for messages. */
+	CHECK_STR(hl_opt_said(&o, HL_K_NP), "--num-proc 8");
+	CHECK(hl_opts_said_as(&o, HL_K_NP, "-n", "8") == HL_OK);
+	CHECK_STR(hl_opt_said(&o, HL_K_NP), "-n 8");
+	CHECK(hl_opts_said_as(&o, HL_K_STALL_CHECK, "--no-stall-check", NULL) ==
+	      HL_OK);
+	CHECK_STR(hl_opt_said(&o, HL_K_STALL_CHECK), "--no-stall-check");
+	CHECK(hl_opts_set(&o, HL_K_MIN_NP, "2", "job.ini:7: ", NULL, &cause) ==
+	      HL_OK);
+	CHECK_STR(hl_opt_said(&o, HL_K_MIN_NP), "min_np = 2 (job.ini:7)");
+	CHECK_STR(hl_opt_said(&o, HL_K_MAX_NP), "--max-np");
 	CHECK(hl_opts_finish(&o, &cause) == HL_OK);
 	CHECK(o.v[HL_K_START_TIMEOUT].i == 30 && !o.v[HL_K_START_TIMEOUT].set);
 	CHECK(o.v[HL_K_FUSION_THRESHOLD_MB].i == 128);

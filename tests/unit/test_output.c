@@ -141,7 +141,7 @@ static void test_rank_env(void)
 
 	hl_hostlist_init(&hl);
 	CHECK(hl_hosts_parse_list("n1:2,n2:2", &hl, NULL) == HL_OK);
-	CHECK(hl_plan_init(&p, &hl, 4, NULL) == HL_OK);
+	CHECK(hl_plan_init(&p, &hl, 4, NULL, NULL) == HL_OK);
 	hl_strvec_init(&es.set);
 	hl_strvec_init(&es.forward);
 	CHECK(hl_strvec_push(&es.set, "KEEP=2") == HL_OK);

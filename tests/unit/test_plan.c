@@ -9,7 +9,7 @@ static void plan_of(const char *list, long np, struct hl_hostlist *hl,
 {
 	hl_hostlist_init(hl);
 	CHECK(hl_hosts_parse_list(list, hl, NULL) == HL_OK);
-	CHECK(hl_plan_init(p, hl, np, NULL) == HL_OK);
+	CHECK(hl_plan_init(p, hl, np, NULL, NULL) == HL_OK);
 }
 
 #define EXPECT(p, r, h, lr, ls, cr, cs)                                        \
@@ -75,9 +75,9 @@ static void test_np_errors(void)
 
 	hl_hostlist_init(&hl);
 	CHECK(hl_hosts_parse_list("a:2,b:2", &hl, NULL) == HL_OK);
-	CHECK(hl_plan_init(&p, &hl, 5, &cause) == HL_EINVAL);
+	CHECK(hl_plan_init(&p, &hl, 5, NULL, &cause) == HL_EINVAL);
 	CHECK_HAS(cause, "-np 5 is more than the 4 slots");
-	CHECK(hl_plan_init(&p, &hl, 0, &cause) == HL_EINVAL);
+	CHECK(hl_plan_init(&p, &hl, 0, NULL, &cause) == HL_EINVAL);
 	CHECK_HAS(cause, "at least 1");
 	hl_hostlist_close(&hl);
 	free(cause);
