@@ -66,58 +66,43 @@ def _hvdrun():
     return found
 
 
-def _flags(num_proc, min_num_proc, max_num_proc, slots, reset_limit, cooldown_range, hosts,
-           hostfile, start_timeout, ssh_port, ssh_identity_file, disable_cache,
-           output_filename, verbose, use_gloo, use_mpi, mpi_args, network_interface):
-    """horovodrun's arguments as hvdrun's flags."""
-    f = ["-np", str(num_proc)]
-    if hosts is not None:
-        f += ["-H", hosts]
-    if hostfile is not None:
-        f += ["--hostfile", hostfile]
-    if min_num_proc is not None:
-        f += ["--min-np", str(min_num_proc)]
-    if max_num_proc is not None:
-        f += ["--max-np", str(max_num_proc)]
-    if slots is not None:
-        f += ["--slots-per-host", str(slots)]
-    if reset_limit is not None:
-        f += ["--reset-limit", str(reset_limit)]
-    if cooldown_range is not None:
-        lo, hi = cooldown_range
-        f += ["--blacklist-cooldown-range", str(lo), str(hi)]
-    if start_timeout is not None:
-        f += ["--start-timeout", str(start_timeout)]
-    if ssh_port is not None:
-        f += ["-p", str(ssh_port)]
-    if ssh_identity_file is not None:
-        f += ["-i", ssh_identity_file]
-    if disable_cache:
-        f += ["--disable-cache"]
-    if output_filename is not None:
-        f += ["--output-filename", output_filename]
-    if verbose:
-        f += ["--verbose"]
-    if use_gloo:
-        f += ["--gloo"]
-    if use_mpi:
-        f += ["--mpi"]
-    if mpi_args is not None:
-        f += ["--mpi-args", mpi_args]
-    if network_interface is not None:
-        f += ["--network-interface", network_interface]
-    return f
+# run()'s arguments that become hvdrun's flags with a value, in order:
+# (the argument, the flag run() passes, other names hvdrun's messages
+# give the same option).
+_VALUED = (
+    ("num_proc", "-np", "--num-proc"),
+    ("hosts", "-H", "--hosts"),
+    ("hostfile", "--hostfile"),
+    ("min_num_proc", "--min-np"),
+    ("max_num_proc", "--max-np"),
+    ("slots", "--slots-per-host"),
+    ("reset_limit", "--reset-limit"),
+    ("cooldown_range", "--blacklist-cooldown-range"),  # two words: MIN MAX
+    ("start_timeout", "--start-timeout"),
+    ("ssh_port", "-p", "--ssh-port"),
+    ("ssh_identity_file", "-i", "--ssh-identity-file"),
+    ("output_filename", "--output-filename"),
+    ("mpi_args", "--mpi-args"),
+    ("network_interface", "--network-interface"),
+)
+# ... and those that become a flag alone when true.
+_SWITCHES = (("disable_cache", "--disable-cache"), ("verbose", "--verbose"),
+             ("use_gloo", "--gloo"), ("use_mpi", "--mpi"))
 
 
-# hvdrun's flags that _flags gives, by the argument of run() they come
-# from: a refusal names the argument the caller passed.
-_ARG_OF = {"-np": "num_proc", "--num-proc": "num_proc", "-H": "hosts", "--hosts": "hosts",
-           "--hostfile": "hostfile", "--min-np": "min_num_proc", "--max-np": "max_num_proc",
-           "--slots-per-host": "slots", "--reset-limit": "reset_limit",
-           "--blacklist-cooldown-range": "cooldown_range", "--start-timeout": "start_timeout",
-           "-p": "ssh_port", "--ssh-port": "ssh_port", "-i": "ssh_identity_file",
-           "--ssh-identity-file": "ssh_identity_file", "--output-filename": "output_filename",
-           "--mpi-args": "mpi_args", "--network-interface": "network_interface"}
+def _flags(given):
+    """horovodrun's arguments (given: run()'s, by name) as hvdrun's flags."""
+    f = []
+    for name, flag, *_ in _VALUED:
+        v = given[name]
+        if v is not None:
+            f += [flag] + ([str(x) for x in v] if name == "cooldown_range" else [str(v)])
+    return f + [flag for name, flag in _SWITCHES if given[name]]
+
+
+# hvdrun's names of the options _flags gives, by the argument of run() they
+# come from: a refusal names the argument the caller passed.
+_ARG_OF = {spelling: name for name, *spellings in _VALUED for spelling in spellings}
 _FLAG = re.compile(r"(?<![\w-])(%s)(?: (\d+)\b)?(?![\w-])"
                    % "|".join(sorted(map(re.escape, _ARG_OF), key=len, reverse=True)))
 
@@ -158,9 +143,7 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
     if use_gloo and use_mpi:
         raise ValueError("Argument use_gloo and use_mpi only allow one set True.")
     kwargs = kwargs or {}
-    flags = _flags(num_proc, min_num_proc, max_num_proc, slots, reset_limit, cooldown_range,
-                   hosts, hostfile, start_timeout, ssh_port, ssh_identity_file, disable_cache,
-                   output_filename, verbose, use_gloo, use_mpi, mpi_args, network_interface)
+    flags = _flags(locals())  # run()'s arguments, the deprecated names folded in
     store = _Store(cloudpickle.dumps((func, tuple(args), dict(kwargs))))
     try:
         env = dict(os.environ)
