@@ -428,9 +428,15 @@ bool hl_host_is_local(const char *name)
 		self[sizeof(self) - 1] = '\0';
 		if (strcasecmp(name, self) == 0)
 			return true;
-		/* "node1" is this machine when the kernel's name is "node1.example". */
+		/* "node1" is this machine when the kernel's name is
+		 * "node1.example", and "node1.example" (a batch system's
+		 * node file) when it is "node1", as mpirun compares names. */
 		n = strlen(name);
 		if (strncasecmp(name, self, n) == 0 && self[n] == '.')
+			return true;
+		n = strlen(self);
+		if (strncasecmp(name, self, n) == 0 && name[n] == '.' &&
+		    strchr(self, '.') == NULL)
 			return true;
 	}
 	return is_interface_address(name);

@@ -57,6 +57,14 @@ static void test_list_local(void)
 	hl_hostlist_close(&hl);
 	CHECK(gethostname(self, sizeof(self)) == 0);
 	CHECK(hl_host_is_local(self));
+	if (strchr(self, '.') == NULL) { /* a short name: any domain's */
+		char fq[300], other[300];
+
+		snprintf(fq, sizeof(fq), "%s.cluster.example", self);
+		snprintf(other, sizeof(other), "%sx.cluster.example", self);
+		CHECK(hl_host_is_local(fq));
+		CHECK(!hl_host_is_local(other));
+	}
 	CHECK(!hl_host_is_local("no-such-host.invalid"));
 	CHECK(!hl_host_is_local("127.0.0.2"));
 }
