@@ -271,6 +271,7 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 		free(nv.said);
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
 	}
+	nv.in_file = where[0] != '\0';
 	o->v[k] = nv;
 	return HL_OK;
 }

@@ -140,8 +140,9 @@ struct hl_value {
 	bool b;
 	char *s;
 	/* How it was given, for messages: "-n 3" as typed, "np = 3
-	 * (job.ini:2)" from a file (hl_opt_said). */
+	 * (job.ini:2)" from a file (hl_opt_said); in_file: so. */
 	char *said;
+	bool in_file;
 };
 
 /* A -x or [env] entry: NAME=VALUE, or NAME alone to forward the launcher's. */

@@ -15,12 +15,21 @@ static int check_elastic(const struct hl_opts *o, int np, char **cause)
 
 	if (!o->v[HL_K_MIN_NP].set) {
 		for (i = 0; i < sizeof(only_elastic) / sizeof(*only_elastic);
-		     i++)
-			if (o->v[only_elastic[i]].set)
+		     i++) {
+			const struct hl_value *v = &o->v[only_elastic[i]];
+
+			/* A file's line, fixed in the file. */
+			if (v->set && v->in_file)
+				return hl_fail(cause, HL_EINVAL,
+					       "%s is for an elastic job: set "
+					       "min_np in [elastic]",
+					       hl_opt_said(o, only_elastic[i]));
+			if (v->set)
 				return hl_fail(
 					cause, HL_EINVAL,
 					"--%s is for an elastic job: add --min-np",
 					hl_keys[only_elastic[i]].longopt);
+		}
 		return HL_OK;
 	}
 	if (o->v[HL_K_SLOTS_PER_HOST].set && !o->v[HL_K_DISCOVERY].set)

@@ -442,6 +442,11 @@ assert_weights() {
 	run "$HVDRUN" -np 2 --reset-limit 2 "$HELLO"
 	[ "$status" -eq 2 ]
 	assert_line --index 0 "hvdrun: --reset-limit is for an elastic job: add --min-np"
+	# From a config file: its line, and the fix in its terms.
+	printf '[elastic]\nreset_limit = 2\n' >"$BATS_TEST_TMPDIR/job.ini"
+	run "$HVDRUN" -np 2 --config-file "$BATS_TEST_TMPDIR/job.ini" "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: reset_limit = 2 ($BATS_TEST_TMPDIR/job.ini:2) is for an elastic job: set min_np in [elastic]"
 	run "$HVDRUN" -np 2 --min-np 1 --mpi "$HELLO"
 	[ "$status" -eq 2 ]
 	assert_line --index 0 "hvdrun: --min-np: an elastic job runs on hvdrun's own rendezvous, not --mpi"
