@@ -110,17 +110,6 @@ void hl_opts_close(struct hl_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
-const char *hl_opts_display(enum hl_key k, bool cli, char *buf, size_t len)
-{
-	const struct hl_keyinfo *ki = &hl_keys[k];
-
-	if (cli && ki->longopt != NULL)
-		snprintf(buf, len, "--%s", ki->longopt);
-	else
-		snprintf(buf, len, "'%s' in [%s]", ki->name, ki->section);
-	return buf;
-}
-
 static int bad_value(enum hl_key k, const char *text, const char *where,
 		     char **cause)
 {
@@ -274,33 +263,6 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 	nv.in_file = where[0] != '\0';
 	o->v[k] = nv;
 	return HL_OK;
-}
-
-int hl_opts_said_as(struct hl_opts *o, enum hl_key k, const char *spelling,
-		    const char *value)
-{
-	char *said = value != NULL ? hl_asprintf("%s %s", spelling, value)
-				   : hl_strdup(spelling);
-
-	if (said == NULL)
-		return HL_ENOMEM;
-	free(o->v[k].said);
-	o->v[k].said = said;
-	return HL_OK;
-}
-
-const char *hl_opt_said(const struct hl_opts *o, enum hl_key k)
-{
-	static char flag[320];
-	const struct hl_keyinfo *ki = &hl_keys[k];
-	bool valued = o->v[k].set && o->v[k].s != NULL && ki->type != HL_T_BOOL;
-
-	if (o->v[k].said != NULL)
-		return o->v[k].said;
-	snprintf(flag, sizeof(flag), "--%s%s%.256s",
-		 ki->longopt != NULL ? ki->longopt : ki->name,
-		 valued ? " " : "", valued ? o->v[k].s : "");
-	return flag;
 }
 
 bool hl_env_reserved(const char *name)
