@@ -165,7 +165,7 @@ void cmd_usage(void)
 	      "       hvdrun check [options] [--json]\n"
 	      "Run command as a data-parallel job, one worker per slot; or check the\n"
 	      "hosts: SSH, the interfaces that route between them, GPUs, each link's speed.\n"
-	      "Inside a Slurm allocation, the hosts and -np default to its nodes and tasks.\n"
+	      "Inside a Slurm, PBS, Grid Engine or LSF job, the hosts and -np default to its.\n"
 	      "Each group is a section of the config file (hvdrun.ini(5)).\n",
 	      stdout);
 	for (s = 0; hl_sections[s].name != NULL; s++) {

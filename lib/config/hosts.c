@@ -323,6 +323,45 @@ static int hostfile_key(const char *tok, struct hl_host *h, const char *host,
 	return HL_OK;
 }
 
+/* A hostfile line's bare count after its host, *tok: its slots, as LSF's
+ * host files (`host N`) and Grid Engine's $PE_HOSTFILE (`host N
+ * queue@host processors`, whose last two words say nothing hvdrun
+ * uses) give them. *tok is left at the next word to read as KEY=VALUE. */
+static int hostfile_count(char **tok, char **save, struct hl_host *h,
+			  char **host, bool *counted, const char *path,
+			  int lineno, char **cause)
+{
+	char *was = *host;
+	long v;
+
+	if (was == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	if (*counted)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"%s:%d: %s and '%s' both give the slots: give one",
+			path, lineno, *host, *tok);
+	if (!hl_parse_long(*tok, 1, HL_MAX_SLOTS, &v))
+		return hl_fail(cause, HL_EINVAL,
+			       "%s:%d: bad slot count '%s' (want 1..%d)", path,
+			       lineno, *tok, HL_MAX_SLOTS);
+	h->slots = (int)v;
+	*counted = true;
+	/* 'a 4' for a later slots=, as 'a:4' is named. */
+	*host = hl_asprintf("'%.*s %s'", (int)strlen(was) - 2, was + 1, *tok);
+	free(was);
+	if (*host == NULL)
+		return hl_fail(cause, HL_ENOMEM, "out of memory");
+	*tok = strtok_r(NULL, " \t\r\n", save);
+	if (*tok != NULL && strchr(*tok, '=') == NULL &&
+	    strchr(*tok, '@') != NULL) {
+		*tok = strtok_r(NULL, " \t\r\n", save);
+		if (*tok != NULL && strchr(*tok, '=') == NULL)
+			*tok = strtok_r(NULL, " \t\r\n", save);
+	}
+	return HL_OK;
+}
+
 static int hostfile_line(char *line, const char *path, int lineno,
 			 struct hl_hostlist *out, char **cause)
 {
@@ -343,7 +382,13 @@ static int hostfile_line(char *line, const char *path, int lineno,
 					 what, cause)
 			   : hl_fail(cause, HL_ENOMEM, "out of memory");
 	h.line = lineno;
-	while (rc == HL_OK && (tok = strtok_r(NULL, " \t\r\n", &save)) != NULL)
+	tok = strtok_r(NULL, " \t\r\n", &save);
+	if (rc == HL_OK && tok != NULL &&
+	    tok[strspn(tok, "0123456789")] == '\0')
+		rc = hostfile_count(&tok, &save, &h, &what, &counted, path,
+				    lineno, cause);
+	for (; rc == HL_OK && tok != NULL;
+	     tok = strtok_r(NULL, " \t\r\n", &save))
 		rc = hostfile_key(tok, &h, what, counted, path, lineno, out,
 				  cause);
 	free(what);

@@ -6,7 +6,10 @@
  *   HOST  := a name or address of letters, digits, '-', '.', '_'
  *          | "[" IPv6 address "]"
  * Hostfile syntax: one host per line, `HOST [slots=N] [max_slots=N] [port=N]
- * [user=U]`, '#' starts a comment, blank lines are skipped. */
+ * [user=U]`, '#' starts a comment, blank lines are skipped. The slots may
+ * also be given as `HOST:N` (MPICH) or `HOST N` (LSF), and Grid Engine's
+ * `HOST N QUEUE@HOST PROCESSORS` reads as `HOST N`. A host on several
+ * lines has the slots of them all. */
 #ifndef HL_HOSTS_H
 #define HL_HOSTS_H
 

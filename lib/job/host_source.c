@@ -1,11 +1,13 @@
 /* host_source.c: see host_source.h. */
 #include "job/host_source.h"
 
+#include "job/batch.h"
 #include "job/discovery.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "job/slurm.h"
 
@@ -14,6 +16,27 @@ static const char *env(const char *name)
 	const char *v = getenv(name);
 
 	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+/* hosts, read from system's job (facts: the variables that gave them,
+ * more: what else the origin says), are the job's: -np must fit them. */
+static int allocation_taken(const struct hl_opts *o, const char *system,
+			    const char *job, const char *facts,
+			    const char *more, struct hl_hostlist *hosts,
+			    char **cause)
+{
+	long total = hl_hosts_total_slots(hosts);
+
+	if (o->v[HL_K_NP].set && o->v[HL_K_NP].i > total)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"%s is more than the %ld slots of %s job %s (%s)",
+			hl_opt_said(o, HL_K_NP), total, system, job, facts);
+	hosts->origin = hl_asprintf("the %s allocation of job %s (%s%s)",
+				    system, job, facts, more);
+	return hosts->origin != NULL
+		       ? HL_OK
+		       : hl_fail(cause, HL_ENOMEM, "out of memory");
 }
 
 /* The hosts of the Slurm allocation of job `job`. */
@@ -25,7 +48,7 @@ static int from_slurm(const struct hl_opts *o, const char *job,
 	const char *step = env("SLURM_STEP_ID");
 	const char *ntasks = env("SLURM_NTASKS");
 	const char *step_tasks = env("SLURM_STEP_NUM_TASKS");
-	char *list = NULL;
+	char *list = NULL, *facts, *more;
 	long n, total;
 	int rc;
 
@@ -62,33 +85,50 @@ static int from_slurm(const struct hl_opts *o, const char *job,
 	if (rc != HL_OK)
 		return rc;
 	total = hl_hosts_total_slots(hosts);
-	if (o->v[HL_K_NP].set && o->v[HL_K_NP].i > total)
-		return hl_fail(
-			cause, HL_EINVAL,
-			"%s is more than the %ld slots of Slurm job %s (SLURM_JOB_NODELIST=%s, SLURM_TASKS_PER_NODE=%s)",
-			hl_opt_said(o, HL_K_NP), total, job, nodes, tasks);
 	if (ntasks != NULL && hl_parse_long(ntasks, 1, total, &n))
 		hosts->np = n;
 	hosts->slurm = true;
-	hosts->origin = hl_asprintf(
-		"the Slurm allocation of job %s (SLURM_JOB_NODELIST=%s, SLURM_TASKS_PER_NODE=%s%s%s%s)",
-		job, nodes, tasks,
-		hosts->np > 0 ? ", -np from SLURM_NTASKS=" : "",
-		hosts->np > 0 ? ntasks : "",
-		step != NULL ? ", inside a step of one task" : "");
-	return hosts->origin != NULL
-		       ? HL_OK
-		       : hl_fail(cause, HL_ENOMEM, "out of memory");
+	facts = hl_asprintf("SLURM_JOB_NODELIST=%s, SLURM_TASKS_PER_NODE=%s",
+			    nodes, tasks);
+	more = hl_asprintf("%s%s%s",
+			   hosts->np > 0 ? ", -np from SLURM_NTASKS=" : "",
+			   hosts->np > 0 ? ntasks : "",
+			   step != NULL ? ", inside a step of one task" : "");
+	rc = facts != NULL && more != NULL
+		     ? allocation_taken(o, "Slurm", job, facts, more, hosts,
+					cause)
+		     : hl_fail(cause, HL_ENOMEM, "out of memory");
+	free(facts);
+	free(more);
+	return rc;
 }
 
-/* Inside an allocation, say which hosts a job uses instead of it. */
-static int origin_beside_slurm(const char *job, const char *what,
-			       struct hl_hostlist *hosts, char **cause)
+/* The hosts of batch job b (not Slurm's). */
+static int from_batch(const struct hl_opts *o, const struct hl_batch *b,
+		      struct hl_hostlist *hosts, char **cause)
+{
+	char *facts;
+	int rc = hl_batch_hosts(b, hosts, cause);
+
+	if (rc != HL_OK)
+		return rc;
+	facts = hl_asprintf("%s=%s", b->var, b->value);
+	rc = facts != NULL ? allocation_taken(o, b->system, b->job, facts, "",
+					      hosts, cause)
+			   : hl_fail(cause, HL_ENOMEM, "out of memory");
+	free(facts);
+	return rc;
+}
+
+/* Inside an allocation (system's job, NULL: none), say which hosts a job
+ * uses instead of it. */
+static int origin_beside(const char *system, const char *job, const char *what,
+			 struct hl_hostlist *hosts, char **cause)
 {
 	if (job == NULL)
 		return HL_OK;
-	hosts->origin = hl_asprintf("%s, not the Slurm allocation of job %s",
-				    what, job);
+	hosts->origin = hl_asprintf("%s, not the %s allocation of job %s", what,
+				    system, job);
 	return hosts->origin != NULL
 		       ? HL_OK
 		       : hl_fail(cause, HL_ENOMEM, "out of memory");
@@ -107,11 +147,17 @@ int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
 	bool use_file =
 		o->v[HL_K_HOSTFILE].set && (!cli || from_cli[HL_K_HOSTFILE]);
 	const char *job = env("SLURM_JOB_ID");
+	const char *system = "Slurm";
+	struct hl_batch batch;
 	char local[64];
 	int rc;
 
 	if (disc != NULL && o->v[HL_K_DISCOVERY].set)
 		return discover_hosts(o, disc, hosts, cause);
+	if (job == NULL && hl_batch_find(&batch)) {
+		system = batch.system;
+		job = batch.job;
+	}
 	if (use_list && use_file)
 		return hl_fail(cause, HL_EINVAL,
 			       "%s: give hosts or hostfile in [job], not both",
@@ -120,8 +166,8 @@ int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
 		rc = hl_hosts_parse_list(o->v[HL_K_HOSTS].s, hosts, cause);
 		return rc != HL_OK
 			       ? rc
-			       : origin_beside_slurm(
-					 job,
+			       : origin_beside(
+					 system, job,
 					 from_cli[HL_K_HOSTS]
 						 ? "the hosts of -H"
 						 : "the hosts of the config file",
@@ -130,12 +176,14 @@ int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
 	if (use_file) {
 		rc = hl_hosts_parse_file(o->v[HL_K_HOSTFILE].s, hosts, cause);
 		return rc != HL_OK ? rc
-				   : origin_beside_slurm(
-					     job, "the hosts of the hostfile",
-					     hosts, cause);
+				   : origin_beside(system, job,
+						   "the hosts of the hostfile",
+						   hosts, cause);
 	}
-	if (job != NULL)
+	if (job != NULL && strcmp(system, "Slurm") == 0)
 		return from_slurm(o, job, hosts, cause);
+	if (job != NULL)
+		return from_batch(o, &batch, hosts, cause);
 	if (!o->v[HL_K_NP].set && fallback != NULL)
 		return hl_hosts_parse_list(fallback, hosts, cause);
 	if (!o->v[HL_K_NP].set)

@@ -3,7 +3,8 @@
  * refused); else -H or --hostfile on the command line wins over the
  * config file's hosts or hostfile (a file that gives both is refused);
  * with neither, inside a Slurm allocation
- * (SLURM_JOB_ID set) its nodes and tasks per node (slurm.h), else
+ * (SLURM_JOB_ID set) its nodes and tasks per node (slurm.h), inside
+ * another batch system's job its hosts (batch.h), else
  * localhost with one slot per worker (-np N), or without -np the caller's
  * default (`hvdrun check`: this machine). Inside an allocation,
  * hosts->origin says where the hosts came from. */

@@ -188,6 +188,85 @@ rank=3 host=gpu1 local_rank=0 local_size=1 cross_rank=2 cross_size=3"
 	assert_output --partial "r=2/3 l=3"
 }
 
+@test "inside a PBS, Grid Engine or LSF job, its hosts are the job's and -np every slot, as mpirun takes them" {
+	printf 'node1\nnode1\nnode2\nnode1\n' >"$BATS_TEST_TMPDIR/pbs"
+	PBS_JOBID=123.srv PBS_NODEFILE="$BATS_TEST_TMPDIR/pbs" run --separate-stderr "$HVDRUN" --dry-run
+	assert_success
+	assert_output "rank=0 host=node1 local_rank=0 local_size=3 cross_rank=0 cross_size=2
+rank=1 host=node1 local_rank=1 local_size=3 cross_rank=0 cross_size=1
+rank=2 host=node1 local_rank=2 local_size=3 cross_rank=0 cross_size=1
+rank=3 host=node2 local_rank=0 local_size=1 cross_rank=1 cross_size=2"
+	[ "$stderr" = "hvdrun: hosts: the PBS allocation of job 123.srv (PBS_NODEFILE=$BATS_TEST_TMPDIR/pbs)" ]
+	printf 'gpu1 2 all.q@gpu1 UNDEFINED\ngpu2 1 all.q@gpu2 0,1\n' >"$BATS_TEST_TMPDIR/pe"
+	JOB_ID=77 PE_HOSTFILE="$BATS_TEST_TMPDIR/pe" run --separate-stderr "$HVDRUN" --dry-run
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	assert_line --index 2 "rank=2 host=gpu2 local_rank=0 local_size=1 cross_rank=1 cross_size=2"
+	[ "$stderr" = "hvdrun: hosts: the Grid Engine allocation of job 77 (PE_HOSTFILE=$BATS_TEST_TMPDIR/pe)" ]
+	# JOB_ID alone is not Grid Engine: -np runs here.
+	JOB_ID=77 run --separate-stderr "$HVDRUN" -np 1 --dry-run
+	assert_output "rank=0 host=localhost local_rank=0 local_size=1 cross_rank=0 cross_size=1"
+	LSB_JOBID=5 LSB_MCPU_HOSTS='hA 2 hB 1' run --separate-stderr "$HVDRUN" -np 2 --dry-run
+	assert_success
+	assert_output "rank=0 host=hA local_rank=0 local_size=2 cross_rank=0 cross_size=1
+rank=1 host=hA local_rank=1 local_size=2 cross_rank=0 cross_size=1"
+	[ "$stderr" = "hvdrun: hosts: the LSF allocation of job 5 (LSB_MCPU_HOSTS=hA 2 hB 1)" ]
+	printf 'hA\nhB\nhB\n' >"$BATS_TEST_TMPDIR/lsf"
+	LSB_JOBID=5 LSB_DJOB_HOSTFILE="$BATS_TEST_TMPDIR/lsf" run --separate-stderr "$HVDRUN" --dry-run
+	[ "${#lines[@]}" -eq 3 ]
+	[ "$stderr" = "hvdrun: hosts: the LSF allocation of job 5 (LSB_DJOB_HOSTFILE=$BATS_TEST_TMPDIR/lsf)" ]
+	# Hosts given explicitly win, and --dry-run says so.
+	PBS_JOBID=123.srv PBS_NODEFILE="$BATS_TEST_TMPDIR/pbs" run --separate-stderr "$HVDRUN" -H a:2 --dry-run
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$stderr" = "hvdrun: hosts: the hosts of -H, not the PBS allocation of job 123.srv" ]
+	# Grid Engine's file given as a hostfile reads the same.
+	run --separate-stderr "$HVDRUN" --hostfile "$BATS_TEST_TMPDIR/pe" --dry-run
+	[ "${#lines[@]}" -eq 3 ]
+}
+
+@test "inside a PBS, Grid Engine or LSF job: -np above it, a variable missing or bad: exit 2, named, nothing started" {
+	printf 'node1\nnode1\n' >"$BATS_TEST_TMPDIR/pbs"
+	export PBS_JOBID=123.srv PBS_NODEFILE="$BATS_TEST_TMPDIR/pbs"
+	run "$HVDRUN" -np 3 touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: -np 3 is more than the 2 slots of PBS job 123.srv (PBS_NODEFILE=$BATS_TEST_TMPDIR/pbs)"
+	PBS_NODEFILE= run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: inside PBS job 123.srv, but PBS_NODEFILE is not set: give hosts with -H or --hostfile"
+	PBS_NODEFILE="$BATS_TEST_TMPDIR/none" run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: PBS_NODEFILE: cannot read hostfile '$BATS_TEST_TMPDIR/none': No such file or directory"
+	unset PBS_JOBID PBS_NODEFILE
+	printf 'gpu1 2 all.q@gpu1 UNDEFINED\ngpu2 x all.q@gpu2 UNDEFINED\n' >"$BATS_TEST_TMPDIR/pe"
+	JOB_ID=77 PE_HOSTFILE="$BATS_TEST_TMPDIR/pe" run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: PE_HOSTFILE: $BATS_TEST_TMPDIR/pe:2: expected KEY=VALUE, got 'x'"
+	export LSB_JOBID=5
+	run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: inside LSF job 5, but LSB_MCPU_HOSTS (or LSB_DJOB_HOSTFILE) is not set: give hosts with -H or --hostfile"
+	LSB_MCPU_HOSTS='hA 2 hB' run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
+	assert_line --index 0 "hvdrun: LSB_MCPU_HOSTS 'hA 2 hB': host 'hB' without its slot count"
+	LSB_MCPU_HOSTS='hA 0' run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
+	assert_line --index 0 "hvdrun: LSB_MCPU_HOSTS 'hA 0': bad slot count '0' of host 'hA' (want 1..4096)"
+	LSB_MCPU_HOSTS='hA:2 1' run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
+	assert_line --index 0 "hvdrun: LSB_MCPU_HOSTS 'hA:2 1': bad host name 'hA:2'"
+	LSB_MCPU_HOSTS=' ' run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: LSB_MCPU_HOSTS ' ' names no host"
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+}
+
+@test "inside a PBS job of this machine, the job runs with no -H and no -np" {
+	printf 'localhost\nlocalhost\nlocalhost\n' >"$BATS_TEST_TMPDIR/pbs"
+	PBS_JOBID=9 PBS_NODEFILE="$BATS_TEST_TMPDIR/pbs" \
+		run "$HVDRUN" sh -c 'echo "r=$HOROVOD_RANK/$HOROVOD_SIZE l=$HOROVOD_LOCAL_SIZE"'
+	assert_success
+	assert_output --partial "r=0/3 l=3"
+	assert_output --partial "r=2/3 l=3"
+}
+
 @test "malformed host lists: exit 2, the bad entry named" {
 	local bad
 	for bad in "a,,b" "a:0" "a:x" ":2" "a b" "[::1" "a:2,a:1" "" "a:-1" "a::2"; do

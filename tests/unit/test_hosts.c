@@ -183,6 +183,38 @@ static void test_hostfile_repeated(void)
 	free(cause);
 }
 
+/* A bare count after the host: LSF's host files (`host N`) and Grid
+ * Engine's $PE_HOSTFILE (`host N queue@host processors`). */
+static void test_hostfile_counted(void)
+{
+	char *path = tap_write_tmp("n1 4\n"
+				   "n2 2 all.q@n2 UNDEFINED\n"
+				   "n3 1 gpu.q@n3 0,1:0,2\n"
+				   "n2 1 all.q@n2 UNDEFINED\n"
+				   "n4 3 port=2222 user=bob\n"
+				   "n5 2 all.q@n5\n");
+	struct hl_hostlist hl;
+	char *cause = NULL;
+
+	hl_hostlist_init(&hl);
+	CHECK(hl_hosts_parse_file(path, &hl, &cause) == HL_OK);
+	CHECK(hl.n == 5);
+	CHECK_STR(hl.v[0].name, "n1");
+	CHECK(hl.v[0].slots == 4);
+	CHECK_STR(hl.v[1].name, "n2");
+	CHECK(hl.v[1].slots == 3 && hl.v[1].line == 2);
+	CHECK_STR(hl.v[2].name, "n3");
+	CHECK(hl.v[2].slots == 1);
+	CHECK(hl.v[3].slots == 3 && hl.v[3].port == 2222);
+	CHECK_STR(hl.v[3].user, "bob");
+	CHECK(hl.v[4].slots == 2);
+	CHECK(hl.warnings.n == 0);
+	hl_hostlist_close(&hl);
+	unlink(path);
+	free(path);
+	free(cause);
+}
+
 static int load_hostfile(const char *path, char **cause)
 {
 	struct hl_hostlist hl;
@@ -201,7 +233,16 @@ static void test_hostfile_malformed(void)
 		{"a slots=0\n", ":1: bad slot count 'slots=0'"},
 		{"a\nb slots=\n", ":2: bad slot count 'slots='"},
 		{"a slots=2 gpus=4\n", ":1: unknown key 'gpus'"},
-		{"a 4\n", ":1: expected KEY=VALUE, got '4'"},
+		{"a 4x\n", ":1: expected KEY=VALUE, got '4x'"},
+		{"a 0\n", ":1: bad slot count '0' (want 1..4096)"},
+		{"a 4097\n", ":1: bad slot count '4097' (want 1..4096)"},
+		{"a:4 2\n", ":1: 'a:4' and '2' both give the slots: give one"},
+		{"a 4 slots=2\n",
+		 ":1: 'a 4' and 'slots=2' both give the slots: give one"},
+		{"a 4 fast\n", ":1: expected KEY=VALUE, got 'fast'"},
+		{"a 4 all.q@a 0-3 more\n",
+		 ":1: expected KEY=VALUE, got 'more'"},
+		{"a 4 2\n", ":1: expected KEY=VALUE, got '2'"},
 		{"a:4 slots=2\n",
 		 ":1: 'a:4' and 'slots=2' both give the slots: give one"},
 		{"a:0\n", ":1: bad slot count (want 1..4096) in 'a:0'"},
@@ -380,6 +421,7 @@ int main(void)
 	RUN(test_list_malformed);
 	RUN(test_hostfile_valid);
 	RUN(test_hostfile_repeated);
+	RUN(test_hostfile_counted);
 	RUN(test_hostfile_malformed);
 	RUN(test_hostfile_missing);
 	RUN(test_hostfile_nul);
