@@ -194,8 +194,9 @@ void hl_key_range(enum hl_key k, double *min, double *max);
 const char *const *hl_key_choices(enum hl_key k);
 const char *hl_key_default(enum hl_key k, char *buf, size_t len);
 /* Key k as the user gave it, value and all: "-n 3", "--min-np 2" (as
- * typed: hl_opts_said_as), "np = 3 (job.ini:2)" from a file; else "--long
- * VALUE" (a static buffer: one call a message). */
+ * typed: hl_opts_said_as), "np = 3 (job.ini:2)" from a file,
+ * "controller: mpi (job.yaml:1)" from horovodrun's; else "--long VALUE"
+ * (static buffers: two calls a message at most). */
 const char *hl_opt_said(const struct hl_opts *o, enum hl_key k);
 /* Key k, set on the command line, was typed as spelling ("-n"), with
  * value (NULL for a flag that takes none). */

@@ -67,9 +67,11 @@ static int check_horovod(const struct hl_opts *o, char **cause)
 	 * only under MPI; libhvd's own engine uses none. */
 	if (o->v[HL_K_MPI_THREADS_DISABLE].b && o->v[HL_K_MPI].b)
 		return hl_fail(cause, HL_EINVAL,
-			       "--mpi-threads-disable with --mpi: libhvd's "
-			       "background thread calls MPI, which needs "
-			       "MPI_THREAD_SERIALIZED; leave it out");
+			       "%s with %s: libhvd's background thread calls "
+			       "MPI, which needs MPI_THREAD_SERIALIZED; leave "
+			       "it out",
+			       hl_opt_said(o, HL_K_MPI_THREADS_DISABLE),
+			       hl_opt_said(o, HL_K_MPI));
 	if (o->v[HL_K_BINDING_ARGS].set && !o->v[HL_K_MPI].b)
 		return hl_fail(cause, HL_EINVAL,
 			       "--binding-args is for mpirun (--mpi); hvdrun's "

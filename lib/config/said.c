@@ -32,13 +32,16 @@ int hl_opts_said_as(struct hl_opts *o, enum hl_key k, const char *spelling,
 
 const char *hl_opt_said(const struct hl_opts *o, enum hl_key k)
 {
-	static char flag[320];
+	/* Two, for two options named in one message. */
+	static char flags[2][320];
+	static int turn;
 	const struct hl_keyinfo *ki = &hl_keys[k];
 	bool valued = o->v[k].set && o->v[k].s != NULL && ki->type != HL_T_BOOL;
+	char *flag = flags[turn ^= 1];
 
 	if (o->v[k].said != NULL)
 		return o->v[k].said;
-	snprintf(flag, sizeof(flag), "--%s%s%.256s",
+	snprintf(flag, sizeof(flags[0]), "--%s%s%.256s",
 		 ki->longopt != NULL ? ki->longopt : ki->name,
 		 valued ? " " : "", valued ? o->v[k].s : "");
 	return flag;

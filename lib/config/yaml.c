@@ -121,16 +121,35 @@ static int key_text(struct yctx *y, const char *what, char **out)
 	return *out ? HL_OK : hl_fail(y->cause, HL_ENOMEM, "out of memory");
 }
 
+/* Key k set to text, named in messages as the file writes it at line at
+ * (label: the key's path): 'library_options.num_nccl_streams: 2
+ * (job.yaml:4)'. */
+static int set_said(struct yctx *y, enum hl_key k, const char *label,
+		    const char *text, const char *where, size_t at)
+{
+	bool was = y->o->v[k].set;
+	int rc = hl_opts_set(y->o, k, text, where, NULL, y->cause);
+	char *said;
+
+	if (rc != HL_OK || was)
+		return rc;
+	said = hl_asprintf("%s: %s (%s:%zu)", label, scalar(y), y->path, at);
+	rc = said != NULL ? hl_opts_said_as(y->o, k, said, NULL) : HL_ENOMEM;
+	free(said);
+	return rc == HL_OK ? HL_OK : hl_fail(y->cause, rc, "out of memory");
+}
+
 /* One key of section: its value is the current scalar. */
 static int set_one(struct yctx *y, const char *section, const char *name,
 		   size_t at)
 {
-	char where[512];
+	char where[512], label[128];
 	struct hl_suggest s;
 	bool b = false;
 	size_t i;
 
 	snprintf(where, sizeof(where), "%s:%zu: ", y->path, at);
+	snprintf(label, sizeof(label), "%s.%s", section, name);
 	for (i = 0; i < sizeof(ykeys) / sizeof(*ykeys); i++) {
 		const struct ykey *k = &ykeys[i];
 
@@ -145,11 +164,10 @@ static int set_one(struct yctx *y, const char *section, const char *name,
 					y->cause, HL_EINVAL,
 					"%sbad value '%s' for '%s' in %s (want true or false)",
 					where, scalar(y), name, section);
-			return hl_opts_set(y->o, k->key, b ? "false" : "true",
-					   where, NULL, y->cause);
+			return set_said(y, k->key, label, b ? "false" : "true",
+					where, at);
 		}
-		return hl_opts_set(y->o, k->key, scalar(y), where, NULL,
-				   y->cause);
+		return set_said(y, k->key, label, scalar(y), where, at);
 	}
 	hl_suggest_init(&s, name);
 	for (i = 0; i < sizeof(ykeys) / sizeof(*ykeys); i++)
@@ -200,11 +218,11 @@ static int controller(struct yctx *y)
 	if (rc != HL_OK)
 		return rc;
 	if (strcasecmp(scalar(y), "gloo") == 0)
-		return hl_opts_set(y->o, HL_K_MPI, "false", where, NULL,
-				   y->cause);
+		return set_said(y, HL_K_MPI, "controller", "false", where,
+				line(y));
 	if (strcasecmp(scalar(y), "mpi") == 0)
-		return hl_opts_set(y->o, HL_K_MPI, "true", where, NULL,
-				   y->cause);
+		return set_said(y, HL_K_MPI, "controller", "true", where,
+				line(y));
 	return hl_fail(y->cause, HL_EINVAL,
 		       "%sbad controller '%s' (want gloo or mpi)", where,
 		       scalar(y));

@@ -228,7 +228,13 @@ HOROVODRUN_FLAGS=(
 	sed -i 's/^controller: gloo/controller: mpi/' "$BATS_TEST_TMPDIR/full.yaml"
 	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/full.yaml" -np 1 echo started
 	assert_failure 2
-	assert_line --index 0 --partial "hvdrun: --mpi-threads-disable with --mpi:"
+	# Named as the file writes them.
+	assert_line --index 0 "hvdrun: library_options.mpi_threads_disable: true ($BATS_TEST_TMPDIR/full.yaml:6) with controller: mpi ($BATS_TEST_TMPDIR/full.yaml:1): libhvd's background thread calls MPI, which needs MPI_THREAD_SERIALIZED; leave it out"
+	refute_output --partial started
+	sed -i 's/num_nccl_streams: 1/num_nccl_streams: 2/' "$BATS_TEST_TMPDIR/full.yaml"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/full.yaml" -np 1 echo started
+	assert_failure 2
+	assert_line --index 0 "hvdrun: library_options.num_nccl_streams: 2 ($BATS_TEST_TMPDIR/full.yaml:7): libhvd runs NCCL on one stream per GPU; leave it out (1 is the only value)"
 	refute_output --partial started
 	# Another extension is hvdrun's INI file, as before.
 	printf '[tuning]\ncycle_time_ms = 7\n' >"$BATS_TEST_TMPDIR/hvdrun.conf"

@@ -42,6 +42,15 @@ static void test_set_values(void)
 	      HL_OK);
 	CHECK_STR(hl_opt_said(&o, HL_K_MIN_NP), "min_np = 2 (job.ini:7)");
 	CHECK_STR(hl_opt_said(&o, HL_K_MAX_NP), "--max-np");
+	{
+		/* Two named in one message: each its own. */
+		char two[128];
+
+		snprintf(two, sizeof(two), "%s %s",
+			 hl_opt_said(&o, HL_K_MAX_NP),
+			 hl_opt_said(&o, HL_K_CYCLE_TIME_MS));
+		CHECK_STR(two, "--max-np --cycle-time-ms 2.5");
+	}
 	CHECK(hl_opts_finish(&o, &cause) == HL_OK);
 	CHECK(o.v[HL_K_START_TIMEOUT].i == 30 && !o.v[HL_K_START_TIMEOUT].set);
 	CHECK(o.v[HL_K_FUSION_THRESHOLD_MB].i == 128);
