@@ -85,8 +85,10 @@ static const struct {
 	{"min-num-proc", AL_ARG, true, HL_K_MIN_NP, NULL, "--min-np"},
 	{"max-num-proc", AL_ARG, true, HL_K_MAX_NP, NULL, "--max-np"},
 	{"jsrun", AL_REFUSE, false, HL_K_COUNT, NULL,
-	 "hvdrun does not start jobs through LSF's jsrun; give the hosts "
-	 "with -H or --hostfile (or run mpirun with --mpi)"},
+	 "hvdrun does not start jobs through LSF's jsrun; inside an LSF job "
+	 "leave it out (the job's hosts are taken, workers start over SSH), "
+	 "or give the hosts with -H or --hostfile (or run mpirun with "
+	 "--mpi)"},
 };
 
 #define NALIAS (sizeof(horovodrun_flags) / sizeof(horovodrun_flags[0]))
