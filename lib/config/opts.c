@@ -250,11 +250,7 @@ int hl_opts_set(struct hl_opts *o, enum hl_key k, const char *text,
 		return HL_OK; /* the first source wins */
 	nv.s = ki->type == HL_T_PATH ? hl_path_from(base_dir, text)
 				     : hl_strdup(text);
-	/* A file's "FILE:LINE: ", less its ": ". */
-	nv.said = where[0] != '\0'
-			  ? hl_asprintf("%s = %s (%.*s)", ki->name, text,
-					(int)strlen(where) - 2, where)
-			  : NULL;
+	nv.said = where[0] != '\0' ? hl_said_in_file(k, text, where) : NULL;
 	if (nv.s == NULL || (where[0] != '\0' && nv.said == NULL)) {
 		free(nv.s);
 		free(nv.said);

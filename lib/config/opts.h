@@ -198,6 +198,11 @@ const char *hl_key_default(enum hl_key k, char *buf, size_t len);
  * "controller: mpi (job.yaml:1)" from horovodrun's; else "--long VALUE"
  * (static buffers: two calls a message at most). */
 const char *hl_opt_said(const struct hl_opts *o, enum hl_key k);
+/* Key k set to text at where ("FILE:LINE: ") of a config file, as
+ * hl_opt_said names it: "np = 3 (job.ini:2)", "enabled = true in [mpi]
+ * (job.ini:4)" for a name other sections have too (malloc'd; NULL: out
+ * of memory). */
+char *hl_said_in_file(enum hl_key k, const char *text, const char *where);
 /* Key k, set on the command line, was typed as spelling ("-n"), with
  * value (NULL for a flag that takes none). */
 int hl_opts_said_as(struct hl_opts *o, enum hl_key k, const char *spelling,

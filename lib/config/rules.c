@@ -5,6 +5,19 @@
 #include "config/rules.h"
 #include "util/util.h"
 
+int hl_rules_elastic_only(const struct hl_opts *o, enum hl_key k, char **cause)
+{
+	/* A file's line, fixed in the file. */
+	if (o->v[k].in_file)
+		return hl_fail(cause, HL_EINVAL,
+			       "%s is for an elastic job: set min_np in "
+			       "[elastic]",
+			       hl_opt_said(o, k));
+	return hl_fail(cause, HL_EINVAL,
+		       "--%s is for an elastic job: add --min-np",
+		       hl_keys[k].longopt);
+}
+
 /* --min-np and --reset-limit: an elastic job, on hvdrun's transport. */
 static int check_elastic(const struct hl_opts *o, int np, char **cause)
 {
@@ -15,27 +28,17 @@ static int check_elastic(const struct hl_opts *o, int np, char **cause)
 
 	if (!o->v[HL_K_MIN_NP].set) {
 		for (i = 0; i < sizeof(only_elastic) / sizeof(*only_elastic);
-		     i++) {
-			const struct hl_value *v = &o->v[only_elastic[i]];
-
-			/* A file's line, fixed in the file. */
-			if (v->set && v->in_file)
-				return hl_fail(cause, HL_EINVAL,
-					       "%s is for an elastic job: set "
-					       "min_np in [elastic]",
-					       hl_opt_said(o, only_elastic[i]));
-			if (v->set)
-				return hl_fail(
-					cause, HL_EINVAL,
-					"--%s is for an elastic job: add --min-np",
-					hl_keys[only_elastic[i]].longopt);
-		}
+		     i++)
+			if (o->v[only_elastic[i]].set)
+				return hl_rules_elastic_only(o, only_elastic[i],
+							     cause);
 		return HL_OK;
 	}
 	if (o->v[HL_K_SLOTS_PER_HOST].set && !o->v[HL_K_DISCOVERY].set)
 		return hl_fail(cause, HL_EINVAL,
-			       "--slots-per-host is for the bare names a "
-			       "--host-discovery-script prints");
+			       "%s is for the bare names a "
+			       "--host-discovery-script prints",
+			       hl_opt_said(o, HL_K_SLOTS_PER_HOST));
 	if (o->v[HL_K_MAX_NP].set && o->v[HL_K_MAX_NP].i < np)
 		return hl_fail(cause, HL_EINVAL,
 			       "%s is less than the %d workers the job "
@@ -48,8 +51,10 @@ static int check_elastic(const struct hl_opts *o, int np, char **cause)
 			       hl_opt_said(o, HL_K_MIN_NP), np);
 	if (o->v[HL_K_MPI].b)
 		return hl_fail(cause, HL_EINVAL,
-			       "--min-np: an elastic job runs on hvdrun's own "
-			       "rendezvous, not --mpi");
+			       "%s: an elastic job runs on hvdrun's own "
+			       "rendezvous, not %s",
+			       hl_opt_said(o, HL_K_MIN_NP),
+			       hl_opt_said(o, HL_K_MPI));
 	return HL_OK;
 }
 

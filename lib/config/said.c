@@ -2,6 +2,7 @@
  * (typed, or a file's line), or by its flag or config key. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config/opts.h"
 #include "util/util.h"
@@ -45,4 +46,27 @@ const char *hl_opt_said(const struct hl_opts *o, enum hl_key k)
 		 ki->longopt != NULL ? ki->longopt : ki->name,
 		 valued ? " " : "", valued ? o->v[k].s : "");
 	return flag;
+}
+
+/* Whether another key of another section has key k's name. */
+static bool name_shared(enum hl_key k)
+{
+	int j;
+
+	for (j = 0; j < HL_K_COUNT; j++)
+		if (j != (int)k && hl_keys[j].name != NULL &&
+		    strcmp(hl_keys[j].name, hl_keys[k].name) == 0)
+			return true;
+	return false;
+}
+
+char *hl_said_in_file(enum hl_key k, const char *text, const char *where)
+{
+	const struct hl_keyinfo *ki = &hl_keys[k];
+	bool shared = name_shared(k);
+
+	/* where: "FILE:LINE: ", less its ": ". */
+	return hl_asprintf("%s = %s%s%s%s (%.*s)", ki->name, text,
+			   shared ? " in [" : "", shared ? ki->section : "",
+			   shared ? "]" : "", (int)strlen(where) - 2, where);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/rules.h"
 #include "job/slurm.h"
 
 static const char *env(const char *name)
@@ -202,14 +203,13 @@ static int discover_hosts(const struct hl_opts *o, struct hl_discovery *d,
 	int rc;
 
 	if (!o->v[HL_K_MIN_NP].set)
-		return hl_fail(
-			cause, HL_EINVAL,
-			"--host-discovery-script is for an elastic job: add --min-np");
+		return hl_rules_elastic_only(o, HL_K_DISCOVERY, cause);
 	if (o->v[HL_K_HOSTS].set || o->v[HL_K_HOSTFILE].set)
 		return hl_fail(
-			cause, HL_EINVAL,
-			"--host-discovery-script gives the hosts: leave out %s",
-			o->v[HL_K_HOSTS].set ? "-H" : "--hostfile");
+			cause, HL_EINVAL, "%s gives the hosts: leave out %s",
+			hl_opt_said(o, HL_K_DISCOVERY),
+			hl_opt_said(o, o->v[HL_K_HOSTS].set ? HL_K_HOSTS
+							    : HL_K_HOSTFILE));
 	rc = hl_discovery_init(d, o->v[HL_K_DISCOVERY].s,
 			       o->v[HL_K_SLOTS_PER_HOST].set
 				       ? (int)o->v[HL_K_SLOTS_PER_HOST].i

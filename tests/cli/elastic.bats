@@ -375,7 +375,7 @@ assert_weights() {
 	assert_line --index 0 "hvdrun: --host-discovery-script is for an elastic job: add --min-np"
 	run "$HVDRUN" --min-np 1 -H localhost:2 --host-discovery-script "$BATS_TEST_TMPDIR/discover" "$HELLO"
 	[ "$status" -eq 2 ]
-	assert_line --index 0 "hvdrun: --host-discovery-script gives the hosts: leave out -H"
+	assert_line --index 0 "hvdrun: --host-discovery-script $BATS_TEST_TMPDIR/discover gives the hosts: leave out -H localhost:2"
 	run "$HVDRUN" --min-np 1 --host-discovery-script "$BATS_TEST_TMPDIR/nothing" "$HELLO"
 	[ "$status" -eq 2 ]
 	assert_line --index 0 "hvdrun: --host-discovery-script '$BATS_TEST_TMPDIR/nothing': No such file or directory"
@@ -385,7 +385,7 @@ assert_weights() {
 	assert_line --index 0 "hvdrun: --host-discovery-script '$BATS_TEST_TMPDIR/discover': not an executable file"
 	run "$HVDRUN" -np 2 --min-np 1 --slots-per-host 2 "$HELLO"
 	[ "$status" -eq 2 ]
-	assert_line --index 0 "hvdrun: --slots-per-host is for the bare names a --host-discovery-script prints"
+	assert_line --index 0 "hvdrun: --slots-per-host 2 is for the bare names a --host-discovery-script prints"
 	chmod +x "$BATS_TEST_TMPDIR/discover"
 	echo localhost:2 >"$BATS_TEST_TMPDIR/hosts"
 	SLURM_JOB_ID=42 SLURM_JOB_NODELIST=localhost SLURM_TASKS_PER_NODE=2 run "$HVDRUN" --launcher srun \
@@ -447,9 +447,22 @@ assert_weights() {
 	run "$HVDRUN" -np 2 --config-file "$BATS_TEST_TMPDIR/job.ini" "$HELLO"
 	[ "$status" -eq 2 ]
 	assert_line --index 0 "hvdrun: reset_limit = 2 ($BATS_TEST_TMPDIR/job.ini:2) is for an elastic job: set min_np in [elastic]"
+	printf '[elastic]\nhost_discovery_script = discover\n' >"$BATS_TEST_TMPDIR/job.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: host_discovery_script = discover ($BATS_TEST_TMPDIR/job.ini:2) is for an elastic job: set min_np in [elastic]"
+	printf '[elastic]\nmin_np = 1\nhost_discovery_script = discover\n[job]\nhosts = localhost:2\n' >"$BATS_TEST_TMPDIR/job.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: host_discovery_script = discover ($BATS_TEST_TMPDIR/job.ini:3) gives the hosts: leave out hosts = localhost:2 ($BATS_TEST_TMPDIR/job.ini:5)"
 	run "$HVDRUN" -np 2 --min-np 1 --mpi "$HELLO"
 	[ "$status" -eq 2 ]
-	assert_line --index 0 "hvdrun: --min-np: an elastic job runs on hvdrun's own rendezvous, not --mpi"
+	assert_line --index 0 "hvdrun: --min-np 1: an elastic job runs on hvdrun's own rendezvous, not --mpi"
+	# From a config file: its lines ('enabled' is a name of several sections).
+	printf '[elastic]\nmin_np = 1\n[mpi]\nenabled = true\n' >"$BATS_TEST_TMPDIR/job.ini"
+	run "$HVDRUN" -np 2 --config-file "$BATS_TEST_TMPDIR/job.ini" "$HELLO"
+	[ "$status" -eq 2 ]
+	assert_line --index 0 "hvdrun: min_np = 1 ($BATS_TEST_TMPDIR/job.ini:2): an elastic job runs on hvdrun's own rendezvous, not enabled = true in [mpi] ($BATS_TEST_TMPDIR/job.ini:4)"
 	run "$HVDRUN" -np 2 --min-np 0 "$HELLO"
 	[ "$status" -eq 2 ]
 	assert_line --index 0 --partial "--min-np"

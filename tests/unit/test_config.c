@@ -41,6 +41,11 @@ static void test_set_values(void)
 	CHECK(hl_opts_set(&o, HL_K_MIN_NP, "2", "job.ini:7: ", NULL, &cause) ==
 	      HL_OK);
 	CHECK_STR(hl_opt_said(&o, HL_K_MIN_NP), "min_np = 2 (job.ini:7)");
+	/* A name of several sections says its own. */
+	CHECK(hl_opts_set(&o, HL_K_MPI, "yes", "job.ini:9: ", NULL, &cause) ==
+	      HL_OK);
+	CHECK_STR(hl_opt_said(&o, HL_K_MPI),
+		  "enabled = yes in [mpi] (job.ini:9)");
 	CHECK_STR(hl_opt_said(&o, HL_K_MAX_NP), "--max-np");
 	{
 		/* Two named in one message: each its own. */
