@@ -99,7 +99,7 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 				"0: libhvd's log lines start with the time"},
 	[WENV_BIND_TO] = {"HVD_BIND_TO", WENV_T_CHOICE, false, 0, 0, 0,
 			  bind_policies,
-			  "core: a share of the CPUs for each local rank; "
+			  "core: a share of the cores for each local rank; "
 			  "core:overload-allowed: also on a host with "
 			  "more ranks than CPUs, one CPU each in turn"},
 	[WENV_HIERARCHICAL_ALLGATHER] = {"HOROVOD_HIERARCHICAL_ALLGATHER",

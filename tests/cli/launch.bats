@@ -335,7 +335,7 @@ load helper
 	refute_line --partial "standard input"
 }
 
-@test "--bind-to core (the default) gives each local rank its own share of the CPUs; none, or more ranks than CPUs, binds none" {
+@test "--bind-to core (the default) gives each local rank its own share of the cores; none, or more ranks than CPUs, binds none" {
 	local n full cpus='grep Cpus_allowed_list /proc/self/status | cut -f2'
 	n=$(nproc)
 	[ "$n" -ge 2 ] || skip "one CPU: nothing to share"
@@ -360,6 +360,37 @@ load helper
 	run "$HVDRUN" -np 1 --bind-to cores true
 	assert_failure 2
 	assert_output --partial "bad value 'cores' for --bind-to"
+}
+
+@test "--bind-to core shares out cores as sysfs gives them (HVD_SYSFS_ROOT): a core's threads together, by package" {
+	local -a list
+	local c sys="$BATS_TEST_TMPDIR/sys" cpus='echo "$HOROVOD_LOCAL_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+	mapfile -t list < <(/usr/bin/python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2], sep="\n")')
+	[ "${#list[@]}" -eq 2 ] || skip "one CPU: nothing to share"
+	# The first CPU in the second package, the other in the first: the
+	# first rank gets the other.
+	for c in 0 1; do
+		mkdir -p "$sys/devices/system/cpu/cpu${list[c]}/topology"
+		echo $((1 - c)) >"$sys/devices/system/cpu/cpu${list[c]}/topology/physical_package_id"
+		echo "${list[c]}" >"$sys/devices/system/cpu/cpu${list[c]}/topology/thread_siblings_list"
+	done
+	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" -np 2 sh -c "$cpus"
+	assert_success
+	assert_line "[0]<stdout>:0 ${list[1]}"
+	assert_line "[1]<stdout>:1 ${list[0]}"
+	# Two threads of one core, one rank: both.
+	echo 0 >"$sys/devices/system/cpu/cpu${list[0]}/topology/physical_package_id"
+	for c in 0 1; do
+		echo "${list[0]},${list[1]}" >"$sys/devices/system/cpu/cpu${list[c]}/topology/thread_siblings_list"
+	done
+	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" -np 1 sh -c "$cpus"
+	local both="${list[0]},${list[1]}" # as the kernel lists them
+	[ "${list[1]}" -ne $((list[0] + 1)) ] || both="${list[0]}-${list[1]}"
+	assert_line "[0]<stdout>:0 $both"
+	# Two ranks on that one core: a thread each.
+	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" -np 2 sh -c "$cpus"
+	assert_line "[0]<stdout>:0 ${list[0]}"
+	assert_line "[1]<stdout>:1 ${list[1]}"
 }
 
 @test "--bind-to core:overload-allowed binds a host with more ranks than CPUs too: local rank r on CPU r modulo the CPUs, one each" {
