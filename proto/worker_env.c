@@ -12,8 +12,8 @@
 
 static const char *const log_levels[] = {"trace", "debug", "info", "warning",
 					 "error", "fatal", NULL};
-static const char *const bind_policies[] = {"core", "none",
-					    "core:overload-allowed", NULL};
+static const char *const bind_policies[] = {
+	"core", "none", "core:overload-allowed", "socket", "numa", NULL};
 static const char *const engines[] = {"mpi", "tcp", "gloo", NULL};
 
 #define MAX_RANKS (1 << 24)
@@ -101,7 +101,9 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 			  bind_policies,
 			  "core: a share of the cores for each local rank; "
 			  "core:overload-allowed: also on a host with "
-			  "more ranks than CPUs, one CPU each in turn"},
+			  "more ranks than CPUs, one CPU each in turn; "
+			  "socket, numa: a package or NUMA node each, "
+			  "consecutive local ranks together"},
 	[WENV_HIERARCHICAL_ALLGATHER] = {"HOROVOD_HIERARCHICAL_ALLGATHER",
 					 WENV_T_INT, false, 0, 1, 1, NULL,
 					 "0: the CPU allgather across hosts is "

@@ -68,7 +68,7 @@ const struct hl_keyinfo hl_keys[HL_K_COUNT] = {
 			   "how other hosts' workers start"},
 	[HL_K_BIND_TO] = {"job", "bind_to", "bind-to", NULL, HL_T_ENUM, 0, 0,
 			  NULL, NULL, "HVD_BIND_TO", HL_X_VALUE,
-			  "a share of the cores per local rank"},
+			  "a local rank's share of the CPUs"},
 	[HL_K_MIN_NP] = {"elastic", "min_np", "min-np", NULL, HL_T_INT, 1,
 			 1 << 20, NULL, NULL, NULL, HL_X_NONE,
 			 "go on after a host fails while N workers remain",

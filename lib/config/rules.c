@@ -81,7 +81,7 @@ static int check_horovod(const struct hl_opts *o, char **cause)
 		return hl_fail(cause, HL_EINVAL,
 			       "--binding-args is for mpirun (--mpi); hvdrun's "
 			       "own workers are bound with --bind-to "
-			       "core|none|core:overload-allowed");
+			       "core|none|core:overload-allowed|socket|numa");
 	return HL_OK;
 }
 

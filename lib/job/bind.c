@@ -36,14 +36,36 @@ static long number(const char *s)
 
 /* HVD_BIND_TO as hvdrun's choices spell it (hvdrun exports it as typed,
  * in any case); unset or none of them: the default, core. */
-static const char *policy_of(char *const *envp)
+static enum hl_bind_mode mode_of(char *const *envp)
 {
+	static const struct {
+		const char *name;
+		enum hl_bind_mode mode;
+	} modes[] = {{"none", HL_BIND_NONE},
+		     {"core", HL_BIND_CORE},
+		     {"core:overload-allowed", HL_BIND_OVERLOAD},
+		     {"socket", HL_BIND_SOCKET},
+		     {"numa", HL_BIND_NUMA}};
 	const struct wenv_var *w = &wenv_vars[WENV_BIND_TO];
+	const char *name;
 	double i;
+	size_t k;
 
 	if (!wenv_parse(WENV_BIND_TO, env_get(envp, w->name), &i))
 		i = w->def;
-	return w->choices[(size_t)i];
+	name = w->choices[(size_t)i];
+	for (k = 0; k < sizeof(modes) / sizeof(modes[0]); k++)
+		if (strcmp(modes[k].name, name) == 0)
+			return modes[k].mode;
+	return HL_BIND_CORE;
+}
+
+/* Append s (without its NUL) to p; the end. */
+static char *put_text(char *p, const char *s)
+{
+	while (*s != '\0')
+		*p++ = *s++;
+	return p;
 }
 
 /* Append the decimal v to p; the end. */
@@ -61,103 +83,201 @@ static char *put_number(char *p, long v)
 	return p;
 }
 
-/* The first number in sysfs file ROOT/devices/system/cpu/cpuN/topology/
- * leaf (a list's first, "0,48" or "0-1": 0), or -1. No allocation: this
- * runs between fork and exec. */
-static long topology_number(const char *root, int cpu, const char *leaf)
+/* Read ROOT/dir<N>/leaf (dir: "devices/system/cpu/cpu") into buf
+ * (NUL-terminated); its length, or -1. No allocation: this runs between
+ * fork and exec. */
+static long read_sys(const char *root, const char *dir, long n,
+		     const char *leaf, char *buf, size_t cap)
 {
-	static const char mid[] = "/devices/system/cpu/cpu";
-	char path[512], buf[64], *p = path;
-	size_t rl = strlen(root), ll = strlen(leaf);
-	ssize_t got;
-	long v = 0;
-	int fd, i;
+	char path[512], *p = path;
+	size_t rl = strlen(root), dl = strlen(dir), ll = strlen(leaf);
+	ssize_t got, all = 0;
+	int fd;
 
-	if (rl + sizeof(mid) + 24 + sizeof("/topology/") + ll >= sizeof(path))
+	if (rl + dl + ll + 28 >= sizeof(path))
 		return -1;
-	memcpy(p, root, rl);
-	p += rl;
-	memcpy(p, mid, sizeof(mid) - 1);
-	p = put_number(p + sizeof(mid) - 1, cpu);
-	memcpy(p, "/topology/", 10);
-	memcpy(p + 10, leaf, ll + 1);
+	p = put_text(p, root);
+	*p++ = '/';
+	p = put_number(put_text(p, dir), n);
+	*p++ = '/';
+	*put_text(p, leaf) = '\0';
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	got = read(fd, buf, sizeof(buf) - 1);
+	while ((size_t)all < cap - 1 &&
+	       (got = read(fd, buf + all, cap - 1 - (size_t)all)) > 0)
+		all += got;
 	close(fd);
-	if (got <= 0 || buf[0] < '0' || buf[0] > '9')
+	buf[all] = '\0';
+	return all > 0 ? (long)all : -1;
+}
+
+/* The number at *s, moving past it; -1 if none. */
+static long take_number(const char **s)
+{
+	long v = 0;
+
+	if (**s < '0' || **s > '9')
 		return -1;
-	for (i = 0; i < got && buf[i] >= '0' && buf[i] <= '9'; i++)
-		if ((v = v * 10 + (buf[i] - '0')) > 1L << 30)
+	for (; **s >= '0' && **s <= '9'; (*s)++)
+		if ((v = v * 10 + (**s - '0')) > 1L << 30)
 			return -1;
 	return v;
 }
 
-/* Whether CPU a of the pair comes before b: package, core, CPU. */
-static bool before(const int *pkg, const int *core, const int *cpus, int a,
-		   int b)
+/* The first number of CPU cpu's topology file leaf ("0,48" or "0-1":
+ * 0), or -1. */
+static long topology_number(const char *root, int cpu, const char *leaf)
 {
-	if (pkg[a] != pkg[b])
-		return pkg[a] < pkg[b];
-	if (core[a] != core[b])
-		return core[a] < core[b];
-	return cpus[a] < cpus[b];
+	char buf[64];
+	const char *s = buf;
+
+	if (read_sys(root, "devices/system/cpu/cpu", cpu, leaf, buf,
+		     sizeof(buf)) < 0)
+		return -1;
+	return take_number(&s);
 }
 
-bool hl_bind_share(int n, const int *cpus, const int *pkg, const int *core,
-		   long lr, long ls, bool overload, cpu_set_t *mine)
+/* c[i].node for the CPUs in NUMA node k's cpulist ("0-23,48-71"); at[]
+ * maps a CPU number to its index in c, or -1. Whether the node exists. */
+static bool node_cpus(const char *root, long k, struct hl_cpu *c, const int *at)
 {
-	int order[CPU_SETSIZE], i, j, x, cores = 0, per, at;
+	char buf[8192];
+	const char *s = buf;
+	long lo, hi, x;
+
+	if (read_sys(root, "devices/system/node/node", k, "cpulist", buf,
+		     sizeof(buf)) < 0)
+		return false;
+	while ((lo = take_number(&s)) >= 0) {
+		hi = lo;
+		if (*s == '-') {
+			s++;
+			if ((hi = take_number(&s)) < lo)
+				break;
+		}
+		for (x = lo; x <= hi && x < CPU_SETSIZE; x++)
+			if (at[x] >= 0)
+				c[at[x]].node = (int)k;
+		if (*s != ',')
+			break;
+		s++;
+	}
+	return true;
+}
+
+/* The topology of c[0..n) that mode m uses. */
+static void read_topology(const char *root, struct hl_cpu *c, int n,
+			  enum hl_bind_mode m)
+{
+	int at[CPU_SETSIZE], i;
+	long v, k, misses;
+
+	for (i = 0; i < n; i++) {
+		v = topology_number(root, c[i].cpu,
+				    "topology/physical_package_id");
+		c[i].pkg = v >= 0 ? (int)v : 0;
+		v = m == HL_BIND_CORE || m == HL_BIND_OVERLOAD
+			    ? topology_number(root, c[i].cpu,
+					      "topology/thread_siblings_list")
+			    : -1;
+		c[i].core = v >= 0 ? (int)v : c[i].cpu;
+		c[i].node = -1;
+	}
+	if (m != HL_BIND_NUMA)
+		return;
+	for (i = 0; i < CPU_SETSIZE; i++)
+		at[i] = -1;
+	for (i = 0; i < n; i++)
+		at[c[i].cpu] = i;
+	/* Node numbers may have gaps: look on a while past the last. */
+	for (k = 0, misses = 0; k < CPU_SETSIZE && misses < 64; k++)
+		misses = node_cpus(root, k, c, at) ? 0 : misses + 1;
+	for (i = 0; i < n; i++) /* no node: its package's */
+		if (c[i].node < 0)
+			c[i].node = CPU_SETSIZE + c[i].pkg;
+}
+
+/* Whether c[a] comes before c[b] under mode m: by package and core, or by
+ * package, or by NUMA node; then by number. */
+static bool before(const struct hl_cpu *c, int a, int b, enum hl_bind_mode m)
+{
+	int ka = m == HL_BIND_NUMA ? c[a].node : c[a].pkg;
+	int kb = m == HL_BIND_NUMA ? c[b].node : c[b].pkg;
+
+	if (ka != kb)
+		return ka < kb;
+	if ((m == HL_BIND_CORE || m == HL_BIND_OVERLOAD) &&
+	    c[a].core != c[b].core)
+		return c[a].core < c[b].core;
+	return c[a].cpu < c[b].cpu;
+}
+
+/* Whether c[a] and c[b] are in one unit of mode m: one core, or one
+ * package, or one NUMA node. */
+static bool together(const struct hl_cpu *c, int a, int b, enum hl_bind_mode m)
+{
+	if (m == HL_BIND_NUMA)
+		return c[a].node == c[b].node;
+	return c[a].pkg == c[b].pkg &&
+	       (m == HL_BIND_SOCKET || c[a].core == c[b].core);
+}
+
+bool hl_bind_share(const struct hl_cpu *c, int n, long lr, long ls,
+		   enum hl_bind_mode m, cpu_set_t *mine)
+{
+	int order[CPU_SETSIZE], unit[CPU_SETSIZE], i, j, units = 0;
+	long lo, hi;
 
 	CPU_ZERO(mine);
-	if (n <= 0 || n > CPU_SETSIZE || lr < 0 || ls <= 0 || lr >= ls ||
-	    (ls > n && !overload))
+	if (m == HL_BIND_NONE || n <= 0 || n > CPU_SETSIZE || lr < 0 ||
+	    ls <= 0 || lr >= ls || (ls > n && m == HL_BIND_CORE))
 		return false;
-	if (ls > n) { /* local rank r on CPU r mod n, as mpirun's map by core */
-		CPU_SET(cpus[lr % n], mine);
+	if (ls > n && m == HL_BIND_OVERLOAD) {
+		/* local rank r on CPU r mod n, as mpirun's map by core */
+		CPU_SET(c[lr % n].cpu, mine);
 		return true;
 	}
-	for (i = 0; i < n; i++) { /* by package, core, CPU */
-		x = i;
-		for (j = i; j > 0 && before(pkg, core, cpus, x, order[j - 1]);
-		     j--)
+	for (i = 0; i < n; i++) {
+		for (j = i; j > 0 && before(c, i, order[j - 1], m); j--)
 			order[j] = order[j - 1];
-		order[j] = x;
+		order[j] = i;
+	}
+	for (i = 0; i < n; i++) {
+		if (i > 0 && !together(c, order[i], order[i - 1], m))
+			units++;
+		unit[i] = units;
+	}
+	units++;
+	if (m == HL_BIND_SOCKET || m == HL_BIND_NUMA) {
+		lo = lr * units / ls; /* one unit, consecutive ranks in it */
+		hi = lo + 1;
+	} else if (ls > units) { /* a share of the hardware threads */
+		for (i = (int)(lr * (n / ls)); i < (int)((lr + 1) * (n / ls));
+		     i++)
+			CPU_SET(c[order[i]].cpu, mine);
+		return true;
+	} else { /* whole cores, an equal share */
+		lo = lr * (units / ls);
+		hi = lo + units / ls;
 	}
 	for (i = 0; i < n; i++)
-		if (i == 0 || pkg[order[i]] != pkg[order[i - 1]] ||
-		    core[order[i]] != core[order[i - 1]])
-			cores++;
-	if (ls > cores) { /* a share of the hardware threads */
-		per = n / (int)ls;
-		for (i = (int)lr * per; i < ((int)lr + 1) * per; i++)
-			CPU_SET(cpus[order[i]], mine);
-		return true;
-	}
-	per = cores / (int)ls; /* whole cores: [lr * per, (lr + 1) * per) */
-	for (i = 0, at = -1; i < n; i++) {
-		if (i == 0 || pkg[order[i]] != pkg[order[i - 1]] ||
-		    core[order[i]] != core[order[i - 1]])
-			at++;
-		if (at >= (int)lr * per && at < ((int)lr + 1) * per)
-			CPU_SET(cpus[order[i]], mine);
-	}
+		if (unit[i] >= lo && unit[i] < hi)
+			CPU_SET(c[order[i]].cpu, mine);
 	return true;
 }
 
 void hl_bind_worker(char *const *envp)
 {
-	const char *policy = policy_of(envp);
+	enum hl_bind_mode m = mode_of(envp);
 	const char *root = env_get(envp, "HVD_SYSFS_ROOT");
-	bool overload = strcmp(policy, "core:overload-allowed") == 0;
 	long lr = number(env_get(envp, "HOROVOD_LOCAL_RANK"));
 	long ls = number(env_get(envp, "HOROVOD_LOCAL_SIZE"));
-	int cpus[CPU_SETSIZE], pkg[CPU_SETSIZE], core[CPU_SETSIZE], n = 0, i;
-	long v;
+	struct hl_cpu c[CPU_SETSIZE];
 	cpu_set_t allowed, mine;
+	int n = 0, i;
 
-	if (strcmp(policy, "none") == 0 || lr < 0 || ls <= 0 || lr >= ls)
+	if (m == HL_BIND_NONE || lr < 0 || ls <= 0 || lr >= ls)
 		return;
 	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
 		return;
@@ -165,14 +285,10 @@ void hl_bind_worker(char *const *envp)
 		root = "/sys";
 	for (i = 0; i < CPU_SETSIZE; i++)
 		if (CPU_ISSET(i, &allowed))
-			cpus[n++] = i;
-	/* Only where ranks are shared out: not past overloading. */
-	for (i = 0; i < n && ls <= n; i++) {
-		v = topology_number(root, cpus[i], "physical_package_id");
-		pkg[i] = v >= 0 ? (int)v : 0;
-		v = topology_number(root, cpus[i], "thread_siblings_list");
-		core[i] = v >= 0 ? (int)v : cpus[i];
-	}
-	if (hl_bind_share(n, cpus, pkg, core, lr, ls, overload, &mine))
+			c[n++].cpu = i;
+	/* Not read where nothing is shared out by it. */
+	if (ls <= n || m == HL_BIND_SOCKET || m == HL_BIND_NUMA)
+		read_topology(root, c, n, m);
+	if (hl_bind_share(c, n, lr, ls, m, &mine))
 		sched_setaffinity(0, sizeof(mine), &mine);
 }

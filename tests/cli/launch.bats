@@ -362,18 +362,26 @@ load helper
 	assert_output --partial "bad value 'cores' for --bind-to"
 }
 
-@test "--bind-to core shares out cores as sysfs gives them (HVD_SYSFS_ROOT): a core's threads together, by package" {
-	local -a list
-	local c sys="$BATS_TEST_TMPDIR/sys" cpus='echo "$HOROVOD_LOCAL_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+# A sysfs of two of this host's CPUs, list[0] and list[1], under $sys: the
+# first in the second package, the other in the first, a core each.
+two_packages() {
+	local c
+	sys="$BATS_TEST_TMPDIR/sys"
+	cpus='echo "$HOROVOD_LOCAL_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
 	mapfile -t list < <(/usr/bin/python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2], sep="\n")')
 	[ "${#list[@]}" -eq 2 ] || skip "one CPU: nothing to share"
-	# The first CPU in the second package, the other in the first: the
-	# first rank gets the other.
 	for c in 0 1; do
 		mkdir -p "$sys/devices/system/cpu/cpu${list[c]}/topology"
 		echo $((1 - c)) >"$sys/devices/system/cpu/cpu${list[c]}/topology/physical_package_id"
 		echo "${list[c]}" >"$sys/devices/system/cpu/cpu${list[c]}/topology/thread_siblings_list"
 	done
+}
+
+@test "--bind-to core shares out cores as sysfs gives them (HVD_SYSFS_ROOT): a core's threads together, by package" {
+	local -a list
+	local c sys cpus
+	two_packages
+	# The first rank gets the first package.
 	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" -np 2 sh -c "$cpus"
 	assert_success
 	assert_line "[0]<stdout>:0 ${list[1]}"
@@ -391,6 +399,31 @@ load helper
 	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" -np 2 sh -c "$cpus"
 	assert_line "[0]<stdout>:0 ${list[0]}"
 	assert_line "[1]<stdout>:1 ${list[1]}"
+}
+
+@test "--bind-to socket and numa: a package or NUMA node each, consecutive local ranks together" {
+	local -a list
+	local sys cpus
+	two_packages
+	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" -np 4 --bind-to socket sh -c "$cpus"
+	assert_success
+	assert_line "[0]<stdout>:0 ${list[1]}"
+	assert_line "[1]<stdout>:1 ${list[1]}"
+	assert_line "[2]<stdout>:2 ${list[0]}"
+	assert_line "[3]<stdout>:3 ${list[0]}"
+	# NUMA nodes 0 and 3 (node numbers may have gaps), against the
+	# packages: the nodes rule.
+	mkdir -p "$sys/devices/system/node/node0" "$sys/devices/system/node/node3"
+	echo "${list[0]}" >"$sys/devices/system/node/node0/cpulist"
+	echo "${list[1]}" >"$sys/devices/system/node/node3/cpulist"
+	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" -np 2 -x HVD_BIND_TO=NUMA sh -c "$cpus"
+	assert_success
+	assert_line "[0]<stdout>:0 ${list[0]}"
+	assert_line "[1]<stdout>:1 ${list[1]}"
+	# This host's own sysfs: one rank, every CPU of its package.
+	run "$HVDRUN" -np 1 --bind-to socket sh -c "$cpus"
+	assert_success
+	[[ $output == "[0]<stdout>:0 "* ]]
 }
 
 @test "--bind-to core:overload-allowed binds a host with more ranks than CPUs too: local rank r on CPU r modulo the CPUs, one each" {
@@ -415,11 +448,11 @@ load helper
 	[ -n "$r0" ] && [ -n "$r1" ] && [ "$r0" != "$r1" ]
 	run "$HVDRUN" -np 1 --bind-to core:overload true
 	assert_failure 2
-	assert_output --partial "bad value 'core:overload' for --bind-to (want one of core, none, core:overload-allowed)"
+	assert_output --partial "bad value 'core:overload' for --bind-to (want one of core, none, core:overload-allowed, socket, numa)"
 	# Given by -x (no worker's hvd_init reads it): checked as --bind-to is.
 	run "$HVDRUN" -np 1 -x HVD_BIND_TO=nnone true
 	assert_failure 2
-	assert_output --partial "bad value 'nnone' for HVD_BIND_TO (want one of core, none, core:overload-allowed)"
+	assert_output --partial "bad value 'nnone' for HVD_BIND_TO (want one of core, none, core:overload-allowed, socket, numa)"
 	HVD_BIND_TO=cores run "$HVDRUN" -np 1 -x HVD_BIND_TO true
 	assert_failure 2
 	assert_output --partial "bad value 'cores' for HVD_BIND_TO"

@@ -1,27 +1,28 @@
-/* test_bind.c: --bind-to core's shares on the topologies of real hosts:
+/* test_bind.c: --bind-to's shares on the topologies of real hosts:
  * hardware threads numbered apart (a core's two threads are CPU c and
  * CPU c + cores, as most x86 hosts number them) or side by side, one or
- * two packages. */
+ * two packages, NUMA nodes within packages. */
 #include <stdio.h>
 #include <string.h>
 
 #include "job/bind.h"
 #include "tap.h"
 
-/* A host of `packages` packages of `per` cores of `threads` threads:
- * apart (CPU = thread * cores + core) or side by side (CPU = core *
- * threads + thread). */
-static int host(int packages, int per, int threads, bool apart, int *cpus,
-		int *pkg, int *core)
+/* A host of `packages` packages of `per` cores of `threads` threads,
+ * `nodes` NUMA nodes a package: apart (CPU = thread * cores + core) or
+ * side by side (CPU = core * threads + thread). */
+static int host(int packages, int per, int threads, int nodes, bool apart,
+		struct hl_cpu *c)
 {
-	int cores = packages * per, n = cores * threads, c, t, cpu;
+	int cores = packages * per, n = cores * threads, k, t, cpu;
 
-	for (c = 0; c < cores; c++)
+	for (k = 0; k < cores; k++)
 		for (t = 0; t < threads; t++) {
-			cpu = apart ? t * cores + c : c * threads + t;
-			cpus[cpu] = cpu;
-			pkg[cpu] = c / per;
-			core[cpu] = apart ? c : c * threads;
+			cpu = apart ? t * cores + k : k * threads + t;
+			c[cpu].cpu = cpu;
+			c[cpu].pkg = k / per;
+			c[cpu].core = apart ? k : k * threads;
+			c[cpu].node = k / (per / nodes);
 		}
 	return n;
 }
@@ -49,12 +50,12 @@ static const char *list(const cpu_set_t *set)
 	return out;
 }
 
-static const char *share(int n, const int *cpus, const int *pkg,
-			 const int *core, long lr, long ls, bool overload)
+static const char *share(const struct hl_cpu *c, int n, long lr, long ls,
+			 enum hl_bind_mode m)
 {
 	cpu_set_t mine;
 
-	if (!hl_bind_share(n, cpus, pkg, core, lr, ls, overload, &mine))
+	if (!hl_bind_share(c, n, lr, ls, m, &mine))
 		return "none";
 	return list(&mine);
 }
@@ -63,55 +64,81 @@ static const char *share(int n, const int *cpus, const int *pkg,
  * one core): each rank's cores whole, within its package. */
 static void test_threads_apart(void)
 {
-	int cpus[96], pkg[96], core[96];
-	int n = host(2, 24, 2, true, cpus, pkg, core);
+	struct hl_cpu c[96];
+	int n = host(2, 24, 2, 1, true, c);
 
 	CHECK(n == 96);
-	CHECK_STR(share(n, cpus, pkg, core, 0, 2, false), "0-23,48-71");
-	CHECK_STR(share(n, cpus, pkg, core, 1, 2, false), "24-47,72-95");
-	CHECK_STR(share(n, cpus, pkg, core, 0, 8, false), "0-5,48-53");
-	CHECK_STR(share(n, cpus, pkg, core, 7, 8, false), "42-47,90-95");
-	CHECK_STR(share(n, cpus, pkg, core, 3, 48, false), "3,51");
+	CHECK_STR(share(c, n, 0, 2, HL_BIND_CORE), "0-23,48-71");
+	CHECK_STR(share(c, n, 1, 2, HL_BIND_CORE), "24-47,72-95");
+	CHECK_STR(share(c, n, 0, 8, HL_BIND_CORE), "0-5,48-53");
+	CHECK_STR(share(c, n, 7, 8, HL_BIND_CORE), "42-47,90-95");
+	CHECK_STR(share(c, n, 3, 48, HL_BIND_CORE), "3,51");
 	/* More ranks than cores: a share of the threads, a core's side by
 	 * side. */
-	CHECK_STR(share(n, cpus, pkg, core, 0, 96, false), "0");
-	CHECK_STR(share(n, cpus, pkg, core, 1, 96, false), "48");
-	CHECK_STR(share(n, cpus, pkg, core, 1, 64, false), "48");
+	CHECK_STR(share(c, n, 0, 96, HL_BIND_CORE), "0");
+	CHECK_STR(share(c, n, 1, 96, HL_BIND_CORE), "48");
+	CHECK_STR(share(c, n, 1, 64, HL_BIND_CORE), "48");
 	/* More ranks than CPUs. */
-	CHECK_STR(share(n, cpus, pkg, core, 0, 97, false), "none");
-	CHECK_STR(share(n, cpus, pkg, core, 96, 97, true), "0");
+	CHECK_STR(share(c, n, 0, 97, HL_BIND_CORE), "none");
+	CHECK_STR(share(c, n, 96, 97, HL_BIND_OVERLOAD), "0");
+	CHECK_STR(share(c, n, 1, 2, HL_BIND_OVERLOAD), "24-47,72-95");
+	CHECK_STR(share(c, n, 1, 2, HL_BIND_NONE), "none");
 }
 
 /* Threads side by side, and one package: whole cores still. */
 static void test_threads_side_by_side(void)
 {
-	int cpus[16], pkg[16], core[16];
-	int n = host(1, 8, 2, false, cpus, pkg, core);
+	struct hl_cpu c[16];
+	int n = host(1, 8, 2, 1, false, c);
 
-	CHECK_STR(share(n, cpus, pkg, core, 0, 2, false), "0-7");
-	CHECK_STR(share(n, cpus, pkg, core, 1, 3, false), "4-7");
-	CHECK_STR(share(n, cpus, pkg, core, 2, 3, false), "8-11");
+	CHECK_STR(share(c, n, 0, 2, HL_BIND_CORE), "0-7");
+	CHECK_STR(share(c, n, 1, 3, HL_BIND_CORE), "4-7");
+	CHECK_STR(share(c, n, 2, 3, HL_BIND_CORE), "8-11");
+}
+
+/* socket and numa: one package or node each, consecutive local ranks
+ * together (8 GPUs' ranks: 0-3 on the first package, 4-7 on the
+ * second). */
+static void test_socket_numa(void)
+{
+	struct hl_cpu c[96];
+	int n = host(2, 24, 2, 2, true, c);
+
+	CHECK_STR(share(c, n, 0, 8, HL_BIND_SOCKET), "0-23,48-71");
+	CHECK_STR(share(c, n, 3, 8, HL_BIND_SOCKET), "0-23,48-71");
+	CHECK_STR(share(c, n, 4, 8, HL_BIND_SOCKET), "24-47,72-95");
+	CHECK_STR(share(c, n, 1, 3, HL_BIND_SOCKET), "0-23,48-71");
+	CHECK_STR(share(c, n, 2, 3, HL_BIND_SOCKET), "24-47,72-95");
+	CHECK_STR(share(c, n, 0, 1, HL_BIND_SOCKET), "0-23,48-71");
+	CHECK_STR(share(c, n, 0, 8, HL_BIND_NUMA), "0-11,48-59");
+	CHECK_STR(share(c, n, 2, 8, HL_BIND_NUMA), "12-23,60-71");
+	CHECK_STR(share(c, n, 7, 8, HL_BIND_NUMA), "36-47,84-95");
+	/* More ranks than CPUs: each its unit, shared. */
+	CHECK_STR(share(c, n, 199, 200, HL_BIND_SOCKET), "24-47,72-95");
 }
 
 /* No topology (each CPU a core of package 0): contiguous shares of the
  * CPUs allowed, the leftover unused. */
 static void test_no_topology(void)
 {
-	int cpus[] = {2, 3, 5, 7, 8}, pkg[5] = {0}, core[5];
+	static const int cpus[] = {2, 3, 5, 7, 8};
+	struct hl_cpu c[5];
 	int i;
 
 	for (i = 0; i < 5; i++)
-		core[i] = cpus[i];
-	CHECK_STR(share(5, cpus, pkg, core, 0, 2, false), "2-3");
-	CHECK_STR(share(5, cpus, pkg, core, 1, 2, false), "5,7");
-	CHECK_STR(share(5, cpus, pkg, core, 0, 1, false), "2-3,5,7-8");
-	CHECK_STR(share(5, cpus, pkg, core, 1, 0, false), "none");
+		c[i] = (struct hl_cpu){cpus[i], 0, cpus[i], 0};
+	CHECK_STR(share(c, 5, 0, 2, HL_BIND_CORE), "2-3");
+	CHECK_STR(share(c, 5, 1, 2, HL_BIND_CORE), "5,7");
+	CHECK_STR(share(c, 5, 0, 1, HL_BIND_CORE), "2-3,5,7-8");
+	CHECK_STR(share(c, 5, 1, 0, HL_BIND_CORE), "none");
+	CHECK_STR(share(c, 5, 1, 2, HL_BIND_SOCKET), "2-3,5,7-8");
 }
 
 int main(void)
 {
 	RUN(test_threads_apart);
 	RUN(test_threads_side_by_side);
+	RUN(test_socket_numa);
 	RUN(test_no_topology);
 	return tap_done();
 }
