@@ -2,6 +2,7 @@
  * this machine" test that decides between a local and a remote start. The
  * grammar is documented in hosts.h. */
 #include "config/hosts.h"
+#include "config/hosts_internal.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -56,7 +57,7 @@ static bool name_char(int c)
 	return isalnum(c) || c == '-' || c == '.' || c == '_';
 }
 
-static bool user_valid(const char *s, size_t len)
+bool hl__user_valid(const char *s, size_t len)
 {
 	size_t i;
 
@@ -97,9 +98,8 @@ static bool ipv6_valid(const char *s, size_t len)
  * text is one entry, not NUL-terminated. Errors read "<where><problem> in
  * <what>", e.g. "bad slot count in host list entry 'a:x'" or
  * "hosts:3: bad host name in 'a/b'". *counted: whether it gave slots. */
-static int parse_entry(const char *s, size_t len, struct hl_host *h,
-		       bool *counted, const char *where, const char *what,
-		       char **cause)
+int hl__host_entry(const char *s, size_t len, struct hl_host *h, bool *counted,
+		   const char *where, const char *what, char **cause)
 {
 	const char *at = memchr(s, '@', len);
 	const char *host = s, *end = s + len, *colon = NULL;
@@ -108,7 +108,7 @@ static int parse_entry(const char *s, size_t len, struct hl_host *h,
 	long v;
 
 	if (at != NULL) {
-		if (!user_valid(s, (size_t)(at - s)))
+		if (!hl__user_valid(s, (size_t)(at - s)))
 			return hl_fail(cause, HL_EINVAL,
 				       "%sbad user name in %s", where, what);
 		h->user = hl_strndup(s, (size_t)(at - s));
@@ -189,8 +189,8 @@ static int hostfile_again(struct hl_host *first, const struct hl_host *h,
 	return HL_OK;
 }
 
-static int hostlist_append(struct hl_hostlist *hl, struct hl_host *h,
-			   const char *where, char **cause)
+int hl__host_append(struct hl_hostlist *hl, struct hl_host *h,
+		    const char *where, char **cause)
 {
 	struct hl_host *v;
 	size_t i;
@@ -222,7 +222,7 @@ static int hostlist_append(struct hl_hostlist *hl, struct hl_host *h,
 	return HL_OK;
 }
 
-static void host_free_fields(struct hl_host *h)
+void hl__host_free(struct hl_host *h)
 {
 	free(h->name);
 	free(h->user);
@@ -253,188 +253,15 @@ int hl_hosts_parse_list(const char *list, struct hl_hostlist *out, char **cause)
 			rc = hl_fail(cause, HL_ENOMEM, "out of memory");
 			break;
 		}
-		rc = parse_entry(p, len, &h, &counted, "", what, cause);
+		rc = hl__host_entry(p, len, &h, &counted, "", what, cause);
 		free(what);
 		if (rc == HL_OK)
-			rc = hostlist_append(out, &h, "", cause);
-		host_free_fields(&h);
+			rc = hl__host_append(out, &h, "", cause);
+		hl__host_free(&h);
 		if (rc != HL_OK || comma == NULL)
 			break;
 		p = comma + 1;
 	}
-	return rc;
-}
-
-/* One key=value token of a hostfile line whose host is host (as written,
- * quoted; counted: with its slots, 'a:2', as MPICH's machinefiles give
- * them). */
-static int hostfile_key(const char *tok, struct hl_host *h, const char *host,
-			bool counted, const char *path, int lineno,
-			struct hl_hostlist *out, char **cause)
-{
-	const char *eq = strchr(tok, '=');
-	long v;
-
-	if (eq == NULL)
-		return hl_fail(cause, HL_EINVAL,
-			       "%s:%d: expected KEY=VALUE, got '%s'", path,
-			       lineno, tok);
-	if (strncmp(tok, "slots=", 6) == 0) {
-		if (counted)
-			return hl_fail(
-				cause, HL_EINVAL,
-				"%s:%d: %s and '%s' both give the slots: give one",
-				path, lineno, host, tok);
-		if (!hl_parse_long(eq + 1, 1, HL_MAX_SLOTS, &v))
-			return hl_fail(
-				cause, HL_EINVAL,
-				"%s:%d: bad slot count '%s' (want 1..%d)", path,
-				lineno, tok, HL_MAX_SLOTS);
-		h->slots = (int)v;
-	} else if (strncmp(tok, "max_slots=", 10) == 0) {
-		if (!hl_parse_long(eq + 1, 1, HL_MAX_SLOTS, &v))
-			return hl_fail(cause, HL_EINVAL,
-				       "%s:%d: bad value '%s' (want 1..%d)",
-				       path, lineno, tok, HL_MAX_SLOTS);
-		if (hl_strvec_pushf(
-			    &out->warnings,
-			    "%s:%d: '%s' is ignored (hvdrun starts one worker per slot)",
-			    path, lineno, tok) != HL_OK)
-			return hl_fail(cause, HL_ENOMEM, "out of memory");
-	} else if (strncmp(tok, "port=", 5) == 0) {
-		if (!hl_parse_long(eq + 1, 1, 65535, &v))
-			return hl_fail(cause, HL_EINVAL,
-				       "%s:%d: bad port '%s' (want 1..65535)",
-				       path, lineno, tok);
-		h->port = (int)v;
-	} else if (strncmp(tok, "user=", 5) == 0) {
-		if (!user_valid(eq + 1, strlen(eq + 1)))
-			return hl_fail(cause, HL_EINVAL,
-				       "%s:%d: bad user name '%s'", path,
-				       lineno, tok);
-		free(h->user);
-		h->user = hl_strdup(eq + 1);
-	} else {
-		return hl_fail(
-			cause, HL_EINVAL,
-			"%s:%d: unknown key '%.*s' (want slots, max_slots, port or user)",
-			path, lineno, (int)(eq - tok), tok);
-	}
-	return HL_OK;
-}
-
-/* A hostfile line's bare count after its host, *tok: its slots, as LSF's
- * host files (`host N`) and Grid Engine's $PE_HOSTFILE (`host N
- * queue@host processors`, whose last two words say nothing hvdrun
- * uses) give them. *tok is left at the next word to read as KEY=VALUE. */
-static int hostfile_count(char **tok, char **save, struct hl_host *h,
-			  char **host, bool *counted, const char *path,
-			  int lineno, char **cause)
-{
-	char *was = *host;
-	long v;
-
-	if (was == NULL)
-		return hl_fail(cause, HL_ENOMEM, "out of memory");
-	if (*counted)
-		return hl_fail(
-			cause, HL_EINVAL,
-			"%s:%d: %s and '%s' both give the slots: give one",
-			path, lineno, *host, *tok);
-	if (!hl_parse_long(*tok, 1, HL_MAX_SLOTS, &v))
-		return hl_fail(cause, HL_EINVAL,
-			       "%s:%d: bad slot count '%s' (want 1..%d)", path,
-			       lineno, *tok, HL_MAX_SLOTS);
-	h->slots = (int)v;
-	*counted = true;
-	/* 'a 4' for a later slots=, as 'a:4' is named. */
-	*host = hl_asprintf("'%.*s %s'", (int)strlen(was) - 2, was + 1, *tok);
-	free(was);
-	if (*host == NULL)
-		return hl_fail(cause, HL_ENOMEM, "out of memory");
-	*tok = strtok_r(NULL, " \t\r\n", save);
-	if (*tok != NULL && strchr(*tok, '=') == NULL &&
-	    strchr(*tok, '@') != NULL) {
-		*tok = strtok_r(NULL, " \t\r\n", save);
-		if (*tok != NULL && strchr(*tok, '=') == NULL)
-			*tok = strtok_r(NULL, " \t\r\n", save);
-	}
-	return HL_OK;
-}
-
-static int hostfile_line(char *line, const char *path, int lineno,
-			 struct hl_hostlist *out, char **cause)
-{
-	struct hl_host h = {0};
-	char *save = NULL, *tok, *hash, *what, *where;
-	bool counted = false;
-	int rc;
-
-	hash = strchr(line, '#');
-	if (hash != NULL)
-		*hash = '\0';
-	tok = strtok_r(line, " \t\r\n", &save);
-	if (tok == NULL)
-		return HL_OK;
-	what = hl_asprintf("'%s'", tok);
-	where = hl_asprintf("%s:%d: ", path, lineno);
-	rc = what && where ? parse_entry(tok, strlen(tok), &h, &counted, where,
-					 what, cause)
-			   : hl_fail(cause, HL_ENOMEM, "out of memory");
-	h.line = lineno;
-	tok = strtok_r(NULL, " \t\r\n", &save);
-	if (rc == HL_OK && tok != NULL &&
-	    tok[strspn(tok, "0123456789")] == '\0')
-		rc = hostfile_count(&tok, &save, &h, &what, &counted, path,
-				    lineno, cause);
-	for (; rc == HL_OK && tok != NULL;
-	     tok = strtok_r(NULL, " \t\r\n", &save))
-		rc = hostfile_key(tok, &h, what, counted, path, lineno, out,
-				  cause);
-	free(what);
-	if (rc == HL_OK)
-		rc = hostlist_append(out, &h, where, cause);
-	free(where);
-	host_free_fields(&h);
-	return rc;
-}
-
-int hl_hosts_parse_file(const char *path, struct hl_hostlist *out, char **cause)
-{
-	FILE *f = hl_fopen_text(path);
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	int lineno = 0, rc = HL_OK;
-
-	if (f == NULL)
-		return hl_fail(cause, HL_EINVAL,
-			       "cannot read hostfile '%s': %s", path,
-			       strerror(errno));
-	while ((len = getline(&line, &cap, f)) >= 0) {
-		lineno++;
-		if (memchr(line, '\0', (size_t)len) != NULL) {
-			rc = hl_fail(cause, HL_EINVAL,
-				     "%s:%d: NUL byte in line", path, lineno);
-			break;
-		}
-		/* A byte-order mark, as an editor may start the file. */
-		rc = hostfile_line(
-			lineno == 1 && !strncmp(line, "\xef\xbb\xbf", 3)
-				? line + 3
-				: line,
-			path, lineno, out, cause);
-		if (rc != HL_OK)
-			break;
-	}
-	if (rc == HL_OK && ferror(f))
-		rc = hl_fail(cause, HL_EINVAL, "cannot read hostfile '%s': %s",
-			     path, strerror(errno));
-	if (rc == HL_OK && out->n == 0)
-		rc = hl_fail(cause, HL_EINVAL, "%s: no hosts in hostfile",
-			     path);
-	free(line);
-	fclose(f);
 	return rc;
 }
 
