@@ -198,13 +198,12 @@ void cmd_usage(void)
 				  : horovodrun_flags[i].why,
 			  NULL);
 	}
-	fputs("Exit status: the first failing worker's code (128+N for signal N),\n"
-	      "2 for bad usage, 125 if the job could not start (a host down, a key\n"
-	      "refused), 126/127 if the command cannot be executed / was not found;\n"
-	      "hvdrun check: 1 if a host is not usable, lacks the folder workers\n"
-	      "start in, a link failed (or is slow, with --fail-on-slow) or, with\n"
-	      "--nccl, a host's NCCL did not join.\n"
-	      "See hvdrun(1).\n",
+	fputs("Exit status: the first failing worker's code (128+N for signal N), 2 for\n"
+	      "bad usage, 125 if the job could not start (a host down, a key refused),\n"
+	      "126/127 if the command cannot be executed / was not found; hvdrun check:\n"
+	      "1 if a host is not usable, lacks the folder workers start in, a link\n"
+	      "failed (or is slow, with --fail-on-slow) or, with --nccl, a host's NCCL\n"
+	      "did not join. See hvdrun(1).\n",
 	      stdout);
 }
 

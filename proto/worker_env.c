@@ -104,6 +104,10 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 			  "more ranks than CPUs, one CPU each in turn; "
 			  "socket, numa: a package or NUMA node each, "
 			  "consecutive local ranks together"},
+	[WENV_REPORT_BINDINGS] = {"HVD_REPORT_BINDINGS", WENV_T_INT, false, 0,
+				  1, 0, NULL,
+				  "1: each worker says on its standard error "
+				  "which CPUs it may run on"},
 	[WENV_HIERARCHICAL_ALLGATHER] = {"HOROVOD_HIERARCHICAL_ALLGATHER",
 					 WENV_T_INT, false, 0, 1, 1, NULL,
 					 "0: the CPU allgather across hosts is "

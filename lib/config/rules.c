@@ -77,6 +77,11 @@ static int check_horovod(const struct hl_opts *o, char **cause)
 			       "it out",
 			       hl_opt_said(o, HL_K_MPI_THREADS_DISABLE),
 			       hl_opt_said(o, HL_K_MPI));
+	if (o->v[HL_K_BINDING_ARGS].set && o->v[HL_K_BIND_TO].set)
+		return hl_fail(cause, HL_EINVAL,
+			       "%s and %s both bind mpirun's workers: give one",
+			       hl_opt_said(o, HL_K_BIND_TO),
+			       hl_opt_said(o, HL_K_BINDING_ARGS));
 	if (o->v[HL_K_BINDING_ARGS].set && !o->v[HL_K_MPI].b)
 		return hl_fail(cause, HL_EINVAL,
 			       "--binding-args is for mpirun (--mpi); hvdrun's "

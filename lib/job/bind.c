@@ -35,8 +35,9 @@ static long number(const char *s)
 }
 
 /* HVD_BIND_TO as hvdrun's choices spell it (hvdrun exports it as typed,
- * in any case); unset or none of them: the default, core. */
-static enum hl_bind_mode mode_of(char *const *envp)
+ * in any case); unset or none of them: the default, core. *said: its
+ * name, as the choices spell it. */
+static enum hl_bind_mode mode_of(char *const *envp, const char **said)
 {
 	static const struct {
 		const char *name;
@@ -53,7 +54,7 @@ static enum hl_bind_mode mode_of(char *const *envp)
 
 	if (!wenv_parse(WENV_BIND_TO, env_get(envp, w->name), &i))
 		i = w->def;
-	name = w->choices[(size_t)i];
+	*said = name = w->choices[(size_t)i];
 	for (k = 0; k < sizeof(modes) / sizeof(modes[0]); k++)
 		if (strcmp(modes[k].name, name) == 0)
 			return modes[k].mode;
@@ -267,28 +268,100 @@ bool hl_bind_share(const struct hl_cpu *c, int n, long lr, long ls,
 	return true;
 }
 
+/* Append set's CPUs as a list, "0-23,48-71", to p (room for end - p
+ * bytes); the end. */
+static char *put_cpus(char *p, char *end, const cpu_set_t *set)
+{
+	int i, lo = -1;
+	bool first = true;
+
+	for (i = 0; i <= CPU_SETSIZE && end - p > 32; i++) {
+		bool in = i < CPU_SETSIZE && CPU_ISSET(i, set);
+
+		if (in && lo < 0)
+			lo = i;
+		if (in || lo < 0)
+			continue;
+		if (!first)
+			*p++ = ',';
+		first = false;
+		p = put_number(p, lo);
+		if (i - 1 > lo) {
+			*p++ = '-';
+			p = put_number(p, i - 1);
+		}
+		lo = -1;
+	}
+	if (i <= CPU_SETSIZE)
+		p = put_text(p, ",...");
+	return p;
+}
+
+/* --report-bindings: one line on standard error, "hvdrun: rank 3 on node1
+ * (local rank 1 of 2): bound to CPUs 24-47,72-95 (core)", or "not bound,
+ * CPUs ... (why)". write() alone: this runs between fork and exec. */
+static void report(char *const *envp, const char *mode, const char *why)
+{
+	const char *host = env_get(envp, "HOROVOD_HOSTNAME");
+	const char *rank = env_get(envp, "HOROVOD_RANK");
+	const char *lr = env_get(envp, "HOROVOD_LOCAL_RANK");
+	const char *ls = env_get(envp, "HOROVOD_LOCAL_SIZE");
+	char line[8192], *p = line, *end = line + sizeof(line);
+	cpu_set_t now;
+
+	if (sched_getaffinity(0, sizeof(now), &now) != 0)
+		CPU_ZERO(&now);
+	if (host == NULL || strlen(host) > 256)
+		host = "?";
+	p = put_text(p, "hvdrun: rank ");
+	p = put_text(p, rank != NULL && strlen(rank) < 16 ? rank : "?");
+	p = put_text(put_text(p, " on "), host);
+	p = put_text(p, " (local rank ");
+	p = put_text(p, lr != NULL && strlen(lr) < 16 ? lr : "?");
+	p = put_text(p, " of ");
+	p = put_text(p, ls != NULL && strlen(ls) < 16 ? ls : "?");
+	p = put_text(p,
+		     why == NULL ? "): bound to CPUs " : "): not bound, CPUs ");
+	p = put_cpus(p, end - 64, &now);
+	p = put_text(put_text(p, " ("), why == NULL ? mode : why);
+	p = put_text(p, ")\n");
+	if (write(2, line, (size_t)(p - line)) < 0)
+		return; /* nowhere to say it */
+}
+
 void hl_bind_worker(char *const *envp)
 {
-	enum hl_bind_mode m = mode_of(envp);
+	const char *said;
+	enum hl_bind_mode m = mode_of(envp, &said);
 	const char *root = env_get(envp, "HVD_SYSFS_ROOT");
+	const char *told = env_get(envp, "HVD_REPORT_BINDINGS");
 	long lr = number(env_get(envp, "HOROVOD_LOCAL_RANK"));
 	long ls = number(env_get(envp, "HOROVOD_LOCAL_SIZE"));
 	struct hl_cpu c[CPU_SETSIZE];
 	cpu_set_t allowed, mine;
+	const char *why = NULL;
 	int n = 0, i;
 
-	if (m == HL_BIND_NONE || lr < 0 || ls <= 0 || lr >= ls)
-		return;
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
-		return;
-	if (root == NULL || root[0] == '\0')
-		root = "/sys";
-	for (i = 0; i < CPU_SETSIZE; i++)
-		if (CPU_ISSET(i, &allowed))
-			c[n++].cpu = i;
-	/* Not read where nothing is shared out by it. */
-	if (ls <= n || m == HL_BIND_SOCKET || m == HL_BIND_NUMA)
-		read_topology(root, c, n, m);
-	if (hl_bind_share(c, n, lr, ls, m, &mine))
-		sched_setaffinity(0, sizeof(mine), &mine);
+	if (m == HL_BIND_NONE)
+		why = "--bind-to none";
+	else if (lr < 0 || ls <= 0 || lr >= ls)
+		why = "no local rank";
+	else if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		why = "its CPUs unknown";
+	if (why == NULL) {
+		if (root == NULL || root[0] == '\0')
+			root = "/sys";
+		for (i = 0; i < CPU_SETSIZE; i++)
+			if (CPU_ISSET(i, &allowed))
+				c[n++].cpu = i;
+		/* Not read where nothing is shared out by it. */
+		if (ls <= n || m == HL_BIND_SOCKET || m == HL_BIND_NUMA)
+			read_topology(root, c, n, m);
+		if (!hl_bind_share(c, n, lr, ls, m, &mine))
+			why = "more local ranks than CPUs";
+		else if (sched_setaffinity(0, sizeof(mine), &mine) != 0)
+			why = "the kernel refused";
+	}
+	if (told != NULL && strcmp(told, "1") == 0)
+		report(envp, said, why);
 }

@@ -1,6 +1,7 @@
 /* mpirun.c: see mpirun.h. */
 #include "launch/mpirun.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,21 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 	if (rc == HL_OK && o->v[HL_K_BINDING_ARGS].set)
 		rc = words(out, "binding-args", o->v[HL_K_BINDING_ARGS].s,
 			   cause);
+	/* hvdrun's binding options, in mpirun's words: under mpirun they
+	 * bind nothing of hvdrun's (rules.c refuses them beside
+	 * --binding-args). */
+	if (rc == HL_OK && o->v[HL_K_BIND_TO].set) {
+		char policy[32];
+
+		for (i = 0; i + 1 < sizeof(policy) && o->v[HL_K_BIND_TO].s[i];
+		     i++)
+			policy[i] = (char)tolower(
+				(unsigned char)o->v[HL_K_BIND_TO].s[i]);
+		policy[i] = '\0';
+		rc = push2(out, "--bind-to", policy);
+	}
+	if (rc == HL_OK && o->v[HL_K_REPORT_BINDINGS].b)
+		rc = hl_strvec_push(out, "--report-bindings");
 	if (rc == HL_OK && o->v[HL_K_MPI_ARGS].set)
 		rc = words(out, "mpi-args", o->v[HL_K_MPI_ARGS].s, cause);
 	for (i = 0; command[i] != NULL && rc == HL_OK; i++)

@@ -426,6 +426,26 @@ two_packages() {
 	[[ $output == "[0]<stdout>:0 "* ]]
 }
 
+@test "--report-bindings: each worker says which CPUs it runs on, bound or not and why" {
+	local -a list
+	local sys cpus
+	two_packages
+	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" -np 2 --report-bindings true
+	assert_success
+	assert_line "[0]<stderr>:hvdrun: rank 0 on localhost (local rank 0 of 2): bound to CPUs ${list[1]} (core)"
+	assert_line "[1]<stderr>:hvdrun: rank 1 on localhost (local rank 1 of 2): bound to CPUs ${list[0]} (core)"
+	printf '[job]\nreport_bindings = true\nbind_to = Socket\n' >"$BATS_TEST_TMPDIR/job.ini"
+	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" -np 3 true
+	assert_line "[2]<stderr>:hvdrun: rank 2 on localhost (local rank 2 of 3): bound to CPUs ${list[0]} (socket)"
+	run taskset -c "${list[0]}" "$HVDRUN" -np 2 --report-bindings true
+	assert_line "[1]<stderr>:hvdrun: rank 1 on localhost (local rank 1 of 2): not bound, CPUs ${list[0]} (more local ranks than CPUs)"
+	run taskset -c "${list[0]}" "$HVDRUN" -np 1 --report-bindings --bind-to none true
+	assert_output "[0]<stderr>:hvdrun: rank 0 on localhost (local rank 0 of 1): not bound, CPUs ${list[0]} (--bind-to none)"
+	# Without it, nothing is said.
+	run "$HVDRUN" -np 1 true
+	assert_output ""
+}
+
 @test "--bind-to core:overload-allowed binds a host with more ranks than CPUs too: local rank r on CPU r modulo the CPUs, one each" {
 	local n r cpus='grep Cpus_allowed_list /proc/self/status | cut -f2'
 	local -a list

@@ -158,6 +158,15 @@ setup() {
 	# NCCL's interface, as hvdrun's own workers get it, unless -x sets it.
 	run "$HVDRUN" --mpi -np 1 --network-interface lo -x NCCL_SOCKET_IFNAME=eth9 sh -c 'echo "$NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"'
 	assert_output "[1,0]<stdout>:eth9 lo"
+	# --bind-to and --report-bindings in mpirun's words; mpirun reports.
+	run "$HVDRUN" --mpi -np 1 --bind-to NONE --report-bindings --dry-run true
+	[[ "${lines[1]}" == *" --bind-to none --report-bindings true" ]]
+	run "$HVDRUN" --mpi -np 1 --bind-to core --report-bindings true
+	assert_success
+	assert_line --partial "MCW rank 0 bound to"
+	run "$HVDRUN" --mpi -np 1 --bind-to socket --binding-args "-bind-to core" true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --bind-to socket and --binding-args -bind-to core both bind mpirun's workers: give one"
 }
 
 @test "hvdrun --mpi: output as horovodrun's --mpi gives it: each line tagged by mpirun, timestamps with --prefix-output-with-timestamp, --output-filename to mpirun's own layout" {
