@@ -321,7 +321,7 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DHVD_VERSION='"$(VERSION)"' -g -O1 -fno-o
                -fsanitize=fuzzer-no-link,address,undefined \
                -fno-sanitize-recover=undefined
 FUZZ_INC    := -Ilib -Icmd -Icore/include -Icore -I. -Itests/fuzz
-FUZZ_LIB    := hostlist hostfile config yaml slurm records agent probe rendezvous
+FUZZ_LIB    := hostlist hostfile config yaml slurm batch records agent probe rendezvous
 FUZZ_BIN    := $(addprefix $(B)/fuzz/,$(FUZZ_LIB) options control)
 FUZZ_SECONDS ?= 600
 fobj = $(patsubst %.c,$(B)/fuzz/obj/%.o,$(1))
