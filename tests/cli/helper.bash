@@ -35,9 +35,10 @@ hvdrun_says() {
 	esac
 }
 
-# Tests run as if outside any Slurm allocation (hvdrun reads SLURM_*);
-# those that test it set their own.
-for v in $(compgen -e | grep '^SLURM_'); do unset "$v"; done
+# Tests run as if outside any batch job (hvdrun reads SLURM_*, PBS's,
+# Grid Engine's and LSF's variables); those that test one set their own.
+for v in $(compgen -e | grep -E '^(SLURM_|PBS_|LSB_)'); do unset "$v"; done
+unset JOB_ID PE_HOSTFILE
 
 # Every worker script records its pid (and its children's) here.
 setup() {
