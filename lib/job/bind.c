@@ -1,7 +1,6 @@
 /* bind.c: see bind.h. */
 #include "job/bind.h"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,144 +58,6 @@ static enum hl_bind_mode mode_of(char *const *envp, const char **said)
 		if (strcmp(modes[k].name, name) == 0)
 			return modes[k].mode;
 	return HL_BIND_CORE;
-}
-
-/* Append s (without its NUL) to p; the end. */
-static char *put_text(char *p, const char *s)
-{
-	while (*s != '\0')
-		*p++ = *s++;
-	return p;
-}
-
-/* Append the decimal v to p; the end. */
-static char *put_number(char *p, long v)
-{
-	char digits[24];
-	int n = 0;
-
-	do {
-		digits[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v > 0);
-	while (n > 0)
-		*p++ = digits[--n];
-	return p;
-}
-
-/* Read ROOT/dir<N>/leaf (dir: "devices/system/cpu/cpu") into buf
- * (NUL-terminated); its length, or -1. No allocation: this runs between
- * fork and exec. */
-static long read_sys(const char *root, const char *dir, long n,
-		     const char *leaf, char *buf, size_t cap)
-{
-	char path[512], *p = path;
-	size_t rl = strlen(root), dl = strlen(dir), ll = strlen(leaf);
-	ssize_t got, all = 0;
-	int fd;
-
-	if (rl + dl + ll + 28 >= sizeof(path))
-		return -1;
-	p = put_text(p, root);
-	*p++ = '/';
-	p = put_number(put_text(p, dir), n);
-	*p++ = '/';
-	*put_text(p, leaf) = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	while ((size_t)all < cap - 1 &&
-	       (got = read(fd, buf + all, cap - 1 - (size_t)all)) > 0)
-		all += got;
-	close(fd);
-	buf[all] = '\0';
-	return all > 0 ? (long)all : -1;
-}
-
-/* The number at *s, moving past it; -1 if none. */
-static long take_number(const char **s)
-{
-	long v = 0;
-
-	if (**s < '0' || **s > '9')
-		return -1;
-	for (; **s >= '0' && **s <= '9'; (*s)++)
-		if ((v = v * 10 + (**s - '0')) > 1L << 30)
-			return -1;
-	return v;
-}
-
-/* The first number of CPU cpu's topology file leaf ("0,48" or "0-1":
- * 0), or -1. */
-static long topology_number(const char *root, int cpu, const char *leaf)
-{
-	char buf[64];
-	const char *s = buf;
-
-	if (read_sys(root, "devices/system/cpu/cpu", cpu, leaf, buf,
-		     sizeof(buf)) < 0)
-		return -1;
-	return take_number(&s);
-}
-
-/* c[i].node for the CPUs in NUMA node k's cpulist ("0-23,48-71"); at[]
- * maps a CPU number to its index in c, or -1. Whether the node exists. */
-static bool node_cpus(const char *root, long k, struct hl_cpu *c, const int *at)
-{
-	char buf[8192];
-	const char *s = buf;
-	long lo, hi, x;
-
-	if (read_sys(root, "devices/system/node/node", k, "cpulist", buf,
-		     sizeof(buf)) < 0)
-		return false;
-	while ((lo = take_number(&s)) >= 0) {
-		hi = lo;
-		if (*s == '-') {
-			s++;
-			if ((hi = take_number(&s)) < lo)
-				break;
-		}
-		for (x = lo; x <= hi && x < CPU_SETSIZE; x++)
-			if (at[x] >= 0)
-				c[at[x]].node = (int)k;
-		if (*s != ',')
-			break;
-		s++;
-	}
-	return true;
-}
-
-/* The topology of c[0..n) that mode m uses. */
-static void read_topology(const char *root, struct hl_cpu *c, int n,
-			  enum hl_bind_mode m)
-{
-	int at[CPU_SETSIZE], i;
-	long v, k, misses;
-
-	for (i = 0; i < n; i++) {
-		v = topology_number(root, c[i].cpu,
-				    "topology/physical_package_id");
-		c[i].pkg = v >= 0 ? (int)v : 0;
-		v = m == HL_BIND_CORE || m == HL_BIND_OVERLOAD
-			    ? topology_number(root, c[i].cpu,
-					      "topology/thread_siblings_list")
-			    : -1;
-		c[i].core = v >= 0 ? (int)v : c[i].cpu;
-		c[i].node = -1;
-	}
-	if (m != HL_BIND_NUMA)
-		return;
-	for (i = 0; i < CPU_SETSIZE; i++)
-		at[i] = -1;
-	for (i = 0; i < n; i++)
-		at[c[i].cpu] = i;
-	/* Node numbers may have gaps: look on a while past the last. */
-	for (k = 0, misses = 0; k < CPU_SETSIZE && misses < 64; k++)
-		misses = node_cpus(root, k, c, at) ? 0 : misses + 1;
-	for (i = 0; i < n; i++) /* no node: its package's */
-		if (c[i].node < 0)
-			c[i].node = CPU_SETSIZE + c[i].pkg;
 }
 
 /* Whether c[a] comes before c[b] under mode m: by package and core, or by
@@ -270,7 +131,7 @@ bool hl_bind_share(const struct hl_cpu *c, int n, long lr, long ls,
 
 /* Append set's CPUs as a list, "0-23,48-71", to p (room for end - p
  * bytes); the end. */
-static char *put_cpus(char *p, char *end, const cpu_set_t *set)
+static char *put_cpus(char *p, const char *end, const cpu_set_t *set)
 {
 	int i, lo = -1;
 	bool first = true;
@@ -285,15 +146,15 @@ static char *put_cpus(char *p, char *end, const cpu_set_t *set)
 		if (!first)
 			*p++ = ',';
 		first = false;
-		p = put_number(p, lo);
+		p = hl_put_number(p, lo);
 		if (i - 1 > lo) {
 			*p++ = '-';
-			p = put_number(p, i - 1);
+			p = hl_put_number(p, i - 1);
 		}
 		lo = -1;
 	}
 	if (i <= CPU_SETSIZE)
-		p = put_text(p, ",...");
+		p = hl_put_text(p, ",...");
 	return p;
 }
 
@@ -313,18 +174,18 @@ static void report(char *const *envp, const char *mode, const char *why)
 		CPU_ZERO(&now);
 	if (host == NULL || strlen(host) > 256)
 		host = "?";
-	p = put_text(p, "hvdrun: rank ");
-	p = put_text(p, rank != NULL && strlen(rank) < 16 ? rank : "?");
-	p = put_text(put_text(p, " on "), host);
-	p = put_text(p, " (local rank ");
-	p = put_text(p, lr != NULL && strlen(lr) < 16 ? lr : "?");
-	p = put_text(p, " of ");
-	p = put_text(p, ls != NULL && strlen(ls) < 16 ? ls : "?");
-	p = put_text(p,
-		     why == NULL ? "): bound to CPUs " : "): not bound, CPUs ");
+	p = hl_put_text(p, "hvdrun: rank ");
+	p = hl_put_text(p, rank != NULL && strlen(rank) < 16 ? rank : "?");
+	p = hl_put_text(hl_put_text(p, " on "), host);
+	p = hl_put_text(p, " (local rank ");
+	p = hl_put_text(p, lr != NULL && strlen(lr) < 16 ? lr : "?");
+	p = hl_put_text(p, " of ");
+	p = hl_put_text(p, ls != NULL && strlen(ls) < 16 ? ls : "?");
+	p = hl_put_text(p, why == NULL ? "): bound to CPUs "
+				       : "): not bound, CPUs ");
 	p = put_cpus(p, end - 64, &now);
-	p = put_text(put_text(p, " ("), why == NULL ? mode : why);
-	p = put_text(p, ")\n");
+	p = hl_put_text(hl_put_text(p, " ("), why == NULL ? mode : why);
+	p = hl_put_text(p, ")\n");
 	if (write(2, line, (size_t)(p - line)) < 0)
 		return; /* nowhere to say it */
 }
@@ -333,30 +194,26 @@ void hl_bind_worker(char *const *envp)
 {
 	const char *said;
 	enum hl_bind_mode m = mode_of(envp, &said);
-	const char *root = env_get(envp, "HVD_SYSFS_ROOT");
 	const char *told = env_get(envp, "HVD_REPORT_BINDINGS");
 	long lr = number(env_get(envp, "HOROVOD_LOCAL_RANK"));
 	long ls = number(env_get(envp, "HOROVOD_LOCAL_SIZE"));
 	struct hl_cpu c[CPU_SETSIZE];
-	cpu_set_t allowed, mine;
+	cpu_set_t mine;
 	const char *why = NULL;
-	int n = 0, i;
+	bool cores = m == HL_BIND_CORE || m == HL_BIND_OVERLOAD;
+	int n = -1;
 
 	if (m == HL_BIND_NONE)
 		why = "--bind-to none";
 	else if (lr < 0 || ls <= 0 || lr >= ls)
 		why = "no local rank";
-	else if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+	else if ((n = hl_cpus_allowed(c)) < 0)
 		why = "its CPUs unknown";
 	if (why == NULL) {
-		if (root == NULL || root[0] == '\0')
-			root = "/sys";
-		for (i = 0; i < CPU_SETSIZE; i++)
-			if (CPU_ISSET(i, &allowed))
-				c[n++].cpu = i;
 		/* Not read where nothing is shared out by it. */
-		if (ls <= n || m == HL_BIND_SOCKET || m == HL_BIND_NUMA)
-			read_topology(root, c, n, m);
+		if (ls <= n || !cores)
+			hl_topology_read(env_get(envp, "HVD_SYSFS_ROOT"), c, n,
+					 cores, m == HL_BIND_NUMA);
 		if (!hl_bind_share(c, n, lr, ls, m, &mine))
 			why = "more local ranks than CPUs";
 		else if (sched_setaffinity(0, sizeof(mine), &mine) != 0)

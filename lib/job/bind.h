@@ -31,18 +31,14 @@
 #include <sched.h>
 #include <stdbool.h>
 
+#include "util/topology.h"
+
 enum hl_bind_mode {
 	HL_BIND_NONE,
 	HL_BIND_CORE,
 	HL_BIND_OVERLOAD, /* core:overload-allowed */
 	HL_BIND_SOCKET,
 	HL_BIND_NUMA,
-};
-
-/* One CPU the launcher may use: its number, package, core (the lowest
- * CPU of the core's hardware threads) and NUMA node. */
-struct hl_cpu {
-	int cpu, pkg, core, node;
 };
 
 /* In the child between fork and exec: reads HVD_BIND_TO,

@@ -1,0 +1,36 @@
+/* util/topology.h: this host's CPU topology as sysfs gives it, read
+ * without allocating (between fork and exec: job/bind.c's binding) and
+ * so also by the network check's probe: each CPU's package
+ * (/sys/devices/system/cpu/cpuN/topology/physical_package_id), core (the
+ * first of its topology/thread_siblings_list) and NUMA node
+ * (/sys/devices/system/node/nodeK/cpulist). root names the folder read for
+ * /sys (NULL or "": /sys), as hwloc's HWLOC_FSROOT. A CPU whose topology
+ * cannot be read is a core of its own, in package 0, in its package's
+ * NUMA node. */
+#ifndef HL_TOPOLOGY_H
+#define HL_TOPOLOGY_H
+
+#include <sched.h>
+#include <stdbool.h>
+
+/* One CPU: its number, package, core (the lowest CPU of the core's
+ * hardware threads) and NUMA node (CPU_SETSIZE + package where it has
+ * none). */
+struct hl_cpu {
+	int cpu, pkg, core, node;
+};
+
+/* The CPUs this process may run on, ascending, into c (CPU_SETSIZE of
+ * them), each a core of its own in package 0; their count, or -1. */
+int hl_cpus_allowed(struct hl_cpu *c);
+/* The packages of c[0..n), their cores (cores) and NUMA nodes (nodes),
+ * from sysfs under root. */
+void hl_topology_read(const char *root, struct hl_cpu *c, int n, bool cores,
+		      bool nodes);
+
+/* Append s (without its NUL), or the decimal v, to p; the end. For lines
+ * written between fork and exec. */
+char *hl_put_text(char *p, const char *s);
+char *hl_put_number(char *p, long v);
+
+#endif
