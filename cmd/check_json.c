@@ -206,6 +206,19 @@ static json_t *interfaces(const struct hl_netcheck *nc, size_t i)
 	return a;
 }
 
+/* A host's CPUs ('H'), or null where its probe did not say. */
+static json_t *cpus(const struct hl_nc_host *h)
+{
+	const struct hl_pm_cpus *c = &h->cpus;
+
+	if (!h->probed || c->cpus == 0)
+		return json_null();
+	return json_pack("{s:I,s:I,s:I,s:I}", "cpus", (json_int_t)c->cpus,
+			 "packages", (json_int_t)c->packages, "cores",
+			 (json_int_t)c->cores, "numa_nodes",
+			 (json_int_t)c->nodes);
+}
+
 static json_t *hosts(const struct hl_netcheck *nc)
 {
 	json_t *a = json_array();
@@ -217,7 +230,7 @@ static json_t *hosts(const struct hl_netcheck *nc)
 		if (!check_jpush(
 			    a,
 			    json_pack("{s:o,s:i,s:b,s:o?,s:{s:b,s:b,s:f},s:o?,"
-				      "s:o?,s:o?,s:o,s:o,s:o,s:o,s:o}",
+				      "s:o?,s:o?,s:o,s:o,s:o,s:o,s:o,s:o}",
 				      "host", check_jtext(h->host->name),
 				      "slots", h->host->slots, "usable",
 				      h->usable, "error", check_jtext(h->error),
@@ -233,8 +246,8 @@ static json_t *hosts(const struct hl_netcheck *nc)
 				      "interfaces", interfaces(nc, i),
 				      "selected", check_jstrings(&h->selected),
 				      "links", host_links(h), "gpus",
-				      h->probed ? gpus(h) : json_null(),
-				      "workers_folder_ok",
+				      h->probed ? gpus(h) : json_null(), "cpus",
+				      cpus(h), "workers_folder_ok",
 				      h->folder ? json_boolean(h->folder[0] ==
 							       '\0')
 						: json_null()))) {
@@ -370,6 +383,8 @@ static const char *kind_name(enum hl_nc_finding_kind k)
 		return "gpu_slots";
 	case HL_NCF_FOLDER:
 		return "workers_folder";
+	case HL_NCF_CPU_SLOTS:
+		return "cpu_slots";
 	case HL_NCF_NO_PEER:
 	default:
 		return "gpu_no_peer";

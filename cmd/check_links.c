@@ -196,6 +196,7 @@ void check_print_findings(const struct hl_netcheck *nc, bool many)
 		[HL_NCF_GPU_SLOTS] = "GPU slots",
 		[HL_NCF_NCCL] = "NCCL",
 		[HL_NCF_FOLDER] = "workers' folder",
+		[HL_NCF_CPU_SLOTS] = "CPU slots",
 	};
 	size_t i;
 

@@ -296,27 +296,52 @@ static void print_reachability(const struct hl_netcheck *nc, bool many, int w)
 		       none > 20 ? " (20 shown)" : "");
 }
 
-/* With many hosts, hosts whose GPU lines are the same are shown once. */
-static void print_gpu_section(const struct hl_netcheck *nc, bool many, int w)
+/* A host's CPUs: how many its workers may use, in how many packages,
+ * cores and NUMA nodes. */
+static void print_cpus(FILE *o, const struct hl_nc_host *h, const char *label,
+		       int w)
+{
+	const struct hl_pm_cpus *c = &h->cpus;
+
+	fprintf(o, "  %-*s  ", w, label);
+	if (c->cpus == 0) {
+		fprintf(o, "not said (an older hvdrun there)\n");
+		return;
+	}
+	fprintf(o, "%ld CPU%s: %ld package%s, %ld core%s", c->cpus,
+		c->cpus == 1 ? "" : "s", c->packages,
+		c->packages == 1 ? "" : "s", c->cores,
+		c->cores == 1 ? "" : "s");
+	if (c->cpus > c->cores)
+		fprintf(o, " (%ld threads a core)",
+			(c->cpus + c->cores - 1) / c->cores);
+	fprintf(o, ", %ld NUMA node%s\n", c->nodes, c->nodes == 1 ? "" : "s");
+}
+
+/* With many hosts, hosts whose lines are the same are shown once. */
+static void print_section(const struct hl_netcheck *nc, bool many, int w,
+			  const char *title,
+			  void (*print)(FILE *o, const struct hl_nc_host *h,
+					const char *label, int w))
 {
 	char **text = calloc(nc->n ? nc->n : 1, sizeof(*text));
 	bool *pick = calloc(nc->n ? nc->n : 1, sizeof(*pick));
 	size_t i, j, len;
 
-	printf("\nGPUS\n");
+	printf("\n%s\n", title);
 	for (i = 0; text != NULL && pick != NULL && i < nc->n; i++) {
 		FILE *o;
 
 		if (!nc->h[i].probed)
 			continue;
 		if (!many) {
-			print_gpus(stdout, &nc->h[i], check_name(nc, i), w);
+			print(stdout, &nc->h[i], check_name(nc, i), w);
 			continue;
 		}
 		o = open_memstream(&text[i], &len);
 		if (o == NULL)
 			continue;
-		print_gpus(o, &nc->h[i], "", 0);
+		print(o, &nc->h[i], "", 0);
 		fclose(o);
 	}
 	for (i = 0; many && text != NULL && pick != NULL && i < nc->n; i++) {
@@ -352,7 +377,8 @@ void check_print_table(const struct hl_netcheck *nc,
 	print_ssh(nc, many, w);
 	print_interfaces(nc, many, w);
 	print_reachability(nc, many, w);
-	print_gpu_section(nc, many, w);
+	print_section(nc, many, w, "GPUS", print_gpus);
+	print_section(nc, many, w, "CPUS", print_cpus);
 	putchar('\n');
 	for (i = 0; i < nc->n; i++)
 		if (nc->h[i].error != NULL && nc->h[i].probed)

@@ -226,6 +226,22 @@ int hl_nc_judge(struct hl_netcheck *nc)
 	for (i = 0; i < nc->n && rc == HL_OK; i++)
 		if (nc->h[i].probed)
 			rc = judge_gpus(nc, i);
+	/* More workers than CPUs there: --bind-to core binds none. */
+	for (i = 0; i < nc->n && rc == HL_OK; i++)
+		if (nc->h[i].probed && nc->h[i].cpus.cpus > 0 &&
+		    nc->h[i].host->slots > nc->h[i].cpus.cpus)
+			rc = hl_nc_add_finding(
+				nc, HL_NCF_CPU_SLOTS, i, SIZE_MAX, NULL,
+				hl_asprintf(
+					"%s: %d slots but %ld CPU%s that its "
+					"workers may use: --bind-to core binds "
+					"none of them, and they share the CPUs; "
+					"give it at most %ld slot%s",
+					name(nc, i), nc->h[i].host->slots,
+					nc->h[i].cpus.cpus,
+					nc->h[i].cpus.cpus == 1 ? "" : "s",
+					nc->h[i].cpus.cpus,
+					nc->h[i].cpus.cpus == 1 ? "" : "s"));
 	/* A job's workers would fail to start there. */
 	for (i = 0; i < nc->n && rc == HL_OK; i++)
 		if (nc->h[i].folder != NULL && nc->h[i].folder[0] != '\0')

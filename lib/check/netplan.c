@@ -69,6 +69,10 @@ void hl_nc_take_description(struct hl_nc_host *h, char type, const char *data,
 		a->loopback = i.loopback;
 		a->candidate = false;
 		return;
+	case 'H':
+		if (hl_pm_cpus(data, len, &h->cpus) != HL_OK)
+			memset(&h->cpus, 0, sizeof(h->cpus));
+		return;
 	case 'U':
 		s = hl_strndup(data, len);
 		if (s != NULL)

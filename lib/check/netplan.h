@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "check/probe_msg.h"
 #include "config/hosts.h"
 #include "util/util.h"
 
@@ -59,6 +60,7 @@ enum hl_nc_finding_kind {
 	HL_NCF_GPU_SLOTS,   /* a host with more slots than GPUs */
 	HL_NCF_NCCL,	    /* --nccl: a host whose NCCL did not join */
 	HL_NCF_FOLDER,	    /* a host without the folder workers start in */
+	HL_NCF_CPU_SLOTS,   /* a host with more slots than CPUs */
 };
 
 struct hl_nc_finding {
@@ -85,6 +87,7 @@ struct hl_nc_host {
 	struct hl_nc_addr *addrs;
 	size_t naddrs;
 	struct hl_strvec gpu;	   /* the probe's GPU facts, "key\tvalue..." */
+	struct hl_pm_cpus cpus;	   /* its CPUs ('H'); cpus 0: not said */
 	struct hl_strvec ifaces;   /* candidate interfaces, in order */
 	struct hl_strvec selected; /* those every other host reached */
 	bool usable;

@@ -22,6 +22,7 @@
 
 #include "proto/ifaces.h"
 #include "check/gpucheck.h"
+#include "util/topology.h"
 #include "check/ifstats.h"
 #include "check/linkrate.h"
 #include "check/probe_msg.h"
@@ -109,6 +110,21 @@ static void describe_gpus(struct hl_buf *b)
 	hl_gpu_probe(&g);
 	hl_pm_put_gpuinfo(b, &g);
 	hl_gpu_close(&g);
+}
+
+/* The CPUs a worker may use here ('H'), where this probe may use them. */
+static void describe_cpus(struct hl_buf *b)
+{
+	struct hl_cpu c[CPU_SETSIZE];
+	struct hl_pm_cpus f;
+	int n = hl_cpus_allowed(c);
+
+	if (n <= 0)
+		return;
+	hl_topology_read(getenv("HVD_SYSFS_ROOT"), c, n, true, true);
+	f.cpus = n;
+	hl_topology_count(c, n, &f.packages, &f.cores, &f.nodes);
+	hl_pm_put_cpus(b, &f);
 }
 
 static int flush_out(struct probe *p)
@@ -436,6 +452,7 @@ int hl_probe_run(char **cause)
 	describe_interfaces(&p, &p.out);
 	hl_ifstats_put(&p.out);
 	describe_gpus(&p.out);
+	describe_cpus(&p.out);
 	hl_pm_put_text(&p.out, 'R', NULL);
 	if (flush_out(&p) != 0)
 		return hl_fail(cause, HL_ESYS, "cannot write to hvdrun: %s",

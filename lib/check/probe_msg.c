@@ -201,6 +201,34 @@ int hl_pm_link(const char *d, size_t n, struct hl_pm_link *l)
 	return rc;
 }
 
+int hl_pm_put_cpus(struct hl_buf *b, const struct hl_pm_cpus *c)
+{
+	char v[4][24];
+	const char *f[] = {v[0], v[1], v[2], v[3]};
+
+	snprintf(v[0], sizeof(v[0]), "%ld", c->cpus);
+	snprintf(v[1], sizeof(v[1]), "%ld", c->packages);
+	snprintf(v[2], sizeof(v[2]), "%ld", c->cores);
+	snprintf(v[3], sizeof(v[3]), "%ld", c->nodes);
+	return hl_pmf_put(b, 'H', f, 4);
+}
+
+int hl_pm_cpus(const char *d, size_t n, struct hl_pm_cpus *c)
+{
+	char *buf, *f[4];
+	int rc = HL_EPROTO;
+
+	/* Each at least one, none more than the CPUs, a kernel's most. */
+	if (hl_pmf_split(d, n, &buf, f, 4) &&
+	    hl_parse_long(f[0], 1, 1L << 20, &c->cpus) &&
+	    hl_parse_long(f[1], 1, c->cpus, &c->packages) &&
+	    hl_parse_long(f[2], c->packages, c->cpus, &c->cores) &&
+	    hl_parse_long(f[3], 1, c->cpus, &c->nodes))
+		rc = HL_OK;
+	free(buf);
+	return rc;
+}
+
 int hl_pm_put_transfer(struct hl_buf *b, const struct hl_pm_transfer *t)
 {
 	char id[24], port[8], ms[16], bytes[24], to[16];

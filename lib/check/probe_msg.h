@@ -16,6 +16,10 @@
  *       pair A TAB B TAB LEVEL TAB NVLINK TAB PEER
  *   'Q' port                              the bandwidth sink's port
  *                                         (linkrate.h)
+ *   'H' cpus TAB packages TAB cores TAB numa_nodes
+ *                                         the CPUs a worker may use there,
+ *                                         and their packages, cores and
+ *                                         NUMA nodes (util/topology.h)
  *   'L' ifname TAB speed TAB rx_errors TAB tx_errors TAB rx_dropped
  *       TAB tx_dropped                    an interface's negotiated
  *                                         speed (Mb/s, -1: unknown) and
@@ -85,6 +89,12 @@ struct hl_pm_link {
 	unsigned long long rx_errors, tx_errors, rx_dropped, tx_dropped;
 };
 
+/* The CPUs of a host ('H'): how many a worker may use, and in how many
+ * packages, cores and NUMA nodes. */
+struct hl_pm_cpus {
+	long cpus, packages, cores, nodes;
+};
+
 /* A transfer to run ('X'). */
 struct hl_pm_transfer {
 	long id;
@@ -139,6 +149,8 @@ int hl_pm_put_result(struct hl_buf *b, const struct hl_pm_result *r);
 int hl_pm_result(const char *d, size_t n, struct hl_pm_result *r);
 int hl_pm_put_link(struct hl_buf *b, const struct hl_pm_link *l);
 int hl_pm_link(const char *d, size_t n, struct hl_pm_link *l);
+int hl_pm_put_cpus(struct hl_buf *b, const struct hl_pm_cpus *c);
+int hl_pm_cpus(const char *d, size_t n, struct hl_pm_cpus *c);
 int hl_pm_put_transfer(struct hl_buf *b, const struct hl_pm_transfer *t);
 int hl_pm_transfer(const char *d, size_t n, struct hl_pm_transfer *t);
 int hl_pm_put_rate(struct hl_buf *b, const struct hl_pm_rate *r);

@@ -160,3 +160,27 @@ int hl_cpus_allowed(struct hl_cpu *c)
 		}
 	return n;
 }
+
+void hl_topology_count(const struct hl_cpu *c, int n, long *packages,
+		       long *cores, long *nodes)
+{
+	int i, j;
+	bool pkg, core, node;
+
+	*packages = *cores = *nodes = 0;
+	for (i = 0; i < n; i++) {
+		pkg = core = node = true; /* the first of each so far */
+		for (j = 0; j < i; j++) {
+			if (c[j].pkg == c[i].pkg) {
+				pkg = false;
+				if (c[j].core == c[i].core)
+					core = false;
+			}
+			if (c[j].node == c[i].node)
+				node = false;
+		}
+		*packages += pkg;
+		*cores += core;
+		*nodes += node;
+	}
+}

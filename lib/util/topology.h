@@ -28,6 +28,10 @@ int hl_cpus_allowed(struct hl_cpu *c);
 void hl_topology_read(const char *root, struct hl_cpu *c, int n, bool cores,
 		      bool nodes);
 
+/* How many packages, cores and NUMA nodes c[0..n) are in. */
+void hl_topology_count(const struct hl_cpu *c, int n, long *packages,
+		       long *cores, long *nodes);
+
 /* Append s (without its NUL), or the decimal v, to p; the end. For lines
  * written between fork and exec. */
 char *hl_put_text(char *p, const char *s);

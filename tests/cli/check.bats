@@ -173,6 +173,39 @@ load helper
 	echo "$output" | jq -e '[.findings[] | select(.kind == "gpu_slots")] | length == 0'
 }
 
+# The probe reads the CPUs it may use and their topology from sysfs
+# (HVD_SYSFS_ROOT for another): a host with more slots than CPUs is a
+# finding, which fails nothing.
+@test "check: each host's CPUs, packages, cores and NUMA nodes; more slots than CPUs is a finding (cpu_slots)" {
+	local -a list
+	local c sys="$BATS_TEST_TMPDIR/sys"
+	mapfile -t list < <(/usr/bin/python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2], sep="\n")')
+	[ "${#list[@]}" -eq 2 ] || skip "one CPU: nothing to count"
+	# Two packages, one core of two threads, one NUMA node.
+	for c in 0 1; do
+		mkdir -p "$sys/devices/system/cpu/cpu${list[c]}/topology"
+		echo "$c" >"$sys/devices/system/cpu/cpu${list[c]}/topology/physical_package_id"
+		echo "${list[0]},${list[1]}" >"$sys/devices/system/cpu/cpu${list[c]}/topology/thread_siblings_list"
+	done
+	mkdir -p "$sys/devices/system/node/node0"
+	echo "${list[0]},${list[1]}" >"$sys/devices/system/node/node0/cpulist"
+	run --separate-stderr env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" check -H localhost:2
+	assert_success
+	assert_line "CPUS"
+	assert_line --regexp "^  localhost +2 CPUs: 2 packages, 2 cores, 1 NUMA node$"
+	refute_line "FINDINGS"
+	# One core of two threads, in one package.
+	echo 0 >"$sys/devices/system/cpu/cpu${list[1]}/topology/physical_package_id"
+	run --separate-stderr env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" check -H localhost:3 --json
+	assert_success
+	echo "$output" | jq -e '.ok and .hosts[0].cpus == {"cpus": 2, "packages": 1, "cores": 1, "numa_nodes": 1}'
+	echo "$output" | jq -e '[.findings[] | select(.kind == "cpu_slots")] | length == 1'
+	echo "$output" | jq -e '.findings[0].text == "localhost: 3 slots but 2 CPUs that its workers may use: --bind-to core binds none of them, and they share the CPUs; give it at most 2 slots"'
+	run --separate-stderr env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" check -H localhost:3
+	assert_line --regexp "^  localhost +2 CPUs: 1 package, 1 core \(2 threads a core\), 1 NUMA node$"
+	assert_line "  CPU slots: localhost: 3 slots but 2 CPUs that its workers may use: --bind-to core binds none of them, and they share the CPUs; give it at most 2 slots"
+}
+
 @test "check --nccl-timeout: checked like every option; the NCCL options are the check's" {
 	run "$HVDRUN" check --nccl --nccl-timeout 0
 	assert_failure 2

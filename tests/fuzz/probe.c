@@ -15,6 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct hl_pm_result r;
 	struct hl_pm_gpu g;
 	struct hl_pm_link l;
+	struct hl_pm_cpus cpus;
 	struct hl_pm_pcie pcie;
 	struct hl_gpu_pair pair;
 	struct hl_pm_transfer x;
@@ -51,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 6:
 		(void)hl_pm_link(d, n, &l);
+		(void)hl_pm_cpus(d, n, &cpus);
 		break;
 	default:
 		(void)hl_pm_transfer(d, n, &x);

@@ -117,6 +117,22 @@ static void test_socket_numa(void)
 	CHECK_STR(share(c, n, 199, 200, HL_BIND_SOCKET), "24-47,72-95");
 }
 
+/* The check's counts of a host's packages, cores and NUMA nodes. */
+static void test_count(void)
+{
+	struct hl_cpu c[96];
+	int n = host(2, 24, 2, 2, true, c);
+	long p, k, nodes;
+
+	hl_topology_count(c, n, &p, &k, &nodes);
+	CHECK(p == 2 && k == 48 && nodes == 4);
+	hl_topology_count(c, 1, &p, &k, &nodes);
+	CHECK(p == 1 && k == 1 && nodes == 1);
+	n = host(1, 8, 2, 1, false, c);
+	hl_topology_count(c, n, &p, &k, &nodes);
+	CHECK(p == 1 && k == 8 && nodes == 1);
+}
+
 /* No topology (each CPU a core of package 0): contiguous shares of the
  * CPUs allowed, the leftover unused. */
 static void test_no_topology(void)
@@ -139,6 +155,7 @@ int main(void)
 	RUN(test_threads_apart);
 	RUN(test_threads_side_by_side);
 	RUN(test_socket_numa);
+	RUN(test_count);
 	RUN(test_no_topology);
 	return tap_done();
 }
