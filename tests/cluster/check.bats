@@ -58,6 +58,9 @@ assert_no_probe() {
 	# docker0 of ns2 from ns1 is ns1's own docker0: not ns2's listener.
 	echo "$output" | jq -e '[.pairs[] | select(.interface == "docker0") | .ok] | all(. == false)'
 	echo "$output" | jq -e '.hosts[0].ssh.ok == true and .hosts[0].ssh.ms > 0'
+	# Each host's CPUs, as its probe (over SSH) found them: this
+	# machine's, which the rig's hosts share.
+	echo "$output" | jq -e --argjson n "$(nproc)" '[.hosts[].cpus.cpus] == [$n, $n, $n] and ([.hosts[].cpus.cores] | all(. >= 1))'
 }
 
 @test "check: each host is asked for the folder a job's workers start in (hvdrun's own, or --wdir's); one without it is a finding, exit 1" {
