@@ -13,7 +13,7 @@
 static const char *const log_levels[] = {"trace", "debug", "info", "warning",
 					 "error", "fatal", NULL};
 static const char *const bind_policies[] = {
-	"core", "none", "core:overload-allowed", "socket", "numa", NULL};
+	"core", "none", "core:overload-allowed", "socket", "numa", "gpu", NULL};
 static const char *const engines[] = {"mpi", "tcp", "gloo", NULL};
 
 #define MAX_RANKS (1 << 24)
@@ -103,7 +103,8 @@ const struct wenv_var wenv_vars[WENV_COUNT] = {
 			  "core:overload-allowed: also on a host with "
 			  "more ranks than CPUs, one CPU each in turn; "
 			  "socket, numa: a package or NUMA node each, "
-			  "consecutive local ranks together"},
+			  "consecutive local ranks together; gpu: the "
+			  "CPUs near the local rank's GPU"},
 	[WENV_REPORT_BINDINGS] = {"HVD_REPORT_BINDINGS", WENV_T_INT, false, 0,
 				  1, 0, NULL,
 				  "1: each worker says on its standard error "

@@ -3,6 +3,9 @@
  * that hvdrun takes only in part, the launcher and the discovery script),
  * each refused with the options named. */
 #include "config/rules.h"
+
+#include <strings.h>
+
 #include "util/util.h"
 
 int hl_rules_elastic_only(const struct hl_opts *o, enum hl_key k, char **cause)
@@ -77,16 +80,24 @@ static int check_horovod(const struct hl_opts *o, char **cause)
 			       "it out",
 			       hl_opt_said(o, HL_K_MPI_THREADS_DISABLE),
 			       hl_opt_said(o, HL_K_MPI));
+	if (o->v[HL_K_MPI].b && o->v[HL_K_BIND_TO].set &&
+	    strcasecmp(o->v[HL_K_BIND_TO].s, "gpu") == 0)
+		return hl_fail(cause, HL_EINVAL,
+			       "%s with %s: mpirun has no binding by GPU; "
+			       "give it --bind-to socket or numa",
+			       hl_opt_said(o, HL_K_BIND_TO),
+			       hl_opt_said(o, HL_K_MPI));
 	if (o->v[HL_K_BINDING_ARGS].set && o->v[HL_K_BIND_TO].set)
 		return hl_fail(cause, HL_EINVAL,
 			       "%s and %s both bind mpirun's workers: give one",
 			       hl_opt_said(o, HL_K_BIND_TO),
 			       hl_opt_said(o, HL_K_BINDING_ARGS));
 	if (o->v[HL_K_BINDING_ARGS].set && !o->v[HL_K_MPI].b)
-		return hl_fail(cause, HL_EINVAL,
-			       "--binding-args is for mpirun (--mpi); hvdrun's "
-			       "own workers are bound with --bind-to "
-			       "core|none|core:overload-allowed|socket|numa");
+		return hl_fail(
+			cause, HL_EINVAL,
+			"--binding-args is for mpirun (--mpi); hvdrun's "
+			"own workers are bound with --bind-to "
+			"core|none|core:overload-allowed|socket|numa|gpu");
 	return HL_OK;
 }
 

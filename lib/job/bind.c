@@ -45,7 +45,8 @@ static enum hl_bind_mode mode_of(char *const *envp, const char **said)
 		     {"core", HL_BIND_CORE},
 		     {"core:overload-allowed", HL_BIND_OVERLOAD},
 		     {"socket", HL_BIND_SOCKET},
-		     {"numa", HL_BIND_NUMA}};
+		     {"numa", HL_BIND_NUMA},
+		     {"gpu", HL_BIND_GPU}};
 	const struct wenv_var *w = &wenv_vars[WENV_BIND_TO];
 	const char *name;
 	double i;
@@ -190,6 +191,55 @@ static void report(char *const *envp, const char *mode, const char *why)
 		return; /* nowhere to say it */
 }
 
+/* The index among the host's GPUs of visible GPU v: CUDA_VISIBLE_DEVICES'
+ * v-th number where it is set; -1 where it names GPUs otherwise (UUIDs,
+ * MIG) or has fewer. */
+static long physical_gpu(const char *visible, long v)
+{
+	long i = 0, x = 0;
+	bool digits = false;
+
+	if (visible == NULL)
+		return v;
+	for (;; visible++) {
+		if (*visible >= '0' && *visible <= '9' && x < 1 << 20) {
+			x = x * 10 + (*visible - '0');
+			digits = true;
+		} else if ((*visible == ',' || *visible == '\0') && digits) {
+			if (i++ == v)
+				return x;
+			if (*visible == '\0')
+				return -1;
+			x = 0;
+			digits = false;
+		} else {
+			return -1;
+		}
+	}
+}
+
+/* --bind-to gpu: local rank lr's GPU's CPUs, where this process may run,
+ * into *mine; NULL, or why not. */
+static const char *near_gpu(char *const *envp, long lr, cpu_set_t *mine)
+{
+	const char *root = env_get(envp, "HVD_SYSFS_ROOT");
+	char addr[64][HL_PCI_ADDR];
+	int n = hl_gpus_pci(root, addr, 64);
+	long g = physical_gpu(env_get(envp, "CUDA_VISIBLE_DEVICES"), lr);
+	cpu_set_t near, allowed;
+
+	if (n == 0)
+		return "no NVIDIA GPU";
+	if (g < 0 || g >= n)
+		return "no GPU of its own known";
+	if (!hl_gpu_cpus(root, addr[g], &near))
+		return "its GPU's CPUs unknown";
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return "its CPUs unknown";
+	CPU_AND(mine, &near, &allowed);
+	return CPU_COUNT(mine) > 0 ? NULL : "its GPU's CPUs are not its own";
+}
+
 void hl_bind_worker(char *const *envp)
 {
 	const char *said;
@@ -207,7 +257,14 @@ void hl_bind_worker(char *const *envp)
 		why = "--bind-to none";
 	else if (lr < 0 || ls <= 0 || lr >= ls)
 		why = "no local rank";
-	else if ((n = hl_cpus_allowed(c)) < 0)
+	else if (m == HL_BIND_GPU) {
+		why = near_gpu(envp, lr, &mine);
+		if (why == NULL && sched_setaffinity(0, sizeof(mine), &mine))
+			why = "the kernel refused";
+		if (told != NULL && strcmp(told, "1") == 0)
+			report(envp, said, why);
+		return;
+	} else if ((n = hl_cpus_allowed(c)) < 0)
 		why = "its CPUs unknown";
 	if (why == NULL) {
 		/* Not read where nothing is shared out by it. */

@@ -17,6 +17,11 @@
  * consecutive local ranks (and, on a GPU host, the GPUs of the same
  * package, as local rank r takes GPU r) share one.
  *
+ * gpu: each local rank gets the CPUs near its GPU (GPU r for local rank
+ * r, through CUDA_VISIBLE_DEVICES where it lists numbers), as sysfs gives
+ * them: the NVIDIA GPUs of /sys/bus/pci/devices in PCI bus order, and
+ * each one's local_cpulist, where they are the rank's to use.
+ *
  * none: nothing is bound.
  *
  * The topology is read from sysfs (/sys/devices/system/cpu/cpuN/topology:
@@ -39,6 +44,7 @@ enum hl_bind_mode {
 	HL_BIND_OVERLOAD, /* core:overload-allowed */
 	HL_BIND_SOCKET,
 	HL_BIND_NUMA,
+	HL_BIND_GPU, /* the CPUs near the local rank's GPU */
 };
 
 /* In the child between fork and exec: reads HVD_BIND_TO,

@@ -2,6 +2,7 @@
  * runs this between fork and exec. */
 #include "util/topology.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,25 +30,12 @@ char *hl_put_number(char *p, long v)
 	return p;
 }
 
-/* Read ROOT/dir<N>/leaf (dir: "devices/system/cpu/cpu") into buf
- * (NUL-terminated); its length, or -1. No allocation: this runs between
- * fork and exec. */
-static long read_sys(const char *root, const char *dir, long n,
-		     const char *leaf, char *buf, size_t cap)
+/* The file at path into buf (NUL-terminated); its length, or -1. */
+static long read_file(const char *path, char *buf, size_t cap)
 {
-	char path[512], *p = path;
-	size_t rl = strlen(root), dl = strlen(dir), ll = strlen(leaf);
 	ssize_t got, all = 0;
-	int fd;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (rl + dl + ll + 28 >= sizeof(path))
-		return -1;
-	p = hl_put_text(p, root);
-	*p++ = '/';
-	p = hl_put_number(hl_put_text(p, dir), n);
-	*p++ = '/';
-	*hl_put_text(p, leaf) = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	while ((size_t)all < cap - 1 &&
@@ -56,6 +44,25 @@ static long read_sys(const char *root, const char *dir, long n,
 	close(fd);
 	buf[all] = '\0';
 	return all > 0 ? (long)all : -1;
+}
+
+/* Read ROOT/dir<N>/leaf (dir: "devices/system/cpu/cpu") into buf
+ * (NUL-terminated); its length, or -1. No allocation: this runs between
+ * fork and exec. */
+static long read_sys(const char *root, const char *dir, long n,
+		     const char *leaf, char *buf, size_t cap)
+{
+	char path[512], *p = path;
+	size_t rl = strlen(root), dl = strlen(dir), ll = strlen(leaf);
+
+	if (rl + dl + ll + 28 >= sizeof(path))
+		return -1;
+	p = hl_put_text(p, root);
+	*p++ = '/';
+	p = hl_put_number(hl_put_text(p, dir), n);
+	*p++ = '/';
+	*hl_put_text(p, leaf) = '\0';
+	return read_file(path, buf, cap);
 }
 
 /* The number at *s, moving past it; -1 if none. */
@@ -84,17 +91,12 @@ static long topology_number(const char *root, int cpu, const char *leaf)
 	return take_number(&s);
 }
 
-/* c[i].node for the CPUs in NUMA node k's cpulist ("0-23,48-71"); at[]
- * maps a CPU number to its index in c, or -1. Whether the node exists. */
-static bool node_cpus(const char *root, long k, struct hl_cpu *c, const int *at)
+/* The CPUs of a kernel's list ("0-23,48-71") into *set. */
+static void cpulist(const char *s, cpu_set_t *set)
 {
-	char buf[8192];
-	const char *s = buf;
 	long lo, hi, x;
 
-	if (read_sys(root, "devices/system/node/node", k, "cpulist", buf,
-		     sizeof(buf)) < 0)
-		return false;
+	CPU_ZERO(set);
 	while ((lo = take_number(&s)) >= 0) {
 		hi = lo;
 		if (*s == '-') {
@@ -103,13 +105,105 @@ static bool node_cpus(const char *root, long k, struct hl_cpu *c, const int *at)
 				break;
 		}
 		for (x = lo; x <= hi && x < CPU_SETSIZE; x++)
-			if (at[x] >= 0)
-				c[at[x]].node = (int)k;
+			CPU_SET((int)x, set);
 		if (*s != ',')
 			break;
 		s++;
 	}
+}
+
+/* c[i].node for the CPUs in NUMA node k's cpulist; at[] maps a CPU
+ * number to its index in c, or -1. Whether the node exists. */
+static bool node_cpus(const char *root, long k, struct hl_cpu *c, const int *at)
+{
+	char buf[8192];
+	cpu_set_t set;
+	int x;
+
+	if (read_sys(root, "devices/system/node/node", k, "cpulist", buf,
+		     sizeof(buf)) < 0)
+		return false;
+	cpulist(buf, &set);
+	for (x = 0; x < CPU_SETSIZE; x++)
+		if (CPU_ISSET(x, &set) && at[x] >= 0)
+			c[at[x]].node = (int)k;
 	return true;
+}
+
+/* ROOT/bus/pci/devices/ADDR/leaf into buf, as read_sys. */
+static long read_pci(const char *root, const char *addr, const char *leaf,
+		     char *buf, size_t cap)
+{
+	char path[512], *p = path;
+
+	if (strlen(root) + strlen(addr) + strlen(leaf) + 20 >= sizeof(path))
+		return -1;
+	p = hl_put_text(hl_put_text(p, root), "/bus/pci/devices/");
+	p = hl_put_text(hl_put_text(p, addr), "/");
+	*hl_put_text(p, leaf) = '\0';
+	return read_file(path, buf, cap);
+}
+
+/* Whether PCI device addr is an NVIDIA GPU: vendor 0x10de, class display
+ * (VGA 0x0300xx or 3D 0x0302xx). */
+static bool nvidia_gpu(const char *root, const char *addr)
+{
+	char vendor[16], class[16];
+
+	return read_pci(root, addr, "vendor", vendor, sizeof(vendor)) > 0 &&
+	       strncmp(vendor, "0x10de", 6) == 0 &&
+	       read_pci(root, addr, "class", class, sizeof(class)) > 0 &&
+	       (strncmp(class, "0x0300", 6) == 0 ||
+		strncmp(class, "0x0302", 6) == 0);
+}
+
+int hl_gpus_pci(const char *root, char (*addr)[HL_PCI_ADDR], int max)
+{
+	char path[512], buf[8192], *p;
+	long got, at;
+	int fd, n = 0, j;
+
+	if (root == NULL || root[0] == '\0')
+		root = "/sys";
+	if (strlen(root) + 20 >= sizeof(path))
+		return 0;
+	p = hl_put_text(hl_put_text(path, root), "/bus/pci/devices");
+	*p = '\0';
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	/* getdents64, not readdir: nothing allocated. */
+	while ((got = (long)getdents64(fd, buf, sizeof(buf))) > 0)
+		for (at = 0; at < got;) {
+			const struct dirent64 *d =
+				(const struct dirent64 *)(buf + at);
+			size_t len = strlen(d->d_name);
+
+			at += d->d_reclen;
+			if (d->d_name[0] == '.' || len >= HL_PCI_ADDR ||
+			    n >= max || !nvidia_gpu(root, d->d_name))
+				continue;
+			/* In PCI bus order, as nvidia-smi numbers them. */
+			for (j = n; j > 0 && strcmp(addr[j - 1], d->d_name) > 0;
+			     j--)
+				memcpy(addr[j], addr[j - 1], HL_PCI_ADDR);
+			memcpy(addr[j], d->d_name, len + 1);
+			n++;
+		}
+	close(fd);
+	return n;
+}
+
+bool hl_gpu_cpus(const char *root, const char *addr, cpu_set_t *set)
+{
+	char buf[8192];
+
+	if (root == NULL || root[0] == '\0')
+		root = "/sys";
+	if (read_pci(root, addr, "local_cpulist", buf, sizeof(buf)) < 0)
+		return false;
+	cpulist(buf, set);
+	return CPU_COUNT(set) > 0;
 }
 
 void hl_topology_read(const char *root, struct hl_cpu *c, int n, bool cores,

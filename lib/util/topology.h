@@ -28,6 +28,16 @@ int hl_cpus_allowed(struct hl_cpu *c);
 void hl_topology_read(const char *root, struct hl_cpu *c, int n, bool cores,
 		      bool nodes);
 
+/* The NVIDIA GPUs (PCI vendor 0x10de, a display class) under
+ * root/bus/pci/devices, their PCI addresses ("0000:3b:00.0") in bus order
+ * (nvidia-smi's order, and CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID), at
+ * most max into addr; their count. */
+#define HL_PCI_ADDR 32
+int hl_gpus_pci(const char *root, char (*addr)[HL_PCI_ADDR], int max);
+/* The CPUs near GPU addr (its local_cpulist) into *set; false if none
+ * are said. */
+bool hl_gpu_cpus(const char *root, const char *addr, cpu_set_t *set);
+
 /* How many packages, cores and NUMA nodes c[0..n) are in. */
 void hl_topology_count(const struct hl_cpu *c, int n, long *packages,
 		       long *cores, long *nodes);

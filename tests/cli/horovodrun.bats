@@ -106,7 +106,7 @@ HOROVODRUN_FLAGS=(
 	assert_line --index 0 "hvdrun: --num-nccl-streams 2: libhvd runs NCCL on one stream per GPU; leave it out (1 is the only value)"
 	run "$HVDRUN" --binding-args "--bind-to socket" -np 1 true
 	assert_failure 2
-	assert_line --index 0 "hvdrun: --binding-args is for mpirun (--mpi); hvdrun's own workers are bound with --bind-to core|none|core:overload-allowed|socket|numa"
+	assert_line --index 0 "hvdrun: --binding-args is for mpirun (--mpi); hvdrun's own workers are bound with --bind-to core|none|core:overload-allowed|socket|numa|gpu"
 	run "$HVDRUN" --elastic-timeout 5 -np 1 true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: --elastic-timeout is for an elastic job: add --min-np"

@@ -426,6 +426,43 @@ two_packages() {
 	[[ $output == "[0]<stdout>:0 "* ]]
 }
 
+@test "--bind-to gpu: each local rank on the CPUs near its GPU, the NVIDIA GPUs in PCI bus order; without one, unbound and said" {
+	local -a list
+	local d sys="$BATS_TEST_TMPDIR/sys" dev
+	mapfile -t list < <(/usr/bin/python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2], sep="\n")')
+	[ "${#list[@]}" -eq 2 ] || skip "one CPU: nothing to share"
+	dev="$sys/bus/pci/devices"
+	# GPU 0 (first in bus order) near the first CPU, GPU 1 near the
+	# other; a network card and another vendor's display are not GPUs.
+	for d in "0000:3b:00.0 0x10de 0x030200 ${list[1]}" "0000:1a:00.0 0x10de 0x030000 ${list[0]}" \
+		"0000:05:00.0 0x15b3 0x020700 ${list[0]}" "0000:02:00.0 0x1a03 0x030000 ${list[1]}"; do
+		set -- $d
+		mkdir -p "$dev/$1"
+		echo "$2" >"$dev/$1/vendor"
+		echo "$3" >"$dev/$1/class"
+		echo "$4" >"$dev/$1/local_cpulist"
+	done
+	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" -np 3 --bind-to gpu --report-bindings true
+	assert_success
+	assert_line "[0]<stderr>:hvdrun: rank 0 on localhost (local rank 0 of 3): bound to CPUs ${list[0]} (gpu)"
+	assert_line "[1]<stderr>:hvdrun: rank 1 on localhost (local rank 1 of 3): bound to CPUs ${list[1]} (gpu)"
+	assert_line --partial "[2]<stderr>:hvdrun: rank 2 on localhost (local rank 2 of 3): not bound, CPUs "
+	assert_line --partial "(no GPU of its own known)"
+	# CUDA_VISIBLE_DEVICES renumbers them; a UUID cannot be placed.
+	run env HVD_SYSFS_ROOT="$sys" taskset -c "${list[0]},${list[1]}" "$HVDRUN" -np 1 --bind-to gpu --report-bindings \
+		-x CUDA_VISIBLE_DEVICES=1 true
+	assert_output "[0]<stderr>:hvdrun: rank 0 on localhost (local rank 0 of 1): bound to CPUs ${list[1]} (gpu)"
+	run env HVD_SYSFS_ROOT="$sys" "$HVDRUN" -np 1 --bind-to gpu --report-bindings -x CUDA_VISIBLE_DEVICES=GPU-5ab3 true
+	assert_output --partial "(no GPU of its own known)"
+	# No NVIDIA GPU here: unbound.
+	run env HVD_SYSFS_ROOT="$BATS_TEST_TMPDIR/none" "$HVDRUN" -np 1 --bind-to gpu --report-bindings true
+	assert_output --partial "not bound, CPUs "
+	assert_output --partial "(no NVIDIA GPU)"
+	run "$HVDRUN" --mpi -np 1 --bind-to gpu true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --bind-to gpu with --mpi: mpirun has no binding by GPU; give it --bind-to socket or numa"
+}
+
 @test "--report-bindings: each worker says which CPUs it runs on, bound or not and why" {
 	local -a list
 	local sys cpus
@@ -468,11 +505,11 @@ two_packages() {
 	[ -n "$r0" ] && [ -n "$r1" ] && [ "$r0" != "$r1" ]
 	run "$HVDRUN" -np 1 --bind-to core:overload true
 	assert_failure 2
-	assert_output --partial "bad value 'core:overload' for --bind-to (want one of core, none, core:overload-allowed, socket, numa)"
+	assert_output --partial "bad value 'core:overload' for --bind-to (want one of core, none, core:overload-allowed, socket, numa, gpu)"
 	# Given by -x (no worker's hvd_init reads it): checked as --bind-to is.
 	run "$HVDRUN" -np 1 -x HVD_BIND_TO=nnone true
 	assert_failure 2
-	assert_output --partial "bad value 'nnone' for HVD_BIND_TO (want one of core, none, core:overload-allowed, socket, numa)"
+	assert_output --partial "bad value 'nnone' for HVD_BIND_TO (want one of core, none, core:overload-allowed, socket, numa, gpu)"
 	HVD_BIND_TO=cores run "$HVDRUN" -np 1 -x HVD_BIND_TO true
 	assert_failure 2
 	assert_output --partial "bad value 'cores' for HVD_BIND_TO"
