@@ -4,54 +4,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *env(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v != NULL && *v != '\0' ? v : NULL;
-}
-
-/* The first of the variables names set, into b. */
-static void first_set(struct hl_batch *b, const char *const *names, size_t n,
-		      const bool *file)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		b->value = env(names[i]);
-		if (b->value != NULL) {
-			b->var = names[i];
-			b->file = file[i];
-			return;
-		}
-	}
-	b->var = NULL;
-}
+/* The batch systems hvdrun finds, in the order it looks: the variable
+ * that names the job, one that must be set beside it (NULL: none), and
+ * the variables that give the hosts, first found first (file: a file of
+ * hosts, else a "host N host N ..." list). */
+static const struct hl_batch_system {
+	const char *name, *job, *also;
+	struct {
+		const char *var;
+		bool file;
+	} hosts[2];
+} systems[] = {
+	{"PBS", "PBS_JOBID", NULL, {{"PBS_NODEFILE", true}}},
+	/* JOB_ID alone is too common a name to mean Grid Engine. */
+	{"Grid Engine", "JOB_ID", "PE_HOSTFILE", {{"PE_HOSTFILE", true}}},
+	{"LSF",
+	 "LSB_JOBID",
+	 NULL,
+	 {{"LSB_MCPU_HOSTS", false}, {"LSB_DJOB_HOSTFILE", true}}},
+};
 
 bool hl_batch_find(struct hl_batch *b)
 {
-	static const char *const pbs[] = {"PBS_NODEFILE"};
-	static const char *const sge[] = {"PE_HOSTFILE"};
-	static const char *const lsf[] = {"LSB_MCPU_HOSTS",
-					  "LSB_DJOB_HOSTFILE"};
-	static const bool files[] = {true}, lsf_files[] = {false, true};
+	size_t i, k;
 
 	memset(b, 0, sizeof(*b));
-	if ((b->job = env("PBS_JOBID")) != NULL) {
-		b->system = "PBS";
-		b->wants = "PBS_NODEFILE";
-		first_set(b, pbs, 1, files);
-	} else if ((b->job = env("JOB_ID")) != NULL && env("PE_HOSTFILE")) {
-		/* JOB_ID alone is too common a name to mean Grid Engine. */
-		b->system = "Grid Engine";
-		b->wants = "PE_HOSTFILE";
-		first_set(b, sge, 1, files);
-	} else if ((b->job = env("LSB_JOBID")) != NULL) {
-		b->system = "LSF";
-		b->wants = "LSB_MCPU_HOSTS (or LSB_DJOB_HOSTFILE)";
-		first_set(b, lsf, 2, lsf_files);
+	for (i = 0; i < sizeof(systems) / sizeof(systems[0]); i++) {
+		const struct hl_batch_system *s = &systems[i];
+
+		if ((b->job = hl_env(s->job)) == NULL ||
+		    (s->also != NULL && hl_env(s->also) == NULL))
+			continue;
+		b->system = s;
+		for (k = 0; k < 2 && s->hosts[k].var != NULL; k++)
+			if ((b->value = hl_env(s->hosts[k].var)) != NULL) {
+				b->var = s->hosts[k].var;
+				b->file = s->hosts[k].file;
+				break;
+			}
+		return true;
 	}
-	return b->system != NULL;
+	b->job = NULL;
+	return false;
 }
 
 /* LSB_MCPU_HOSTS, "hostA 4 hostB 2", as the host list "hostA:4,hostB:2". */
@@ -103,14 +97,18 @@ static int mcpu_hosts(const char *var, const char *value,
 int hl_batch_hosts(const struct hl_batch *b, struct hl_hostlist *hosts,
 		   char **cause)
 {
+	const struct hl_batch_system *s = b->system;
 	char *why;
 	int rc;
 
 	if (b->var == NULL)
 		return hl_fail(
 			cause, HL_EINVAL,
-			"inside %s job %s, but %s is not set: give hosts with -H or --hostfile",
-			b->system, b->job, b->wants);
+			"inside %s job %s, but %s%s%s%s is not set: give hosts with -H or --hostfile",
+			s->name, b->job, s->hosts[0].var,
+			s->hosts[1].var != NULL ? " (or " : "",
+			s->hosts[1].var != NULL ? s->hosts[1].var : "",
+			s->hosts[1].var != NULL ? ")" : "");
 	if (!b->file)
 		return mcpu_hosts(b->var, b->value, hosts, cause);
 	rc = hl_hosts_parse_file(b->value, hosts, cause);
@@ -121,4 +119,9 @@ int hl_batch_hosts(const struct hl_batch *b, struct hl_hostlist *hosts,
 		free(why);
 	}
 	return rc;
+}
+
+const char *hl_batch_name(const struct hl_batch *b)
+{
+	return b->system != NULL ? b->system->name : NULL;
 }

@@ -11,15 +11,19 @@
 
 #include "config/hosts.h"
 
+struct hl_batch_system;
+
 struct hl_batch {
-	const char *system; /* "PBS", "Grid Engine", "LSF"; NULL: none */
-	const char *job;    /* its job id */
-	const char *var;    /* the variable that gives the hosts; NULL:
-			       none is set */
-	const char *value;  /* its value */
-	const char *wants;  /* the variables that would give them */
-	bool file;	    /* value names a file */
+	const struct hl_batch_system *system; /* NULL: none */
+	const char *job;		      /* its job id */
+	const char *var;   /* the variable that gives the hosts; NULL: none
+			      is set */
+	const char *value; /* its value */
+	bool file;	   /* value names a file */
 };
+
+/* The batch system's name: "PBS", "Grid Engine", "LSF". */
+const char *hl_batch_name(const struct hl_batch *b);
 
 /* The batch job hvdrun runs inside, from the environment: whether there
  * is one (b->system). */

@@ -12,13 +12,6 @@
 #include "config/rules.h"
 #include "job/slurm.h"
 
-static const char *env(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v != NULL && *v != '\0' ? v : NULL;
-}
-
 /* hosts, read from system's job (facts: the variables that gave them,
  * more: what else the origin says), are the job's: -np must fit them. */
 static int allocation_taken(const struct hl_opts *o, const char *system,
@@ -44,11 +37,11 @@ static int allocation_taken(const struct hl_opts *o, const char *system,
 static int from_slurm(const struct hl_opts *o, const char *job,
 		      struct hl_hostlist *hosts, char **cause)
 {
-	const char *nodes = env("SLURM_JOB_NODELIST");
-	const char *tasks = env("SLURM_TASKS_PER_NODE");
-	const char *step = env("SLURM_STEP_ID");
-	const char *ntasks = env("SLURM_NTASKS");
-	const char *step_tasks = env("SLURM_STEP_NUM_TASKS");
+	const char *nodes = hl_env("SLURM_JOB_NODELIST");
+	const char *tasks = hl_env("SLURM_TASKS_PER_NODE");
+	const char *step = hl_env("SLURM_STEP_ID");
+	const char *ntasks = hl_env("SLURM_NTASKS");
+	const char *step_tasks = hl_env("SLURM_STEP_NUM_TASKS");
 	char *list = NULL, *facts, *more;
 	long n, total;
 	int rc;
@@ -114,8 +107,8 @@ static int from_batch(const struct hl_opts *o, const struct hl_batch *b,
 	if (rc != HL_OK)
 		return rc;
 	facts = hl_asprintf("%s=%s", b->var, b->value);
-	rc = facts != NULL ? allocation_taken(o, b->system, b->job, facts, "",
-					      hosts, cause)
+	rc = facts != NULL ? allocation_taken(o, hl_batch_name(b), b->job,
+					      facts, "", hosts, cause)
 			   : hl_fail(cause, HL_ENOMEM, "out of memory");
 	free(facts);
 	return rc;
@@ -147,7 +140,7 @@ int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
 	bool use_list = o->v[HL_K_HOSTS].set && (!cli || from_cli[HL_K_HOSTS]);
 	bool use_file =
 		o->v[HL_K_HOSTFILE].set && (!cli || from_cli[HL_K_HOSTFILE]);
-	const char *job = env("SLURM_JOB_ID");
+	const char *job = hl_env("SLURM_JOB_ID");
 	const char *system = "Slurm";
 	struct hl_batch batch;
 	char local[64];
@@ -156,7 +149,7 @@ int hl_hosts_for_job(const struct hl_opts *o, const bool *from_cli,
 	if (disc != NULL && o->v[HL_K_DISCOVERY].set)
 		return discover_hosts(o, disc, hosts, cause);
 	if (job == NULL && hl_batch_find(&batch)) {
-		system = batch.system;
+		system = hl_batch_name(&batch);
 		job = batch.job;
 	}
 	if (use_list && use_file)

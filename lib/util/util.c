@@ -214,6 +214,13 @@ int hl_strvec_pushf(struct hl_strvec *sv, const char *fmt, ...)
 	return hl_strvec_push_owned(sv, s);
 }
 
+const char *hl_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
 char *hl_strdup(const char *s)
 {
 	return s ? strdup(s) : NULL;

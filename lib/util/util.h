@@ -75,6 +75,9 @@ const char *hl_strvec_value(const struct hl_strvec *sv, const char *name);
 char *hl_vasprintf(const char *fmt, va_list ap)
 	__attribute__((format(printf, 1, 0)));
 char *hl_strdup(const char *s);
+/* Environment variable name's value when it is set and not empty, else
+ * NULL (an empty SLURM_JOB_ID or PBS_NODEFILE says nothing). */
+const char *hl_env(const char *name);
 char *hl_strndup(const char *s, size_t n);
 char *hl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* s as one word of a POSIX shell's command line, in single quotes (a
