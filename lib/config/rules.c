@@ -4,7 +4,7 @@
  * each refused with the options named. */
 #include "config/rules.h"
 
-#include <strings.h>
+#include <string.h>
 
 #include "util/util.h"
 
@@ -64,6 +64,8 @@ static int check_elastic(const struct hl_opts *o, int np, char **cause)
 /* horovodrun's settings that hvdrun takes only in part. */
 static int check_horovod(const struct hl_opts *o, char **cause)
 {
+	char choices[128];
+
 	if (o->v[HL_K_NUM_NCCL_STREAMS].set &&
 	    o->v[HL_K_NUM_NCCL_STREAMS].i != 1)
 		return hl_fail(
@@ -81,7 +83,8 @@ static int check_horovod(const struct hl_opts *o, char **cause)
 			       hl_opt_said(o, HL_K_MPI_THREADS_DISABLE),
 			       hl_opt_said(o, HL_K_MPI));
 	if (o->v[HL_K_MPI].b && o->v[HL_K_BIND_TO].set &&
-	    strcasecmp(o->v[HL_K_BIND_TO].s, "gpu") == 0)
+	    strcmp(hl_key_choices(HL_K_BIND_TO)[o->v[HL_K_BIND_TO].i], "gpu") ==
+		    0)
 		return hl_fail(cause, HL_EINVAL,
 			       "%s with %s: mpirun has no binding by GPU; "
 			       "give it --bind-to socket or numa",
@@ -96,8 +99,8 @@ static int check_horovod(const struct hl_opts *o, char **cause)
 		return hl_fail(
 			cause, HL_EINVAL,
 			"--binding-args is for mpirun (--mpi); hvdrun's "
-			"own workers are bound with --bind-to "
-			"core|none|core:overload-allowed|socket|numa|gpu");
+			"own workers are bound with --bind-to %s",
+			hl_key_arg(HL_K_BIND_TO, choices, sizeof(choices)));
 	return HL_OK;
 }
 

@@ -33,32 +33,17 @@ static long number(const char *s)
 	return v;
 }
 
-/* HVD_BIND_TO as hvdrun's choices spell it (hvdrun exports it as typed,
- * in any case); unset or none of them: the default, core. *said: its
- * name, as the choices spell it. */
+/* HVD_BIND_TO, as hvdrun's choices spell it in any case; unset or none
+ * of them: the default, core. *said: its name, as the choices spell it. */
 static enum hl_bind_mode mode_of(char *const *envp, const char **said)
 {
-	static const struct {
-		const char *name;
-		enum hl_bind_mode mode;
-	} modes[] = {{"none", HL_BIND_NONE},
-		     {"core", HL_BIND_CORE},
-		     {"core:overload-allowed", HL_BIND_OVERLOAD},
-		     {"socket", HL_BIND_SOCKET},
-		     {"numa", HL_BIND_NUMA},
-		     {"gpu", HL_BIND_GPU}};
 	const struct wenv_var *w = &wenv_vars[WENV_BIND_TO];
-	const char *name;
 	double i;
-	size_t k;
 
 	if (!wenv_parse(WENV_BIND_TO, env_get(envp, w->name), &i))
 		i = w->def;
-	*said = name = w->choices[(size_t)i];
-	for (k = 0; k < sizeof(modes) / sizeof(modes[0]); k++)
-		if (strcmp(modes[k].name, name) == 0)
-			return modes[k].mode;
-	return HL_BIND_CORE;
+	*said = w->choices[(size_t)i];
+	return (enum hl_bind_mode)i;
 }
 
 /* Whether c[a] comes before c[b] under mode m: by package and core, or by
@@ -244,38 +229,36 @@ void hl_bind_worker(char *const *envp)
 {
 	const char *said;
 	enum hl_bind_mode m = mode_of(envp, &said);
-	const char *told = env_get(envp, "HVD_REPORT_BINDINGS");
 	long lr = number(env_get(envp, "HOROVOD_LOCAL_RANK"));
 	long ls = number(env_get(envp, "HOROVOD_LOCAL_SIZE"));
 	struct hl_cpu c[CPU_SETSIZE];
 	cpu_set_t mine;
 	const char *why = NULL;
 	bool cores = m == HL_BIND_CORE || m == HL_BIND_OVERLOAD;
-	int n = -1;
+	double told;
+	int n;
 
 	if (m == HL_BIND_NONE)
 		why = "--bind-to none";
 	else if (lr < 0 || ls <= 0 || lr >= ls)
 		why = "no local rank";
-	else if (m == HL_BIND_GPU) {
+	else if (m == HL_BIND_GPU)
 		why = near_gpu(envp, lr, &mine);
-		if (why == NULL && sched_setaffinity(0, sizeof(mine), &mine))
-			why = "the kernel refused";
-		if (told != NULL && strcmp(told, "1") == 0)
-			report(envp, said, why);
-		return;
-	} else if ((n = hl_cpus_allowed(c)) < 0)
+	else if ((n = hl_cpus_allowed(c)) < 0)
 		why = "its CPUs unknown";
-	if (why == NULL) {
+	else {
 		/* Not read where nothing is shared out by it. */
 		if (ls <= n || !cores)
 			hl_topology_read(env_get(envp, "HVD_SYSFS_ROOT"), c, n,
 					 cores, m == HL_BIND_NUMA);
 		if (!hl_bind_share(c, n, lr, ls, m, &mine))
 			why = "more local ranks than CPUs";
-		else if (sched_setaffinity(0, sizeof(mine), &mine) != 0)
-			why = "the kernel refused";
 	}
-	if (told != NULL && strcmp(told, "1") == 0)
+	if (why == NULL && sched_setaffinity(0, sizeof(mine), &mine) != 0)
+		why = "the kernel refused";
+	if (wenv_parse(WENV_REPORT_BINDINGS,
+		       env_get(envp, wenv_vars[WENV_REPORT_BINDINGS].name),
+		       &told) &&
+	    told == 1)
 		report(envp, said, why);
 }

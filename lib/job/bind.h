@@ -38,9 +38,11 @@
 
 #include "util/topology.h"
 
+/* In the order of HVD_BIND_TO's choices (proto/worker_env.c): a mode is
+ * its choice's index. */
 enum hl_bind_mode {
-	HL_BIND_NONE,
 	HL_BIND_CORE,
+	HL_BIND_NONE,
 	HL_BIND_OVERLOAD, /* core:overload-allowed */
 	HL_BIND_SOCKET,
 	HL_BIND_NUMA,

@@ -1,7 +1,6 @@
 /* mpirun.c: see mpirun.h. */
 #include "launch/mpirun.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,16 +229,9 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 	/* hvdrun's binding options, in mpirun's words: under mpirun they
 	 * bind nothing of hvdrun's (rules.c refuses them beside
 	 * --binding-args). */
-	if (rc == HL_OK && o->v[HL_K_BIND_TO].set) {
-		char policy[32];
-
-		for (i = 0; i + 1 < sizeof(policy) && o->v[HL_K_BIND_TO].s[i];
-		     i++)
-			policy[i] = (char)tolower(
-				(unsigned char)o->v[HL_K_BIND_TO].s[i]);
-		policy[i] = '\0';
-		rc = push2(out, "--bind-to", policy);
-	}
+	if (rc == HL_OK && o->v[HL_K_BIND_TO].set)
+		rc = push2(out, "--bind-to",
+			   hl_key_choices(HL_K_BIND_TO)[o->v[HL_K_BIND_TO].i]);
 	if (rc == HL_OK && o->v[HL_K_REPORT_BINDINGS].b)
 		rc = hl_strvec_push(out, "--report-bindings");
 	if (rc == HL_OK && o->v[HL_K_MPI_ARGS].set)

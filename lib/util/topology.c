@@ -30,6 +30,12 @@ char *hl_put_number(char *p, long v)
 	return p;
 }
 
+/* Where sysfs is read: root, or /sys. */
+static const char *sysfs(const char *root)
+{
+	return root != NULL && root[0] != '\0' ? root : "/sys";
+}
+
 /* The file at path into buf (NUL-terminated); its length, or -1. */
 static long read_file(const char *path, char *buf, size_t cap)
 {
@@ -163,8 +169,7 @@ int hl_gpus_pci(const char *root, char (*addr)[HL_PCI_ADDR], int max)
 	long got, at;
 	int fd, n = 0, j;
 
-	if (root == NULL || root[0] == '\0')
-		root = "/sys";
+	root = sysfs(root);
 	if (strlen(root) + 20 >= sizeof(path))
 		return 0;
 	p = hl_put_text(hl_put_text(path, root), "/bus/pci/devices");
@@ -198,8 +203,7 @@ bool hl_gpu_cpus(const char *root, const char *addr, cpu_set_t *set)
 {
 	char buf[8192];
 
-	if (root == NULL || root[0] == '\0')
-		root = "/sys";
+	root = sysfs(root);
 	if (read_pci(root, addr, "local_cpulist", buf, sizeof(buf)) < 0)
 		return false;
 	cpulist(buf, set);
@@ -212,8 +216,7 @@ void hl_topology_read(const char *root, struct hl_cpu *c, int n, bool cores,
 	int at[CPU_SETSIZE], i;
 	long v, k, misses;
 
-	if (root == NULL || root[0] == '\0')
-		root = "/sys";
+	root = sysfs(root);
 	for (i = 0; i < n; i++) {
 		v = topology_number(root, c[i].cpu,
 				    "topology/physical_package_id");

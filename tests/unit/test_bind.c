@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "job/bind.h"
+#include "proto/worker_env.h"
 #include "tap.h"
 
 /* A host of `packages` packages of `per` cores of `threads` threads,
@@ -150,12 +151,27 @@ static void test_no_topology(void)
 	CHECK_STR(share(c, 5, 1, 2, HL_BIND_SOCKET), "2-3,5,7-8");
 }
 
+/* A mode is its HVD_BIND_TO choice's index (bind.h). */
+static void test_mode_names(void)
+{
+	const char *const *c = wenv_vars[WENV_BIND_TO].choices;
+
+	CHECK_STR(c[HL_BIND_CORE], "core");
+	CHECK_STR(c[HL_BIND_NONE], "none");
+	CHECK_STR(c[HL_BIND_OVERLOAD], "core:overload-allowed");
+	CHECK_STR(c[HL_BIND_SOCKET], "socket");
+	CHECK_STR(c[HL_BIND_NUMA], "numa");
+	CHECK_STR(c[HL_BIND_GPU], "gpu");
+	CHECK(c[HL_BIND_GPU + 1] == NULL);
+}
+
 int main(void)
 {
 	RUN(test_threads_apart);
 	RUN(test_threads_side_by_side);
 	RUN(test_socket_numa);
 	RUN(test_count);
+	RUN(test_mode_names);
 	RUN(test_no_topology);
 	return tap_done();
 }
