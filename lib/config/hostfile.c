@@ -8,6 +8,29 @@
 #include "config/hosts.h"
 #include "config/hosts_internal.h"
 
+/* The slots of h, the number num of word tok, given once on a line:
+ * *counted, whether the line gave them already (host: the host as
+ * written, with them, for the message). */
+static int take_slots(const char *num, const char *tok, struct hl_host *h,
+		      bool *counted, const char *host, const char *path,
+		      int lineno, char **cause)
+{
+	long v;
+
+	if (*counted)
+		return hl_fail(
+			cause, HL_EINVAL,
+			"%s:%d: %s and '%s' both give the slots: give one",
+			path, lineno, host, tok);
+	if (!hl_parse_long(num, 1, HL_MAX_SLOTS, &v))
+		return hl_fail(cause, HL_EINVAL,
+			       "%s:%d: bad slot count '%s' (want 1..%d)", path,
+			       lineno, tok, HL_MAX_SLOTS);
+	h->slots = (int)v;
+	*counted = true;
+	return HL_OK;
+}
+
 /* One key=value token of a hostfile line whose host is host (as written,
  * quoted; counted: with its slots, 'a:2', as MPICH's machinefiles give
  * them). */
@@ -23,17 +46,11 @@ static int hostfile_key(const char *tok, struct hl_host *h, const char *host,
 			       "%s:%d: expected KEY=VALUE, got '%s'", path,
 			       lineno, tok);
 	if (strncmp(tok, "slots=", 6) == 0) {
-		if (counted)
-			return hl_fail(
-				cause, HL_EINVAL,
-				"%s:%d: %s and '%s' both give the slots: give one",
-				path, lineno, host, tok);
-		if (!hl_parse_long(eq + 1, 1, HL_MAX_SLOTS, &v))
-			return hl_fail(
-				cause, HL_EINVAL,
-				"%s:%d: bad slot count '%s' (want 1..%d)", path,
-				lineno, tok, HL_MAX_SLOTS);
-		h->slots = (int)v;
+		/* A later slots= wins over an earlier one, as before. */
+		bool given = counted;
+
+		return take_slots(eq + 1, tok, h, &given, host, path, lineno,
+				  cause);
 	} else if (strncmp(tok, "max_slots=", 10) == 0) {
 		if (!hl_parse_long(eq + 1, 1, HL_MAX_SLOTS, &v))
 			return hl_fail(cause, HL_EINVAL,
@@ -87,21 +104,13 @@ static int hostfile_count(char **tok, char **save, struct hl_host *h,
 			  int lineno, char **cause)
 {
 	char *was = *host;
-	long v;
+	int rc;
 
 	if (was == NULL)
 		return hl_fail(cause, HL_ENOMEM, "out of memory");
-	if (*counted)
-		return hl_fail(
-			cause, HL_EINVAL,
-			"%s:%d: %s and '%s' both give the slots: give one",
-			path, lineno, *host, *tok);
-	if (!hl_parse_long(*tok, 1, HL_MAX_SLOTS, &v))
-		return hl_fail(cause, HL_EINVAL,
-			       "%s:%d: bad slot count '%s' (want 1..%d)", path,
-			       lineno, *tok, HL_MAX_SLOTS);
-	h->slots = (int)v;
-	*counted = true;
+	rc = take_slots(*tok, *tok, h, counted, was, path, lineno, cause);
+	if (rc != HL_OK)
+		return rc;
 	/* 'a 4' for a later slots=, as 'a:4' is named. */
 	*host = hl_asprintf("'%.*s %s'", (int)strlen(was) - 2, was + 1, *tok);
 	free(was);
