@@ -198,6 +198,12 @@ $(B)/tests/fake/libcudart.so: tests/cli/workers/fake_cudart.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(WARN) $(CFLAGS) -shared -o $@ $<
 
+# fork failing after a number of forks, preloaded into hvdrun
+# (tests/cli/supervise.bats: a job that starts only in part).
+$(B)/tests/fake/fork_fails.so: tests/cli/workers/fork_fails.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
+
 # A CPU stand-in for CUDA's runtime and NCCL (tests/cli/gpu_standin.bats:
 # libhvd's GPU engine without a GPU), with the sonames libhvd was linked
 # against, so that LD_LIBRARY_PATH puts them before CUDA's own.
@@ -261,8 +267,8 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all $(UNIT_BIN) $(SAN_BIN) $(B)/san/bin/hvdrun \
 	    $(B)/tests/hvd_selftest $(B)/tests/mpi_user $(B)/tests/hvd_sets $(SAN_WORKERS) \
-	    $(B)/tests/fake/libcudart.so $(B)/tests/other/hvdrun \
-	    $(STANDIN) $(FUZZ_BIN)
+	    $(B)/tests/fake/libcudart.so $(B)/tests/fake/fork_fails.so \
+	    $(B)/tests/other/hvdrun $(STANDIN) $(FUZZ_BIN)
 	@tests/run
 
 demo: deps

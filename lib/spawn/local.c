@@ -170,17 +170,28 @@ static int local_restart(void *ctx, struct hl_worker *const *w, int n,
 	return rc;
 }
 
+/* A worker that cannot start (fork or a pipe refused: a limit on
+ * processes or memory) is named; those started before it are ended with
+ * the job. */
 static int local_start(void *ctx, char **cause)
 {
 	struct local_ctx *c = ctx;
+	char *why = NULL;
 	int r, rc = HL_OK;
 
-	for (r = 0; r < c->l->plan->size && rc == HL_OK; r++) {
+	for (r = 0; r < c->l->plan->size; r++) {
 		struct hl_worker *w = &c->w[r];
 
-		if (!w->remote)
-			rc = local_restart(ctx, &w, 1, cause);
+		if (w->remote)
+			continue;
+		rc = local_restart(ctx, &w, 1, &why);
+		if (rc != HL_OK) {
+			hl_fail(cause, rc, "rank %d on %s: %s", r,
+				w->place.host, why ? why : "out of memory");
+			break;
+		}
 	}
+	free(why);
 	return rc;
 }
 

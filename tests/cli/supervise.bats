@@ -61,6 +61,27 @@ load helper
 	assert_no_leftovers
 }
 
+@test "a worker that cannot start (fork refused) is named; those started before it are ended" {
+	local shim=$ROOT/build/tests/fake/fork_fails.so forks
+	[ -e "$shim" ] || skip "no $shim (make test builds it)"
+	# AddressSanitizer's runtime wants to come first among the libraries.
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+	# The forks of a whole job of 3: its workers' and hvdrun's own.
+	mkdir "$BATS_TEST_TMPDIR/all"
+	HVD_TEST_FORK_PIDS=$BATS_TEST_TMPDIR/all LD_PRELOAD=$shim run "$HVDRUN" -np 3 true
+	assert_success
+	forks=$(ls "$BATS_TEST_TMPDIR/all" | wc -l)
+	[ "$forks" -ge 3 ]
+	# Now the fork of rank 1 fails (as at a limit on processes), after
+	# rank 0 has started: rank 0 is ended, rank 2 never starts.
+	HVD_TEST_FORKS=$((forks - 2)) HVD_TEST_FORK_PIDS=$PIDDIR LD_PRELOAD=$shim \
+		run "$HVDRUN" -np 3 sleep 30
+	assert_failure 125
+	assert_output "hvdrun: rank 1 on localhost: fork: Resource temporarily unavailable"
+	[ "$(ls "$PIDDIR" | wc -l)" -eq $((forks - 2)) ]
+	wait_no_leftovers 20
+}
+
 @test "children adopted only when SIGKILL ends their parent are ended too" {
 	# Ranks 1 and 2 ignore SIGTERM: they die at SIGKILL, after the first
 	# sweep of orphans, and leave their setsid children to hvdrun.
