@@ -72,9 +72,11 @@ int hl_el_place_starting(struct sup *s, struct hl_worker *const *w, int n)
 		for (i = 0; i < n; i++)
 			if (ids[k] == w[i]->rank)
 				w[i]->place = (struct hl_place){
-					plan.ranks[k], m,
-					s->l->hosts->v[w[i]->host].name,
-					w[i]->rank};
+					.r = plan.ranks[k],
+					.size = m,
+					.host = s->l->hosts->v[w[i]->host].name,
+					.worker_id = w[i]->rank,
+					.hosts = (int)plan.nhosts_used};
 	hl_plan_close(&plan);
 	free(ids);
 	return m < 0 ? m : HL_OK;

@@ -243,6 +243,7 @@ void hl_place_of(struct hl_place *p, const struct hl_plan *plan,
 	p->size = plan->size;
 	p->host = hosts->v[p->r.host].name;
 	p->worker_id = rank;
+	p->hosts = (int)plan->nhosts_used;
 }
 
 int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
@@ -275,6 +276,10 @@ int hl_env_rank_vars(const struct hl_place *p, const struct hl_envspec *es,
 	PUT_STR(WENV_TORCH_MASTER_ADDR,
 		es->master_addr ? es->master_addr : p->host);
 	PUT_INT(WENV_TORCH_MASTER_PORT, es->master_port);
+	PUT_INT(WENV_TORCH_GROUP_RANK, r->host_rank);
+	PUT_INT(WENV_TORCH_GROUP_WORLD_SIZE, p->hosts);
+	PUT_INT(WENV_TORCH_ROLE_RANK, r->rank);
+	PUT_INT(WENV_TORCH_ROLE_WORLD_SIZE, p->size);
 	if (es->elastic)
 		PUT_INT(WENV_WORKER_ID, p->worker_id);
 	if (ifs != NULL) {

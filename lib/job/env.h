@@ -55,6 +55,7 @@ struct hl_place {
 	int size;
 	const char *host;
 	int worker_id;
+	int hosts; /* hosts with a worker */
 };
 
 /* The place of rank in plan, over hosts. */

@@ -27,6 +27,7 @@ int hl_plan_counts(struct hl_plan *plan, const int *count, size_t nhosts,
 			plan->ranks[r].rank = r;
 			plan->ranks[r].host = h;
 			plan->ranks[r].local_rank = s;
+			plan->ranks[r].host_rank = (int)plan->nhosts_used;
 		}
 		plan->nhosts_used += count[h] > 0;
 	}

@@ -16,6 +16,7 @@ struct hl_rank {
 	int local_size;
 	int cross_rank;
 	int cross_size;
+	int host_rank; /* the host's index among the hosts with a worker */
 };
 
 struct hl_plan {

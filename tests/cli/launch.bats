@@ -27,6 +27,10 @@ load helper
 		assert_line "[$r]<stdout>:LOCAL_RANK=$r"
 		assert_line "[$r]<stdout>:LOCAL_WORLD_SIZE=3"
 		assert_line "[$r]<stdout>:MASTER_ADDR=localhost"
+		assert_line "[$r]<stdout>:GROUP_RANK=0"
+		assert_line "[$r]<stdout>:GROUP_WORLD_SIZE=1"
+		assert_line "[$r]<stdout>:ROLE_RANK=$r"
+		assert_line "[$r]<stdout>:ROLE_WORLD_SIZE=3"
 	done
 	# One MASTER_PORT for the whole job, a real port number.
 	ports=$(printf '%s\n' "${lines[@]}" | sed -n 's/.*MASTER_PORT=//p' | sort -u)

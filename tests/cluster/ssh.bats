@@ -39,12 +39,12 @@ wait_gone() {
 
 @test "ranks, hostnames and environment per rank across hosts" {
 	run "$HVDRUN" "${SSH[@]}" -H node1:2,node2:2,node3:1 sh -c \
-		'echo "$(hostname) $HOROVOD_RANK/$HOROVOD_SIZE $HOROVOD_HOSTNAME l=$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE c=$HOROVOD_CROSS_RANK/$HOROVOD_CROSS_SIZE $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $(pwd)"'
+		'echo "$(hostname) $HOROVOD_RANK/$HOROVOD_SIZE $HOROVOD_HOSTNAME l=$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE c=$HOROVOD_CROSS_RANK/$HOROVOD_CROSS_SIZE $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $(pwd) g=$GROUP_RANK/$GROUP_WORLD_SIZE $ROLE_RANK/$ROLE_WORLD_SIZE"'
 	assert_success
-	assert_line "[0]<stdout>:node1 0/5 node1 l=0/2 c=0/3 0 5 0 2 node1 $PWD"
-	assert_line "[1]<stdout>:node1 1/5 node1 l=1/2 c=0/2 1 5 1 2 node1 $PWD"
-	assert_line "[3]<stdout>:node2 3/5 node2 l=1/2 c=1/2 3 5 1 2 node1 $PWD"
-	assert_line "[4]<stdout>:node3 4/5 node3 l=0/1 c=2/3 4 5 0 1 node1 $PWD"
+	assert_line "[0]<stdout>:node1 0/5 node1 l=0/2 c=0/3 0 5 0 2 node1 $PWD g=0/3 0/5"
+	assert_line "[1]<stdout>:node1 1/5 node1 l=1/2 c=0/2 1 5 1 2 node1 $PWD g=0/3 1/5"
+	assert_line "[3]<stdout>:node2 3/5 node2 l=1/2 c=1/2 3 5 1 2 node1 $PWD g=1/3 3/5"
+	assert_line "[4]<stdout>:node3 4/5 node3 l=0/1 c=2/3 4 5 0 1 node1 $PWD g=2/3 4/5"
 	# The host keys were recorded (accept-new).
 	[ "$(grep -c . "$RIG/known_hosts")" -ge 3 ]
 }

@@ -164,15 +164,19 @@ static void test_rank_env(void)
 						   "LOCAL_RANK=1",
 						   "LOCAL_WORLD_SIZE=2",
 						   "MASTER_ADDR=n1",
-						   "MASTER_PORT=29500"};
+						   "MASTER_PORT=29500",
+						   "GROUP_RANK=1",
+						   "GROUP_WORLD_SIZE=2",
+						   "ROLE_RANK=3",
+						   "ROLE_WORLD_SIZE=4"};
 		size_t j;
 
 		for (j = 0; j < sizeof(want) / sizeof(want[0]); j++)
 			if (strcmp(env.v[i], want[j]) == 0)
 				seen++;
 	}
-	CHECK(seen == 15);
-	CHECK(env.n == 15);
+	CHECK(seen == 19);
+	CHECK(env.n == 19);
 	hl_strvec_close(&env);
 	hl_envspec_close(&es);
 	hl_plan_close(&p);

@@ -67,6 +67,27 @@ static void test_np_below_slots(void)
 	hl_hostlist_close(&hl);
 }
 
+/* torchrun's GROUP_RANK: the host's index among the hosts with a worker,
+ * also where a host between them has none (an elastic job's plan). */
+static void test_host_rank(void)
+{
+	struct hl_hostlist hl;
+	struct hl_plan p;
+	const int count[4] = {2, 0, 3, 0};
+
+	plan_of("a:2,b:1,c:3", 6, &hl, &p);
+	CHECK(p.ranks[1].host_rank == 0 && p.ranks[2].host_rank == 1);
+	CHECK(p.ranks[3].host_rank == 2 && p.ranks[5].host_rank == 2);
+	hl_plan_close(&p);
+	hl_hostlist_close(&hl);
+	CHECK(hl_plan_counts(&p, count, 4, NULL) == HL_OK);
+	CHECK(p.size == 5 && p.nhosts_used == 2);
+	CHECK(p.ranks[0].host_rank == 0 && p.ranks[1].host_rank == 0);
+	CHECK(p.ranks[2].host == 2 && p.ranks[2].host_rank == 1);
+	CHECK(p.ranks[4].host == 2 && p.ranks[4].host_rank == 1);
+	hl_plan_close(&p);
+}
+
 static void test_np_errors(void)
 {
 	struct hl_hostlist hl;
@@ -88,6 +109,7 @@ int main(void)
 	RUN(test_even);
 	RUN(test_uneven);
 	RUN(test_np_below_slots);
+	RUN(test_host_rank);
 	RUN(test_np_errors);
 	return tap_done();
 }
