@@ -198,12 +198,11 @@ void cmd_usage(void)
 				  : horovodrun_flags[i].why,
 			  NULL);
 	}
-	fputs("Exit status: the first failing worker's code (128+N for signal N), 2 for\n"
-	      "bad usage, 125 if the job could not start (a host down, a key refused),\n"
-	      "126/127 if the command cannot be executed / was not found; hvdrun check:\n"
-	      "1 if a host is not usable, lacks the folder workers start in, a link\n"
-	      "failed (or is slow, with --fail-on-slow) or, with --nccl, a host's NCCL\n"
-	      "did not join. See hvdrun(1).\n",
+	fputs("Exit status: the first failing worker's code (128+N: signal N), 2: bad usage,\n"
+	      "124: past --timeout, 125: the job could not start (a host down, a key refused),\n"
+	      "126/127: the command cannot be executed / was not found; hvdrun check: 1 if a\n"
+	      "host is not usable or lacks the workers' folder, a link failed (or is slow,\n"
+	      "with --fail-on-slow) or a host's NCCL did not join (--nccl). See hvdrun(1).\n",
 	      stdout);
 }
 

@@ -165,6 +165,13 @@ static void on_event(void *arg, const struct hl_event *ev)
 		free(text);
 		break;
 	}
+	case HL_EV_TIMEOUT:
+		fprintf(stderr,
+			"hvdrun: %s: the job ran for %ld s, with %d %s%s still running; stopping it\n",
+			hl_opt_said(&cmd_args.opts, HL_K_TIMEOUT),
+			cmd_args.opts.v[HL_K_TIMEOUT].i, ev->sig, who,
+			ev->sig == 1 ? "" : "s");
+		break;
 	case HL_EV_SIGNAL:
 		if (verbose)
 			fprintf(stderr,
@@ -335,6 +342,7 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 	struct hl_launch l;
 	struct hl_ssh_opts so = {0};
 	struct hl_iface_choice ic = {0};
+	long long started = hl_now_ms();
 	size_t i;
 	long np;
 	int rc;
@@ -418,6 +426,8 @@ static int run_on(struct hl_hostlist *hosts, struct hl_discovery *disc,
 				: "over SSH");
 	}
 	l.hosts = hosts;
+	if (o->v[HL_K_TIMEOUT].i > 0)
+		l.deadline_ms = started + o->v[HL_K_TIMEOUT].i * 1000;
 	l.discovery = o->v[HL_K_DISCOVERY].set ? disc : NULL;
 	l.plan = &plan;
 	l.env = &es;

@@ -264,6 +264,7 @@ static void supervise(struct sup *s)
 			s->held = NULL;
 		if (s->held != NULL && (now >= s->fail_at || all_exited(s)))
 			fail_job(s, s->held, s->held_status, EXITED);
+		hl_sup_deadline(s, now, &timeout);
 		if (all_exited(s)) {
 			/* A worker's last writes are in its pipes before it
 			 * exits: read them now. A stream still open after

@@ -27,8 +27,10 @@ enum hl_event_kind {
 	HL_EV_RESET,	   /* elastic: rank on host failed (text: how and what
 			goes on); the rest of the job resets without it */
 	HL_EV_GROW,	   /* elastic: host is back (text: what starts there) */
-	HL_EV_HOSTS, /* elastic: the discovery script's hosts changed, or it
+	HL_EV_HOSTS,   /* elastic: the discovery script's hosts changed, or it
 			failed (host, or NULL, and text) */
+	HL_EV_TIMEOUT, /* the job ran past its deadline (--timeout) with
+			  sig of its workers still running; the job stops */
 };
 
 struct hl_event {
@@ -42,6 +44,9 @@ struct hl_event {
 /* How long the workers have between SIGTERM and SIGKILL at the job's
  * end, as horovodrun's. */
 #define HL_GRACE_MS 3000
+/* A job ended at its --timeout exits with this status, as timeout(1)'s
+ * command. */
+#define HL_TIMEOUT_EXIT 124
 
 struct sup;
 struct pollfd;
@@ -92,7 +97,10 @@ struct hl_launch {
 	 * first start, here or on another host; -1: none (every worker
 	 * reads /dev/null). */
 	int stdin_rank;
-	int grace_ms;  /* SIGTERM to SIGKILL: HL_GRACE_MS */
+	int grace_ms; /* SIGTERM to SIGKILL: HL_GRACE_MS */
+	/* --timeout: when the job is ended (hl_now_ms's clock), its exit
+	 * status HL_TIMEOUT_EXIT; 0: never. */
+	long long deadline_ms;
 	int report_fd; /* failures of the rendezvous, or -1 */
 	/* An elastic job (min_np > 0): the rendezvous, whose generations
 	 * the supervisor sets; a failed worker's host leaves the job and

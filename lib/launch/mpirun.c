@@ -144,6 +144,13 @@ int hl_mpirun_argv(const struct hl_hostlist *hosts, const struct hl_plan *plan,
 			snprintf(rank, sizeof(rank), "%ld", o->v[HL_K_STDIN].i);
 		rc = push2(out, "--stdin", rank);
 	}
+	/* --timeout: mpirun's own (its exit status is its own). */
+	if (rc == HL_OK && o->v[HL_K_TIMEOUT].i > 0) {
+		char secs[24];
+
+		snprintf(secs, sizeof(secs), "%ld", o->v[HL_K_TIMEOUT].i);
+		rc = push2(out, "--timeout", secs);
+	}
 	/* --wdir: mpirun's own, the same absolute folder. */
 	if (rc == HL_OK && so->wdir)
 		rc = push2(out, "-wdir", so->cwd);

@@ -90,3 +90,26 @@ void hl_sup_describe_status(int status, char *buf, size_t len)
 	else
 		snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
 }
+
+void hl_sup_deadline(struct sup *s, long long now, int *timeout)
+{
+	long long end = s->l->deadline_ms;
+	struct hl_event ev = {HL_EV_TIMEOUT, -1, NULL, NULL, 0};
+	int i;
+
+	/* A worker's failure, or a signal, that came first is the cause. */
+	if (end <= 0 || s->phase != PH_RUNNING || s->failed || s->signal != 0 ||
+	    s->held != NULL)
+		return;
+	if (now < end) {
+		if (*timeout < 0 || end - now < *timeout)
+			*timeout = (int)(end - now);
+		return;
+	}
+	for (i = 0; i < s->n; i++)
+		ev.sig += !s->w[i].exited;
+	hl_spawn_event(s->l, &ev);
+	s->failed = true;
+	s->exit_code = HL_TIMEOUT_EXIT;
+	hl_sup_terminate(s, SIGTERM);
+}

@@ -76,6 +76,11 @@ void hl_sup_signal_all(struct sup *s, int sig);
 void hl_sup_terminate(struct sup *s, int sig);
 void hl_sup_kill_now(struct sup *s);
 void hl_sup_describe_status(int status, char *buf, size_t len);
+/* The job's --timeout (l->deadline_ms), looked at now: past it, while
+ * the job runs and has not failed, the job is ended (HL_EV_TIMEOUT, exit
+ * status HL_TIMEOUT_EXIT). Before it, *timeout (the loop's poll, ms, -1:
+ * none) is bounded by it. */
+void hl_sup_deadline(struct sup *s, long long now, int *timeout);
 
 /* ---- input.c ---- */
 

@@ -82,6 +82,44 @@ load helper
 	wait_no_leftovers 20
 }
 
+@test "--timeout: the job is ended once it has run that long (exit 124), saying how many still ran; nothing left" {
+	SECONDS=0
+	run "$HVDRUN" --timeout 1 -np 3 "$WORKERS/fail.sh" none 0
+	assert_failure 124
+	assert_output "hvdrun: --timeout 1: the job ran for 1 s, with 3 ranks still running; stopping it"
+	[ "$SECONDS" -lt 5 ]
+	assert_no_leftovers
+	# Workers that ignore SIGTERM get SIGKILL after the grace period.
+	run "$HVDRUN" --timeout 1 -np 2 "$WORKERS/fail.sh" none 0 ignore-term
+	assert_failure 124
+	assert_no_leftovers
+	# A worker that fails first stays the cause; a job that ends in time
+	# ends as it would have.
+	run "$HVDRUN" --timeout 3 -np 2 "$WORKERS/fail.sh" 1 5
+	assert_failure 5
+	refute_output --partial "timeout"
+	run "$HVDRUN" --timeout 5 -np 2 true
+	assert_success
+	assert_output ""
+	# An elastic job's workers are named as such.
+	run "$HVDRUN" --timeout 1 -np 2 --min-np 1 "$WORKERS/fail.sh" none 0
+	assert_failure 124
+	assert_output "hvdrun: --timeout 1: the job ran for 1 s, with 2 workers still running; stopping it"
+	assert_no_leftovers
+}
+
+@test "--timeout from the config file is named as the file gives it; 0 is no limit; a bad value is refused" {
+	printf '[job]\ntimeout = 1\n' >"$BATS_TEST_TMPDIR/job.ini"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" -np 1 sleep 30
+	assert_failure 124
+	assert_output "hvdrun: timeout = 1 ($BATS_TEST_TMPDIR/job.ini:2): the job ran for 1 s, with 1 rank still running; stopping it"
+	run "$HVDRUN" --config-file "$BATS_TEST_TMPDIR/job.ini" --timeout 0 -np 1 sleep 1.5
+	assert_success
+	run "$HVDRUN" --timeout -1 -np 1 true
+	assert_failure 2
+	assert_line --index 0 "hvdrun: bad value '-1' for --timeout (want an integer from 0 to 31622400)"
+}
+
 @test "children adopted only when SIGKILL ends their parent are ended too" {
 	# Ranks 1 and 2 ignore SIGTERM: they die at SIGKILL, after the first
 	# sweep of orphans, and leave their setsid children to hvdrun.
