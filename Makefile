@@ -341,7 +341,7 @@ $(addprefix $(B)/fuzz/,$(FUZZ_LIB)): $(B)/fuzz/%: $(B)/fuzz/obj/tests/fuzz/%.o \
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LIBS)
 
 $(B)/fuzz/options: $(call fobj,tests/fuzz/options.c tests/fuzz/fuzz_util.c \
-    cmd/args.c $(LIB_SRC))
+    cmd/args.c cmd/foreign.c $(LIB_SRC))
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LIBS)
 
 $(B)/fuzz/control: $(call fobj,tests/fuzz/control.c tests/fuzz/fuzz_util.c \

@@ -262,10 +262,15 @@ static int unknown_option(const char *bad, const struct option *longopts,
 {
 	char word[80];
 	struct hl_suggest s;
+	const char *launcher = NULL, *instead;
 	size_t i;
 
 	snprintf(word, sizeof(word), "%s", bad + strspn(bad, "-"));
 	word[strcspn(word, "=")] = '\0';
+	instead = cmd_foreign_option(word, &launcher);
+	if (instead != NULL)
+		return hl_fail(cause, HL_EINVAL, "%s is %s's option: %s", bad,
+			       launcher, instead);
 	hl_suggest_init(&s, word);
 	for (i = 0; longopts[i].name != NULL; i++)
 		hl_suggest_try(&s, longopts[i].name);

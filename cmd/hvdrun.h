@@ -15,6 +15,11 @@ enum {
 	EXIT_NOTFOUND = 127, /* the command was not found */
 };
 
+/* foreign.c: what hvdrun takes instead of mpirun's or torchrun's option
+ * name (without its dashes and "=value"; *launcher: whose it is), or NULL
+ * where it is none of theirs that hvdrun knows. */
+const char *cmd_foreign_option(const char *name, const char **launcher);
+
 /* The options struct of cmd/: the one mutable global of hvdrun. */
 struct cmd_args {
 	struct hl_opts opts;

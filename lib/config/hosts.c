@@ -241,7 +241,7 @@ int hl_hosts_parse_list(const char *list, struct hl_hostlist *out, char **cause)
 		size_t len = comma ? (size_t)(comma - p) : strlen(p);
 		struct hl_host h = {0};
 		char *what;
-		bool counted;
+		bool counted = false;
 
 		if (len == 0) {
 			rc = hl_fail(cause, HL_EINVAL,
@@ -255,8 +255,10 @@ int hl_hosts_parse_list(const char *list, struct hl_hostlist *out, char **cause)
 		}
 		rc = hl__host_entry(p, len, &h, &counted, "", what, cause);
 		free(what);
-		if (rc == HL_OK)
+		if (rc == HL_OK) {
+			h.bare = !counted;
 			rc = hl__host_append(out, &h, "", cause);
+		}
 		hl__host_free(&h);
 		if (rc != HL_OK || comma == NULL)
 			break;

@@ -28,6 +28,7 @@ struct hl_host {
 	int slots;
 	bool local; /* this machine: started without SSH */
 	int line;   /* hostfile line, 0 for -H */
+	bool bare;  /* -H gave it no slot count: one slot */
 };
 
 struct hl_hostlist {

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int hl_plan_counts(struct hl_plan *plan, const int *count, size_t nhosts,
 		   char **cause)
@@ -66,12 +67,31 @@ int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
 	if (np < 1)
 		return hl_fail(cause, HL_EINVAL, "-np must be at least 1");
 	if (np > total) {
+		const struct hl_host *bare = NULL;
+
+		for (h = 0; h < hosts->n && bare == NULL; h++)
+			if (hosts->v[h].bare)
+				bare = &hosts->v[h];
+		bool v6 = bare != NULL && strchr(bare->name, ':') != NULL;
+
 		snprintf(dflt, sizeof(dflt), "-np %ld", np);
+		/* mpirun's habit: -H a,b for a host's every core. */
+		if (bare != NULL && hosts->n == 1)
+			return hl_fail(cause, HL_EINVAL,
+				       "%s is more than the 1 slot of the host "
+				       "list: a host given without ':N' has "
+				       "one slot (%s%s%s:%ld for %ld)",
+				       said != NULL ? said : dflt,
+				       v6 ? "[" : "", bare->name, v6 ? "]" : "",
+				       np, np);
 		return hl_fail(
 			cause, HL_EINVAL,
-			"%s is more than the %ld slot%s of the host list",
+			"%s is more than the %ld slot%s of the host list%s",
 			said != NULL ? said : dflt, total,
-			total == 1 ? "" : "s");
+			total == 1 ? "" : "s",
+			bare != NULL
+				? " (a host given without ':N' has one slot)"
+				: "");
 	}
 	count = calloc(hosts->n, sizeof(*count));
 	if (count == NULL)

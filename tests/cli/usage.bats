@@ -114,10 +114,16 @@ rank=4 host=c local_rank=1 local_size=2 cross_rank=1 cross_size=2"
 	assert_failure 2
 	assert_line --index 0 "hvdrun: -np 5 is more than the 4 slots of the host list"
 	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+	# A host given bare has one slot (mpirun's -H host, not its cores):
+	# the line says so, and how to give it more.
 	run "$HVDRUN" -np 2 -H localhost touch "$BATS_TEST_TMPDIR/started"
 	assert_failure 2
-	assert_line --index 0 "hvdrun: -np 2 is more than the 1 slot of the host list"
+	assert_line --index 0 "hvdrun: -np 2 is more than the 1 slot of the host list: a host given without ':N' has one slot (localhost:2 for 2)"
 	[ ! -e "$BATS_TEST_TMPDIR/started" ]
+	run "$HVDRUN" -np 3 -H '[::1]' true
+	assert_line --index 0 "hvdrun: -np 3 is more than the 1 slot of the host list: a host given without ':N' has one slot ([::1]:3 for 3)"
+	run "$HVDRUN" -np 4 -H localhost:2,127.0.0.1 true
+	assert_line --index 0 "hvdrun: -np 4 is more than the 3 slots of the host list (a host given without ':N' has one slot)"
 	# Named as the user gave it: mpirun's -n, --num-proc=, a config
 	# file's line; so are --min-np's and --stdin's numbers.
 	run "$HVDRUN" -n 3 -H localhost:2 true
@@ -354,6 +360,18 @@ rank=1 host=hA local_rank=1 local_size=2 cross_rank=0 cross_size=1"
 	run "$HVDRUN" -q -np 1 true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: unknown option '-q'"
+	# mpirun's and torchrun's options, from habit: what does it here.
+	run "$HVDRUN" --oversubscribe -np 4 touch "$BATS_TEST_TMPDIR/started"
+	assert_failure 2
+	assert_line --index 0 "hvdrun: --oversubscribe is mpirun's option: hvdrun starts one worker a slot: give the hosts the slots they have (-H localhost:8, or 'host slots=8' in a hostfile)"
+	run "$HVDRUN" -mca btl self,tcp -np 1 true
+	assert_line --index 0 --partial "hvdrun: -mca is mpirun's option: an Open MPI setting: with --mpi, give it in --mpi-args"
+	run "$HVDRUN" --nproc_per_node=4 true
+	assert_failure 2
+	assert_line --index 0 --partial "hvdrun: --nproc_per_node=4 is torchrun's option: -np N for this machine alone;"
+	run "$HVDRUN" --rdzv-endpoint h:29400 -np 1 true
+	assert_line --index 0 --partial "is torchrun's option: hvdrun runs the job's rendezvous itself"
+	[ ! -e "$BATS_TEST_TMPDIR/started" ]
 	run "$HVDRUN" -np
 	assert_failure 2
 	assert_line --index 0 "hvdrun: option '-np' needs a value"
