@@ -419,11 +419,23 @@ int hl_env_build(char *const *base, const struct hl_envspec *es,
 			rc = env_put(out, hl_strdup(base[i]));
 	for (i = 0; i < es->set.n && rc == HL_OK; i++)
 		rc = env_put(out, hl_strdup(es->set.v[i]));
+	if (rc == HL_OK && hl_env_unbuffered(out, es))
+		rc = env_put(out, hl_strdup(HL_ENV_UNBUFFERED));
 	if (rc == HL_OK)
 		rc = hl_env_rank_vars(p, es, out);
 	if (rc != HL_OK)
 		hl_strvec_close(out);
 	return rc;
+}
+
+bool hl_env_unbuffered(const struct hl_strvec *env, const struct hl_envspec *es)
+{
+	size_t n = strcspn(HL_ENV_UNBUFFERED, "=");
+	char name[32];
+
+	memcpy(name, HL_ENV_UNBUFFERED, n);
+	name[n] = '\0';
+	return hl_strvec_value(env, name) == NULL && !hl_envspec_sets(es, name);
 }
 
 int hl_free_port(int *port, char **cause)

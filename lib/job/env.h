@@ -80,9 +80,18 @@ int hl_env_node_base(char *const *base, struct hl_strvec *out);
 /* Set entry ("NAME=VALUE") in env, replacing an existing NAME. */
 int hl_env_put(struct hl_strvec *env, const char *entry);
 /* The whole environment of a local worker: base (the launcher's environ),
- * then the shared layers, then the rank variables. */
+ * then the shared layers, then the rank variables; and HL_ENV_UNBUFFERED
+ * where neither base nor -x or [env] names its variable. */
 int hl_env_build(char *const *base, const struct hl_envspec *es,
 		 const struct hl_place *p, struct hl_strvec *out);
+/* A worker's Python writes its output as it comes (python -u), not a
+ * buffer-full at a time into hvdrun's pipe: a job's progress shows while
+ * it runs. An empty PYTHONUNBUFFERED (-x PYTHONUNBUFFERED=) buffers. */
+#define HL_ENV_UNBUFFERED "PYTHONUNBUFFERED=1"
+/* Whether a worker whose launcher's environment is env gets
+ * HL_ENV_UNBUFFERED. */
+bool hl_env_unbuffered(const struct hl_strvec *env,
+		       const struct hl_envspec *es);
 
 /* A TCP port that is free on this machine now. */
 int hl_free_port(int *port, char **cause);

@@ -70,6 +70,8 @@ static int exported(struct hl_strvec *out, const struct hl_envspec *es)
 						 : push2(out, "-x", name);
 		free(name);
 	}
+	if (rc == HL_OK && hl_env_unbuffered(&env, es))
+		rc = push2(out, "-x", HL_ENV_UNBUFFERED);
 	hl_strvec_close(&env);
 	return rc;
 }

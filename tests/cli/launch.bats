@@ -38,6 +38,37 @@ load helper
 	[ "$ports" -gt 0 ] && [ "$ports" -lt 65536 ]
 }
 
+@test "a Python worker's output shows as it is printed, not at its end (PYTHONUNBUFFERED=1 unless set)" {
+	local out=$BATS_TEST_TMPDIR/out go=$BATS_TEST_TMPDIR/go i seen=no
+	# The worker prints, then waits (10 s at most) for the test to have
+	# seen that line: through a pipe, Python would hold it until its end.
+	env -u PYTHONUNBUFFERED "$HVDRUN" -np 1 /usr/bin/python3 -c '
+import os, sys, time
+print("first")
+for _ in range(200):
+    if os.path.exists(sys.argv[1]):
+        break
+    time.sleep(0.05)
+print("second")' "$go" >"$out" 2>&1 &
+	local job=$!
+	for i in $(seq 1 100); do
+		grep -q first "$out" && { seen=yes; break; }
+		sleep 0.1
+	done
+	touch "$go"
+	wait "$job"
+	[ "$seen" = yes ]
+	run cat "$out"
+	assert_output "$(printf '[0]<stdout>:first\n[0]<stdout>:second')"
+	# As the launcher's environment or -x has it: an empty value buffers.
+	run env -u PYTHONUNBUFFERED "$HVDRUN" -np 1 "$WORKERS/env.sh" PYTHONUNBUFFERED
+	assert_line "[0]<stdout>:PYTHONUNBUFFERED=1"
+	run env PYTHONUNBUFFERED=0 "$HVDRUN" -np 1 "$WORKERS/env.sh" PYTHONUNBUFFERED
+	assert_line "[0]<stdout>:PYTHONUNBUFFERED=0"
+	run env -u PYTHONUNBUFFERED "$HVDRUN" -x PYTHONUNBUFFERED= -np 1 "$WORKERS/env.sh" PYTHONUNBUFFERED
+	assert_line "[0]<stdout>:PYTHONUNBUFFERED="
+}
+
 @test "MASTER_ADDR is rank 0's address on the interface the job uses" {
 	run "$HVDRUN" -np 2 -H localhost:2 --network-interface lo "$WORKERS/env.sh" MASTER_ADDR
 	assert_success

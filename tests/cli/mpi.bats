@@ -161,9 +161,13 @@ setup() {
 	# --bind-to and --report-bindings in mpirun's words; mpirun reports.
 	run "$HVDRUN" --mpi -np 1 --bind-to NONE --report-bindings --dry-run true
 	[[ "${lines[1]}" == *" --bind-to none --report-bindings true" ]]
-	# --timeout: mpirun's own.
-	run "$HVDRUN" --mpi -np 1 --timeout 7 --dry-run true
+	# --timeout: mpirun's own. Python's output unbuffered, as in
+	# hvdrun's own workers.
+	run env -u PYTHONUNBUFFERED "$HVDRUN" --mpi -np 1 --timeout 7 --dry-run true
 	[[ "${lines[1]}" == "hvdrun: mpirun "*" --timeout 7 -np 1 "* ]]
+	[[ "${lines[1]}" == *" -x PYTHONUNBUFFERED=1 "* ]]
+	run env PYTHONUNBUFFERED= "$HVDRUN" --mpi -np 1 --dry-run true
+	[[ "${lines[1]}" != *"PYTHONUNBUFFERED=1"* ]]
 	run "$HVDRUN" --mpi -np 1 --bind-to core --report-bindings true
 	assert_success
 	assert_line --partial "MCW rank 0 bound to"

@@ -57,11 +57,12 @@ wait_gone() {
 }
 
 @test "-x values and the tuning options reach remote workers" {
-	run "$HVDRUN" "${SSH[@]}" -H node1 -x FOO=bar --cycle-time-ms 3 \
-		"$WORKERS/env.sh" FOO HOROVOD_CYCLE_TIME
+	run env -u PYTHONUNBUFFERED "$HVDRUN" "${SSH[@]}" -H node1 -x FOO=bar --cycle-time-ms 3 \
+		"$WORKERS/env.sh" FOO HOROVOD_CYCLE_TIME PYTHONUNBUFFERED
 	assert_success
 	assert_line "[0]<stdout>:FOO=bar"
 	assert_line "[0]<stdout>:HOROVOD_CYCLE_TIME=3"
+	assert_line "[0]<stdout>:PYTHONUNBUFFERED=1"
 }
 
 @test "an environment value with every awkward byte arrives byte for byte and in no command line" {

@@ -168,15 +168,26 @@ static void test_rank_env(void)
 						   "GROUP_RANK=1",
 						   "GROUP_WORLD_SIZE=2",
 						   "ROLE_RANK=3",
-						   "ROLE_WORLD_SIZE=4"};
+						   "ROLE_WORLD_SIZE=4",
+						   "PYTHONUNBUFFERED=1"};
 		size_t j;
 
 		for (j = 0; j < sizeof(want) / sizeof(want[0]); j++)
 			if (strcmp(env.v[i], want[j]) == 0)
 				seen++;
 	}
-	CHECK(seen == 19);
-	CHECK(env.n == 19);
+	CHECK(seen == 20);
+	CHECK(env.n == 20);
+	hl_strvec_close(&env);
+	/* Python's buffering as the launcher's environment or -x has it. */
+	base[2] = "PYTHONUNBUFFERED=";
+	CHECK(hl_env_build(base, &es, &place, &env) == HL_OK);
+	CHECK(strcmp(hl_strvec_value(&env, "PYTHONUNBUFFERED"), "") == 0);
+	hl_strvec_close(&env);
+	base[2] = "KEEP=1";
+	CHECK(hl_strvec_push(&es.set, "PYTHONUNBUFFERED=0") == HL_OK);
+	CHECK(hl_env_build(base, &es, &place, &env) == HL_OK);
+	CHECK(strcmp(hl_strvec_value(&env, "PYTHONUNBUFFERED"), "0") == 0);
 	hl_strvec_close(&env);
 	hl_envspec_close(&es);
 	hl_plan_close(&p);
