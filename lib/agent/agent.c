@@ -199,6 +199,10 @@ static int exit_like(int status)
  * it: the one family the agent ends (fam). */
 static void signal_family(struct hl_family *fam, pid_t pgid, int sig)
 {
+	if (hl_signal_leader_only(sig)) {
+		hl_signal_worker(pgid, sig);
+		return;
+	}
 	hl_family_signal_group(fam, pgid, sig);
 	hl_family_signal_children(fam, sig, NULL, NULL);
 }

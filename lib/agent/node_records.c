@@ -22,6 +22,7 @@
 #include "proto/ifaces.h"
 #include "job/bind.h"
 #include "job/env.h"
+#include "util/family.h"
 #include "util/proc.h"
 #include "agent/records.h"
 
@@ -306,7 +307,7 @@ int hl_node_on_record(struct node *nd, char type, const char *data, size_t len)
 	case 'K':
 		r = find(nd, (int)q.num);
 		if (r != NULL && r->pid > 0 && !r->reaped)
-			kill(-r->pid, q.sig);
+			hl_signal_worker(r->pid, q.sig);
 		return HL_OK;
 	case 'Z':
 		nd->all_sent = true;

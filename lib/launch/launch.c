@@ -130,6 +130,10 @@ static void on_signal(struct sup *s)
 			reap(s);
 			continue;
 		}
+		if (hl_signal_leader_only(sig)) { /* for the workers alone */
+			hl_sup_forward(s, sig);
+			continue;
+		}
 		if (s->signal == 0 && !s->failed) {
 			struct hl_event ev = {HL_EV_SIGNAL, -1, NULL, NULL,
 					      sig};
@@ -390,8 +394,9 @@ int hl_launch_run(const struct hl_launch *l, int *exit_code, char **cause)
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
-	for (i = 0; i < 3; i++) {
-		static const int fwd[3] = {SIGINT, SIGTERM, SIGHUP};
+	for (i = 0; i < 5; i++) {
+		static const int fwd[5] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1,
+					   SIGUSR2};
 		struct sigaction sa;
 
 		/* A signal ignored when hvdrun started (nohup, a background

@@ -75,6 +75,20 @@ void hl_sup_terminate(struct sup *s, int sig)
 	s->deadline = hl_now_ms() + s->l->grace_ms;
 }
 
+void hl_sup_forward(struct sup *s, int sig)
+{
+	struct hl_event ev = {HL_EV_SIGNAL, -1, NULL, NULL, sig};
+	int i;
+
+	hl_spawn_event(s->l, &ev);
+	for (i = 0; i < s->n; i++) {
+		struct hl_worker *w = &s->w[i];
+
+		if (!w->exited && s->ctx[w->remote] != NULL)
+			s->ops[w->remote]->signal(s->ctx[w->remote], w, sig);
+	}
+}
+
 void hl_sup_kill_now(struct sup *s)
 {
 	hl_sup_signal_all(s, SIGKILL);

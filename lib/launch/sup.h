@@ -74,6 +74,9 @@ struct sup {
 int hl_sup_signal_orphans(struct sup *s, int sig);
 void hl_sup_signal_all(struct sup *s, int sig);
 void hl_sup_terminate(struct sup *s, int sig);
+/* sig (hl_signal_leader_only's) to every worker that runs, as mpirun
+ * forwards SIGUSR1 and SIGUSR2; the job goes on. */
+void hl_sup_forward(struct sup *s, int sig);
 void hl_sup_kill_now(struct sup *s);
 void hl_sup_describe_status(int status, char *buf, size_t len);
 /* The job's --timeout (l->deadline_ms), looked at now: past it, while

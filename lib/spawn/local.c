@@ -15,6 +15,7 @@
 
 #include "job/bind.h"
 #include "launch/launch.h"
+#include "util/family.h"
 #include "util/proc.h"
 #include "spawn/spawn.h"
 
@@ -201,7 +202,7 @@ static int local_signal(void *ctx, struct hl_worker *w, int sig)
 	if (w->pid <= 0)
 		return HL_OK;
 	/* The group outlives its leader while the worker's children run. */
-	if (kill(-w->pid, sig) != 0 && errno != ESRCH)
+	if (hl_signal_worker(w->pid, sig) != 0 && errno != ESRCH)
 		return HL_ESYS;
 	return HL_OK;
 }

@@ -31,6 +31,16 @@ void hl_family_signal_group(struct hl_family *f, pid_t pgid, int sig)
 		kill(-pgid, sig);
 }
 
+bool hl_signal_leader_only(int sig)
+{
+	return sig == SIGUSR1 || sig == SIGUSR2;
+}
+
+int hl_signal_worker(pid_t pid, int sig)
+{
+	return kill(hl_signal_leader_only(sig) ? pid : -pid, sig);
+}
+
 int hl_family_signal_children(struct hl_family *f, int sig,
 			      bool (*ours)(void *arg, pid_t pid), void *arg)
 {

@@ -29,6 +29,15 @@ void hl_family_close(struct hl_family *f);
 
 /* Signal process group pgid (a leader's pid), SIGTERM only once. */
 void hl_family_signal_group(struct hl_family *f, pid_t pgid, int sig);
+/* SIGUSR1 and SIGUSR2, forwarded as mpirun forwards them, go to a
+ * worker's own process alone, for its handler (a checkpoint before the
+ * allocation ends: Slurm's --signal): its children (DataLoader workers,
+ * a shell's commands) have none and would die of it. Every other signal
+ * goes to the worker's whole group. */
+bool hl_signal_leader_only(int sig);
+/* sig to worker pid (its group's leader): to it alone or to its group,
+ * as hl_signal_leader_only says. kill's result. */
+int hl_signal_worker(pid_t pid, int sig);
 /* Signal every child of this process for which ours(arg, pid) is false
  * (NULL: every child): the adopted ones. SIGTERM reaches each once.
  * Returns how many it found, whatever sig (0 only asks). */

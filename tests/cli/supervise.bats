@@ -181,6 +181,27 @@ signal_test() {
 	assert_line "[1]<stdout>:rank 1 got HUP"
 }
 
+@test "SIGUSR1 and SIGUSR2 reach every worker, not its children, and the job goes on (mpirun's forwarding)" {
+	local sig out=$BATS_TEST_TMPDIR/out i status
+	for sig in USR1 USR2; do
+		"$HVDRUN" -np 2 --verbose "$WORKERS/usr1.sh" $sig >"$out" 2>&1 &
+		local pid=$!
+		for i in $(seq 1 100); do
+			[ "$(grep -c '<stdout>:ready' "$out")" -eq 2 ] && break
+			sleep 0.1
+		done
+		kill -$sig $pid
+		status=0
+		wait $pid || status=$?
+		[ "$status" -eq 0 ]
+		run cat "$out"
+		assert_line "[0]<stdout>:$sig yes, child alive"
+		assert_line "[1]<stdout>:$sig yes, child alive"
+		assert_line --partial "; forwarding it to every worker"
+	done
+	assert_no_leftovers
+}
+
 @test "SIGKILL of hvdrun still ends its local workers and their children" {
 	"$HVDRUN" -np 2 "$WORKERS/family.sh" >/dev/null 2>&1 &
 	local pid=$!

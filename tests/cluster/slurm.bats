@@ -282,6 +282,27 @@ ENVDUMP='env | grep -Ev "^(SLURMD_|_=|SHLVL=|PWD=|OLDPWD=|SSH_|USER=|LOGNAME=|MA
 	assert_no_agent
 }
 
+@test "--launcher srun: SIGUSR1 to hvdrun reaches every worker on every node, not its children, and the job goes on" {
+	local out=$BATS_TEST_TMPDIR/out i pid status=0
+	slurm_exec salloc -Q -N3 --ntasks-per-node=1 "$HVDRUN" --launcher srun -x PIDDIR \
+		"$WORKERS/usr1.sh" >"$out" 2>&1 &
+	local salloc=$!
+	for i in $(seq 1 150); do
+		[ "$(grep -c '<stdout>:ready' "$out")" -eq 3 ] && break
+		sleep 0.1
+	done
+	pid=$(pgrep -o -f "^$HVDRUN ")
+	[ -n "$pid" ]
+	kill -USR1 "$pid"
+	wait "$salloc" || status=$?
+	[ "$status" -eq 0 ]
+	run cat "$out"
+	for i in 0 1 2; do
+		assert_line "[$i]<stdout>:USR1 yes, child alive"
+	done
+	wait_no_leftovers
+}
+
 @test "--launcher srun: hosts that are not the allocation's nodes are named, nothing starts; outside an allocation it is refused" {
 	# The allocation is pinned: a free choice of nodes may take ns3
 	# (while ns2 still ends an earlier job), and the list would be valid.

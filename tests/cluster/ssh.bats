@@ -137,6 +137,24 @@ wait_gone() {
 	wait_gone
 }
 
+@test "SIGUSR1 reaches every remote worker, not its children, and the job goes on" {
+	local out=$BATS_TEST_TMPDIR/out i status=0
+	"$HVDRUN" "${SSH[@]}" -H node1:1,node2:2 "$WORKERS/usr1.sh" >"$out" 2>&1 &
+	local pid=$!
+	for i in $(seq 1 100); do
+		[ "$(grep -c '<stdout>:ready' "$out")" -eq 3 ] && break
+		sleep 0.1
+	done
+	kill -USR1 $pid
+	wait $pid || status=$?
+	[ "$status" -eq 0 ]
+	run cat "$out"
+	assert_line "[0]<stdout>:USR1 yes, child alive"
+	assert_line "[1]<stdout>:USR1 yes, child alive"
+	assert_line "[2]<stdout>:USR1 yes, child alive"
+	wait_gone
+}
+
 @test "SIGKILL of hvdrun: remote workers and their children end within 5 s" {
 	"$HVDRUN" "${SSH[@]}" -H node1:1,node2:2 "$WORKERS/family.sh" >/dev/null 2>&1 &
 	local pid=$!
