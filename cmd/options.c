@@ -94,14 +94,16 @@ static void ssh_logging(void)
 
 /* horovodrun's: HOROVOD_START_TIMEOUT and (in an elastic job)
  * HOROVOD_ELASTIC_TIMEOUT in hvdrun's own environment, where neither the
- * command line nor the config file gave the option. */
+ * command line nor the config file gave the option; and mpirun's
+ * MPIEXEC_TIMEOUT, its --timeout. */
 static int horovod_env(struct hl_opts *o, char **cause)
 {
 	static const struct {
 		enum hl_key k;
 		const char *var;
 	} vars[] = {{HL_K_START_TIMEOUT, "HOROVOD_START_TIMEOUT"},
-		    {HL_K_ELASTIC_TIMEOUT, "HOROVOD_ELASTIC_TIMEOUT"}};
+		    {HL_K_ELASTIC_TIMEOUT, "HOROVOD_ELASTIC_TIMEOUT"},
+		    {HL_K_TIMEOUT, "MPIEXEC_TIMEOUT"}};
 	size_t i;
 	int rc = HL_OK;
 

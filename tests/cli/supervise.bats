@@ -118,6 +118,13 @@ load helper
 	run "$HVDRUN" --timeout -1 -np 1 true
 	assert_failure 2
 	assert_line --index 0 "hvdrun: bad value '-1' for --timeout (want an integer from 0 to 31622400)"
+	# mpirun's MPIEXEC_TIMEOUT, where neither the command line nor a
+	# config file gives one.
+	MPIEXEC_TIMEOUT=1 run "$HVDRUN" -np 1 sleep 30
+	assert_failure 124
+	assert_output "hvdrun: timeout = 1 (MPIEXEC_TIMEOUT in the environment): the job ran for 1 s, with 1 rank still running; stopping it"
+	MPIEXEC_TIMEOUT=1 run "$HVDRUN" --timeout 0 -np 1 sleep 1.5
+	assert_success
 }
 
 @test "children adopted only when SIGKILL ends their parent are ended too" {
