@@ -256,7 +256,8 @@ static int set_key(enum hl_key k, const char *value, const char *name,
 }
 
 /* An option that is none of longopts ("--fusion-treshold-mb=4"): named,
- * with the nearest real one where it looks like a typo of it. */
+ * as another launcher's (foreign.c), or with the nearest real one where
+ * it looks like a typo of it (longopts NULL: a letter, none). */
 static int unknown_option(const char *bad, const struct option *longopts,
 			  char **cause)
 {
@@ -272,7 +273,7 @@ static int unknown_option(const char *bad, const struct option *longopts,
 		return hl_fail(cause, HL_EINVAL, "%s is %s's option: %s", bad,
 			       launcher, instead);
 	hl_suggest_init(&s, word);
-	for (i = 0; longopts[i].name != NULL; i++)
+	for (i = 0; longopts != NULL && longopts[i].name != NULL; i++)
 		hl_suggest_try(&s, longopts[i].name);
 	if (s.best != NULL)
 		return hl_fail(cause, HL_EINVAL,
@@ -415,10 +416,11 @@ int cmd_parse_args(int argc, char **argv, char **cause)
 				     "option '%s' needs a value", bad);
 			break;
 		case '?':
-			if (optopt != 0 && optopt < OPT_KEY_BASE)
-				rc = hl_fail(cause, HL_EINVAL,
-					     "unknown option '-%c'", optopt);
-			else
+			if (optopt != 0 && optopt < OPT_KEY_BASE) {
+				char letter[3] = {'-', (char)optopt, '\0'};
+
+				rc = unknown_option(letter, NULL, cause);
+			} else
 				rc = unknown_option(bad, longopts, cause);
 			break;
 		default:

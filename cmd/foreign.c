@@ -24,6 +24,7 @@ static const struct {
 	{"mpirun", "map-by", placement},
 	{"mpirun", "rank-by", placement},
 	{"mpirun", "npernode", placement},
+	{"mpirun", "N", placement}, /* -N: --npernode */
 	{"mpirun", "mca",
 	 "an Open MPI setting: with --mpi, give it in --mpi-args "
 	 "\"--mca NAME VALUE\" (hvdrun's own workers do not use Open MPI)"},

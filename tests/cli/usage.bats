@@ -371,6 +371,9 @@ rank=1 host=hA local_rank=1 local_size=2 cross_rank=0 cross_size=1"
 	assert_line --index 0 --partial "hvdrun: --nproc_per_node=4 is torchrun's option: -np N for this machine alone;"
 	run "$HVDRUN" --rdzv-endpoint h:29400 -np 1 true
 	assert_line --index 0 --partial "is torchrun's option: hvdrun runs the job's rendezvous itself"
+	run "$HVDRUN" -N 4 -H localhost true
+	assert_failure 2
+	assert_line --index 0 --partial "hvdrun: -N is mpirun's option: hvdrun places ranks as Horovod does"
 	[ ! -e "$BATS_TEST_TMPDIR/started" ]
 	run "$HVDRUN" -np
 	assert_failure 2
