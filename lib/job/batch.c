@@ -109,13 +109,17 @@ int hl_batch_hosts(const struct hl_batch *b, struct hl_hostlist *hosts,
 			s->hosts[1].var != NULL ? " (or " : "",
 			s->hosts[1].var != NULL ? s->hosts[1].var : "",
 			s->hosts[1].var != NULL ? ")" : "");
-	if (!b->file)
-		return mcpu_hosts(b->var, b->value, hosts, cause);
-	rc = hl_hosts_parse_file(b->value, hosts, cause);
-	if (rc != HL_OK && cause != NULL && *cause != NULL) {
+	rc = b->file ? hl_hosts_parse_file(b->value, hosts, cause)
+		     : mcpu_hosts(b->var, b->value, hosts, cause);
+	/* Which job's variable, and the way around it. */
+	if (rc != HL_OK && rc != HL_ENOMEM && cause != NULL && *cause != NULL) {
 		why = *cause;
 		*cause = NULL;
-		rc = hl_fail(cause, rc, "%s: %s", b->var, why);
+		rc = hl_fail(cause, rc,
+			     "inside %s job %s, %s%s%s (or give hosts with -H "
+			     "or --hostfile)",
+			     s->name, b->job, b->file ? b->var : "",
+			     b->file ? ": " : "", why);
 		free(why);
 	}
 	return rc;

@@ -242,25 +242,25 @@ rank=1 host=hA local_rank=1 local_size=2 cross_rank=0 cross_size=1"
 	assert_line --index 0 "hvdrun: inside PBS job 123.srv, but PBS_NODEFILE is not set: give hosts with -H or --hostfile"
 	PBS_NODEFILE="$BATS_TEST_TMPDIR/none" run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
 	assert_failure 2
-	assert_line --index 0 "hvdrun: PBS_NODEFILE: cannot read hostfile '$BATS_TEST_TMPDIR/none': No such file or directory"
+	assert_line --index 0 "hvdrun: inside PBS job 123.srv, PBS_NODEFILE: cannot read hostfile '$BATS_TEST_TMPDIR/none': No such file or directory (or give hosts with -H or --hostfile)"
 	unset PBS_JOBID PBS_NODEFILE
 	printf 'gpu1 2 all.q@gpu1 UNDEFINED\ngpu2 x all.q@gpu2 UNDEFINED\n' >"$BATS_TEST_TMPDIR/pe"
 	JOB_ID=77 PE_HOSTFILE="$BATS_TEST_TMPDIR/pe" run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
 	assert_failure 2
-	assert_line --index 0 "hvdrun: PE_HOSTFILE: $BATS_TEST_TMPDIR/pe:2: expected KEY=VALUE, got 'x'"
+	assert_line --index 0 "hvdrun: inside Grid Engine job 77, PE_HOSTFILE: $BATS_TEST_TMPDIR/pe:2: expected KEY=VALUE, got 'x' (or give hosts with -H or --hostfile)"
 	export LSB_JOBID=5
 	run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
 	assert_failure 2
 	assert_line --index 0 "hvdrun: inside LSF job 5, but LSB_MCPU_HOSTS (or LSB_DJOB_HOSTFILE) is not set: give hosts with -H or --hostfile"
 	LSB_MCPU_HOSTS='hA 2 hB' run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
-	assert_line --index 0 "hvdrun: LSB_MCPU_HOSTS 'hA 2 hB': host 'hB' without its slot count"
+	assert_line --index 0 "hvdrun: inside LSF job 5, LSB_MCPU_HOSTS 'hA 2 hB': host 'hB' without its slot count (or give hosts with -H or --hostfile)"
 	LSB_MCPU_HOSTS='hA 0' run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
-	assert_line --index 0 "hvdrun: LSB_MCPU_HOSTS 'hA 0': bad slot count '0' of host 'hA' (want 1..4096)"
+	assert_line --index 0 "hvdrun: inside LSF job 5, LSB_MCPU_HOSTS 'hA 0': bad slot count '0' of host 'hA' (want 1..4096) (or give hosts with -H or --hostfile)"
 	LSB_MCPU_HOSTS='hA:2 1' run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
-	assert_line --index 0 "hvdrun: LSB_MCPU_HOSTS 'hA:2 1': bad host name 'hA:2'"
+	assert_line --index 0 "hvdrun: inside LSF job 5, LSB_MCPU_HOSTS 'hA:2 1': bad host name 'hA:2' (or give hosts with -H or --hostfile)"
 	LSB_MCPU_HOSTS=' ' run "$HVDRUN" touch "$BATS_TEST_TMPDIR/started"
 	assert_failure 2
-	assert_line --index 0 "hvdrun: LSB_MCPU_HOSTS ' ' names no host"
+	assert_line --index 0 "hvdrun: inside LSF job 5, LSB_MCPU_HOSTS ' ' names no host (or give hosts with -H or --hostfile)"
 	[ ! -e "$BATS_TEST_TMPDIR/started" ]
 }
 
