@@ -183,6 +183,75 @@ KERNELS(double, f64)
 KERNELS16(f16, hvd__half_to_float, hvd__float_to_half)
 KERNELS16(bf16, hvd__bf16_to_float, hvd__float_to_bf16)
 
+/* float16 through the CPU's own conversions (x86's F16C: 8 at a time,
+ * round to nearest even, as hvd__float_to_half), where it has them: the
+ * conversions above are branches a value, which no compiler vectorizes
+ * (a float16 allreduce ran at a fifth of a float32 one's speed, with half
+ * the bytes). The same bits: the op in float32, rounded once. min and max
+ * keep the scalar kernels' order of operands, for NaNs (MIN(a, b) is
+ * b < a ? b : a, as minps(b, a)). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define F16C_TARGET __attribute__((target("avx,f16c")))
+#define F16C_LOAD(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define F16C_STORE(p, v)                                                       \
+	_mm_storeu_si128((__m128i *)(p),                                       \
+			 _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT |      \
+						      _MM_FROUND_NO_EXC))
+
+#define KERNEL_F16C(name, tail, OP)                                            \
+	F16C_TARGET static void name(void *dst, const void *src, size_t n)     \
+	{                                                                      \
+		uint16_t *d = dst;                                             \
+		const uint16_t *s = src;                                       \
+		size_t i;                                                      \
+                                                                               \
+		for (i = 0; i + 8 <= n; i += 8) {                              \
+			__m256 a = F16C_LOAD(d + i), b = F16C_LOAD(s + i);     \
+                                                                               \
+			F16C_STORE(d + i, OP);                                 \
+		}                                                              \
+		tail(d + i, s + i, n - i);                                     \
+	}
+
+KERNEL_F16C(sum_f16c, sum_f16, _mm256_add_ps(a, b))
+KERNEL_F16C(prod_f16c, prod_f16, _mm256_mul_ps(a, b))
+KERNEL_F16C(min_f16c, min_f16, _mm256_min_ps(b, a))
+KERNEL_F16C(max_f16c, max_f16, _mm256_max_ps(b, a))
+
+F16C_TARGET static void scale_f16c(uint16_t *p, size_t n, float f)
+{
+	__m256 k = _mm256_set1_ps(f);
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8)
+		F16C_STORE(p + i, _mm256_mul_ps(F16C_LOAD(p + i), k));
+	for (; i < n; i++)
+		p[i] = hvd__float_to_half(hvd__half_to_float(p[i]) * f);
+}
+
+/* Found once, as the library loads: AVX (with the system's support of
+ * its registers, which __builtin_cpu_supports checks) and F16C (cpuid's
+ * bit, which not every compiler's builtin knows). */
+static bool f16c_found;
+
+__attribute__((constructor)) static void find_f16c(void)
+{
+	unsigned int a, b, c, d;
+
+	__builtin_cpu_init(); /* constructors may run before libgcc's */
+	f16c_found = __builtin_cpu_supports("avx") &&
+		     __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
+static bool have_f16c(void)
+{
+	return f16c_found;
+}
+#endif
+
 /* Adasum's kernels, in float64 whatever the dtype. */
 #define DOTS(name, T, TOD)                                                       \
 	CLONES static void name(const void *pa, const void *pb, size_t n,        \
@@ -307,6 +376,15 @@ void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
 				  /* never asked: algo/adasum.c runs it */
 				  [HVD_ADASUM] = 0};
 
+#if defined(__x86_64__) && defined(__GNUC__)
+	static const kernel_fn f16c[] = {sum_f16c, prod_f16c, min_f16c,
+					 max_f16c};
+
+	if (t == HVD_FLOAT16 && have_f16c()) {
+		f16c[col[op]](dst, src, n);
+		return;
+	}
+#endif
 	kernels[t][col[op]](dst, src, n);
 }
 
@@ -438,6 +516,13 @@ void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor)
 		uint16_t *p = buf;
 		bool half = t == HVD_FLOAT16;
 		float f = (float)factor;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+		if (half && have_f16c()) {
+			scale_f16c(p, n, f);
+			break;
+		}
+#endif
 
 		for (i = 0; i < n; i++) {
 			float v = (half ? hvd__half_to_float(p[i])

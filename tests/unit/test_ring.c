@@ -641,6 +641,76 @@ static void test_half_conversions(void)
 	CHECK(isnan(hvd__bf16_to_float(hvd__float_to_bf16(NAN))));
 }
 
+/* One float16 result as the scalar conversions give it: the op in
+ * float32, rounded once (reduce.c's KERNEL16). */
+static uint16_t half_op(uint16_t a, uint16_t b, enum hvd_op op)
+{
+	float x = hvd__half_to_float(a), y = hvd__half_to_float(b), r;
+
+	r = op == HVD_SUM	? x + y
+	    : op == HVD_PRODUCT ? x * y
+	    : op == HVD_MIN	? (y < x ? y : x)
+				: (y > x ? y : x);
+	return hvd__float_to_half(r);
+}
+
+static bool half_nan(uint16_t h)
+{
+	return (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
+}
+
+/* Whether float16 got is want's bits; of two NaN operands, which one's
+ * payload a sum or product keeps is the compiler's choice (it may swap
+ * them), in the scalar loop as in the vector one: any NaN for a NaN. */
+static bool half_same(uint16_t got, uint16_t want)
+{
+	return got == want || (half_nan(got) && half_nan(want));
+}
+
+/* The float16 kernels and scaling (the CPU's F16C conversions, where it
+ * has them) give the scalar conversions' bits: random bits (infinities,
+ * NaNs, subnormals among them), every op, a length with a tail after the
+ * last 8, aligned and not. */
+static void test_half_kernels(void)
+{
+	enum { N = 4099 };
+	static const enum hvd_op ops[] = {HVD_SUM, HVD_PRODUCT, HVD_MIN,
+					  HVD_MAX};
+	static uint16_t a[N + 1], b[N + 1], d[N + 1];
+	uint32_t seed = 12345;
+	size_t i, k, off;
+	int bad = 0;
+
+	for (i = 0; i <= N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		a[i] = (uint16_t)(seed >> 9);
+		seed = seed * 1103515245u + 12345u;
+		b[i] = (uint16_t)(seed >> 9);
+	}
+	a[0] = 0x7c00; /* inf + -inf: NaN */
+	b[0] = 0xfc00;
+	a[1] = 0x7bff; /* 65504 + 65504: overflow to inf */
+	b[1] = 0x7bff;
+	a[2] = 0x0001; /* the least subnormals */
+	b[2] = 0x8002;
+	for (off = 0; off < 2; off++)
+		for (k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+			memcpy(d, a, sizeof(d));
+			hvd__reduce(d + off, b + off, N, HVD_FLOAT16, ops[k]);
+			for (i = off; i < N + off; i++)
+				bad += !half_same(d[i],
+						  half_op(a[i], b[i], ops[k]));
+		}
+	CHECK(bad == 0);
+	memcpy(d, a, sizeof(d));
+	hvd__scale(d + 1, N, HVD_FLOAT16, 0.1);
+	for (i = 1; i <= N; i++)
+		bad += !half_same(d[i],
+				  hvd__float_to_half(hvd__half_to_float(a[i]) *
+						     (float)0.1));
+	CHECK(bad == 0);
+}
+
 /* Integers scale in float64, truncated toward zero and saturated. */
 static void test_integer_scaling(void)
 {
@@ -1207,6 +1277,7 @@ int main(void)
 	setenv("HOROVOD_LOG_LEVEL", "fatal", 1);
 	RUN(test_sources);
 	RUN(test_half_conversions);
+	RUN(test_half_kernels);
 	RUN(test_integer_scaling);
 	RUN(test_bool);
 	RUN(test_float_average_rounds_once);
