@@ -417,32 +417,51 @@ SCALE(scale_f64, double)
 DIVIDE(divide_f32, float)
 DIVIDE(divide_f64, double)
 
+/* An integer average's division, truncated toward zero as C's, at a
+ * vector division's speed: no CPU divides integer vectors, and a loop of
+ * integer divisions ran at a sixth of the sum's speed. Through float
+ * (up to 16 bits) or double (32): for |p| < 2^24 (2^53), the rounded
+ * quotient is within |p|/d * 2^-24 (2^-53) of p/d, less than the 1/d
+ * that separates a quotient that is no integer from the next one, so it
+ * truncates to the same integer. int64's stay integer divisions. */
+#define DIVIDE_INT(name, T, W)                                                 \
+	CLONES static void name(T *p, size_t n, int divisor)                   \
+	{                                                                      \
+		W d = (W)divisor;                                              \
+		size_t i;                                                      \
+                                                                               \
+		for (i = 0; i < n; i++)                                        \
+			p[i] = (T)((W)p[i] / d);                               \
+	}
+
+DIVIDE_INT(divide_u8, uint8_t, float)
+DIVIDE_INT(divide_i8, int8_t, float)
+DIVIDE_INT(divide_i16, int16_t, float)
+DIVIDE_INT(divide_i32, int32_t, double)
+
+/* NOLINTEND(bugprone-macro-parentheses) */
+
 void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor)
 {
+	int64_t *p64 = buf;
 	size_t i;
 
-#define DIV(T)                                                                 \
-	do {                                                                   \
-		T *p = buf;                                                    \
-		for (i = 0; i < n; i++)                                        \
-			p[i] = (T)(p[i] / (T)divisor);                         \
-	} while (0)
-	/* NOLINTEND(bugprone-macro-parentheses) */
 	switch (t) {
 	case HVD_UINT8:
-		DIV(uint8_t);
+		divide_u8(buf, n, divisor);
 		break;
 	case HVD_INT8:
-		DIV(int8_t);
+		divide_i8(buf, n, divisor);
 		break;
 	case HVD_INT16:
-		DIV(int16_t);
+		divide_i16(buf, n, divisor);
 		break;
 	case HVD_INT32:
-		DIV(int32_t);
+		divide_i32(buf, n, divisor);
 		break;
 	case HVD_INT64:
-		DIV(int64_t);
+		for (i = 0; i < n; i++)
+			p64[i] /= divisor;
 		break;
 	case HVD_FLOAT32:
 		divide_f32(buf, n, (float)divisor);
@@ -454,7 +473,6 @@ void hvd__divide(void *buf, size_t n, enum hvd_dtype t, int divisor)
 		hvd__scale(buf, n, t, 1.0 / (double)divisor);
 		break;
 	}
-#undef DIV
 }
 
 /* Integers scale as Horovod scales them: in float64, then back to the

@@ -711,6 +711,63 @@ static void test_half_kernels(void)
 	CHECK(bad == 0);
 }
 
+/* An integer average's division is C's, truncated toward zero, whatever
+ * way it is computed (reduce.c: through float or double): every 8- and
+ * 16-bit value, int32's edges and random ones, by divisors from 2 to
+ * 2^24 - 1. */
+static void test_integer_division(void)
+{
+	static const int divisors[] = {2,    3,	    5,	     7,
+				       10,   64,    100,     1000,
+				       4096, 65535, 1 << 20, (1 << 24) - 1};
+	enum { N = 1 << 16 };
+	static int16_t i16[N];
+	static int32_t i32[N];
+	static int8_t i8[256];
+	static uint8_t u8[256];
+	uint32_t seed;
+	size_t k, i;
+	int bad = 0;
+
+	for (k = 0; k < sizeof(divisors) / sizeof(divisors[0]); k++) {
+		int d = divisors[k];
+
+		for (i = 0; i < 256; i++) {
+			i8[i] = (int8_t)(i - 128);
+			u8[i] = (uint8_t)i;
+		}
+		hvd__divide(i8, 256, HVD_INT8, d);
+		hvd__divide(u8, 256, HVD_UINT8, d);
+		for (i = 0; i < 256; i++)
+			bad += i8[i] != (int)(i - 128) / d ||
+			       u8[i] != (int)i / d;
+		for (i = 0; i < N; i++)
+			i16[i] = (int16_t)((int)i - 32768);
+		hvd__divide(i16, N, HVD_INT16, d);
+		for (i = 0; i < N; i++)
+			bad += i16[i] != ((int)i - 32768) / d;
+		seed = 7;
+		for (i = 0; i < N; i++) {
+			seed = seed * 1103515245u + 12345u;
+			i32[i] = i < 4 ? (int32_t[]){INT32_MIN, INT32_MAX,
+						     INT32_MIN + 1, -1}[i]
+				       : (int32_t)seed;
+		}
+		hvd__divide(i32, N, HVD_INT32, d);
+		seed = 7;
+		for (i = 0; i < N; i++) {
+			int32_t v;
+
+			seed = seed * 1103515245u + 12345u;
+			v = i < 4 ? (int32_t[]){INT32_MIN, INT32_MAX,
+						INT32_MIN + 1, -1}[i]
+				  : (int32_t)seed;
+			bad += i32[i] != v / d;
+		}
+	}
+	CHECK(bad == 0);
+}
+
 /* Integers scale in float64, truncated toward zero and saturated. */
 static void test_integer_scaling(void)
 {
@@ -1278,6 +1335,7 @@ int main(void)
 	RUN(test_sources);
 	RUN(test_half_conversions);
 	RUN(test_half_kernels);
+	RUN(test_integer_division);
 	RUN(test_integer_scaling);
 	RUN(test_bool);
 	RUN(test_float_average_rounds_once);
