@@ -303,6 +303,7 @@ bench: deps
 	@tests/bench/allreduce-hosts
 	@tests/bench/elastic
 	@tests/bench/collectives
+	@tests/bench/dtypes
 	@tests/bench/sets
 	@tests/bench/contention
 	@tests/bench/torch

@@ -24,6 +24,8 @@
  *                     (HOROVOD_DYNAMIC_PROCESS_SETS=1) late, late-async
  *                     within the process set of ranks 0 and B (default
  *                     1), B late
+ *   hvd_bench dtypes  16 MiB of each dtype, sum and average: "dtype op
+ *                     seconds" lines (the reduction kernels' speed)
  *   hvd_bench sets-at-once, hvd_bench sets-in-turn
  *                     (dynamic sets, 4 ranks) the sets of ranks 0, 1 and
  *                     of ranks 2, 3 allreduce sizes at the same time, or
@@ -240,6 +242,54 @@ static int run_resnet(void)
 	return 0;
 }
 
+/* 16 MiB allreduced as each dtype, by sum and by average (the division's
+ * own kernel), in the job's set. */
+static int run_dtypes(void)
+{
+	static const struct {
+		enum hvd_dtype t;
+		const char *name;
+		size_t size;
+	} types[] = {{HVD_UINT8, "uint8", 1},	    {HVD_INT8, "int8", 1},
+		     {HVD_INT16, "int16", 2},	    {HVD_INT32, "int32", 4},
+		     {HVD_INT64, "int64", 8},	    {HVD_FLOAT16, "float16", 2},
+		     {HVD_BFLOAT16, "bfloat16", 2}, {HVD_FLOAT32, "float32", 4},
+		     {HVD_FLOAT64, "float64", 8}};
+	static const enum hvd_op ops[] = {HVD_SUM, HVD_AVERAGE};
+	size_t bytes = 16u << 20, k, o;
+	void *buf = calloc(bytes, 1);
+
+	for (k = 0; buf != NULL && k < sizeof(types) / sizeof(types[0]); k++)
+		for (o = 0; o < 2; o++) {
+			char name[64];
+			double t[7], m;
+			int i;
+
+			snprintf(name, sizeof(name), "bench.%s.%d",
+				 types[k].name, (int)o);
+			for (i = -2; i < 7; i++) {
+				double t0;
+
+				hvd_barrier();
+				t0 = now();
+				if (hvd_allreduce(name, buf, buf,
+						  bytes / types[k].size,
+						  types[k].t, ops[o]) != 0)
+					return 1;
+				if (i >= 0)
+					t[i] = now() - t0;
+			}
+			m = bench_median(t, 7);
+			hvd_allreduce("bench.t", &m, &m, 1, HVD_FLOAT64,
+				      HVD_MAX);
+			if (hvd_rank() == 0)
+				printf("%s %s %.9f\n", types[k].name,
+				       o ? "average" : "sum", m);
+		}
+	free(buf);
+	return buf == NULL;
+}
+
 static void sleep_ms(double ms)
 {
 	struct timespec ts = {(time_t)(ms / 1e3),
@@ -322,6 +372,8 @@ int main(int argc, char **argv)
 		rc = run_sizes(BROADCAST);
 	else if (argc > 1 && strcmp(argv[1], "adasum") == 0)
 		rc = run_sizes(ADASUM);
+	else if (argc > 1 && strcmp(argv[1], "dtypes") == 0)
+		rc = run_dtypes();
 	else if (argc > 1 && strcmp(argv[1], "late") == 0)
 		rc = run_late(false);
 	else if (argc > 1 && strcmp(argv[1], "late-async") == 0)

@@ -10,7 +10,10 @@
  *                      MPI_Alltoallv, MPI_Reduce_scatter, MPI_Allgather and
  *                      MPI_Bcast (from rank 0), float32, 64 KiB to 64 MiB
  *                      per rank (allgather: in all), split as hvd_bench
- *                      splits */
+ *                      splits
+ *   mpi_bench dtypes   16 MiB of each integer and float type MPI has
+ *                      (no 16-bit floats), by MPI_SUM, as hvd_bench
+ *                      dtypes: "dtype sum seconds" */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +154,42 @@ int main(int argc, char **argv)
 		free(disp);
 		free(buf);
 		free(out);
+	} else if (argc > 1 && strcmp(argv[1], "dtypes") == 0) {
+		static const struct {
+			MPI_Datatype t;
+			const char *name;
+			int size;
+		} types[] = {
+			{MPI_UINT8_T, "uint8", 1}, {MPI_INT8_T, "int8", 1},
+			{MPI_INT16_T, "int16", 2}, {MPI_INT32_T, "int32", 4},
+			{MPI_INT64_T, "int64", 8}, {MPI_FLOAT, "float32", 4},
+			{MPI_DOUBLE, "float64", 8}};
+		int bytes = 16 << 20;
+		void *buf = calloc((size_t)bytes, 1);
+		size_t k;
+
+		for (k = 0; buf != NULL && k < sizeof(types) / sizeof(types[0]);
+		     k++) {
+			double t[7], m;
+
+			for (i = -2; i < 7; i++) {
+				double t0;
+
+				MPI_Barrier(MPI_COMM_WORLD);
+				t0 = MPI_Wtime();
+				MPI_Allreduce(MPI_IN_PLACE, buf,
+					      bytes / types[k].size, types[k].t,
+					      MPI_SUM, MPI_COMM_WORLD);
+				if (i >= 0)
+					t[i] = MPI_Wtime() - t0;
+			}
+			m = bench_median(t, 7);
+			MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_DOUBLE, MPI_MAX,
+				      MPI_COMM_WORLD);
+			if (rank == 0)
+				printf("%s sum %.9f\n", types[k].name, m);
+		}
+		free(buf);
 	} else {
 		size_t bytes;
 		float *buf = calloc((64u << 20) / 4, 4);

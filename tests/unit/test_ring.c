@@ -711,6 +711,27 @@ static void test_half_kernels(void)
 	CHECK(bad == 0);
 }
 
+/* bfloat16's scaling (its own vectorized loop) as the conversions give
+ * it, for every bfloat16 value; a NaN for a NaN. */
+static void test_bf16_scaling(void)
+{
+	static uint16_t v[1 << 16];
+	uint32_t i;
+	int bad = 0;
+
+	for (i = 0; i < 1u << 16; i++)
+		v[i] = (uint16_t)i;
+	hvd__scale(v, 1u << 16, HVD_BFLOAT16, 1.0 / 3.0);
+	for (i = 0; i < 1u << 16; i++) {
+		uint16_t want = hvd__float_to_bf16(
+			hvd__bf16_to_float((uint16_t)i) * (float)(1.0 / 3.0));
+
+		bad += v[i] != want && !(isnan(hvd__bf16_to_float(v[i])) &&
+					 isnan(hvd__bf16_to_float(want)));
+	}
+	CHECK(bad == 0);
+}
+
 /* An integer average's division is C's, truncated toward zero, whatever
  * way it is computed (reduce.c: through float or double): every 8- and
  * 16-bit value, int32's edges and random ones, by divisors from 2 to
@@ -1335,6 +1356,7 @@ int main(void)
 	RUN(test_sources);
 	RUN(test_half_conversions);
 	RUN(test_half_kernels);
+	RUN(test_bf16_scaling);
 	RUN(test_integer_division);
 	RUN(test_integer_scaling);
 	RUN(test_bool);
