@@ -315,6 +315,92 @@ AXPBY(axpby_bf16, uint16_t, BF16_D, D_BF16)
 AXPBY(axpby_f32, float, AS_DOUBLE, TO_FLOAT)
 AXPBY(axpby_f64, double, AS_DOUBLE, AS_DOUBLE)
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* Adasum's float16 kernels through F16C, with the scalar kernels' bits:
+ * element i in lane i % 4 of each sum, added in the same order (two
+ * blocks of 4 a step), multiplications and additions apart (no fused
+ * ones, as the scalar loops under -std=c11); the result rounded to float,
+ * then to float16, as D_HALF. */
+F16C_TARGET static void dots_f16c(const void *pa, const void *pb, size_t n,
+				  double out[3])
+{
+	const uint16_t *a = pa, *b = pb;
+	__m256d ab = _mm256_setzero_pd(), aa = ab, bb = ab;
+	double lab[4], laa[4], lbb[4];
+	size_t i;
+	int k, h;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m256 x8 = F16C_LOAD(a + i), y8 = F16C_LOAD(b + i);
+
+		for (h = 0; h < 2; h++) {
+			__m128 xs = h ? _mm256_extractf128_ps(x8, 1)
+				      : _mm256_castps256_ps128(x8);
+			__m128 ys = h ? _mm256_extractf128_ps(y8, 1)
+				      : _mm256_castps256_ps128(y8);
+			__m256d x = _mm256_cvtps_pd(xs),
+				y = _mm256_cvtps_pd(ys);
+
+			ab = _mm256_add_pd(ab, _mm256_mul_pd(x, y));
+			aa = _mm256_add_pd(aa, _mm256_mul_pd(x, x));
+			bb = _mm256_add_pd(bb, _mm256_mul_pd(y, y));
+		}
+	}
+	_mm256_storeu_pd(lab, ab);
+	_mm256_storeu_pd(laa, aa);
+	_mm256_storeu_pd(lbb, bb);
+	for (; i + 4 <= n; i += 4)
+		for (k = 0; k < 4; k++) {
+			double x = HALF_D(a[i + k]), y = HALF_D(b[i + k]);
+
+			lab[k] += x * y;
+			laa[k] += x * x;
+			lbb[k] += y * y;
+		}
+	for (k = 0; i < n; i++, k++) {
+		double x = HALF_D(a[i]), y = HALF_D(b[i]);
+
+		lab[k] += x * y;
+		laa[k] += x * x;
+		lbb[k] += y * y;
+	}
+	for (k = 0; k < 4; k++) {
+		out[0] += lab[k];
+		out[1] += laa[k];
+		out[2] += lbb[k];
+	}
+}
+
+F16C_TARGET static void axpby_f16c(void *px, const void *py, size_t n,
+				   double cx, double cy)
+{
+	uint16_t *x = px;
+	const uint16_t *y = py;
+	__m256d kx = _mm256_set1_pd(cx), ky = _mm256_set1_pd(cy);
+	size_t i;
+	int h;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m256 x8 = F16C_LOAD(x + i), y8 = F16C_LOAD(y + i);
+		__m128 r[2];
+
+		for (h = 0; h < 2; h++) {
+			__m128 xs = h ? _mm256_extractf128_ps(x8, 1)
+				      : _mm256_castps256_ps128(x8);
+			__m128 ys = h ? _mm256_extractf128_ps(y8, 1)
+				      : _mm256_castps256_ps128(y8);
+			__m256d v = _mm256_add_pd(
+				_mm256_mul_pd(kx, _mm256_cvtps_pd(xs)),
+				_mm256_mul_pd(ky, _mm256_cvtps_pd(ys)));
+
+			r[h] = _mm256_cvtpd_ps(v);
+		}
+		F16C_STORE(x + i, _mm256_set_m128(r[1], r[0]));
+	}
+	axpby_f16(x + i, y + i, n - i, cx, cy);
+}
+#endif
+
 void hvd__dots(const void *a, const void *b, size_t n, enum hvd_dtype t,
 	       double out[3])
 {
@@ -322,6 +408,10 @@ void hvd__dots(const void *a, const void *b, size_t n, enum hvd_dtype t,
 		dots_f32(a, b, n, out);
 	else if (t == HVD_FLOAT64)
 		dots_f64(a, b, n, out);
+#if defined(__x86_64__) && defined(__GNUC__)
+	else if (t == HVD_FLOAT16 && have_f16c())
+		dots_f16c(a, b, n, out);
+#endif
 	else if (t == HVD_FLOAT16)
 		dots_f16(a, b, n, out);
 	else if (t == HVD_BFLOAT16)
@@ -335,6 +425,10 @@ void hvd__axpby(void *x, const void *y, size_t n, enum hvd_dtype t, double cx,
 		axpby_f32(x, y, n, cx, cy);
 	else if (t == HVD_FLOAT64)
 		axpby_f64(x, y, n, cx, cy);
+#if defined(__x86_64__) && defined(__GNUC__)
+	else if (t == HVD_FLOAT16 && have_f16c())
+		axpby_f16c(x, y, n, cx, cy);
+#endif
 	else if (t == HVD_FLOAT16)
 		axpby_f16(x, y, n, cx, cy);
 	else if (t == HVD_BFLOAT16)

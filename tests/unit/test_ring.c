@@ -711,6 +711,49 @@ static void test_half_kernels(void)
 	CHECK(bad == 0);
 }
 
+/* Adasum's float16 kernels (F16C's, where the CPU has it) give what the
+ * float32 kernels give for the same values (float16 to float32 is
+ * exact): the same dot products to the bit, and the same combination
+ * rounded to float16. Finite values, lengths with tails, unaligned. */
+static void test_half_adasum_kernels(void)
+{
+	enum { N = 4103 };
+	static uint16_t x16[N + 1], y16[N + 1];
+	static float x32[N + 1], y32[N + 1];
+	uint32_t seed = 99;
+	size_t i, off, n;
+	int bad = 0;
+
+	for (i = 0; i <= N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		x16[i] = (uint16_t)((seed >> 9) & 0xbbff); /* finite */
+		seed = seed * 1103515245u + 12345u;
+		y16[i] = (uint16_t)((seed >> 9) & 0xbbff);
+	}
+	for (off = 0; off < 2; off++)
+		for (n = N - 7; n <= N; n += 3) {
+			double d16[3] = {0}, d32[3] = {0};
+
+			for (i = 0; i <= N; i++) {
+				x32[i] = hvd__half_to_float(x16[i]);
+				y32[i] = hvd__half_to_float(y16[i]);
+			}
+			hvd__dots(x16 + off, y16 + off, n, HVD_FLOAT16, d16);
+			hvd__dots(x32 + off, y32 + off, n, HVD_FLOAT32, d32);
+			bad += memcmp(d16, d32, sizeof(d16)) != 0;
+		}
+	CHECK(bad == 0);
+	for (i = 0; i <= N; i++) {
+		x32[i] = hvd__half_to_float(x16[i]);
+		y32[i] = hvd__half_to_float(y16[i]);
+	}
+	hvd__axpby(x16 + 1, y16 + 1, N, HVD_FLOAT16, 0.7, -1.3);
+	hvd__axpby(x32 + 1, y32 + 1, N, HVD_FLOAT32, 0.7, -1.3);
+	for (i = 1; i <= N; i++)
+		bad += !half_same(x16[i], hvd__float_to_half(x32[i]));
+	CHECK(bad == 0);
+}
+
 /* bfloat16's scaling (its own vectorized loop) as the conversions give
  * it, for every bfloat16 value; a NaN for a NaN. */
 static void test_bf16_scaling(void)
@@ -1357,6 +1400,7 @@ int main(void)
 	RUN(test_half_conversions);
 	RUN(test_half_kernels);
 	RUN(test_bf16_scaling);
+	RUN(test_half_adasum_kernels);
 	RUN(test_integer_division);
 	RUN(test_integer_scaling);
 	RUN(test_bool);
