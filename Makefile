@@ -91,7 +91,7 @@ all: $(B)/bin/hvdrun $(B)/lib/libhvd.so $(B)/lib/libhvd.a $(EX_BIN) $(NCCLCHECK)
 inc_for = $(if $(filter core/% proto/%,$(1)),$(CORE_INC) -fvisibility=hidden,$(if $(filter lib/%,$(1)),$(LIB_INC),$(if $(filter cmd/%,$(1)),$(CMD_INC),$(LIB_INC) -Icore -Itests/unit)))
 
 # The reduction kernels are loops the compiler vectorises at -O3.
-$(B)/obj/core/util/reduce.o: CFLAGS += -O3
+$(B)/obj/core/util/reduce.o $(B)/obj/core/util/half.o: CFLAGS += -O3
 $(B)/obj/core/transport/mpi.o $(B)/san/core/transport/mpi.o $(B)/lint/core/transport/mpi.ok: BASE += $(MPI_CFLAGS)
 $(call obj,$(NCCL_SRC)) $(call sobj,$(NCCL_SRC)) $(patsubst %.c,$(B)/lint/%.ok,$(NCCL_SRC)): BASE += $(GPU_CFLAGS)
 # hvdrun --check-build says whether libhvd has its GPU engine.

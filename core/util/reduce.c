@@ -1,11 +1,14 @@
 /* reduce.c: the reduction kernels. Loops over plain arrays that the
  * compiler vectorises; one function per (dtype, op) pair through a macro
- * that expands the loop only. Last, the data path's copy (hvd__copy). */
+ * that expands the loop only (float16's on F16C, and the 16-bit floats'
+ * conversions: half.c). Last, the data path's copy (hvd__copy). */
 #include "util/reduce.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "util/half.h"
 
 size_t hvd__dtype_size(enum hvd_dtype t)
 {
@@ -37,89 +40,6 @@ const char *hvd__dtype_name(enum hvd_dtype t)
 	};
 
 	return hvd__dtype_valid((int)t) ? names[t] : "?";
-}
-
-/* IEEE 754 binary16 <-> binary32, round to nearest even. */
-float hvd__half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-	uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-	float f;
-
-	if (exp == 0x1f) {
-		bits = sign | 0x7f800000 | (man << 13); /* inf, nan */
-	} else if (exp != 0) {
-		bits = sign | ((exp + 112) << 23) | (man << 13);
-	} else if (man == 0) {
-		bits = sign;
-	} else {
-		/* Subnormal: value = man * 2^-24. */
-		f = (float)man * 0x1p-24f;
-		memcpy(&bits, &f, sizeof(bits));
-		bits |= sign;
-	}
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
-uint16_t hvd__float_to_half(float f)
-{
-	uint32_t bits, sign, man;
-	int exp;
-
-	memcpy(&bits, &f, sizeof(bits));
-	sign = (bits >> 16) & 0x8000;
-	exp = (int)((bits >> 23) & 0xff);
-	man = bits & 0x7fffff;
-	if (exp == 0xff) /* inf stays inf; nan stays a quiet nan */
-		return (uint16_t)(sign | 0x7c00 |
-				  (man ? 0x200 | (man >> 13) : 0));
-	exp -= 112;
-	if (exp >= 0x1f)
-		return (uint16_t)(sign | 0x7c00); /* overflow: inf */
-	if (exp <= 0) {
-		/* Subnormal or zero in half: shift in the implicit bit. */
-		uint32_t full, shift, half, rem, mid;
-
-		if (exp < -10)
-			return (uint16_t)sign;
-		full = man | 0x800000;
-		shift = (uint32_t)(14 - exp);
-		half = full >> shift;
-		rem = full & ((1u << shift) - 1);
-		mid = 1u << (shift - 1);
-		if (rem > mid || (rem == mid && (half & 1)))
-			half++;
-		return (uint16_t)(sign | half);
-	}
-	{
-		uint32_t half = ((uint32_t)exp << 10) | (man >> 13);
-		uint32_t rem = man & 0x1fff;
-
-		if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
-			half++; /* may carry into the exponent: still right */
-		return (uint16_t)(sign | half);
-	}
-}
-
-float hvd__bf16_to_float(uint16_t b)
-{
-	uint32_t bits = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
-uint16_t hvd__float_to_bf16(float f)
-{
-	uint32_t bits;
-
-	memcpy(&bits, &f, sizeof(bits));
-	if ((bits & 0x7fffffff) > 0x7f800000)
-		return (uint16_t)((bits >> 16) | 0x40); /* quiet nan */
-	bits += 0x7fff + ((bits >> 16) & 1);
-	return (uint16_t)(bits >> 16);
 }
 
 /* The loops are built for the baseline, AVX2 and AVX-512, and the best the
@@ -182,75 +102,6 @@ KERNELS(double, f64)
 
 KERNELS16(f16, hvd__half_to_float, hvd__float_to_half)
 KERNELS16(bf16, hvd__bf16_to_float, hvd__float_to_bf16)
-
-/* float16 through the CPU's own conversions (x86's F16C: 8 at a time,
- * round to nearest even, as hvd__float_to_half), where it has them: the
- * conversions above are branches a value, which no compiler vectorizes
- * (a float16 allreduce ran at a fifth of a float32 one's speed, with half
- * the bytes). The same bits: the op in float32, rounded once. min and max
- * keep the scalar kernels' order of operands, for NaNs (MIN(a, b) is
- * b < a ? b : a, as minps(b, a)). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
-#include <immintrin.h>
-
-#define F16C_TARGET __attribute__((target("avx,f16c")))
-#define F16C_LOAD(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
-#define F16C_STORE(p, v)                                                       \
-	_mm_storeu_si128((__m128i *)(p),                                       \
-			 _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT |      \
-						      _MM_FROUND_NO_EXC))
-
-#define KERNEL_F16C(name, tail, OP)                                            \
-	F16C_TARGET static void name(void *dst, const void *src, size_t n)     \
-	{                                                                      \
-		uint16_t *d = dst;                                             \
-		const uint16_t *s = src;                                       \
-		size_t i;                                                      \
-                                                                               \
-		for (i = 0; i + 8 <= n; i += 8) {                              \
-			__m256 a = F16C_LOAD(d + i), b = F16C_LOAD(s + i);     \
-                                                                               \
-			F16C_STORE(d + i, OP);                                 \
-		}                                                              \
-		tail(d + i, s + i, n - i);                                     \
-	}
-
-KERNEL_F16C(sum_f16c, sum_f16, _mm256_add_ps(a, b))
-KERNEL_F16C(prod_f16c, prod_f16, _mm256_mul_ps(a, b))
-KERNEL_F16C(min_f16c, min_f16, _mm256_min_ps(b, a))
-KERNEL_F16C(max_f16c, max_f16, _mm256_max_ps(b, a))
-
-F16C_TARGET static void scale_f16c(uint16_t *p, size_t n, float f)
-{
-	__m256 k = _mm256_set1_ps(f);
-	size_t i;
-
-	for (i = 0; i + 8 <= n; i += 8)
-		F16C_STORE(p + i, _mm256_mul_ps(F16C_LOAD(p + i), k));
-	for (; i < n; i++)
-		p[i] = hvd__float_to_half(hvd__half_to_float(p[i]) * f);
-}
-
-/* Found once, as the library loads: AVX (with the system's support of
- * its registers, which __builtin_cpu_supports checks) and F16C (cpuid's
- * bit, which not every compiler's builtin knows). */
-static bool f16c_found;
-
-__attribute__((constructor)) static void find_f16c(void)
-{
-	unsigned int a, b, c, d;
-
-	__builtin_cpu_init(); /* constructors may run before libgcc's */
-	f16c_found = __builtin_cpu_supports("avx") &&
-		     __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
-}
-
-static bool have_f16c(void)
-{
-	return f16c_found;
-}
-#endif
 
 /* Adasum's kernels, in float64 whatever the dtype. */
 #define DOTS(name, T, TOD)                                                       \
@@ -315,92 +166,6 @@ AXPBY(axpby_bf16, uint16_t, BF16_D, D_BF16)
 AXPBY(axpby_f32, float, AS_DOUBLE, TO_FLOAT)
 AXPBY(axpby_f64, double, AS_DOUBLE, AS_DOUBLE)
 
-#if defined(__x86_64__) && defined(__GNUC__)
-/* Adasum's float16 kernels through F16C, with the scalar kernels' bits:
- * element i in lane i % 4 of each sum, added in the same order (two
- * blocks of 4 a step), multiplications and additions apart (no fused
- * ones, as the scalar loops under -std=c11); the result rounded to float,
- * then to float16, as D_HALF. */
-F16C_TARGET static void dots_f16c(const void *pa, const void *pb, size_t n,
-				  double out[3])
-{
-	const uint16_t *a = pa, *b = pb;
-	__m256d ab = _mm256_setzero_pd(), aa = ab, bb = ab;
-	double lab[4], laa[4], lbb[4];
-	size_t i;
-	int k, h;
-
-	for (i = 0; i + 8 <= n; i += 8) {
-		__m256 x8 = F16C_LOAD(a + i), y8 = F16C_LOAD(b + i);
-
-		for (h = 0; h < 2; h++) {
-			__m128 xs = h ? _mm256_extractf128_ps(x8, 1)
-				      : _mm256_castps256_ps128(x8);
-			__m128 ys = h ? _mm256_extractf128_ps(y8, 1)
-				      : _mm256_castps256_ps128(y8);
-			__m256d x = _mm256_cvtps_pd(xs),
-				y = _mm256_cvtps_pd(ys);
-
-			ab = _mm256_add_pd(ab, _mm256_mul_pd(x, y));
-			aa = _mm256_add_pd(aa, _mm256_mul_pd(x, x));
-			bb = _mm256_add_pd(bb, _mm256_mul_pd(y, y));
-		}
-	}
-	_mm256_storeu_pd(lab, ab);
-	_mm256_storeu_pd(laa, aa);
-	_mm256_storeu_pd(lbb, bb);
-	for (; i + 4 <= n; i += 4)
-		for (k = 0; k < 4; k++) {
-			double x = HALF_D(a[i + k]), y = HALF_D(b[i + k]);
-
-			lab[k] += x * y;
-			laa[k] += x * x;
-			lbb[k] += y * y;
-		}
-	for (k = 0; i < n; i++, k++) {
-		double x = HALF_D(a[i]), y = HALF_D(b[i]);
-
-		lab[k] += x * y;
-		laa[k] += x * x;
-		lbb[k] += y * y;
-	}
-	for (k = 0; k < 4; k++) {
-		out[0] += lab[k];
-		out[1] += laa[k];
-		out[2] += lbb[k];
-	}
-}
-
-F16C_TARGET static void axpby_f16c(void *px, const void *py, size_t n,
-				   double cx, double cy)
-{
-	uint16_t *x = px;
-	const uint16_t *y = py;
-	__m256d kx = _mm256_set1_pd(cx), ky = _mm256_set1_pd(cy);
-	size_t i;
-	int h;
-
-	for (i = 0; i + 8 <= n; i += 8) {
-		__m256 x8 = F16C_LOAD(x + i), y8 = F16C_LOAD(y + i);
-		__m128 r[2];
-
-		for (h = 0; h < 2; h++) {
-			__m128 xs = h ? _mm256_extractf128_ps(x8, 1)
-				      : _mm256_castps256_ps128(x8);
-			__m128 ys = h ? _mm256_extractf128_ps(y8, 1)
-				      : _mm256_castps256_ps128(y8);
-			__m256d v = _mm256_add_pd(
-				_mm256_mul_pd(kx, _mm256_cvtps_pd(xs)),
-				_mm256_mul_pd(ky, _mm256_cvtps_pd(ys)));
-
-			r[h] = _mm256_cvtpd_ps(v);
-		}
-		F16C_STORE(x + i, _mm256_set_m128(r[1], r[0]));
-	}
-	axpby_f16(x + i, y + i, n - i, cx, cy);
-}
-#endif
-
 void hvd__dots(const void *a, const void *b, size_t n, enum hvd_dtype t,
 	       double out[3])
 {
@@ -408,10 +173,8 @@ void hvd__dots(const void *a, const void *b, size_t n, enum hvd_dtype t,
 		dots_f32(a, b, n, out);
 	else if (t == HVD_FLOAT64)
 		dots_f64(a, b, n, out);
-#if defined(__x86_64__) && defined(__GNUC__)
-	else if (t == HVD_FLOAT16 && have_f16c())
-		dots_f16c(a, b, n, out);
-#endif
+	else if (t == HVD_FLOAT16 && hvd__f16c())
+		hvd__f16c_dots(a, b, n, out);
 	else if (t == HVD_FLOAT16)
 		dots_f16(a, b, n, out);
 	else if (t == HVD_BFLOAT16)
@@ -425,13 +188,13 @@ void hvd__axpby(void *x, const void *y, size_t n, enum hvd_dtype t, double cx,
 		axpby_f32(x, y, n, cx, cy);
 	else if (t == HVD_FLOAT64)
 		axpby_f64(x, y, n, cx, cy);
-#if defined(__x86_64__) && defined(__GNUC__)
-	else if (t == HVD_FLOAT16 && have_f16c())
-		axpby_f16c(x, y, n, cx, cy);
-#endif
-	else if (t == HVD_FLOAT16)
-		axpby_f16(x, y, n, cx, cy);
-	else if (t == HVD_BFLOAT16)
+	else if (t == HVD_FLOAT16) {
+		size_t done =
+			hvd__f16c() ? hvd__f16c_axpby(x, y, n, cx, cy) : 0;
+
+		axpby_f16((uint16_t *)x + done, (const uint16_t *)y + done,
+			  n - done, cx, cy);
+	} else if (t == HVD_BFLOAT16)
 		axpby_bf16(x, y, n, cx, cy);
 }
 
@@ -470,15 +233,13 @@ void hvd__reduce(void *dst, const void *src, size_t n, enum hvd_dtype t,
 				  /* never asked: algo/adasum.c runs it */
 				  [HVD_ADASUM] = 0};
 
-#if defined(__x86_64__) && defined(__GNUC__)
-	static const kernel_fn f16c[] = {sum_f16c, prod_f16c, min_f16c,
-					 max_f16c};
+	if (t == HVD_FLOAT16 && hvd__f16c()) { /* half.h: blocks of 8 */
+		size_t done = hvd__f16c_reduce(dst, src, n, op);
 
-	if (t == HVD_FLOAT16 && have_f16c()) {
-		f16c[col[op]](dst, src, n);
-		return;
+		dst = (uint16_t *)dst + done;
+		src = (const uint16_t *)src + done;
+		n -= done;
 	}
-#endif
 	kernels[t][col[op]](dst, src, n);
 }
 
@@ -653,13 +414,8 @@ void hvd__scale(void *buf, size_t n, enum hvd_dtype t, double factor)
 		uint16_t *p = buf;
 		float f = (float)factor;
 
-#if defined(__x86_64__) && defined(__GNUC__)
-		if (have_f16c()) {
-			scale_f16c(p, n, f);
-			break;
-		}
-#endif
-		for (i = 0; i < n; i++)
+		i = hvd__f16c() ? hvd__f16c_scale(p, n, f) : 0;
+		for (; i < n; i++)
 			p[i] = hvd__float_to_half(hvd__half_to_float(p[i]) * f);
 		break;
 	}

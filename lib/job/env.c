@@ -430,12 +430,8 @@ int hl_env_build(char *const *base, const struct hl_envspec *es,
 
 bool hl_env_unbuffered(const struct hl_strvec *env, const struct hl_envspec *es)
 {
-	size_t n = strcspn(HL_ENV_UNBUFFERED, "=");
-	char name[32];
-
-	memcpy(name, HL_ENV_UNBUFFERED, n);
-	name[n] = '\0';
-	return hl_strvec_value(env, name) == NULL && !hl_envspec_sets(es, name);
+	return hl_strvec_value(env, HL_ENV_UNBUFFERED_VAR) == NULL &&
+	       !hl_envspec_sets(es, HL_ENV_UNBUFFERED_VAR);
 }
 
 int hl_free_port(int *port, char **cause)

@@ -87,7 +87,8 @@ int hl_env_build(char *const *base, const struct hl_envspec *es,
 /* A worker's Python writes its output as it comes (python -u), not a
  * buffer-full at a time into hvdrun's pipe: a job's progress shows while
  * it runs. An empty PYTHONUNBUFFERED (-x PYTHONUNBUFFERED=) buffers. */
-#define HL_ENV_UNBUFFERED "PYTHONUNBUFFERED=1"
+#define HL_ENV_UNBUFFERED_VAR "PYTHONUNBUFFERED"
+#define HL_ENV_UNBUFFERED HL_ENV_UNBUFFERED_VAR "=1"
 /* Whether a worker whose launcher's environment is env gets
  * HL_ENV_UNBUFFERED. */
 bool hl_env_unbuffered(const struct hl_strvec *env,

@@ -68,30 +68,30 @@ int hl_plan_init(struct hl_plan *plan, const struct hl_hostlist *hosts, long np,
 		return hl_fail(cause, HL_EINVAL, "-np must be at least 1");
 	if (np > total) {
 		const struct hl_host *bare = NULL;
+		char hint[320] = "";
 
+		/* mpirun's habit: -H a,b for a host's every core. */
 		for (h = 0; h < hosts->n && bare == NULL; h++)
 			if (hosts->v[h].bare)
 				bare = &hosts->v[h];
-		bool v6 = bare != NULL && strchr(bare->name, ':') != NULL;
+		if (bare != NULL && hosts->n == 1) {
+			bool v6 = strchr(bare->name, ':') != NULL;
 
+			snprintf(hint, sizeof(hint),
+				 ": a host given without ':N' has one slot "
+				 "(%s%s%s:%ld for %ld)",
+				 v6 ? "[" : "", bare->name, v6 ? "]" : "", np,
+				 np);
+		} else if (bare != NULL) {
+			snprintf(hint, sizeof(hint),
+				 " (a host given without ':N' has one slot)");
+		}
 		snprintf(dflt, sizeof(dflt), "-np %ld", np);
-		/* mpirun's habit: -H a,b for a host's every core. */
-		if (bare != NULL && hosts->n == 1)
-			return hl_fail(cause, HL_EINVAL,
-				       "%s is more than the 1 slot of the host "
-				       "list: a host given without ':N' has "
-				       "one slot (%s%s%s:%ld for %ld)",
-				       said != NULL ? said : dflt,
-				       v6 ? "[" : "", bare->name, v6 ? "]" : "",
-				       np, np);
 		return hl_fail(
 			cause, HL_EINVAL,
 			"%s is more than the %ld slot%s of the host list%s",
 			said != NULL ? said : dflt, total,
-			total == 1 ? "" : "s",
-			bare != NULL
-				? " (a host given without ':N' has one slot)"
-				: "");
+			total == 1 ? "" : "s", hint);
 	}
 	count = calloc(hosts->n, sizeof(*count));
 	if (count == NULL)

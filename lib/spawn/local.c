@@ -81,7 +81,11 @@ static int start_one(const struct hl_launch *l, struct hl_worker *w,
 	}
 	pid = fork();
 	if (pid < 0) {
-		rc = hl_fail(cause, HL_ESYS, "fork: %s", strerror(errno));
+		e = errno;
+		rc = hl_fail(cause, HL_ESYS, "fork: %s%s", strerror(e),
+			     e == EAGAIN ? " (a limit on processes: raise "
+					   "ulimit -u, or start fewer workers)"
+					 : "");
 		goto out_close;
 	}
 	if (pid == 0)

@@ -77,7 +77,7 @@ load helper
 	HVD_TEST_FORKS=$((forks - 2)) HVD_TEST_FORK_PIDS=$PIDDIR LD_PRELOAD=$shim \
 		run "$HVDRUN" -np 3 sleep 30
 	assert_failure 125
-	assert_output "hvdrun: rank 1 on localhost: fork: Resource temporarily unavailable"
+	assert_output "hvdrun: rank 1 on localhost: fork: Resource temporarily unavailable (a limit on processes: raise ulimit -u, or start fewer workers)"
 	[ "$(ls "$PIDDIR" | wc -l)" -eq $((forks - 2)) ]
 	wait_no_leftovers 20
 }
